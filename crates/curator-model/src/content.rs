@@ -1,0 +1,215 @@
+//! Message content: plain text or a list of parts (text, images, anything else).
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::ProviderFields;
+
+/// The content of a message.
+///
+/// Providers accept either one string or an array of typed parts. Both are kept as given,
+/// so a message converts back to exactly what it was read from.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Content, Part};
+///
+/// let text = Content::from("hello");
+/// assert_eq!(text.text(), "hello");
+///
+/// let parts = Content::Parts(vec![Part::text("a"), Part::text("b")]);
+/// assert_eq!(parts.text(), "a\nb");
+/// ```
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// One string.
+    Text(String),
+    /// An array of parts.
+    Parts(Vec<Part>),
+}
+
+impl Content {
+    /// The text of the content: the string itself, or the text parts joined by newlines
+    /// (parts that are not text contribute nothing).
+    ///
+    /// Borrows when the content is one string or holds a single text part.
+    pub fn text(&self) -> Cow<'_, str> {
+        match self {
+            Content::Text(s) => Cow::Borrowed(s),
+            Content::Parts(parts) => {
+                let mut texts = parts.iter().filter_map(Part::as_text);
+                match (texts.next(), texts.next()) {
+                    (None, _) => Cow::Borrowed(""),
+                    (Some(first), None) => Cow::Borrowed(first),
+                    (Some(first), Some(second)) => {
+                        let mut joined = String::with_capacity(first.len() + second.len() + 1);
+                        joined.push_str(first);
+                        joined.push('\n');
+                        joined.push_str(second);
+                        for t in texts {
+                            joined.push('\n');
+                            joined.push_str(t);
+                        }
+                        Cow::Owned(joined)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Number of characters (Unicode scalar values) of text, without building the joined text.
+    pub fn text_chars(&self) -> usize {
+        match self {
+            Content::Text(s) => s.chars().count(),
+            Content::Parts(parts) => {
+                let mut n = 0;
+                let mut count = 0usize;
+                for t in parts.iter().filter_map(Part::as_text) {
+                    n += t.chars().count();
+                    count += 1;
+                }
+                n + count.saturating_sub(1)
+            }
+        }
+    }
+
+    /// Whether there is no text and no other part.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Content::Text(s) => s.is_empty(),
+            Content::Parts(parts) => parts.iter().all(|p| p.as_text().is_some_and(str::is_empty)),
+        }
+    }
+
+    /// Whether any part is something other than text (an image, a document, …).
+    pub fn has_non_text_parts(&self) -> bool {
+        matches!(self, Content::Parts(parts) if parts.iter().any(|p| p.as_text().is_none()))
+    }
+}
+
+impl From<String> for Content {
+    fn from(s: String) -> Self {
+        Content::Text(s)
+    }
+}
+
+impl From<&str> for Content {
+    fn from(s: &str) -> Self {
+        Content::Text(s.to_owned())
+    }
+}
+
+/// One part of a multi-part content.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{ImageSource, Part};
+///
+/// let image = Part::image(ImageSource::Url { url: "https://example.com/cat.png".into() });
+/// assert!(image.as_text().is_none());
+/// assert_eq!(Part::text("hi").as_text(), Some("hi"));
+/// ```
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Part {
+    /// Text, with any provider fields of the part (such as `cache_control`).
+    Text {
+        /// The text.
+        text: String,
+        /// Fields of the part that curator does not model.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        extra: Option<ProviderFields>,
+    },
+    /// An image, by URL or inline data.
+    Image {
+        /// Where the image comes from.
+        source: ImageSource,
+        /// Fields of the part that curator does not model (OpenAI's `detail`, say).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        extra: Option<ProviderFields>,
+    },
+    /// Any other part (audio, files, documents, thinking blocks, …), kept verbatim in the
+    /// shape of the format it was read from.
+    Raw {
+        /// The format the part was read from.
+        format: crate::Format,
+        /// The part as it was read.
+        value: Value,
+    },
+}
+
+impl Part {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        Part::Text { text: text.into(), extra: None }
+    }
+
+    /// An image part.
+    pub fn image(source: ImageSource) -> Self {
+        Part::Image { source, extra: None }
+    }
+
+    /// The text of a text part.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Part::Text { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+}
+
+/// Where an image comes from.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::ImageSource;
+///
+/// let inline = ImageSource::Base64 { media_type: "image/png".into(), data: "iVBOR".into() };
+/// assert_eq!(inline.to_url(), "data:image/png;base64,iVBOR");
+/// assert_eq!(ImageSource::from_url("data:image/png;base64,iVBOR"), inline);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ImageSource {
+    /// An image on the web.
+    Url {
+        /// The address.
+        url: String,
+    },
+    /// Inline base64 data.
+    Base64 {
+        /// The media type, such as `image/png`.
+        media_type: String,
+        /// The base64 text.
+        data: String,
+    },
+}
+
+impl ImageSource {
+    /// Reads a URL, recognising `data:<type>;base64,<data>` URLs as inline data.
+    pub fn from_url(url: &str) -> Self {
+        if let Some(rest) = url.strip_prefix("data:")
+            && let Some((media_type, data)) = rest.split_once(";base64,")
+        {
+            return ImageSource::Base64 {
+                media_type: media_type.to_owned(),
+                data: data.to_owned(),
+            };
+        }
+        ImageSource::Url { url: url.to_owned() }
+    }
+
+    /// The source as one URL (inline data as a `data:` URL).
+    pub fn to_url(&self) -> String {
+        match self {
+            ImageSource::Url { url } => url.clone(),
+            ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        }
+    }
+}

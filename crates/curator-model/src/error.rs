@@ -1,0 +1,125 @@
+//! The error type of the entry model, its formats and its builders.
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while building, reading or converting messages.
+///
+/// Every variant that comes from a message list names the index of the message in the
+/// list that was being read and the field (as a path such as `tool_calls[1].function.name`)
+/// that was wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The input was not JSON at all.
+    #[error("input is not valid JSON: {source}")]
+    NotJson {
+        /// What the JSON parser reported, with line and column.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A required field is missing.
+    #[error("message {index}: missing field `{field}`")]
+    MissingField {
+        /// Position of the offending message in the input list.
+        index: usize,
+        /// Path of the missing field inside that message.
+        field: String,
+    },
+    /// A field has the wrong JSON type.
+    #[error("message {index}: field `{field}` should be {expected}, found {found}")]
+    WrongType {
+        /// Position of the offending message in the input list.
+        index: usize,
+        /// Path of the field inside that message.
+        field: String,
+        /// What was expected, e.g. "a string".
+        expected: &'static str,
+        /// What was found, e.g. "a number".
+        found: &'static str,
+    },
+    /// A role name this format does not know.
+    #[error("message {index}: unknown role `{role}` in field `role`")]
+    UnknownRole {
+        /// Position of the offending message in the input list.
+        index: usize,
+        /// The role that was given.
+        role: String,
+    },
+    /// A field that this role may not carry.
+    #[error("message {index}: a {role} message cannot carry field `{field}`")]
+    UnexpectedField {
+        /// Position of the offending message in the input list.
+        index: usize,
+        /// The role of the message.
+        role: &'static str,
+        /// The field that is not allowed.
+        field: String,
+    },
+    /// Tool-call arguments that must be JSON (to become an Anthropic `input` object) are not.
+    #[error("message {index}: field `{field}` is not valid JSON: {reason}")]
+    InvalidArguments {
+        /// Position of the offending message in the input list.
+        index: usize,
+        /// Path of the arguments field.
+        field: String,
+        /// What the JSON parser reported.
+        reason: String,
+    },
+    /// Tool-call arguments that must be a JSON object are some other JSON value.
+    #[error("message {index}: field `{field}` must hold a JSON object, found {found}")]
+    ArgumentsNotObject {
+        /// Position of the offending message in the input list.
+        index: usize,
+        /// Path of the arguments field.
+        field: String,
+        /// The kind of JSON value that was found.
+        found: &'static str,
+    },
+    /// A value of a field is not one this format allows (an unknown block or call type, say).
+    #[error("message {index}: field `{field}` has unsupported value `{value}`")]
+    UnsupportedValue {
+        /// Position of the offending message in the input list.
+        index: usize,
+        /// Path of the field.
+        field: String,
+        /// The value that was given.
+        value: String,
+    },
+    /// A system message after the conversation started, which the Anthropic format cannot carry.
+    #[error(
+        "message {index}: a system message after the first non-system message cannot be expressed in the Anthropic format"
+    )]
+    SystemInsideConversation {
+        /// Position of the system message in the input list.
+        index: usize,
+    },
+    /// An identifier that does not parse.
+    #[error("invalid {kind} `{value}`: {reason}")]
+    InvalidId {
+        /// Which identifier, e.g. "message id".
+        kind: &'static str,
+        /// The text that was given.
+        value: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// An entry that breaks the numbering rules.
+    #[error("invalid entry: {reason}")]
+    InvalidEntry {
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// Names the JSON type of a value for error messages.
+pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,499 @@
+//! Anthropic Messages API.
+//!
+//! The system prompt is the request's top-level `system` (a string or text blocks); the
+//! `messages` alternate `user` and `assistant`; an assistant calls tools with `tool_use`
+//! blocks whose `input` is a JSON object, and the answers come back as `tool_result` blocks
+//! (with an optional `is_error`) at the start of the next user message, several in one
+//! message.
+//!
+//! Reading turns each `tool_result` block into its own tool [`Message`] and the other blocks
+//! of a user message into user messages, keeping their order; a `tool_use` block becomes a
+//! [`ToolCall`] whose arguments are the compact JSON text of `input`. Writing merges
+//! consecutive messages of one side into one turn, as the API itself does. Blocks curator
+//! does not model (thinking, documents, …) and block fields (`cache_control`, `citations`)
+//! are kept and written back, so `Anthropic → Message → Anthropic` gives equal JSON except
+//! that an assistant's text blocks are written before its `tool_use` blocks and that
+//! consecutive messages of one side come back merged.
+//!
+//! Writing messages read from the OpenAI format leaves out OpenAI-only fields and the `name`
+//! of tool results (a `tool_result` has none), skips empty text (the API refuses empty text
+//! blocks), and refuses a system message after the conversation started, arguments that are
+//! not a JSON object, and OpenAI-only content parts.
+//!
+//! # Examples
+//!
+//! ```
+//! use curator_model::formats::anthropic;
+//! use serde_json::json;
+//!
+//! let request = json!({
+//!     "system": "You are terse.",
+//!     "messages": [
+//!         {"role": "user", "content": "Weather in Paris?"},
+//!         {"role": "assistant", "content": [
+//!             {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}}
+//!         ]},
+//!         {"role": "user", "content": [
+//!             {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18°C"}
+//!         ]}
+//!     ]
+//! });
+//! let messages = anthropic::to_messages(&request)?;
+//! assert_eq!(messages.len(), 4);
+//! assert_eq!(messages[2].tool_calls()[0].arguments(), r#"{"city":"Paris"}"#);
+//! assert_eq!(anthropic::from_messages(&messages)?.to_value(), request);
+//! Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use serde_json::{Map, Value, json};
+
+use super::object::Object;
+use crate::error::json_kind;
+use crate::provider_fields::fields_for;
+use crate::{
+    Content, Error, Format, ImageSource, Message, Part, ProviderFields, Result, Role, ToolCall,
+};
+
+/// The parts of a Messages API request that carry the conversation.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, formats::anthropic};
+///
+/// let request = anthropic::from_messages(&[Message::system("Be kind."), Message::user("hi")])?;
+/// assert_eq!(request.system, Some(serde_json::json!("Be kind.")));
+/// assert_eq!(request.messages.len(), 1);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Request {
+    /// The top-level system prompt: a string or an array of text blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<Value>,
+    /// The user and assistant messages.
+    pub messages: Vec<Value>,
+}
+
+impl Request {
+    /// The request as a JSON object with `system` (when there is one) and `messages`.
+    pub fn to_value(&self) -> Value {
+        let mut out = Map::new();
+        if let Some(system) = &self.system {
+            out.insert("system".into(), system.clone());
+        }
+        out.insert("messages".into(), Value::Array(self.messages.clone()));
+        Value::Object(out)
+    }
+}
+
+/// Parses JSON text holding a request object or a bare array of messages.
+///
+/// # Errors
+///
+/// [`Error::NotJson`] when the text is not JSON, then as [`to_messages`].
+pub fn parse(json: &str) -> Result<Vec<Message>> {
+    let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
+    to_messages(&value)
+}
+
+/// Reads a request object (`system` and `messages`; other request fields are ignored) or a
+/// bare array of messages.
+///
+/// Error indices count the `messages` array; errors in `system` have index 0 and a field
+/// path starting with `system`.
+///
+/// # Errors
+///
+/// A typed [`Error`] naming the index and field: a role other than `user` or `assistant`,
+/// missing `content`, a `tool_use` without `id`, `name` or `input`, a `tool_result` without
+/// `tool_use_id`, a `tool_use` inside a user message or a `tool_result` inside an assistant
+/// message, or a field of the wrong type.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Error, formats::anthropic};
+/// use serde_json::json;
+///
+/// let err = anthropic::to_messages(&json!([
+///     {"role": "user", "content": "hi"},
+///     {"role": "assistant", "content": [{"type": "tool_use", "name": "ls", "input": {}}]}
+/// ])).unwrap_err();
+/// assert_eq!(err.to_string(), "message 1: missing field `content[0].id`");
+/// ```
+pub fn to_messages(value: &Value) -> Result<Vec<Message>> {
+    let (system, messages) = match value {
+        Value::Array(messages) => (None, messages),
+        Value::Object(request) => match request.get("messages") {
+            Some(Value::Array(messages)) => (request.get("system"), messages),
+            Some(other) => {
+                return Err(Error::WrongType {
+                    index: 0,
+                    field: "messages".into(),
+                    expected: "an array",
+                    found: json_kind(other),
+                });
+            }
+            None => return Err(Error::MissingField { index: 0, field: "messages".into() }),
+        },
+        other => {
+            return Err(Error::WrongType {
+                index: 0,
+                field: "request".into(),
+                expected: "an object or an array",
+                found: json_kind(other),
+            });
+        }
+    };
+    let mut out = Vec::with_capacity(messages.len() + 1);
+    match system {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => out.push(Message::system(s.as_str())),
+        Some(Value::Array(blocks)) => {
+            let parts = blocks
+                .iter()
+                .enumerate()
+                .map(|(k, b)| read_block_part(0, &format!("system[{k}]"), b))
+                .collect::<Result<Vec<_>>>()?;
+            out.push(Message::system(Content::Parts(parts)));
+        }
+        Some(other) => {
+            return Err(Error::WrongType {
+                index: 0,
+                field: "system".into(),
+                expected: "a string or an array",
+                found: json_kind(other),
+            });
+        }
+    }
+    for (index, value) in messages.iter().enumerate() {
+        read_message(index, value, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn read_message(index: usize, value: &Value, out: &mut Vec<Message>) -> Result<()> {
+    let obj = Object::new(index, "", value)?;
+    let role = match obj.str("role")? {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        other => return Err(Error::UnknownRole { index, role: other.to_owned() }),
+    };
+    let blocks = match obj.get("content") {
+        None => return Err(obj.missing("content")),
+        Some(Value::String(s)) => {
+            out.push(if role == Role::User {
+                Message::user(s.as_str())
+            } else {
+                Message::assistant(s.as_str())
+            });
+            return Ok(());
+        }
+        Some(Value::Array(blocks)) => blocks,
+        Some(other) => return Err(obj.wrong_type("content", "a string or an array", other)),
+    };
+    if role == Role::Assistant {
+        let mut parts = Vec::new();
+        let mut calls = Vec::new();
+        for (k, block) in blocks.iter().enumerate() {
+            let path = format!("content[{k}]");
+            let b = Object::new(index, path.as_str(), block)?;
+            match b.opt_str("type")? {
+                Some("tool_use") => calls.push(read_tool_use(&b)?),
+                Some("tool_result") => {
+                    return Err(Error::UnexpectedField {
+                        index,
+                        role: "assistant",
+                        field: b.field("type"),
+                    });
+                }
+                _ => parts.push(read_block_part(index, &path, block)?),
+            }
+        }
+        let content =
+            if parts.is_empty() && !calls.is_empty() { None } else { Some(Content::Parts(parts)) };
+        out.push(Message::assistant_with_calls(content, calls));
+        return Ok(());
+    }
+    // A user message: each tool_result is a tool message; runs of other blocks are user
+    // messages, in the order they came.
+    let mut parts: Option<Vec<Part>> = if blocks.is_empty() { Some(Vec::new()) } else { None };
+    for (k, block) in blocks.iter().enumerate() {
+        let path = format!("content[{k}]");
+        let b = Object::new(index, path.as_str(), block)?;
+        match b.opt_str("type")? {
+            Some("tool_result") => {
+                if let Some(parts) = parts.take() {
+                    out.push(Message::user(Content::Parts(parts)));
+                }
+                out.push(read_tool_result(&b)?);
+            }
+            Some("tool_use") => {
+                return Err(Error::UnexpectedField { index, role: "user", field: b.field("type") });
+            }
+            _ => parts.get_or_insert_with(Vec::new).push(read_block_part(index, &path, block)?),
+        }
+    }
+    if let Some(parts) = parts {
+        out.push(Message::user(Content::Parts(parts)));
+    }
+    Ok(())
+}
+
+fn read_tool_use(b: &Object<'_>) -> Result<ToolCall> {
+    let id = b.str("id")?;
+    let name = b.str("name")?;
+    let input = b.get("input").ok_or_else(|| b.missing("input"))?;
+    if !input.is_object() {
+        return Err(b.wrong_type("input", "an object", input));
+    }
+    let extra =
+        ProviderFields::non_empty(Format::Anthropic, b.rest(&["type", "id", "name", "input"]));
+    Ok(ToolCall::from_json(id, name, input).with_extra(extra))
+}
+
+fn read_tool_result(b: &Object<'_>) -> Result<Message> {
+    let id = b.str("tool_use_id")?;
+    let mut message = Message::tool_result(id, "");
+    match b.get("content") {
+        None => message.set_content_omitted(),
+        Some(Value::String(s)) => message = message.with_content(Some(Content::Text(s.clone()))),
+        Some(Value::Array(blocks)) => {
+            let parts = blocks
+                .iter()
+                .enumerate()
+                .map(|(k, v)| read_block_part(b.index, &b.field(&format!("content[{k}]")), v))
+                .collect::<Result<Vec<_>>>()?;
+            message = message.with_content(Some(Content::Parts(parts)));
+        }
+        Some(other) => return Err(b.wrong_type("content", "a string or an array", other)),
+    }
+    match b.get("is_error") {
+        None => {}
+        Some(Value::Bool(flag)) => message.set_is_error(Some(*flag)),
+        Some(other) => return Err(b.wrong_type("is_error", "a boolean", other)),
+    }
+    let extra = ProviderFields::non_empty(
+        Format::Anthropic,
+        b.rest(&["type", "tool_use_id", "content", "is_error"]),
+    );
+    Ok(message.with_extra(extra))
+}
+
+/// Reads a content block that is not a tool block: text, an image, or anything else kept raw.
+fn read_block_part(index: usize, path: &str, value: &Value) -> Result<Part> {
+    let b = Object::new(index, path, value)?;
+    match b.opt_str("type")? {
+        Some("text") => Ok(Part::Text {
+            text: b.str("text")?.to_owned(),
+            extra: ProviderFields::non_empty(Format::Anthropic, b.rest(&["type", "text"])),
+        }),
+        Some("image") => match b.get("source").and_then(read_image_source) {
+            Some(source) => Ok(Part::Image {
+                source,
+                extra: ProviderFields::non_empty(Format::Anthropic, b.rest(&["type", "source"])),
+            }),
+            None => Ok(Part::Raw { format: Format::Anthropic, value: value.clone() }),
+        },
+        Some(_) => Ok(Part::Raw { format: Format::Anthropic, value: value.clone() }),
+        None => Err(b.missing("type")),
+    }
+}
+
+/// An image source curator models exactly, or `None` to keep the block raw.
+fn read_image_source(source: &Value) -> Option<ImageSource> {
+    let source = source.as_object()?;
+    let text = |k: &str| source.get(k).and_then(Value::as_str).map(str::to_owned);
+    match source.get("type").and_then(Value::as_str)? {
+        "base64" if source.len() == 3 => {
+            Some(ImageSource::Base64 { media_type: text("media_type")?, data: text("data")? })
+        }
+        "url" if source.len() == 2 => Some(ImageSource::Url { url: text("url")? }),
+        _ => None,
+    }
+}
+
+/// Writes messages as a Messages API request.
+///
+/// Leading system messages become `system` (a string for one text message, else text
+/// blocks); consecutive user and tool messages become one user message, consecutive
+/// assistant messages one assistant message.
+///
+/// # Errors
+///
+/// [`Error::SystemInsideConversation`] for a system message after the first non-system
+/// message; [`Error::InvalidArguments`] or [`Error::ArgumentsNotObject`] for tool-call
+/// arguments that are not a JSON object (an empty string counts as `{}`);
+/// [`Error::UnsupportedValue`] for an OpenAI-only content part.
+pub fn from_messages(messages: &[Message]) -> Result<Request> {
+    let start = messages.iter().position(|m| m.role() != Role::System).unwrap_or(messages.len());
+    let system = write_system(&messages[..start])?;
+    let mut out = Vec::new();
+    let mut i = start;
+    while i < messages.len() {
+        let assistant = messages[i].role() == Role::Assistant;
+        let end = messages[i..]
+            .iter()
+            .position(|m| (m.role() == Role::Assistant) != assistant || m.role() == Role::System)
+            .map_or(messages.len(), |n| i + n);
+        if messages[i].role() == Role::System {
+            return Err(Error::SystemInsideConversation { index: i });
+        }
+        let run = &messages[i..end];
+        let content = if assistant { write_assistant(i, run)? } else { write_user(i, run)? };
+        out.push(json!({"role": if assistant { "assistant" } else { "user" }, "content": content}));
+        i = end;
+    }
+    Ok(Request { system, messages: out })
+}
+
+fn write_system(system: &[Message]) -> Result<Option<Value>> {
+    match system {
+        [] => Ok(None),
+        [only] if matches!(only.content(), Some(Content::Text(_))) => {
+            Ok(Some(Value::String(only.text().into_owned())))
+        }
+        many => {
+            let mut blocks = Vec::new();
+            for (i, m) in many.iter().enumerate() {
+                push_content_blocks(i, m.content(), &mut blocks)?;
+            }
+            Ok(Some(Value::Array(blocks)))
+        }
+    }
+}
+
+fn write_assistant(first: usize, run: &[Message]) -> Result<Value> {
+    if let [only] = run
+        && let (Some(Content::Text(text)), false) = (only.content(), only.has_tool_calls())
+    {
+        return Ok(Value::String(text.clone()));
+    }
+    let mut blocks = Vec::new();
+    for (offset, m) in run.iter().enumerate() {
+        let index = first + offset;
+        push_content_blocks(index, m.content(), &mut blocks)?;
+        for (j, call) in m.tool_calls().iter().enumerate() {
+            let input = arguments_object(index, j, call)?;
+            let mut block =
+                fields_for(call.extra(), Format::Anthropic).cloned().unwrap_or_default();
+            block.insert("type".into(), json!("tool_use"));
+            block.insert("id".into(), Value::String(call.id().to_owned()));
+            block.insert("name".into(), Value::String(call.name().to_owned()));
+            block.insert("input".into(), input);
+            blocks.push(Value::Object(block));
+        }
+    }
+    Ok(Value::Array(blocks))
+}
+
+fn arguments_object(index: usize, j: usize, call: &ToolCall) -> Result<Value> {
+    let field = || format!("tool_calls[{j}].function.arguments");
+    let input = call.arguments_json().map_err(|e| Error::InvalidArguments {
+        index,
+        field: field(),
+        reason: e.to_string(),
+    })?;
+    if input.is_object() {
+        Ok(input)
+    } else {
+        Err(Error::ArgumentsNotObject { index, field: field(), found: json_kind(&input) })
+    }
+}
+
+fn write_user(first: usize, run: &[Message]) -> Result<Value> {
+    if let [only] = run
+        && let (Role::User, Some(Content::Text(text))) = (only.role(), only.content())
+    {
+        return Ok(Value::String(text.clone()));
+    }
+    let mut blocks = Vec::new();
+    for (offset, m) in run.iter().enumerate() {
+        let index = first + offset;
+        if m.role() == Role::Tool {
+            blocks.push(write_tool_result(index, m)?);
+        } else {
+            push_content_blocks(index, m.content(), &mut blocks)?;
+        }
+    }
+    Ok(Value::Array(blocks))
+}
+
+fn write_tool_result(index: usize, m: &Message) -> Result<Value> {
+    let mut block = fields_for(m.extra(), Format::Anthropic).cloned().unwrap_or_default();
+    block.insert("type".into(), json!("tool_result"));
+    block.insert(
+        "tool_use_id".into(),
+        Value::String(m.tool_call_id().unwrap_or_default().to_owned()),
+    );
+    match m.content() {
+        None => {}
+        Some(Content::Text(s)) => {
+            block.insert("content".into(), Value::String(s.clone()));
+        }
+        Some(Content::Parts(parts)) => {
+            let blocks = parts
+                .iter()
+                .enumerate()
+                .map(|(k, p)| write_part(index, k, p))
+                .collect::<Result<Vec<_>>>()?;
+            block.insert("content".into(), Value::Array(blocks));
+        }
+    }
+    if let Some(flag) = m.is_error_field() {
+        block.insert("is_error".into(), Value::Bool(flag));
+    }
+    Ok(Value::Object(block))
+}
+
+/// Appends the blocks of a message's content; empty text is skipped, as the API refuses it.
+fn push_content_blocks(
+    index: usize,
+    content: Option<&Content>,
+    blocks: &mut Vec<Value>,
+) -> Result<()> {
+    match content {
+        None => {}
+        Some(Content::Text(s)) if s.is_empty() => {}
+        Some(Content::Text(s)) => blocks.push(json!({"type": "text", "text": s})),
+        Some(Content::Parts(parts)) => {
+            for (k, part) in parts.iter().enumerate() {
+                blocks.push(write_part(index, k, part)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_part(index: usize, k: usize, part: &Part) -> Result<Value> {
+    let extra = |e: &Option<ProviderFields>| {
+        fields_for(e.as_ref(), Format::Anthropic).cloned().unwrap_or_default()
+    };
+    match part {
+        Part::Text { text, extra: e } => {
+            let mut out = extra(e);
+            out.insert("type".into(), json!("text"));
+            out.insert("text".into(), Value::String(text.clone()));
+            Ok(Value::Object(out))
+        }
+        Part::Image { source, extra: e } => {
+            let mut out = extra(e);
+            out.insert("type".into(), json!("image"));
+            let source = match source {
+                ImageSource::Url { url } => json!({"type": "url", "url": url}),
+                ImageSource::Base64 { media_type, data } => {
+                    json!({"type": "base64", "media_type": media_type, "data": data})
+                }
+            };
+            out.insert("source".into(), source);
+            Ok(Value::Object(out))
+        }
+        Part::Raw { format: Format::Anthropic, value } => Ok(value.clone()),
+        Part::Raw { value, .. } => Err(Error::UnsupportedValue {
+            index,
+            field: format!("content[{k}].type"),
+            value: value.get("type").and_then(Value::as_str).unwrap_or("unknown").to_owned(),
+        }),
+    }
+}

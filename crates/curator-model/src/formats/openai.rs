@@ -1,0 +1,328 @@
+//! OpenAI Chat Completions messages.
+//!
+//! Reads and writes the `messages` array of a Chat Completions request (and the `message` of
+//! a response): `system`, `user`, `assistant` and `tool` roles, string or part-array content,
+//! `null` or absent content, `tool_calls` with `type: "function"`, `tool_call_id` and `name`.
+//! Fields curator does not model (`refusal`, `audio`, `function_call`, part fields, …) are
+//! kept as [`ProviderFields`] and written back, so `OpenAI → Message → OpenAI` gives equal
+//! JSON. Not modelled, and refused with a typed error: the `developer` and legacy `function`
+//! roles, and tool calls whose `type` is not `function`.
+//!
+//! Writing messages read from the Anthropic format leaves out what OpenAI cannot express:
+//! the `is_error` mark of a tool result and Anthropic-only fields; an Anthropic-only content
+//! part (a thinking block, a document) is refused with [`Error::UnsupportedValue`].
+//!
+//! # Examples
+//!
+//! ```
+//! use curator_model::formats::openai;
+//! use serde_json::json;
+//!
+//! let wire = json!([
+//!     {"role": "user", "content": "What is in /tmp?"},
+//!     {"role": "assistant", "content": null, "tool_calls": [
+//!         {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{\"dir\":\"/tmp\"}"}}
+//!     ]},
+//!     {"role": "tool", "tool_call_id": "call_1", "name": "ls", "content": "a.txt"}
+//! ]);
+//! let messages = openai::to_messages(&wire)?;
+//! assert_eq!(messages[1].tool_calls()[0].name(), "ls");
+//! assert_eq!(openai::from_messages(&messages)?, wire);
+//! Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use serde_json::{Map, Value, json};
+
+use super::object::{Object, merge};
+use crate::error::json_kind;
+use crate::{
+    Content, Error, Format, ImageSource, Message, Part, ProviderFields, Result, Role, ToolCall,
+};
+
+const MESSAGE_FIELDS: &[&str] = &["role", "content", "tool_calls", "tool_call_id", "name"];
+
+/// Parses JSON text holding an array of messages.
+///
+/// # Errors
+///
+/// [`Error::NotJson`] when the text is not JSON, then as [`to_messages`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Error, formats::openai};
+///
+/// let messages = openai::parse(r#"[{"role": "user", "content": "hi"}]"#)?;
+/// assert_eq!(messages.len(), 1);
+/// assert!(matches!(openai::parse("[{"), Err(Error::NotJson { .. })));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn parse(json: &str) -> Result<Vec<Message>> {
+    let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
+    to_messages(&value)
+}
+
+/// Reads an array of OpenAI messages.
+///
+/// # Errors
+///
+/// A typed [`Error`] naming the index and field of the first message that is not a valid
+/// OpenAI message: not an object, a missing or unknown role, a field of the wrong type, a
+/// tool message without `tool_call_id`, tool calls on a message that is not the assistant's,
+/// a tool call without `id` or `function.name`, or a call type other than `function`.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Error, formats::openai};
+/// use serde_json::json;
+///
+/// let err = openai::to_messages(&json!([{"role": "user", "content": "a"}, {"role": "robot"}])).unwrap_err();
+/// assert!(matches!(err, Error::UnknownRole { index: 1, .. }));
+/// ```
+pub fn to_messages(value: &Value) -> Result<Vec<Message>> {
+    match value {
+        Value::Array(items) => {
+            items.iter().enumerate().map(|(i, v)| message_from_value(i, v)).collect()
+        }
+        other => Err(Error::WrongType {
+            index: 0,
+            field: "messages".into(),
+            expected: "an array",
+            found: json_kind(other),
+        }),
+    }
+}
+
+/// Reads one OpenAI message; `index` is its position in the list, used in errors.
+///
+/// # Errors
+///
+/// As [`to_messages`].
+pub fn message_from_value(index: usize, value: &Value) -> Result<Message> {
+    let obj = Object::new(index, "", value)?;
+    let role_name = obj.str("role")?;
+    let role = match role_name {
+        "system" => Role::System,
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "tool" => Role::Tool,
+        other => return Err(Error::UnknownRole { index, role: other.to_owned() }),
+    };
+    let mut rest = obj.rest(MESSAGE_FIELDS);
+    let content = match obj.get("content") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(v) => Some(Some(read_content(&obj, v)?)),
+    };
+    let tool_calls = match obj.get("tool_calls") {
+        Some(Value::Array(calls)) if !calls.is_empty() => {
+            if role != Role::Assistant {
+                return Err(Error::UnexpectedField {
+                    index,
+                    role: role.as_str(),
+                    field: "tool_calls".into(),
+                });
+            }
+            calls
+                .iter()
+                .enumerate()
+                .map(|(j, c)| read_call(index, j, c))
+                .collect::<Result<Vec<_>>>()?
+        }
+        // `null` or `[]` carry no call: keep them verbatim so the message writes back as read.
+        Some(v @ (Value::Null | Value::Array(_))) => {
+            rest.insert("tool_calls".into(), v.clone());
+            Vec::new()
+        }
+        Some(other) => return Err(obj.wrong_type("tool_calls", "an array", other)),
+        None => Vec::new(),
+    };
+    let tool_call_id = obj.opt_str("tool_call_id")?;
+    let mut message = match (role, tool_call_id) {
+        (Role::Tool, Some(id)) => Message::tool_result(id, ""),
+        (Role::Tool, None) => return Err(obj.missing("tool_call_id")),
+        (_, Some(_)) => {
+            return Err(Error::UnexpectedField {
+                index,
+                role: role.as_str(),
+                field: "tool_call_id".into(),
+            });
+        }
+        (Role::System, None) => Message::system(""),
+        (Role::User, None) => Message::user(""),
+        (Role::Assistant, None) => Message::assistant_with_calls(None, tool_calls),
+    };
+    match content {
+        None => message.set_content_omitted(),
+        Some(content) => message = message.with_content(content),
+    }
+    if let Some(name) = obj.opt_str("name")? {
+        message = message.with_name(name);
+    } else if let Some(v @ Value::Null) = obj.get("name") {
+        rest.insert("name".into(), v.clone());
+    }
+    Ok(message.with_extra(ProviderFields::non_empty(Format::OpenAi, rest)))
+}
+
+fn read_content(obj: &Object<'_>, value: &Value) -> Result<Content> {
+    match value {
+        Value::String(s) => Ok(Content::Text(s.clone())),
+        Value::Array(parts) => parts
+            .iter()
+            .enumerate()
+            .map(|(k, p)| read_part(obj.index, &format!("content[{k}]"), p))
+            .collect::<Result<Vec<_>>>()
+            .map(Content::Parts),
+        other => Err(obj.wrong_type("content", "a string, an array or null", other)),
+    }
+}
+
+fn read_part(index: usize, path: &str, value: &Value) -> Result<Part> {
+    let part = Object::new(index, path, value)?;
+    match part.opt_str("type")? {
+        Some("text") => Ok(Part::Text {
+            text: part.str("text")?.to_owned(),
+            extra: ProviderFields::non_empty(Format::OpenAi, part.rest(&["type", "text"])),
+        }),
+        Some("image_url") if part.only(&["type", "image_url"]) => {
+            let image = part
+                .get("image_url")
+                .map(|v| Object::new(index, part.field("image_url"), v))
+                .transpose()?;
+            match image.as_ref().and_then(|i| i.opt_str("url").ok().flatten().map(|url| (i, url))) {
+                Some((image, url)) => Ok(Part::Image {
+                    source: ImageSource::from_url(url),
+                    extra: ProviderFields::non_empty(Format::OpenAi, image.rest(&["url"])),
+                }),
+                None => Ok(Part::Raw { format: Format::OpenAi, value: value.clone() }),
+            }
+        }
+        _ => Ok(Part::Raw { format: Format::OpenAi, value: value.clone() }),
+    }
+}
+
+fn read_call(index: usize, j: usize, value: &Value) -> Result<ToolCall> {
+    let call = Object::new(index, format!("tool_calls[{j}]"), value)?;
+    match call.opt_str("type")? {
+        None | Some("function") => {}
+        Some(other) => {
+            return Err(Error::UnsupportedValue {
+                index,
+                field: call.field("type"),
+                value: other.to_owned(),
+            });
+        }
+    }
+    let id = call.str("id")?;
+    let function = Object::new(
+        index,
+        call.field("function"),
+        call.get("function").ok_or_else(|| call.missing("function"))?,
+    )?;
+    let name = function.str("name")?;
+    let arguments = function.str("arguments")?;
+    let mut rest = call.rest(&["id", "type", "function"]);
+    let function_rest = function.rest(&["name", "arguments"]);
+    if !function_rest.is_empty() {
+        rest.insert("function".into(), Value::Object(function_rest));
+    }
+    Ok(ToolCall::new(id, name, arguments)
+        .with_extra(ProviderFields::non_empty(Format::OpenAi, rest)))
+}
+
+/// Writes messages as an OpenAI `messages` array.
+///
+/// # Errors
+///
+/// [`Error::UnsupportedValue`] for a content part that only the Anthropic format can carry.
+pub fn from_messages(messages: &[Message]) -> Result<Value> {
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| message_to_value(i, m))
+        .collect::<Result<Vec<_>>>()
+        .map(Value::Array)
+}
+
+/// Writes one message as an OpenAI message; `index` is used in errors.
+///
+/// # Errors
+///
+/// As [`from_messages`].
+pub fn message_to_value(index: usize, message: &Message) -> Result<Value> {
+    let mut out = Map::new();
+    out.insert("role".into(), Value::String(message.role().as_str().to_owned()));
+    if !message.content_omitted() {
+        let content = match message.content() {
+            None => Value::Null,
+            Some(Content::Text(s)) => Value::String(s.clone()),
+            Some(Content::Parts(parts)) => Value::Array(
+                parts
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| write_part(index, k, p))
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+        };
+        out.insert("content".into(), content);
+    }
+    if message.has_tool_calls() {
+        let calls = message.tool_calls().iter().map(write_call).collect();
+        out.insert("tool_calls".into(), Value::Array(calls));
+    }
+    if let Some(id) = message.tool_call_id() {
+        out.insert("tool_call_id".into(), Value::String(id.to_owned()));
+    }
+    if let Some(name) = message.name() {
+        out.insert("name".into(), Value::String(name.to_owned()));
+    }
+    merge(&mut out, crate::provider_fields::fields_for(message.extra(), Format::OpenAi));
+    Ok(Value::Object(out))
+}
+
+fn write_part(index: usize, k: usize, part: &Part) -> Result<Value> {
+    let extra = |e: &Option<ProviderFields>| {
+        crate::provider_fields::fields_for(e.as_ref(), Format::OpenAi).cloned()
+    };
+    match part {
+        Part::Text { text, extra: e } => {
+            let mut out = extra(e).unwrap_or_default();
+            out.insert("type".into(), json!("text"));
+            out.insert("text".into(), Value::String(text.clone()));
+            Ok(Value::Object(out))
+        }
+        Part::Image { source, extra: e } => {
+            let mut image = extra(e).unwrap_or_default();
+            image.insert("url".into(), Value::String(source.to_url()));
+            Ok(json!({"type": "image_url", "image_url": image}))
+        }
+        Part::Raw { format: Format::OpenAi, value } => Ok(value.clone()),
+        Part::Raw { value, .. } => Err(Error::UnsupportedValue {
+            index,
+            field: format!("content[{k}].type"),
+            value: value.get("type").and_then(Value::as_str).unwrap_or("unknown").to_owned(),
+        }),
+    }
+}
+
+fn write_call(call: &ToolCall) -> Value {
+    let mut function = Map::new();
+    function.insert("name".into(), Value::String(call.name().to_owned()));
+    function.insert("arguments".into(), Value::String(call.arguments().to_owned()));
+    let mut out = Map::new();
+    out.insert("id".into(), Value::String(call.id().to_owned()));
+    out.insert("type".into(), json!("function"));
+    if let Some(extra) = crate::provider_fields::fields_for(call.extra(), Format::OpenAi) {
+        for (k, v) in extra {
+            match (k.as_str(), v) {
+                ("function", Value::Object(more)) => merge(&mut function, Some(more)),
+                _ => {
+                    out.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+    }
+    out.insert("function".into(), Value::Object(function));
+    Value::Object(out)
+}

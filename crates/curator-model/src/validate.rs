@@ -1,0 +1,302 @@
+//! Checks a message list against the rules that make a provider reject a request.
+//!
+//! Both checks return the first [`Violation`], with the index of the message where the rule
+//! broke. Calls still open at the very end of the list are *pending*, not a violation: a
+//! conversation stopped mid-tool-call looks like that, and the caller is about to answer
+//! them. Tool results pair with the most recent open call of their id.
+//!
+//! # Examples
+//!
+//! ```
+//! use curator_model::{Message, ToolCall, validate};
+//!
+//! let ok = vec![
+//!     Message::system("Be brief."),
+//!     Message::user("List files."),
+//!     Message::assistant_with_calls(None, vec![ToolCall::new("1", "ls", "{}")]),
+//!     Message::tool_result("1", "a.txt"),
+//! ];
+//! assert!(validate::openai(&ok).is_ok());
+//! assert!(validate::anthropic(&ok).is_ok());
+//!
+//! let orphan = vec![Message::user("hi"), Message::tool_result("9", "?")];
+//! let violation = validate::openai(&orphan).unwrap_err();
+//! assert_eq!(violation.index, 1);
+//! ```
+
+use std::fmt;
+
+use crate::{Message, Role};
+
+/// The first rule a message list breaks, and where.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("message {index}: {kind}")]
+#[non_exhaustive]
+pub struct Violation {
+    /// Index of the message where the rule broke (for an empty list, the list's length).
+    pub index: usize,
+    /// Which rule.
+    pub kind: ViolationKind,
+}
+
+/// The rules [`openai`] and [`anthropic`] check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ViolationKind {
+    /// There is no message to send (for Anthropic: none besides the system prompt).
+    EmptyConversation,
+    /// A tool message answers no open call.
+    ToolResultWithoutCall {
+        /// The id it quotes.
+        call_id: String,
+    },
+    /// A non-tool message arrived while a call of an earlier assistant message was unanswered.
+    UnansweredToolCall {
+        /// The unanswered call's id.
+        call_id: String,
+        /// Index of the assistant message that made the call.
+        call_index: usize,
+    },
+    /// Two open calls share an id, so a result could not say which it answers.
+    DuplicateOpenCallId {
+        /// The shared id.
+        call_id: String,
+    },
+    /// A message the provider rejects for having no content (OpenAI: a user, system or tool
+    /// message with `null` content, or an assistant message with neither content nor tool
+    /// calls; Anthropic: a turn with no content blocks, except the final assistant turn).
+    MissingContent {
+        /// The role of the message.
+        role: Role,
+    },
+    /// Anthropic: the first message after the system prompt is not a user message.
+    FirstMessageNotUser {
+        /// The role found.
+        role: Role,
+    },
+    /// Anthropic: a system message after the conversation started (the API has one
+    /// top-level system prompt).
+    SystemInsideConversation,
+}
+
+impl fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ViolationKind::EmptyConversation => f.write_str("no message to send"),
+            ViolationKind::ToolResultWithoutCall { call_id } => {
+                write!(f, "tool result for `{call_id}` answers no open tool call")
+            }
+            ViolationKind::UnansweredToolCall { call_id, call_index } => {
+                write!(
+                    f,
+                    "tool call `{call_id}` of message {call_index} is unanswered when this message arrives"
+                )
+            }
+            ViolationKind::DuplicateOpenCallId { call_id } => {
+                write!(f, "tool call id `{call_id}` is already open")
+            }
+            ViolationKind::MissingContent { role } => write!(f, "{role} message has no content"),
+            ViolationKind::FirstMessageNotUser { role } => {
+                write!(
+                    f,
+                    "the first message after the system prompt must be a user message, found {role}"
+                )
+            }
+            ViolationKind::SystemInsideConversation => f.write_str(
+                "system message inside the conversation (only a leading system prompt is allowed)",
+            ),
+        }
+    }
+}
+
+/// The calls of the current assistant turn that still wait for a result.
+#[derive(Default)]
+struct OpenCalls<'a> {
+    calls: Vec<(&'a str, usize)>,
+}
+
+impl<'a> OpenCalls<'a> {
+    fn open(&mut self, message: &'a Message, index: usize) -> Result<(), Violation> {
+        for call in message.tool_calls() {
+            if self.calls.iter().any(|(id, _)| *id == call.id()) {
+                return Err(Violation {
+                    index,
+                    kind: ViolationKind::DuplicateOpenCallId { call_id: call.id().to_owned() },
+                });
+            }
+            self.calls.push((call.id(), index));
+        }
+        Ok(())
+    }
+
+    /// Closes the call a tool message answers.
+    fn answer(&mut self, message: &Message, index: usize) -> Result<(), Violation> {
+        let id = message.tool_call_id().unwrap_or_default();
+        match self.calls.iter().rposition(|(open, _)| *open == id) {
+            Some(position) => {
+                self.calls.remove(position);
+                Ok(())
+            }
+            None => Err(Violation {
+                index,
+                kind: ViolationKind::ToolResultWithoutCall { call_id: id.to_owned() },
+            }),
+        }
+    }
+
+    /// Fails when a call is still open as a message that is not its answer arrives.
+    fn require_closed(&self, index: usize) -> Result<(), Violation> {
+        match self.calls.first() {
+            None => Ok(()),
+            Some((id, call_index)) => Err(Violation {
+                index,
+                kind: ViolationKind::UnansweredToolCall {
+                    call_id: (*id).to_owned(),
+                    call_index: *call_index,
+                },
+            }),
+        }
+    }
+}
+
+/// Checks `messages` against the OpenAI Chat Completions rules.
+///
+/// # Errors
+///
+/// The first [`Violation`]: an empty list, a tool message that answers no open call, a call
+/// left unanswered when a non-tool message follows, two open calls with one id, or a message
+/// with no content where the API requires some.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, ToolCall, validate, validate::ViolationKind};
+///
+/// let messages = vec![
+///     Message::user("hi"),
+///     Message::assistant_with_calls(None, vec![ToolCall::new("1", "ls", "{}")]),
+///     Message::user("are you there?"),
+/// ];
+/// let v = validate::openai(&messages).unwrap_err();
+/// assert_eq!(v.index, 2);
+/// assert!(matches!(v.kind, ViolationKind::UnansweredToolCall { call_index: 1, .. }));
+/// ```
+pub fn openai(messages: &[Message]) -> Result<(), Violation> {
+    if messages.is_empty() {
+        return Err(Violation { index: 0, kind: ViolationKind::EmptyConversation });
+    }
+    let mut open = OpenCalls::default();
+    for (index, message) in messages.iter().enumerate() {
+        if message.role() == Role::Tool {
+            open.answer(message, index)?;
+        } else {
+            open.require_closed(index)?;
+            open.calls.clear();
+            open.open(message, index)?;
+        }
+        if openai_lacks_content(message) {
+            return Err(Violation {
+                index,
+                kind: ViolationKind::MissingContent { role: message.role() },
+            });
+        }
+    }
+    Ok(())
+}
+
+fn openai_lacks_content(message: &Message) -> bool {
+    if message.content().is_some() {
+        return false;
+    }
+    match message.role() {
+        Role::Assistant => {
+            // Legacy `function_call` and audio replies stand in for content.
+            let carries_other = message.extra().is_some_and(|e| {
+                e.fields_for(crate::Format::OpenAi)
+                    .is_some_and(|f| f.contains_key("function_call") || f.contains_key("audio"))
+            });
+            !message.has_tool_calls() && !carries_other
+        }
+        Role::System | Role::User | Role::Tool => true,
+    }
+}
+
+/// Checks `messages` against the Anthropic Messages API rules, as
+/// [`formats::anthropic::from_messages`](crate::formats::anthropic::from_messages) would send
+/// them: leading system messages become the top-level system prompt, consecutive messages of
+/// one side are merged into one turn (tool results travel in user turns), the first turn must
+/// be a user turn, and the answers to an assistant turn's `tool_use` blocks must come as
+/// `tool_result` blocks at the start of the very next user turn.
+///
+/// # Errors
+///
+/// The first [`Violation`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, validate, validate::ViolationKind};
+///
+/// let messages = vec![Message::system("s"), Message::assistant("I speak first")];
+/// let v = validate::anthropic(&messages).unwrap_err();
+/// assert_eq!((v.index, v.kind), (1, ViolationKind::FirstMessageNotUser { role: curator_model::Role::Assistant }));
+/// ```
+pub fn anthropic(messages: &[Message]) -> Result<(), Violation> {
+    let start = messages
+        .iter()
+        .position(|m| m.role() != Role::System)
+        .ok_or(Violation { index: messages.len(), kind: ViolationKind::EmptyConversation })?;
+    if messages[start].role() == Role::Assistant {
+        return Err(Violation {
+            index: start,
+            kind: ViolationKind::FirstMessageNotUser { role: Role::Assistant },
+        });
+    }
+    let mut open = OpenCalls::default();
+    // The side of the turn being built, where it began, and whether it has a block yet.
+    let mut turn_is_assistant = false;
+    let mut turn_start = start;
+    let mut turn_has_blocks = false;
+    for (index, message) in messages.iter().enumerate().skip(start) {
+        let is_assistant = match message.role() {
+            Role::System => {
+                return Err(Violation { index, kind: ViolationKind::SystemInsideConversation });
+            }
+            Role::Assistant => true,
+            Role::User | Role::Tool => false,
+        };
+        if index > start && is_assistant != turn_is_assistant {
+            if !turn_has_blocks {
+                return Err(empty_turn(turn_start, turn_is_assistant));
+            }
+            turn_start = index;
+            turn_has_blocks = false;
+        }
+        match message.role() {
+            Role::Assistant => {
+                // A following assistant message joins the same turn, so its calls add to
+                // the open ones instead of finding them unanswered.
+                if !turn_is_assistant {
+                    open.require_closed(index)?;
+                    open.calls.clear();
+                }
+                open.open(message, index)?;
+            }
+            Role::Tool => open.answer(message, index)?,
+            _ => open.require_closed(index)?,
+        }
+        turn_is_assistant = is_assistant;
+        turn_has_blocks |= message.role() == Role::Tool
+            || message.has_tool_calls()
+            || message.content().is_some_and(|c| !c.is_empty());
+    }
+    if !turn_has_blocks && !turn_is_assistant {
+        return Err(empty_turn(turn_start, false));
+    }
+    Ok(())
+}
+
+fn empty_turn(index: usize, assistant: bool) -> Violation {
+    let role = if assistant { Role::Assistant } else { Role::User };
+    Violation { index, kind: ViolationKind::MissingContent { role } }
+}

@@ -1,0 +1,35 @@
+//! curator manages the conversation history of LLM agent loops.
+//!
+//! This facade re-exports the workspace's crates, one module per crate, and a [`prelude`]
+//! with the names most programs use. It adds no code of its own.
+//!
+//! | module | crate | what it holds |
+//! |---|---|---|
+//! | [`model`] | `curator-model` | messages, tool calls, entries, OpenAI and Anthropic formats, validation |
+//!
+//! # Examples
+//!
+//! ```
+//! use curator::prelude::*;
+//!
+//! let messages = vec![
+//!     Message::system("You are a careful agent."),
+//!     Message::user("Count the files."),
+//!     Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")]),
+//!     Message::tool_result("c1", "a\nb\nc"),
+//!     Message::assistant("There are 3 files."),
+//! ];
+//! curator::model::validate::openai(&messages)?;
+//! let wire = curator::model::formats::openai::from_messages(&messages)?;
+//! assert_eq!(wire.as_array().map(Vec::len), Some(5));
+//! Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub use curator_model as model;
+
+/// The names most programs need, for a glob import.
+pub mod prelude {
+    pub use curator_model::{
+        Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall, ToolCallStatus,
+    };
+}
