@@ -31,7 +31,6 @@ use crate::{Message, Role};
 /// The first rule a message list breaks, and where.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("message {index}: {kind}")]
-#[non_exhaustive]
 pub struct Violation {
     /// Index of the message where the rule broke (for an empty list, the list's length).
     pub index: usize,

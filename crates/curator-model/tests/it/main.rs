@@ -1,0 +1,9 @@
+//! Integration tests of curator-model.
+#![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
+
+mod anthropic;
+mod corpus;
+mod errors;
+mod openai;
+mod props;
+mod validate;
