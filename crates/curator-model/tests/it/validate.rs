@@ -122,7 +122,11 @@ fn anthropic_first_message_and_system_position() {
 #[test]
 fn missing_content() {
     let no_content = Message::user("").with_content(None);
-    openai_fails(std::slice::from_ref(&no_content), 0, ViolationKind::MissingContent { role: Role::User });
+    openai_fails(
+        std::slice::from_ref(&no_content),
+        0,
+        ViolationKind::MissingContent { role: Role::User },
+    );
     openai_fails(
         &[Message::user("u"), Message::assistant("").with_content(None)],
         1,
