@@ -1,0 +1,136 @@
+//! `ClearOldToolResults`: keep every pair, clear the content of old tool results.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use curator_model::{Content, Message, Role};
+
+use crate::{CurationContext, History, HistoryManager, MessageMap, Result, View};
+
+/// Replaces the content of all but the newest `keep_last` tool results with a short
+/// placeholder that names the tool and how much was cleared, keeping every call and result
+/// in place. The model learns that a result existed and was cleared; the record keeps it.
+///
+/// The placeholder may use `{tool}` (the tool's name, from the result's `name` or the call it
+/// answers) and `{chars}` (the characters cleared). Tools named in `exclude` are never
+/// cleared, nor counted among the newest.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, ToolCall};
+/// use curator_strategies::{ClearOldToolResults, CurationContext, HistoryManagerExt};
+///
+/// let messages = vec![
+///     Message::user("go"),
+///     Message::assistant_with_calls(None, vec![ToolCall::new("1", "read_file", "{}")]),
+///     Message::tool_result("1", "x".repeat(500)),
+///     Message::assistant_with_calls(None, vec![ToolCall::new("2", "read_file", "{}")]),
+///     Message::tool_result("2", "latest"),
+/// ];
+/// let view = ClearOldToolResults::new(1).curate_messages(&messages, &CurationContext::default())?;
+/// assert_eq!(view.len(), 5);
+/// assert_eq!(view[2].text(), "[cleared: result of `read_file`, 500 characters]");
+/// assert_eq!(view[4].text(), "latest");
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ClearOldToolResults {
+    keep_last: usize,
+    placeholder: Arc<str>,
+    exclude: Arc<BTreeSet<String>>,
+}
+
+impl ClearOldToolResults {
+    /// Keeps the newest `keep_last` tool results, clearing older ones with the default
+    /// placeholder `[cleared: result of `{tool}`, {chars} characters]`.
+    pub fn new(keep_last: usize) -> Self {
+        Self {
+            keep_last,
+            placeholder: Arc::from("[cleared: result of `{tool}`, {chars} characters]"),
+            exclude: Arc::default(),
+        }
+    }
+
+    /// Uses `placeholder` (with `{tool}` and `{chars}`) instead of the default.
+    #[must_use]
+    pub fn with_placeholder(mut self, placeholder: impl Into<String>) -> Self {
+        self.placeholder = Arc::from(placeholder.into());
+        self
+    }
+
+    /// Never clears the results of these tools.
+    #[must_use]
+    pub fn with_exclude(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.exclude = Arc::new(tools.into_iter().map(Into::into).collect());
+        self
+    }
+}
+
+/// The name of the tool a tool message at `pos` reports on.
+pub(crate) fn tool_name<'a>(history: &'a History<'_>, pos: Option<usize>, message: &'a Message) -> Option<&'a str> {
+    if let Some(name) = message.name() {
+        return Some(name);
+    }
+    let head = history.get(history.unit_head(pos?)?)?;
+    let id = message.tool_call_id()?;
+    head.tool_calls().iter().rev().find(|c| c.id() == id).map(curator_model::ToolCall::name)
+}
+
+#[derive(Debug)]
+struct Clear {
+    /// Tool results at positions before this are cleared.
+    boundary: usize,
+    placeholder: Arc<str>,
+    exclude: Arc<BTreeSet<String>>,
+}
+
+impl MessageMap for Clear {
+    fn map(&self, message: &Message, pos: Option<usize>, history: &History<'_>) -> Option<Message> {
+        let pos = pos?;
+        if message.role() != Role::Tool || pos >= self.boundary {
+            return None;
+        }
+        let tool = tool_name(history, Some(pos), message).unwrap_or("tool");
+        if self.exclude.contains(tool) {
+            return None;
+        }
+        let chars = message.content().map_or(0, Content::text_chars);
+        let text = self.placeholder.replace("{tool}", tool).replace("{chars}", &chars.to_string());
+        Some(message.clone().with_content(Some(Content::Text(text))))
+    }
+}
+
+impl HistoryManager for ClearOldToolResults {
+    fn curate<'h>(&self, view: View<'h>, _ctx: &CurationContext<'_>) -> Result<View<'h>> {
+        let history = view.history();
+        // Walk back to the `keep_last`-th newest result that may be cleared.
+        let mut seen = 0;
+        let mut boundary = 0;
+        for slot in view.slots().rev() {
+            let structure = view.structure(slot);
+            if structure.role() != Role::Tool {
+                continue;
+            }
+            let pos = view.pos(slot);
+            if tool_name(history, pos, structure).is_some_and(|t| self.exclude.contains(t)) {
+                continue;
+            }
+            if seen == self.keep_last {
+                boundary = pos.map_or(0, |p| p + 1);
+                break;
+            }
+            seen += 1;
+        }
+        if boundary == 0 {
+            return Ok(view);
+        }
+        let clear = Clear { boundary, placeholder: Arc::clone(&self.placeholder), exclude: Arc::clone(&self.exclude) };
+        Ok(view.with_map(Arc::new(clear)))
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("clear_old_tool_results")
+    }
+}

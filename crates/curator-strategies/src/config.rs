@@ -1,0 +1,200 @@
+//! Declarative configuration: build a pipeline from JSON, TOML or any serde format.
+
+use std::collections::BTreeMap;
+
+use crate::{
+    CharEstimate, ClearOldToolResults, Composed, Error, HistoryManager, Passthrough, Redactor, Result, SlidingWindow,
+    TokenBudget, TokenCounter, ToolFilter, ToolResultTruncator, TurnLimit,
+};
+
+/// A strategy (or a pipeline of them) described as data, tagged by `strategy`.
+///
+/// | `strategy` | options |
+/// |---|---|
+/// | `passthrough` | |
+/// | `sliding_window` | `window_size` |
+/// | `truncate_tool_results` | `max_length`, `suffix` (optional) |
+/// | `truncate_tokens` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`) |
+/// | `truncate_turns` | `max_turns` |
+/// | `filter_tools` | `tools` |
+/// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]) |
+/// | `redact` | `builtin` (true), `patterns` (kind → regex) |
+/// | `compose` | `steps`: a list of the above, run in order |
+///
+/// # Examples
+///
+/// ```
+/// use curator_strategies::StrategyConfig;
+///
+/// let config = StrategyConfig::from_json(r#"{
+///     "strategy": "compose",
+///     "steps": [
+///         {"strategy": "truncate_tool_results", "max_length": 2000},
+///         {"strategy": "truncate_tokens", "max_tokens": 8000, "reserve": 1000}
+///     ]
+/// }"#)?;
+/// let manager = config.build()?;
+/// assert_eq!(manager.name(), "truncate_tool_results -> truncate_tokens");
+///
+/// let err = StrategyConfig::from_json(r#"{"strategy": "magic"}"#).unwrap_err();
+/// assert!(err.to_string().contains("unknown variant `magic`"));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "strategy", rename_all = "snake_case", deny_unknown_fields)]
+#[non_exhaustive]
+pub enum StrategyConfig {
+    /// [`Passthrough`].
+    Passthrough,
+    /// [`SlidingWindow`].
+    SlidingWindow {
+        /// Messages kept after the system messages and the task.
+        window_size: usize,
+    },
+    /// [`ToolResultTruncator`].
+    TruncateToolResults {
+        /// Maximum characters per tool result, suffix included.
+        max_length: usize,
+        /// The suffix, with an optional `{cut}` placeholder.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        suffix: Option<String>,
+    },
+    /// [`TokenBudget`].
+    TruncateTokens {
+        /// The budget.
+        max_tokens: u64,
+        /// Tokens held back for tool schemas and the reply.
+        #[serde(default)]
+        reserve: u64,
+        /// How tokens are counted.
+        #[serde(default)]
+        tokenizer: Tokenizer,
+    },
+    /// [`TurnLimit`].
+    TruncateTurns {
+        /// Round-trips kept.
+        max_turns: usize,
+    },
+    /// [`ToolFilter`] by names.
+    FilterTools {
+        /// Names of the tools whose calls and results are dropped.
+        tools: Vec<String>,
+    },
+    /// [`ClearOldToolResults`].
+    ClearOldToolResults {
+        /// Newest results left intact.
+        keep_last: usize,
+        /// Placeholder text with `{tool}` and `{chars}`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        placeholder: Option<String>,
+        /// Tools never cleared.
+        #[serde(default)]
+        exclude: Vec<String>,
+    },
+    /// [`Redactor`].
+    Redact {
+        /// Use the built-in secret patterns.
+        #[serde(default = "yes")]
+        builtin: bool,
+        /// Extra patterns: kind → regular expression.
+        #[serde(default)]
+        patterns: BTreeMap<String, String>,
+    },
+    /// Several strategies in order.
+    Compose {
+        /// The strategies.
+        steps: Vec<StrategyConfig>,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// How a configured token budget counts tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Tokenizer {
+    /// [`CharEstimate`] with its defaults.
+    #[default]
+    Estimate,
+    /// OpenAI's `o200k_base` (GPT-4o and later), feature `tiktoken`.
+    O200k,
+    /// OpenAI's `cl100k_base` (GPT-4, GPT-3.5), feature `tiktoken`.
+    Cl100k,
+}
+
+impl Tokenizer {
+    /// The counter this tokenizer names.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] for an exact encoding when the crate was built without the
+    /// `tiktoken` feature.
+    pub fn counter(self) -> Result<std::sync::Arc<dyn TokenCounter>> {
+        match self {
+            Tokenizer::Estimate => Ok(std::sync::Arc::new(CharEstimate::default())),
+            #[cfg(feature = "tiktoken")]
+            Tokenizer::O200k => Ok(std::sync::Arc::new(crate::Bpe::new(crate::Encoding::O200kBase))),
+            #[cfg(feature = "tiktoken")]
+            Tokenizer::Cl100k => Ok(std::sync::Arc::new(crate::Bpe::new(crate::Encoding::Cl100kBase))),
+            #[cfg(not(feature = "tiktoken"))]
+            other => Err(Error::Config(format!(
+                "tokenizer `{}` needs curator-strategies built with the `tiktoken` feature",
+                serde_json::to_value(other).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+            ))),
+        }
+    }
+}
+
+impl StrategyConfig {
+    /// Reads a configuration from JSON text.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] naming the unknown strategy, the unknown or missing option, or the
+    /// bad value, with the line and column.
+    pub fn from_json(json: &str) -> Result<Self> {
+        serde_json::from_str(json).map_err(|e| Error::Config(e.to_string()))
+    }
+
+    /// Builds the manager the configuration describes.
+    ///
+    /// # Errors
+    ///
+    /// The strategies' construction errors ([`Error::InvalidOption`], [`Error::Pattern`],
+    /// [`Error::Config`]).
+    pub fn build(&self) -> Result<Box<dyn HistoryManager>> {
+        Ok(match self {
+            StrategyConfig::Passthrough => Box::new(Passthrough),
+            StrategyConfig::SlidingWindow { window_size } => Box::new(SlidingWindow::new(*window_size)),
+            StrategyConfig::TruncateToolResults { max_length, suffix } => Box::new(match suffix {
+                Some(suffix) => ToolResultTruncator::with_suffix(*max_length, suffix.clone())?,
+                None => ToolResultTruncator::new(*max_length)?,
+            }),
+            StrategyConfig::TruncateTokens { max_tokens, reserve, tokenizer } => {
+                Box::new(TokenBudget::new(*max_tokens).with_reserve(*reserve).with_shared_counter(tokenizer.counter()?))
+            }
+            StrategyConfig::TruncateTurns { max_turns } => Box::new(TurnLimit::new(*max_turns)),
+            StrategyConfig::FilterTools { tools } => Box::new(ToolFilter::names(tools.iter().cloned())),
+            StrategyConfig::ClearOldToolResults { keep_last, placeholder, exclude } => {
+                let mut clear = ClearOldToolResults::new(*keep_last).with_exclude(exclude.iter().cloned());
+                if let Some(placeholder) = placeholder {
+                    clear = clear.with_placeholder(placeholder.clone());
+                }
+                Box::new(clear)
+            }
+            StrategyConfig::Redact { builtin, patterns } => {
+                let mut redactor = if *builtin { Redactor::new() } else { Redactor::empty() };
+                for (kind, pattern) in patterns {
+                    redactor = redactor.with_pattern(kind.clone(), pattern)?;
+                }
+                Box::new(redactor)
+            }
+            StrategyConfig::Compose { steps } => {
+                Box::new(Composed::new(steps.iter().map(StrategyConfig::build).collect::<Result<Vec<_>>>()?))
+            }
+        })
+    }
+}

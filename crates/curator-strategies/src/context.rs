@@ -1,0 +1,136 @@
+//! What a strategy knows besides the messages.
+
+use std::fmt;
+
+use curator_model::EvaluationId;
+
+use crate::EventSink;
+
+/// Read access to the session a conversation is recorded in, for strategies that need more
+/// than the messages (the session crate implements it).
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::EvaluationId;
+/// use curator_strategies::SessionRead;
+///
+/// struct Fixed(EvaluationId);
+/// impl SessionRead for Fixed {
+///     fn evaluation_id(&self) -> Option<EvaluationId> { Some(self.0) }
+///     fn checkpoint(&self, _name: &str) -> Option<serde_json::Value> { None }
+/// }
+/// let session = Fixed(EvaluationId::new());
+/// assert!(session.evaluation_id().is_some());
+/// ```
+pub trait SessionRead: Send + Sync {
+    /// The evaluation being curated, when there is one.
+    fn evaluation_id(&self) -> Option<EvaluationId>;
+
+    /// The latest version of a named checkpoint document of the session.
+    fn checkpoint(&self, name: &str) -> Option<serde_json::Value>;
+}
+
+/// The context of one curate call: what to preserve, where to report, what to read.
+///
+/// By default the system message and the task (the first user message, right after the
+/// system messages) are preserved, no minimum number of recent messages is forced, and no
+/// events are emitted.
+///
+/// # Examples
+///
+/// ```
+/// use curator_strategies::CurationContext;
+///
+/// let ctx = CurationContext::default().with_prompt_name("triage").with_preserve_last_n(4);
+/// assert!(ctx.preserve_system && ctx.preserve_task);
+/// assert_eq!(ctx.preserve_last_n, 4);
+/// ```
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct CurationContext<'a> {
+    /// Keep the leading system messages.
+    pub preserve_system: bool,
+    /// Keep the task: the first user message when it comes right after the system messages.
+    /// A window that drops it leaves the model without its mission.
+    pub preserve_task: bool,
+    /// Keep at least this many of the newest messages (rounded up to whole units) where the
+    /// strategy's own bound would keep fewer; a token budget still wins over it.
+    pub preserve_last_n: usize,
+    /// The prompt being curated, for events.
+    pub prompt_name: Option<&'a str>,
+    /// Where [`Observed`](crate::Observed) and strategies report events.
+    pub events: Option<&'a dyn EventSink>,
+    /// The session, when the caller has one.
+    pub session: Option<&'a dyn SessionRead>,
+}
+
+impl Default for CurationContext<'_> {
+    fn default() -> Self {
+        Self {
+            preserve_system: true,
+            preserve_task: true,
+            preserve_last_n: 0,
+            prompt_name: None,
+            events: None,
+            session: None,
+        }
+    }
+}
+
+impl<'a> CurationContext<'a> {
+    /// Sets whether the leading system messages are kept.
+    #[must_use]
+    pub fn with_preserve_system(mut self, on: bool) -> Self {
+        self.preserve_system = on;
+        self
+    }
+
+    /// Sets whether the task message is kept.
+    #[must_use]
+    pub fn with_preserve_task(mut self, on: bool) -> Self {
+        self.preserve_task = on;
+        self
+    }
+
+    /// Sets the minimum number of newest messages kept.
+    #[must_use]
+    pub fn with_preserve_last_n(mut self, n: usize) -> Self {
+        self.preserve_last_n = n;
+        self
+    }
+
+    /// Names the prompt for events.
+    #[must_use]
+    pub fn with_prompt_name(mut self, name: &'a str) -> Self {
+        self.prompt_name = Some(name);
+        self
+    }
+
+    /// Reports events to `sink`.
+    #[must_use]
+    pub fn with_events(mut self, sink: &'a dyn EventSink) -> Self {
+        self.events = Some(sink);
+        self
+    }
+
+    /// Gives strategies read access to the session.
+    #[must_use]
+    pub fn with_session(mut self, session: &'a dyn SessionRead) -> Self {
+        self.session = Some(session);
+        self
+    }
+}
+
+impl fmt::Debug for CurationContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CurationContext")
+            .field("preserve_system", &self.preserve_system)
+            .field("preserve_task", &self.preserve_task)
+            .field("preserve_last_n", &self.preserve_last_n)
+            .field("prompt_name", &self.prompt_name)
+            .field("events", &self.events.is_some())
+            .field("session", &self.session.is_some())
+            .finish()
+    }
+}

@@ -1,0 +1,252 @@
+//! The append-only message list that strategies curate, with cached per-message facts.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard};
+
+use curator_model::{Message, Role};
+
+use crate::TokenCounter;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Marks a tool message that answers no call: it heads no unit and belongs to none.
+const ORPHAN: u32 = u32::MAX;
+
+/// The messages of one conversation in append-only order, with stable positions.
+///
+/// A `History` caches what curation asks again on every iteration: the coherence unit each
+/// message belongs to, each message's token count per [`TokenCounter`] (as prefix sums, so
+/// the tokens of any run of messages cost O(1)), and the memoised results of per-message
+/// transformations. Because positions never move, a history that grows by a message per
+/// iteration is never recounted: only the new messages are.
+///
+/// Build one from a borrowed slice (nothing is cloned) or an owned `Vec`, and [`push`]
+/// messages as the conversation goes on.
+///
+/// [`push`]: History::push
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::Message;
+/// use curator_strategies::{CharEstimate, History};
+///
+/// let messages = vec![Message::system("Be brief."), Message::user("Hi")];
+/// let mut history = History::from(messages.as_slice());
+/// history.push(Message::assistant("Hello."));
+/// assert_eq!(history.len(), 3);
+/// assert!(history.tokens(&CharEstimate::default(), 0..3) > 0);
+/// ```
+pub struct History<'m> {
+    id: u64,
+    messages: Cow<'m, [Message]>,
+    /// For each position, the position of its unit's head: the assistant message whose call
+    /// a tool message answers, or the message itself; `ORPHAN` for a tool message that
+    /// answers no call.
+    heads: Vec<u32>,
+    /// Open calls by id, each with the stack of assistant positions that made it.
+    open: HashMap<String, Vec<u32>>,
+    tokens: RwLock<HashMap<u64, Vec<u64>>>,
+    memo: RwLock<HashMap<(u64, u32), Arc<Memo>>>,
+}
+
+/// A memoised transformation of one history message, with its token count once asked.
+pub(crate) struct Memo {
+    /// The transformed message, or `None` when the transformation left it unchanged.
+    pub(crate) message: Option<Arc<Message>>,
+    /// `(counter key, tokens)` of the transformed message, for the first counter that asked.
+    pub(crate) tokens: OnceLock<(u64, u64)>,
+}
+
+impl<'m> History<'m> {
+    fn with_messages(messages: Cow<'m, [Message]>) -> Self {
+        let mut history = Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            messages: Cow::Borrowed(&[]),
+            heads: Vec::with_capacity(messages.len()),
+            open: HashMap::new(),
+            tokens: RwLock::default(),
+            memo: RwLock::default(),
+        };
+        for (pos, message) in messages.iter().enumerate() {
+            history.index(pos, message);
+        }
+        history.messages = messages;
+        history
+    }
+
+    /// An empty history.
+    pub fn new() -> History<'static> {
+        History::with_messages(Cow::Owned(Vec::new()))
+    }
+
+    /// Appends a message; positions of earlier messages never change.
+    pub fn push(&mut self, message: Message) {
+        let pos = self.messages.len();
+        self.index(pos, &message);
+        self.messages.to_mut().push(message);
+    }
+
+    /// Records the unit head of the message at `pos`.
+    fn index(&mut self, pos: usize, message: &Message) {
+        let pos32 = pos as u32;
+        let head = match message.role() {
+            Role::Assistant => {
+                for call in message.tool_calls() {
+                    self.open.entry(call.id().to_owned()).or_default().push(pos32);
+                }
+                pos32
+            }
+            Role::Tool => message
+                .tool_call_id()
+                .and_then(|id| self.open.get_mut(id))
+                .and_then(Vec::pop)
+                .unwrap_or(ORPHAN),
+            Role::System | Role::User => pos32,
+        };
+        self.heads.push(head);
+    }
+
+    /// A number that identifies this history among all others alive in the process, so
+    /// that caches keyed by position never mix two histories.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether there is no message.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// All messages, in order.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The message at `pos`.
+    pub fn get(&self, pos: usize) -> Option<&Message> {
+        self.messages.get(pos)
+    }
+
+    /// The unit head of the message at `pos`: for a tool message, the position of the
+    /// assistant message whose call it answers (`None` when it answers no call); for any
+    /// other message, `pos` itself.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, ToolCall};
+    /// use curator_strategies::History;
+    ///
+    /// let history = History::from(vec![
+    ///     Message::user("go"),
+    ///     Message::assistant_with_calls(None, vec![ToolCall::new("1", "ls", "{}")]),
+    ///     Message::tool_result("1", "x"),
+    ///     Message::tool_result("9", "orphan"),
+    /// ]);
+    /// assert_eq!(history.unit_head(2), Some(1));
+    /// assert_eq!(history.unit_head(3), None);
+    /// ```
+    pub fn unit_head(&self, pos: usize) -> Option<usize> {
+        match self.heads.get(pos) {
+            Some(&ORPHAN) | None => None,
+            Some(&head) => Some(head as usize),
+        }
+    }
+
+    /// Tokens of the messages at `positions` under `counter`, counting each message at most
+    /// once per counter over the life of the history.
+    pub fn tokens(&self, counter: &dyn TokenCounter, positions: std::ops::Range<usize>) -> u64 {
+        let counts = self.counts(counter);
+        counts.range(positions)
+    }
+
+    /// The cached prefix sums for `counter`, counting messages not yet counted.
+    pub(crate) fn counts(&self, counter: &dyn TokenCounter) -> Counts<'_> {
+        let key = counter.cache_key();
+        let n = self.messages.len();
+        let counted = {
+            let cache = self.tokens.read().unwrap_or_else(PoisonError::into_inner);
+            cache.get(&key).map_or(0, |sums| sums.len().saturating_sub(1))
+        };
+        if counted < n {
+            let mut cache = self.tokens.write().unwrap_or_else(PoisonError::into_inner);
+            let sums = cache.entry(key).or_insert_with(|| vec![0]);
+            // Another thread may have counted meanwhile; count from where the cache stands.
+            for message in &self.messages[sums.len() - 1..] {
+                let last = *sums.last().unwrap_or(&0);
+                sums.push(last + counter.count_message(message) as u64);
+            }
+        }
+        Counts { guard: self.tokens.read().unwrap_or_else(PoisonError::into_inner), key }
+    }
+
+    /// The memoised result of the transformation chain `chain` at `pos`.
+    pub(crate) fn memo(&self, chain: u64, pos: u32, compute: impl FnOnce() -> Option<Message>) -> Arc<Memo> {
+        if let Some(hit) = self.memo.read().unwrap_or_else(PoisonError::into_inner).get(&(chain, pos)) {
+            return Arc::clone(hit);
+        }
+        let memo = Arc::new(Memo { message: compute().map(Arc::new), tokens: OnceLock::new() });
+        let mut cache = self.memo.write().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(cache.entry((chain, pos)).or_insert(memo))
+    }
+}
+
+/// Read access to one counter's prefix sums.
+pub(crate) struct Counts<'a> {
+    guard: RwLockReadGuard<'a, HashMap<u64, Vec<u64>>>,
+    key: u64,
+}
+
+impl Counts<'_> {
+    /// Tokens of the messages in `range`.
+    pub(crate) fn range(&self, range: std::ops::Range<usize>) -> u64 {
+        let Some(sums) = self.guard.get(&self.key) else { return 0 };
+        let end = range.end.min(sums.len().saturating_sub(1));
+        let start = range.start.min(end);
+        sums[end] - sums[start]
+    }
+
+    /// Tokens of the message at `pos`.
+    pub(crate) fn at(&self, pos: usize) -> u64 {
+        self.range(pos..pos + 1)
+    }
+}
+
+impl Default for History<'static> {
+    fn default() -> Self {
+        History::new()
+    }
+}
+
+impl<'m> From<&'m [Message]> for History<'m> {
+    fn from(messages: &'m [Message]) -> Self {
+        History::with_messages(Cow::Borrowed(messages))
+    }
+}
+
+impl<'m> From<&'m Vec<Message>> for History<'m> {
+    fn from(messages: &'m Vec<Message>) -> Self {
+        History::with_messages(Cow::Borrowed(messages.as_slice()))
+    }
+}
+
+impl From<Vec<Message>> for History<'static> {
+    fn from(messages: Vec<Message>) -> Self {
+        History::with_messages(Cow::Owned(messages))
+    }
+}
+
+impl fmt::Debug for History<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("History").field("id", &self.id).field("len", &self.messages.len()).finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,79 @@
+//! Curation strategies: build the view an agent loop sends to the provider from the
+//! conversation's full history.
+//!
+//! This crate sits on [`curator_model`] and under the session layer. Everything here is pure
+//! and deterministic: a strategy never changes the history it reads, and the same history
+//! and options always give the same view.
+//!
+//! - [`HistoryManager`]: the trait every strategy implements; compose with
+//!   [`HistoryManagerExt::then`] or [`Composed`].
+//! - [`History`] and [`View`]: the append-only messages with cached token counts, and the
+//!   positions a strategy keeps (nothing is cloned until the end).
+//! - Strategies: [`Passthrough`], [`SlidingWindow`], [`ToolResultTruncator`],
+//!   [`TokenBudget`], [`TurnLimit`], [`ToolFilter`], [`ClearOldToolResults`], [`Redactor`].
+//! - [`coherence`]: the rules that keep tool calls with their results.
+//! - [`TokenCounter`]: [`CharEstimate`], and exact BPE encodings with the `tiktoken` feature.
+//! - [`Observed`], [`EventSink`], [`HistoryCurated`]: observability.
+//! - [`StrategyConfig`]: pipelines from JSON or TOML.
+//!
+//! # Examples
+//!
+//! ```
+//! use curator_model::{Message, ToolCall, validate};
+//! use curator_strategies::{CurationContext, History, HistoryManager, HistoryManagerExt, TokenBudget, ToolResultTruncator, View};
+//!
+//! let pipeline = ToolResultTruncator::new(200)?.then(TokenBudget::new(2_000).with_reserve(500));
+//!
+//! let mut history = History::new();
+//! history.push(Message::system("You are a coding agent."));
+//! history.push(Message::user("Fix the failing test."));
+//! for i in 0..50 {
+//!     let id = format!("call_{i}");
+//!     history.push(Message::assistant_with_calls(None, vec![ToolCall::new(&id, "run_tests", "{}")]));
+//!     history.push(Message::tool_result(&id, "FAILED test_parse ... ".repeat(100)));
+//! }
+//! let view = pipeline.curate(View::full(&history), &CurationContext::default())?;
+//! let messages = view.to_messages();
+//! validate::openai(&messages)?;
+//! assert!(messages.len() < history.len());
+//! assert_eq!(messages[1].text(), "Fix the failing test.");
+//! Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod budget;
+mod clear;
+pub mod coherence;
+mod config;
+mod context;
+mod error;
+mod events;
+mod filter;
+mod history;
+mod manager;
+mod map;
+mod redact;
+mod tokens;
+mod trim;
+mod truncate;
+mod turns;
+mod view;
+mod window;
+
+pub use budget::TokenBudget;
+pub use clear::ClearOldToolResults;
+pub use config::{StrategyConfig, Tokenizer};
+pub use context::{CurationContext, SessionRead};
+pub use error::{Error, Result};
+pub use events::{Event, EventSink, HistoryCurated, MemorySink, Observed};
+pub use filter::ToolFilter;
+pub use history::History;
+pub use manager::{Composed, HistoryManager, HistoryManagerExt, Passthrough, Then};
+pub use map::MessageMap;
+pub use redact::Redactor;
+#[cfg(feature = "tiktoken")]
+pub use tokens::{Bpe, Encoding};
+pub use tokens::{CharEstimate, TokenCounter};
+pub use truncate::ToolResultTruncator;
+pub use turns::TurnLimit;
+pub use view::{MessageRef, View, ViewEntry};
+pub use window::SlidingWindow;

@@ -1,0 +1,74 @@
+//! Per-message transformations that a view applies lazily.
+
+use std::fmt;
+
+use curator_model::Message;
+
+use crate::History;
+
+/// A pure, per-message transformation of a [`View`](crate::View), applied lazily: only to
+/// the messages that are still in the view when they are read, and (when it has a
+/// [`memo_key`](MessageMap::memo_key)) at most once per history position.
+///
+/// Transforming strategies such as [`ToolResultTruncator`](crate::ToolResultTruncator) and
+/// [`Redactor`](crate::Redactor) are maps, so a truncation followed by a token budget costs
+/// what the budget keeps, not what the history holds.
+///
+/// A map changes content only: it must keep the role, the tool calls' ids and the id of the
+/// answered call, so that coherence can be decided without running it.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Content, Message};
+/// use curator_strategies::{History, MessageMap, View};
+///
+/// #[derive(Debug)]
+/// struct Shout;
+/// impl MessageMap for Shout {
+///     fn map(&self, message: &Message, _pos: Option<usize>, _history: &History<'_>) -> Option<Message> {
+///         let loud = message.text().to_uppercase();
+///         Some(message.clone().with_content(Some(Content::Text(loud))))
+///     }
+/// }
+///
+/// let messages = vec![Message::user("hi")];
+/// let history = History::from(&messages);
+/// let view = View::full(&history).with_map(std::sync::Arc::new(Shout));
+/// assert_eq!(view.to_messages()[0].text(), "HI");
+/// ```
+pub trait MessageMap: Send + Sync + fmt::Debug {
+    /// Transforms one message; `None` leaves it unchanged. `pos` is the message's position
+    /// in `history`, or `None` for a message that is not in the history (a summary).
+    fn map(&self, message: &Message, pos: Option<usize>, history: &History<'_>) -> Option<Message>;
+
+    /// A key such that two maps with equal keys give equal results for equal input, so that
+    /// results can be memoised per history position across curate calls; `None` (the
+    /// default) never memoises.
+    fn memo_key(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Combines memo keys into the key of a chain (FNV-1a style mixing, stable across runs).
+pub(crate) fn chain_key(previous: Option<u64>, next: Option<u64>) -> Option<u64> {
+    let (previous, next) = (previous?, next?);
+    let mut h = previous ^ 0xcbf2_9ce4_8422_2325;
+    for byte in next.to_le_bytes() {
+        h ^= u64::from(byte);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    Some(h)
+}
+
+/// A stable 64-bit hash of bytes (FNV-1a), for memo keys derived from options.
+pub(crate) fn stable_hash(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.iter().chain(&[0xff]) {
+            h ^= u64::from(*byte);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}

@@ -1,0 +1,67 @@
+//! A fast token estimate from character counts.
+
+use crate::TokenCounter;
+use crate::map::stable_hash;
+
+/// Estimates tokens from characters: `ceil(chars / chars_per_token)` for text, plus
+/// `per_message` tokens of framing per message.
+///
+/// With the defaults (4 characters a token, 3 tokens a message, 3 for reply priming) a
+/// message costs `3 + ceil(chars(role)/4) + ceil(chars(text)/4)`, plus for each tool call
+/// `3 + ceil(chars(name)/4) + ceil(chars(arguments)/4)`. English prose averages about four
+/// characters a token under OpenAI's encodings; code and JSON run denser, so treat the
+/// estimate as approximate and use the exact counter (feature `tiktoken`) where the budget is
+/// tight.
+///
+/// # Examples
+///
+/// ```
+/// use curator_strategies::{CharEstimate, TokenCounter};
+///
+/// let estimate = CharEstimate::default();
+/// assert_eq!(estimate.count_text("héllo wörld"), 3); // 11 characters
+/// assert_eq!(estimate.truncate_text("abcdefghij", 2), "abcdefgh");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CharEstimate {
+    chars_per_token: usize,
+    per_message: usize,
+}
+
+impl CharEstimate {
+    /// An estimate with `chars_per_token` characters a token (at least 1) and `per_message`
+    /// tokens of framing per message.
+    pub const fn new(chars_per_token: usize, per_message: usize) -> Self {
+        Self { chars_per_token: if chars_per_token == 0 { 1 } else { chars_per_token }, per_message }
+    }
+}
+
+impl Default for CharEstimate {
+    fn default() -> Self {
+        Self::new(4, 3)
+    }
+}
+
+impl TokenCounter for CharEstimate {
+    fn cache_key(&self) -> u64 {
+        stable_hash(&[b"estimate", &self.chars_per_token.to_le_bytes(), &self.per_message.to_le_bytes()])
+    }
+
+    fn count_text(&self, text: &str) -> usize {
+        // Byte length bounds the character count; most text is ASCII, where they agree.
+        let chars = if text.is_ascii() { text.len() } else { text.chars().count() };
+        chars.div_ceil(self.chars_per_token)
+    }
+
+    fn per_message(&self) -> usize {
+        self.per_message
+    }
+
+    fn truncate_text<'t>(&self, text: &'t str, max_tokens: usize) -> &'t str {
+        let max_chars = max_tokens.saturating_mul(self.chars_per_token);
+        match text.char_indices().nth(max_chars) {
+            Some((cut, _)) => &text[..cut],
+            None => text,
+        }
+    }
+}

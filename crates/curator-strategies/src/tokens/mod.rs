@@ -1,0 +1,129 @@
+//! Token counting: the [`TokenCounter`] trait, a fast estimate, and exact BPE encodings.
+
+use curator_model::Message;
+
+mod estimate;
+#[cfg(feature = "tiktoken")]
+mod bpe;
+
+#[cfg(feature = "tiktoken")]
+pub use bpe::{Bpe, Encoding};
+pub use estimate::CharEstimate;
+
+/// Counts the tokens a provider bills for messages.
+///
+/// Implementations count text with [`count_text`](TokenCounter::count_text); the provided
+/// [`count_message`](TokenCounter::count_message) adds the per-message overhead and the tool
+/// calls. Counts are cached by [`History`](crate::History) under
+/// [`cache_key`](TokenCounter::cache_key), so two counters that count differently must have
+/// different keys.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::Message;
+/// use curator_strategies::{CharEstimate, TokenCounter};
+///
+/// let counter = CharEstimate::default();
+/// assert_eq!(counter.count_text("abcdefgh"), 2);
+/// assert_eq!(counter.count_message(&Message::user("abcdefgh")), 2 + 4);
+/// ```
+pub trait TokenCounter: Send + Sync + std::fmt::Debug {
+    /// The identity of this way of counting, for caches: two counters that may count a text
+    /// differently must have different keys.
+    fn cache_key(&self) -> u64;
+
+    /// Tokens of a piece of text.
+    fn count_text(&self, text: &str) -> usize;
+
+    /// Tokens every message costs besides its text (role and framing).
+    fn per_message(&self) -> usize {
+        3
+    }
+
+    /// Tokens that prime the reply, counted once per request.
+    fn reply_priming(&self) -> usize {
+        3
+    }
+
+    /// Tokens of one message: the per-message overhead, the role, the text, the name (plus
+    /// one token), and for each tool call its name, its argument text and 3 tokens of
+    /// framing; a tool message also pays for the id of the call it answers.
+    fn count_message(&self, message: &Message) -> usize {
+        let mut n = self.per_message() + self.count_text(message.role().as_str());
+        if let Some(content) = message.content() {
+            n += self.count_text(&content.text());
+        }
+        if let Some(name) = message.name() {
+            n += self.count_text(name) + 1;
+        }
+        for call in message.tool_calls() {
+            n += 3 + self.count_text(call.name()) + self.count_text(call.arguments());
+        }
+        if let Some(id) = message.tool_call_id() {
+            n += self.count_text(id);
+        }
+        n
+    }
+
+    /// The longest prefix of `text`, cut on a character boundary, that costs at most
+    /// `max_tokens`. The default searches by halving over character boundaries.
+    fn truncate_text<'t>(&self, text: &'t str, max_tokens: usize) -> &'t str {
+        if self.count_text(text) <= max_tokens {
+            return text;
+        }
+        let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
+        let (mut lo, mut hi) = (0, bounds.len() - 1);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if self.count_text(&text[..bounds[mid]]) <= max_tokens {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        &text[..bounds[lo]]
+    }
+}
+
+impl<T: TokenCounter + ?Sized> TokenCounter for &T {
+    fn cache_key(&self) -> u64 {
+        (**self).cache_key()
+    }
+    fn count_text(&self, text: &str) -> usize {
+        (**self).count_text(text)
+    }
+    fn per_message(&self) -> usize {
+        (**self).per_message()
+    }
+    fn reply_priming(&self) -> usize {
+        (**self).reply_priming()
+    }
+    fn count_message(&self, message: &Message) -> usize {
+        (**self).count_message(message)
+    }
+    fn truncate_text<'t>(&self, text: &'t str, max_tokens: usize) -> &'t str {
+        (**self).truncate_text(text, max_tokens)
+    }
+}
+
+impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
+    fn cache_key(&self) -> u64 {
+        (**self).cache_key()
+    }
+    fn count_text(&self, text: &str) -> usize {
+        (**self).count_text(text)
+    }
+    fn per_message(&self) -> usize {
+        (**self).per_message()
+    }
+    fn reply_priming(&self) -> usize {
+        (**self).reply_priming()
+    }
+    fn count_message(&self, message: &Message) -> usize {
+        (**self).count_message(message)
+    }
+    fn truncate_text<'t>(&self, text: &'t str, max_tokens: usize) -> &'t str {
+        (**self).truncate_text(text, max_tokens)
+    }
+}

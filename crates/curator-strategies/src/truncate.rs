@@ -1,0 +1,185 @@
+//! `ToolResultTruncator`: cap the length of each tool result.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use curator_model::{Content, Message, Part, Role};
+
+use crate::map::stable_hash;
+use crate::{CurationContext, Error, History, HistoryManager, MessageMap, Result, View};
+
+/// The placeholder in a suffix that becomes the number of characters cut.
+const CUT: &str = "{cut}";
+
+/// Shortens every tool result longer than `max_length` characters to exactly `max_length`
+/// characters, the suffix included.
+///
+/// Lengths count characters (Unicode scalar values), and the cut falls on a character
+/// boundary, so multi-byte text and emoji are never split into invalid UTF-8. The suffix may
+/// say how many characters were cut with the placeholder `{cut}`; the default suffix is
+/// `"\n… [{cut} characters truncated]"`. If the number makes the suffix too long to fit, the
+/// suffix is written without it, and if even that does not fit, the text is cut without a
+/// suffix: the result never exceeds `max_length`.
+///
+/// The truncation is a lazy, memoised [`MessageMap`]: each tool result is examined at most
+/// once over the life of a [`History`], and only when a later strategy keeps it.
+///
+/// # Errors
+///
+/// [`ToolResultTruncator::new`] and [`ToolResultTruncator::with_suffix`] fail with
+/// [`Error::InvalidOption`] when `max_length` is shorter than the suffix (without its `{cut}`
+/// placeholder).
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::Message;
+/// use curator_strategies::{CurationContext, HistoryManagerExt, ToolResultTruncator};
+///
+/// let truncator = ToolResultTruncator::with_suffix(20, "…[{cut} cut]")?;
+/// let messages = vec![Message::user("go"), Message::tool_result("1", "0123456789abcdefghijklmnop")];
+/// let view = truncator.curate_messages(&messages, &CurationContext::default())?;
+/// assert_eq!(view[1].text(), "0123456789a…[15 cut]");
+/// assert!(view[1].text().chars().count() <= 20);
+/// assert!(ToolResultTruncator::with_suffix(3, "[truncated]").is_err());
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ToolResultTruncator {
+    map: Arc<Truncate>,
+}
+
+#[derive(Debug)]
+struct Truncate {
+    max_length: usize,
+    suffix: String,
+    key: u64,
+}
+
+impl ToolResultTruncator {
+    /// Caps tool results at `max_length` characters with the default suffix.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOption`] when `max_length` is shorter than the default suffix.
+    pub fn new(max_length: usize) -> Result<Self> {
+        Self::build(max_length, "\n… [{cut} characters truncated]".to_owned())
+    }
+
+    /// Caps tool results at `max_length` characters, ending a cut result with `suffix`
+    /// (where `{cut}` becomes the number of characters cut).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOption`] when `max_length` is shorter than `suffix`.
+    pub fn with_suffix(max_length: usize, suffix: impl Into<String>) -> Result<Self> {
+        Self::build(max_length, suffix.into())
+    }
+
+    fn build(max_length: usize, suffix: String) -> Result<Self> {
+        let fixed = suffix.replace(CUT, "").chars().count();
+        if max_length < fixed {
+            return Err(Error::InvalidOption {
+                strategy: "truncate_tool_results",
+                option: "max_length",
+                reason: format!("is {max_length}, shorter than the suffix of {fixed} characters"),
+            });
+        }
+        let key = stable_hash(&[b"truncate", &max_length.to_le_bytes(), suffix.as_bytes()]);
+        Ok(Self { map: Arc::new(Truncate { max_length, suffix, key }) })
+    }
+
+    /// The maximum length, in characters.
+    pub fn max_length(&self) -> usize {
+        self.map.max_length
+    }
+
+    /// Truncates one text, or returns `None` when it is short enough.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_strategies::ToolResultTruncator;
+    ///
+    /// let t = ToolResultTruncator::with_suffix(10, "…")?;
+    /// assert_eq!(t.truncate("héllo wörld 😀😀").as_deref(), Some("héllo wör…"));
+    /// assert_eq!(t.truncate("short"), None);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn truncate(&self, text: &str) -> Option<String> {
+        self.map.truncate(text)
+    }
+}
+
+impl Truncate {
+    fn truncate(&self, text: &str) -> Option<String> {
+        let total = text.chars().count();
+        if total <= self.max_length {
+            return None;
+        }
+        // The rendered suffix depends on how much is cut, which depends on its length: try
+        // the suffix with the count, then without it, then none.
+        let mut candidates = Vec::with_capacity(3);
+        if self.suffix.contains(CUT) {
+            let without = self.suffix.replace(CUT, "");
+            // With `w` fixed characters and a count of `d` digits, the cut is
+            // `total - max_length + w + d`; find the `d` that agrees with itself.
+            let base = total - (self.max_length - without.chars().count().min(self.max_length));
+            for digits in 1..=20 {
+                let cut = base + digits;
+                if cut.to_string().len() == digits {
+                    candidates.push(self.suffix.replace(CUT, &cut.to_string()));
+                    break;
+                }
+            }
+            candidates.push(without);
+        } else {
+            candidates.push(self.suffix.clone());
+        }
+        candidates.push(String::new());
+        let suffix = candidates.into_iter().find(|s| s.chars().count() <= self.max_length).unwrap_or_default();
+        let keep = self.max_length - suffix.chars().count();
+        let cut = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+        let mut out = String::with_capacity(cut + suffix.len());
+        out.push_str(&text[..cut]);
+        out.push_str(&suffix);
+        Some(out)
+    }
+}
+
+impl MessageMap for Truncate {
+    fn map(&self, message: &Message, _pos: Option<usize>, _history: &History<'_>) -> Option<Message> {
+        if message.role() != Role::Tool {
+            return None;
+        }
+        let content = message.content()?;
+        if content.text_chars() <= self.max_length {
+            return None;
+        }
+        let truncated = self.truncate(&content.text())?;
+        let new = match content {
+            Content::Text(_) => Content::Text(truncated),
+            // Keep the parts that are not text (images) after the shortened text.
+            Content::Parts(parts) => Content::Parts(
+                std::iter::once(Part::text(truncated))
+                    .chain(parts.iter().filter(|p| p.as_text().is_none()).cloned())
+                    .collect(),
+            ),
+        };
+        Some(message.clone().with_content(Some(new)))
+    }
+
+    fn memo_key(&self) -> Option<u64> {
+        Some(self.key)
+    }
+}
+
+impl HistoryManager for ToolResultTruncator {
+    fn curate<'h>(&self, view: View<'h>, _ctx: &CurationContext<'_>) -> Result<View<'h>> {
+        Ok(view.with_map(self.map.clone()))
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("truncate_tool_results")
+    }
+}
