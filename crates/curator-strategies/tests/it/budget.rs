@@ -1,0 +1,106 @@
+//! `TokenBudget`: what fits, what is shortened, what is an error.
+
+use curator_model::{Message, ToolCall, validate};
+use curator_strategies::{
+    CharEstimate, CurationContext, Error, History, HistoryManager, HistoryManagerExt, TokenBudget, TokenCounter, View,
+};
+
+fn tokens(messages: &[Message]) -> usize {
+    let c = CharEstimate::default();
+    messages.iter().map(|m| c.count_message(m)).sum::<usize>() + c.reply_priming()
+}
+
+#[test]
+fn a_budget_smaller_than_the_system_message_is_an_error() {
+    let input = vec![Message::system("x".repeat(400)), Message::user("task")];
+    let err = TokenBudget::new(50).curate_messages(&input, &CurationContext::default()).unwrap_err();
+    assert!(matches!(err, Error::BudgetTooSmall { available: 50, .. }), "{err}");
+    assert!(err.to_string().contains("cannot hold the system message"));
+    // The reserve counts against the budget too.
+    let small = vec![Message::system("be brief"), Message::user("task")];
+    assert!(TokenBudget::new(20).curate_messages(&small, &CurationContext::default()).is_ok());
+    assert!(TokenBudget::new(20).with_reserve(15).curate_messages(&small, &CurationContext::default()).is_err());
+}
+
+#[test]
+fn the_newest_unit_is_shortened_rather_than_dropped() {
+    let input = vec![
+        Message::system("sys"),
+        Message::user("task"),
+        Message::assistant_with_calls(None, vec![ToolCall::new("a", "cat", "{}"), ToolCall::new("b", "cat", "{}")]),
+        Message::tool_result("a", "é".repeat(2_000)),
+        Message::tool_result("b", "😀".repeat(2_000)),
+    ];
+    let view = TokenBudget::new(300).curate_messages(&input, &CurationContext::default()).unwrap();
+    assert_eq!(view.len(), 5);
+    assert!(tokens(&view) <= 300, "{} tokens", tokens(&view));
+    assert!(view[3].text().starts_with("ééé"));
+    assert!(view[3].text().ends_with("shortened to fit the token budget]"));
+    assert!(view[4].text().starts_with("😀😀"));
+    validate::openai(&view).unwrap();
+}
+
+#[test]
+fn an_oversized_task_is_shortened() {
+    let input = vec![Message::system("sys"), Message::user("t".repeat(2_000)), Message::assistant("ok")];
+    let view = TokenBudget::new(100).curate_messages(&input, &CurationContext::default()).unwrap();
+    assert!(tokens(&view) <= 100);
+    assert!(view[1].text().starts_with("ttt"));
+}
+
+#[test]
+fn preserve_last_n_larger_than_the_budget_allows_still_fits() {
+    let mut input = vec![Message::system("sys"), Message::user("task")];
+    for i in 0..20 {
+        input.push(Message::assistant(format!("answer {i} {}", "x".repeat(100))));
+        input.push(Message::user(format!("question {i}")));
+    }
+    let ctx = CurationContext::default().with_preserve_last_n(30);
+    let view = TokenBudget::new(200).curate_messages(&input, &ctx).unwrap();
+    assert!(tokens(&view) <= 200);
+    assert!(view.len() < 30);
+}
+
+#[test]
+fn kept_units_are_the_newest_and_contiguous() {
+    let input = vec![
+        Message::system("sys"),
+        Message::user("task"),
+        Message::assistant("a"),
+        Message::user("big ".repeat(200)),
+        Message::assistant("b"),
+        Message::user("c"),
+    ];
+    let view = TokenBudget::new(60).curate_messages(&input, &CurationContext::default()).unwrap();
+    // The big message does not fit, so the short answer before it is not kept either.
+    assert_eq!(view, [&input[..2], &input[4..]].concat());
+}
+
+#[test]
+fn counts_are_cached_as_the_history_grows() {
+    #[derive(Debug, Default)]
+    struct Counting(std::sync::atomic::AtomicUsize);
+    impl TokenCounter for Counting {
+        fn cache_key(&self) -> u64 {
+            7
+        }
+        fn count_text(&self, text: &str) -> usize {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            text.len() / 4
+        }
+    }
+    let counter = std::sync::Arc::new(Counting::default());
+    let budget = TokenBudget::new(1_000).with_shared_counter(counter.clone());
+    let mut history = History::new();
+    history.push(Message::system("sys"));
+    history.push(Message::user("task"));
+    let mut calls_per_message = Vec::new();
+    for i in 0..50 {
+        history.push(Message::assistant(format!("step {i}")));
+        let before = counter.0.load(std::sync::atomic::Ordering::Relaxed);
+        budget.curate(View::full(&history), &CurationContext::default()).unwrap();
+        calls_per_message.push(counter.0.load(std::sync::atomic::Ordering::Relaxed) - before);
+    }
+    // After the first call, each iteration counts only the one new message (role + text).
+    assert!(calls_per_message[1..].iter().all(|&n| n == 2), "{calls_per_message:?}");
+}

@@ -1,0 +1,97 @@
+//! Pipelines from JSON and TOML.
+
+use curator_model::{Message, ToolCall};
+use curator_strategies::{CurationContext, HistoryManagerExt, StrategyConfig};
+
+#[test]
+fn json_and_toml_build_the_same_pipeline() {
+    let json = StrategyConfig::from_json(
+        r#"{"strategy": "compose", "steps": [
+            {"strategy": "redact"},
+            {"strategy": "truncate_tool_results", "max_length": 50, "suffix": "…"},
+            {"strategy": "clear_old_tool_results", "keep_last": 2, "exclude": ["memory"]},
+            {"strategy": "filter_tools", "tools": ["noise"]},
+            {"strategy": "sliding_window", "window_size": 20},
+            {"strategy": "truncate_turns", "max_turns": 5},
+            {"strategy": "truncate_tokens", "max_tokens": 4000, "reserve": 500, "tokenizer": "estimate"},
+            {"strategy": "passthrough"}
+        ]}"#,
+    )
+    .unwrap();
+    let toml: StrategyConfig = toml::from_str(
+        r#"
+        strategy = "compose"
+        [[steps]]
+        strategy = "redact"
+        [[steps]]
+        strategy = "truncate_tool_results"
+        max_length = 50
+        suffix = "…"
+        [[steps]]
+        strategy = "clear_old_tool_results"
+        keep_last = 2
+        exclude = ["memory"]
+        [[steps]]
+        strategy = "filter_tools"
+        tools = ["noise"]
+        [[steps]]
+        strategy = "sliding_window"
+        window_size = 20
+        [[steps]]
+        strategy = "truncate_turns"
+        max_turns = 5
+        [[steps]]
+        strategy = "truncate_tokens"
+        max_tokens = 4000
+        reserve = 500
+        tokenizer = "estimate"
+        [[steps]]
+        strategy = "passthrough"
+        "#,
+    )
+    .unwrap();
+    assert_eq!(json, toml);
+    let manager = toml.build().unwrap();
+    assert_eq!(
+        manager.name(),
+        "redact -> truncate_tool_results -> clear_old_tool_results -> filter_tools -> sliding_window -> truncate_turns -> truncate_tokens -> passthrough"
+    );
+    let messages = vec![
+        Message::user("task"),
+        Message::assistant_with_calls(None, vec![ToolCall::new("1", "cat", "{}")]),
+        Message::tool_result("1", "x".repeat(200)),
+    ];
+    let view = manager.curate_messages(&messages, &CurationContext::default()).unwrap();
+    assert_eq!(view[2].text().chars().count(), 50);
+}
+
+#[test]
+fn errors_name_what_was_wrong() {
+    let unknown = StrategyConfig::from_json(r#"{"strategy": "shrink"}"#).unwrap_err().to_string();
+    assert!(unknown.contains("unknown variant `shrink`"), "{unknown}");
+    let bad_value = StrategyConfig::from_json(r#"{"strategy": "sliding_window", "window_size": -1}"#).unwrap_err().to_string();
+    assert!(bad_value.contains("invalid value: integer `-1`"), "{bad_value}");
+    let missing = StrategyConfig::from_json(r#"{"strategy": "truncate_tokens"}"#).unwrap_err().to_string();
+    assert!(missing.contains("missing field `max_tokens`"), "{missing}");
+    let unknown_key = StrategyConfig::from_json(r#"{"strategy": "sliding_window", "window_size": 3, "size": 4}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(unknown_key.contains("unknown field `size`"), "{unknown_key}");
+    let too_short = StrategyConfig::from_json(r#"{"strategy": "truncate_tool_results", "max_length": 3, "suffix": "[cut]"}"#)
+        .unwrap()
+        .build()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(too_short.contains("max_length"), "{too_short}");
+    let bad_regex =
+        StrategyConfig::from_json(r#"{"strategy": "redact", "patterns": {"x": "(oops"}}"#).unwrap().build().err().unwrap();
+    assert!(bad_regex.to_string().contains("redaction pattern `x`"));
+}
+
+#[test]
+fn configs_round_trip_through_json() {
+    let config = StrategyConfig::from_json(r#"{"strategy": "truncate_tokens", "max_tokens": 10}"#).unwrap();
+    let json = serde_json::to_string(&config).unwrap();
+    assert_eq!(StrategyConfig::from_json(&json).unwrap(), config);
+}
