@@ -29,7 +29,8 @@ const SHORTENED: &str = "\n[… shortened to fit the token budget]";
 /// # Errors
 ///
 /// [`Error::BudgetTooSmall`] when the system messages (and the reply priming) alone exceed
-/// the budget.
+/// the budget, or when nothing is pinned and not even the newest unit fits, shortened, so
+/// that the view would be empty.
 ///
 /// # Examples
 ///
@@ -135,17 +136,28 @@ impl HistoryManager for TokenBudget {
         }
         let used = std::cell::Cell::new(used);
         let mut first = true;
+        let newest = view.units_rev(pinned.head_len).next().map(|unit| {
+            view.between(unit.first, unit.last)
+                .map(|s| view.slot_tokens(s, counter, &counts))
+                .sum::<u64>()
+        });
+        let input_was_empty = view.is_empty();
         let kept = keep_newest(
             view,
             &pinned,
+            false,
             |view, unit| {
-                let tokens: u64 = view.between(unit.first, unit.last).map(|s| view.slot_tokens(s, counter, &counts)).sum();
+                let tokens: u64 = view
+                    .between(unit.first, unit.last)
+                    .map(|s| view.slot_tokens(s, counter, &counts))
+                    .sum();
                 if used.get() + tokens <= available {
                     used.set(used.get() + tokens);
                     first = false;
                     Take::Keep
                 } else if std::mem::replace(&mut first, false) {
-                    shorten_unit(view, unit, available - used.get(), counter).map_or(Take::Stop, Take::KeepAs)
+                    shorten_unit(view, unit, available - used.get(), counter)
+                        .map_or(Take::Stop, Take::KeepAs)
                 } else {
                     Take::Stop
                 }
@@ -161,6 +173,12 @@ impl HistoryManager for TokenBudget {
                 used.get() + extra <= available
             },
         );
+        if kept.is_empty() && !input_was_empty {
+            // Nothing pinned, and not even the newest unit fits shortened: an empty request
+            // would be refused, so say what the budget lacks.
+            let needed = used.get() + newest.unwrap_or(0);
+            return Err(Error::BudgetTooSmall { needed, available });
+        }
         Ok(kept)
     }
 
@@ -186,9 +204,7 @@ fn shorten(message: &Message, budget: u64, counter: &dyn TokenCounter) -> Option
         let text = shortened.text();
         let body = text.strip_suffix(SHORTENED).unwrap_or(&text);
         let mut chars = body.chars();
-        if chars.next_back().is_none() {
-            return None;
-        }
+        chars.next_back()?;
         let cut = format!("{}{SHORTENED}", chars.as_str());
         shortened = shortened.with_content(Some(Content::Text(cut)));
     }
@@ -197,9 +213,15 @@ fn shorten(message: &Message, budget: u64, counter: &dyn TokenCounter) -> Option
 
 /// The newest unit, shortened to fit `budget`: its tool results share what the assistant
 /// message leaves; a unit without results has its one message shortened.
-fn shorten_unit(view: &View<'_>, unit: Unit, budget: u64, counter: &dyn TokenCounter) -> Option<Vec<Item>> {
+fn shorten_unit(
+    view: &View<'_>,
+    unit: Unit,
+    budget: u64,
+    counter: &dyn TokenCounter,
+) -> Option<Vec<Item>> {
     let slots: Vec<_> = view.between(unit.first, unit.last).collect();
-    let results: Vec<_> = slots.iter().filter(|s| view.structure(**s).role() == Role::Tool).copied().collect();
+    let results: Vec<_> =
+        slots.iter().filter(|s| view.structure(**s).role() == Role::Tool).copied().collect();
     if results.is_empty() {
         let [only] = slots.as_slice() else { return None };
         let message = shorten(&view.message(*only), budget, counter)?;
@@ -214,7 +236,9 @@ fn shorten_unit(view: &View<'_>, unit: Unit, budget: u64, counter: &dyn TokenCou
     let mut items = Vec::with_capacity(slots.len());
     for slot in slots {
         let message = view.message(slot);
-        if view.structure(slot).role() != Role::Tool || counter.count_message(&message) as u64 <= share {
+        if view.structure(slot).role() != Role::Tool
+            || counter.count_message(&message) as u64 <= share
+        {
             items.push(view.slot_item(slot));
         } else {
             items.push(view.owned_item(slot, shorten(&message, share, counter)?));

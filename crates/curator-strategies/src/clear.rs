@@ -69,7 +69,11 @@ impl ClearOldToolResults {
 }
 
 /// The name of the tool a tool message at `pos` reports on.
-pub(crate) fn tool_name<'a>(history: &'a History<'_>, pos: Option<usize>, message: &'a Message) -> Option<&'a str> {
+pub(crate) fn tool_name<'a>(
+    history: &'a History<'_>,
+    pos: Option<usize>,
+    message: &'a Message,
+) -> Option<&'a str> {
     if let Some(name) = message.name() {
         return Some(name);
     }
@@ -126,7 +130,11 @@ impl HistoryManager for ClearOldToolResults {
         if boundary == 0 {
             return Ok(view);
         }
-        let clear = Clear { boundary, placeholder: Arc::clone(&self.placeholder), exclude: Arc::clone(&self.exclude) };
+        let clear = Clear {
+            boundary,
+            placeholder: Arc::clone(&self.placeholder),
+            exclude: Arc::clone(&self.exclude),
+        };
         Ok(view.with_map(Arc::new(clear)))
     }
 

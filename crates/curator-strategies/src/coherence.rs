@@ -57,7 +57,8 @@ pub(crate) fn repair(view: View<'_>) -> View<'_> {
         let message = view.structure(slot);
         match message.role() {
             Role::Tool => {
-                let call = message.tool_call_id().and_then(|id| open.get_mut(id)).and_then(Vec::pop);
+                let call =
+                    message.tool_call_id().and_then(|id| open.get_mut(id)).and_then(Vec::pop);
                 match call {
                     Some((owner, index)) => {
                         if let Some(flags) = answered.get_mut(&owner) {

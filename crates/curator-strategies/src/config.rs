@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    CharEstimate, ClearOldToolResults, Composed, Error, HistoryManager, Passthrough, Redactor, Result, SlidingWindow,
-    TokenBudget, TokenCounter, ToolFilter, ToolResultTruncator, TurnLimit,
+    CharEstimate, ClearOldToolResults, Composed, Error, HistoryManager, Passthrough, Redactor,
+    Result, SlidingWindow, TokenBudget, TokenCounter, ToolFilter, ToolResultTruncator, TurnLimit,
 };
 
 /// A strategy (or a pipeline of them) described as data, tagged by `strategy`.
@@ -136,13 +136,20 @@ impl Tokenizer {
         match self {
             Tokenizer::Estimate => Ok(std::sync::Arc::new(CharEstimate::default())),
             #[cfg(feature = "tiktoken")]
-            Tokenizer::O200k => Ok(std::sync::Arc::new(crate::Bpe::new(crate::Encoding::O200kBase))),
+            Tokenizer::O200k => {
+                Ok(std::sync::Arc::new(crate::Bpe::new(crate::Encoding::O200kBase)?))
+            }
             #[cfg(feature = "tiktoken")]
-            Tokenizer::Cl100k => Ok(std::sync::Arc::new(crate::Bpe::new(crate::Encoding::Cl100kBase))),
+            Tokenizer::Cl100k => {
+                Ok(std::sync::Arc::new(crate::Bpe::new(crate::Encoding::Cl100kBase)?))
+            }
             #[cfg(not(feature = "tiktoken"))]
             other => Err(Error::Config(format!(
                 "tokenizer `{}` needs curator-strategies built with the `tiktoken` feature",
-                serde_json::to_value(other).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+                serde_json::to_value(other)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
             ))),
         }
     }
@@ -168,18 +175,25 @@ impl StrategyConfig {
     pub fn build(&self) -> Result<Box<dyn HistoryManager>> {
         Ok(match self {
             StrategyConfig::Passthrough => Box::new(Passthrough),
-            StrategyConfig::SlidingWindow { window_size } => Box::new(SlidingWindow::new(*window_size)),
+            StrategyConfig::SlidingWindow { window_size } => {
+                Box::new(SlidingWindow::new(*window_size))
+            }
             StrategyConfig::TruncateToolResults { max_length, suffix } => Box::new(match suffix {
                 Some(suffix) => ToolResultTruncator::with_suffix(*max_length, suffix.clone())?,
                 None => ToolResultTruncator::new(*max_length)?,
             }),
-            StrategyConfig::TruncateTokens { max_tokens, reserve, tokenizer } => {
-                Box::new(TokenBudget::new(*max_tokens).with_reserve(*reserve).with_shared_counter(tokenizer.counter()?))
-            }
+            StrategyConfig::TruncateTokens { max_tokens, reserve, tokenizer } => Box::new(
+                TokenBudget::new(*max_tokens)
+                    .with_reserve(*reserve)
+                    .with_shared_counter(tokenizer.counter()?),
+            ),
             StrategyConfig::TruncateTurns { max_turns } => Box::new(TurnLimit::new(*max_turns)),
-            StrategyConfig::FilterTools { tools } => Box::new(ToolFilter::names(tools.iter().cloned())),
+            StrategyConfig::FilterTools { tools } => {
+                Box::new(ToolFilter::names(tools.iter().cloned()))
+            }
             StrategyConfig::ClearOldToolResults { keep_last, placeholder, exclude } => {
-                let mut clear = ClearOldToolResults::new(*keep_last).with_exclude(exclude.iter().cloned());
+                let mut clear =
+                    ClearOldToolResults::new(*keep_last).with_exclude(exclude.iter().cloned());
                 if let Some(placeholder) = placeholder {
                     clear = clear.with_placeholder(placeholder.clone());
                 }
@@ -192,9 +206,9 @@ impl StrategyConfig {
                 }
                 Box::new(redactor)
             }
-            StrategyConfig::Compose { steps } => {
-                Box::new(Composed::new(steps.iter().map(StrategyConfig::build).collect::<Result<Vec<_>>>()?))
-            }
+            StrategyConfig::Compose { steps } => Box::new(Composed::new(
+                steps.iter().map(StrategyConfig::build).collect::<Result<Vec<_>>>()?,
+            )),
         })
     }
 }

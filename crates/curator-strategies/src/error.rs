@@ -18,7 +18,9 @@ pub enum Error {
         reason: String,
     },
     /// A token budget smaller than the messages that must always be kept.
-    #[error("token budget of {available} tokens (after the reserve) cannot hold the system message, which needs {needed}")]
+    #[error(
+        "token budget of {available} tokens (after the reserve) cannot hold the system message, which needs {needed}"
+    )]
     BudgetTooSmall {
         /// Tokens the pinned system messages need.
         needed: u64,

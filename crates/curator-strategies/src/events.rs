@@ -174,6 +174,9 @@ impl<M: HistoryManager> HistoryManager for Observed<M> {
 
 impl<M: fmt::Debug> fmt::Debug for Observed<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Observed").field("inner", &self.inner).field("counter", &self.counter).finish_non_exhaustive()
+        f.debug_struct("Observed")
+            .field("inner", &self.inner)
+            .field("counter", &self.counter)
+            .finish_non_exhaustive()
     }
 }

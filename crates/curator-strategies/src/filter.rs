@@ -54,8 +54,12 @@ impl ToolFilter {
 impl fmt::Debug for ToolFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.names {
-            Some(names) => f.debug_struct("ToolFilter").field("names", names).finish(),
-            None => f.debug_struct("ToolFilter").field("predicate", &"<fn>").finish(),
+            Some(names) => {
+                f.debug_struct("ToolFilter").field("names", names).finish_non_exhaustive()
+            }
+            None => {
+                f.debug_struct("ToolFilter").field("predicate", &"<fn>").finish_non_exhaustive()
+            }
         }
     }
 }
@@ -71,7 +75,8 @@ impl HistoryManager for ToolFilter {
             let structure = view.structure(slot);
             match structure.role() {
                 Role::Tool => {
-                    let dropped = structure.tool_call_id().and_then(|id| open.get_mut(id)).and_then(Vec::pop);
+                    let dropped =
+                        structure.tool_call_id().and_then(|id| open.get_mut(id)).and_then(Vec::pop);
                     if dropped == Some(true) {
                         changed = true;
                         continue;
@@ -87,7 +92,8 @@ impl HistoryManager for ToolFilter {
                     }
                     if any {
                         changed = true;
-                        let kept = Message::clone(&view.message(slot)).retain_tool_calls(|c| !(self.matches)(c.name()));
+                        let kept = Message::clone(&view.message(slot))
+                            .retain_tool_calls(|c| !(self.matches)(c.name()));
                         let empty = kept.content().is_none_or(curator_model::Content::is_empty);
                         if kept.has_tool_calls() || !empty {
                             items.push(view.owned_item(slot, kept));

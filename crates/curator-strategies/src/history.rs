@@ -173,11 +173,11 @@ impl<'m> History<'m> {
     pub(crate) fn counts(&self, counter: &dyn TokenCounter) -> Counts<'_> {
         let key = counter.cache_key();
         let n = self.messages.len();
-        let counted = {
+        let done = {
             let cache = self.tokens.read().unwrap_or_else(PoisonError::into_inner);
             cache.get(&key).map_or(0, |sums| sums.len().saturating_sub(1))
         };
-        if counted < n {
+        if done < n {
             let mut cache = self.tokens.write().unwrap_or_else(PoisonError::into_inner);
             let sums = cache.entry(key).or_insert_with(|| vec![0]);
             // Another thread may have counted meanwhile; count from where the cache stands.
@@ -190,8 +190,15 @@ impl<'m> History<'m> {
     }
 
     /// The memoised result of the transformation chain `chain` at `pos`.
-    pub(crate) fn memo(&self, chain: u64, pos: u32, compute: impl FnOnce() -> Option<Message>) -> Arc<Memo> {
-        if let Some(hit) = self.memo.read().unwrap_or_else(PoisonError::into_inner).get(&(chain, pos)) {
+    pub(crate) fn memo(
+        &self,
+        chain: u64,
+        pos: u32,
+        compute: impl FnOnce() -> Option<Message>,
+    ) -> Arc<Memo> {
+        if let Some(hit) =
+            self.memo.read().unwrap_or_else(PoisonError::into_inner).get(&(chain, pos))
+        {
             return Arc::clone(hit);
         }
         let memo = Arc::new(Memo { message: compute().map(Arc::new), tokens: OnceLock::new() });
@@ -247,6 +254,9 @@ impl From<Vec<Message>> for History<'static> {
 
 impl fmt::Debug for History<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("History").field("id", &self.id).field("len", &self.messages.len()).finish_non_exhaustive()
+        f.debug_struct("History")
+            .field("id", &self.id)
+            .field("len", &self.messages.len())
+            .finish_non_exhaustive()
     }
 }

@@ -68,7 +68,11 @@ pub trait HistoryManagerExt: HistoryManager + Sized {
     /// # Errors
     ///
     /// As [`HistoryManager::curate`].
-    fn curate_messages(&self, messages: &[Message], ctx: &CurationContext<'_>) -> Result<Vec<Message>> {
+    fn curate_messages(
+        &self,
+        messages: &[Message],
+        ctx: &CurationContext<'_>,
+    ) -> Result<Vec<Message>> {
         let history = History::from(messages);
         Ok(self.curate(View::full(&history), ctx)?.to_messages())
     }

@@ -13,7 +13,10 @@ use crate::{CurationContext, Error, History, HistoryManager, MessageMap, Result,
 /// The built-in secret patterns: `(kind, regex)`. A pattern with a group named `secret`
 /// replaces only that group (so `Bearer` or the URL around a password stays readable).
 const BUILT_IN: &[(&str, &str)] = &[
-    ("pem_private_key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+    (
+        "pem_private_key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+    ),
     ("anthropic_key", r"\bsk-ant-[A-Za-z0-9]+-[A-Za-z0-9_\-]{20,}"),
     ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
     ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"),
@@ -67,7 +70,9 @@ impl Redactor {
     pub fn new() -> Self {
         let patterns = BUILT_IN
             .iter()
-            .filter_map(|(kind, pattern)| Regex::new(pattern).ok().map(|re| ((*kind).to_owned(), re)))
+            .filter_map(|(kind, pattern)| {
+                Regex::new(pattern).ok().map(|re| ((*kind).to_owned(), re))
+            })
             .collect();
         Self::from_patterns(patterns)
     }
@@ -95,7 +100,8 @@ impl Redactor {
     /// [`Error::Pattern`] when `pattern` is not a valid regular expression.
     pub fn with_pattern(self, kind: impl Into<String>, pattern: &str) -> Result<Self> {
         let kind = kind.into();
-        let re = Regex::new(pattern).map_err(|e| Error::Pattern { name: kind.clone(), source: Box::new(e) })?;
+        let re = Regex::new(pattern)
+            .map_err(|e| Error::Pattern { name: kind.clone(), source: Box::new(e) })?;
         let mut patterns = self.map.patterns.clone();
         patterns.push((kind, re));
         Ok(Self::from_patterns(patterns))
@@ -136,7 +142,8 @@ impl Redact {
                     let whole = caps.get(0).map_or("", |m| m.as_str());
                     match (caps.get(0), caps.name("secret")) {
                         (Some(all), Some(secret)) => {
-                            let (start, end) = (secret.start() - all.start(), secret.end() - all.start());
+                            let (start, end) =
+                                (secret.start() - all.start(), secret.end() - all.start());
                             format!("{}{label}{}", &whole[..start], &whole[end..])
                         }
                         _ => label.clone(),
@@ -160,8 +167,12 @@ impl Redact {
                 }
                 Cow::Borrowed(_) => false,
             },
-            Value::Array(items) => items.iter_mut().fold(false, |changed, v| self.redact_value(v) | changed),
-            Value::Object(map) => map.values_mut().fold(false, |changed, v| self.redact_value(v) | changed),
+            Value::Array(items) => {
+                items.iter_mut().fold(false, |changed, v| self.redact_value(v) | changed)
+            }
+            Value::Object(map) => {
+                map.values_mut().fold(false, |changed, v| self.redact_value(v) | changed)
+            }
             _ => false,
         }
     }
@@ -178,7 +189,12 @@ impl Redact {
 }
 
 impl MessageMap for Redact {
-    fn map(&self, message: &Message, _pos: Option<usize>, _history: &History<'_>) -> Option<Message> {
+    fn map(
+        &self,
+        message: &Message,
+        _pos: Option<usize>,
+        _history: &History<'_>,
+    ) -> Option<Message> {
         let content = match message.content() {
             Some(Content::Text(text)) => match self.redact(text) {
                 Cow::Owned(r) => Some(Content::Text(r)),
@@ -200,7 +216,8 @@ impl MessageMap for Redact {
             }
             None => None,
         };
-        let calls: Vec<Option<String>> = message.tool_calls().iter().map(|c| self.redact_arguments(c.arguments())).collect();
+        let calls: Vec<Option<String>> =
+            message.tool_calls().iter().map(|c| self.redact_arguments(c.arguments())).collect();
         if content.is_none() && calls.iter().all(Option::is_none) {
             return None;
         }
@@ -214,7 +231,9 @@ impl MessageMap for Redact {
                 .iter()
                 .zip(calls)
                 .map(|(c, r)| match r {
-                    Some(args) => ToolCall::new(c.id(), c.name(), args).with_extra(c.extra().cloned()),
+                    Some(args) => {
+                        ToolCall::new(c.id(), c.name(), args).with_extra(c.extra().cloned())
+                    }
                     None => c.clone(),
                 })
                 .collect();

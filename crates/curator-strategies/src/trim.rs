@@ -1,7 +1,7 @@
 //! The walk shared by the trimming strategies: keep the head, then the newest whole units.
 
-use crate::view::{Item, Pinned, Unit};
 use crate::View;
+use crate::view::{Item, Pinned, Unit};
 
 /// What a trimming strategy decides about the next-older unit.
 pub(crate) enum Take {
@@ -15,44 +15,60 @@ pub(crate) enum Take {
 
 /// Keeps the `pinned` head slots and the newest units for which `decide` says so, newest
 /// first, then restores coherence. When every unit is kept and `keep_head` agrees, the whole
-/// view is kept: nothing needed trimming. Costs O(kept).
+/// view is kept: nothing needed trimming. With `never_empty`, a non-empty view never becomes
+/// empty: older units are taken one by one until something survives coherence. Costs
+/// O(kept).
 pub(crate) fn keep_newest<'h>(
     view: View<'h>,
     pinned: &Pinned,
+    never_empty: bool,
     mut decide: impl FnMut(&View<'h>, Unit) -> Take,
     keep_head: impl FnOnce(&View<'h>) -> bool,
 ) -> View<'h> {
+    let mut units = view.units_rev(pinned.head_len);
     let mut cut = None;
     let mut replaced_tail: Option<Vec<Item>> = None;
-    let mut all = true;
-    for unit in view.units_rev(pinned.head_len) {
+    let mut stopped_at = None;
+    for unit in units.by_ref() {
         match decide(&view, unit) {
             Take::Keep => cut = Some(unit.first),
             Take::KeepAs(items) => {
                 replaced_tail = Some(items);
-                all = false;
+                stopped_at = Some(unit);
                 break;
             }
             Take::Stop => {
-                all = false;
+                stopped_at = Some(unit);
                 break;
             }
         }
     }
-    if all && keep_head(&view) {
+    if stopped_at.is_none() && keep_head(&view) {
         return view.repaired();
     }
-    let mut items = view.assemble(&pinned.slots, None);
-    if let Some(replaced) = replaced_tail {
-        items.extend(replaced);
-    }
-    if let Some(cut) = cut {
-        let suffix = view.assemble(&[], Some(cut));
-        for item in suffix {
-            crate::view::push_item(&mut items, item);
+    let build = |cut: Option<crate::view::Slot>, replaced: Option<&Vec<Item>>| {
+        let mut items = view.assemble(&pinned.slots, None);
+        if let Some(replaced) = replaced {
+            items.extend(replaced.iter().cloned());
+        }
+        if let Some(cut) = cut {
+            for item in view.assemble(&[], Some(cut)) {
+                crate::view::push_item(&mut items, item);
+            }
+        }
+        view.clone().with_items(items).repaired()
+    };
+    let mut kept = build(cut, replaced_tail.as_ref());
+    if never_empty && kept.is_empty() {
+        // Take older units one at a time until one survives coherence.
+        for unit in stopped_at.into_iter().chain(units) {
+            kept = build(Some(unit.first), None);
+            if !kept.is_empty() {
+                break;
+            }
         }
     }
-    view.with_items(items).repaired()
+    kept
 }
 
 /// Number of messages in a unit.

@@ -137,7 +137,10 @@ impl Truncate {
             candidates.push(self.suffix.clone());
         }
         candidates.push(String::new());
-        let suffix = candidates.into_iter().find(|s| s.chars().count() <= self.max_length).unwrap_or_default();
+        let suffix = candidates
+            .into_iter()
+            .find(|s| s.chars().count() <= self.max_length)
+            .unwrap_or_default();
         let keep = self.max_length - suffix.chars().count();
         let cut = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
         let mut out = String::with_capacity(cut + suffix.len());
@@ -148,7 +151,12 @@ impl Truncate {
 }
 
 impl MessageMap for Truncate {
-    fn map(&self, message: &Message, _pos: Option<usize>, _history: &History<'_>) -> Option<Message> {
+    fn map(
+        &self,
+        message: &Message,
+        _pos: Option<usize>,
+        _history: &History<'_>,
+    ) -> Option<Message> {
         if message.role() != Role::Tool {
             return None;
         }

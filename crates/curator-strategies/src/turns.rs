@@ -58,16 +58,17 @@ impl HistoryManager for TurnLimit {
         Ok(keep_newest(
             view,
             &pinned,
+            true,
             |view, unit| {
-            if view.structure(unit.first).role() == Role::Assistant {
-                turns += 1;
-            }
-            if turns <= self.max_turns || kept < ctx.preserve_last_n {
-                kept += unit_len(view, unit);
-                Take::Keep
-            } else {
-                Take::Stop
-            }
+                if view.structure(unit.first).role() == Role::Assistant {
+                    turns += 1;
+                }
+                if turns <= self.max_turns || kept < ctx.preserve_last_n {
+                    kept += unit_len(view, unit);
+                    Take::Keep
+                } else {
+                    Take::Stop
+                }
             },
             |_| true,
         ))

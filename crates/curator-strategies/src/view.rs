@@ -134,10 +134,10 @@ impl<'h> View<'h> {
     pub fn with_map(mut self, map: Arc<dyn MessageMap>) -> Self {
         // Memoise the longest chain of memoisable maps from the first; maps after one that
         // cannot be memoised run on each read.
-        if self.memo.0 == self.maps.len() {
-            if let Some(key) = chain_key(Some(self.memo.1), map.memo_key()) {
-                self.memo = (self.maps.len() + 1, key);
-            }
+        if self.memo.0 == self.maps.len()
+            && let Some(key) = chain_key(Some(self.memo.1), map.memo_key())
+        {
+            self.memo = (self.maps.len() + 1, key);
         }
         self.maps.push(map);
         self
@@ -159,7 +159,9 @@ impl<'h> View<'h> {
         let mut total = counter.reply_priming() as u64;
         for (i, item) in self.items.iter().enumerate() {
             match item {
-                Item::Run { start, end } if self.maps.is_empty() => total += counts.range(*start as usize..*end as usize),
+                Item::Run { start, end } if self.maps.is_empty() => {
+                    total += counts.range(*start as usize..*end as usize)
+                }
                 _ => {
                     for offset in 0..item.len() as u32 {
                         total += self.slot_tokens(Slot { item: i, offset }, counter, &counts);
@@ -281,11 +283,17 @@ impl<'h> View<'h> {
 
     /// The history message at `pos` after the memoisable maps, from the history's memo, with
     /// the memo entry when there is one.
-    fn memoised(&self, pos: u32, raw: &'h Message) -> (MessageRef<'h>, Option<Arc<crate::history::Memo>>) {
+    fn memoised(
+        &self,
+        pos: u32,
+        raw: &'h Message,
+    ) -> (MessageRef<'h>, Option<Arc<crate::history::Memo>>) {
         if self.memo.0 == 0 {
             return (MessageRef::Borrowed(raw), None);
         }
-        let memo = self.history.memo(self.memo.1, pos, || self.apply_range(0..self.memo.0, raw, Some(pos as usize)));
+        let memo = self
+            .history
+            .memo(self.memo.1, pos, || self.apply_range(0..self.memo.0, raw, Some(pos as usize)));
         let message = match &memo.message {
             Some(m) => MessageRef::Shared(Arc::clone(m)),
             None => MessageRef::Borrowed(raw),
@@ -298,7 +306,12 @@ impl<'h> View<'h> {
         self.apply_range(from.min(self.maps.len())..self.maps.len(), message, pos)
     }
 
-    fn apply_range(&self, range: std::ops::Range<usize>, message: &Message, pos: Option<usize>) -> Option<Message> {
+    fn apply_range(
+        &self,
+        range: std::ops::Range<usize>,
+        message: &Message,
+        pos: Option<usize>,
+    ) -> Option<Message> {
         let mut current: Option<Message> = None;
         for map in &self.maps[range] {
             let input = current.as_ref().unwrap_or(message);
@@ -310,7 +323,12 @@ impl<'h> View<'h> {
     }
 
     /// Tokens of one slot's message, from the history's caches when they know it.
-    pub(crate) fn slot_tokens(&self, slot: Slot, counter: &dyn TokenCounter, counts: &crate::history::Counts<'_>) -> u64 {
+    pub(crate) fn slot_tokens(
+        &self,
+        slot: Slot,
+        counter: &dyn TokenCounter,
+        counts: &crate::history::Counts<'_>,
+    ) -> u64 {
         let Item::Run { start, .. } = &self.items[slot.item] else {
             return counter.count_message(&self.message(slot)) as u64;
         };
@@ -323,12 +341,14 @@ impl<'h> View<'h> {
         }
         let raw = &self.history.messages()[pos as usize];
         let (message, memo) = self.memoised(pos, raw);
-        let Some(memo) = memo.filter(|_| !message.is_borrowed()) else { return counts.at(pos as usize) };
+        let Some(memo) = memo.filter(|_| !message.is_borrowed()) else {
+            return counts.at(pos as usize);
+        };
         let key = counter.cache_key();
-        if let Some((k, n)) = memo.tokens.get() {
-            if *k == key {
-                return *n;
-            }
+        if let Some((k, n)) = memo.tokens.get()
+            && *k == key
+        {
+            return *n;
         }
         let n = counter.count_message(&message) as u64;
         let _ = memo.tokens.set((key, n));
@@ -350,13 +370,13 @@ impl<'h> View<'h> {
             head_len += 1;
             slots.next();
         }
-        if let Some(&slot) = slots.peek() {
-            if self.structure(slot).role() == Role::User {
-                if preserve_task {
-                    pinned.push(slot);
-                }
-                head_len += 1;
+        if let Some(&slot) = slots.peek()
+            && self.structure(slot).role() == Role::User
+        {
+            if preserve_task {
+                pinned.push(slot);
             }
+            head_len += 1;
         }
         Pinned { slots: pinned, head_len }
     }
@@ -402,15 +422,17 @@ impl<'h> View<'h> {
             }
             push_slot(&mut items, &self.items, slot);
         }
-        if let Some(from) = from {
-            if let Some(first) = self.items.get(from.item) {
-                match first {
-                    Item::Run { start, end } => push_item(&mut items, Item::Run { start: start + from.offset, end: *end }),
-                    owned @ Item::Owned { .. } => push_item(&mut items, owned.clone()),
+        if let Some(from) = from
+            && let Some(first) = self.items.get(from.item)
+        {
+            match first {
+                Item::Run { start, end } => {
+                    push_item(&mut items, Item::Run { start: start + from.offset, end: *end })
                 }
-                for item in &self.items[from.item + 1..] {
-                    push_item(&mut items, item.clone());
-                }
+                owned @ Item::Owned { .. } => push_item(&mut items, owned.clone()),
+            }
+            for item in &self.items[from.item + 1..] {
+                push_item(&mut items, item.clone());
             }
         }
         items
@@ -424,7 +446,9 @@ impl<'h> View<'h> {
     /// The item that stands for `slot` alone, borrowing as the view does.
     pub(crate) fn slot_item(&self, slot: Slot) -> Item {
         match &self.items[slot.item] {
-            Item::Run { start, .. } => Item::Run { start: start + slot.offset, end: start + slot.offset + 1 },
+            Item::Run { start, .. } => {
+                Item::Run { start: start + slot.offset, end: start + slot.offset + 1 }
+            }
             owned @ Item::Owned { .. } => owned.clone(),
         }
     }
@@ -454,7 +478,11 @@ impl<'h> View<'h> {
 
     /// An owned copy of the message at `slot`, with every map applied, as an item.
     pub(crate) fn owned_item(&self, slot: Slot, message: Message) -> Item {
-        Item::Owned { pos: self.pos(slot).map(|p| p as u32), message: Arc::new(message), applied: self.maps.len() }
+        Item::Owned {
+            pos: self.pos(slot).map(|p| p as u32),
+            message: Arc::new(message),
+            applied: self.maps.len(),
+        }
     }
 }
 
@@ -495,7 +523,11 @@ impl Iterator for UnitsRev<'_, '_> {
         if let Some(pos) = view.pos(last) {
             // A tool message's unit reaches back to the assistant message that called it.
             let head_of = |slot: Slot, p: usize| {
-                if view.structure(slot).role() == Role::Tool { view.history().unit_head(p).unwrap_or(p) } else { p }
+                if view.structure(slot).role() == Role::Tool {
+                    view.history().unit_head(p).unwrap_or(p)
+                } else {
+                    p
+                }
             };
             let mut head = head_of(last, pos);
             while let Some(prev) = view.prev(first).filter(|s| *s >= floor) {
@@ -526,17 +558,21 @@ fn push_slot(out: &mut Vec<Item>, items: &[Item], slot: Slot) {
 
 /// Appends an item, merging it into the last one when both are adjacent runs.
 pub(crate) fn push_item(out: &mut Vec<Item>, item: Item) {
-    if let (Some(Item::Run { end, .. }), Item::Run { start, end: new_end }) = (out.last_mut(), &item) {
-        if *end == *start {
-            *end = *new_end;
-            return;
-        }
+    if let (Some(Item::Run { end, .. }), Item::Run { start, end: new_end }) =
+        (out.last_mut(), &item)
+        && *end == *start
+    {
+        *end = *new_end;
+        return;
     }
     out.push(item);
 }
 
 impl fmt::Debug for View<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("View").field("items", &self.items).field("maps", &self.maps).finish_non_exhaustive()
+        f.debug_struct("View")
+            .field("items", &self.items)
+            .field("maps", &self.maps)
+            .finish_non_exhaustive()
     }
 }

@@ -60,14 +60,15 @@ impl HistoryManager for SlidingWindow {
         Ok(keep_newest(
             view,
             &pinned,
+            true,
             |view, unit| {
-            let len = unit_len(view, unit);
-            if window > 0 && (kept == 0 || kept + len <= window) {
-                kept += len;
-                Take::Keep
-            } else {
-                Take::Stop
-            }
+                let len = unit_len(view, unit);
+                if window > 0 && (kept == 0 || kept + len <= window) {
+                    kept += len;
+                    Take::Keep
+                } else {
+                    Take::Stop
+                }
             },
             |_| true,
         ))

@@ -32,7 +32,10 @@ impl CharEstimate {
     /// An estimate with `chars_per_token` characters a token (at least 1) and `per_message`
     /// tokens of framing per message.
     pub const fn new(chars_per_token: usize, per_message: usize) -> Self {
-        Self { chars_per_token: if chars_per_token == 0 { 1 } else { chars_per_token }, per_message }
+        Self {
+            chars_per_token: if chars_per_token == 0 { 1 } else { chars_per_token },
+            per_message,
+        }
     }
 }
 
@@ -44,7 +47,11 @@ impl Default for CharEstimate {
 
 impl TokenCounter for CharEstimate {
     fn cache_key(&self) -> u64 {
-        stable_hash(&[b"estimate", &self.chars_per_token.to_le_bytes(), &self.per_message.to_le_bytes()])
+        stable_hash(&[
+            b"estimate",
+            &self.chars_per_token.to_le_bytes(),
+            &self.per_message.to_le_bytes(),
+        ])
     }
 
     fn count_text(&self, text: &str) -> usize {

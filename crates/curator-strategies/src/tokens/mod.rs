@@ -2,9 +2,9 @@
 
 use curator_model::Message;
 
-mod estimate;
 #[cfg(feature = "tiktoken")]
 mod bpe;
+mod estimate;
 
 #[cfg(feature = "tiktoken")]
 pub use bpe::{Bpe, Encoding};
@@ -72,7 +72,8 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
         if self.count_text(text) <= max_tokens {
             return text;
         }
-        let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
+        let bounds: Vec<usize> =
+            text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
         let (mut lo, mut hi) = (0, bounds.len() - 1);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);

@@ -2,7 +2,8 @@
 
 use curator_model::{Message, ToolCall, validate};
 use curator_strategies::{
-    CharEstimate, CurationContext, Error, History, HistoryManager, HistoryManagerExt, TokenBudget, TokenCounter, View,
+    CharEstimate, CurationContext, Error, History, HistoryManager, HistoryManagerExt, TokenBudget,
+    TokenCounter, View,
 };
 
 fn tokens(messages: &[Message]) -> usize {
@@ -13,13 +14,19 @@ fn tokens(messages: &[Message]) -> usize {
 #[test]
 fn a_budget_smaller_than_the_system_message_is_an_error() {
     let input = vec![Message::system("x".repeat(400)), Message::user("task")];
-    let err = TokenBudget::new(50).curate_messages(&input, &CurationContext::default()).unwrap_err();
+    let err =
+        TokenBudget::new(50).curate_messages(&input, &CurationContext::default()).unwrap_err();
     assert!(matches!(err, Error::BudgetTooSmall { available: 50, .. }), "{err}");
     assert!(err.to_string().contains("cannot hold the system message"));
     // The reserve counts against the budget too.
     let small = vec![Message::system("be brief"), Message::user("task")];
     assert!(TokenBudget::new(20).curate_messages(&small, &CurationContext::default()).is_ok());
-    assert!(TokenBudget::new(20).with_reserve(15).curate_messages(&small, &CurationContext::default()).is_err());
+    assert!(
+        TokenBudget::new(20)
+            .with_reserve(15)
+            .curate_messages(&small, &CurationContext::default())
+            .is_err()
+    );
 }
 
 #[test]
@@ -27,7 +34,10 @@ fn the_newest_unit_is_shortened_rather_than_dropped() {
     let input = vec![
         Message::system("sys"),
         Message::user("task"),
-        Message::assistant_with_calls(None, vec![ToolCall::new("a", "cat", "{}"), ToolCall::new("b", "cat", "{}")]),
+        Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new("a", "cat", "{}"), ToolCall::new("b", "cat", "{}")],
+        ),
         Message::tool_result("a", "é".repeat(2_000)),
         Message::tool_result("b", "😀".repeat(2_000)),
     ];
@@ -42,7 +52,8 @@ fn the_newest_unit_is_shortened_rather_than_dropped() {
 
 #[test]
 fn an_oversized_task_is_shortened() {
-    let input = vec![Message::system("sys"), Message::user("t".repeat(2_000)), Message::assistant("ok")];
+    let input =
+        vec![Message::system("sys"), Message::user("t".repeat(2_000)), Message::assistant("ok")];
     let view = TokenBudget::new(100).curate_messages(&input, &CurationContext::default()).unwrap();
     assert!(tokens(&view) <= 100);
     assert!(view[1].text().starts_with("ttt"));

@@ -69,29 +69,41 @@ fn json_and_toml_build_the_same_pipeline() {
 fn errors_name_what_was_wrong() {
     let unknown = StrategyConfig::from_json(r#"{"strategy": "shrink"}"#).unwrap_err().to_string();
     assert!(unknown.contains("unknown variant `shrink`"), "{unknown}");
-    let bad_value = StrategyConfig::from_json(r#"{"strategy": "sliding_window", "window_size": -1}"#).unwrap_err().to_string();
+    let bad_value =
+        StrategyConfig::from_json(r#"{"strategy": "sliding_window", "window_size": -1}"#)
+            .unwrap_err()
+            .to_string();
     assert!(bad_value.contains("invalid value: integer `-1`"), "{bad_value}");
-    let missing = StrategyConfig::from_json(r#"{"strategy": "truncate_tokens"}"#).unwrap_err().to_string();
+    let missing =
+        StrategyConfig::from_json(r#"{"strategy": "truncate_tokens"}"#).unwrap_err().to_string();
     assert!(missing.contains("missing field `max_tokens`"), "{missing}");
-    let unknown_key = StrategyConfig::from_json(r#"{"strategy": "sliding_window", "window_size": 3, "size": 4}"#)
-        .unwrap_err()
-        .to_string();
+    let unknown_key =
+        StrategyConfig::from_json(r#"{"strategy": "sliding_window", "window_size": 3, "size": 4}"#)
+            .unwrap_err()
+            .to_string();
     assert!(unknown_key.contains("unknown field `size`"), "{unknown_key}");
-    let too_short = StrategyConfig::from_json(r#"{"strategy": "truncate_tool_results", "max_length": 3, "suffix": "[cut]"}"#)
-        .unwrap()
-        .build()
-        .err()
-        .unwrap()
-        .to_string();
+    let too_short = StrategyConfig::from_json(
+        r#"{"strategy": "truncate_tool_results", "max_length": 3, "suffix": "[cut]"}"#,
+    )
+    .unwrap()
+    .build()
+    .err()
+    .unwrap()
+    .to_string();
     assert!(too_short.contains("max_length"), "{too_short}");
     let bad_regex =
-        StrategyConfig::from_json(r#"{"strategy": "redact", "patterns": {"x": "(oops"}}"#).unwrap().build().err().unwrap();
+        StrategyConfig::from_json(r#"{"strategy": "redact", "patterns": {"x": "(oops"}}"#)
+            .unwrap()
+            .build()
+            .err()
+            .unwrap();
     assert!(bad_regex.to_string().contains("redaction pattern `x`"));
 }
 
 #[test]
 fn configs_round_trip_through_json() {
-    let config = StrategyConfig::from_json(r#"{"strategy": "truncate_tokens", "max_tokens": 10}"#).unwrap();
+    let config =
+        StrategyConfig::from_json(r#"{"strategy": "truncate_tokens", "max_tokens": 10}"#).unwrap();
     let json = serde_json::to_string(&config).unwrap();
     assert_eq!(StrategyConfig::from_json(&json).unwrap(), config);
 }

@@ -2,8 +2,8 @@
 
 use curator_model::{Message, Role, formats::openai, validate};
 use curator_strategies::{
-    ClearOldToolResults, CurationContext, History, HistoryManager, HistoryManagerExt, Passthrough, Redactor, SlidingWindow,
-    TokenBudget, ToolFilter, ToolResultTruncator, TurnLimit, View,
+    ClearOldToolResults, CurationContext, History, HistoryManager, HistoryManagerExt, Passthrough,
+    Redactor, SlidingWindow, TokenBudget, ToolFilter, ToolResultTruncator, TurnLimit, View,
 };
 use curator_testkit::corpus;
 
@@ -19,7 +19,12 @@ fn every_view_of_every_prefix_is_valid_for_both_providers() {
         Box::new(ToolFilter::names(["think"])),
         Box::new(ClearOldToolResults::new(3)),
         Box::new(Redactor::new()),
-        Box::new(ToolResultTruncator::new(2_000).unwrap().then(SlidingWindow::new(10)).then(TokenBudget::new(8_000))),
+        Box::new(
+            ToolResultTruncator::new(2_000)
+                .unwrap()
+                .then(SlidingWindow::new(10))
+                .then(TokenBudget::new(8_000)),
+        ),
     ];
     let ctx = CurationContext::default();
     let mut views = 0;

@@ -1,7 +1,9 @@
 //! The edge cases every trimming strategy must get right.
 
 use curator_model::{Message, ToolCall, validate};
-use curator_strategies::{CurationContext, HistoryManager, HistoryManagerExt, SlidingWindow, TokenBudget, TurnLimit};
+use curator_strategies::{
+    CurationContext, HistoryManager, HistoryManagerExt, SlidingWindow, TokenBudget, TurnLimit,
+};
 
 fn call(id: &str) -> ToolCall {
     ToolCall::new(id, "ls", "{}")
@@ -19,7 +21,12 @@ fn agent(steps: usize) -> Vec<Message> {
 }
 
 #[track_caller]
-fn check(manager: &dyn HistoryManager, ctx: &CurationContext<'_>, input: &[Message], expected: &[usize]) {
+fn check(
+    manager: &dyn HistoryManager,
+    ctx: &CurationContext<'_>,
+    input: &[Message],
+    expected: &[usize],
+) {
     let view = manager.curate_messages(input, ctx).unwrap();
     let want: Vec<Message> = expected.iter().map(|&i| input[i].clone()).collect();
     assert_eq!(view, want);
@@ -31,7 +38,9 @@ fn default() -> CurationContext<'static> {
 
 #[test]
 fn empty_input_gives_empty_view() {
-    for m in [&SlidingWindow::new(3) as &dyn HistoryManager, &TurnLimit::new(1), &TokenBudget::new(100)] {
+    for m in
+        [&SlidingWindow::new(3) as &dyn HistoryManager, &TurnLimit::new(1), &TokenBudget::new(100)]
+    {
         check(m, &default(), &[], &[]);
     }
 }
@@ -39,7 +48,9 @@ fn empty_input_gives_empty_view() {
 #[test]
 fn only_a_system_message() {
     let input = [Message::system("s")];
-    for m in [&SlidingWindow::new(0) as &dyn HistoryManager, &TurnLimit::new(0), &TokenBudget::new(100)] {
+    for m in
+        [&SlidingWindow::new(0) as &dyn HistoryManager, &TurnLimit::new(0), &TokenBudget::new(100)]
+    {
         check(m, &default(), &input, &[0]);
     }
 }
@@ -74,7 +85,12 @@ fn window_zero_and_window_at_least_the_length() {
     check(&SlidingWindow::new(6), &default(), &input, &[0, 1, 2, 3, 4, 5, 6, 7]);
     check(&SlidingWindow::new(100), &default(), &input, &[0, 1, 2, 3, 4, 5, 6, 7]);
     // Nothing needs trimming, so even an unpinned system message stays.
-    check(&SlidingWindow::new(100), &default().with_preserve_system(false), &input, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    check(
+        &SlidingWindow::new(100),
+        &default().with_preserve_system(false),
+        &input,
+        &[0, 1, 2, 3, 4, 5, 6, 7],
+    );
 }
 
 #[test]
@@ -112,7 +128,11 @@ fn half_answered_calls_lose_the_unanswered_call() {
         Message::tool_result("a", "x"),
         Message::user("next"),
     ];
-    for m in [&SlidingWindow::new(10) as &dyn HistoryManager, &TurnLimit::new(5), &TokenBudget::new(10_000)] {
+    for m in [
+        &SlidingWindow::new(10) as &dyn HistoryManager,
+        &TurnLimit::new(5),
+        &TokenBudget::new(10_000),
+    ] {
         let view = m.curate_messages(&input, &default()).unwrap();
         assert_eq!(view.len(), 4);
         assert_eq!(view[1].tool_calls().len(), 1);
@@ -121,13 +141,21 @@ fn half_answered_calls_lose_the_unanswered_call() {
         validate::openai(&view).unwrap();
     }
     // With no content, an assistant message left with no call is dropped.
-    let input = vec![Message::user("task"), Message::assistant_with_calls(None, vec![call("z")]), Message::user("next")];
+    let input = vec![
+        Message::user("task"),
+        Message::assistant_with_calls(None, vec![call("z")]),
+        Message::user("next"),
+    ];
     check(&SlidingWindow::new(10), &default(), &input, &[0, 2]);
 }
 
 #[test]
 fn content_none_is_kept_as_none() {
-    let input = vec![Message::user("task"), Message::assistant_with_calls(None, vec![call("a")]), Message::tool_result("a", "x")];
+    let input = vec![
+        Message::user("task"),
+        Message::assistant_with_calls(None, vec![call("a")]),
+        Message::tool_result("a", "x"),
+    ];
     let view = SlidingWindow::new(5).curate_messages(&input, &default()).unwrap();
     assert!(view[1].content().is_none());
     assert_eq!(view, input);
@@ -176,6 +204,9 @@ fn ids_reused_after_an_answer_pair_with_the_latest_call() {
 fn the_input_is_never_changed() {
     let input = agent(5);
     let before = input.clone();
-    let _ = SlidingWindow::new(1).then(TokenBudget::new(30)).curate_messages(&input, &default()).unwrap();
+    let _ = SlidingWindow::new(1)
+        .then(TokenBudget::new(30))
+        .curate_messages(&input, &default())
+        .unwrap();
     assert_eq!(input, before);
 }

@@ -1,6 +1,8 @@
 //! Integration tests of curator-strategies.
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
 
+#[cfg(feature = "tiktoken")]
+mod bpe;
 mod budget;
 mod config;
 mod corpus;

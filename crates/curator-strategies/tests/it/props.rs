@@ -1,7 +1,9 @@
 //! Invariants of every strategy and composition, over arbitrary valid histories.
 
 use curator_model::{Message, Role, validate};
-use curator_strategies::{CharEstimate, CurationContext, Error, HistoryManagerExt, StrategyConfig, TokenCounter};
+use curator_strategies::{
+    CharEstimate, CurationContext, Error, HistoryManagerExt, StrategyConfig, TokenCounter,
+};
 use curator_testkit::arb;
 use proptest::prelude::*;
 
@@ -10,27 +12,43 @@ fn leaf() -> impl Strategy<Value = StrategyConfig> {
     prop_oneof![
         Just(StrategyConfig::Passthrough),
         (0usize..12).prop_map(|window_size| StrategyConfig::SlidingWindow { window_size }),
-        (30usize..200).prop_map(|max_length| StrategyConfig::TruncateToolResults { max_length, suffix: None }),
-        (200u64..3_000, 0u64..100).prop_map(|(max_tokens, reserve)| StrategyConfig::TruncateTokens {
-            max_tokens,
-            reserve,
-            tokenizer: curator_strategies::Tokenizer::Estimate
+        (30usize..200).prop_map(|max_length| StrategyConfig::TruncateToolResults {
+            max_length,
+            suffix: None
+        }),
+        (200u64..3_000, 0u64..100).prop_map(|(max_tokens, reserve)| {
+            StrategyConfig::TruncateTokens {
+                max_tokens,
+                reserve,
+                tokenizer: curator_strategies::Tokenizer::Estimate,
+            }
         }),
         (0usize..6).prop_map(|max_turns| StrategyConfig::TruncateTurns { max_turns }),
-        prop::collection::vec(tool.clone(), 0..3).prop_map(|tools| StrategyConfig::FilterTools { tools }),
+        prop::collection::vec(tool.clone(), 0..3)
+            .prop_map(|tools| StrategyConfig::FilterTools { tools }),
         (0usize..4, prop::collection::vec(tool, 0..2)).prop_map(|(keep_last, exclude)| {
             StrategyConfig::ClearOldToolResults { keep_last, placeholder: None, exclude }
         }),
-        Just(StrategyConfig::Redact { builtin: true, patterns: Default::default() }),
+        Just(StrategyConfig::Redact {
+            builtin: true,
+            patterns: std::collections::BTreeMap::default()
+        }),
     ]
 }
 
 fn pipeline() -> impl Strategy<Value = StrategyConfig> {
-    prop_oneof![leaf(), prop::collection::vec(leaf(), 1..5).prop_map(|steps| StrategyConfig::Compose { steps })]
+    prop_oneof![
+        leaf(),
+        prop::collection::vec(leaf(), 1..5).prop_map(|steps| StrategyConfig::Compose { steps })
+    ]
 }
 
 fn context() -> impl Strategy<Value = (bool, bool, usize)> {
-    (prop::bool::weighted(0.8), prop::bool::weighted(0.8), prop_oneof![3 => Just(0usize), 1 => 1usize..8])
+    (
+        prop::bool::weighted(0.8),
+        prop::bool::weighted(0.8),
+        prop_oneof![3 => Just(0usize), 1 => 1usize..8],
+    )
 }
 
 /// Leading system messages and the task that follows them.
@@ -46,7 +64,9 @@ fn is_subsequence(view: &[Message], input: &[Message]) -> bool {
         rest.any(|m| {
             m.role() == v.role()
                 && m.tool_call_id() == v.tool_call_id()
-                && v.tool_calls().iter().all(|c| m.tool_calls().iter().any(|o| o.id() == c.id() && o.name() == c.name()))
+                && v.tool_calls().iter().all(|c| {
+                    m.tool_calls().iter().any(|o| o.id() == c.id() && o.name() == c.name())
+                })
                 && (v.has_tool_calls() || !m.has_tool_calls() || v.role() == Role::Assistant)
         })
     })

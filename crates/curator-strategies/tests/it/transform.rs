@@ -2,8 +2,8 @@
 
 use curator_model::{Content, Message, Part, ToolCall, validate};
 use curator_strategies::{
-    ClearOldToolResults, CurationContext, Error, HistoryManagerExt, Redactor, SlidingWindow, ToolFilter,
-    ToolResultTruncator,
+    ClearOldToolResults, CurationContext, Error, HistoryManagerExt, Redactor, SlidingWindow,
+    ToolFilter, ToolResultTruncator,
 };
 use proptest::prelude::*;
 
@@ -15,7 +15,10 @@ fn ctx() -> CurationContext<'static> {
 fn max_length_shorter_than_the_suffix_is_a_construction_error() {
     let err = ToolResultTruncator::with_suffix(5, "[truncated]").unwrap_err();
     assert!(matches!(err, Error::InvalidOption { option: "max_length", .. }));
-    assert_eq!(err.to_string(), "truncate_tool_results: option `max_length` is 5, shorter than the suffix of 11 characters");
+    assert_eq!(
+        err.to_string(),
+        "truncate_tool_results: option `max_length` is 5, shorter than the suffix of 11 characters"
+    );
     assert!(ToolResultTruncator::new(10).is_err());
     // Exactly the suffix's length is allowed: every cut result is the suffix alone.
     let t = ToolResultTruncator::with_suffix(3, "...").unwrap();
@@ -25,12 +28,11 @@ fn max_length_shorter_than_the_suffix_is_a_construction_error() {
 proptest! {
     #[test]
     fn truncation_never_exceeds_max_length(text in "[a-zé😀中 ]{0,300}", max in 0usize..120, suffix in "[.…{}cut ]{0,12}") {
-        if let Ok(t) = ToolResultTruncator::with_suffix(max, suffix) {
-            if let Some(out) = t.truncate(&text) {
+        if let Ok(t) = ToolResultTruncator::with_suffix(max, suffix)
+            && let Some(out) = t.truncate(&text) {
                 prop_assert!(out.chars().count() <= max);
                 prop_assert!(text.chars().count() > max);
             }
-        }
     }
 }
 
@@ -78,7 +80,9 @@ fn clearing_keeps_every_pair_and_names_the_tool() {
         input.push(Message::assistant_with_calls(None, vec![ToolCall::new(&id, *tool, "{}")]));
         input.push(Message::tool_result(&id, "z".repeat(100 + i)));
     }
-    let clear = ClearOldToolResults::new(1).with_exclude(["memory"]).with_placeholder("<{tool}: {chars} chars cleared>");
+    let clear = ClearOldToolResults::new(1)
+        .with_exclude(["memory"])
+        .with_placeholder("<{tool}: {chars} chars cleared>");
     let view = clear.curate_messages(&input, &ctx()).unwrap();
     assert_eq!(view.len(), input.len());
     assert_eq!(view[2].text(), "<search: 100 chars cleared>");
@@ -96,11 +100,16 @@ fn filter_drops_calls_with_their_results_by_name_or_predicate() {
         Message::user("task"),
         Message::assistant_with_calls(None, vec![ToolCall::new("1", "debug_dump", "{}")]),
         Message::tool_result("1", "noise"),
-        Message::assistant_with_calls(Some("both".into()), vec![ToolCall::new("2", "debug_log", "{}"), ToolCall::new("3", "ls", "{}")]),
+        Message::assistant_with_calls(
+            Some("both".into()),
+            vec![ToolCall::new("2", "debug_log", "{}"), ToolCall::new("3", "ls", "{}")],
+        ),
         Message::tool_result("2", "noise"),
         Message::tool_result("3", "a.txt"),
     ];
-    let view = ToolFilter::predicate(|name| name.starts_with("debug_")).curate_messages(&input, &ctx()).unwrap();
+    let view = ToolFilter::predicate(|name| name.starts_with("debug_"))
+        .curate_messages(&input, &ctx())
+        .unwrap();
     assert_eq!(view.len(), 3);
     assert_eq!(view[1].tool_calls().len(), 1);
     assert_eq!(view[2].text(), "a.txt");
@@ -118,14 +127,26 @@ fn redaction_covers_every_built_in_kind() {
         ("ghp_0123456789abcdefghijklmnopqrstuvwxyz", "[REDACTED:github_token]"),
         ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "[REDACTED:github_token]"),
         ("xoxb-1234567890-abcdefghij", "[REDACTED:slack_token]"),
-        ("Authorization: Bearer abc.def-ghi_jkl~mno+pqr/stu=", "Authorization: Bearer [REDACTED:bearer_token]"),
+        (
+            "Authorization: Bearer abc.def-ghi_jkl~mno+pqr/stu=",
+            "Authorization: Bearer [REDACTED:bearer_token]",
+        ),
         (
             "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
             "token [REDACTED:jwt]",
         ),
-        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----", "[REDACTED:pem_private_key]"),
-        ("-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----", "[REDACTED:pem_private_key]"),
-        ("https://admin:s3cr3t@example.com/x", "https://admin:[REDACTED:url_password]@example.com/x"),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----",
+            "[REDACTED:pem_private_key]",
+        ),
+        (
+            "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----",
+            "[REDACTED:pem_private_key]",
+        ),
+        (
+            "https://admin:s3cr3t@example.com/x",
+            "https://admin:[REDACTED:url_password]@example.com/x",
+        ),
         ("nothing secret here: sk-short", "nothing secret here: sk-short"),
     ];
     for (input, expected) in cases {
@@ -136,10 +157,16 @@ fn redaction_covers_every_built_in_kind() {
 #[test]
 fn redaction_keeps_arguments_valid_json_and_the_record_untouched() {
     let args = r#"{"cmd": "curl -H 'Authorization: Bearer abcdefghijklmnopqrstu' https://api"}"#;
-    let input = vec![Message::user("task"), Message::assistant_with_calls(None, vec![ToolCall::new("1", "bash", args)])];
+    let input = vec![
+        Message::user("task"),
+        Message::assistant_with_calls(None, vec![ToolCall::new("1", "bash", args)]),
+    ];
     let view = Redactor::new().curate_messages(&input, &ctx()).unwrap();
     let redacted = view[1].tool_calls()[0].arguments_json().unwrap();
-    assert_eq!(redacted["cmd"], "curl -H 'Authorization: Bearer [REDACTED:bearer_token]' https://api");
+    assert_eq!(
+        redacted["cmd"],
+        "curl -H 'Authorization: Bearer [REDACTED:bearer_token]' https://api"
+    );
     assert_eq!(input[1].tool_calls()[0].arguments(), args);
 }
 
@@ -154,7 +181,12 @@ fn transformations_apply_only_to_what_a_later_window_keeps() {
     #[derive(Debug, Default)]
     struct Spy(std::sync::atomic::AtomicUsize);
     impl curator_strategies::MessageMap for Spy {
-        fn map(&self, _: &Message, _: Option<usize>, _: &curator_strategies::History<'_>) -> Option<Message> {
+        fn map(
+            &self,
+            _: &Message,
+            _: Option<usize>,
+            _: &curator_strategies::History<'_>,
+        ) -> Option<Message> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             None
         }
@@ -163,7 +195,8 @@ fn transformations_apply_only_to_what_a_later_window_keeps() {
     let input: Vec<Message> = (0..1_000).map(|i| Message::user(format!("m{i}"))).collect();
     let history = curator_strategies::History::from(&input);
     let view = curator_strategies::View::full(&history).with_map(spy.clone());
-    let view = curator_strategies::HistoryManager::curate(&SlidingWindow::new(3), view, &ctx()).unwrap();
+    let view =
+        curator_strategies::HistoryManager::curate(&SlidingWindow::new(3), view, &ctx()).unwrap();
     assert_eq!(view.to_messages().len(), 4);
     assert_eq!(spy.0.load(std::sync::atomic::Ordering::Relaxed), 4);
 }
