@@ -160,7 +160,7 @@ impl<'h> View<'h> {
         for (i, item) in self.items.iter().enumerate() {
             match item {
                 Item::Run { start, end } if self.maps.is_empty() => {
-                    total += counts.range(*start as usize..*end as usize)
+                    total += counts.range(*start as usize..*end as usize);
                 }
                 _ => {
                     for offset in 0..item.len() as u32 {
@@ -427,7 +427,7 @@ impl<'h> View<'h> {
         {
             match first {
                 Item::Run { start, end } => {
-                    push_item(&mut items, Item::Run { start: start + from.offset, end: *end })
+                    push_item(&mut items, Item::Run { start: start + from.offset, end: *end });
                 }
                 owned @ Item::Owned { .. } => push_item(&mut items, owned.clone()),
             }
