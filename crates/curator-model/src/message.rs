@@ -146,6 +146,32 @@ impl Message {
         self
     }
 
+    /// A copy of this message with other content, without copying the current content: how
+    /// strategies shorten a large tool result cheaply.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::Message;
+    ///
+    /// let long = Message::tool_result("1", "x".repeat(10_000)).with_name("cat");
+    /// let short = long.clone_with_content(Some("x…".into()));
+    /// assert_eq!((short.text(), short.name()), ("x…".into(), Some("cat")));
+    /// ```
+    #[must_use]
+    pub fn clone_with_content(&self, content: Option<Content>) -> Self {
+        Self {
+            role: self.role,
+            content,
+            content_omitted: false,
+            tool_calls: self.tool_calls.clone(),
+            tool_call_id: self.tool_call_id.clone(),
+            name: self.name.clone(),
+            is_error: self.is_error,
+            extra: self.extra.clone(),
+        }
+    }
+
     /// Keeps only the tool calls for which `keep` returns true (only assistant messages
     /// have any).
     ///

@@ -190,7 +190,7 @@ impl HistoryManager for TokenBudget {
 /// A copy of `message` whose text is cut so that the whole message costs at most `budget`
 /// tokens, ending with a note saying so; `None` when not even the framing fits.
 fn shorten(message: &Message, budget: u64, counter: &dyn TokenCounter) -> Option<Message> {
-    let bare = message.clone().with_content(Some(Content::Text(String::new())));
+    let bare = message.clone_with_content(Some(Content::Text(String::new())));
     let framing = counter.count_message(&bare) as u64;
     let note = counter.count_text(SHORTENED) as u64;
     let room = usize::try_from(budget.checked_sub(framing + note)?).unwrap_or(usize::MAX);

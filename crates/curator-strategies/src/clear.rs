@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use curator_model::{Content, Message, Role};
 
+use crate::map::{chain_key, stable_hash};
 use crate::{CurationContext, History, HistoryManager, MessageMap, Result, View};
 
 /// Replaces the content of all but the newest `keep_last` tool results with a short
@@ -86,6 +87,8 @@ pub(crate) fn tool_name<'a>(
 struct Clear {
     /// Tool results at positions before this are cleared.
     boundary: usize,
+    /// Identity of the placeholder and exclusions.
+    key: u64,
     placeholder: Arc<str>,
     exclude: Arc<BTreeSet<String>>,
 }
@@ -102,7 +105,13 @@ impl MessageMap for Clear {
         }
         let chars = message.content().map_or(0, Content::text_chars);
         let text = self.placeholder.replace("{tool}", tool).replace("{chars}", &chars.to_string());
-        Some(message.clone().with_content(Some(Content::Text(text))))
+        Some(message.clone_with_content(Some(Content::Text(text))))
+    }
+
+    /// The result depends on the position only through which side of the boundary it is
+    /// on, so at most two entries per position are ever memoised.
+    fn memo_key(&self, pos: usize) -> Option<u64> {
+        chain_key(Some(self.key), Some(u64::from(pos < self.boundary)))
     }
 }
 
@@ -130,8 +139,11 @@ impl HistoryManager for ClearOldToolResults {
         if boundary == 0 {
             return Ok(view);
         }
+        let mut parts: Vec<&[u8]> = vec![b"clear", self.placeholder.as_bytes()];
+        parts.extend(self.exclude.iter().map(String::as_bytes));
         let clear = Clear {
             boundary,
+            key: stable_hash(&parts),
             placeholder: Arc::clone(&self.placeholder),
             exclude: Arc::clone(&self.exclude),
         };

@@ -39,79 +39,75 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::HashMap;
-
-use curator_model::Role;
+use curator_model::{Content, Message, Role};
 
 use crate::View;
 use crate::view::{Item, Slot, push_item};
 
-/// Applies the coherence rules to a view.
+/// Applies the coherence rules to a view. O(view), with no allocation per message.
 pub(crate) fn repair(view: View<'_>) -> View<'_> {
     let slots: Vec<Slot> = view.slots().collect();
-    // For each slot: keep it? For assistant slots: which calls were answered.
-    let mut keep = vec![true; slots.len()];
-    let mut answered: HashMap<usize, Vec<bool>> = HashMap::new();
-    let mut open: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+    // Tool slots to drop, and assistant slots that keep only some calls (with the flags of
+    // the calls that were answered), both in slot order.
+    let mut dropped: Vec<usize> = Vec::new();
+    let mut trimmed: Vec<(usize, Vec<bool>)> = Vec::new();
+    // The latest assistant message with calls: its slot, which calls were answered, and the
+    // calls still open as (id, call index). A non-tool message closes them all (rule 3), so
+    // only this one message's calls can be open.
+    let mut current: Option<usize> = None;
+    let mut answered: Vec<bool> = Vec::new();
+    let mut open: Vec<(&str, usize)> = Vec::new();
+    let mut close = |current: &mut Option<usize>, answered: &[bool]| {
+        if let Some(k) = current.take()
+            && answered.iter().any(|a| !a)
+        {
+            trimmed.push((k, answered.to_vec()));
+        }
+    };
     for (k, &slot) in slots.iter().enumerate() {
         let message = view.structure(slot);
-        match message.role() {
-            Role::Tool => {
-                let call =
-                    message.tool_call_id().and_then(|id| open.get_mut(id)).and_then(Vec::pop);
-                match call {
-                    Some((owner, index)) => {
-                        if let Some(flags) = answered.get_mut(&owner) {
-                            flags[index] = true;
-                        }
-                    }
-                    None => keep[k] = false,
+        if message.role() == Role::Tool {
+            let id = message.tool_call_id().unwrap_or_default();
+            match open.iter().rposition(|(open_id, _)| *open_id == id) {
+                Some(i) => {
+                    let (_, index) = open.remove(i);
+                    answered[index] = true;
                 }
+                None => dropped.push(k),
             }
-            role => {
-                open.clear();
-                if role == Role::Assistant && message.has_tool_calls() {
-                    answered.insert(k, vec![false; message.tool_calls().len()]);
-                    for (index, call) in message.tool_calls().iter().enumerate() {
-                        open.entry(call.id()).or_default().push((k, index));
-                    }
-                }
-            }
-        }
-    }
-    if keep.iter().all(|k| *k) && answered.values().all(|flags| flags.iter().all(|a| *a)) {
-        return view;
-    }
-    let mut items: Vec<Item> = Vec::with_capacity(view.items().len());
-    for (k, &slot) in slots.iter().enumerate() {
-        if !keep[k] {
             continue;
         }
-        match answered.get(&k) {
-            Some(flags) if !flags.iter().all(|a| *a) => {
-                let mut index = 0;
-                let trimmed = crate::view::MessageRef::clone(&view.message(slot));
-                let trimmed = curator_model::Message::clone(&trimmed).retain_tool_calls(|_| {
-                    index += 1;
-                    flags[index - 1]
-                });
-                let empty = trimmed.content().is_none_or(curator_model::Content::is_empty);
-                if trimmed.has_tool_calls() || !empty {
-                    items.push(view.owned_item(slot, trimmed));
-                }
-            }
-            _ => push_slot_of(&view, &mut items, slot),
+        close(&mut current, &answered);
+        open.clear();
+        if message.role() == Role::Assistant && message.has_tool_calls() {
+            current = Some(k);
+            answered.clear();
+            answered.resize(message.tool_calls().len(), false);
+            open.extend(message.tool_calls().iter().enumerate().map(|(i, c)| (c.id(), i)));
         }
+    }
+    close(&mut current, &answered);
+    if dropped.is_empty() && trimmed.is_empty() {
+        return view;
+    }
+    let mut items: Vec<Item> = Vec::with_capacity(view.items().len() + trimmed.len());
+    let (mut d, mut t) = (dropped.iter().peekable(), trimmed.iter().peekable());
+    for (k, &slot) in slots.iter().enumerate() {
+        if d.next_if(|&&dk| dk == k).is_some() {
+            continue;
+        }
+        if let Some((_, flags)) = t.next_if(|(tk, _)| *tk == k) {
+            let mut index = 0;
+            let kept = Message::clone(&view.message(slot)).retain_tool_calls(|_| {
+                index += 1;
+                flags[index - 1]
+            });
+            if kept.has_tool_calls() || !kept.content().is_none_or(Content::is_empty) {
+                items.push(view.owned_item(slot, kept));
+            }
+            continue;
+        }
+        push_item(&mut items, view.slot_item(slot));
     }
     view.with_items(items)
-}
-
-fn push_slot_of(view: &View<'_>, out: &mut Vec<Item>, slot: Slot) {
-    match &view.items()[slot.item] {
-        Item::Run { start, .. } => {
-            let p = start + slot.offset;
-            push_item(out, Item::Run { start: p, end: p + 1 });
-        }
-        owned @ Item::Owned { .. } => out.push(owned.clone()),
-    }
 }

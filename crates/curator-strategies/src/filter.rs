@@ -1,7 +1,7 @@
 //! `ToolFilter`: drop the calls and results of some tools.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -66,47 +66,48 @@ impl fmt::Debug for ToolFilter {
 
 impl HistoryManager for ToolFilter {
     fn curate<'h>(&self, view: View<'h>, _ctx: &CurationContext<'_>) -> Result<View<'h>> {
-        let slots: Vec<_> = view.slots().collect();
-        // Calls of filtered tools that are open, by id: their results are dropped too.
-        let mut open: HashMap<&str, Vec<bool>> = HashMap::new();
+        // Nothing to do unless some call is filtered: check first, without building anything.
+        let filtered = |m: &Message| m.tool_calls().iter().any(|c| (self.matches)(c.name()));
+        if !view.slots().any(|slot| filtered(view.structure(slot))) {
+            return Ok(view);
+        }
+        // The open calls of the latest assistant message, with whether each is filtered.
+        let mut open: Vec<(&str, bool)> = Vec::new();
         let mut items: Vec<Item> = Vec::with_capacity(view.items().len());
-        let mut changed = false;
-        for slot in slots {
+        for slot in view.slots() {
             let structure = view.structure(slot);
             match structure.role() {
                 Role::Tool => {
-                    let dropped =
-                        structure.tool_call_id().and_then(|id| open.get_mut(id)).and_then(Vec::pop);
-                    if dropped == Some(true) {
-                        changed = true;
+                    let id = structure.tool_call_id().unwrap_or_default();
+                    if let Some(i) = open.iter().rposition(|(open_id, _)| *open_id == id)
+                        && open.remove(i).1
+                    {
                         continue;
                     }
                 }
-                Role::Assistant if structure.has_tool_calls() => {
+                role => {
                     open.clear();
-                    let mut any = false;
-                    for call in structure.tool_calls() {
-                        let drop = (self.matches)(call.name());
-                        any |= drop;
-                        open.entry(call.id()).or_default().push(drop);
-                    }
-                    if any {
-                        changed = true;
-                        let kept = Message::clone(&view.message(slot))
-                            .retain_tool_calls(|c| !(self.matches)(c.name()));
-                        let empty = kept.content().is_none_or(curator_model::Content::is_empty);
-                        if kept.has_tool_calls() || !empty {
-                            items.push(view.owned_item(slot, kept));
+                    if role == Role::Assistant && structure.has_tool_calls() {
+                        open.extend(
+                            structure
+                                .tool_calls()
+                                .iter()
+                                .map(|c| (c.id(), (self.matches)(c.name()))),
+                        );
+                        if filtered(structure) {
+                            let kept = Message::clone(&view.message(slot))
+                                .retain_tool_calls(|c| !(self.matches)(c.name()));
+                            if kept.has_tool_calls()
+                                || !kept.content().is_none_or(curator_model::Content::is_empty)
+                            {
+                                items.push(view.owned_item(slot, kept));
+                            }
+                            continue;
                         }
-                        continue;
                     }
                 }
-                _ => open.clear(),
             }
             push_item(&mut items, view.slot_item(slot));
-        }
-        if !changed {
-            return Ok(view);
         }
         Ok(view.with_items(items).repaired())
     }

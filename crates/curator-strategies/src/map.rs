@@ -42,10 +42,11 @@ pub trait MessageMap: Send + Sync + fmt::Debug {
     /// in `history`, or `None` for a message that is not in the history (a summary).
     fn map(&self, message: &Message, pos: Option<usize>, history: &History<'_>) -> Option<Message>;
 
-    /// A key such that two maps with equal keys give equal results for equal input, so that
-    /// results can be memoised per history position across curate calls; `None` (the
-    /// default) never memoises.
-    fn memo_key(&self) -> Option<u64> {
+    /// A key for the result at history position `pos`, such that two maps giving equal keys
+    /// give equal results for equal input there, so that results can be memoised per position
+    /// across curate calls; `None` (the default) never memoises.
+    fn memo_key(&self, pos: usize) -> Option<u64> {
+        let _ = pos;
         None
     }
 }

@@ -246,7 +246,7 @@ impl MessageMap for Redact {
         Some(out)
     }
 
-    fn memo_key(&self) -> Option<u64> {
+    fn memo_key(&self, _pos: usize) -> Option<u64> {
         Some(self.key)
     }
 }

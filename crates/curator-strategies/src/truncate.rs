@@ -174,10 +174,10 @@ impl MessageMap for Truncate {
                     .collect(),
             ),
         };
-        Some(message.clone().with_content(Some(new)))
+        Some(message.clone_with_content(Some(new)))
     }
 
-    fn memo_key(&self) -> Option<u64> {
+    fn memo_key(&self, _pos: usize) -> Option<u64> {
         Some(self.key)
     }
 }

@@ -36,8 +36,6 @@ pub struct View<'h> {
     history: &'h History<'h>,
     items: Vec<Item>,
     maps: Vec<Arc<dyn MessageMap>>,
-    /// How many leading maps can be memoised per position, and the key of that chain.
-    memo: (usize, u64),
 }
 
 /// A stretch of the view.
@@ -111,7 +109,7 @@ impl<'h> View<'h> {
         } else {
             vec![Item::Run { start: 0, end: history.len() as u32 }]
         };
-        Self { history, items, maps: Vec::new(), memo: (0, 0) }
+        Self { history, items, maps: Vec::new() }
     }
 
     /// The history the view selects from.
@@ -132,15 +130,22 @@ impl<'h> View<'h> {
     /// Adds a lazy transformation of every message, applied after the ones already added.
     #[must_use]
     pub fn with_map(mut self, map: Arc<dyn MessageMap>) -> Self {
-        // Memoise the longest chain of memoisable maps from the first; maps after one that
-        // cannot be memoised run on each read.
-        if self.memo.0 == self.maps.len()
-            && let Some(key) = chain_key(Some(self.memo.1), map.memo_key())
-        {
-            self.memo = (self.maps.len() + 1, key);
-        }
         self.maps.push(map);
         self
+    }
+
+    /// How many leading maps can be memoised at `pos`, and the key of that chain: the
+    /// longest run of memoisable maps from the first; maps after one that cannot be memoised
+    /// run on each read.
+    fn memo_chain(&self, pos: usize) -> (usize, u64) {
+        let mut chain = (0, 0);
+        for map in &self.maps {
+            match chain_key(Some(chain.1), map.memo_key(pos)) {
+                Some(key) => chain = (chain.0 + 1, key),
+                None => break,
+            }
+        }
+        chain
     }
 
     /// The messages with their positions, in order.
@@ -266,8 +271,9 @@ impl<'h> View<'h> {
             Item::Run { start, .. } => {
                 let pos = start + slot.offset;
                 let raw = &self.history.messages()[pos as usize];
-                let (base, _) = self.memoised(pos, raw);
-                match self.apply(self.memo.0, &base, Some(pos as usize)) {
+                let chain = self.memo_chain(pos as usize);
+                let (base, _) = self.memoised(pos, raw, chain);
+                match self.apply(chain.0, &base, Some(pos as usize)) {
                     Some(m) => MessageRef::Shared(Arc::new(m)),
                     None => base,
                 }
@@ -287,13 +293,13 @@ impl<'h> View<'h> {
         &self,
         pos: u32,
         raw: &'h Message,
+        (len, key): (usize, u64),
     ) -> (MessageRef<'h>, Option<Arc<crate::history::Memo>>) {
-        if self.memo.0 == 0 {
+        if len == 0 {
             return (MessageRef::Borrowed(raw), None);
         }
-        let memo = self
-            .history
-            .memo(self.memo.1, pos, || self.apply_range(0..self.memo.0, raw, Some(pos as usize)));
+        let memo =
+            self.history.memo(key, pos, || self.apply_range(0..len, raw, Some(pos as usize)));
         let message = match &memo.message {
             Some(m) => MessageRef::Shared(Arc::clone(m)),
             None => MessageRef::Borrowed(raw),
@@ -336,11 +342,12 @@ impl<'h> View<'h> {
         if self.maps.is_empty() {
             return counts.at(pos as usize);
         }
-        if self.memo.0 < self.maps.len() {
+        let chain = self.memo_chain(pos as usize);
+        if chain.0 < self.maps.len() {
             return counter.count_message(&self.message(slot)) as u64;
         }
         let raw = &self.history.messages()[pos as usize];
-        let (message, memo) = self.memoised(pos, raw);
+        let (message, memo) = self.memoised(pos, raw, chain);
         let Some(memo) = memo.filter(|_| !message.is_borrowed()) else {
             return counts.at(pos as usize);
         };

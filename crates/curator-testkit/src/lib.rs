@@ -11,3 +11,4 @@
 pub mod arb;
 pub mod corpus;
 pub mod projection;
+pub mod synthetic;

@@ -1,0 +1,92 @@
+//! Curation strategies: each one at 100 to 100k messages, pipelines, and a growing history.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use curator_benches::{SIZES, history, touch, warm};
+use curator_strategies::{
+    Bpe, ClearOldToolResults, CurationContext, Encoding, History, HistoryManager,
+    HistoryManagerExt, Passthrough, Redactor, SlidingWindow, TokenBudget, ToolFilter,
+    ToolResultTruncator, TurnLimit, View,
+};
+
+fn strategies() -> Vec<(&'static str, Box<dyn HistoryManager>)> {
+    vec![
+        ("passthrough", Box::new(Passthrough)),
+        ("sliding_window", Box::new(SlidingWindow::new(50))),
+        ("truncate_turns", Box::new(TurnLimit::new(20))),
+        ("truncate_tokens", Box::new(TokenBudget::new(32_000))),
+        ("truncate_tool_results", Box::new(ToolResultTruncator::new(2_000).expect("valid"))),
+        ("clear_old_tool_results", Box::new(ClearOldToolResults::new(5))),
+        ("filter_tools", Box::new(ToolFilter::names(["search"]))),
+        ("redact", Box::new(Redactor::new())),
+    ]
+}
+
+fn each_strategy(c: &mut Criterion) {
+    let ctx = CurationContext::default();
+    for &(len, label) in SIZES {
+        let history = history(len);
+        for (name, manager) in strategies() {
+            warm(&*manager, &history);
+            let mut group = c.benchmark_group(format!("strategy/{name}"));
+            if len >= 10_000 {
+                group.sample_size(20);
+            }
+            group.bench_function(BenchmarkId::from_parameter(label), |b| {
+                b.iter(|| {
+                    let view = manager.curate(View::full(&history), &ctx).expect("curate");
+                    black_box(touch(&view))
+                });
+            });
+            group.finish();
+        }
+    }
+}
+
+fn pipeline(c: &mut Criterion) {
+    let ctx = CurationContext::default();
+    let manager = ToolResultTruncator::new(2_000).expect("valid").then(TokenBudget::new(32_000));
+    for &(len, label) in &SIZES[1..] {
+        let history = history(len);
+        warm(&manager, &history);
+        c.bench_function(&format!("pipeline/truncate_then_budget/{label}"), |b| {
+            b.iter(|| {
+                black_box(touch(&manager.curate(View::full(&history), &ctx).expect("curate")))
+            });
+        });
+    }
+}
+
+/// One agent-loop iteration with the exact counter: append a message, curate, read the view.
+/// The history grows by one message per iteration from 10k.
+fn growing_exact(c: &mut Criterion) {
+    let ctx = CurationContext::default();
+    let bpe = Bpe::new(Encoding::O200kBase).expect("o200k");
+    let budget = TokenBudget::new(32_000).with_counter(bpe);
+    let pool = curator_testkit::synthetic::agent_history(2_000, 7);
+    c.bench_function("strategy/truncate_tokens_exact_growing/10k", |b| {
+        b.iter_custom(|iters| {
+            let mut history: History<'static> = history(10_000);
+            warm(&budget, &history);
+            let mut total = Duration::ZERO;
+            for i in 0..iters {
+                let message = curator_benches::next_message(&pool[2..], i as usize);
+                let start = Instant::now();
+                history.push(message);
+                let view = budget.curate(View::full(&history), &ctx).expect("curate");
+                black_box(touch(&view));
+                total += start.elapsed();
+            }
+            total
+        });
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    targets = each_strategy, pipeline, growing_exact
+}
+criterion_main!(benches);

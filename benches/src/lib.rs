@@ -1,0 +1,40 @@
+//! Shared helpers of the benchmark suite: histories counted and memoised before timing, so
+//! that benches measure one agent-loop iteration, not the first curate call.
+
+use curator_model::Message;
+use curator_strategies::{CurationContext, History, HistoryManager, View};
+
+/// The history sizes most scenarios run at.
+pub const SIZES: &[(usize, &str)] =
+    &[(100, "100"), (1_000, "1k"), (10_000, "10k"), (100_000, "100k")];
+
+/// A synthetic agent history of `len` messages, as a [`History`].
+pub fn history(len: usize) -> History<'static> {
+    let mut messages = curator_testkit::synthetic::agent_history(len, 42);
+    messages.truncate(len);
+    History::from(messages)
+}
+
+/// Runs `manager` once over `history` and reads every message of the view, as a warm-up that
+/// fills the history's caches the way earlier loop iterations would.
+///
+/// # Panics
+///
+/// When the manager fails: a bench of a failing configuration measures nothing.
+pub fn warm(manager: &dyn HistoryManager, history: &History<'_>) {
+    let view = manager
+        .curate(View::full(history), &CurationContext::default())
+        .expect("warm-up curate failed");
+    touch(&view);
+}
+
+/// Reads every message of a view (applying lazy transformations), returning a checksum so
+/// the work cannot be optimised away.
+pub fn touch(view: &View<'_>) -> usize {
+    view.iter().map(|e| e.message.text().len() + usize::from(e.message.role() as u8)).sum()
+}
+
+/// One message an agent loop appends per iteration, cycling through a pool.
+pub fn next_message(pool: &[Message], i: usize) -> Message {
+    pool[i % pool.len()].clone()
+}
