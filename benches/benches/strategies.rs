@@ -1,5 +1,8 @@
 //! Curation strategies: each one at 100 to 100k messages, pipelines, and a growing history.
-#![expect(clippy::expect_used, reason = "a bench of a failing setup measures nothing and must stop")]
+#![expect(
+    clippy::expect_used,
+    reason = "a bench of a failing setup measures nothing and must stop"
+)]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

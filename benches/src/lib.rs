@@ -1,6 +1,9 @@
 //! Shared helpers of the benchmark suite: histories counted and memoised before timing, so
 //! that benches measure one agent-loop iteration, not the first curate call.
-#![expect(clippy::expect_used, reason = "a bench of a failing setup measures nothing and must stop")]
+#![expect(
+    clippy::expect_used,
+    reason = "a bench of a failing setup measures nothing and must stop"
+)]
 
 use curator_model::Message;
 use curator_strategies::{CurationContext, History, HistoryManager, View};

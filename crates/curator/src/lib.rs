@@ -6,6 +6,9 @@
 //! | module | crate | what it holds |
 //! |---|---|---|
 //! | [`model`] | `curator-model` | messages, tool calls, entries, OpenAI and Anthropic formats, validation |
+//! | [`strategies`] | `curator-strategies` | `HistoryManager`, windows, budgets, truncation, redaction, composition |
+//!
+//! Features: `tiktoken` switches on exact OpenAI token counts (`strategies::Bpe`).
 //!
 //! # Examples
 //!
@@ -20,16 +23,24 @@
 //!     Message::assistant("There are 3 files."),
 //! ];
 //! curator::model::validate::openai(&messages)?;
-//! let wire = curator::model::formats::openai::from_messages(&messages)?;
+//!
+//! let pipeline = ToolResultTruncator::new(2_000)?.then(SlidingWindow::new(20));
+//! let view = pipeline.curate_messages(&messages, &CurationContext::default())?;
+//! let wire = curator::model::formats::openai::from_messages(&view)?;
 //! assert_eq!(wire.as_array().map(Vec::len), Some(5));
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 pub use curator_model as model;
+pub use curator_strategies as strategies;
 
 /// The names most programs need, for a glob import.
 pub mod prelude {
     pub use curator_model::{
         Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall, ToolCallStatus,
+    };
+    pub use curator_strategies::{
+        CharEstimate, CurationContext, History, HistoryManager, HistoryManagerExt, SlidingWindow,
+        StrategyConfig, TokenBudget, TokenCounter, ToolResultTruncator, TurnLimit, View,
     };
 }
