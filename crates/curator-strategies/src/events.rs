@@ -30,13 +30,50 @@ pub struct HistoryCurated {
     pub timestamp: DateTime<Utc>,
 }
 
-/// The events curation reports.
+/// Emitted by the session layer each time a message is recorded.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ConversationRecorded {
+    /// The evaluation.
+    pub evaluation_id: curator_model::EvaluationId,
+    /// The recorded message's id.
+    pub message_id: curator_model::MessageId,
+    /// Its sequence number.
+    pub sequence: u64,
+    /// Its turn.
+    pub turn: u32,
+    /// Its role.
+    pub role: curator_model::Role,
+    /// The prompt of the evaluation, when known.
+    pub prompt: Option<curator_model::PromptRef>,
+    /// When it was recorded.
+    pub timestamp: DateTime<Utc>,
+}
+
+impl ConversationRecorded {
+    /// The event for a recorded entry.
+    pub fn from_entry(entry: &curator_model::Entry) -> Self {
+        Self {
+            evaluation_id: entry.evaluation_id,
+            message_id: entry.id,
+            sequence: entry.sequence,
+            turn: entry.turn,
+            role: entry.message.role(),
+            prompt: entry.prompt.clone(),
+            timestamp: entry.created_at,
+        }
+    }
+}
+
+/// The events curator reports.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
     /// A curate call finished.
     HistoryCurated(HistoryCurated),
+    /// A message was recorded.
+    ConversationRecorded(ConversationRecorded),
 }
 
 /// Receives events. Implementations must be cheap and must not fail: observability never

@@ -64,7 +64,7 @@ pub use clear::ClearOldToolResults;
 pub use config::{StrategyConfig, Tokenizer};
 pub use context::{CurationContext, SessionRead};
 pub use error::{Error, Result};
-pub use events::{Event, EventSink, HistoryCurated, MemorySink, Observed};
+pub use events::{ConversationRecorded, Event, EventSink, HistoryCurated, MemorySink, Observed};
 pub use filter::ToolFilter;
 pub use history::History;
 pub use manager::{Composed, HistoryManager, HistoryManagerExt, Passthrough, Then};

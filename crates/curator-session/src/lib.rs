@@ -1,0 +1,56 @@
+//! The authoritative record of agent conversations.
+//!
+//! This crate sits on [`curator_strategies`] and [`curator_model`]. It keeps the **record**
+//! (every message, in order, written the moment it exists) apart from the **view** (what a
+//! strategy builds from the record for the next provider call):
+//!
+//! - [`SessionStore`]: append-only storage, idempotent by message id, with checkpoints and
+//!   [`Snapshot`]s; [`MemoryStore`] in process (the SQLite store lives in `curator-sqlite`).
+//! - [`Conversation`]: a sans-IO driver that records the system message, user messages, the
+//!   assistant's replies and each tool result, builds curated requests, and resumes after a
+//!   crash with exactly the unfinished tool calls pending.
+//! - [`run_blocking`]: a ready-made loop over provider and tool closures.
+//!
+//! # Examples
+//!
+//! Resume after a crash between two tool results:
+//!
+//! ```
+//! use curator_model::{Message, PromptRef, ToolCall};
+//! use curator_session::{Conversation, MemoryStore};
+//!
+//! let store = MemoryStore::new();
+//! let prompt = PromptRef::new("demo", "agent");
+//! {
+//!     let mut conversation = Conversation::start(&store, prompt.clone(), Message::system("s"))?;
+//!     conversation.add_user("check a and b")?;
+//!     conversation.record_assistant(Message::assistant_with_calls(None, vec![
+//!         ToolCall::new("a", "check", "{}"),
+//!         ToolCall::new("b", "check", "{}"),
+//!     ]))?;
+//!     conversation.record_tool_result("a", Ok("a is fine".into()))?;
+//!     // The process dies here.
+//! }
+//! let resumed = Conversation::resume(&store, &prompt)?;
+//! let contexts = resumed.tool_contexts();
+//! assert_eq!(contexts.len(), 1);
+//! assert_eq!((contexts[0].call_id(), contexts[0].is_resume), ("b", true));
+//! assert_eq!(resumed.next_sequence(), 4);
+//! Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod conversation;
+mod error;
+mod memory;
+mod run;
+mod snapshot;
+mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use conversation::{Conversation, ResumePolicy, ToolContext, ToolOutcome};
+pub use error::{Error, Result};
+pub use memory::MemoryStore;
+pub use run::{RunOutcome, run_blocking};
+pub use snapshot::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot};
+pub use store::{Appended, Checkpoint, EvaluationSummary, SessionStore};

@@ -1,0 +1,185 @@
+//! The driver: numbering, correlation, errors, events, curation over the record.
+
+use std::sync::Arc;
+
+use curator_model::{
+    Message, PromptRef, Role, ToolCall, ToolCallStatus, tool_call_states, validate,
+};
+use curator_session::{Conversation, Error, MemoryStore, RunOutcome, SessionStore, run_blocking};
+use curator_strategies::{CurationContext, Event, MemorySink, SlidingWindow};
+
+fn prompt() -> PromptRef {
+    PromptRef::new("tests", "agent")
+}
+
+#[test]
+fn the_sequence_diagram_of_the_spec() {
+    let store = MemoryStore::new();
+    let mut c = Conversation::start(&store, prompt(), Message::system("system")).unwrap();
+    let calls = c
+        .record_assistant(Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new("c1", "a", "{}"), ToolCall::new("c2", "b", "{}")],
+        ))
+        .unwrap();
+    assert_eq!(calls.len(), 2);
+    c.record_tool_result("c1", Ok("Result 1".into())).unwrap();
+    c.record_tool_result("c2", Err("Result 2 failed".into())).unwrap();
+    c.record_assistant(Message::assistant("Final response")).unwrap();
+
+    let record = store.entries(c.evaluation_id()).unwrap();
+    let rows: Vec<(u64, u32, Role)> =
+        record.iter().map(|e| (e.sequence, e.turn, e.message.role())).collect();
+    assert_eq!(
+        rows,
+        [
+            (0, 0, Role::System),
+            (1, 1, Role::Assistant),
+            (2, 1, Role::Tool),
+            (3, 1, Role::Tool),
+            (4, 2, Role::Assistant)
+        ]
+    );
+    assert!(
+        record.iter().all(|e| e.evaluation_id == c.evaluation_id() && e.prompt == Some(prompt()))
+    );
+    assert_eq!(record[2].message.tool_call_id(), Some("c1"));
+    assert_eq!(record[2].message.name(), Some("a"));
+    let messages: Vec<Message> = record.into_iter().map(|e| e.message).collect();
+    let states = tool_call_states(&messages);
+    assert_eq!(states[0].status, ToolCallStatus::Completed);
+    assert_eq!(states[1].status, ToolCallStatus::Failed);
+    validate::openai(&messages).unwrap();
+}
+
+#[test]
+fn several_evaluations_stay_apart() {
+    let store = MemoryStore::new();
+    let mut first = Conversation::start(&store, prompt(), Message::system("one")).unwrap();
+    let mut second = Conversation::start(&store, prompt(), Message::system("two")).unwrap();
+    first.add_user("for one").unwrap();
+    second.add_user("for two").unwrap();
+    second.add_user("again two").unwrap();
+    assert_ne!(first.evaluation_id(), second.evaluation_id());
+    assert_eq!(store.entries(first.evaluation_id()).unwrap().len(), 2);
+    assert_eq!(store.entries(second.evaluation_id()).unwrap().len(), 3);
+    assert_eq!(store.evaluations().unwrap().len(), 2);
+}
+
+#[test]
+fn misuse_is_a_typed_error_and_records_nothing() {
+    let store = MemoryStore::new();
+    assert!(matches!(
+        Conversation::start(&store, prompt(), Message::user("not a system message")),
+        Err(Error::WrongRole { expected: "system", .. })
+    ));
+    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    assert!(matches!(c.record_assistant(Message::user("u")), Err(Error::WrongRole { .. })));
+    assert!(matches!(
+        c.record_tool_result("nope", Ok("x".into())),
+        Err(Error::UnknownToolCall { .. })
+    ));
+    c.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c", "t", "{}")]))
+        .unwrap();
+    assert!(
+        matches!(c.add_user("too early"), Err(Error::PendingToolCalls { calls }) if calls == ["c"])
+    );
+    assert!(matches!(
+        c.record_assistant(Message::assistant("too early")),
+        Err(Error::PendingToolCalls { .. })
+    ));
+    assert_eq!(store.entries(c.evaluation_id()).unwrap().len(), 2);
+    assert_eq!(c.next_sequence(), 2);
+}
+
+#[test]
+fn every_recorded_message_is_reported() {
+    let store = MemoryStore::new();
+    let sink = Arc::new(MemorySink::default());
+    let mut c = Conversation::start(&store, prompt(), Message::system("s"))
+        .unwrap()
+        .with_events(sink.clone());
+    c.add_user("u").unwrap();
+    c.record_assistant(Message::assistant("a")).unwrap();
+    let events = sink.events();
+    assert_eq!(events.len(), 2);
+    let Event::ConversationRecorded(last) = &events[1] else { panic!("unexpected event") };
+    assert_eq!((last.sequence, last.turn, last.role), (2, 1, Role::Assistant));
+    assert_eq!(last.evaluation_id, c.evaluation_id());
+}
+
+#[test]
+fn a_hundred_turns_under_a_window_of_five_keep_everything_recorded() {
+    let store = MemoryStore::new();
+    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    c.add_user("task").unwrap();
+    let window = SlidingWindow::new(5);
+    let ctx = CurationContext::default().with_preserve_task(false);
+    let mut largest = 0;
+    for turn in 0..100 {
+        let request = c.request(&window, &ctx).unwrap().to_messages();
+        largest = largest.max(request.len());
+        assert_eq!(request[0].role(), Role::System);
+        validate::openai(&request).unwrap();
+        let id = format!("call_{turn}");
+        c.record_assistant(Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new(&id, "step", "{}")],
+        ))
+        .unwrap();
+        c.record_tool_result(&id, Ok(format!("output {turn}").into())).unwrap();
+    }
+    assert!(largest <= 6, "a request held {largest} messages");
+    assert_eq!(store.entries(c.evaluation_id()).unwrap().len(), 2 + 200);
+    assert_eq!(c.turn(), 100);
+}
+
+#[test]
+fn run_blocking_drives_provider_and_tools() {
+    let store = MemoryStore::new();
+    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    c.add_user("count to three with the tool").unwrap();
+    let mut ran = Vec::new();
+    let outcome = run_blocking(
+        &mut c,
+        &SlidingWindow::new(50),
+        &CurationContext::default(),
+        |messages| {
+            let done = messages.iter().filter(|m| m.role() == Role::Tool).count();
+            Ok(if done < 3 {
+                Message::assistant_with_calls(
+                    None,
+                    vec![ToolCall::new(format!("c{done}"), "count", "{}")],
+                )
+            } else {
+                Message::assistant("three")
+            })
+        },
+        |ctx| {
+            ran.push(ctx.call_id().to_owned());
+            Ok(ran.len().to_string().into())
+        },
+        10,
+    )
+    .unwrap();
+    assert_eq!(outcome, RunOutcome::Finished(Message::assistant("three")));
+    assert_eq!(ran, ["c0", "c1", "c2"]);
+    let outcome = run_blocking(
+        &mut c,
+        &SlidingWindow::new(50),
+        &CurationContext::default(),
+        |_| Ok(Message::assistant_with_calls(None, vec![ToolCall::new("again", "count", "{}")])),
+        |_| Ok("x".into()),
+        0,
+    );
+    assert_eq!(outcome.unwrap(), RunOutcome::MaxTurns);
+    let failed = run_blocking(
+        &mut c,
+        &SlidingWindow::new(5),
+        &CurationContext::default(),
+        |_| Err("rate limited".into()),
+        |_| Ok("".into()),
+        3,
+    );
+    assert!(matches!(failed, Err(Error::Provider(m)) if m == "rate limited"));
+}

@@ -1,0 +1,169 @@
+//! Crash and resume: dropped at every point, resumed from the store.
+
+use std::collections::HashMap;
+
+use curator_model::{Entry, Message, PromptRef, Role, ToolCall};
+use curator_session::{Conversation, Error, MemoryStore, ResumePolicy, SessionStore};
+
+fn prompt() -> PromptRef {
+    PromptRef::new("tests", "crash")
+}
+
+/// The scripted model: turn 1 calls three tools, turn 2 calls one, turn 3 answers.
+fn reply(turn: u32) -> Message {
+    match turn {
+        1 => Message::assistant_with_calls(
+            Some("Checking.".into()),
+            vec![
+                ToolCall::new("a", "read", "{}"),
+                ToolCall::new("b", "read", "{}"),
+                ToolCall::new("c", "write", "{}"),
+            ],
+        ),
+        2 => Message::assistant_with_calls(None, vec![ToolCall::new("d", "test", "{}")]),
+        _ => Message::assistant("All done."),
+    }
+}
+
+/// Runs the scripted loop, stopping (as if the process died) after `crash_after` record calls;
+/// counts how often each tool call ran.
+fn run(
+    conversation: &mut Conversation<&MemoryStore>,
+    runs: &mut HashMap<String, usize>,
+    crash_after: Option<usize>,
+) -> bool {
+    let mut records = 0;
+    let mut tick = || {
+        records += 1;
+        crash_after.is_some_and(|n| records >= n)
+    };
+    // First finish what a crash left pending.
+    for context in conversation.tool_contexts() {
+        *runs.entry(context.call_id().to_owned()).or_default() += 1;
+        conversation
+            .record_tool_result(
+                context.call_id(),
+                Ok(format!("result {}", context.call_id()).into()),
+            )
+            .unwrap();
+        if tick() {
+            return false;
+        }
+    }
+    while conversation.turn() < 3 {
+        let calls = conversation.record_assistant(reply(conversation.turn() + 1)).unwrap();
+        if tick() {
+            return false;
+        }
+        for call in calls {
+            *runs.entry(call.id().to_owned()).or_default() += 1;
+            conversation
+                .record_tool_result(call.id(), Ok(format!("result {}", call.id()).into()))
+                .unwrap();
+            if tick() {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// What two runs must agree on: everything but ids and times.
+fn shape(entries: &[Entry]) -> Vec<(u64, u32, Message)> {
+    entries.iter().map(|e| (e.sequence, e.turn, e.message.clone())).collect()
+}
+
+#[test]
+fn a_crash_at_every_point_resumes_to_the_same_record() {
+    let reference = MemoryStore::new();
+    let mut runs = HashMap::new();
+    let mut c = Conversation::start(&reference, prompt(), Message::system("s")).unwrap();
+    assert!(run(&mut c, &mut runs, None));
+    let expected = shape(&reference.entries(c.evaluation_id()).unwrap());
+    let total_records = expected.len() - 1;
+    assert_eq!(total_records, 7);
+
+    for crash_after in 1..total_records {
+        let store = MemoryStore::new();
+        let mut runs = HashMap::new();
+        {
+            let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+            assert!(!run(&mut c, &mut runs, Some(crash_after)));
+        }
+        let before: HashMap<String, usize> = runs.clone();
+        let mut resumed = Conversation::resume(&store, &prompt()).unwrap();
+        let pending: Vec<String> =
+            resumed.tool_contexts().iter().map(|t| t.call_id().to_owned()).collect();
+        assert!(resumed.tool_contexts().iter().all(|t| t.is_resume));
+        assert!(run(&mut resumed, &mut runs, None));
+
+        let evaluation = resumed.evaluation_id();
+        assert_eq!(
+            shape(&store.entries(evaluation).unwrap()),
+            expected,
+            "crash after {crash_after} records"
+        );
+        for (id, count) in &runs {
+            let ran_after_resume = count - before.get(id).copied().unwrap_or(0);
+            if pending.contains(id) {
+                assert_eq!(
+                    ran_after_resume, 1,
+                    "pending call {id} must run exactly once more (crash after {crash_after})"
+                );
+            } else if before.contains_key(id) {
+                assert_eq!(
+                    ran_after_resume, 0,
+                    "completed call {id} ran again (crash after {crash_after})"
+                );
+            }
+            assert_eq!(*count, 1, "call {id} ran {count} times in all (crash after {crash_after})");
+        }
+    }
+}
+
+#[test]
+fn interrupted_calls_can_be_answered_instead_of_rerun() {
+    let store = MemoryStore::new();
+    {
+        let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+        c.record_assistant(reply(1)).unwrap();
+        c.record_tool_result("a", Ok("A".into())).unwrap();
+    }
+    let mut resumed = Conversation::resume(&store, &prompt()).unwrap();
+    assert_eq!(resumed.repair(ResumePolicy::AnswerInterrupted).unwrap(), vec![]);
+    assert!(resumed.pending_tool_calls().is_empty());
+    let record = store.entries(resumed.evaluation_id()).unwrap();
+    let answers: Vec<_> = record[3..]
+        .iter()
+        .map(|e| (e.message.tool_call_id().unwrap().to_owned(), e.message.is_error()))
+        .collect();
+    assert_eq!(answers, [("b".to_owned(), true), ("c".to_owned(), true)]);
+    assert!(record[4].message.text().contains("interrupted"));
+    // The loop goes on with numbering where it stopped.
+    resumed.record_assistant(Message::assistant("I will retry later.")).unwrap();
+    let last = store.entries(resumed.evaluation_id()).unwrap().pop().unwrap();
+    assert_eq!((last.sequence, last.turn, last.message.role()), (5, 2, Role::Assistant));
+}
+
+#[test]
+fn resume_errors_are_typed() {
+    let store = MemoryStore::new();
+    assert!(matches!(
+        Conversation::resume(&store, &prompt()),
+        Err(Error::ConversationNotFound { evaluation: None })
+    ));
+    let c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    let other = PromptRef::new("tests", "other");
+    match Conversation::resume(&store, &other) {
+        Err(Error::PromptMismatch { expected, found }) => {
+            assert_eq!((expected, found), (other, Some(prompt())));
+        }
+        x => panic!("expected PromptMismatch, got {x:?}"),
+    }
+    let missing = curator_model::EvaluationId::new();
+    assert!(matches!(
+        Conversation::resume_evaluation(&store, missing, &prompt()),
+        Err(Error::ConversationNotFound { evaluation: Some(e) }) if e == missing
+    ));
+    assert!(Conversation::resume_evaluation(&store, c.evaluation_id(), &prompt()).is_ok());
+}

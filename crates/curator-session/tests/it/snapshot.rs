@@ -1,0 +1,73 @@
+//! Snapshots: lossless for arbitrary records, refused when corrupt.
+
+use curator_model::{Entry, EvaluationId};
+use curator_session::{Error, MemoryStore, SessionStore, Snapshot};
+use curator_testkit::arb;
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn snapshots_are_lossless(histories in prop::collection::vec(arb::history_with(6, true), 1..4)) {
+        let store = MemoryStore::new();
+        for messages in histories {
+            let evaluation = EvaluationId::new();
+            let mut turn = 0;
+            for (i, message) in messages.into_iter().enumerate() {
+                if message.role() == curator_model::Role::Assistant {
+                    turn += 1;
+                }
+                let turn = if message.role() == curator_model::Role::Tool { turn.max(1) } else { turn };
+                let entry = Entry::builder(evaluation, message).sequence(i as u64).turn(turn).build().unwrap();
+                store.append(&entry).unwrap();
+            }
+        }
+        let snapshot = store.snapshot().unwrap();
+        let json = snapshot.to_json().unwrap();
+        let restored = MemoryStore::new();
+        restored.restore(&Snapshot::from_json(&json).unwrap()).unwrap();
+        prop_assert_eq!(restored.snapshot().unwrap(), snapshot);
+    }
+}
+
+#[track_caller]
+fn refused(json: &str, reason: &str) {
+    match Snapshot::from_json(json) {
+        Err(Error::SnapshotRestore { reason: r }) => assert!(r.contains(reason), "{r}"),
+        other => panic!("expected SnapshotRestore, got {other:?}"),
+    }
+}
+
+#[test]
+fn corrupt_snapshots_are_refused_with_a_reason() {
+    refused("not json", "not a valid snapshot");
+    refused(
+        r#"{"format": "something.else", "version": 1, "entries": [], "checkpoints": []}"#,
+        "format is `something.else`",
+    );
+    refused(
+        r#"{"format": "curator.session.snapshot", "version": 2, "entries": [], "checkpoints": []}"#,
+        "version 2 is not supported",
+    );
+    refused(
+        r#"{"format": "curator.session.snapshot", "version": 7, "entries": "changed shape"}"#,
+        "version 7 is not supported",
+    );
+    refused(
+        r#"{"format": "curator.session.snapshot", "version": 1, "entries": [{"id": 5}], "checkpoints": []}"#,
+        "not a valid snapshot",
+    );
+    let store = MemoryStore::new();
+    let entry =
+        Entry::builder(EvaluationId::new(), curator_model::Message::system("s")).build().unwrap();
+    store.append(&entry).unwrap();
+    let json = store.snapshot().unwrap().to_json().unwrap();
+    let doubled = json.replace(
+        r#""entries":["#,
+        &format!("\"entries\":[{},", serde_json::to_string(&entry).unwrap()),
+    );
+    refused(&doubled, "appears twice");
+    // A truncated file, as a crash mid-write would leave it.
+    refused(&json[..json.len() / 2], "not a valid snapshot");
+}
