@@ -5,7 +5,8 @@
     reason = "a bench of a failing setup measures nothing and must stop"
 )]
 
-use curator_model::Message;
+use curator_model::{Message, PromptRef, Role};
+use curator_session::{Conversation, SessionStore};
 use curator_strategies::{CurationContext, History, HistoryManager, View};
 
 /// The history sizes most scenarios run at.
@@ -41,4 +42,36 @@ pub fn touch(view: &View<'_>) -> usize {
 /// One message an agent loop appends per iteration, cycling through a pool.
 pub fn next_message(pool: &[Message], i: usize) -> Message {
     pool[i % pool.len()].clone()
+}
+
+/// A conversation in `store` with the first `len` messages of the synthetic history
+/// recorded through the driver (so its pending calls are consistent).
+///
+/// # Panics
+///
+/// When recording fails.
+pub fn recorded_conversation<S: SessionStore>(store: S, len: usize) -> Conversation<S> {
+    let messages = curator_testkit::synthetic::agent_history(len, 42);
+    let mut iter = messages.into_iter();
+    let system = iter.next().expect("a system message");
+    let mut conversation =
+        Conversation::start(store, PromptRef::new("bench", "agent"), system).expect("start");
+    for message in iter.take(len - 1) {
+        match message.role() {
+            Role::User => {
+                conversation.add_user(message.content().cloned().unwrap_or_else(|| "".into()))
+            }
+            Role::Assistant => conversation.record_assistant(message).map(|_| ()),
+            Role::Tool => {
+                let id = message.tool_call_id().unwrap_or_default().to_owned();
+                conversation.record_tool_result(
+                    &id,
+                    Ok(message.content().cloned().unwrap_or_else(|| "".into())),
+                )
+            }
+            Role::System => Ok(()),
+        }
+        .expect("record");
+    }
+    conversation
 }

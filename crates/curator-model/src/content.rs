@@ -22,7 +22,7 @@ use crate::ProviderFields;
 /// let parts = Content::Parts(vec![Part::text("a"), Part::text("b")]);
 /// assert_eq!(parts.text(), "a\nb");
 /// ```
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[serde(untagged)]
 pub enum Content {
     /// One string.
@@ -87,6 +87,41 @@ impl Content {
     /// Whether any part is something other than text (an image, a document, …).
     pub fn has_non_text_parts(&self) -> bool {
         matches!(self, Content::Parts(parts) if parts.iter().any(|p| p.as_text().is_none()))
+    }
+}
+
+// Written by hand rather than derived as an untagged enum: the derived version buffers every
+// string before trying each variant, which doubled the cost of reading large records.
+impl<'de> serde::Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Content;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an array of content parts")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Content, E> {
+                Ok(Content::Text(v.to_owned()))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Content, E> {
+                Ok(Content::Text(v))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Content, A::Error> {
+                let mut parts = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(part) = seq.next_element()? {
+                    parts.push(part);
+                }
+                Ok(Content::Parts(parts))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
     }
 }
 

@@ -26,6 +26,8 @@
 
 use std::fmt;
 
+use std::borrow::Borrow;
+
 use crate::{Message, Role};
 
 /// The first rule a message list breaks, and where.
@@ -180,12 +182,12 @@ impl<'a> OpenCalls<'a> {
 /// assert_eq!(v.index, 2);
 /// assert!(matches!(v.kind, ViolationKind::UnansweredToolCall { call_index: 1, .. }));
 /// ```
-pub fn openai(messages: &[Message]) -> Result<(), Violation> {
+pub fn openai<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
     if messages.is_empty() {
         return Err(Violation { index: 0, kind: ViolationKind::EmptyConversation });
     }
     let mut open = OpenCalls::default();
-    for (index, message) in messages.iter().enumerate() {
+    for (index, message) in messages.iter().map(Borrow::borrow).enumerate() {
         if message.role() == Role::Tool {
             open.answer(message, index)?;
         } else {
@@ -240,12 +242,12 @@ fn openai_lacks_content(message: &Message) -> bool {
 /// let v = validate::anthropic(&messages).unwrap_err();
 /// assert_eq!((v.index, v.kind), (1, ViolationKind::FirstMessageNotUser { role: curator_model::Role::Assistant }));
 /// ```
-pub fn anthropic(messages: &[Message]) -> Result<(), Violation> {
+pub fn anthropic<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
     let start = messages
         .iter()
-        .position(|m| m.role() != Role::System)
+        .position(|m| m.borrow().role() != Role::System)
         .ok_or(Violation { index: messages.len(), kind: ViolationKind::EmptyConversation })?;
-    if messages[start].role() == Role::Assistant {
+    if messages[start].borrow().role() == Role::Assistant {
         return Err(Violation {
             index: start,
             kind: ViolationKind::FirstMessageNotUser { role: Role::Assistant },
@@ -256,7 +258,7 @@ pub fn anthropic(messages: &[Message]) -> Result<(), Violation> {
     let mut turn_is_assistant = false;
     let mut turn_start = start;
     let mut turn_has_blocks = false;
-    for (index, message) in messages.iter().enumerate().skip(start) {
+    for (index, message) in messages.iter().map(Borrow::borrow).enumerate().skip(start) {
         let is_assistant = match message.role() {
             Role::System => {
                 return Err(Violation { index, kind: ViolationKind::SystemInsideConversation });

@@ -44,6 +44,7 @@ mod error;
 mod memory;
 mod run;
 mod snapshot;
+mod snapshot_json;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

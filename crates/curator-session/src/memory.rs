@@ -1,6 +1,6 @@
 //! `MemoryStore`: the in-process session store.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{PoisonError, RwLock};
 
 use chrono::Utc;
@@ -30,19 +30,63 @@ pub struct MemoryStore {
     inner: RwLock<Inner>,
 }
 
+/// Hashes UUID keys by their random bits: version 4 ids are uniformly random already, so
+/// mixing them again (as `SipHash` does) only costs time.
+#[derive(Default, Clone, Copy)]
+struct UuidHasher(u64);
+
+impl std::hash::Hasher for UuidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(17) ^ u64::from_le_bytes(word);
+        }
+    }
+
+    fn write_usize(&mut self, _length: usize) {}
+}
+
+type Ids<V> = HashMap<MessageId, V, std::hash::BuildHasherDefault<UuidHasher>>;
+type Evaluations = HashMap<EvaluationId, Evaluation, std::hash::BuildHasherDefault<UuidHasher>>;
+
 #[derive(Debug, Default, Clone)]
 struct Inner {
     /// Where each message id is recorded, for O(1) duplicate checks.
-    ids: HashMap<MessageId, (EvaluationId, u64)>,
-    evaluations: HashMap<EvaluationId, Evaluation>,
+    ids: Ids<(EvaluationId, u64)>,
+    evaluations: Evaluations,
     /// Evaluations in the order their first entry was appended, to break time ties.
     order: Vec<EvaluationId>,
     checkpoints: HashMap<String, Checkpoint>,
+    /// A guess at the size of the snapshot JSON, to allocate it at once.
+    bytes_hint: usize,
 }
 
 #[derive(Debug, Default, Clone)]
 struct Evaluation {
-    entries: BTreeMap<u64, Entry>,
+    /// Ordered by sequence. Entries nearly always arrive in order, so this is a push; an
+    /// out-of-order append is an insertion found by binary search.
+    entries: Vec<Entry>,
+}
+
+impl Evaluation {
+    fn get(&self, sequence: u64) -> Option<&Entry> {
+        self.entries.binary_search_by_key(&sequence, |e| e.sequence).ok().map(|i| &self.entries[i])
+    }
+
+    fn insert(&mut self, entry: Entry) {
+        match self.entries.last() {
+            Some(last) if last.sequence > entry.sequence => {
+                let at = self.entries.partition_point(|e| e.sequence < entry.sequence);
+                self.entries.insert(at, entry);
+            }
+            _ => self.entries.push(entry),
+        }
+    }
 }
 
 impl MemoryStore {
@@ -67,7 +111,7 @@ impl Inner {
             return Ok(Appended::Duplicate);
         }
         if let Some(existing) =
-            self.evaluations.get(&entry.evaluation_id).and_then(|e| e.entries.get(&entry.sequence))
+            self.evaluations.get(&entry.evaluation_id).and_then(|e| e.get(entry.sequence))
         {
             return Err(Error::SequenceTaken {
                 evaluation: entry.evaluation_id,
@@ -78,13 +122,55 @@ impl Inner {
         Ok(Appended::New)
     }
 
+    /// A store holding the snapshot's content, checking its consistency on the way (the
+    /// same rules as [`Snapshot::validate`], in one pass).
+    fn from_snapshot(snapshot: Snapshot) -> Result<Self> {
+        if snapshot.version() != crate::SNAPSHOT_VERSION {
+            return snapshot.validate().map(|()| Inner::default());
+        }
+        let mut fresh = Inner::default();
+        fresh.ids.reserve(snapshot.entries.len());
+        for (i, entry) in snapshot.entries.into_iter().enumerate() {
+            match fresh.check(&entry) {
+                Ok(Appended::New) => fresh.insert(entry),
+                Ok(Appended::Duplicate) => {
+                    return Err(Error::SnapshotRestore {
+                        reason: format!("entry {i}: message id {} appears twice", entry.id),
+                    });
+                }
+                Err(_) => {
+                    return Err(Error::SnapshotRestore {
+                        reason: format!(
+                            "entry {i}: evaluation {} has two entries at sequence {}",
+                            entry.evaluation_id, entry.sequence
+                        ),
+                    });
+                }
+            }
+        }
+        for checkpoint in snapshot.checkpoints {
+            let name = checkpoint.name.clone();
+            if fresh.checkpoints.insert(name.clone(), checkpoint).is_some() {
+                return Err(Error::SnapshotRestore {
+                    reason: format!("checkpoint `{name}` appears twice"),
+                });
+            }
+        }
+        Ok(fresh)
+    }
+
     fn insert(&mut self, entry: Entry) {
+        self.bytes_hint += 256
+            + entry.message.content().map_or(0, |c| match c {
+                curator_model::Content::Text(t) => t.len() + t.len() / 8,
+                curator_model::Content::Parts(_) => 1_024,
+            });
         self.ids.insert(entry.id, (entry.evaluation_id, entry.sequence));
         let evaluation = self.evaluations.entry(entry.evaluation_id).or_insert_with(|| {
             self.order.push(entry.evaluation_id);
             Evaluation::default()
         });
-        evaluation.entries.insert(entry.sequence, entry);
+        evaluation.insert(entry);
     }
 
     fn summaries(&self) -> Vec<EvaluationSummary> {
@@ -94,15 +180,15 @@ impl Inner {
             .enumerate()
             .filter_map(|(rank, id)| {
                 let entries = &self.evaluations.get(id)?.entries;
-                let first = entries.values().map(|e| e.created_at).min()?;
-                let last = entries.values().map(|e| e.created_at).max()?;
+                let first = entries.iter().map(|e| e.created_at).min()?;
+                let last = entries.iter().map(|e| e.created_at).max()?;
                 Some((
                     rank,
                     EvaluationSummary {
                         evaluation_id: *id,
-                        prompt: entries.values().find_map(|e| e.prompt.clone()),
+                        prompt: entries.iter().find_map(|e| e.prompt.clone()),
                         messages: entries.len() as u64,
-                        turns: entries.values().map(|e| e.turn).max().unwrap_or(0),
+                        turns: entries.iter().map(|e| e.turn).max().unwrap_or(0),
                         first_at: first,
                         last_at: last,
                     },
@@ -127,7 +213,7 @@ impl SessionStore for MemoryStore {
     fn append_batch(&self, entries: &[Entry]) -> Result<Vec<Appended>> {
         let mut inner = self.write();
         // Check the whole batch (against the store and itself) before changing anything.
-        let mut staged: HashMap<MessageId, ()> = HashMap::new();
+        let mut staged: Ids<()> = Ids::default();
         let mut places: HashMap<(EvaluationId, u64), MessageId> = HashMap::new();
         let mut outcomes = Vec::with_capacity(entries.len());
         for entry in entries {
@@ -156,12 +242,7 @@ impl SessionStore for MemoryStore {
     }
 
     fn entries(&self, evaluation: EvaluationId) -> Result<Vec<Entry>> {
-        Ok(self
-            .read()
-            .evaluations
-            .get(&evaluation)
-            .map(|e| e.entries.values().cloned().collect())
-            .unwrap_or_default())
+        Ok(self.read().evaluations.get(&evaluation).map(|e| e.entries.clone()).unwrap_or_default())
     }
 
     fn evaluations(&self) -> Result<Vec<EvaluationSummary>> {
@@ -192,7 +273,7 @@ impl SessionStore for MemoryStore {
         let mut entries = Vec::with_capacity(inner.ids.len());
         for summary in inner.summaries() {
             if let Some(evaluation) = inner.evaluations.get(&summary.evaluation_id) {
-                entries.extend(evaluation.entries.values().cloned());
+                entries.extend(evaluation.entries.iter().cloned());
             }
         }
         let mut checkpoints: Vec<Checkpoint> = inner.checkpoints.values().cloned().collect();
@@ -201,14 +282,27 @@ impl SessionStore for MemoryStore {
     }
 
     fn restore(&self, snapshot: &Snapshot) -> Result<()> {
-        snapshot.validate()?;
-        let mut fresh = Inner::default();
-        for entry in &snapshot.entries {
-            fresh.insert(entry.clone());
-        }
-        for checkpoint in &snapshot.checkpoints {
-            fresh.checkpoints.insert(checkpoint.name.clone(), checkpoint.clone());
-        }
+        *self.write() = Inner::from_snapshot(snapshot.clone())?;
+        Ok(())
+    }
+
+    fn snapshot_json(&self) -> Result<String> {
+        let inner = self.read();
+        let order = inner.summaries();
+        let entries = order
+            .iter()
+            .filter_map(|s| inner.evaluations.get(&s.evaluation_id))
+            .flat_map(|e| e.entries.iter());
+        let mut checkpoints: Vec<Checkpoint> = inner.checkpoints.values().cloned().collect();
+        checkpoints.sort_by(|a, b| a.name.cmp(&b.name));
+        crate::snapshot_json::write(entries, &checkpoints, inner.bytes_hint)
+    }
+
+    fn restore_json(&self, json: &str) -> Result<()> {
+        // Parse and check before taking the lock; then move the entries in without copying.
+        let snapshot = Snapshot::from_json_unchecked(json)?;
+        let mut fresh = Inner::from_snapshot(snapshot)?;
+        fresh.bytes_hint = json.len() + json.len() / 8;
         *self.write() = fresh;
         Ok(())
     }

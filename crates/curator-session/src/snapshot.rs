@@ -71,6 +71,14 @@ impl Snapshot {
     /// [`Error::SnapshotRestore`] saying why: not JSON, not a curator snapshot, a version this
     /// build does not know, or inconsistent content.
     pub fn from_json(json: &str) -> Result<Self> {
+        let snapshot = Self::from_json_unchecked(json)?;
+        snapshot.validate()?;
+        Ok(snapshot)
+    }
+
+    /// Reads a snapshot, checking its format and version but not its consistency, for a
+    /// store that checks consistency while loading.
+    pub(crate) fn from_json_unchecked(json: &str) -> Result<Self> {
         let snapshot: Snapshot = match serde_json::from_str(json) {
             Ok(snapshot) => snapshot,
             Err(e) => {
@@ -97,7 +105,6 @@ impl Snapshot {
         if snapshot.version != SNAPSHOT_VERSION {
             return Err(unknown_version(snapshot.version));
         }
-        snapshot.validate()?;
         Ok(snapshot)
     }
 

@@ -130,6 +130,25 @@ pub trait SessionStore: Send + Sync {
     /// [`Error::SnapshotRestore`](crate::Error::SnapshotRestore) when the snapshot is not
     /// consistent (duplicate ids, taken sequences); the store is then unchanged.
     fn restore(&self, snapshot: &Snapshot) -> Result<()>;
+
+    /// The snapshot as JSON text; stores may write it without building a [`Snapshot`].
+    ///
+    /// # Errors
+    ///
+    /// A backend error.
+    fn snapshot_json(&self) -> Result<String> {
+        self.snapshot()?.to_json()
+    }
+
+    /// Restores from snapshot JSON text; see [`Snapshot::from_json`] and
+    /// [`restore`](SessionStore::restore).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SnapshotRestore`](crate::Error::SnapshotRestore); the store is then unchanged.
+    fn restore_json(&self, json: &str) -> Result<()> {
+        self.restore(&Snapshot::from_json(json)?)
+    }
 }
 
 macro_rules! forward_store {
@@ -144,6 +163,8 @@ macro_rules! forward_store {
             fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>> { (**self).checkpoint(name) }
             fn snapshot(&self) -> Result<Snapshot> { (**self).snapshot() }
             fn restore(&self, snapshot: &Snapshot) -> Result<()> { (**self).restore(snapshot) }
+            fn snapshot_json(&self) -> Result<String> { (**self).snapshot_json() }
+            fn restore_json(&self, json: &str) -> Result<()> { (**self).restore_json(json) }
         }
     )*};
 }

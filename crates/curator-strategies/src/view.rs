@@ -84,6 +84,24 @@ impl Deref for MessageRef<'_> {
     }
 }
 
+impl std::borrow::Borrow<Message> for MessageRef<'_> {
+    fn borrow(&self) -> &Message {
+        self
+    }
+}
+
+impl AsRef<Message> for MessageRef<'_> {
+    fn as_ref(&self) -> &Message {
+        self
+    }
+}
+
+impl PartialEq<Message> for MessageRef<'_> {
+    fn eq(&self, other: &Message) -> bool {
+        **self == *other
+    }
+}
+
 impl MessageRef<'_> {
     /// Whether this is the history's own message, unchanged.
     pub fn is_borrowed(&self) -> bool {
@@ -153,9 +171,34 @@ impl<'h> View<'h> {
         self.slots().map(|slot| ViewEntry { pos: self.pos(slot), message: self.message(slot) })
     }
 
-    /// The messages, each cloned once; what is sent to the provider.
+    /// The messages, borrowed from the history where unchanged: the request, ready for
+    /// [`formats`](curator_model::formats) and [`validate`](curator_model::validate), which
+    /// take them as they are. Nothing is deep-copied.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, formats::openai};
+    /// use curator_strategies::{History, View};
+    ///
+    /// let messages = vec![Message::user("hi")];
+    /// let history = History::from(&messages);
+    /// let view = View::full(&history);
+    /// let body = openai::from_messages(&view.messages())?;
+    /// assert_eq!(body[0]["content"], "hi");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn messages(&self) -> Vec<MessageRef<'h>> {
+        let mut out = Vec::with_capacity(self.len());
+        out.extend(self.slots().map(|slot| self.message(slot)));
+        out
+    }
+
+    /// The messages, each cloned once, for a caller that needs owned messages.
     pub fn to_messages(&self) -> Vec<Message> {
-        self.iter().map(|e| Message::clone(&e.message)).collect()
+        let mut out = Vec::with_capacity(self.len());
+        out.extend(self.slots().map(|slot| Message::clone(&self.message(slot))));
+        out
     }
 
     /// Tokens of the whole view under `counter`, reply priming included.

@@ -45,6 +45,8 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::borrow::Borrow;
+
 use serde_json::{Map, Value, json};
 
 use super::object::Object;
@@ -326,18 +328,22 @@ fn read_image_source(source: &Value) -> Option<ImageSource> {
 /// message; [`Error::InvalidArguments`] or [`Error::ArgumentsNotObject`] for tool-call
 /// arguments that are not a JSON object (an empty string counts as `{}`);
 /// [`Error::UnsupportedValue`] for an OpenAI-only content part.
-pub fn from_messages(messages: &[Message]) -> Result<Request> {
-    let start = messages.iter().position(|m| m.role() != Role::System).unwrap_or(messages.len());
+pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
+    let start =
+        messages.iter().position(|m| m.borrow().role() != Role::System).unwrap_or(messages.len());
     let system = write_system(&messages[..start])?;
     let mut out = Vec::new();
     let mut i = start;
     while i < messages.len() {
-        let assistant = messages[i].role() == Role::Assistant;
+        let assistant = messages[i].borrow().role() == Role::Assistant;
         let end = messages[i..]
             .iter()
-            .position(|m| (m.role() == Role::Assistant) != assistant || m.role() == Role::System)
+            .map(Borrow::borrow)
+            .position(|m: &Message| {
+                (m.role() == Role::Assistant) != assistant || m.role() == Role::System
+            })
             .map_or(messages.len(), |n| i + n);
-        if messages[i].role() == Role::System {
+        if messages[i].borrow().role() == Role::System {
             return Err(Error::SystemInsideConversation { index: i });
         }
         let run = &messages[i..end];
@@ -348,15 +354,15 @@ pub fn from_messages(messages: &[Message]) -> Result<Request> {
     Ok(Request { system, messages: out })
 }
 
-fn write_system(system: &[Message]) -> Result<Option<Value>> {
+fn write_system<M: Borrow<Message>>(system: &[M]) -> Result<Option<Value>> {
     match system {
         [] => Ok(None),
-        [only] if matches!(only.content(), Some(Content::Text(_))) => {
-            Ok(Some(Value::String(only.text().into_owned())))
+        [only] if matches!(only.borrow().content(), Some(Content::Text(_))) => {
+            Ok(Some(Value::String(only.borrow().text().into_owned())))
         }
         many => {
             let mut blocks = Vec::new();
-            for (i, m) in many.iter().enumerate() {
+            for (i, m) in many.iter().map(Borrow::borrow).enumerate() {
                 push_content_blocks(i, m.content(), &mut blocks)?;
             }
             Ok(Some(Value::Array(blocks)))
@@ -364,14 +370,15 @@ fn write_system(system: &[Message]) -> Result<Option<Value>> {
     }
 }
 
-fn write_assistant(first: usize, run: &[Message]) -> Result<Value> {
+fn write_assistant<M: Borrow<Message>>(first: usize, run: &[M]) -> Result<Value> {
     if let [only] = run
-        && let (Some(Content::Text(text)), false) = (only.content(), only.has_tool_calls())
+        && let (Some(Content::Text(text)), false) =
+            (only.borrow().content(), only.borrow().has_tool_calls())
     {
         return Ok(Value::String(text.clone()));
     }
     let mut blocks = Vec::new();
-    for (offset, m) in run.iter().enumerate() {
+    for (offset, m) in run.iter().map(Borrow::borrow).enumerate() {
         let index = first + offset;
         push_content_blocks(index, m.content(), &mut blocks)?;
         for (j, call) in m.tool_calls().iter().enumerate() {
@@ -402,14 +409,15 @@ fn arguments_object(index: usize, j: usize, call: &ToolCall) -> Result<Value> {
     }
 }
 
-fn write_user(first: usize, run: &[Message]) -> Result<Value> {
+fn write_user<M: Borrow<Message>>(first: usize, run: &[M]) -> Result<Value> {
     if let [only] = run
-        && let (Role::User, Some(Content::Text(text))) = (only.role(), only.content())
+        && let (Role::User, Some(Content::Text(text))) =
+            (only.borrow().role(), only.borrow().content())
     {
         return Ok(Value::String(text.clone()));
     }
     let mut blocks = Vec::new();
-    for (offset, m) in run.iter().enumerate() {
+    for (offset, m) in run.iter().map(Borrow::borrow).enumerate() {
         let index = first + offset;
         if m.role() == Role::Tool {
             blocks.push(write_tool_result(index, m)?);

@@ -31,6 +31,8 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::borrow::Borrow;
+
 use serde_json::{Map, Value, json};
 
 use super::object::{Object, merge};
@@ -231,16 +233,17 @@ fn read_call(index: usize, j: usize, value: &Value) -> Result<ToolCall> {
         .with_extra(ProviderFields::non_empty(Format::OpenAi, rest)))
 }
 
-/// Writes messages as an OpenAI `messages` array.
+/// Writes messages as an OpenAI `messages` array. Takes `Message`s or anything that
+/// borrows as one (a curated view's `MessageRef`s), so nothing is cloned to write.
 ///
 /// # Errors
 ///
 /// [`Error::UnsupportedValue`] for a content part that only the Anthropic format can carry.
-pub fn from_messages(messages: &[Message]) -> Result<Value> {
+pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Value> {
     messages
         .iter()
         .enumerate()
-        .map(|(i, m)| message_to_value(i, m))
+        .map(|(i, m)| message_to_value(i, m.borrow()))
         .collect::<Result<Vec<_>>>()
         .map(Value::Array)
 }

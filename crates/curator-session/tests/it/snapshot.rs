@@ -71,3 +71,30 @@ fn corrupt_snapshots_are_refused_with_a_reason() {
     // A truncated file, as a crash mid-write would leave it.
     refused(&json[..json.len() / 2], "not a valid snapshot");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The store's fast JSON writer gives exactly what serde gives for the same snapshot.
+    #[test]
+    fn fast_snapshot_json_equals_serde(messages in arb::history_with(8, true), extra in any::<bool>()) {
+        let store = MemoryStore::new();
+        let evaluation = EvaluationId::new();
+        let mut turn = 0;
+        for (i, message) in messages.into_iter().enumerate() {
+            turn += u32::from(message.role() == curator_model::Role::Assistant);
+            let message = if extra && i == 0 {
+                curator_model::formats::openai::message_from_value(0, &serde_json::json!({"role": "system", "content": "s", "x": 1})).unwrap()
+            } else {
+                message
+            };
+            let mut builder = Entry::builder(evaluation, message).sequence(i as u64).turn(turn.max(u32::from(i > 0)));
+            if i % 2 == 0 {
+                builder = builder.prompt(curator_model::PromptRef::new("ns \"q\"", "k\n"));
+            }
+            store.append(&builder.build().unwrap()).unwrap();
+        }
+        store.put_checkpoint("c", &serde_json::json!({"a": [1, "é"]})).unwrap();
+        prop_assert_eq!(store.snapshot_json().unwrap(), store.snapshot().unwrap().to_json().unwrap());
+    }
+}
