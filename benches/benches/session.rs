@@ -3,6 +3,11 @@
     clippy::expect_used,
     reason = "a bench of a failing setup measures nothing and must stop"
 )]
+#![expect(
+    clippy::print_stderr,
+    clippy::cast_precision_loss,
+    reason = "the bench reports the size it measures"
+)]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
