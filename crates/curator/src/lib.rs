@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | [`model`] | `curator-model` | messages, tool calls, entries, OpenAI and Anthropic formats, validation |
 //! | [`strategies`] | `curator-strategies` | `HistoryManager`, windows, budgets, truncation, redaction, composition |
+//! | [`session`] | `curator-session` | the record: `SessionStore`, `MemoryStore`, the `Conversation` driver, resume, snapshots |
 //!
 //! Features: `tiktoken` switches on exact OpenAI token counts (`strategies::Bpe`).
 //!
@@ -32,6 +33,7 @@
 //! ```
 
 pub use curator_model as model;
+pub use curator_session as session;
 pub use curator_strategies as strategies;
 
 /// The names most programs need, for a glob import.
@@ -39,6 +41,7 @@ pub mod prelude {
     pub use curator_model::{
         Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall, ToolCallStatus,
     };
+    pub use curator_session::{Conversation, MemoryStore, ResumePolicy, SessionStore};
     pub use curator_strategies::{
         CharEstimate, CurationContext, History, HistoryManager, HistoryManagerExt, SlidingWindow,
         StrategyConfig, TokenBudget, TokenCounter, ToolResultTruncator, TurnLimit, View,
