@@ -33,6 +33,14 @@ pub struct EvaluationSummary {
     pub last_at: DateTime<Utc>,
 }
 
+impl EvaluationSummary {
+    /// A summary of an evaluation whose first message was at `first_at`, with no messages
+    /// counted yet (stores fill in the rest).
+    pub fn new(evaluation_id: EvaluationId, first_at: DateTime<Utc>) -> Self {
+        Self { evaluation_id, prompt: None, messages: 0, turns: 0, first_at, last_at: first_at }
+    }
+}
+
 /// A named, versioned JSON document kept beside the record (loop state, task state,
 /// summaries).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -148,6 +156,13 @@ pub trait SessionStore: Send + Sync {
     /// [`Error::SnapshotRestore`](crate::Error::SnapshotRestore); the store is then unchanged.
     fn restore_json(&self, json: &str) -> Result<()> {
         self.restore(&Snapshot::from_json(json)?)
+    }
+}
+
+impl Checkpoint {
+    /// Version 1 of a checkpoint (stores set the version they hold).
+    pub fn new(name: String, document: Value, saved_at: DateTime<Utc>) -> Self {
+        Self { name, version: 1, document, saved_at }
     }
 }
 

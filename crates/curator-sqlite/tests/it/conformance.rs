@@ -1,0 +1,3 @@
+//! The session crate's store conformance suite, unchanged, on `SqliteStore`.
+
+curator_session::store_conformance_tests!(crate::support::TempStore::new);

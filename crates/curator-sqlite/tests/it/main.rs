@@ -1,0 +1,6 @@
+//! Integration tests of curator-sqlite (the multi-process tests are in `tests/processes.rs`).
+#![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
+
+mod conformance;
+mod files;
+mod support;

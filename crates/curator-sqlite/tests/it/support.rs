@@ -1,0 +1,49 @@
+//! A store in a temporary directory that is removed with it.
+
+use curator_model::{Entry, EvaluationId};
+use curator_session::{Appended, Checkpoint, EvaluationSummary, SessionStore, Snapshot};
+use curator_sqlite::SqliteStore;
+use serde_json::Value;
+
+/// A [`SqliteStore`] on a file in its own temporary directory.
+pub(crate) struct TempStore {
+    pub(crate) store: SqliteStore,
+    _dir: tempfile::TempDir,
+}
+
+impl TempStore {
+    pub(crate) fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("sessions.db")).unwrap();
+        Self { store, _dir: dir }
+    }
+}
+
+type R<T> = curator_session::Result<T>;
+
+impl SessionStore for TempStore {
+    fn append(&self, entry: &Entry) -> R<Appended> {
+        self.store.append(entry)
+    }
+    fn append_batch(&self, entries: &[Entry]) -> R<Vec<Appended>> {
+        self.store.append_batch(entries)
+    }
+    fn entries(&self, evaluation: EvaluationId) -> R<Vec<Entry>> {
+        self.store.entries(evaluation)
+    }
+    fn evaluations(&self) -> R<Vec<EvaluationSummary>> {
+        self.store.evaluations()
+    }
+    fn put_checkpoint(&self, name: &str, document: &Value) -> R<u64> {
+        self.store.put_checkpoint(name, document)
+    }
+    fn checkpoint(&self, name: &str) -> R<Option<Checkpoint>> {
+        self.store.checkpoint(name)
+    }
+    fn snapshot(&self) -> R<Snapshot> {
+        self.store.snapshot()
+    }
+    fn restore(&self, snapshot: &Snapshot) -> R<()> {
+        self.store.restore(snapshot)
+    }
+}
