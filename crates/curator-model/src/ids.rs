@@ -15,9 +15,12 @@ macro_rules! uuid_id {
         pub struct $name(Uuid);
 
         impl $name {
-            /// A fresh random (version 4) identifier.
+            /// A fresh identifier: a time-ordered UUID (version 7), unique like a random one
+            /// (it carries 74 random bits) and ordered by creation time, which keeps the
+            /// indexes of persistent stores compact (appends land at the end of the index
+            /// instead of at random places).
             pub fn new() -> Self {
-                Self(Uuid::new_v4())
+                Self(Uuid::now_v7())
             }
 
             /// Wraps an existing UUID.

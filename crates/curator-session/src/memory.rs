@@ -30,8 +30,8 @@ pub struct MemoryStore {
     inner: RwLock<Inner>,
 }
 
-/// Hashes UUID keys by their random bits: version 4 ids are uniformly random already, so
-/// mixing them again (as `SipHash` does) only costs time.
+/// Hashes UUID keys by folding their two halves: the second half of a version 4 or 7 id is
+/// random already, so mixing it again (as `SipHash` does) only costs time.
 #[derive(Default, Clone, Copy)]
 struct UuidHasher(u64);
 

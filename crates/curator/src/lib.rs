@@ -8,8 +8,10 @@
 //! | [`model`] | `curator-model` | messages, tool calls, entries, OpenAI and Anthropic formats, validation |
 //! | [`strategies`] | `curator-strategies` | `HistoryManager`, windows, budgets, truncation, redaction, composition |
 //! | [`session`] | `curator-session` | the record: `SessionStore`, `MemoryStore`, the `Conversation` driver, resume, snapshots |
+//! | `sqlite` (feature `sqlite`, on by default) | `curator-sqlite` | `SqliteStore`: the durable, multi-process store on one file |
 //!
-//! Features: `tiktoken` switches on exact OpenAI token counts (`strategies::Bpe`).
+//! Features: `sqlite` (default) adds the SQLite store; `tiktoken` switches on exact OpenAI
+//! token counts (`strategies::Bpe`).
 //!
 //! # Examples
 //!
@@ -34,6 +36,8 @@
 
 pub use curator_model as model;
 pub use curator_session as session;
+#[cfg(feature = "sqlite")]
+pub use curator_sqlite as sqlite;
 pub use curator_strategies as strategies;
 
 /// The names most programs need, for a glob import.
