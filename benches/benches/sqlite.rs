@@ -143,7 +143,7 @@ fn batches_and_reads(c: &mut Criterion) {
     let evaluation = EvaluationId::new();
     store.append_batch(&entries(evaluation, 0, 10_000)).expect("batch");
     group.bench_function("read/10k", |b| {
-        b.iter(|| black_box(store.entries(evaluation).expect("read")))
+        b.iter(|| black_box(store.entries(evaluation).expect("read")));
     });
     group.finish();
 }
@@ -165,7 +165,7 @@ fn opening(c: &mut Criterion) {
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(3));
     group.bench_function("open/100k", |b| {
-        b.iter(|| black_box(SqliteStore::open(&path).expect("open")))
+        b.iter(|| black_box(SqliteStore::open(&path).expect("open")));
     });
     group.finish();
 }

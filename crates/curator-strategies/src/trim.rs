@@ -1,7 +1,7 @@
 //! The walk shared by the trimming strategies: keep the head, then the newest whole units.
 
 use crate::View;
-use crate::view::{Item, Pinned, Unit};
+use crate::view::{Item, Pinned, Slot, Unit};
 
 /// What a trimming strategy decides about the next-older unit.
 pub(crate) enum Take {
@@ -27,13 +27,13 @@ pub(crate) fn keep_newest<'h>(
 ) -> View<'h> {
     let mut units = view.units_rev(pinned.head_len);
     let mut cut = None;
-    let mut replaced_tail: Option<Vec<Item>> = None;
+    let mut replaced_tail: Option<(Unit, Vec<Item>)> = None;
     let mut stopped_at = None;
     for unit in units.by_ref() {
         match decide(&view, unit) {
             Take::Keep => cut = Some(unit.first),
             Take::KeepAs(items) => {
-                replaced_tail = Some(items);
+                replaced_tail = Some((unit, items));
                 stopped_at = Some(unit);
                 break;
             }
@@ -46,8 +46,11 @@ pub(crate) fn keep_newest<'h>(
     if stopped_at.is_none() && keep_head(&view) {
         return view.repaired();
     }
-    let build = |cut: Option<crate::view::Slot>, replaced: Option<&Vec<Item>>| {
-        let mut items = view.assemble(&pinned.slots, None);
+    // The pinned slots before `limit`, then what replaced a unit, then every slot from `cut`.
+    let build = |limit: Option<Slot>, replaced: Option<&Vec<Item>>, cut: Option<Slot>| {
+        let before: Vec<Slot> =
+            pinned.slots.iter().copied().filter(|s| limit.is_none_or(|l| *s < l)).collect();
+        let mut items = view.assemble(&before, None);
         if let Some(replaced) = replaced {
             items.extend(replaced.iter().cloned());
         }
@@ -58,11 +61,14 @@ pub(crate) fn keep_newest<'h>(
         }
         view.clone().with_items(items).repaired()
     };
-    let mut kept = build(cut, replaced_tail.as_ref());
+    let mut kept = match &replaced_tail {
+        Some((unit, items)) => build(Some(unit.first), Some(items), None),
+        None => build(cut, None, cut),
+    };
     if never_empty && kept.is_empty() {
         // Take older units one at a time until one survives coherence.
         for unit in stopped_at.into_iter().chain(units) {
-            kept = build(Some(unit.first), None);
+            kept = build(Some(unit.first), None, Some(unit.first));
             if !kept.is_empty() {
                 break;
             }

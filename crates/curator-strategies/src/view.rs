@@ -405,28 +405,31 @@ impl<'h> View<'h> {
         n
     }
 
-    /// The slots of the pinned head and the first body slot (see [`Pinned`]).
+    /// The pinned slots (leading system messages and the task, as asked) and how many
+    /// leading slots they cover without a gap (see [`Pinned`]).
     pub(crate) fn pinned(&self, preserve_system: bool, preserve_task: bool) -> Pinned {
         let mut slots = self.slots().peekable();
         let mut pinned = Vec::new();
         let mut head_len = 0;
+        let mut contiguous = true;
         while let Some(&slot) = slots.peek() {
             if self.structure(slot).role() != Role::System {
                 break;
             }
             if preserve_system {
                 pinned.push(slot);
+                head_len += usize::from(contiguous);
+            } else {
+                contiguous = false;
             }
-            head_len += 1;
             slots.next();
         }
         if let Some(&slot) = slots.peek()
             && self.structure(slot).role() == Role::User
+            && preserve_task
         {
-            if preserve_task {
-                pinned.push(slot);
-            }
-            head_len += 1;
+            pinned.push(slot);
+            head_len += usize::from(contiguous);
         }
         Pinned { slots: pinned, head_len }
     }
@@ -536,13 +539,15 @@ impl<'h> View<'h> {
     }
 }
 
-/// The head of a view that trimming strategies keep: the leading system messages and the
-/// task (the first user message, when it comes right after them).
+/// What trimming strategies keep whatever happens: the leading system messages and the task
+/// (the first user message, when it comes right after them), as the context asks.
 #[derive(Debug)]
 pub(crate) struct Pinned {
-    /// The slots to keep whatever happens.
+    /// The pinned slots, in order.
     pub(crate) slots: Vec<Slot>,
-    /// How many leading slots form the head, pinned or not.
+    /// How many leading slots are pinned without a gap: the units start after them. A
+    /// pinned slot after a gap (the task, when the system message is not pinned) is also
+    /// walked as a unit; assembly keeps it once.
     pub(crate) head_len: usize,
 }
 

@@ -210,3 +210,27 @@ fn the_input_is_never_changed() {
         .unwrap();
     assert_eq!(input, before);
 }
+
+#[test]
+fn a_window_never_empties_a_conversation_with_nothing_pinned() {
+    let input =
+        vec![Message::user("中"), Message::assistant_with_calls(None, vec![call("call_0_0")])];
+    let ctx = default().with_preserve_system(false).with_preserve_task(false);
+    let view = SlidingWindow::new(0).curate_messages(&input, &ctx).unwrap();
+    assert_eq!(view, vec![input[0].clone()]);
+    validate::openai(&view).unwrap();
+}
+
+#[test]
+fn the_task_is_kept_once_when_the_system_message_is_not_pinned() {
+    let input = agent(3);
+    let ctx = default().with_preserve_system(false);
+    check(&SlidingWindow::new(2), &ctx, &input, &[1, 6, 7]);
+    check(&TurnLimit::new(1), &ctx, &input, &[1, 6, 7]);
+    check(&TokenBudget::new(40), &ctx, &input, &[1, 6, 7]);
+    // A window that reaches back over the task keeps it once, in place; the unpinned
+    // system message is an ordinary message for the window.
+    check(&SlidingWindow::new(8), &ctx, &input, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    check(&SlidingWindow::new(7), &ctx, &input, &[1, 2, 3, 4, 5, 6, 7]);
+    check(&SlidingWindow::new(6), &ctx, &input, &[1, 2, 3, 4, 5, 6, 7]);
+}
