@@ -45,7 +45,8 @@ pub fn next_message(pool: &[Message], i: usize) -> Message {
 }
 
 /// A conversation in `store` with the first `len` messages of the synthetic history
-/// recorded through the driver (so its pending calls are consistent).
+/// recorded through the driver, plus results for any calls the cut left waiting, so that it
+/// is ready for the next assistant reply.
 ///
 /// # Panics
 ///
@@ -73,5 +74,33 @@ pub fn recorded_conversation<S: SessionStore>(store: S, len: usize) -> Conversat
         }
         .expect("record");
     }
+    // A cut in the middle of a step leaves calls waiting: answer them, as the loop would.
+    for context in conversation.tool_contexts() {
+        conversation.record_tool_result(context.call_id(), Ok("done".into())).expect("record");
+    }
     conversation
+}
+
+/// Where benches that compute their own statistics write them, for `cargo xtask bench`:
+/// `<target>/curator-bench/`.
+pub fn report_dir() -> std::path::PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
+        std::path::PathBuf::from,
+    );
+    target.join("curator-bench")
+}
+
+/// Whether `cargo xtask bench --quick` asked for a shortened run.
+pub fn quick() -> bool {
+    std::env::var_os("CURATOR_BENCH_QUICK").is_some()
+}
+
+/// The `p`-th percentile (0 to 100) of sorted durations, by nearest rank.
+pub fn percentile(sorted_ns: &[u64], p: usize) -> u64 {
+    if sorted_ns.is_empty() {
+        return 0;
+    }
+    let rank = (p * sorted_ns.len()).div_ceil(100);
+    sorted_ns[rank.clamp(1, sorted_ns.len()) - 1]
 }

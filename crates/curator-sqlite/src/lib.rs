@@ -32,6 +32,7 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod checkpointer;
 mod error;
 mod options;
 mod schema;

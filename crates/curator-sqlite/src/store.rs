@@ -47,6 +47,8 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     path: PathBuf,
     read_only: bool,
+    /// Stops (after a last checkpoint) when the store is dropped.
+    _checkpointer: Option<crate::checkpointer::Checkpointer>,
 }
 
 fn open_error<'a>(path: &'a Path, context: &'static str) -> impl Fn(rusqlite::Error) -> Error + 'a {
@@ -88,7 +90,15 @@ impl SqliteStore {
         conn.pragma_update(None, "cache_size", -32_768)
             .map_err(open_error(path, "sizing the page cache"))?;
         schema::migrate(path, &mut conn)?;
-        Ok(Self { conn: Mutex::new(conn), path: path.to_owned(), read_only: false })
+        let checkpointer = crate::checkpointer::Checkpointer::start(path, options);
+        crate::checkpointer::Checkpointer::hook(checkpointer.as_ref(), &mut conn)
+            .map_err(open_error(path, "installing the checkpoint hook"))?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path: path.to_owned(),
+            read_only: false,
+            _checkpointer: checkpointer,
+        })
     }
 
     /// Opens an existing session file for reading only (for inspection tools): nothing is
@@ -113,7 +123,12 @@ impl SqliteStore {
         .map_err(open_error(path, "opening read-only"))?;
         conn.busy_timeout(Options::default().busy_timeout)
             .map_err(open_error(path, "setting the busy timeout"))?;
-        Ok(Self { conn: Mutex::new(conn), path: path.to_owned(), read_only: true })
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path: path.to_owned(),
+            read_only: true,
+            _checkpointer: None,
+        })
     }
 
     /// The file.
