@@ -51,7 +51,8 @@ fn main() {
     let mut rows = Vec::new();
     // Each strategy runs on both histories with a bound that keeps the same messages: a
     // window counts messages; a budget ten times larger covers contents ten times longer.
-    let pairs: [(&str, Box<dyn HistoryManager>, Box<dyn HistoryManager>); 2] = [
+    type Pair = (&'static str, Box<dyn HistoryManager>, Box<dyn HistoryManager>);
+    let pairs: [Pair; 2] = [
         ("sliding_window", Box::new(SlidingWindow::new(50)), Box::new(SlidingWindow::new(50))),
         (
             "truncate_tokens",
