@@ -16,6 +16,9 @@ use curator_strategies::{
     CurationContext, History, HistoryManager, SlidingWindow, TokenBudget, View,
 };
 
+/// A strategy's name, and the instance run on the short and on the long history.
+type Pair = (&'static str, Box<dyn HistoryManager>, Box<dyn HistoryManager>);
+
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
 
@@ -51,7 +54,6 @@ fn main() {
     let mut rows = Vec::new();
     // Each strategy runs on both histories with a bound that keeps the same messages: a
     // window counts messages; a budget ten times larger covers contents ten times longer.
-    type Pair = (&'static str, Box<dyn HistoryManager>, Box<dyn HistoryManager>);
     let pairs: [Pair; 2] = [
         ("sliding_window", Box::new(SlidingWindow::new(50)), Box::new(SlidingWindow::new(50))),
         (
