@@ -8,7 +8,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use curator_benches::{SIZES, history, touch, warm};
+use curator_benches::{history, sizes, touch, warm};
 use curator_strategies::{
     Bpe, ClearOldToolResults, CurationContext, Encoding, History, HistoryManager,
     HistoryManagerExt, Passthrough, Redactor, SlidingWindow, TokenBudget, ToolFilter,
@@ -30,7 +30,7 @@ fn strategies() -> Vec<(&'static str, Box<dyn HistoryManager>)> {
 
 fn each_strategy(c: &mut Criterion) {
     let ctx = CurationContext::default();
-    for &(len, label) in SIZES {
+    for &(len, label) in sizes() {
         let history = history(len);
         for (name, manager) in strategies() {
             warm(&*manager, &history);
@@ -52,7 +52,7 @@ fn each_strategy(c: &mut Criterion) {
 fn pipeline(c: &mut Criterion) {
     let ctx = CurationContext::default();
     let manager = ToolResultTruncator::new(2_000).expect("valid").then(TokenBudget::new(32_000));
-    for &(len, label) in &SIZES[1..] {
+    for &(len, label) in &sizes()[1..] {
         let history = history(len);
         warm(&manager, &history);
         c.bench_function(&format!("pipeline/truncate_then_budget/{label}"), |b| {

@@ -1,24 +1,47 @@
 //! Project automation, run as `cargo xtask <command>`.
-#![expect(clippy::print_stderr, reason = "xtask reports progress on stderr")]
+//!
+//! - `cargo xtask bench [--quick] [--filter TEXT]`: runs the benchmark suite, compares every
+//!   scenario with its target, prints a table, writes `target/bench-report.json`, and exits
+//!   non-zero when a target is missed.
+//! - `cargo xtask ci`: runs what `.ci/run` runs.
+#![expect(clippy::print_stdout, clippy::print_stderr, reason = "xtask reports to the terminal")]
+
+mod bench;
+mod targets;
+#[cfg(test)]
+mod tidy;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some("ci") = args.first().map(String::as_str) {
-        run_ci()
-    } else {
-        eprintln!("usage: cargo xtask ci");
-        ExitCode::from(2)
+    match args.first().map(String::as_str) {
+        Some("ci") => run_ci(),
+        Some("bench") => match bench::Options::parse(&args[1..]) {
+            Ok(options) => bench::run(&root(), &options),
+            Err(e) => {
+                eprintln!("{e}\nusage: cargo xtask bench [--quick] [--filter TEXT]");
+                ExitCode::from(2)
+            }
+        },
+        _ => {
+            eprintln!("usage: cargo xtask bench [--quick] [--filter TEXT] | cargo xtask ci");
+            ExitCode::from(2)
+        }
     }
 }
 
 /// The workspace root, found from this crate's manifest directory.
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// The cargo that runs this xtask, so that toolchain overrides carry through.
+pub(crate) fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
 /// Runs what `.ci/run` runs.

@@ -1,0 +1,392 @@
+//! `cargo xtask bench`: run the suite, compare with the targets, report.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+
+use crate::targets::target_for;
+
+/// Command-line options.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Options {
+    /// A shortened suite for a smoke check.
+    pub(crate) quick: bool,
+    /// Only scenarios whose id matches (a criterion filter; a substring for the others).
+    pub(crate) filter: Option<String>,
+}
+
+impl Options {
+    pub(crate) fn parse(args: &[String]) -> Result<Self, String> {
+        let mut options = Options::default();
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--quick" => options.quick = true,
+                "--filter" => {
+                    options.filter = Some(args.next().ok_or("--filter needs a value")?.clone())
+                }
+                other => return Err(format!("unknown option `{other}`")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// One measured scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Measured {
+    pub(crate) scenario: String,
+    /// The median (or the statistic the scenario reports), in `unit`s.
+    pub(crate) value: f64,
+    pub(crate) unit: Unit,
+    /// For scenarios compared with another measurement instead of a fixed target.
+    pub(crate) relative_target: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Nanoseconds,
+    Allocations,
+}
+
+/// A scenario with its target and verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Row {
+    pub(crate) measured: Measured,
+    pub(crate) target: Option<f64>,
+    pub(crate) why: Option<&'static str>,
+    pub(crate) met: Option<bool>,
+}
+
+pub(crate) fn run(root: &Path, options: &Options) -> ExitCode {
+    let started = SystemTime::now();
+    let mut command = crate::cargo();
+    command.current_dir(root).args(["bench", "-p", "curator-benches", "--"]);
+    if let Some(filter) = &options.filter {
+        command.arg(filter);
+    }
+    if options.quick {
+        command
+            .args(["--warm-up-time", "0.2", "--measurement-time", "0.5"])
+            .env("CURATOR_BENCH_QUICK", "1");
+    }
+    match command.status() {
+        Ok(status) if status.success() => {}
+        Ok(status) => {
+            eprintln!("cargo bench failed: {status}");
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("cannot run cargo bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let target_dir =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let mut measured = match collect_criterion(&target_dir.join("criterion"), started) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("reading criterion's results: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match collect_custom(&target_dir.join("curator-bench"), started) {
+        Ok(custom) => {
+            measured.extend(custom.into_iter().filter(|m| {
+                options.filter.as_ref().is_none_or(|f| m.scenario.contains(f.as_str()))
+            }))
+        }
+        Err(e) => {
+            eprintln!("reading the loop and allocation reports: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let rows = evaluate(measured);
+    println!("{}", table(&rows));
+    let report = report(&rows, root);
+    let path = target_dir.join("bench-report.json");
+    if let Err(e) = std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap_or_default())
+    {
+        eprintln!("cannot write {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    println!("report: {}", path.display());
+    exit_code(&rows)
+}
+
+/// Reads criterion's median estimates written since `since`.
+pub(crate) fn collect_criterion(dir: &Path, since: SystemTime) -> Result<Vec<Measured>, String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let is_new_estimate = path.file_name().is_some_and(|n| n == "estimates.json")
+                && path.parent().and_then(Path::file_name).is_some_and(|n| n == "new");
+            let fresh = entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t >= since);
+            if !is_new_estimate || !fresh {
+                continue;
+            }
+            let read = |p: &Path| -> Result<Value, String> {
+                let text =
+                    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+            };
+            let estimates = read(&path)?;
+            let benchmark = read(&path.with_file_name("benchmark.json"))?;
+            let scenario = benchmark["full_id"]
+                .as_str()
+                .ok_or_else(|| format!("{}: no full_id", path.display()))?;
+            let median = estimates["median"]["point_estimate"]
+                .as_f64()
+                .ok_or_else(|| format!("{}: no median", path.display()))?;
+            out.push(Measured {
+                scenario: scenario.to_owned(),
+                value: median,
+                unit: Unit::Nanoseconds,
+                relative_target: None,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.scenario.cmp(&b.scenario));
+    Ok(out)
+}
+
+/// Reads the reports of the benches that compute their own statistics (loop overhead
+/// percentiles, allocation counts), when written since `since`.
+pub(crate) fn collect_custom(dir: &Path, since: SystemTime) -> Result<Vec<Measured>, String> {
+    let fresh =
+        |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).is_ok_and(|t| t >= since);
+    let read = |p: &Path| -> Result<Value, String> {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let mut out = Vec::new();
+    let loops = dir.join("loop.json");
+    if fresh(&loops) {
+        for row in read(&loops)?.as_array().into_iter().flatten() {
+            let (store, history) =
+                (row["store"].as_str().unwrap_or("?"), row["history"].as_u64().unwrap_or(0));
+            for stat in ["p50", "p99"] {
+                out.push(Measured {
+                    scenario: format!("loop/{store}/{history}/{stat}"),
+                    value: row[format!("{stat}_ns")].as_f64().unwrap_or(f64::NAN),
+                    unit: Unit::Nanoseconds,
+                    relative_target: None,
+                });
+            }
+        }
+    }
+    let allocations = dir.join("allocations.json");
+    if fresh(&allocations) {
+        for row in read(&allocations)?.as_array().into_iter().flatten() {
+            let strategy = row["strategy"].as_str().unwrap_or("?");
+            // Allocations must not grow with the length of kept contents: the long history
+            // may allocate no more blocks than the short one.
+            out.push(Measured {
+                scenario: format!("alloc/{strategy}/10k/blocks_with_10x_contents"),
+                value: row["long"]["blocks"].as_f64().unwrap_or(f64::NAN),
+                unit: Unit::Allocations,
+                relative_target: row["short"]["blocks"].as_f64(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Attaches targets and verdicts.
+pub(crate) fn evaluate(measured: Vec<Measured>) -> Vec<Row> {
+    measured
+        .into_iter()
+        .map(|m| {
+            let fixed = target_for(&m.scenario);
+            let target = m.relative_target.or(fixed.map(|t| t.max_ns));
+            let why = if m.relative_target.is_some() {
+                Some("no more than with short contents")
+            } else {
+                fixed.map(|t| t.why)
+            };
+            let met = target.map(|t| m.value <= t);
+            Row { measured: m, target, why, met }
+        })
+        .collect()
+}
+
+/// Non-zero when a target was missed.
+pub(crate) fn exit_code(rows: &[Row]) -> ExitCode {
+    if rows.iter().any(|r| r.met == Some(false)) { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+fn human(value: f64, unit: Unit) -> String {
+    match unit {
+        Unit::Allocations => format!("{value:.0} allocs"),
+        Unit::Nanoseconds if value >= 1e6 => format!("{:.2} ms", value / 1e6),
+        Unit::Nanoseconds if value >= 1e3 => format!("{:.1} µs", value / 1e3),
+        Unit::Nanoseconds => format!("{value:.0} ns"),
+    }
+}
+
+/// The table printed to the terminal (and pasted into docs/benchmarks.md).
+pub(crate) fn table(rows: &[Row]) -> String {
+    let mut out = String::from("| scenario | median | target | met |\n|---|---:|---:|---|\n");
+    for row in rows {
+        let m = &row.measured;
+        let target =
+            row.target.map_or_else(|| "-".to_owned(), |t| format!("≤ {}", human(t, m.unit)));
+        let met = match row.met {
+            Some(true) => "met",
+            Some(false) => "MISSED",
+            None => "",
+        };
+        let _ = writeln!(out, "| {} | {} | {target} | {met} |", m.scenario, human(m.value, m.unit));
+    }
+    let missed = rows.iter().filter(|r| r.met == Some(false)).count();
+    let checked = rows.iter().filter(|r| r.met.is_some()).count();
+    let _ = write!(out, "\n{} scenarios, {checked} with targets, {missed} missed", rows.len());
+    out
+}
+
+/// The JSON report: the machine, the commit, and every row.
+pub(crate) fn report(rows: &[Row], root: &Path) -> Value {
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(root)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let nproc = std::thread::available_parallelism().map_or(0, usize::from);
+    json!({
+        "nproc": nproc,
+        "commit": commit,
+        "scenarios": rows.iter().map(|r| {
+            let ns = r.measured.unit == Unit::Nanoseconds;
+            json!({
+                "scenario": r.measured.scenario,
+                "median_ns": if ns { Some(r.measured.value) } else { None },
+                "target_ns": if ns { r.target } else { None },
+                "value": r.measured.value,
+                "target": r.target,
+                "unit": if ns { "ns" } else { "allocations" },
+                "why": r.why,
+                "met": r.met,
+            })
+        }).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake criterion result directory with one estimate.
+    fn fabricate(root: &Path, id: &str, median_ns: f64) {
+        let dir = root.join("criterion").join(id).join("new");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("estimates.json"),
+            json!({"median": {"point_estimate": median_ns}}).to_string(),
+        )
+        .unwrap();
+        std::fs::write(dir.join("benchmark.json"), json!({"full_id": id}).to_string()).unwrap();
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("xtask-bench-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn a_missed_target_fails_the_command() {
+        let dir = temp("missed");
+        fabricate(&dir, "strategy/sliding_window/10k", 25_000.0);
+        fabricate(&dir, "strategy/truncate_turns/10k", 4_000.0);
+        let rows =
+            evaluate(collect_criterion(&dir.join("criterion"), SystemTime::UNIX_EPOCH).unwrap());
+        let verdicts: Vec<_> = rows.iter().map(|r| (r.measured.scenario.as_str(), r.met)).collect();
+        assert_eq!(
+            verdicts,
+            [
+                ("strategy/sliding_window/10k", Some(false)),
+                ("strategy/truncate_turns/10k", Some(true))
+            ]
+        );
+        assert_eq!(exit_code(&rows), ExitCode::FAILURE);
+        assert!(
+            table(&rows).contains("| strategy/sliding_window/10k | 25.0 µs | ≤ 10.0 µs | MISSED |")
+        );
+        let report = report(&rows, Path::new("."));
+        assert_eq!(report["scenarios"][0]["met"], json!(false));
+        assert_eq!(report["scenarios"][0]["target_ns"], json!(10_000.0));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn met_targets_and_untargeted_scenarios_pass() {
+        let dir = temp("met");
+        fabricate(&dir, "strategy/sliding_window/100k", 4_000.0);
+        fabricate(&dir, "strategy/passthrough/100", 1_000.0);
+        let rows =
+            evaluate(collect_criterion(&dir.join("criterion"), SystemTime::UNIX_EPOCH).unwrap());
+        assert_eq!(exit_code(&rows), ExitCode::SUCCESS);
+        assert_eq!(rows.iter().filter(|r| r.met.is_none()).count(), 1);
+        // Results older than the run are not reported.
+        assert!(
+            collect_criterion(
+                &dir.join("criterion"),
+                SystemTime::now() + std::time::Duration::from_mins(1)
+            )
+            .unwrap()
+            .is_empty()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn custom_reports_become_rows_with_relative_targets() {
+        let dir = temp("custom");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("loop.json"),
+            json!([{"store": "sqlite", "history": 1000, "iterations": 500, "p50_ns": 90_000, "p99_ns": 2_500_000}]).to_string(),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("allocations.json"),
+            json!([{"strategy": "sliding_window", "short": {"blocks": 10}, "long": {"blocks": 12}}]).to_string(),
+        )
+        .unwrap();
+        let rows = evaluate(collect_custom(&dir, SystemTime::UNIX_EPOCH).unwrap());
+        let verdicts: Vec<_> = rows.iter().map(|r| (r.measured.scenario.as_str(), r.met)).collect();
+        assert_eq!(
+            verdicts,
+            [
+                ("loop/sqlite/1000/p50", Some(true)),
+                ("loop/sqlite/1000/p99", Some(false)),
+                ("alloc/sliding_window/10k/blocks_with_10x_contents", Some(false)),
+            ]
+        );
+        assert_eq!(exit_code(&rows), ExitCode::FAILURE);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn options_parse() {
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            Options::parse(&args(&["--quick", "--filter", "sqlite"])).unwrap(),
+            Options { quick: true, filter: Some("sqlite".into()) }
+        );
+        assert!(Options::parse(&args(&["--fast"])).is_err());
+        assert!(Options::parse(&args(&["--filter"])).is_err());
+    }
+}

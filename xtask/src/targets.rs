@@ -1,0 +1,135 @@
+//! The targets each scenario is measured against, from the issues that asked for them.
+
+/// A target: scenarios whose id matches `pattern` (exactly, or by prefix when it ends with
+/// `*`) must have a median at most `max_ns`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Target {
+    pub(crate) pattern: &'static str,
+    pub(crate) max_ns: f64,
+    pub(crate) why: &'static str,
+}
+
+const US: f64 = 1_000.0;
+const MS: f64 = 1_000_000.0;
+
+/// Every target, most specific first: the first that matches a scenario applies.
+pub(crate) const TARGETS: &[Target] = &[
+    Target {
+        pattern: "strategy/sliding_window/10k",
+        max_ns: 10.0 * US,
+        why: "cost grows with what is kept",
+    },
+    Target {
+        pattern: "strategy/sliding_window/100k",
+        max_ns: 10.0 * US,
+        why: "cost grows with what is kept",
+    },
+    Target {
+        pattern: "strategy/truncate_turns/10k",
+        max_ns: 10.0 * US,
+        why: "cost grows with what is kept",
+    },
+    Target {
+        pattern: "strategy/truncate_turns/100k",
+        max_ns: 10.0 * US,
+        why: "cost grows with what is kept",
+    },
+    Target {
+        pattern: "strategy/truncate_tokens/10k",
+        max_ns: 10.0 * US,
+        why: "over an already counted history",
+    },
+    Target {
+        pattern: "strategy/truncate_tokens/100k",
+        max_ns: 10.0 * US,
+        why: "over an already counted history",
+    },
+    Target { pattern: "strategy/*/1k", max_ns: 100.0 * US, why: "every strategy at 1k messages" },
+    Target {
+        pattern: "strategy/truncate_tokens_exact_growing/10k",
+        max_ns: 1.0 * MS,
+        why: "one iteration, exact counter",
+    },
+    Target {
+        pattern: "pipeline/truncate_then_budget/10k",
+        max_ns: 50.0 * US,
+        why: "truncate then budget, warm",
+    },
+    Target {
+        pattern: "session/record_and_request/*",
+        max_ns: 50.0 * US,
+        why: "record + curate, MemoryStore",
+    },
+    Target { pattern: "session/snapshot/10k", max_ns: 20.0 * MS, why: "snapshot of 10k messages" },
+    Target { pattern: "session/restore/10k", max_ns: 20.0 * MS, why: "restore of 10k messages" },
+    Target {
+        pattern: "sqlite/append_one/normal",
+        max_ns: 200.0 * US,
+        why: ">= 5k single appends/s",
+    },
+    Target {
+        pattern: "sqlite/append_batch*/10k",
+        max_ns: 100.0 * MS,
+        why: ">= 100k messages/s in batches",
+    },
+    Target {
+        pattern: "loop/memory/*/p99",
+        max_ns: 100.0 * US,
+        why: "loop overhead p99, MemoryStore",
+    },
+    Target {
+        pattern: "loop/sqlite/*/p99",
+        max_ns: 1.0 * MS,
+        why: "loop overhead p99, SqliteStore Normal",
+    },
+    Target { pattern: "loop/*/*/p50", max_ns: 5.0 * MS, why: "the spec's 5 ms per iteration" },
+    Target {
+        pattern: "coalesce/render/50_turns",
+        max_ns: 100.0 * US,
+        why: "render 50 turns, 100 definitions",
+    },
+    Target { pattern: "tasks/render/20x50", max_ns: 200.0 * US, why: "render 20 steps x 50 turns" },
+    Target { pattern: "tasks/append_turn/20x50", max_ns: 20.0 * US, why: "one AppendTurn" },
+    Target {
+        pattern: "summarize/memoised_then_budget/10k",
+        max_ns: 1.0 * MS,
+        why: "memoised summary + budget",
+    },
+];
+
+/// Whether `id` matches `pattern`: `*` matches one path segment, or the rest when last.
+pub(crate) fn matches(pattern: &str, id: &str) -> bool {
+    let mut p = pattern.split('/');
+    let mut i = id.split('/');
+    loop {
+        match (p.next(), i.next()) {
+            (None, None) => return true,
+            (Some("*"), Some(_)) => {}
+            (Some(p), Some(i)) if p.ends_with('*') && i.starts_with(&p[..p.len() - 1]) => {}
+            (Some(p), Some(i)) if p == i => {}
+            _ => return false,
+        }
+    }
+}
+
+/// The target for a scenario, if any.
+pub(crate) fn target_for(id: &str) -> Option<&'static Target> {
+    TARGETS.iter().find(|t| matches(t.pattern, id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_match_segments() {
+        assert!(matches("strategy/*/1k", "strategy/redact/1k"));
+        assert!(!matches("strategy/*/1k", "strategy/redact/10k"));
+        assert!(matches("sqlite/append_batch*/10k", "sqlite/append_batch_corpus/10k"));
+        assert!(matches("loop/memory/*/p99", "loop/memory/10000/p99"));
+        assert!(!matches("loop/memory/*/p99", "loop/memory/10000/p50"));
+        assert_eq!(target_for("strategy/sliding_window/1k").map(|t| t.max_ns), Some(100_000.0));
+        assert_eq!(target_for("strategy/sliding_window/10k").map(|t| t.max_ns), Some(10_000.0));
+        assert!(target_for("strategy/passthrough/100").is_none());
+    }
+}

@@ -1,0 +1,60 @@
+//! Rules about the tree itself, checked by `cargo test --workspace`.
+
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target" && n != "proptest-regressions") {
+                rust_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_rust_file_starts_with_a_module_doc_line() {
+    let root = crate::root();
+    let mut files = Vec::new();
+    for dir in ["crates", "benches", "xtask"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 20, "found only {} files", files.len());
+    let missing: Vec<_> = files
+        .iter()
+        .filter(|f| !std::fs::read_to_string(f).is_ok_and(|text| text.starts_with("//!")))
+        .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
+        .collect();
+    assert!(missing.is_empty(), "files without a `//!` first line: {missing:?}");
+}
+
+#[test]
+fn layers_point_down() {
+    // A crate may only depend on the crates below it (rusqlite only in curator-sqlite).
+    let manifest = |name: &str| {
+        std::fs::read_to_string(crate::root().join("crates").join(name).join("Cargo.toml"))
+            .unwrap_or_default()
+    };
+    let forbidden: &[(&str, &[&str])] = &[
+        (
+            "curator-model",
+            &["curator-strategies", "curator-session", "curator-sqlite", "rusqlite", "regex"],
+        ),
+        ("curator-strategies", &["curator-session", "curator-sqlite", "rusqlite"]),
+        ("curator-session", &["curator-sqlite", "rusqlite"]),
+    ];
+    for (krate, deps) in forbidden {
+        let text = manifest(krate);
+        let dependencies = text.split("[dev-dependencies]").next().unwrap_or_default();
+        for dep in *deps {
+            assert!(
+                !dependencies.contains(&format!("\n{dep}")),
+                "{krate} must not depend on {dep}"
+            );
+        }
+    }
+}
