@@ -9,9 +9,12 @@ use curator_model::{Message, PromptRef, Role};
 use curator_session::{Conversation, SessionStore};
 use curator_strategies::{CurationContext, History, HistoryManager, View};
 
-/// The history sizes most scenarios run at.
-pub const SIZES: &[(usize, &str)] =
-    &[(100, "100"), (1_000, "1k"), (10_000, "10k"), (100_000, "100k")];
+/// The history sizes most scenarios run at: up to 100k, or up to 10k in a quick run.
+pub fn sizes() -> &'static [(usize, &'static str)] {
+    const ALL: &[(usize, &str)] =
+        &[(100, "100"), (1_000, "1k"), (10_000, "10k"), (100_000, "100k")];
+    if quick() { &ALL[..3] } else { ALL }
+}
 
 /// A synthetic agent history of `len` messages, as a [`History`].
 pub fn history(len: usize) -> History<'static> {
