@@ -26,7 +26,7 @@ impl Options {
             match arg.as_str() {
                 "--quick" => options.quick = true,
                 "--filter" => {
-                    options.filter = Some(args.next().ok_or("--filter needs a value")?.clone())
+                    options.filter = Some(args.next().ok_or("--filter needs a value")?.clone());
                 }
                 other => return Err(format!("unknown option `{other}`")),
             }
@@ -97,7 +97,7 @@ pub(crate) fn run(root: &Path, options: &Options) -> ExitCode {
         Ok(custom) => {
             measured.extend(custom.into_iter().filter(|m| {
                 options.filter.as_ref().is_none_or(|f| m.scenario.contains(f.as_str()))
-            }))
+            }));
         }
         Err(e) => {
             eprintln!("reading the loop and allocation reports: {e}");
