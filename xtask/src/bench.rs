@@ -64,7 +64,7 @@ pub(crate) struct Row {
 pub(crate) fn run(root: &Path, options: &Options) -> ExitCode {
     let started = SystemTime::now();
     let mut command = crate::cargo();
-    command.current_dir(root).args(["bench", "-p", "curator-benches", "--"]);
+    command.current_dir(root).args(["bench", "-p", "curator-benches", "--benches", "--"]);
     if let Some(filter) = &options.filter {
         command.arg(filter);
     }

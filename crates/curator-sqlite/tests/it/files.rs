@@ -187,3 +187,42 @@ fn a_bad_message_row_is_a_typed_error_not_a_panic() {
         Err(curator_session::Error::Incompatible { .. })
     ));
 }
+
+#[test]
+fn the_write_ahead_log_stays_small_when_writes_pause_and_bounded_when_they_do_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("steady.db");
+    let wal = dir.path().join("steady.db-wal");
+    let store =
+        SqliteStore::open_with(&path, Options::default().with_durability(Durability::Normal))
+            .unwrap();
+    let evaluation = EvaluationId::new();
+    let mut sequence = 0u64;
+    let mut append = |n: u64| {
+        for _ in 0..n {
+            let message = Message::user(format!("message {sequence} {}", "x".repeat(300)));
+            store
+                .append(&Entry::builder(evaluation, message).sequence(sequence).build().unwrap())
+                .unwrap();
+            sequence += 1;
+        }
+    };
+    // An agent loop: bursts of writes with pauses between them (the model calls). Each pause
+    // lets a checkpoint complete, so the log starts over instead of growing.
+    let mut largest = 0;
+    for _ in 0..40 {
+        append(200);
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+    }
+    assert!(largest < 4 * 1024 * 1024, "with pauses the log grew to {largest} bytes");
+    // Writes that never pause: the log is bounded by the fallback checkpoint (20,000 pages).
+    let mut largest = 0;
+    for _ in 0..30 {
+        append(1_000);
+        largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+    }
+    assert!(largest < 21_000 * 4_200, "without pauses the log grew to {largest} bytes");
+    assert_eq!(store.entries(evaluation).unwrap().len() as u64, sequence);
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
