@@ -11,7 +11,8 @@ use crate::view::{Item, push_item};
 use crate::{CurationContext, HistoryManager, Result, View};
 
 /// Drops the calls of tools that match (by name set or predicate) together with their
-/// results. An assistant message left with no call and no content is dropped. Costs O(view).
+/// results. An assistant message left with no call and no content is dropped. Costs O(view):
+/// one pass to find a match, one to build the view.
 ///
 /// # Examples
 ///
@@ -109,7 +110,8 @@ impl HistoryManager for ToolFilter {
             }
             push_item(&mut items, view.slot_item(slot));
         }
-        Ok(view.with_items(items).repaired())
+        // Calls and their results were dropped together, so a coherent view stays coherent.
+        Ok(view.with_items(items))
     }
 
     fn name(&self) -> Cow<'_, str> {
