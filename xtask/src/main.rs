@@ -4,9 +4,11 @@
 //!   scenario with its target, prints a table, writes `target/bench-report.json`, and exits
 //!   non-zero when a target is missed.
 //! - `cargo xtask ci`: runs what `.ci/run` runs.
+//! - `cargo xtask demo-data`: regenerates the session `curator demo` replays.
 #![expect(clippy::print_stdout, clippy::print_stderr, reason = "xtask reports to the terminal")]
 
 mod bench;
+mod demo_data;
 mod targets;
 #[cfg(test)]
 mod tidy;
@@ -18,6 +20,16 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("ci") => run_ci(),
+        Some("demo-data") => match std::fs::write(demo_data::path(), demo_data::generate()) {
+            Ok(()) => {
+                println!("wrote {}", demo_data::path().display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("cannot write {}: {e}", demo_data::path().display());
+                ExitCode::FAILURE
+            }
+        },
         Some("bench") => match bench::Options::parse(&args[1..]) {
             Ok(options) => bench::run(&root(), &options),
             Err(e) => {
@@ -26,7 +38,9 @@ fn main() -> ExitCode {
             }
         },
         _ => {
-            eprintln!("usage: cargo xtask bench [--quick] [--filter TEXT] | cargo xtask ci");
+            eprintln!(
+                "usage: cargo xtask bench [--quick] [--filter TEXT] | cargo xtask ci | cargo xtask demo-data"
+            );
             ExitCode::from(2)
         }
     }

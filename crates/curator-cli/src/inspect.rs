@@ -1,0 +1,148 @@
+//! `curator inspect` and `curator trace`: what a session file holds.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use curator::model::{EvaluationId, Message, pending_tool_calls};
+use curator::session::SessionStore;
+use curator::sqlite::SqliteStore;
+use curator::strategies::{CurationContext, History, TokenCounter, View};
+
+use crate::pipeline::Pipeline;
+
+fn open(path: &Path) -> Result<SqliteStore> {
+    SqliteStore::open_read_only(path)
+        .with_context(|| format!("cannot open session file {}", path.display()))
+}
+
+/// Evaluations with message counts, turns, first and last time, pending tool calls.
+pub(crate) fn inspect(path: &Path) -> Result<String> {
+    let store = open(path)?;
+    let evaluations = store.evaluations()?;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {} evaluations", path.display(), evaluations.len());
+    let _ = writeln!(
+        out,
+        "{:<36}  {:<28} {:>8} {:>6}  {:<20}  {:<20}  pending tool calls",
+        "evaluation", "prompt", "messages", "turns", "first", "last"
+    );
+    for e in &evaluations {
+        let messages: Vec<Message> =
+            store.entries(e.evaluation_id)?.into_iter().map(|e| e.message).collect();
+        let pending: Vec<String> = pending_tool_calls(&messages)
+            .iter()
+            .map(|c| format!("{} ({})", c.id(), c.name()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:<36}  {:<28} {:>8} {:>6}  {:<20}  {:<20}  {}",
+            e.evaluation_id,
+            e.prompt.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
+            e.messages,
+            e.turns,
+            e.first_at.format("%Y-%m-%d %H:%M:%S"),
+            e.last_at.format("%Y-%m-%d %H:%M:%S"),
+            if pending.is_empty() { "none".to_owned() } else { pending.join(", ") }
+        );
+    }
+    Ok(out)
+}
+
+/// What `curator trace` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ViewKind {
+    /// Every recorded message.
+    Record,
+    /// What the pipeline would send.
+    Curated,
+}
+
+/// The record of one evaluation (the latest by default), or the curated view of it.
+pub(crate) fn trace(
+    path: &Path,
+    evaluation: Option<&str>,
+    kind: ViewKind,
+    raw: bool,
+    usage: bool,
+    pipeline: &Pipeline,
+) -> Result<String> {
+    let store = open(path)?;
+    let evaluation = match evaluation {
+        Some(id) => {
+            id.parse::<EvaluationId>().with_context(|| format!("bad evaluation id `{id}`"))?
+        }
+        None => match store.latest_evaluation()? {
+            Some(id) => id,
+            None => bail!("{} holds no evaluation", path.display()),
+        },
+    };
+    let entries = store.entries(evaluation)?;
+    if entries.is_empty() {
+        bail!("{} holds no evaluation {evaluation}", path.display());
+    }
+    let history = History::from(entries.iter().map(|e| e.message.clone()).collect::<Vec<_>>());
+    let mut out = String::new();
+    let counter: &dyn TokenCounter = &*pipeline.counter;
+    let lines: Vec<(String, Message)> = match kind {
+        ViewKind::Record => entries
+            .iter()
+            .map(|e| (format!("#{:<4} turn {:<3}", e.sequence, e.turn), e.message.clone()))
+            .collect(),
+        ViewKind::Curated => {
+            let view =
+                pipeline.manager.curate(View::full(&history), &CurationContext::default())?;
+            view.iter()
+                .map(|v| {
+                    let place = v.pos.map_or_else(|| "new".to_owned(), |p| format!("#{p}"));
+                    let changed = if v.message.is_borrowed() { "" } else { " (changed)" };
+                    (format!("{place:<5}{changed:<10}"), Message::clone(&v.message))
+                })
+                .collect()
+        }
+    };
+    let total: usize = lines.iter().map(|(_, m)| counter.count_message(m)).sum();
+    let _ = writeln!(
+        out,
+        "evaluation {evaluation}: {} messages shown of {} recorded, {total} tokens",
+        lines.len(),
+        entries.len()
+    );
+    for (place, message) in &lines {
+        let tokens = if usage {
+            format!("{:>7} tok  ", counter.count_message(message))
+        } else {
+            String::new()
+        };
+        if raw {
+            let json = serde_json::to_string(message).unwrap_or_default();
+            let _ = writeln!(out, "{place} {tokens}{json}");
+            continue;
+        }
+        let mut text: String = message.text().replace('\n', " ⏎ ");
+        if text.chars().count() > 100 {
+            text = format!(
+                "{}… ({} characters)",
+                text.chars().take(100).collect::<String>(),
+                message.text().chars().count()
+            );
+        }
+        let calls: Vec<String> = message
+            .tool_calls()
+            .iter()
+            .map(|c| format!("{}({}) [{}]", c.name(), c.arguments(), c.id()))
+            .collect();
+        let answered = message.tool_call_id().map(|id| {
+            format!("[answers {id}{}] ", if message.is_error() { ", failed" } else { "" })
+        });
+        let _ = writeln!(
+            out,
+            "{place} {tokens}{:<9} {}{}{}",
+            message.role().as_str(),
+            answered.unwrap_or_default(),
+            text,
+            if calls.is_empty() { String::new() } else { format!(" → {}", calls.join(", ")) }
+        );
+    }
+    Ok(out)
+}

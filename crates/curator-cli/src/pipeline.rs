@@ -1,0 +1,145 @@
+//! The curation pipeline the commands share: from a configuration file or from flags.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use curator::strategies::{StrategyConfig, TokenCounter, Tokenizer};
+
+/// How tokens are counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TokenizerArg {
+    /// About four characters a token (fast).
+    #[default]
+    Estimate,
+    /// OpenAI `o200k_base` (GPT-4o and later), exact.
+    O200k,
+    /// OpenAI `cl100k_base` (GPT-4, GPT-3.5), exact.
+    Cl100k,
+}
+
+impl From<TokenizerArg> for Tokenizer {
+    fn from(t: TokenizerArg) -> Self {
+        match t {
+            TokenizerArg::Estimate => Tokenizer::Estimate,
+            TokenizerArg::O200k => Tokenizer::O200k,
+            TokenizerArg::Cl100k => Tokenizer::Cl100k,
+        }
+    }
+}
+
+/// Pipeline options. Flags compose in this order, whatever order they are given in:
+/// redact, truncate tool results, window, turns, token budget. With no flag and no
+/// `--config`, the default pipeline is `--redact --truncate-tools 2000 --max-tokens 32000`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct PipelineArgs {
+    /// A strategy configuration (TOML or JSON), instead of the flags below.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Keep the system message, the task and the last N messages.
+    #[arg(long, value_name = "N")]
+    pub(crate) window: Option<usize>,
+    /// Cut tool results to N characters.
+    #[arg(long = "truncate-tools", value_name = "N")]
+    pub(crate) truncate_tools: Option<usize>,
+    /// Fit the view into N tokens.
+    #[arg(long = "max-tokens", value_name = "N")]
+    pub(crate) max_tokens: Option<u64>,
+    /// Keep the last N provider round-trips.
+    #[arg(long = "max-turns", value_name = "N")]
+    pub(crate) max_turns: Option<usize>,
+    /// Replace secrets (API keys, tokens, private keys, passwords in URLs).
+    #[arg(long)]
+    pub(crate) redact: bool,
+    /// How tokens are counted (budgets and reports).
+    #[arg(long, value_enum, default_value = "estimate")]
+    pub(crate) tokenizer: TokenizerArg,
+}
+
+/// A built pipeline with its description and the counter reports use.
+pub(crate) struct Pipeline {
+    pub(crate) manager: Box<dyn curator::strategies::HistoryManager>,
+    pub(crate) config: StrategyConfig,
+    pub(crate) counter: Arc<dyn TokenCounter>,
+}
+
+impl PipelineArgs {
+    fn any_flag(&self) -> bool {
+        self.window.is_some()
+            || self.truncate_tools.is_some()
+            || self.max_tokens.is_some()
+            || self.max_turns.is_some()
+            || self.redact
+    }
+
+    /// The configuration these options describe.
+    pub(crate) fn config(&self) -> Result<StrategyConfig> {
+        if let Some(path) = &self.config {
+            if self.any_flag() {
+                bail!("use either --config or the pipeline flags, not both");
+            }
+            return read_config(path);
+        }
+        let tokenizer = self.tokenizer.into();
+        if !self.any_flag() {
+            return Ok(StrategyConfig::Compose {
+                steps: vec![
+                    StrategyConfig::Redact {
+                        builtin: true,
+                        patterns: std::collections::BTreeMap::default(),
+                    },
+                    StrategyConfig::TruncateToolResults { max_length: 2_000, suffix: None },
+                    StrategyConfig::TruncateTokens { max_tokens: 32_000, reserve: 0, tokenizer },
+                ],
+            });
+        }
+        let mut steps = Vec::new();
+        if self.redact {
+            steps.push(StrategyConfig::Redact {
+                builtin: true,
+                patterns: std::collections::BTreeMap::default(),
+            });
+        }
+        if let Some(max_length) = self.truncate_tools {
+            steps.push(StrategyConfig::TruncateToolResults { max_length, suffix: None });
+        }
+        if let Some(window_size) = self.window {
+            steps.push(StrategyConfig::SlidingWindow { window_size });
+        }
+        if let Some(max_turns) = self.max_turns {
+            steps.push(StrategyConfig::TruncateTurns { max_turns });
+        }
+        if let Some(max_tokens) = self.max_tokens {
+            steps.push(StrategyConfig::TruncateTokens { max_tokens, reserve: 0, tokenizer });
+        }
+        Ok(StrategyConfig::Compose { steps })
+    }
+
+    /// Builds the pipeline.
+    pub(crate) fn build(&self) -> Result<Pipeline> {
+        let config = self.config()?;
+        let manager = config.build().context("cannot build the pipeline")?;
+        let counter = Tokenizer::from(self.tokenizer).counter()?;
+        Ok(Pipeline { manager, config, counter })
+    }
+}
+
+/// Reads a `StrategyConfig` from TOML or JSON (by extension; otherwise JSON, then TOML).
+fn read_config(path: &std::path::Path) -> Result<StrategyConfig> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config {}", path.display()))?;
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or_default();
+    let parsed = match extension {
+        "toml" => toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}", e.to_string().trim())),
+        "json" => StrategyConfig::from_json(&text).map_err(anyhow::Error::from),
+        _ => StrategyConfig::from_json(&text).map_err(anyhow::Error::from).or_else(|_| {
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}", e.to_string().trim()))
+        }),
+    };
+    parsed.with_context(|| format!("bad config {}", path.display()))
+}
+
+/// A one-line description of a pipeline, for reports.
+pub(crate) fn describe(config: &StrategyConfig) -> String {
+    serde_json::to_string(config).unwrap_or_default()
+}

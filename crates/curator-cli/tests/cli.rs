@@ -1,0 +1,294 @@
+//! The built `curator` binary: every command and every error case.
+#![allow(
+    clippy::unwrap_used,
+    clippy::panic,
+    clippy::print_stderr,
+    reason = "test helpers fail loudly"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn curator(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_curator")).args(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[track_caller]
+fn fails_with(output: &Output, code: i32, message: &str) {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "stderr: {stderr}");
+    assert!(stderr.contains(message), "expected `{message}` in: {stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{stderr}");
+}
+
+/// A small agent conversation with big tool outputs, in the OpenAI format.
+fn conversation(steps: usize) -> Value {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are an agent."}),
+        json!({"role": "user", "content": "Do the task."}),
+    ];
+    for i in 0..steps {
+        let id = format!("call_{i}");
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": format!("output {i} {}", "x".repeat(3_000))}));
+    }
+    messages.push(json!({"role": "assistant", "content": "Done."}));
+    Value::Array(messages)
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    path
+}
+
+#[test]
+fn curate_writes_the_view_in_the_input_format_and_reports_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "conv.json", &conversation(10).to_string());
+    let out = curator(&["curate", file.to_str().unwrap(), "--truncate-tools", "100", "--check"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let view: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let messages = view.as_array().unwrap();
+    assert_eq!(messages.len(), 23);
+    assert_eq!(messages[3]["content"].as_str().unwrap().chars().count(), 100);
+    assert!(text(&out.stderr).contains("23 messages"), "{}", text(&out.stderr));
+
+    // To Anthropic, into a file.
+    let target = dir.path().join("out.json");
+    let out = curator(&[
+        "curate",
+        file.to_str().unwrap(),
+        "--to",
+        "anthropic",
+        "--window",
+        "4",
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let request: Value = serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert_eq!(request["system"], "You are an agent.");
+    assert_eq!(request["messages"][0]["content"], "Do the task.");
+}
+
+#[test]
+fn curate_reads_json_lines_and_anthropic_and_keeps_the_envelope() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = format!(
+        "{}\n{}\n",
+        json!({"id": "a", "meta": {"k": 1}, "messages": conversation(2)}),
+        json!({"id": "b", "system": "Be brief.", "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}]}
+        ]})
+    );
+    let file = write(dir.path(), "convs.jsonl", &lines);
+    let out = curator(&["curate", file.to_str().unwrap(), "--max-tokens", "100000"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let docs: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(docs.len(), 2);
+    assert_eq!(docs[0]["meta"]["k"], 1);
+    assert_eq!(docs[1]["system"], "Be brief.");
+    assert_eq!(docs[1]["messages"][2]["content"][0]["type"], "tool_result");
+}
+
+#[test]
+fn check_fails_on_a_broken_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = json!([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "nope", "content": "orphan"}]);
+    let file = write(dir.path(), "broken.json", &broken.to_string());
+    let out = curator(&["curate", file.to_str().unwrap(), "--check"]);
+    fails_with(&out, 1, "the input breaks a provider rule");
+    fails_with(&out, 1, "answers no open tool call");
+}
+
+#[test]
+fn replay_prints_a_table_writes_a_report_and_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "conv.json", &conversation(12).to_string());
+    let report = dir.path().join("report.html");
+    let db = dir.path().join("sessions.db");
+    let out = curator(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--check",
+        "--max-tokens",
+        "3000",
+        "--report",
+        report.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("total (13 calls)"), "{stdout}");
+    assert!(stdout.contains("saved"), "{stdout}");
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert!(html.contains("<svg") && html.contains("<polyline"));
+    assert!(
+        !html.contains("http://") || html.contains("xmlns=\"http://www.w3.org/2000/svg\""),
+        "no external assets"
+    );
+    assert!(!html.contains("<script src") && !html.contains("<link"));
+
+    let out = curator(&["inspect", db.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("1 evaluations"), "{}", text(&out.stdout));
+
+    let out = curator(&["trace", db.to_str().unwrap(), "--usage"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("tok"), "{}", text(&out.stdout));
+    let out = curator(&[
+        "trace",
+        db.to_str().unwrap(),
+        "--view",
+        "curated",
+        "--max-tokens",
+        "3000",
+        "--raw",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("\"role\":\"system\""));
+}
+
+#[test]
+fn replay_json_output_has_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "conv.json", &conversation(5).to_string());
+    let out = curator(&["replay", file.to_str().unwrap(), "--json", "--window", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["totals"]["calls"], 6);
+    // System, task, then the newest whole units that fit in 3 messages: one call and result.
+    assert_eq!(doc["conversations"][0]["calls"][5]["sent_messages"], 4);
+    assert!(doc["totals"]["sent_tokens"].as_u64() < doc["totals"]["full_tokens"].as_u64());
+}
+
+#[test]
+fn replay_check_names_the_conversation_the_call_and_the_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    // A conversation whose view will break Anthropic's rules: a system message mid-way.
+    let mut bad = conversation(2);
+    bad.as_array_mut()
+        .unwrap()
+        .insert(4, json!({"role": "system", "content": "late instructions"}));
+    let line = json!({"id": "broken-one", "messages": bad});
+    let file = write(
+        dir.path(),
+        "bad.jsonl",
+        &format!("{}\n{}\n", json!({"id": "fine", "messages": conversation(1)}), line),
+    );
+    let out = curator(&["replay", file.to_str().unwrap(), "--check", "--window", "50"]);
+    fails_with(&out, 1, "broken-one: call 2: Anthropic rule broken");
+}
+
+#[test]
+fn demo_runs() {
+    let out = curator(&["demo"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("curator inspect"), "{stdout}");
+    assert!(stdout.contains("total ("), "{stdout}");
+}
+
+#[test]
+fn errors_are_one_clear_message_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    fails_with(&curator(&["curate", "/no/such/file.json"]), 2, "cannot read /no/such/file.json");
+    let bad =
+        write(dir.path(), "bad.json", "[{\"role\": \"user\", \"content\": \"hi\"},\n {\"role\": ");
+    fails_with(&curator(&["curate", bad.to_str().unwrap()]), 2, "line 2, column");
+    let wrong_role = write(dir.path(), "role.json", r#"[{"role": "wizard", "content": "x"}]"#);
+    fails_with(&curator(&["curate", wrong_role.to_str().unwrap()]), 2, "unknown role `wizard`");
+    let file = write(dir.path(), "ok.json", &conversation(1).to_string());
+    fails_with(
+        &curator(&["curate", file.to_str().unwrap(), "--format", "yaml"]),
+        2,
+        "invalid value 'yaml'",
+    );
+    let config =
+        write(dir.path(), "pipeline.toml", "strategy = \"sliding_window\"\nwindow_sizee = 3\n");
+    fails_with(
+        &curator(&["curate", file.to_str().unwrap(), "--config", config.to_str().unwrap()]),
+        2,
+        "window_sizee",
+    );
+    let config = write(dir.path(), "pipeline.json", r#"{"strategy": "magic"}"#);
+    fails_with(
+        &curator(&["replay", file.to_str().unwrap(), "--config", config.to_str().unwrap()]),
+        2,
+        "unknown variant `magic`",
+    );
+    let not_db = write(dir.path(), "not.db", "this is not a database at all, just text");
+    fails_with(&curator(&["inspect", not_db.to_str().unwrap()]), 2, "not a SQLite database");
+    fails_with(
+        &curator(&["inspect", dir.path().join("missing.db").to_str().unwrap()]),
+        2,
+        "cannot open session file",
+    );
+}
+
+/// Renders the report in headless Chromium and checks the chart is drawn (skips when
+/// Chromium is not installed).
+#[test]
+fn the_report_renders_in_a_browser() {
+    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find(|b| Command::new("which").arg(b).output().is_ok_and(|o| o.status.success()))
+    else {
+        eprintln!("skipping: no Chromium installed (apt install chromium)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "conv.json", &conversation(12).to_string());
+    let report = dir.path().join("report.html");
+    assert!(
+        curator(&[
+            "replay",
+            file.to_str().unwrap(),
+            "--max-tokens",
+            "3000",
+            "--report",
+            report.to_str().unwrap()
+        ])
+        .status
+        .success()
+    );
+    let shot = dir.path().join("shot.png");
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            &format!("--user-data-dir={}", dir.path().join("profile").display()),
+            "--window-size=900,700",
+            &format!("--screenshot={}", shot.display()),
+            &format!("file://{}", report.display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(shot.exists(), "no screenshot: {}", text(&out.stderr));
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG"));
+    // The chart's two colours appear in the picture: count pixels close to them.
+    let keep = std::env::var_os("CURATOR_KEEP_SCREENSHOT").map(PathBuf::from);
+    if let Some(keep) = keep {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+    assert!(png.len() > 5_000, "the screenshot is suspiciously small ({} bytes)", png.len());
+}
