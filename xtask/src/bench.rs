@@ -63,14 +63,18 @@ pub(crate) struct Row {
 
 pub(crate) fn run(root: &Path, options: &Options) -> ExitCode {
     let started = SystemTime::now();
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let target_dir =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let mut command = crate::cargo();
     // Criterion finds its output directory through `cargo metadata` unless told; tell it, so
     // results always land where they are read back.
-    command
-        .current_dir(root)
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .args(["bench", "-p", "curator-benches", "--benches", "--"]);
+    command.current_dir(root).env("CARGO_TARGET_DIR", &target_dir).args([
+        "bench",
+        "-p",
+        "curator-benches",
+        "--benches",
+        "--",
+    ]);
     if let Some(filter) = &options.filter {
         command.arg(filter);
     }

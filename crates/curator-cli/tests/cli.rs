@@ -290,8 +290,11 @@ fn the_report_renders_in_a_browser() {
     let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
     let info = reader.next_frame(&mut pixels).unwrap();
     let channels = info.color_type.samples();
-    let near = |p: &[u8], (r, g, b): (u8, u8, u8)| p[0].abs_diff(r) < 40 && p[1].abs_diff(g) < 40 && p[2].abs_diff(b) < 40;
-    let count = |colour| pixels[..info.buffer_size()].chunks(channels).filter(|p| near(p, colour)).count();
+    let near = |p: &[u8], (r, g, b): (u8, u8, u8)| {
+        p[0].abs_diff(r) < 40 && p[1].abs_diff(g) < 40 && p[2].abs_diff(b) < 40
+    };
+    let count =
+        |colour| pixels[..info.buffer_size()].chunks(channels).filter(|p| near(p, colour)).count();
     let (red, green) = (count((0xd9, 0x53, 0x4f)), count((0x2e, 0x7d, 0x32)));
     if let Some(keep) = std::env::var_os("CURATOR_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();

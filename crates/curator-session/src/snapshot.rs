@@ -79,6 +79,9 @@ impl Snapshot {
     /// Reads a snapshot, checking its format and version but not its consistency, for a
     /// store that checks consistency while loading.
     pub(crate) fn from_json_unchecked(json: &str) -> Result<Self> {
+        if let Some((entries, checkpoints)) = crate::snapshot_json::read(json) {
+            return Ok(Snapshot::new(entries, checkpoints));
+        }
         let snapshot: Snapshot = match serde_json::from_str(json) {
             Ok(snapshot) => snapshot,
             Err(e) => {

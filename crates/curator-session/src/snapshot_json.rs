@@ -3,7 +3,11 @@
 //! Snapshots are mostly message text, and `serde_json` escapes strings a byte at a time. This
 //! writer escapes eight bytes at a time and writes the common entry shapes by hand (text or
 //! no content, tool calls and results, no provider fields); anything else goes through serde.
-//! A test checks that both give identical JSON.
+//! A test checks that both give the same JSON value.
+//!
+//! The writer puts each entry on a line of its own (JSON allows the whitespace, and an entry
+//! never contains a raw newline: newlines in text are escaped), so that [`read`] can split the
+//! entries and parse them on all cores. A document laid out otherwise is read by serde alone.
 
 use std::fmt::Write as _;
 
@@ -12,26 +16,106 @@ use curator_model::{Content, Entry, Message};
 
 use crate::{Checkpoint, Error, Result, SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
 
-/// Writes a whole snapshot; `bytes` is a guess at its size.
+/// Writes a whole snapshot; `bytes` is a guess at its size. Large snapshots are written on
+/// several threads, each writing a run of entries, then joined in order.
 pub(crate) fn write<'a>(
     entries: impl Iterator<Item = &'a Entry>,
     checkpoints: &[Checkpoint],
     bytes: usize,
 ) -> Result<String> {
-    let mut out = String::with_capacity(bytes);
+    let entries: Vec<&Entry> = entries.collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(4)
+        .min(entries.len() / 256 + 1);
+    let chunk = entries.len().div_ceil(threads.max(1)).max(1);
+    let write_run = |run: &[&Entry], capacity: usize| -> Result<String> {
+        let mut out = String::with_capacity(capacity);
+        for entry in run {
+            out.push('\n');
+            write_entry(&mut out, entry)?;
+            out.push(',');
+        }
+        Ok(out)
+    };
+    let runs: Vec<Result<String>> = if threads <= 1 {
+        vec![write_run(&entries, bytes)]
+    } else {
+        let per_run = bytes / threads + 1;
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = entries
+                .chunks(chunk)
+                .map(|run| scope.spawn(move || write_run(run, per_run)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Store {
+                            backend: "snapshot",
+                            message: "a writer thread failed".into(),
+                        })
+                    })
+                })
+                .collect()
+        })
+    };
+    let mut out = String::with_capacity(bytes + 256);
     out.push_str("{\"format\":");
     escape(&mut out, SNAPSHOT_FORMAT);
     let _ = write!(out, ",\"version\":{SNAPSHOT_VERSION},\"entries\":[");
-    for (i, entry) in entries.enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write_entry(&mut out, entry)?;
+    for run in runs {
+        out.push_str(&run?);
     }
-    out.push_str("],\"checkpoints\":");
+    // Every entry was followed by a comma; the last one must not be.
+    if out.ends_with(',') {
+        out.pop();
+    }
+    out.push_str("\n],\"checkpoints\":");
     out.push_str(&serde(checkpoints)?);
     out.push('}');
     Ok(out)
+}
+
+/// Reads a document laid out by [`write`], parsing its entries on several threads; `None`
+/// when the layout is not this writer's, or something does not parse (the caller then reads
+/// it with serde, which reports where).
+pub(crate) fn read(json: &str) -> Option<(Vec<Entry>, Vec<Checkpoint>)> {
+    let head =
+        format!("{{\"format\":\"{SNAPSHOT_FORMAT}\",\"version\":{SNAPSHOT_VERSION},\"entries\":[");
+    let body = json.strip_prefix(head.as_str())?;
+    let end = body.rfind("\n],\"checkpoints\":")?;
+    let tail = body.get(end + 3..)?; // `"checkpoints":[…]}`
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Tail {
+        checkpoints: Vec<Checkpoint>,
+    }
+    let tail: Tail = serde_json::from_str(&format!("{{{tail}")).ok()?;
+    let lines: Vec<&str> =
+        body[..end].split('\n').skip(1).map(|l| l.strip_suffix(',').unwrap_or(l)).collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(4)
+        .min(lines.len() / 256 + 1);
+    let chunk = lines.len().div_ceil(threads.max(1)).max(1);
+    let parse = |part: &[&str]| {
+        part.iter().map(|l| serde_json::from_str::<Entry>(l).ok()).collect::<Option<Vec<_>>>()
+    };
+    let parts: Vec<Option<Vec<Entry>>> = if threads <= 1 {
+        vec![parse(&lines)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                lines.chunks(chunk).map(|part| scope.spawn(move || parse(part))).collect();
+            handles.into_iter().map(|h| h.join().ok().flatten()).collect()
+        })
+    };
+    let mut entries = Vec::with_capacity(lines.len());
+    for part in parts {
+        entries.extend(part?);
+    }
+    Some((entries, tail.checkpoints))
 }
 
 fn serde<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
