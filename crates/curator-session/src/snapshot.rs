@@ -60,8 +60,8 @@ impl Snapshot {
     ///
     /// [`Error::Store`] if serialisation fails (it does not for snapshots built by stores).
     pub fn to_json(&self) -> Result<String> {
-        serde_json::to_string(self)
-            .map_err(|e| Error::Store { backend: "snapshot", message: e.to_string() })
+        let estimate = self.entries.iter().map(|e| 256 + e.message.text().len() * 9 / 8).sum();
+        crate::snapshot_json::write(self.entries.iter(), &self.checkpoints, estimate)
     }
 
     /// Reads a snapshot, checking its format, version and consistency.

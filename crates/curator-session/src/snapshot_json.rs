@@ -77,6 +77,13 @@ pub(crate) fn write<'a>(
     Ok(out)
 }
 
+/// The end of a snapshot document, after its entries.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Tail {
+    checkpoints: Vec<Checkpoint>,
+}
+
 /// Reads a document laid out by [`write`], parsing its entries on several threads; `None`
 /// when the layout is not this writer's, or something does not parse (the caller then reads
 /// it with serde, which reports where).
@@ -85,12 +92,11 @@ pub(crate) fn read(json: &str) -> Option<(Vec<Entry>, Vec<Checkpoint>)> {
         format!("{{\"format\":\"{SNAPSHOT_FORMAT}\",\"version\":{SNAPSHOT_VERSION},\"entries\":[");
     let body = json.strip_prefix(head.as_str())?;
     let end = body.rfind("\n],\"checkpoints\":")?;
-    let tail = body.get(end + 3..)?; // `"checkpoints":[…]}`
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Tail {
-        checkpoints: Vec<Checkpoint>,
+    // Every entry starts a line: anything before the first newline is another layout.
+    if end > 0 && !body.starts_with('\n') {
+        return None;
     }
+    let tail = body.get(end + 3..)?; // `"checkpoints":[…]}`
     let tail: Tail = serde_json::from_str(&format!("{{{tail}")).ok()?;
     let lines: Vec<&str> =
         body[..end].split('\n').skip(1).map(|l| l.strip_suffix(',').unwrap_or(l)).collect();
