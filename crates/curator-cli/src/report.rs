@@ -66,6 +66,7 @@ pub(crate) fn html(title: &str, pipeline: &str, replays: &[Replayed]) -> String 
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; }}
+h1 {{ overflow-wrap: anywhere; }}
 table {{ border-collapse: collapse; margin: 1rem 0; }}
 th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: right; }}
 th:first-child, td:first-child {{ text-align: left; }}
