@@ -97,6 +97,17 @@ impl Entry {
 }
 
 /// Builds an [`Entry`]; see [`Entry::builder`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Entry, EvaluationId, Message, MessageId};
+///
+/// let id = MessageId::new();
+/// let entry = Entry::builder(EvaluationId::new(), Message::tool_result("c1", "ok")).id(id).sequence(2).turn(1).build()?;
+/// assert_eq!((entry.id, entry.sequence, entry.turn), (id, 2, 1));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct EntryBuilder {

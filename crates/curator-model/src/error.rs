@@ -8,6 +8,16 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Every variant that comes from a message list names the index of the message in the
 /// list that was being read and the field (as a path such as `tool_calls[1].function.name`)
 /// that was wrong.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Error, formats::openai};
+///
+/// let err = openai::parse(r#"[{"role": "assistant", "tool_calls": [{"id": "1", "function": {"name": 7}}]}]"#).unwrap_err();
+/// assert!(matches!(&err, Error::WrongType { index: 0, field, .. } if field == "tool_calls[0].function.name"));
+/// assert_eq!(err.to_string(), "message 0: field `tool_calls[0].function.name` should be a string, found a number");
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

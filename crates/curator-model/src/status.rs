@@ -4,7 +4,17 @@ use std::collections::HashMap;
 
 use crate::{Message, Role, ToolCall, ToolCallStatus};
 
-/// The derived state of one tool call in a message list.
+/// The derived state of one tool call in a message list; see [`tool_call_states`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, ToolCall, ToolCallStatus, tool_call_states};
+///
+/// let messages = [Message::assistant_with_calls(None, vec![ToolCall::new("1", "ls", "{}")]), Message::tool_result("1", "x")];
+/// let state = tool_call_states(&messages)[0];
+/// assert_eq!((state.message_index, state.call.id(), state.status, state.result_index), (0, "1", ToolCallStatus::Completed, Some(1)));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ToolCallState<'a> {

@@ -31,6 +31,16 @@ use std::borrow::Borrow;
 use crate::{Message, Role};
 
 /// The first rule a message list breaks, and where.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, validate::{self, Violation, ViolationKind}};
+///
+/// let v = validate::openai(&[Message::user("hi"), Message::tool_result("x", "?")]).unwrap_err();
+/// assert_eq!(v, Violation { index: 1, kind: ViolationKind::ToolResultWithoutCall { call_id: "x".into() } });
+/// assert_eq!(v.to_string(), "message 1: tool result for `x` answers no open tool call");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("message {index}: {kind}")]
 pub struct Violation {

@@ -79,6 +79,16 @@ pub struct Request {
 
 impl Request {
     /// The request as a JSON object with `system` (when there is one) and `messages`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, formats::anthropic};
+    ///
+    /// let request = anthropic::from_messages(&[Message::user("hi")])?;
+    /// assert_eq!(request.to_value(), serde_json::json!({"messages": [{"role": "user", "content": "hi"}]}));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_value(&self) -> Value {
         let mut out = Map::new();
         if let Some(system) = &self.system {
@@ -94,6 +104,16 @@ impl Request {
 /// # Errors
 ///
 /// [`Error::NotJson`] when the text is not JSON, then as [`to_messages`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::formats::anthropic;
+///
+/// let messages = anthropic::parse(r#"{"system": "Be kind.", "messages": [{"role": "user", "content": "hi"}]}"#)?;
+/// assert_eq!(messages.len(), 2);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn parse(json: &str) -> Result<Vec<Message>> {
     let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
     to_messages(&value)
@@ -328,6 +348,22 @@ fn read_image_source(source: &Value) -> Option<ImageSource> {
 /// message; [`Error::InvalidArguments`] or [`Error::ArgumentsNotObject`] for tool-call
 /// arguments that are not a JSON object (an empty string counts as `{}`);
 /// [`Error::UnsupportedValue`] for an OpenAI-only content part.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, ToolCall, formats::anthropic};
+/// use serde_json::json;
+///
+/// let request = anthropic::from_messages(&[
+///     Message::user("list"),
+///     Message::assistant_with_calls(None, vec![ToolCall::new("t1", "ls", r#"{"dir": "/"}"#)]),
+///     Message::tool_error("t1", "denied"),
+/// ])?;
+/// assert_eq!(request.messages[1]["content"][0]["input"], json!({"dir": "/"}));
+/// assert_eq!(request.messages[2]["content"][0]["is_error"], true);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
     let start =
         messages.iter().position(|m| m.borrow().role() != Role::System).unwrap_or(messages.len());

@@ -101,6 +101,18 @@ pub fn to_messages(value: &Value) -> Result<Vec<Message>> {
 /// # Errors
 ///
 /// As [`to_messages`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Role, formats::openai};
+/// use serde_json::json;
+///
+/// let m = openai::message_from_value(0, &json!({"role": "tool", "tool_call_id": "c1", "content": "ok"}))?;
+/// assert_eq!((m.role(), m.tool_call_id()), (Role::Tool, Some("c1")));
+/// assert!(openai::message_from_value(3, &json!({"role": "tool", "content": "ok"})).is_err());
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn message_from_value(index: usize, value: &Value) -> Result<Message> {
     let obj = Object::new(index, "", value)?;
     let role_name = obj.str("role")?;
@@ -239,6 +251,19 @@ fn read_call(index: usize, j: usize, value: &Value) -> Result<ToolCall> {
 /// # Errors
 ///
 /// [`Error::UnsupportedValue`] for a content part that only the Anthropic format can carry.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, ToolCall, formats::openai};
+/// use serde_json::json;
+///
+/// let body = openai::from_messages(&[Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")])])?;
+/// assert_eq!(body, json!([{"role": "assistant", "content": null, "tool_calls": [
+///     {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+/// ]}]));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Value> {
     messages
         .iter()
@@ -253,6 +278,16 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Value> {
 /// # Errors
 ///
 /// As [`from_messages`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, formats::openai};
+///
+/// let value = openai::message_to_value(0, &Message::user("hi").with_name("ann"))?;
+/// assert_eq!(value, serde_json::json!({"role": "user", "content": "hi", "name": "ann"}));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn message_to_value(index: usize, message: &Message) -> Result<Value> {
     let mut out = Map::new();
     out.insert("role".into(), Value::String(message.role().as_str().to_owned()));
