@@ -47,7 +47,9 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     path: PathBuf,
     read_only: bool,
-    /// Stops (after a last checkpoint) when the store is dropped.
+    /// Stops (after a last checkpoint) when the store is dropped. Declared after `conn` so
+    /// that the connection, whose commit hook holds a wake-up sender, closes first: the
+    /// thread only ends once every sender is gone.
     _checkpointer: Option<crate::checkpointer::Checkpointer>,
 }
 

@@ -162,16 +162,8 @@ impl HistoryManager for TokenBudget {
                     Take::Stop
                 }
             },
-            // Everything after the head fit; keep the unpinned head too if it fits as well.
-            |view| {
-                let head: Vec<_> = view.slots().take(pinned.head_len).collect();
-                let extra: u64 = head
-                    .iter()
-                    .filter(|s| !pinned.slots.contains(s))
-                    .map(|s| view.slot_tokens(*s, counter, &counts))
-                    .sum();
-                used.get() + extra <= available
-            },
+            // Every unit fit, and the head is pinned (counted above): the whole view fits.
+            |_| true,
         );
         if kept.is_empty() && !input_was_empty {
             // Nothing pinned, and not even the newest unit fits shortened: an empty request

@@ -87,44 +87,30 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     }
 }
 
-impl<T: TokenCounter + ?Sized> TokenCounter for &T {
-    fn cache_key(&self) -> u64 {
-        (**self).cache_key()
-    }
-    fn count_text(&self, text: &str) -> usize {
-        (**self).count_text(text)
-    }
-    fn per_message(&self) -> usize {
-        (**self).per_message()
-    }
-    fn reply_priming(&self) -> usize {
-        (**self).reply_priming()
-    }
-    fn count_message(&self, message: &Message) -> usize {
-        (**self).count_message(message)
-    }
-    fn truncate_text<'t>(&self, text: &'t str, max_tokens: usize) -> &'t str {
-        (**self).truncate_text(text, max_tokens)
-    }
+/// Forwards every method, so that a counter can be shared by reference or by `Arc`.
+macro_rules! forward_counter {
+    ($($ty:ty),*) => {$(
+        impl<T: TokenCounter + ?Sized> TokenCounter for $ty {
+            fn cache_key(&self) -> u64 {
+                (**self).cache_key()
+            }
+            fn count_text(&self, text: &str) -> usize {
+                (**self).count_text(text)
+            }
+            fn per_message(&self) -> usize {
+                (**self).per_message()
+            }
+            fn reply_priming(&self) -> usize {
+                (**self).reply_priming()
+            }
+            fn count_message(&self, message: &Message) -> usize {
+                (**self).count_message(message)
+            }
+            fn truncate_text<'t>(&self, text: &'t str, max_tokens: usize) -> &'t str {
+                (**self).truncate_text(text, max_tokens)
+            }
+        }
+    )*};
 }
 
-impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
-    fn cache_key(&self) -> u64 {
-        (**self).cache_key()
-    }
-    fn count_text(&self, text: &str) -> usize {
-        (**self).count_text(text)
-    }
-    fn per_message(&self) -> usize {
-        (**self).per_message()
-    }
-    fn reply_priming(&self) -> usize {
-        (**self).reply_priming()
-    }
-    fn count_message(&self, message: &Message) -> usize {
-        (**self).count_message(message)
-    }
-    fn truncate_text<'t>(&self, text: &'t str, max_tokens: usize) -> &'t str {
-        (**self).truncate_text(text, max_tokens)
-    }
-}
+forward_counter!(&T, std::sync::Arc<T>, Box<T>);
