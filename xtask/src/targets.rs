@@ -83,18 +83,6 @@ pub(crate) const TARGETS: &[Target] = &[
         why: "loop overhead p99, SqliteStore Normal",
     },
     Target { pattern: "loop/*/*/p50", max_ns: 5.0 * MS, why: "the spec's 5 ms per iteration" },
-    Target {
-        pattern: "coalesce/render/50_turns",
-        max_ns: 100.0 * US,
-        why: "render 50 turns, 100 definitions",
-    },
-    Target { pattern: "tasks/render/20x50", max_ns: 200.0 * US, why: "render 20 steps x 50 turns" },
-    Target { pattern: "tasks/append_turn/20x50", max_ns: 20.0 * US, why: "one AppendTurn" },
-    Target {
-        pattern: "summarize/memoised_then_budget/10k",
-        max_ns: 1.0 * MS,
-        why: "memoised summary + budget",
-    },
 ];
 
 /// Whether `id` matches `pattern`: `*` matches one path segment, or the rest when last.
