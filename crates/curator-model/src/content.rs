@@ -36,6 +36,14 @@ impl Content {
     /// (parts that are not text contribute nothing).
     ///
     /// Borrows when the content is one string or holds a single text part.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Content, Part};
+    /// assert_eq!(Content::from("hi").text(), "hi");
+    /// assert_eq!(Content::Parts(vec![Part::text("a"), Part::text("b")]).text(), "a\nb");
+    /// ```
     pub fn text(&self) -> Cow<'_, str> {
         match self {
             Content::Text(s) => Cow::Borrowed(s),
@@ -61,6 +69,13 @@ impl Content {
     }
 
     /// Number of characters (Unicode scalar values) of text, without building the joined text.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::Content;
+    /// assert_eq!(Content::from("héllo").text_chars(), 5);
+    /// ```
     pub fn text_chars(&self) -> usize {
         match self {
             Content::Text(s) => s.chars().count(),
@@ -77,6 +92,15 @@ impl Content {
     }
 
     /// Whether there is no text and no other part.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Content, Part};
+    /// assert!(Content::from("").is_empty());
+    /// assert!(Content::Parts(vec![Part::text("")]).is_empty());
+    /// assert!(!Content::from("x").is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         match self {
             Content::Text(s) => s.is_empty(),
@@ -85,6 +109,15 @@ impl Content {
     }
 
     /// Whether any part is something other than text (an image, a document, …).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Content, ImageSource, Part};
+    /// let with_image = Content::Parts(vec![Part::image(ImageSource::from_url("https://x/a.png"))]);
+    /// assert!(with_image.has_non_text_parts());
+    /// assert!(!Content::from("x").has_non_text_parts());
+    /// ```
     pub fn has_non_text_parts(&self) -> bool {
         matches!(self, Content::Parts(parts) if parts.iter().any(|p| p.as_text().is_none()))
     }
@@ -180,16 +213,38 @@ pub enum Part {
 
 impl Part {
     /// A text part.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::Part;
+    /// assert_eq!(Part::text("hi").as_text(), Some("hi"));
+    /// ```
     pub fn text(text: impl Into<String>) -> Self {
         Part::Text { text: text.into(), extra: None }
     }
 
     /// An image part.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{ImageSource, Part};
+    /// let part = Part::image(ImageSource::from_url("https://x/a.png"));
+    /// assert!(part.as_text().is_none());
+    /// ```
     pub fn image(source: ImageSource) -> Self {
         Part::Image { source, extra: None }
     }
 
     /// The text of a text part.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::Part;
+    /// assert_eq!(Part::text("t").as_text(), Some("t"));
+    /// ```
     pub fn as_text(&self) -> Option<&str> {
         match self {
             Part::Text { text, .. } => Some(text),
@@ -228,6 +283,13 @@ pub enum ImageSource {
 
 impl ImageSource {
     /// Reads a URL, recognising `data:<type>;base64,<data>` URLs as inline data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::ImageSource;
+    /// assert_eq!(ImageSource::from_url("https://x/a.png"), ImageSource::Url { url: "https://x/a.png".into() });
+    /// ```
     pub fn from_url(url: &str) -> Self {
         if let Some(rest) = url.strip_prefix("data:")
             && let Some((media_type, data)) = rest.split_once(";base64,")
@@ -241,6 +303,14 @@ impl ImageSource {
     }
 
     /// The source as one URL (inline data as a `data:` URL).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::ImageSource;
+    /// let inline = ImageSource::Base64 { media_type: "image/gif".into(), data: "R0lG".into() };
+    /// assert_eq!(inline.to_url(), "data:image/gif;base64,R0lG");
+    /// ```
     pub fn to_url(&self) -> String {
         match self {
             ImageSource::Url { url } => url.clone(),

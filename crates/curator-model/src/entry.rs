@@ -26,6 +26,14 @@ pub struct PromptRef {
 
 impl PromptRef {
     /// A prompt identity.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::PromptRef;
+    /// let prompt = PromptRef::new("support", "triage");
+    /// assert_eq!((prompt.ns.as_str(), prompt.key.as_str()), ("support", "triage"));
+    /// ```
     pub fn new(ns: impl Into<String>, key: impl Into<String>) -> Self {
         Self { ns: ns.into(), key: key.into() }
     }
@@ -83,6 +91,15 @@ pub struct Entry {
 impl Entry {
     /// Starts building an entry for `message` in `evaluation_id`; by default it gets a fresh
     /// id, sequence 0, turn 0, no prompt and the current time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Entry, EvaluationId, Message};
+    /// let entry = Entry::builder(EvaluationId::new(), Message::user("hi")).sequence(1).build()?;
+    /// assert_eq!(entry.sequence, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn builder(evaluation_id: EvaluationId, message: Message) -> EntryBuilder {
         EntryBuilder {
             id: None,

@@ -67,16 +67,38 @@ impl Message {
     }
 
     /// A system message.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, Role};
+    /// assert_eq!(Message::system("Be brief.").role(), Role::System);
+    /// ```
     pub fn system(content: impl Into<Content>) -> Self {
         Self::with_role(Role::System, Some(content.into()))
     }
 
     /// A user message.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, Role};
+    /// assert_eq!(Message::user("hi").role(), Role::User);
+    /// ```
     pub fn user(content: impl Into<Content>) -> Self {
         Self::with_role(Role::User, Some(content.into()))
     }
 
     /// An assistant message without tool calls.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::Message;
+    /// let m = Message::assistant("Done.");
+    /// assert!(!m.has_tool_calls());
+    /// ```
     pub fn assistant(content: impl Into<Content>) -> Self {
         Self::with_role(Role::Assistant, Some(content.into()))
     }
@@ -97,6 +119,14 @@ impl Message {
     }
 
     /// The successful result of the tool call `call_id`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::Message;
+    /// let result = Message::tool_result("call_1", "42");
+    /// assert_eq!((result.tool_call_id(), result.is_error()), (Some("call_1"), false));
+    /// ```
     pub fn tool_result(call_id: impl Into<String>, content: impl Into<Content>) -> Self {
         Self {
             tool_call_id: Some(call_id.into()),
@@ -121,6 +151,13 @@ impl Message {
 
     /// Sets the `name` field: the tool's name on a tool message, the participant's name on
     /// other messages.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::Message;
+    /// assert_eq!(Message::tool_result("1", "x").with_name("ls").name(), Some("ls"));
+    /// ```
     #[must_use]
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());

@@ -56,6 +56,13 @@ impl ProviderFields {
     }
 
     /// Wraps fields when there are any, for the `Option` that messages hold.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Format, ProviderFields};
+    /// assert!(ProviderFields::non_empty(Format::OpenAi, serde_json::Map::new()).is_none());
+    /// ```
     pub fn non_empty(format: Format, fields: Map<String, Value>) -> Option<Self> {
         (!fields.is_empty()).then(|| Self::new(format, fields))
     }

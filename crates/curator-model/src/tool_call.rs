@@ -30,6 +30,14 @@ pub struct ToolCall {
 
 impl ToolCall {
     /// A call with the provider's id, the tool name and the arguments as JSON text.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::ToolCall;
+    /// let call = ToolCall::new("c1", "search", r#"{"q": "rust"}"#);
+    /// assert_eq!((call.id(), call.name()), ("c1", "search"));
+    /// ```
     pub fn new(
         id: impl Into<String>,
         name: impl Into<String>,
@@ -86,6 +94,15 @@ impl ToolCall {
     /// # Errors
     ///
     /// The JSON parser's error when the text is not valid JSON.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::ToolCall;
+    /// assert_eq!(ToolCall::new("1", "f", "").arguments_json()?, serde_json::json!({}));
+    /// assert!(ToolCall::new("1", "f", "{oops").arguments_json().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn arguments_json(&self) -> Result<Value, serde_json::Error> {
         if self.arguments.trim().is_empty() {
             Ok(Value::Object(serde_json::Map::new()))
