@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use curator_model::{Content, Entry, EvaluationId, Message, PromptRef, Role, ToolCall};
 use curator_strategies::{
-    ConversationRecorded, CurationContext, Event, EventSink, History, HistoryManager, View,
+    ConversationRecorded, CurationContext, Event, EventSink, History, HistoryManager, SessionRead,
+    View,
 };
 
 use crate::{Error, Result, SessionStore};
@@ -195,6 +196,8 @@ impl<S: SessionStore> Conversation<S> {
     }
 
     /// The curated view of the record for the next provider call. The record is unchanged.
+    /// Unless the context already names a session, strategies get read access to this one
+    /// ([`SessionRead`]: the evaluation id and the store's checkpoints).
     ///
     /// # Errors
     ///
@@ -204,7 +207,8 @@ impl<S: SessionStore> Conversation<S> {
         manager: &dyn HistoryManager,
         ctx: &CurationContext<'_>,
     ) -> Result<View<'_>> {
-        Ok(manager.curate(View::full(&self.history), ctx)?)
+        let ctx = if ctx.session.is_none() { ctx.with_session(self) } else { *ctx };
+        Ok(manager.curate(View::full(&self.history), &ctx)?)
     }
 
     /// Records the assistant's reply (the next turn) and returns its tool calls, which are
@@ -350,6 +354,16 @@ impl<S: SessionStore> Conversation<S> {
         self.next_sequence += 1;
         self.history.push(entry.message);
         Ok(())
+    }
+}
+
+impl<S: SessionStore> SessionRead for Conversation<S> {
+    fn evaluation_id(&self) -> Option<EvaluationId> {
+        Some(self.evaluation)
+    }
+
+    fn checkpoint(&self, name: &str) -> Option<serde_json::Value> {
+        self.store.checkpoint(name).ok().flatten().map(|c| c.document)
     }
 }
 
