@@ -19,6 +19,7 @@ use crate::{
 /// | `filter_tools` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]) |
 /// | `redact` | `builtin` (true), `patterns` (kind → regex) |
+/// | `summarize` | `threshold_messages` or `threshold_tokens`, `keep_recent` (10), `summarize_ratio` (0.5), `max_summary_chars` (4000), `on_error` (`fallback`), `then` (a bound) |
 /// | `compose` | `steps`: a list of the above, run in order |
 ///
 /// # Examples
@@ -100,6 +101,30 @@ pub enum StrategyConfig {
         #[serde(default)]
         patterns: BTreeMap<String, String>,
     },
+    /// [`Summarize`](crate::Summarize) with the extractive summarizer.
+    Summarize {
+        /// Fold past this many messages (give this or `threshold_tokens`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold_messages: Option<usize>,
+        /// Fold past this many tokens (estimated).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold_tokens: Option<u64>,
+        /// Newest messages never folded.
+        #[serde(default = "ten")]
+        keep_recent: usize,
+        /// Chunks of `summarize_ratio × threshold` are folded.
+        #[serde(default = "half")]
+        summarize_ratio: f64,
+        /// Summaries are cut to this many characters.
+        #[serde(default = "four_thousand")]
+        max_summary_chars: usize,
+        /// `fallback` (skip folding) or `propagate` on a summarizer error.
+        #[serde(default)]
+        on_error: OnErrorConfig,
+        /// The final bound applied after folding.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        then: Option<Box<StrategyConfig>>,
+    },
     /// Several strategies in order.
     Compose {
         /// The strategies.
@@ -109,6 +134,30 @@ pub enum StrategyConfig {
 
 fn yes() -> bool {
     true
+}
+
+fn ten() -> usize {
+    10
+}
+
+fn half() -> f64 {
+    0.5
+}
+
+fn four_thousand() -> usize {
+    4_000
+}
+
+/// What a summarizer error does, in configuration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OnErrorConfig {
+    /// Skip folding; apply the bound alone.
+    #[default]
+    Fallback,
+    /// Fail the curate call.
+    Propagate,
 }
 
 /// How a configured token budget counts tokens.
@@ -205,6 +254,38 @@ impl StrategyConfig {
                     redactor = redactor.with_pattern(kind.clone(), pattern)?;
                 }
                 Box::new(redactor)
+            }
+            StrategyConfig::Summarize {
+                threshold_messages,
+                threshold_tokens,
+                keep_recent,
+                summarize_ratio,
+                max_summary_chars,
+                on_error,
+                then,
+            } => {
+                let threshold = match (threshold_messages, threshold_tokens) {
+                    (Some(n), None) => crate::Threshold::Messages(*n),
+                    (None, Some(n)) => crate::Threshold::Tokens(*n),
+                    _ => {
+                        return Err(Error::Config(
+                            "summarize: give exactly one of `threshold_messages` and `threshold_tokens`".into(),
+                        ));
+                    }
+                };
+                let mut summarize = crate::Summarize::new(crate::Extractive::default())
+                    .with_threshold(threshold)
+                    .with_keep_recent(*keep_recent)
+                    .with_ratio(*summarize_ratio)?
+                    .with_max_summary_chars(*max_summary_chars)
+                    .with_on_error(match on_error {
+                        OnErrorConfig::Fallback => crate::OnError::Fallback,
+                        OnErrorConfig::Propagate => crate::OnError::Propagate,
+                    });
+                if let Some(then) = then {
+                    summarize = summarize.then_bound(then.build()?);
+                }
+                Box::new(summarize)
             }
             StrategyConfig::Compose { steps } => Box::new(Composed::new(
                 steps.iter().map(StrategyConfig::build).collect::<Result<Vec<_>>>()?,

@@ -36,6 +36,14 @@ pub enum Error {
         #[source]
         source: Box<regex::Error>,
     },
+    /// A summarizer could not summarize.
+    #[error("summarizer `{summarizer}` failed: {message}")]
+    Summarizer {
+        /// The summarizer's name.
+        summarizer: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A strategy configuration that cannot be read or built.
     #[error("strategy configuration: {0}")]
     Config(String),

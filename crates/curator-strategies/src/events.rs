@@ -65,6 +65,30 @@ impl ConversationRecorded {
     }
 }
 
+/// Emitted when a summarizer fails (the fold is skipped, or the error propagates).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct SummaryFailed {
+    /// The summarizer's name.
+    pub summarizer: String,
+    /// What went wrong.
+    pub message: String,
+    /// When.
+    pub timestamp: DateTime<Utc>,
+}
+
+/// Emitted when a summary was longer than allowed and was cut.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct SummaryTruncated {
+    /// The summarizer's name.
+    pub summarizer: String,
+    /// Characters the summary had.
+    pub original_chars: usize,
+    /// Characters it was cut to.
+    pub max_chars: usize,
+}
+
 /// The events curator reports.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -74,6 +98,10 @@ pub enum Event {
     HistoryCurated(HistoryCurated),
     /// A message was recorded.
     ConversationRecorded(ConversationRecorded),
+    /// A summarizer failed.
+    SummaryFailed(SummaryFailed),
+    /// A summary was cut to its maximum length.
+    SummaryTruncated(SummaryTruncated),
 }
 
 /// Receives events. Implementations must be cheap and must not fail: observability never

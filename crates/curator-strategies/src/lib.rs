@@ -11,6 +11,8 @@
 //!   positions a strategy keeps (nothing is cloned until the end).
 //! - Strategies: [`Passthrough`], [`SlidingWindow`], [`ToolResultTruncator`],
 //!   [`TokenBudget`], [`TurnLimit`], [`ToolFilter`], [`ClearOldToolResults`], [`Redactor`].
+//! - [`Summarize`]: fold old history into a summary ([`Summarizer`], [`Extractive`]),
+//!   computed once per folded range ([`SummaryStore`]), then bound.
 //! - [`coherence`]: the rules that keep tool calls with their results.
 //! - [`TokenCounter`]: [`CharEstimate`], and exact BPE encodings with the `tiktoken` feature.
 //! - [`Observed`], [`EventSink`], [`HistoryCurated`]: observability.
@@ -52,6 +54,7 @@ mod history;
 mod manager;
 mod map;
 mod redact;
+mod summarize;
 mod tokens;
 mod trim;
 mod truncate;
@@ -61,15 +64,24 @@ mod window;
 
 pub use budget::TokenBudget;
 pub use clear::ClearOldToolResults;
-pub use config::{StrategyConfig, Tokenizer};
+pub use config::{OnErrorConfig, StrategyConfig, Tokenizer};
 pub use context::{CurationContext, SessionRead};
 pub use error::{Error, Result};
-pub use events::{ConversationRecorded, Event, EventSink, HistoryCurated, MemorySink, Observed};
+pub use events::{
+    ConversationRecorded, Event, EventSink, HistoryCurated, MemorySink, Observed, SummaryFailed,
+    SummaryTruncated,
+};
 pub use filter::ToolFilter;
 pub use history::History;
 pub use manager::{Composed, HistoryManager, HistoryManagerExt, Passthrough, Then};
 pub use map::MessageMap;
 pub use redact::Redactor;
+#[cfg(feature = "openai-compatible")]
+pub use summarize::OpenAiCompatible;
+pub use summarize::{
+    Extractive, FnSummarizer, MemorySummaryStore, OnError, Summarize, Summarizer, SummaryStore,
+    Threshold,
+};
 #[cfg(feature = "tiktoken")]
 pub use tokens::{Bpe, Encoding};
 pub use tokens::{CharEstimate, TokenCounter};

@@ -529,6 +529,11 @@ impl<'h> View<'h> {
         self.with_items(items)
     }
 
+    /// A message that is not in the history (a summary), as an item that later maps apply to.
+    pub(crate) fn new_item(&self, message: Message) -> Item {
+        Item::Owned { pos: None, message: Arc::new(message), applied: self.maps.len() }
+    }
+
     /// An owned copy of the message at `slot`, with every map applied, as an item.
     pub(crate) fn owned_item(&self, slot: Slot, message: Message) -> Item {
         Item::Owned {

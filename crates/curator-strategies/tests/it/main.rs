@@ -8,5 +8,8 @@ mod config;
 mod corpus;
 mod edges;
 mod events;
+#[cfg(feature = "openai-compatible")]
+mod http;
 mod props;
+mod summarize;
 mod transform;

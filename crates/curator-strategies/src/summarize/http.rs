@@ -1,0 +1,171 @@
+//! A summarizer that asks any OpenAI-compatible chat completions endpoint (feature
+//! `openai-compatible`).
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use curator_model::Message;
+use serde_json::{Value, json};
+
+use crate::map::stable_hash;
+use crate::{Error, Result, Summarizer};
+
+/// The default instructions sent with the messages to summarize.
+pub(super) const DEFAULT_PROMPT: &str = "You summarize the earlier part of an AI agent's conversation so that the agent can continue its work without it. Keep the user's requests and decisions (attributed to the user), the tool calls made and what they found, errors met, and open questions. Be concise and factual; do not invent anything. If a previous summary is given, extend it.";
+
+/// Summarizes with a model behind an OpenAI-compatible `POST {base_url}/v1/chat/completions`
+/// (OpenAI itself, vLLM, `llama.cpp`, Ollama, `LiteLLM`, …), through a blocking HTTP client.
+///
+/// The request carries the prompt as the system message and, as the user message, the
+/// previous summary (when there is one) and the messages as a plain transcript
+/// (`role: text`, tool calls as `name(arguments)`). The summary is the first choice's
+/// message content.
+///
+/// # Errors
+///
+/// [`Error::Summarizer`] naming the failure: the HTTP status and the start of the body
+/// (401, 429, 500, …), a timeout, a connection failure, or an answer that is not the
+/// chat completions shape.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use curator_strategies::{OpenAiCompatible, Summarize};
+///
+/// let summarizer = OpenAiCompatible::new("http://localhost:11434", "llama3.1")
+///     .with_api_key("secret")
+///     .with_timeout(Duration::from_secs(20));
+/// let summarize = Summarize::new(summarizer);
+/// ```
+#[derive(Clone)]
+pub struct OpenAiCompatible {
+    base_url: String,
+    model: String,
+    api_key: Option<String>,
+    timeout: Duration,
+    prompt: String,
+}
+
+impl OpenAiCompatible {
+    /// A summarizer calling `model` at `base_url` (scheme, host and port, without `/v1`),
+    /// with a 30 s timeout and the default prompt.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            model: model.into(),
+            api_key: None,
+            timeout: Duration::from_secs(30),
+            prompt: DEFAULT_PROMPT.to_owned(),
+        }
+    }
+
+    /// Sends `Authorization: Bearer <key>`.
+    #[must_use]
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Gives up after `timeout` for the whole request.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Replaces the instructions.
+    #[must_use]
+    pub fn with_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.prompt = prompt.into();
+        self
+    }
+
+    fn fail(&self, message: String) -> Error {
+        Error::Summarizer { summarizer: self.name().to_owned(), message }
+    }
+}
+
+impl std::fmt::Debug for OpenAiCompatible {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiCompatible")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "…"))
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The messages as a plain transcript.
+fn transcript(previous: Option<&str>, messages: &[&Message]) -> String {
+    let mut out = String::new();
+    if let Some(previous) = previous {
+        let _ = write!(out, "Summary so far:\n{previous}\n\nWhat happened next:\n");
+    }
+    for m in messages {
+        let _ = write!(out, "{}: {}", m.role(), m.text());
+        for call in m.tool_calls() {
+            let _ = write!(out, " [calls {}({})]", call.name(), call.arguments());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+impl Summarizer for OpenAiCompatible {
+    fn summarize(&self, previous: Option<&str>, messages: &[&Message]) -> Result<String> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(self.timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let body = json!({
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": self.prompt},
+                {"role": "user", "content": transcript(previous, messages)},
+            ],
+        });
+        let url = format!("{}/v1/chat/completions", self.base_url);
+        let mut request = agent.post(&url).header("Content-Type", "application/json");
+        if let Some(key) = &self.api_key {
+            request = request.header("Authorization", &format!("Bearer {key}"));
+        }
+        let mut response = request.send(body.to_string()).map_err(|e| match e {
+            ureq::Error::Timeout(_) => {
+                self.fail(format!("no answer from {url} within {:?}", self.timeout))
+            }
+            other => self.fail(format!("cannot reach {url}: {other}")),
+        })?;
+        let status = response.status().as_u16();
+        let text = response.body_mut().read_to_string().map_err(|e| match e {
+            ureq::Error::Timeout(_) => {
+                self.fail(format!("no answer from {url} within {:?}", self.timeout))
+            }
+            other => self.fail(format!("cannot read the answer from {url}: {other}")),
+        })?;
+        if !(200..300).contains(&status) {
+            let start: String = text.chars().take(200).collect();
+            return Err(self.fail(format!("HTTP {status} from {url}: {start}")));
+        }
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| self.fail(format!("the answer from {url} is not JSON: {e}")))?;
+        value["choices"][0]["message"]["content"].as_str().map(str::to_owned).ok_or_else(|| {
+            self.fail(format!("the answer from {url} has no `choices[0].message.content`"))
+        })
+    }
+
+    fn key(&self) -> u64 {
+        stable_hash(&[
+            b"openai-compatible",
+            self.base_url.as_bytes(),
+            self.model.as_bytes(),
+            self.prompt.as_bytes(),
+        ])
+    }
+
+    fn name(&self) -> &'static str {
+        "openai-compatible"
+    }
+}

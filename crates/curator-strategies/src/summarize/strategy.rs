@@ -1,0 +1,394 @@
+//! `Summarize`: fold the oldest part of a long history into one summary message.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use chrono::Utc;
+use curator_model::{Message, Role};
+
+use crate::events::{SummaryFailed, SummaryTruncated};
+use crate::map::{chain_key, stable_hash};
+use crate::view::{Slot, Unit, push_item};
+use crate::{
+    CharEstimate, CurationContext, Error, Event, HistoryManager, MemorySummaryStore, Result,
+    Summarizer, SummaryStore, TokenCounter, View,
+};
+
+/// When a history is long enough to fold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Threshold {
+    /// More than this many messages after the pinned head.
+    Messages(usize),
+    /// More than this many tokens after the pinned head, under the strategy's counter.
+    Tokens(u64),
+}
+
+/// What a summarizer error does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OnError {
+    /// Skip folding and apply the final bound alone (the default); the error is reported
+    /// as a [`SummaryFailed`] event.
+    #[default]
+    Fallback,
+    /// Fail the curate call with the error.
+    Propagate,
+}
+
+/// Folds the oldest part of a long history into one summary message placed right after the
+/// pinned system message and task, then applies a final bound (the two-phase pass).
+///
+/// When the history outside the newest `keep_recent` messages passes the [`Threshold`], it is
+/// folded in chunks of `ratio × threshold` (messages or tokens), each cut on a unit boundary.
+/// Chunk boundaries depend only on the messages before them, so a folded range stays the
+/// same as the history grows: each chunk is summarized once, as a *rolling* summary (the
+/// previous chunks' summary plus the next chunk), and memoised in a [`SummaryStore`] under
+/// the identity of the summarizer and the recorded messages folded. Over a whole
+/// conversation the summarizer is called once per chunk, not once per iteration; with a
+/// persistent store, a resumed conversation shows the identical view without calling it.
+///
+/// The summary message says it is a summary written by curator; the [`Extractive`]
+/// summarizer quotes the user as the user. It is an assistant message after a pinned user
+/// message (the task), a user message otherwise, so the view stays valid for both providers.
+/// A summary longer than `max_summary_chars` is cut, and a [`SummaryTruncated`] event says so.
+/// The record is never touched.
+///
+/// [`Extractive`]: crate::Extractive
+///
+/// # Errors
+///
+/// [`Error::Summarizer`] with [`OnError::Propagate`]; the bound's errors.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, ToolCall};
+/// use curator_strategies::{CurationContext, Extractive, HistoryManagerExt, Summarize, Threshold, TokenBudget};
+///
+/// let mut messages = vec![Message::system("You fix bugs."), Message::user("Fix the parser.")];
+/// for i in 0..30 {
+///     let id = format!("c{i}");
+///     messages.push(Message::assistant_with_calls(None, vec![ToolCall::new(&id, "bash", r#"{"command":"cargo test"}"#)]));
+///     messages.push(Message::tool_result(&id, format!("run {i}: 1 failed")));
+/// }
+/// let summarize = Summarize::new(Extractive::default())
+///     .with_threshold(Threshold::Messages(20))
+///     .with_keep_recent(6)
+///     .then_bound(TokenBudget::new(8_000));
+/// let view = summarize.curate_messages(&messages, &CurationContext::default())?;
+/// assert_eq!(view[1].text(), "Fix the parser.");
+/// assert!(view[2].text().starts_with("[Summary of "));
+/// assert!(view.len() < messages.len());
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Summarize {
+    summarizer: Arc<dyn Summarizer>,
+    store: Arc<dyn SummaryStore>,
+    threshold: Threshold,
+    counter: Arc<dyn TokenCounter>,
+    keep_recent: usize,
+    ratio: f64,
+    max_summary_chars: usize,
+    on_error: OnError,
+    bound: Option<Box<dyn HistoryManager>>,
+    /// Content hashes of folded ranges: (history id, first position, last position).
+    hashes: Mutex<HashMap<(u64, usize, usize), u64>>,
+}
+
+impl Summarize {
+    /// Folds with `summarizer`; by default past 32,000 estimated tokens, keeping the newest
+    /// 10 messages, in chunks of half the threshold, summaries of at most 4,000 characters,
+    /// memoised in memory, falling back to the bound alone on errors, with no bound.
+    pub fn new(summarizer: impl Summarizer + 'static) -> Self {
+        Self::with_shared(Arc::new(summarizer))
+    }
+
+    /// As [`new`](Summarize::new), with a shared summarizer.
+    pub fn with_shared(summarizer: Arc<dyn Summarizer>) -> Self {
+        Self {
+            summarizer,
+            store: Arc::new(MemorySummaryStore::default()),
+            threshold: Threshold::Tokens(32_000),
+            counter: Arc::new(CharEstimate::default()),
+            keep_recent: 10,
+            ratio: 0.5,
+            max_summary_chars: 4_000,
+            on_error: OnError::Fallback,
+            bound: None,
+            hashes: Mutex::default(),
+        }
+    }
+
+    /// Sets when to fold.
+    #[must_use]
+    pub fn with_threshold(mut self, threshold: Threshold) -> Self {
+        self.threshold = threshold;
+        self
+    }
+
+    /// Counts tokens (for a token threshold) with `counter`.
+    #[must_use]
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// Never folds the newest `n` messages (rounded up to whole units).
+    #[must_use]
+    pub fn with_keep_recent(mut self, n: usize) -> Self {
+        self.keep_recent = n;
+        self
+    }
+
+    /// Folds chunks of `ratio × threshold`; 0 never folds.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOption`] for a ratio outside 0 to 1.
+    pub fn with_ratio(mut self, ratio: f64) -> Result<Self> {
+        if !(0.0..=1.0).contains(&ratio) {
+            return Err(Error::InvalidOption {
+                strategy: "summarize",
+                option: "summarize_ratio",
+                reason: format!("is {ratio}, not between 0 and 1"),
+            });
+        }
+        self.ratio = ratio;
+        Ok(self)
+    }
+
+    /// Cuts summaries longer than `chars` characters.
+    #[must_use]
+    pub fn with_max_summary_chars(mut self, chars: usize) -> Self {
+        self.max_summary_chars = chars;
+        self
+    }
+
+    /// Sets what a summarizer error does.
+    #[must_use]
+    pub fn with_on_error(mut self, on_error: OnError) -> Self {
+        self.on_error = on_error;
+        self
+    }
+
+    /// Memoises summaries in `store`.
+    #[must_use]
+    pub fn with_store(mut self, store: Arc<dyn SummaryStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Applies `bound` after folding (a `TokenBudget` or `TurnLimit`, say).
+    #[must_use]
+    pub fn then_bound(mut self, bound: impl HistoryManager + 'static) -> Self {
+        self.bound = Some(Box::new(bound));
+        self
+    }
+
+    fn limit(&self) -> u64 {
+        match self.threshold {
+            Threshold::Messages(n) => n as u64,
+            Threshold::Tokens(n) => n,
+        }
+    }
+
+    fn size(
+        &self,
+        view: &View<'_>,
+        unit: Unit,
+        counts: Option<&crate::history::Counts<'_>>,
+    ) -> u64 {
+        let slots = view.between(unit.first, unit.last);
+        match (self.threshold, counts) {
+            (Threshold::Tokens(_), Some(counts)) => {
+                slots.map(|s| view.slot_tokens(s, &*self.counter, counts)).sum()
+            }
+            _ => slots.count() as u64,
+        }
+    }
+
+    /// The content hash of the recorded messages of a folded range.
+    fn hash(&self, view: &View<'_>, first: Slot, last: Slot) -> u64 {
+        let compute = || {
+            let mut h = 0u64;
+            for slot in view.between(first, last) {
+                let m = view.structure(slot);
+                let mut parts: Vec<&[u8]> = vec![m.role().as_str().as_bytes()];
+                let text = m.text();
+                parts.push(text.as_bytes());
+                for call in m.tool_calls() {
+                    parts.extend([
+                        call.id().as_bytes(),
+                        call.name().as_bytes(),
+                        call.arguments().as_bytes(),
+                    ]);
+                }
+                if let Some(id) = m.tool_call_id() {
+                    parts.push(id.as_bytes());
+                }
+                h = chain_key(Some(h), Some(stable_hash(&parts))).unwrap_or(h);
+            }
+            h
+        };
+        match (view.pos(first), view.pos(last)) {
+            (Some(a), Some(b)) => {
+                let key = (view.history().id(), a, b);
+                if let Some(h) =
+                    self.hashes.lock().unwrap_or_else(PoisonError::into_inner).get(&key)
+                {
+                    return *h;
+                }
+                let h = compute();
+                self.hashes.lock().unwrap_or_else(PoisonError::into_inner).insert(key, h);
+                h
+            }
+            _ => compute(),
+        }
+    }
+
+    /// The rolling summary of the chunks, from the store or the summarizer.
+    fn summary(
+        &self,
+        view: &View<'_>,
+        chunks: &[(Slot, Slot)],
+        ctx: &CurationContext<'_>,
+    ) -> Result<Option<String>> {
+        let mut key = self.summarizer.key();
+        let mut previous: Option<String> = None;
+        for &(first, last) in chunks {
+            key = chain_key(Some(key), Some(self.hash(view, first, last))).unwrap_or(key);
+            if let Some(stored) = self.store.get(key) {
+                previous = Some(stored);
+                continue;
+            }
+            let messages: Vec<_> = view.between(first, last).map(|s| view.message(s)).collect();
+            let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
+            let mut summary = match self.summarizer.summarize(previous.as_deref(), &refs) {
+                Ok(summary) => summary,
+                Err(error) => {
+                    if let Some(sink) = ctx.events {
+                        sink.emit(&Event::SummaryFailed(SummaryFailed {
+                            summarizer: self.summarizer.name().to_owned(),
+                            message: error.to_string(),
+                            timestamp: Utc::now(),
+                        }));
+                    }
+                    return match self.on_error {
+                        OnError::Propagate => Err(error),
+                        OnError::Fallback => Ok(None),
+                    };
+                }
+            };
+            let chars = summary.chars().count();
+            if chars > self.max_summary_chars {
+                summary = summary.chars().take(self.max_summary_chars).collect();
+                if let Some(sink) = ctx.events {
+                    sink.emit(&Event::SummaryTruncated(SummaryTruncated {
+                        summarizer: self.summarizer.name().to_owned(),
+                        original_chars: chars,
+                        max_chars: self.max_summary_chars,
+                    }));
+                }
+            }
+            self.store.put(key, &summary);
+            previous = Some(summary);
+        }
+        Ok(previous)
+    }
+
+    /// Folds the view; `None` when there is nothing to fold.
+    fn fold<'h>(&self, view: &View<'h>, ctx: &CurationContext<'_>) -> Result<Option<View<'h>>> {
+        if self.ratio <= 0.0 {
+            return Ok(None);
+        }
+        let counts = matches!(self.threshold, Threshold::Tokens(_))
+            .then(|| view.history().counts(&*self.counter));
+        let pinned = view.pinned(ctx.preserve_system, ctx.preserve_task);
+        let mut units: Vec<Unit> = view.units_rev(pinned.head_len).collect();
+        units.reverse();
+        let sizes: Vec<u64> = units.iter().map(|u| self.size(view, *u, counts.as_ref())).collect();
+        if sizes.iter().sum::<u64>() <= self.limit() {
+            return Ok(None);
+        }
+        // The newest `keep_recent` messages, in whole units, are never folded.
+        let mut recent_start = units.len();
+        let mut recent = 0;
+        while recent_start > 0 && recent < self.keep_recent {
+            recent_start -= 1;
+            recent += view.between(units[recent_start].first, units[recent_start].last).count();
+        }
+        // Chunks of `ratio × threshold`, closed on unit boundaries, counted from the start
+        // so that they do not move as the history grows.
+        #[expect(
+            clippy::cast_precision_loss,
+            clippy::cast_sign_loss,
+            reason = "a ratio of a count"
+        )]
+        let chunk = ((self.ratio * self.limit() as f64).ceil() as u64).max(1);
+        let mut chunks = Vec::new();
+        let (mut start, mut size) = (0, 0);
+        for (i, unit_size) in sizes.iter().enumerate().take(recent_start) {
+            size += unit_size;
+            if size >= chunk {
+                chunks.push((units[start].first, units[i].last));
+                start = i + 1;
+                size = 0;
+            }
+        }
+        if chunks.is_empty() {
+            return Ok(None);
+        }
+        let Some(summary) = self.summary(view, &chunks, ctx)? else { return Ok(None) };
+        let folded: usize = chunks.iter().map(|(a, b)| view.between(*a, *b).count()).sum();
+        let resume = units.get(start).map(|u| u.first);
+        // The pinned messages before the kept part, the summary, then the kept part.
+        let before: Vec<Slot> =
+            pinned.slots.iter().copied().filter(|s| resume.is_none_or(|r| *s < r)).collect();
+        let mut items = view.assemble(&before, None);
+        let after_user = before.last().is_some_and(|s| view.structure(*s).role() == Role::User);
+        let text = format!(
+            "[Summary of the {folded} earlier messages of this conversation, written by curator; the messages themselves are left out]\n{summary}"
+        );
+        let message = if after_user { Message::assistant(text) } else { Message::user(text) };
+        items.push(view.new_item(message));
+        if let Some(resume) = resume {
+            for item in view.assemble(&[], Some(resume)) {
+                push_item(&mut items, item);
+            }
+        }
+        Ok(Some(view.clone().with_items(items)))
+    }
+}
+
+impl HistoryManager for Summarize {
+    fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
+        let view = self.fold(&view, ctx)?.unwrap_or(view);
+        match &self.bound {
+            Some(bound) => bound.curate(view, ctx),
+            None => Ok(view),
+        }
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        match &self.bound {
+            Some(bound) => Cow::Owned(format!("summarize -> {}", bound.name())),
+            None => Cow::Borrowed("summarize"),
+        }
+    }
+}
+
+impl fmt::Debug for Summarize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Summarize")
+            .field("summarizer", &self.summarizer.name())
+            .field("threshold", &self.threshold)
+            .field("keep_recent", &self.keep_recent)
+            .field("ratio", &self.ratio)
+            .field("max_summary_chars", &self.max_summary_chars)
+            .field("on_error", &self.on_error)
+            .finish_non_exhaustive()
+    }
+}

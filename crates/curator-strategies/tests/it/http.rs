@@ -1,0 +1,127 @@
+//! The OpenAI-compatible summarizer against a small HTTP server on loopback.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use curator_model::Message;
+use curator_strategies::{OpenAiCompatible, Summarizer};
+use serde_json::{Value, json};
+
+/// What the server answers.
+enum Answer {
+    Status(u16, String),
+    Hang,
+}
+
+/// Serves one request with `answer`; returns the base URL and the request the server got.
+fn serve(answer: Answer) -> (String, mpsc::Receiver<(String, Value)>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut head = String::new();
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        let _ = tx.send((head, serde_json::from_slice(&body).unwrap_or(Value::Null)));
+        let mut stream = stream;
+        match answer {
+            Answer::Status(code, body) => {
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+            Answer::Hang => std::thread::sleep(Duration::from_secs(3)),
+        }
+    });
+    (base, rx)
+}
+
+fn messages() -> Vec<Message> {
+    vec![Message::user("Refund order 42."), Message::assistant("Looking it up.")]
+}
+
+fn ask(base: &str, timeout: Duration) -> curator_strategies::Result<String> {
+    let summarizer = OpenAiCompatible::new(base, "test-model")
+        .with_api_key("sk-test")
+        .with_timeout(timeout)
+        .with_prompt("Summarize.");
+    let owned = messages();
+    let refs: Vec<&Message> = owned.iter().collect();
+    summarizer.summarize(Some("Earlier: greeting."), &refs)
+}
+
+#[test]
+fn a_successful_answer_is_the_summary_and_the_request_is_well_formed() {
+    let answer = json!({"choices": [{"message": {"role": "assistant", "content": "The user wants a refund for order 42."}}]});
+    let (base, got) = serve(Answer::Status(200, answer.to_string()));
+    assert_eq!(
+        ask(&base, Duration::from_secs(5)).unwrap(),
+        "The user wants a refund for order 42."
+    );
+    let (head, body) = got.recv().unwrap();
+    assert!(head.starts_with("POST /v1/chat/completions HTTP/1.1"), "{head}");
+    assert!(head.to_ascii_lowercase().contains("authorization: bearer sk-test"), "{head}");
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["messages"][0], json!({"role": "system", "content": "Summarize."}));
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains("Summary so far:\nEarlier: greeting.")
+            && user.contains("user: Refund order 42."),
+        "{user}"
+    );
+}
+
+#[track_caller]
+fn fails(answer: Answer, timeout: Duration, expected: &str) {
+    let (base, _got) = serve(answer);
+    let err = ask(&base, timeout).unwrap_err();
+    assert!(matches!(err, curator_strategies::Error::Summarizer { .. }));
+    assert!(err.to_string().contains(expected), "{err}");
+}
+
+#[test]
+fn error_answers_are_typed_errors() {
+    fails(
+        Answer::Status(401, r#"{"error": {"message": "bad key"}}"#.into()),
+        Duration::from_secs(5),
+        "HTTP 401",
+    );
+    fails(
+        Answer::Status(429, r#"{"error": {"message": "slow down"}}"#.into()),
+        Duration::from_secs(5),
+        "HTTP 429",
+    );
+    fails(Answer::Status(500, "internal error".into()), Duration::from_secs(5), "HTTP 500");
+    fails(Answer::Status(200, "{not json".into()), Duration::from_secs(5), "is not JSON");
+    fails(
+        Answer::Status(200, r#"{"choices": []}"#.into()),
+        Duration::from_secs(5),
+        "no `choices[0].message.content`",
+    );
+    fails(Answer::Hang, Duration::from_millis(300), "no answer");
+}
+
+#[test]
+fn an_unreachable_endpoint_is_a_typed_error() {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let err = ask(&format!("http://127.0.0.1:{port}"), Duration::from_secs(2)).unwrap_err();
+    assert!(err.to_string().contains("cannot reach"), "{err}");
+}
