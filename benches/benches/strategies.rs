@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use curator_benches::{history, sizes, touch, warm};
 use curator_strategies::{
-    Bpe, ClearOldToolResults, CurationContext, Encoding, History, HistoryManager,
-    HistoryManagerExt, Passthrough, Redactor, SlidingWindow, TokenBudget, ToolFilter,
-    ToolResultTruncator, TurnLimit, View,
+    Bpe, ClearOldToolResults, CurationContext, Encoding, Extractive, History, HistoryManager,
+    HistoryManagerExt, Passthrough, Redactor, SlidingWindow, Summarize, Threshold, TokenBudget,
+    ToolFilter, ToolResultTruncator, TurnLimit, View,
 };
 
 fn strategies() -> Vec<(&'static str, Box<dyn HistoryManager>)> {
@@ -88,9 +88,24 @@ fn growing_exact(c: &mut Criterion) {
     });
 }
 
+/// One iteration of `Summarize` then `TokenBudget` over 10k messages once the summaries are
+/// memoised (the history is already folded in earlier iterations).
+fn summarize_memoised(c: &mut Criterion) {
+    let ctx = CurationContext::default();
+    let history = history(10_000);
+    let summarize = Summarize::new(Extractive::default())
+        .with_threshold(Threshold::Tokens(32_000))
+        .with_keep_recent(20)
+        .then_bound(TokenBudget::new(32_000));
+    warm(&summarize, &history);
+    c.bench_function("summarize/memoised_then_budget/10k", |b| {
+        b.iter(|| black_box(touch(&summarize.curate(View::full(&history), &ctx).expect("curate"))));
+    });
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    targets = each_strategy, pipeline, growing_exact
+    targets = each_strategy, pipeline, growing_exact, summarize_memoised
 }
 criterion_main!(benches);

@@ -83,6 +83,11 @@ pub(crate) const TARGETS: &[Target] = &[
         why: "loop overhead p99, SqliteStore Normal",
     },
     Target { pattern: "loop/*/*/p50", max_ns: 5.0 * MS, why: "the spec's 5 ms per iteration" },
+    Target {
+        pattern: "summarize/memoised_then_budget/10k",
+        max_ns: 1.0 * MS,
+        why: "memoised summary, then a token budget",
+    },
 ];
 
 /// Whether `id` matches `pattern`: `*` matches one path segment, or the rest when last.

@@ -28,14 +28,30 @@ impl From<TokenizerArg> for Tokenizer {
     }
 }
 
+/// A summarizer the command line can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SummarizerArg {
+    /// No model: the user's requests, tool calls, errors and the last assistant note.
+    Extractive,
+}
+
 /// Pipeline options. Flags compose in this order, whatever order they are given in:
-/// redact, truncate tool results, window, turns, token budget. With no flag and no
+/// redact, truncate tool results, summarize, window, turns, token budget. With no flag and no
 /// `--config`, the default pipeline is `--redact --truncate-tools 2000 --max-tokens 32000`.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub(crate) struct PipelineArgs {
     /// A strategy configuration (TOML or JSON), instead of the flags below.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
+    /// Fold old history into a summary.
+    #[arg(long, value_enum, value_name = "SUMMARIZER")]
+    pub(crate) summarize: Option<SummarizerArg>,
+    /// The share of the threshold folded at a time (with --summarize).
+    #[arg(long = "summarize-ratio", value_name = "R", default_value_t = 0.5)]
+    pub(crate) summarize_ratio: f64,
+    /// Fold once the history passes N tokens (with --summarize).
+    #[arg(long = "summarize-after", value_name = "N", default_value_t = 16_000)]
+    pub(crate) summarize_after: u64,
     /// Keep the system message, the task and the last N messages.
     #[arg(long, value_name = "N")]
     pub(crate) window: Option<usize>,
@@ -70,6 +86,7 @@ impl PipelineArgs {
             || self.max_tokens.is_some()
             || self.max_turns.is_some()
             || self.redact
+            || self.summarize.is_some()
     }
 
     /// The configuration these options describe.
@@ -102,6 +119,17 @@ impl PipelineArgs {
         }
         if let Some(max_length) = self.truncate_tools {
             steps.push(StrategyConfig::TruncateToolResults { max_length, suffix: None });
+        }
+        if let Some(SummarizerArg::Extractive) = self.summarize {
+            steps.push(StrategyConfig::Summarize {
+                threshold_messages: None,
+                threshold_tokens: Some(self.summarize_after),
+                keep_recent: 10,
+                summarize_ratio: self.summarize_ratio,
+                max_summary_chars: 4_000,
+                on_error: curator::strategies::OnErrorConfig::Fallback,
+                then: None,
+            });
         }
         if let Some(window_size) = self.window {
             steps.push(StrategyConfig::SlidingWindow { window_size });

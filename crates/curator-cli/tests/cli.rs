@@ -301,3 +301,37 @@ fn the_report_renders_in_a_browser() {
     }
     assert!(red > 500 && green > 500, "chart lines not drawn: {red} red and {green} green pixels");
 }
+
+#[test]
+fn replay_with_summarization_folds_old_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "conv.json", &conversation(30).to_string());
+    let out = curator(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--json",
+        "--check",
+        "--truncate-tools",
+        "1000",
+        "--summarize",
+        "extractive",
+        "--summarize-ratio",
+        "0.5",
+        "--summarize-after",
+        "3000",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let last = &doc["conversations"][0]["calls"][30];
+    assert!(last["sent_messages"].as_u64() < last["full_messages"].as_u64(), "{last}");
+    assert_eq!(doc["pipeline"]["steps"][1]["strategy"], "summarize");
+    let out = curator(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--summarize",
+        "extractive",
+        "--summarize-ratio",
+        "2",
+    ]);
+    fails_with(&out, 2, "summarize_ratio");
+}

@@ -80,8 +80,11 @@ pub enum OnError {
 ///     .then_bound(TokenBudget::new(8_000));
 /// let view = summarize.curate_messages(&messages, &CurationContext::default())?;
 /// assert_eq!(view[1].text(), "Fix the parser.");
-/// assert!(view[2].text().starts_with("[Summary of "));
-/// assert!(view.len() < messages.len());
+/// // 54 messages outside the newest 6, folded in chunks of 10: 50 folded, 10 left as they are.
+/// assert!(view[2].text().starts_with("[Summary of the 50 earlier messages"));
+/// assert!(view[2].text().contains("Tool calls: bash({\"command\":\"cargo test\"})"));
+/// assert_eq!(view.len(), 2 + 1 + 10);
+/// assert_eq!(&view[3..], &messages[52..]);
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Summarize {

@@ -35,7 +35,10 @@ pub trait Summarizer: Send + Sync {
     fn key(&self) -> u64;
 
     /// A name for events and errors.
-    #[expect(clippy::unnecessary_literal_bound, reason = "implementations may return a name they own")]
+    #[expect(
+        clippy::unnecessary_literal_bound,
+        reason = "implementations may return a name they own"
+    )]
     fn name(&self) -> &str {
         "custom"
     }

@@ -2,8 +2,9 @@
 
 use curator_model::{Message, Role, formats::openai, validate};
 use curator_strategies::{
-    ClearOldToolResults, CurationContext, History, HistoryManager, HistoryManagerExt, Passthrough,
-    Redactor, SlidingWindow, TokenBudget, ToolFilter, ToolResultTruncator, TurnLimit, View,
+    ClearOldToolResults, CurationContext, Extractive, History, HistoryManager, HistoryManagerExt,
+    Passthrough, Redactor, SlidingWindow, Summarize, Threshold, TokenBudget, ToolFilter,
+    ToolResultTruncator, TurnLimit, View,
 };
 use curator_testkit::corpus;
 
@@ -24,6 +25,12 @@ fn every_view_of_every_prefix_is_valid_for_both_providers() {
                 .unwrap()
                 .then(SlidingWindow::new(10))
                 .then(TokenBudget::new(8_000)),
+        ),
+        Box::new(
+            Summarize::new(Extractive::default())
+                .with_threshold(Threshold::Tokens(4_000))
+                .with_keep_recent(6)
+                .then_bound(TokenBudget::new(16_000)),
         ),
     ];
     let ctx = CurationContext::default();

@@ -33,6 +33,19 @@ fn leaf() -> impl Strategy<Value = StrategyConfig> {
             builtin: true,
             patterns: std::collections::BTreeMap::default()
         }),
+        (3usize..40, 0usize..8, 0.0f64..=1.0).prop_map(
+            |(threshold, keep_recent, summarize_ratio)| {
+                StrategyConfig::Summarize {
+                    threshold_messages: Some(threshold),
+                    threshold_tokens: None,
+                    keep_recent,
+                    summarize_ratio,
+                    max_summary_chars: 4_000,
+                    on_error: curator_strategies::OnErrorConfig::Fallback,
+                    then: None,
+                }
+            }
+        ),
     ]
 }
 
@@ -57,10 +70,11 @@ fn head(messages: &[Message]) -> (usize, Option<&Message>) {
     (systems, messages.get(systems).filter(|m| m.role() == Role::User))
 }
 
-/// Whether `view` is a subsequence of `input`, allowing changed content and removed calls.
+/// Whether `view` is a subsequence of `input`, allowing changed content, removed calls and
+/// inserted summaries.
 fn is_subsequence(view: &[Message], input: &[Message]) -> bool {
     let mut rest = input.iter();
-    view.iter().all(|v| {
+    view.iter().filter(|v| !v.text().starts_with("[Summary of the ")).all(|v| {
         rest.any(|m| {
             m.role() == v.role()
                 && m.tool_call_id() == v.tool_call_id()
