@@ -122,6 +122,7 @@ impl PipelineArgs {
         }
         if let Some(SummarizerArg::Extractive) = self.summarize {
             steps.push(StrategyConfig::Summarize {
+                summarizer: curator::strategies::SummarizerConfig::Extractive,
                 threshold_messages: None,
                 threshold_tokens: Some(self.summarize_after),
                 keep_recent: 10,

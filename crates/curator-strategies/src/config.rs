@@ -19,7 +19,7 @@ use crate::{
 /// | `filter_tools` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]) |
 /// | `redact` | `builtin` (true), `patterns` (kind → regex) |
-/// | `summarize` | `threshold_messages` or `threshold_tokens`, `keep_recent` (10), `summarize_ratio` (0.5), `max_summary_chars` (4000), `on_error` (`fallback`), `then` (a bound) |
+/// | `summarize` | `summarizer` (`extractive`, required), `threshold_messages` or `threshold_tokens`, `keep_recent` (10), `summarize_ratio` (0.5), `max_summary_chars` (4000), `on_error` (`fallback`), `then` (a bound) |
 /// | `compose` | `steps`: a list of the above, run in order |
 ///
 /// # Examples
@@ -101,8 +101,10 @@ pub enum StrategyConfig {
         #[serde(default)]
         patterns: BTreeMap<String, String>,
     },
-    /// [`Summarize`](crate::Summarize) with the extractive summarizer.
+    /// [`Summarize`](crate::Summarize).
     Summarize {
+        /// The summarizer (required: there is no default model).
+        summarizer: SummarizerConfig,
         /// Fold past this many messages (give this or `threshold_tokens`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         threshold_messages: Option<usize>,
@@ -146,6 +148,15 @@ fn half() -> f64 {
 
 fn four_thousand() -> usize {
     4_000
+}
+
+/// A summarizer, in configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SummarizerConfig {
+    /// [`Extractive`](crate::Extractive), within `max_summary_chars`.
+    Extractive,
 }
 
 /// What a summarizer error does, in configuration.
@@ -256,6 +267,7 @@ impl StrategyConfig {
                 Box::new(redactor)
             }
             StrategyConfig::Summarize {
+                summarizer: SummarizerConfig::Extractive,
                 threshold_messages,
                 threshold_tokens,
                 keep_recent,
@@ -273,15 +285,16 @@ impl StrategyConfig {
                         ));
                     }
                 };
-                let mut summarize = crate::Summarize::new(crate::Extractive::default())
-                    .with_threshold(threshold)
-                    .with_keep_recent(*keep_recent)
-                    .with_ratio(*summarize_ratio)?
-                    .with_max_summary_chars(*max_summary_chars)
-                    .with_on_error(match on_error {
-                        OnErrorConfig::Fallback => crate::OnError::Fallback,
-                        OnErrorConfig::Propagate => crate::OnError::Propagate,
-                    });
+                let mut summarize =
+                    crate::Summarize::new(crate::Extractive::new(*max_summary_chars))
+                        .with_threshold(threshold)
+                        .with_keep_recent(*keep_recent)
+                        .with_ratio(*summarize_ratio)?
+                        .with_max_summary_chars(*max_summary_chars)
+                        .with_on_error(match on_error {
+                            OnErrorConfig::Fallback => crate::OnError::Fallback,
+                            OnErrorConfig::Propagate => crate::OnError::Propagate,
+                        });
                 if let Some(then) = then {
                     summarize = summarize.then_bound(then.build()?);
                 }

@@ -64,7 +64,7 @@ mod window;
 
 pub use budget::TokenBudget;
 pub use clear::ClearOldToolResults;
-pub use config::{OnErrorConfig, StrategyConfig, Tokenizer};
+pub use config::{OnErrorConfig, StrategyConfig, SummarizerConfig, Tokenizer};
 pub use context::{CurationContext, SessionRead};
 pub use error::{Error, Result};
 pub use events::{

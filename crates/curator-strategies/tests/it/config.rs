@@ -91,6 +91,18 @@ fn errors_name_what_was_wrong() {
     .unwrap()
     .to_string();
     assert!(too_short.contains("max_length"), "{too_short}");
+    let no_summarizer =
+        StrategyConfig::from_json(r#"{"strategy": "summarize", "threshold_messages": 50}"#)
+            .unwrap_err();
+    assert!(no_summarizer.to_string().contains("missing field `summarizer`"), "{no_summarizer}");
+    let both = StrategyConfig::from_json(
+        r#"{"strategy": "summarize", "summarizer": "extractive", "threshold_messages": 5, "threshold_tokens": 5}"#,
+    )
+    .unwrap()
+    .build()
+    .err()
+    .unwrap();
+    assert!(both.to_string().contains("exactly one of"), "{both}");
     let bad_regex =
         StrategyConfig::from_json(r#"{"strategy": "redact", "patterns": {"x": "(oops"}}"#)
             .unwrap()

@@ -36,6 +36,7 @@ fn leaf() -> impl Strategy<Value = StrategyConfig> {
         (3usize..40, 0usize..8, 0.0f64..=1.0).prop_map(
             |(threshold, keep_recent, summarize_ratio)| {
                 StrategyConfig::Summarize {
+                    summarizer: curator_strategies::SummarizerConfig::Extractive,
                     threshold_messages: Some(threshold),
                     threshold_tokens: None,
                     keep_recent,
