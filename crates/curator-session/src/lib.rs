@@ -46,6 +46,7 @@ mod run;
 mod snapshot;
 mod snapshot_json;
 mod store;
+mod summaries;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -55,3 +56,4 @@ pub use memory::MemoryStore;
 pub use run::{RunOutcome, run_blocking};
 pub use snapshot::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot};
 pub use store::{Appended, Checkpoint, EvaluationSummary, SessionStore};
+pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};

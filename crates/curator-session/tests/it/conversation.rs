@@ -208,3 +208,52 @@ fn strategies_can_read_the_session_they_curate_for() {
     let seen = peek.0.lock().unwrap().clone();
     assert_eq!(seen, vec![(Some(c.evaluation_id()), Some(serde_json::json!({"step": 2})))]);
 }
+
+#[test]
+fn a_resumed_conversation_shows_the_same_summarized_view_without_summarizing_again() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use curator_session::SessionSummaries;
+    use curator_strategies::{FnSummarizer, Summarize, Threshold};
+
+    let calls = Arc::new(AtomicUsize::new(0));
+    let summarizer = |calls: Arc<AtomicUsize>| {
+        FnSummarizer::new("counting", 1, move |previous, messages| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            Ok(format!("{} + {} messages", previous.unwrap_or("start"), messages.len()))
+        })
+    };
+    let store = Arc::new(MemoryStore::new());
+    let strategy = |store: &Arc<MemoryStore>, calls: &Arc<AtomicUsize>| {
+        Summarize::new(summarizer(calls.clone()))
+            .with_threshold(Threshold::Messages(12))
+            .with_keep_recent(4)
+            .with_store(Arc::new(SessionSummaries::open(store.clone()).unwrap()))
+    };
+    let first_view = {
+        let summarize = strategy(&store, &calls);
+        let mut c = Conversation::start(store.clone(), prompt(), Message::system("s")).unwrap();
+        c.add_user("task").unwrap();
+        for i in 0..20 {
+            let id = format!("c{i}");
+            c.record_assistant(Message::assistant_with_calls(
+                None,
+                vec![ToolCall::new(&id, "t", "{}")],
+            ))
+            .unwrap();
+            c.record_tool_result(&id, Ok(format!("r{i}").into())).unwrap();
+            c.request(&summarize, &CurationContext::default()).unwrap();
+        }
+        c.request(&summarize, &CurationContext::default()).unwrap().to_messages()
+    };
+    assert!(calls.load(Ordering::Relaxed) > 0);
+    assert!(first_view[2].text().starts_with("[Summary of the "));
+
+    // A new process: the same store, a new strategy and summarizer.
+    let again = Arc::new(AtomicUsize::new(0));
+    let summarize = strategy(&store, &again);
+    let resumed = Conversation::resume(store.clone(), &prompt()).unwrap();
+    let view = resumed.request(&summarize, &CurationContext::default()).unwrap().to_messages();
+    assert_eq!(view, first_view);
+    assert_eq!(again.load(Ordering::Relaxed), 0);
+}
