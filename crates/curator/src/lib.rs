@@ -6,12 +6,13 @@
 //! | module | crate | what it holds |
 //! |---|---|---|
 //! | [`model`] | `curator-model` | messages, tool calls, entries, OpenAI and Anthropic formats, validation |
-//! | [`strategies`] | `curator-strategies` | `HistoryManager`, windows, budgets, truncation, redaction, composition |
+//! | [`strategies`] | `curator-strategies` | `HistoryManager`, windows, budgets, truncation, redaction, summarization, composition |
 //! | [`session`] | `curator-session` | the record: `SessionStore`, `MemoryStore`, the `Conversation` driver, resume, snapshots |
 //! | `sqlite` (feature `sqlite`, on by default) | `curator-sqlite` | `SqliteStore`: the durable, multi-process store on one file |
 //!
 //! Features: `sqlite` (default) adds the SQLite store; `tiktoken` switches on exact OpenAI
-//! token counts (`strategies::Bpe`).
+//! token counts (`strategies::Bpe`); `openai-compatible` adds the summarizer that calls an
+//! OpenAI-compatible endpoint (`strategies::OpenAiCompatible`).
 //!
 //! # Examples
 //!
