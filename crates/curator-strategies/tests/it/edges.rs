@@ -234,3 +234,27 @@ fn the_task_is_kept_once_when_the_system_message_is_not_pinned() {
     check(&SlidingWindow::new(7), &ctx, &input, &[1, 2, 3, 4, 5, 6, 7]);
     check(&SlidingWindow::new(6), &ctx, &input, &[1, 2, 3, 4, 5, 6, 7]);
 }
+
+#[test]
+fn kept_messages_are_borrowed_from_the_history_never_cloned() {
+    use curator_strategies::{History, View};
+
+    let input = agent(30);
+    let history = History::from(input.as_slice());
+    for manager in [
+        &SlidingWindow::new(6) as &dyn HistoryManager,
+        &TurnLimit::new(3),
+        &TokenBudget::new(10_000),
+    ] {
+        let view = manager.curate(View::full(&history), &default()).unwrap();
+        for entry in view.iter() {
+            let pos = entry.pos.unwrap();
+            assert!(entry.message.is_borrowed(), "{}: message {pos} was copied", manager.name());
+            assert!(
+                std::ptr::eq(&*entry.message, &input[pos]),
+                "{}: message {pos} is not the history's",
+                manager.name()
+            );
+        }
+    }
+}
