@@ -251,7 +251,7 @@ fn kept_messages_are_borrowed_from_the_history_never_cloned() {
             let pos = entry.pos.unwrap();
             assert!(entry.message.is_borrowed(), "{}: message {pos} was copied", manager.name());
             assert!(
-                std::ptr::eq(&*entry.message, &input[pos]),
+                std::ptr::eq(&raw const *entry.message, &raw const input[pos]),
                 "{}: message {pos} is not the history's",
                 manager.name()
             );
