@@ -335,3 +335,30 @@ fn replay_with_summarization_folds_old_history() {
     ]);
     fails_with(&out, 2, "summarize_ratio");
 }
+
+/// On a terminal, replaying many conversations shows a progress bar on stderr; through a pipe
+/// it does not. The terminal comes from `script` (util-linux); skipped when it is missing.
+#[test]
+fn replay_shows_progress_on_a_terminal_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = (0..8).fold(String::new(), |mut out, i| {
+        out.push_str(&json!({"id": format!("c{i}"), "messages": conversation(2)}).to_string());
+        out.push('\n');
+        out
+    });
+    let file = write(dir.path(), "many.jsonl", &lines);
+    let piped = curator(&["replay", file.to_str().unwrap()]);
+    assert!(piped.status.success());
+    assert!(!text(&piped.stderr).contains("8/8 conversations"), "{}", text(&piped.stderr));
+    if Command::new("which").arg("script").output().map_or(true, |o| !o.status.success()) {
+        eprintln!("skipping the terminal half: no `script` command");
+        return;
+    }
+    let command =
+        format!("{} replay {} > /dev/null", env!("CARGO_BIN_EXE_curator"), file.display());
+    let on_terminal =
+        Command::new("script").args(["-qec", &command, "/dev/null"]).output().unwrap();
+    assert!(on_terminal.status.success(), "{}", text(&on_terminal.stderr));
+    let shown = text(&on_terminal.stdout);
+    assert!(shown.contains("8/8 conversations") && shown.contains("[###"), "{shown}");
+}
