@@ -81,8 +81,12 @@ fn crash_test(check: &mut Check) {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
+        // Start the clock once the writer is writing (its first acknowledgement), so that a
+        // slow start never leaves a round with nothing to check.
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines.next().and_then(Result::ok);
         let reader = std::thread::spawn(move || {
-            BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>()
+            first.into_iter().chain(lines.map_while(Result::ok)).collect::<Vec<String>>()
         });
         let started = Instant::now();
         while started.elapsed() < kill_after {
