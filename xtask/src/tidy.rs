@@ -46,6 +46,7 @@ fn layers_point_down() {
         ),
         ("curator-strategies", &["curator-session", "curator-sqlite", "rusqlite"]),
         ("curator-session", &["curator-sqlite", "rusqlite"]),
+        ("curator-coalesce", &["curator-session", "curator-sqlite", "rusqlite"]),
     ];
     for (krate, deps) in forbidden {
         let text = manifest(krate);

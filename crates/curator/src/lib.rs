@@ -8,6 +8,7 @@
 //! | [`model`] | `curator-model` | messages, tool calls, entries, OpenAI and Anthropic formats, validation |
 //! | [`strategies`] | `curator-strategies` | `HistoryManager`, windows, budgets, truncation, redaction, summarization, composition |
 //! | [`session`] | `curator-session` | the record: `SessionStore`, `MemoryStore`, the `Conversation` driver, resume, snapshots |
+//! | [`coalesce`] | `curator-coalesce` | code-executing agents: turns, values and their Clojure-like printing |
 //! | `sqlite` (feature `sqlite`, on by default) | `curator-sqlite` | `SqliteStore`: the durable, multi-process store on one file |
 //!
 //! Features: `sqlite` (default) adds the SQLite store; `tiktoken` switches on exact OpenAI
@@ -35,6 +36,7 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub use curator_coalesce as coalesce;
 pub use curator_model as model;
 pub use curator_session as session;
 #[cfg(feature = "sqlite")]

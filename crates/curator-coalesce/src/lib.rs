@@ -1,0 +1,34 @@
+//! History for code-executing agents: the turns of a run and the values its programs produce.
+//!
+//! This crate sits on nothing but serde; it will carry the `SingleUserCoalesced` compressor
+//! (see `docs/coalesce.md`). What is here today:
+//!
+//! - [`Value`] and [`Function`]: what an agent program produces, with Clojure-like
+//!   printing ([`to_clojure`], bounded by [`Limits`]) and the spec's type vocabulary
+//!   ([`Value::type_label`]).
+//! - [`Turns`] and [`Turn`]: the append-only record of a run; a turn's number comes from
+//!   its position, never from a message count.
+//!
+//! # Examples
+//!
+//! ```
+//! use curator_coalesce::{Limits, Turns, TurnDraft, Value, to_clojure};
+//!
+//! let laptop = Value::map([("name", Value::from("Laptop")), ("price", Value::from(1200))]);
+//! assert_eq!(to_clojure(&laptop, Limits::SAMPLE), r#"{:name "Laptop", :price 1200}"#);
+//! assert_eq!(Value::list(vec![laptop.clone(); 7]).type_label(), "list[7]");
+//!
+//! let mut turns = Turns::new();
+//! let turn = turns.push(TurnDraft::returned("(def products data/products)", laptop));
+//! assert_eq!(turn.number(), 1);
+//! assert!(turn.success());
+//! Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod format;
+mod turn;
+mod value;
+
+pub use format::{ELLIPSIS, Limits, to_clojure};
+pub use turn::{Definition, RecordedToolCall, Turn, TurnDraft, TurnResult, Turns};
+pub use value::{Function, Value};

@@ -1,0 +1,4 @@
+//! Integration tests of curator-coalesce.
+
+mod props;
+mod vocabulary;
