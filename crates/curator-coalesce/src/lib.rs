@@ -25,9 +25,20 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod compression;
 mod format;
+mod namespace;
+mod prelude;
+mod render;
 mod turn;
 mod value;
+
+pub use compression::{
+    Compression, CompressionConfig, ConfiguredStrategy, SingleUserCoalesced, StrategyName,
+    Uncompressed,
+};
+pub use namespace::{DataEntry, Run, ToolSpec};
+pub use render::COMMENT_COLUMN;
 
 pub use format::{ELLIPSIS, Limits, to_clojure};
 pub use turn::{Definition, RecordedToolCall, Turn, TurnDraft, TurnResult, Turns};

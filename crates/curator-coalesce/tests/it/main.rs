@@ -1,4 +1,5 @@
 //! Integration tests of curator-coalesce.
 
+mod golden;
 mod props;
 mod vocabulary;

@@ -1,0 +1,279 @@
+//! The `Compression` trait: render a run's turns into the messages the model is sent.
+
+use std::fmt::Write as _;
+
+use curator_model::Message;
+use serde::{Deserialize, Serialize};
+
+use crate::format::{Limits, to_clojure};
+use crate::namespace::Run;
+use crate::render::{self, HistoryLimits};
+use crate::turn::{TurnResult, Turns};
+
+/// A pure render function from a run's turns to the messages for the next provider call.
+///
+/// The turns are never changed; the same turns can be rendered by several compressions (the
+/// compressed prompt, the full debugging view).
+///
+/// # Examples
+///
+/// ```
+/// use curator_coalesce::{Compression, Run, SingleUserCoalesced, Turns, Uncompressed};
+///
+/// let run = Run::new("You write PTC-Lisp.", "Count the items");
+/// let turns = Turns::new();
+/// for compression in [&SingleUserCoalesced::default() as &dyn Compression, &Uncompressed] {
+///     let messages = compression.to_messages(&run, &turns);
+///     assert_eq!(messages.len(), 2, "{}", compression.name());
+/// }
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait Compression: Send + Sync {
+    /// The strategy's name, as configuration spells it.
+    fn name(&self) -> &'static str;
+
+    /// The messages for the next call: SYSTEM first, then the history as this strategy shows it.
+    fn to_messages(&self, run: &Run, turns: &Turns) -> Vec<Message>;
+}
+
+/// Every turn coalesced into one USER message after the static SYSTEM message: the mission,
+/// the `tool/`, `data/` and `user/` namespaces, the tool calls and output so far, the failed
+/// attempt while the run is still failing, and the turns left.
+///
+/// # Examples
+///
+/// ```
+/// use curator_coalesce::{Compression, Run, SingleUserCoalesced, TurnDraft, Turns, Value};
+///
+/// let mut turns = Turns::new();
+/// turns.push(TurnDraft::returned("(+ 1 2)", Value::from(3)));
+/// let messages = SingleUserCoalesced::default().to_messages(&Run::new("system", "Add"), &turns);
+/// assert_eq!(messages[1].text(), "Add\n\nTurns left: 4");
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct SingleUserCoalesced {
+    /// The most recent `println` calls shown (default 15).
+    pub println_limit: usize,
+    /// The most recent tool calls shown (default 20).
+    pub tool_call_limit: usize,
+}
+
+impl Default for SingleUserCoalesced {
+    fn default() -> Self {
+        Self { println_limit: 15, tool_call_limit: 20 }
+    }
+}
+
+impl SingleUserCoalesced {
+    /// The same strategy showing at most `limit` println calls.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_coalesce::SingleUserCoalesced;
+    ///
+    /// assert_eq!(SingleUserCoalesced::default().with_println_limit(10).println_limit, 10);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub const fn with_println_limit(mut self, limit: usize) -> Self {
+        self.println_limit = limit;
+        self
+    }
+
+    /// The same strategy showing at most `limit` tool calls.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_coalesce::SingleUserCoalesced;
+    ///
+    /// assert_eq!(SingleUserCoalesced::default().with_tool_call_limit(15).tool_call_limit, 15);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub const fn with_tool_call_limit(mut self, limit: usize) -> Self {
+        self.tool_call_limit = limit;
+        self
+    }
+
+    /// The USER message alone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_coalesce::{Run, SingleUserCoalesced, Turns};
+    ///
+    /// let text = SingleUserCoalesced::default().user_message(&Run::new("s", "Mission"), &Turns::new());
+    /// assert!(text.starts_with("Mission\n"));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn user_message(&self, run: &Run, turns: &Turns) -> String {
+        render::coalesced(
+            run,
+            turns,
+            HistoryLimits {
+                println_limit: self.println_limit,
+                tool_call_limit: self.tool_call_limit,
+            },
+        )
+    }
+}
+
+impl Compression for SingleUserCoalesced {
+    fn name(&self) -> &'static str {
+        "single_user_coalesced"
+    }
+
+    fn to_messages(&self, run: &Run, turns: &Turns) -> Vec<Message> {
+        vec![Message::system(run.system.as_str()), Message::user(self.user_message(run, turns))]
+    }
+}
+
+/// The full history: the mission and namespaces, then one ASSISTANT/USER pair per turn with
+/// the whole program, its result or error, every tool call and all output; no limits and no
+/// collapsing.
+///
+/// # Examples
+///
+/// ```
+/// use curator_coalesce::{Compression, Run, TurnDraft, Turns, Uncompressed, Value};
+///
+/// let mut turns = Turns::new();
+/// turns.push(TurnDraft::returned("(+ 1 2)", Value::from(3)));
+/// let messages = Uncompressed.to_messages(&Run::new("system", "Add"), &turns);
+/// assert_eq!(messages[2].text(), "(+ 1 2)");
+/// assert_eq!(messages[3].text(), "Result: 3\n\nTurns left: 4");
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Uncompressed;
+
+impl Compression for Uncompressed {
+    fn name(&self) -> &'static str {
+        "uncompressed"
+    }
+
+    fn to_messages(&self, run: &Run, turns: &Turns) -> Vec<Message> {
+        let mut messages = Vec::with_capacity(2 + 2 * turns.len());
+        messages.push(Message::system(run.system.as_str()));
+        let opening = render::mission_and_namespaces(run);
+        messages.push(Message::user(opening.trim_end()));
+        for (index, turn) in turns.iter().enumerate() {
+            messages.push(Message::assistant(turn.program()));
+            let mut text = match turn.result() {
+                TurnResult::Returned(value) => {
+                    format!("Result: {}", to_clojure(value, Limits::UNLIMITED))
+                }
+                TurnResult::Failed(error) => format!("Error: {error}"),
+            };
+            if !turn.tool_calls().is_empty() {
+                text.push_str("\n\n;; Tool calls made:");
+                for call in turn.tool_calls() {
+                    let _ = write!(
+                        text,
+                        "
+;   {}({})",
+                        call.name,
+                        to_clojure(&call.args, Limits::UNLIMITED)
+                    );
+                }
+            }
+            if !turn.prints().is_empty() {
+                text.push_str("\n\n;; Output:");
+                for print in turn.prints() {
+                    text.push('\n');
+                    text.push_str(print);
+                }
+            }
+            if index + 1 == turns.len() {
+                let _ = write!(text, "\n\nTurns left: {}", render::turns_left(run, turns));
+            }
+            messages.push(Message::user(text));
+        }
+        messages
+    }
+}
+
+/// Which compression a run uses, as configuration writes it: `false` (the default: full
+/// history), `true` (the default strategy), a strategy's name, or a strategy with options.
+///
+/// # Examples
+///
+/// ```
+/// use curator_coalesce::CompressionConfig;
+///
+/// for json in ["false", "true", r#""single_user_coalesced""#,
+///              r#"{"strategy": "single_user_coalesced", "println_limit": 10, "tool_call_limit": 15}"#] {
+///     let config: CompressionConfig = serde_json::from_str(json)?;
+///     let _ = config.build();
+/// }
+/// assert_eq!(CompressionConfig::default().build().name(), "uncompressed");
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CompressionConfig {
+    /// `false`: uncompressed; `true`: [`SingleUserCoalesced`] with its defaults.
+    Enabled(bool),
+    /// A strategy by name, with its defaults.
+    Named(StrategyName),
+    /// A strategy with options.
+    Configured(ConfiguredStrategy),
+}
+
+impl Default for CompressionConfig {
+    /// Compression is opt-in: `false`.
+    fn default() -> Self {
+        Self::Enabled(false)
+    }
+}
+
+/// The names of the compression strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StrategyName {
+    /// [`SingleUserCoalesced`].
+    SingleUserCoalesced,
+    /// [`Uncompressed`].
+    Uncompressed,
+}
+
+/// A strategy with its options: `{"strategy": "single_user_coalesced", "println_limit": 10}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "strategy", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ConfiguredStrategy {
+    /// [`SingleUserCoalesced`] with options.
+    SingleUserCoalesced(SingleUserCoalesced),
+    /// [`Uncompressed`], which has no options.
+    Uncompressed,
+}
+
+impl CompressionConfig {
+    /// The compression this configuration names.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_coalesce::CompressionConfig;
+    ///
+    /// assert_eq!(CompressionConfig::Enabled(true).build().name(), "single_user_coalesced");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build(&self) -> Box<dyn Compression> {
+        match self {
+            Self::Enabled(true) | Self::Named(StrategyName::SingleUserCoalesced) => {
+                Box::new(SingleUserCoalesced::default())
+            }
+            Self::Configured(ConfiguredStrategy::SingleUserCoalesced(options)) => {
+                Box::new(*options)
+            }
+            Self::Enabled(false)
+            | Self::Named(StrategyName::Uncompressed)
+            | Self::Configured(ConfiguredStrategy::Uncompressed) => Box::new(Uncompressed),
+        }
+    }
+}
