@@ -26,10 +26,12 @@
 //! ```
 
 mod compression;
+mod error;
 mod format;
 mod namespace;
 mod prelude;
 mod render;
+mod resolve;
 mod turn;
 mod value;
 
@@ -39,7 +41,9 @@ pub use compression::{
 };
 pub use namespace::{DataEntry, Run, ToolSpec};
 pub use render::COMMENT_COLUMN;
+pub use resolve::Resolved;
 
+pub use error::{Error, Result};
 pub use format::{ELLIPSIS, Limits, to_clojure};
 pub use turn::{Definition, RecordedToolCall, Turn, TurnDraft, TurnResult, Turns};
 pub use value::{Function, Value};
