@@ -107,8 +107,13 @@ fn tool_calls_section(out: &mut String, turns: &Turns, limit: usize) {
         out.push_str("\n;; No tool calls made\n");
         return;
     }
+    let shown = &calls[calls.len().saturating_sub(limit)..];
+    if shown.is_empty() {
+        // A limit of zero hides the history; a header with nothing under it would mislead.
+        return;
+    }
     out.push_str("\n;; Tool calls made:\n");
-    for call in &calls[calls.len().saturating_sub(limit)..] {
+    for call in shown {
         let args = match &call.args {
             Value::Nil => String::new(),
             args => to_clojure(args, Limits::TOOL_ARGS),
@@ -120,11 +125,12 @@ fn tool_calls_section(out: &mut String, turns: &Turns, limit: usize) {
 fn output_section(out: &mut String, turns: &Turns, limit: usize) {
     let prints: Vec<&String> =
         turns.iter().filter(|turn| turn.success()).flat_map(Turn::prints).collect();
-    if prints.is_empty() {
+    let shown = &prints[prints.len().saturating_sub(limit)..];
+    if shown.is_empty() {
         return;
     }
     out.push_str("\n;; Output:\n");
-    for print in &prints[prints.len().saturating_sub(limit)..] {
+    for print in shown {
         out.push_str(print);
         out.push('\n');
     }

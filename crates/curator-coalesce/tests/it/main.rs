@@ -1,5 +1,7 @@
 //! Integration tests of curator-coalesce.
 
+mod arb;
 mod golden;
 mod props;
+mod render_props;
 mod vocabulary;

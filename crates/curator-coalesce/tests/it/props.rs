@@ -1,25 +1,9 @@
 //! Properties of printing that hold for every value.
 
 use curator_coalesce::{ELLIPSIS, Limits, Value, to_clojure};
-use proptest::prelude::*;
 
-fn arb_value() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Nil),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_map(Value::from),
-        ".{0,40}".prop_map(Value::from),
-        "[a-z-]{1,12}".prop_map(Value::keyword),
-    ];
-    leaf.prop_recursive(4, 64, 8, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..8).prop_map(Value::List),
-            prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Set),
-            prop::collection::vec(("[a-z]{1,6}", inner), 0..8).prop_map(Value::map),
-        ]
-    })
-}
+use crate::arb::arb_value;
+use proptest::prelude::*;
 
 fn arb_limits() -> impl Strategy<Value = Limits> {
     (prop::option::of(0usize..6), prop::option::of(0usize..50))

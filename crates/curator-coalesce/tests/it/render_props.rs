@@ -1,0 +1,64 @@
+//! Properties of the coalesced USER message that hold for every run and every turn list.
+
+use curator_coalesce::{Compression, SingleUserCoalesced, Turn, Uncompressed};
+use proptest::prelude::*;
+
+use crate::arb::{arb_run, arb_turns};
+
+/// The lines of the section that starts with `header`, up to the next blank line.
+fn section<'a>(text: &'a str, header: &str) -> Option<Vec<&'a str>> {
+    let start = text.find(&format!("\n{header}\n"))? + header.len() + 2;
+    Some(text[start..].split("\n\n").next().unwrap_or_default().lines().collect())
+}
+
+proptest! {
+    #[test]
+    fn the_coalesced_message_keeps_its_shape(
+        run in arb_run(),
+        turns in arb_turns(),
+        println_limit in 0usize..5,
+        tool_call_limit in 0usize..5,
+    ) {
+        let compression = SingleUserCoalesced::default()
+            .with_println_limit(println_limit)
+            .with_tool_call_limit(tool_call_limit);
+        let text = compression.user_message(&run, &turns);
+        prop_assert_eq!(&text, &compression.user_message(&run, &turns), "deterministic");
+        prop_assert!(text.starts_with(&format!("{}\n", run.mission)), "the mission comes first");
+        let turns_left = u64::from(run.max_turns).saturating_sub(turns.len() as u64);
+        prop_assert!(text.ends_with(&format!("\n\nTurns left: {turns_left}")), "turns left comes last");
+
+        let total = turns.iter().map(|turn| turn.tool_calls().len()).sum::<usize>();
+        match section(&text, ";; Tool calls made:") {
+            Some(calls) => {
+                prop_assert_eq!(calls.len(), total.min(tool_call_limit));
+                prop_assert!(calls.iter().all(|line| line.starts_with(";   ")));
+            }
+            None => prop_assert!(total == 0 || tool_call_limit == 0, "{} calls made but none listed", total),
+        }
+        let prints: Vec<&String> = turns.iter().filter(|turn| turn.success()).flat_map(Turn::prints).collect();
+        let shown: Vec<&String> = prints[prints.len().saturating_sub(println_limit)..].to_vec();
+        let output = shown.iter().map(|print| print.as_str()).collect::<Vec<_>>().join("\n");
+        if shown.is_empty() {
+            prop_assert!(!text.contains("\n;; Output:\n"), "no output header without output");
+        } else {
+            prop_assert!(
+                text.contains(&format!("\n;; Output:\n{output}\n\n")),
+                "output is the last {} println calls", println_limit
+            );
+        }
+
+        let failing = turns.last().is_some_and(|turn| !turn.success());
+        prop_assert_eq!(text.contains("\nYour previous attempt:\n"), failing, "errors shown only while failing");
+        prop_assert!(text.matches("\nYour previous attempt:\n").count() <= 1);
+    }
+
+    #[test]
+    fn uncompressed_has_one_pair_per_turn(run in arb_run(), turns in arb_turns()) {
+        let messages = Uncompressed.to_messages(&run, &turns);
+        prop_assert_eq!(messages.len(), 2 + 2 * turns.len());
+        for (turn, pair) in turns.iter().zip(messages[2..].chunks(2)) {
+            prop_assert_eq!(pair[0].text(), turn.program());
+        }
+    }
+}
