@@ -36,6 +36,13 @@ pub trait Compression: Send + Sync {
     fn to_messages(&self, run: &Run, turns: &Turns) -> Vec<Message>;
 }
 
+// Traces hold a `&dyn Compression`; its name is what a reader needs to see.
+impl std::fmt::Debug for dyn Compression + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Every turn coalesced into one USER message after the static SYSTEM message: the mission,
 /// the `tool/`, `data/` and `user/` namespaces, the tool calls and output so far, the failed
 /// attempt while the run is still failing, and the turns left.

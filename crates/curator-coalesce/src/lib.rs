@@ -32,6 +32,7 @@ mod namespace;
 mod prelude;
 mod render;
 mod resolve;
+mod trace;
 mod turn;
 mod value;
 
@@ -42,6 +43,7 @@ pub use compression::{
 pub use namespace::{DataEntry, Run, ToolSpec};
 pub use render::COMMENT_COLUMN;
 pub use resolve::Resolved;
+pub use trace::{Trace, TraceView};
 
 pub use error::{Error, Result};
 pub use format::{ELLIPSIS, Limits, to_clojure};

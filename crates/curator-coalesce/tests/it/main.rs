@@ -4,4 +4,5 @@ mod arb;
 mod golden;
 mod props;
 mod render_props;
+mod trace;
 mod vocabulary;
