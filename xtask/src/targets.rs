@@ -44,6 +44,11 @@ pub(crate) const TARGETS: &[Target] = &[
         max_ns: 10.0 * US,
         why: "over an already counted history",
     },
+    Target {
+        pattern: "coalesce/user_message/50_turns",
+        max_ns: 100.0 * US,
+        why: "coalesced USER message, 50 turns, 100 definitions",
+    },
     Target { pattern: "strategy/*/1k", max_ns: 100.0 * US, why: "every strategy at 1k messages" },
     Target {
         pattern: "strategy/truncate_tokens_exact_growing/10k",
