@@ -221,7 +221,7 @@ impl Compression for Uncompressed {
 /// assert_eq!(CompressionConfig::default().build().name(), "uncompressed");
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum CompressionConfig {
     /// `false`: uncompressed; `true`: [`SingleUserCoalesced`] with its defaults.
@@ -236,6 +236,43 @@ impl Default for CompressionConfig {
     /// Compression is opt-in: `false`.
     fn default() -> Self {
         Self::Enabled(false)
+    }
+}
+
+// By hand rather than untagged, so that a bad strategy name or option is reported as such
+// instead of "did not match any variant".
+impl<'de> Deserialize<'de> for CompressionConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = CompressionConfig;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "false, true, a strategy name, or a map with `strategy` and its options",
+                )
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, enabled: bool) -> Result<Self::Value, E> {
+                Ok(CompressionConfig::Enabled(enabled))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Self::Value, E> {
+                StrategyName::deserialize(serde::de::value::StrDeserializer::new(name))
+                    .map(CompressionConfig::Named)
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                ConfiguredStrategy::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(CompressionConfig::Configured)
+            }
+        }
+
+        deserializer.deserialize_any(Visitor)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Integration tests of curator-coalesce.
 
 mod arb;
+mod config;
 mod golden;
 mod props;
 mod render_props;

@@ -1,0 +1,60 @@
+//! `compression: false | true | Strategy | {Strategy, options}` as configuration.
+
+use curator_coalesce::{CompressionConfig, ConfiguredStrategy, SingleUserCoalesced, StrategyName};
+
+#[track_caller]
+fn parse(json: &str) -> Result<CompressionConfig, String> {
+    serde_json::from_str(json).map_err(|error| error.to_string())
+}
+
+#[test]
+fn every_form_of_the_spec_parses_and_builds() {
+    assert_eq!(parse("false"), Ok(CompressionConfig::Enabled(false)));
+    assert_eq!(CompressionConfig::default(), CompressionConfig::Enabled(false));
+    assert_eq!(parse("false").map(|config| config.build().name()), Ok("uncompressed"));
+    assert_eq!(parse("true").map(|config| config.build().name()), Ok("single_user_coalesced"));
+    assert_eq!(
+        parse(r#""single_user_coalesced""#),
+        Ok(CompressionConfig::Named(StrategyName::SingleUserCoalesced))
+    );
+    assert_eq!(
+        parse(
+            r#"{"strategy": "single_user_coalesced", "println_limit": 10, "tool_call_limit": 15}"#
+        ),
+        Ok(CompressionConfig::Configured(ConfiguredStrategy::SingleUserCoalesced(
+            SingleUserCoalesced::default().with_println_limit(10).with_tool_call_limit(15)
+        )))
+    );
+    assert_eq!(
+        parse(r#"{"strategy": "single_user_coalesced", "println_limit": 10}"#),
+        Ok(CompressionConfig::Configured(ConfiguredStrategy::SingleUserCoalesced(
+            SingleUserCoalesced::default().with_println_limit(10)
+        )))
+    );
+    assert_eq!(
+        parse(r#"{"strategy": "uncompressed"}"#).map(|config| config.build().name()),
+        Ok("uncompressed")
+    );
+}
+
+#[test]
+fn configurations_round_trip() {
+    for json in [
+        "true",
+        r#""uncompressed""#,
+        r#"{"strategy":"single_user_coalesced","println_limit":3,"tool_call_limit":4}"#,
+    ] {
+        let config = parse(json).unwrap();
+        assert_eq!(serde_json::to_string(&config).unwrap(), json);
+    }
+}
+
+#[test]
+fn bad_configuration_names_what_is_wrong() {
+    let error = parse(r#""single_user""#).unwrap_err();
+    assert!(error.contains("unknown variant `single_user`"), "{error}");
+    let error = parse(r#"{"strategy": "single_user_coalesced", "printlnlimit": 3}"#).unwrap_err();
+    assert!(error.contains("unknown field `printlnlimit`"), "{error}");
+    let error = parse("3").unwrap_err();
+    assert!(error.contains("false, true, a strategy name"), "{error}");
+}
