@@ -1,0 +1,84 @@
+//! The error type of curator-tasks.
+
+use crate::history::StepId;
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong with a task history.
+///
+/// The messages are written to be returned to the model as a tool's answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An event or a tool call names a step the history does not have.
+    #[error("step {step_id} not found; known steps: {known}")]
+    UnknownStep {
+        /// The step asked for.
+        step_id: StepId,
+        /// The steps the history has, comma-separated.
+        known: String,
+    },
+    /// A step added twice.
+    #[error("step {step_id} already exists")]
+    DuplicateStep {
+        /// The repeated id.
+        step_id: StepId,
+    },
+    /// A turn with no step to go to: no active step and none named.
+    #[error("no active step: set one, or name the step the turn belongs to")]
+    NoActiveStep,
+    /// A turn whose id is not after the last turn of its step.
+    #[error("turn {turn_id} is out of order in step {step_id}, whose last turn is {last}")]
+    TurnOutOfOrder {
+        /// The step.
+        step_id: StepId,
+        /// The rejected turn's id.
+        turn_id: u64,
+        /// The id of the step's last turn.
+        last: u64,
+    },
+    /// A summary that is empty once trimmed.
+    #[error("summary must not be empty")]
+    EmptySummary,
+    /// A summary over the length limit.
+    #[error("summary must be at most {max} characters (got {len})")]
+    SummaryTooLong {
+        /// Its length in characters, trimmed.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Tool arguments that are not what the tool's schema asks for.
+    #[error("invalid arguments for {tool}: {reason}")]
+    InvalidArguments {
+        /// The tool.
+        tool: &'static str,
+        /// What is wrong, naming the field.
+        reason: String,
+    },
+    /// The summarizer failed.
+    #[error("summarizing step {step_id} failed: {source}")]
+    Summarizer {
+        /// The step being summarized.
+        step_id: StepId,
+        /// The summarizer's error.
+        source: curator_strategies::Error,
+    },
+    /// Saving or loading through the session store failed.
+    #[error("task history checkpoint `{name}`: {source}")]
+    Store {
+        /// The checkpoint name.
+        name: String,
+        /// The store's error.
+        source: curator_session::Error,
+    },
+    /// A checkpoint that does not hold a task history.
+    #[error("task history checkpoint `{name}` cannot be read: {source}")]
+    Document {
+        /// The checkpoint name.
+        name: String,
+        /// Why the document does not parse.
+        source: serde_json::Error,
+    },
+}

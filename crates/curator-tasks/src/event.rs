@@ -1,0 +1,278 @@
+//! The events that change a task history, and the pure reducer that applies them.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::history::{StepHistory, StepId, TaskHistory, Turn, Visibility};
+
+/// The longest summary a step may carry, in characters.
+pub const MAX_SUMMARY_CHARS: usize = 1_000;
+
+/// A change to a task history.
+///
+/// # Examples
+///
+/// ```
+/// use curator_tasks::{Event, TaskHistory};
+///
+/// let history = TaskHistory::new("Ship", [(1, "Test")])?;
+/// let event = Event::SummarizeStep { step_id: 1, summary: "All 212 tests pass.".into() };
+/// let json = serde_json::to_string(&event)?;
+/// assert!(json.contains("summarize_step"));
+/// assert!(history.apply(&event).is_ok());
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// Replace the whole history (a new plan was set up).
+    Seed {
+        /// The new history.
+        history: TaskHistory,
+    },
+    /// Add steps after the existing ones.
+    AddSteps {
+        /// The new steps; their ids must be new.
+        steps: Vec<StepHistory>,
+    },
+    /// Make a step the one receiving turns.
+    SetActiveStep {
+        /// The step.
+        step_id: StepId,
+    },
+    /// Append a turn to the named step, or to the active one.
+    AppendTurn {
+        /// The step; `None` for the active step.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step_id: Option<StepId>,
+        /// The turn.
+        turn: Turn,
+    },
+    /// Replace a step's turns by a summary in renderings (the turns are kept).
+    SummarizeStep {
+        /// The step.
+        step_id: StepId,
+        /// The summary, trimmed, 1 to [`MAX_SUMMARY_CHARS`] characters.
+        summary: String,
+    },
+    /// Show a summarized step in full again.
+    ExpandStep {
+        /// The step.
+        step_id: StepId,
+    },
+}
+
+impl Event {
+    /// Append `turn` to the active step.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{Event, Role, Turn};
+    ///
+    /// let event = Event::append(Turn::new(1, Role::User, "hi"));
+    /// assert!(matches!(event, Event::AppendTurn { step_id: None, .. }));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn append(turn: Turn) -> Self {
+        Self::AppendTurn { step_id: None, turn }
+    }
+}
+
+/// Trims a summary and checks its length.
+pub(crate) fn checked_summary(summary: &str) -> Result<String> {
+    let trimmed = summary.trim();
+    if trimmed.is_empty() {
+        return Err(Error::EmptySummary);
+    }
+    let len = trimmed.chars().count();
+    if len > MAX_SUMMARY_CHARS {
+        return Err(Error::SummaryTooLong { len, max: MAX_SUMMARY_CHARS });
+    }
+    Ok(trimmed.to_owned())
+}
+
+impl TaskHistory {
+    /// The history after `event`; this one is left unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{Error, Event, Role, TaskHistory, Turn};
+    ///
+    /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
+    /// let rejected = history.apply(&Event::append(Turn::new(1, Role::User, "hi")));
+    /// assert!(matches!(rejected, Err(Error::NoActiveStep)));
+    /// let rejected = history.apply(&Event::SetActiveStep { step_id: 9 });
+    /// assert_eq!(rejected.unwrap_err().to_string(), "step 9 not found; known steps: 1");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownStep`] for an event naming a step the history does not have;
+    /// [`Error::DuplicateStep`] for a step added twice; [`Error::NoActiveStep`] for a turn
+    /// with no step to go to; [`Error::TurnOutOfOrder`] for a turn whose id is not after its
+    /// step's last; [`Error::EmptySummary`] and [`Error::SummaryTooLong`] for a bad summary.
+    pub fn apply(&self, event: &Event) -> Result<Self> {
+        match event {
+            Event::Seed { history } => {
+                Self::new(history.objective.clone(), std::iter::empty::<(StepId, String)>())?
+                    .apply(&Event::AddSteps { steps: history.steps().cloned().collect() })?;
+                if let Some(active) = history.active_step_id {
+                    history.position(active)?;
+                }
+                Ok(history.clone())
+            }
+            Event::AddSteps { steps } => {
+                let mut next = self.clone();
+                for step in steps {
+                    if next.steps.iter().any(|existing| existing.step_id == step.step_id) {
+                        return Err(Error::DuplicateStep { step_id: step.step_id });
+                    }
+                    next.steps.push(Arc::new(step.clone()));
+                }
+                Ok(next)
+            }
+            Event::SetActiveStep { step_id } => {
+                self.position(*step_id)?;
+                Ok(Self { active_step_id: Some(*step_id), ..self.clone() })
+            }
+            Event::AppendTurn { step_id, turn } => {
+                let step_id = step_id.or(self.active_step_id).ok_or(Error::NoActiveStep)?;
+                self.with_step(step_id, |step| {
+                    if let Some(last) =
+                        step.turns.last().filter(|last| last.turn_id >= turn.turn_id)
+                    {
+                        return Err(Error::TurnOutOfOrder {
+                            step_id,
+                            turn_id: turn.turn_id,
+                            last: last.turn_id,
+                        });
+                    }
+                    step.turns.push(turn.clone());
+                    Ok(())
+                })
+            }
+            Event::SummarizeStep { step_id, summary } => {
+                let summary = checked_summary(summary)?;
+                self.with_step(*step_id, |step| {
+                    step.summary = Some(summary);
+                    step.visibility = Visibility::Summary;
+                    Ok(())
+                })
+            }
+            Event::ExpandStep { step_id } => self.with_step(*step_id, |step| {
+                step.visibility = Visibility::Full;
+                Ok(())
+            }),
+        }
+    }
+
+    /// A copy with one step changed; the other steps stay shared with `self`.
+    fn with_step(
+        &self,
+        step_id: StepId,
+        change: impl FnOnce(&mut StepHistory) -> Result<()>,
+    ) -> Result<Self> {
+        let index = self.position(step_id)?;
+        let mut step = StepHistory::clone(&self.steps[index]);
+        change(&mut step)?;
+        let mut next = self.clone();
+        next.steps[index] = Arc::new(step);
+        Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Role;
+
+    fn history() -> TaskHistory {
+        TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")]).unwrap()
+    }
+
+    #[test]
+    fn every_event_applies_and_leaves_the_old_version_alone() {
+        let start = history();
+        let active = start.apply(&Event::SetActiveStep { step_id: 1 }).unwrap();
+        assert_eq!(active.active_step_id(), Some(1));
+        let appended = active.apply(&Event::append(Turn::new(1, Role::User, "go"))).unwrap();
+        let explicit = appended
+            .apply(&Event::AppendTurn {
+                step_id: Some(2),
+                turn: Turn::new(2, Role::Assistant, "tagging"),
+            })
+            .unwrap();
+        assert_eq!(explicit.step(1).unwrap().turns().len(), 1);
+        assert_eq!(explicit.step(2).unwrap().turns().len(), 1);
+        assert!(active.step(1).unwrap().turns().is_empty(), "the old version is unchanged");
+
+        let summarized = explicit
+            .apply(&Event::SummarizeStep { step_id: 1, summary: "  done  ".into() })
+            .unwrap();
+        assert_eq!(summarized.step(1).unwrap().summary(), Some("done"));
+        assert_eq!(summarized.step(1).unwrap().visibility(), Visibility::Summary);
+        let expanded = summarized.apply(&Event::ExpandStep { step_id: 1 }).unwrap();
+        assert_eq!(expanded.step(1).unwrap().visibility(), Visibility::Full);
+        assert_eq!(expanded.step(1).unwrap().turns(), explicit.step(1).unwrap().turns());
+
+        let added = expanded
+            .apply(&Event::AddSteps { steps: vec![StepHistory::new(3, "Announce")] })
+            .unwrap();
+        assert_eq!(added.steps().map(StepHistory::step_id).collect::<Vec<_>>(), [1, 2, 3]);
+        let seeded = added.apply(&Event::Seed { history: history() }).unwrap();
+        assert_eq!(seeded, history());
+    }
+
+    #[test]
+    fn rejected_events_name_the_problem() {
+        let start = history().apply(&Event::SetActiveStep { step_id: 1 }).unwrap();
+        let with_turn = start.apply(&Event::append(Turn::new(5, Role::User, "go"))).unwrap();
+        let cases: Vec<(Event, &str)> = vec![
+            (Event::SetActiveStep { step_id: 7 }, "step 7 not found; known steps: 1, 2"),
+            (
+                Event::AppendTurn { step_id: Some(7), turn: Turn::new(9, Role::User, "x") },
+                "step 7 not found; known steps: 1, 2",
+            ),
+            (
+                Event::append(Turn::new(5, Role::User, "again")),
+                "turn 5 is out of order in step 1, whose last turn is 5",
+            ),
+            (
+                Event::SummarizeStep { step_id: 1, summary: " \n ".into() },
+                "summary must not be empty",
+            ),
+            (
+                Event::SummarizeStep { step_id: 1, summary: "x".repeat(1_001) },
+                "summary must be at most 1000 characters (got 1001)",
+            ),
+            (
+                Event::SummarizeStep { step_id: 3, summary: "ok".into() },
+                "step 3 not found; known steps: 1, 2",
+            ),
+            (Event::ExpandStep { step_id: 3 }, "step 3 not found; known steps: 1, 2"),
+            (
+                Event::AddSteps { steps: vec![StepHistory::new(2, "again")] },
+                "step 2 already exists",
+            ),
+        ];
+        for (event, message) in cases {
+            assert_eq!(with_turn.apply(&event).unwrap_err().to_string(), message, "{event:?}");
+        }
+        assert!(matches!(
+            history().apply(&Event::append(Turn::new(1, Role::User, "x"))),
+            Err(Error::NoActiveStep)
+        ));
+        let mut bad_seed = history();
+        bad_seed.active_step_id = Some(9);
+        assert!(matches!(
+            history().apply(&Event::Seed { history: bad_seed }),
+            Err(Error::UnknownStep { step_id: 9, .. })
+        ));
+    }
+}

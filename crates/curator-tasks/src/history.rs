@@ -1,0 +1,310 @@
+//! The task history: steps of a plan, each with its turns, summary and visibility.
+
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// A plan step's id, as the plan and the model's tools name it.
+pub type StepId = u32;
+
+/// Who produced a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The user, or the harness speaking for them.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's result.
+    Tool,
+}
+
+impl Role {
+    /// The role as text: `user`, `assistant`, `tool`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One turn of conversation within a step.
+///
+/// # Examples
+///
+/// ```
+/// use curator_tasks::{Role, Turn};
+///
+/// let turn = Turn::new(3, Role::Tool, "12 files").with_tool("ls", "call_1");
+/// assert_eq!(turn.tool_name.as_deref(), Some("ls"));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    /// The turn's id; increasing within a step.
+    pub turn_id: u64,
+    /// Who produced it.
+    pub role: Role,
+    /// Its text.
+    pub content: String,
+    /// For a tool turn, the tool's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// For a tool turn, the id of the call it answers, so the step can be rebuilt into
+    /// provider messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// When it was recorded.
+    pub created_at: DateTime<Utc>,
+}
+
+impl Turn {
+    /// A turn recorded now.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{Role, Turn};
+    ///
+    /// assert_eq!(Turn::new(1, Role::User, "Fix the build").content, "Fix the build");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(turn_id: u64, role: Role, content: impl Into<String>) -> Self {
+        Self {
+            turn_id,
+            role,
+            content: content.into(),
+            tool_name: None,
+            tool_call_id: None,
+            created_at: Utc::now(),
+        }
+    }
+
+    /// The same turn as the result of a tool call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{Role, Turn};
+    ///
+    /// let turn = Turn::new(2, Role::Tool, "ok").with_tool("cargo_test", "call_9");
+    /// assert_eq!(turn.tool_call_id.as_deref(), Some("call_9"));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_tool(mut self, name: impl Into<String>, call_id: impl Into<String>) -> Self {
+        self.tool_name = Some(name.into());
+        self.tool_call_id = Some(call_id.into());
+        self
+    }
+
+    /// The same turn with another time (for replays and tests).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use chrono::DateTime;
+    /// use curator_tasks::{Role, Turn};
+    ///
+    /// let turn = Turn::new(1, Role::User, "hi").at(DateTime::UNIX_EPOCH);
+    /// assert_eq!(turn.created_at, DateTime::UNIX_EPOCH);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn at(mut self, created_at: DateTime<Utc>) -> Self {
+        self.created_at = created_at;
+        self
+    }
+}
+
+/// How much of a step a rendering shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    /// Every turn.
+    #[default]
+    Full,
+    /// Key turns only: the first, the tool results and the last, at most three.
+    Condensed,
+    /// The summary and a hint to expand (every turn while there is no summary).
+    Summary,
+    /// The heading alone.
+    Title,
+}
+
+/// The conversation of one plan step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepHistory {
+    pub(crate) step_id: StepId,
+    pub(crate) step_title: String,
+    pub(crate) turns: Vec<Turn>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) summary: Option<String>,
+    #[serde(default)]
+    pub(crate) visibility: Visibility,
+}
+
+impl StepHistory {
+    /// An empty step.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{StepHistory, Visibility};
+    ///
+    /// let step = StepHistory::new(1, "Reproduce the bug");
+    /// assert!(step.turns().is_empty());
+    /// assert_eq!(step.visibility(), Visibility::Full);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(step_id: StepId, step_title: impl Into<String>) -> Self {
+        Self {
+            step_id,
+            step_title: step_title.into(),
+            turns: Vec::new(),
+            summary: None,
+            visibility: Visibility::Full,
+        }
+    }
+
+    /// The step's id.
+    pub fn step_id(&self) -> StepId {
+        self.step_id
+    }
+
+    /// The step's title.
+    pub fn step_title(&self) -> &str {
+        &self.step_title
+    }
+
+    /// The turns, in order.
+    pub fn turns(&self) -> &[Turn] {
+        &self.turns
+    }
+
+    /// The summary, once the step was summarized (kept after an expand).
+    pub fn summary(&self) -> Option<&str> {
+        self.summary.as_deref()
+    }
+
+    /// The stored visibility: [`Visibility::Summary`] after a summarize, [`Visibility::Full`]
+    /// after an expand.
+    pub fn visibility(&self) -> Visibility {
+        self.visibility
+    }
+}
+
+/// The history of a task, organised by the steps of its plan.
+///
+/// An immutable value: [`TaskHistory::apply`] returns the next version and leaves this one
+/// as it was. Versions share the steps they did not change.
+///
+/// # Examples
+///
+/// ```
+/// use curator_tasks::{Event, Role, TaskHistory, Turn};
+///
+/// let history = TaskHistory::new("Ship the release", [(1, "Run the tests"), (2, "Tag")])?;
+/// let history = history.apply(&Event::SetActiveStep { step_id: 1 })?;
+/// let history = history.apply(&Event::append(Turn::new(1, Role::Assistant, "Running cargo test")))?;
+/// assert_eq!(history.step(1).map(|step| step.turns().len()), Some(1));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskHistory {
+    pub(crate) objective: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) active_step_id: Option<StepId>,
+    pub(crate) steps: Vec<Arc<StepHistory>>,
+}
+
+impl TaskHistory {
+    /// A history for `objective` with empty steps, in plan order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::TaskHistory;
+    ///
+    /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?;
+    /// assert_eq!(history.steps().len(), 2);
+    /// assert!(TaskHistory::new("Ship", [(1, "Test"), (1, "Again")]).is_err());
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DuplicateStep`](crate::Error::DuplicateStep) when two steps share an id.
+    pub fn new<T: Into<String>>(
+        objective: impl Into<String>,
+        steps: impl IntoIterator<Item = (StepId, T)>,
+    ) -> crate::Result<Self> {
+        let empty = Self { objective: objective.into(), active_step_id: None, steps: Vec::new() };
+        let steps = steps.into_iter().map(|(id, title)| StepHistory::new(id, title)).collect();
+        empty.apply(&crate::Event::AddSteps { steps })
+    }
+
+    /// The task's objective.
+    pub fn objective(&self) -> &str {
+        &self.objective
+    }
+
+    /// The step receiving turns, if one is active.
+    pub fn active_step_id(&self) -> Option<StepId> {
+        self.active_step_id
+    }
+
+    /// The steps, in plan order.
+    pub fn steps(&self) -> impl ExactSizeIterator<Item = &StepHistory> + '_ {
+        self.steps.iter().map(AsRef::as_ref)
+    }
+
+    /// The step with this id.
+    pub fn step(&self, step_id: StepId) -> Option<&StepHistory> {
+        self.steps.iter().find(|step| step.step_id == step_id).map(AsRef::as_ref)
+    }
+
+    /// The id to give the next turn: one more than the largest so far (1 for the first).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::TaskHistory;
+    ///
+    /// assert_eq!(TaskHistory::new("Ship", [(1, "Test")])?.next_turn_id(), 1);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn next_turn_id(&self) -> u64 {
+        self.steps
+            .iter()
+            .filter_map(|step| step.turns.last())
+            .map(|turn| turn.turn_id)
+            .max()
+            .map_or(1, |id| id + 1)
+    }
+
+    pub(crate) fn position(&self, step_id: StepId) -> crate::Result<usize> {
+        self.steps
+            .iter()
+            .position(|step| step.step_id == step_id)
+            .ok_or_else(|| self.unknown(step_id))
+    }
+
+    pub(crate) fn unknown(&self, step_id: StepId) -> crate::Error {
+        let known = self.steps.iter().map(|step| step.step_id.to_string()).collect::<Vec<_>>();
+        crate::Error::UnknownStep {
+            step_id,
+            known: if known.is_empty() { "none".to_owned() } else { known.join(", ") },
+        }
+    }
+}

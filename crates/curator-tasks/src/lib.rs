@@ -1,0 +1,25 @@
+//! Task history: an agent's conversation organised by the steps of its plan, with tools that
+//! let the model summarize and expand steps itself.
+//!
+//! This crate sits on `curator-model`, `curator-strategies` (token counting and
+//! summarizers) and `curator-session` (persistence through checkpoints).
+//!
+//! # Examples
+//!
+//! ```
+//! use curator_tasks::{Event, Role, TaskHistory, Turn};
+//!
+//! let history = TaskHistory::new("Ship the release", [(1, "Run the tests"), (2, "Tag")])?
+//!     .apply(&Event::SetActiveStep { step_id: 1 })?
+//!     .apply(&Event::append(Turn::new(1, Role::Assistant, "All 212 tests pass.")))?;
+//! assert_eq!(history.step(1).map(|step| step.turns().len()), Some(1));
+//! Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod event;
+mod history;
+
+pub use error::{Error, Result};
+pub use event::{Event, MAX_SUMMARY_CHARS};
+pub use history::{Role, StepHistory, StepId, TaskHistory, Turn, Visibility};
