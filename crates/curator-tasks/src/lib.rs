@@ -19,7 +19,9 @@
 mod error;
 mod event;
 mod history;
+mod render;
 
 pub use error::{Error, Result};
 pub use event::{Event, MAX_SUMMARY_CHARS};
 pub use history::{Role, StepHistory, StepId, TaskHistory, Turn, Visibility};
+pub use render::{CONDENSED_TURNS, HistorySection, StepVisibilityResolver};

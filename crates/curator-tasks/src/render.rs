@@ -1,0 +1,257 @@
+//! The task history as a prompt section: Markdown or plain text, laid out for prompt caching.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::history::{Role, StepHistory, StepId, TaskHistory, Turn, Visibility};
+
+/// How many turns a condensed step shows.
+pub const CONDENSED_TURNS: usize = 3;
+
+/// Decides each step's visibility: an explicit override beats the stored visibility.
+///
+/// # Examples
+///
+/// ```
+/// use curator_tasks::{StepHistory, StepVisibilityResolver, Visibility};
+///
+/// let resolver = StepVisibilityResolver::new().with_override(2, Visibility::Title);
+/// assert_eq!(resolver.resolve(&StepHistory::new(2, "Tag")), Visibility::Title);
+/// assert_eq!(resolver.resolve(&StepHistory::new(1, "Test")), Visibility::Full);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepVisibilityResolver {
+    overrides: BTreeMap<StepId, Visibility>,
+}
+
+impl StepVisibilityResolver {
+    /// No overrides: every step shows as stored.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The same resolver with `step_id` shown at `visibility` whatever is stored.
+    #[must_use]
+    pub fn with_override(mut self, step_id: StepId, visibility: Visibility) -> Self {
+        self.overrides.insert(step_id, visibility);
+        self
+    }
+
+    /// The visibility `step` is rendered at.
+    pub fn resolve(&self, step: &StepHistory) -> Visibility {
+        self.overrides.get(&step.step_id()).copied().unwrap_or(step.visibility())
+    }
+}
+
+/// Renders a [`TaskHistory`] as a prompt section.
+///
+/// Completed steps come first, in plan order, and render identically from one iteration to
+/// the next; the active step comes last. Only the tail of the section changes as turns
+/// arrive, so a provider's prompt cache keeps the rest.
+///
+/// # Examples
+///
+/// ```
+/// use curator_tasks::{Event, HistorySection, Role, TaskHistory, Turn};
+///
+/// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?
+///     .apply(&Event::SetActiveStep { step_id: 1 })?
+///     .apply(&Event::append(Turn::new(1, Role::Assistant, "Running the tests")))?;
+/// let markdown = HistorySection::new().markdown(&history);
+/// assert!(markdown.starts_with("## Task History\n\n**Objective**: Ship\n"));
+/// assert!(markdown.ends_with("### 1. Test [active]\n\n**Assistant**: Running the tests"));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistorySection {
+    title: String,
+    level: usize,
+    resolver: StepVisibilityResolver,
+}
+
+impl Default for HistorySection {
+    fn default() -> Self {
+        Self { title: "Task History".to_owned(), level: 2, resolver: StepVisibilityResolver::new() }
+    }
+}
+
+impl HistorySection {
+    /// A section titled "Task History" at heading level 2, steps as stored.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The same section with another title.
+    #[must_use]
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = title.into();
+        self
+    }
+
+    /// The same section at another heading level (1 to 5; steps are one level below).
+    #[must_use]
+    pub fn with_level(mut self, level: usize) -> Self {
+        self.level = level.clamp(1, 5);
+        self
+    }
+
+    /// The same section with visibility overrides.
+    #[must_use]
+    pub fn with_resolver(mut self, resolver: StepVisibilityResolver) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
+    /// The section as Markdown.
+    pub fn markdown(&self, history: &TaskHistory) -> String {
+        let mut out = String::with_capacity(4096);
+        let hashes = "#".repeat(self.level);
+        let _ = write!(out, "{hashes} {}\n\n**Objective**: {}\n", self.title, history.objective());
+        if history.steps.is_empty() {
+            out.push_str("\n_No history recorded._");
+            return out;
+        }
+        for (number, step) in ordered(history) {
+            let active = history.active_step_id() == Some(step.step_id());
+            let marker = if active { " [active]" } else { "" };
+            let _ = write!(out, "\n{hashes}# {number}. {}{marker}\n", step.step_title());
+            match self.visibility(step) {
+                Visibility::Title => {}
+                Visibility::Summary => {
+                    let summary = step.summary().unwrap_or_default();
+                    let _ = write!(
+                        out,
+                        "\n{summary}\n\n_Call `expand_step({})` for full conversation._\n",
+                        step.step_id()
+                    );
+                }
+                visibility => {
+                    let turns = shown_turns(step, visibility);
+                    if !turns.is_empty() {
+                        out.push('\n');
+                    }
+                    for turn in &turns {
+                        markdown_turn(&mut out, turn);
+                    }
+                    if turns.len() < step.turns().len() {
+                        let _ = write!(
+                            out,
+                            "\n_{} of {} turns shown. Call `expand_step({})` for full conversation._\n",
+                            turns.len(),
+                            step.turns().len(),
+                            step.step_id()
+                        );
+                    }
+                }
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out
+    }
+
+    /// The section as plain text.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{HistorySection, TaskHistory};
+    ///
+    /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
+    /// assert_eq!(HistorySection::new().text(&history), "Task: Ship\n\nStep 1: Test");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn text(&self, history: &TaskHistory) -> String {
+        let mut out = String::with_capacity(4096);
+        let _ = writeln!(out, "Task: {}", history.objective());
+        if history.steps.is_empty() {
+            out.push_str("\n<no history recorded>");
+            return out;
+        }
+        for (_, step) in ordered(history) {
+            let active = history.active_step_id() == Some(step.step_id());
+            let marker = if active { " [active]" } else { "" };
+            let _ = writeln!(out, "\nStep {}: {}{marker}", step.step_id(), step.step_title());
+            match self.visibility(step) {
+                Visibility::Title => {}
+                Visibility::Summary => {
+                    let _ = writeln!(out, "[Summary] {}", step.summary().unwrap_or_default());
+                    out.push_str("[Call `expand_step` with this step_id for full history]\n");
+                }
+                visibility => {
+                    for turn in shown_turns(step, visibility) {
+                        let _ = writeln!(out, "  {}", text_turn(turn));
+                    }
+                }
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out
+    }
+
+    fn visibility(&self, step: &StepHistory) -> Visibility {
+        match self.resolver.resolve(step) {
+            // Nothing to summarize with: show what there is.
+            Visibility::Summary if step.summary().is_none() => Visibility::Full,
+            visibility => visibility,
+        }
+    }
+}
+
+/// Steps with their plan numbers: every step but the active one in plan order, then the
+/// active one.
+fn ordered(history: &TaskHistory) -> impl Iterator<Item = (usize, &StepHistory)> {
+    let active = history.active_step_id();
+    let numbered = || history.steps().enumerate().map(|(index, step)| (index + 1, step));
+    numbered()
+        .filter(move |(_, step)| Some(step.step_id()) != active)
+        .chain(numbered().filter(move |(_, step)| Some(step.step_id()) == active))
+}
+
+/// The turns a visibility shows: all, or for a condensed step the first, the tool results
+/// and the last, without repeats, at most [`CONDENSED_TURNS`].
+fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&Turn> {
+    let turns = step.turns();
+    if visibility != Visibility::Condensed || turns.len() <= CONDENSED_TURNS {
+        return turns.iter().collect();
+    }
+    let mut key: Vec<&Turn> = Vec::with_capacity(CONDENSED_TURNS);
+    let candidates = turns
+        .first()
+        .into_iter()
+        .chain(turns.iter().filter(|turn| turn.role == Role::Tool))
+        .chain(turns.last());
+    for turn in candidates {
+        if key.len() == CONDENSED_TURNS {
+            break;
+        }
+        if !key.iter().any(|kept| kept.turn_id == turn.turn_id) {
+            key.push(turn);
+        }
+    }
+    key
+}
+
+fn markdown_turn(out: &mut String, turn: &Turn) {
+    match (turn.role, &turn.tool_name) {
+        (Role::Tool, Some(name)) => {
+            let _ = writeln!(out, "**[{name}]**: {}", turn.content);
+        }
+        (Role::Tool, None) => {
+            let _ = writeln!(out, "**[tool]**: {}", turn.content);
+        }
+        (Role::User, _) => {
+            let _ = writeln!(out, "**User**: {}", turn.content);
+        }
+        (Role::Assistant, _) => {
+            let _ = writeln!(out, "**Assistant**: {}", turn.content);
+        }
+    }
+}
+
+fn text_turn(turn: &Turn) -> String {
+    match &turn.tool_name {
+        Some(name) => format!("[tool:{name}] {}", turn.content),
+        None => format!("[{}] {}", turn.role, turn.content),
+    }
+}

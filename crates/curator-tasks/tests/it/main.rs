@@ -1,0 +1,3 @@
+//! Integration tests of curator-tasks.
+
+mod render;

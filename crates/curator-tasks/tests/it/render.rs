@@ -1,0 +1,163 @@
+//! Golden renderings for every visibility level, and the cache-friendly layout.
+
+use curator_tasks::{
+    Event, HistorySection, Role, StepVisibilityResolver, TaskHistory, Turn, Visibility,
+};
+
+#[expect(clippy::unwrap_used, reason = "a fixture of valid events; a failure is a test failure")]
+pub(crate) fn worked() -> TaskHistory {
+    let mut history =
+        TaskHistory::new("Fix the flaky test", [(1, "Reproduce"), (2, "Fix"), (3, "Verify")])
+            .unwrap();
+    let mut id = 0;
+    let mut turn = |role: Role, content: &str| {
+        id += 1;
+        Turn::new(id, role, content)
+    };
+    let step_one = [
+        turn(Role::User, "The parser test fails one run in ten."),
+        turn(Role::Assistant, "Running it 50 times."),
+        turn(Role::Tool, "5 of 50 runs failed").with_tool("cargo_test", "call_1"),
+        turn(Role::Assistant, "It depends on HashMap order."),
+        turn(Role::Tool, "seed 42 fails").with_tool("cargo_test", "call_2"),
+    ];
+    let step_two = [turn(Role::Assistant, "Switching to BTreeMap.")];
+    history = history.apply(&Event::SetActiveStep { step_id: 1 }).unwrap();
+    for t in step_one {
+        history = history.apply(&Event::append(t)).unwrap();
+    }
+    history = history.apply(&Event::SetActiveStep { step_id: 2 }).unwrap();
+    for t in step_two {
+        history = history.apply(&Event::append(t)).unwrap();
+    }
+    history
+}
+
+const HEAD: &str = "## Task History\n\n**Objective**: Fix the flaky test\n";
+const ACTIVE: &str = "\n### 2. Fix [active]\n\n**Assistant**: Switching to BTreeMap.";
+
+#[track_caller]
+fn check(section: &HistorySection, history: &TaskHistory, step_one: &str) {
+    let expected = format!("{HEAD}\n### 1. Reproduce\n{step_one}\n### 3. Verify\n{ACTIVE}");
+    assert_eq!(section.markdown(history), expected);
+}
+
+#[test]
+fn full() {
+    check(
+        &HistorySection::new(),
+        &worked(),
+        "
+**User**: The parser test fails one run in ten.
+**Assistant**: Running it 50 times.
+**[cargo_test]**: 5 of 50 runs failed
+**Assistant**: It depends on HashMap order.
+**[cargo_test]**: seed 42 fails
+",
+    );
+}
+
+#[test]
+fn condensed() {
+    let section = HistorySection::new()
+        .with_resolver(StepVisibilityResolver::new().with_override(1, Visibility::Condensed));
+    check(
+        &section,
+        &worked(),
+        "
+**User**: The parser test fails one run in ten.
+**[cargo_test]**: 5 of 50 runs failed
+**[cargo_test]**: seed 42 fails
+
+_3 of 5 turns shown. Call `expand_step(1)` for full conversation._
+",
+    );
+}
+
+#[test]
+fn summary() {
+    let history = worked()
+        .apply(&Event::SummarizeStep {
+            step_id: 1,
+            summary: "Flaky because of HashMap order; seed 42 reproduces.".into(),
+        })
+        .unwrap();
+    check(
+        &HistorySection::new(),
+        &history,
+        "
+Flaky because of HashMap order; seed 42 reproduces.
+
+_Call `expand_step(1)` for full conversation._
+",
+    );
+}
+
+#[test]
+fn title() {
+    let section = HistorySection::new()
+        .with_resolver(StepVisibilityResolver::new().with_override(1, Visibility::Title));
+    check(&section, &worked(), "");
+}
+
+#[test]
+fn overrides_beat_stored_visibility_and_summary_without_text_shows_in_full() {
+    let history =
+        worked().apply(&Event::SummarizeStep { step_id: 1, summary: "short".into() }).unwrap();
+    let full = HistorySection::new()
+        .with_resolver(StepVisibilityResolver::new().with_override(1, Visibility::Full));
+    assert_eq!(full.markdown(&history), HistorySection::new().markdown(&worked()));
+    let summary_without_text = HistorySection::new()
+        .with_resolver(StepVisibilityResolver::new().with_override(1, Visibility::Summary));
+    assert_eq!(summary_without_text.markdown(&worked()), HistorySection::new().markdown(&worked()));
+}
+
+#[test]
+fn plain_text() {
+    let history = worked()
+        .apply(&Event::SummarizeStep { step_id: 1, summary: "HashMap order.".into() })
+        .unwrap();
+    assert_eq!(
+        HistorySection::new().text(&history),
+        "Task: Fix the flaky test
+
+Step 1: Reproduce
+[Summary] HashMap order.
+[Call `expand_step` with this step_id for full history]
+
+Step 3: Verify
+
+Step 2: Fix [active]
+  [assistant] Switching to BTreeMap."
+    );
+    let expanded = history.apply(&Event::ExpandStep { step_id: 1 }).unwrap();
+    assert!(
+        HistorySection::new()
+            .text(&expanded)
+            .contains("\n  [tool:cargo_test] 5 of 50 runs failed\n")
+    );
+}
+
+#[test]
+fn only_the_tail_changes_as_the_active_step_grows() {
+    let before = worked();
+    let after = before
+        .apply(&Event::append(
+            Turn::new(99, Role::Tool, "all green").with_tool("cargo_test", "call_3"),
+        ))
+        .unwrap();
+    let (before, after) =
+        (HistorySection::new().markdown(&before), HistorySection::new().markdown(&after));
+    assert!(after.starts_with(&before), "the rendering before is a prefix of the one after");
+    assert!(after.ends_with("\n**[cargo_test]**: all green"));
+}
+
+#[test]
+fn an_empty_history_says_so() {
+    let history = TaskHistory::new("Nothing yet", Vec::<(u32, String)>::new()).unwrap();
+    assert_eq!(
+        HistorySection::new().markdown(&history),
+        "## Task History\n\n**Objective**: Nothing yet\n\n_No history recorded._"
+    );
+    assert_eq!(HistorySection::new().text(&history), "Task: Nothing yet\n\n<no history recorded>");
+}
