@@ -20,8 +20,13 @@ mod error;
 mod event;
 mod history;
 mod render;
+mod tools;
 
 pub use error::{Error, Result};
 pub use event::{Event, MAX_SUMMARY_CHARS};
 pub use history::{Role, StepHistory, StepId, TaskHistory, Turn, Visibility};
 pub use render::{CONDENSED_TURNS, HistorySection, StepVisibilityResolver};
+pub use tools::{
+    CONSIDER_SUMMARIZING_AT, ContextPressure, Expansion, Recommendation, Summarized,
+    ToolDefinition, URGENT_AT, context_pressure, expand_step, summarize_step,
+};

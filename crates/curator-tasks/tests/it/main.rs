@@ -1,3 +1,4 @@
 //! Integration tests of curator-tasks.
 
 mod render;
+mod tools;
