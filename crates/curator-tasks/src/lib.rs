@@ -16,15 +16,21 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod compact;
 mod error;
 mod event;
 mod history;
+mod persist;
+mod plan;
 mod render;
 mod tools;
 
+pub use compact::{Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact, step_messages};
 pub use error::{Error, Result};
 pub use event::{Event, MAX_SUMMARY_CHARS};
 pub use history::{Role, StepHistory, StepId, TaskHistory, Turn, Visibility};
+pub use persist::{TASK_HISTORY_CHECKPOINT, load, save};
+pub use plan::{Plan, PlanStep, PlanSync, StepStatus, sync_plan};
 pub use render::{CONDENSED_TURNS, HistorySection, StepVisibilityResolver};
 pub use tools::{
     CONSIDER_SUMMARIZING_AT, ContextPressure, Expansion, Recommendation, Summarized,

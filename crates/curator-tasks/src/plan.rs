@@ -1,0 +1,161 @@
+//! A small plan model, and the events that keep a task history in step with it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::event::Event;
+use crate::history::{StepHistory, StepId, TaskHistory};
+
+/// Where a plan step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Not started.
+    #[default]
+    Pending,
+    /// Being worked on: the step that receives turns.
+    InProgress,
+    /// Finished.
+    Done,
+}
+
+/// One step of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanStep {
+    /// The step's id.
+    pub step_id: StepId,
+    /// Its title.
+    pub title: String,
+    /// Where it stands.
+    #[serde(default)]
+    pub status: StepStatus,
+}
+
+/// A plan: an objective and its steps, as planning tools keep it.
+///
+/// # Examples
+///
+/// ```
+/// use curator_tasks::{Plan, StepStatus};
+///
+/// let plan = Plan::new("Ship", [(1, "Test"), (2, "Tag")]).with_status(1, StepStatus::InProgress);
+/// assert_eq!(plan.steps[0].status, StepStatus::InProgress);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// What the plan is for.
+    pub objective: String,
+    /// The steps, in order.
+    pub steps: Vec<PlanStep>,
+}
+
+impl Plan {
+    /// A plan with every step pending.
+    pub fn new<T: Into<String>>(
+        objective: impl Into<String>,
+        steps: impl IntoIterator<Item = (StepId, T)>,
+    ) -> Self {
+        Self {
+            objective: objective.into(),
+            steps: steps
+                .into_iter()
+                .map(|(step_id, title)| PlanStep {
+                    step_id,
+                    title: title.into(),
+                    status: StepStatus::Pending,
+                })
+                .collect(),
+        }
+    }
+
+    /// The same plan with one step's status changed (no change for an unknown step).
+    #[must_use]
+    pub fn with_status(mut self, step_id: StepId, status: StepStatus) -> Self {
+        if let Some(step) = self.steps.iter_mut().find(|step| step.step_id == step_id) {
+            step.status = status;
+        }
+        self
+    }
+}
+
+/// What a plan change means for the history.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PlanSync {
+    /// The events to apply, in order.
+    pub events: Vec<Event>,
+    /// Steps the plan marks done whose history is still shown in full: candidates for the
+    /// compaction policy ([`check_and_compact`](crate::check_and_compact)) or a summarize prompt.
+    pub completed: Vec<StepId>,
+}
+
+/// The events that bring `history` in line with `plan`: a `Seed` when there is no history
+/// yet, `AddSteps` for steps the history lacks, `SetActiveStep` for the step in progress.
+///
+/// # Examples
+///
+/// ```
+/// use curator_tasks::{Event, Plan, StepStatus, sync_plan};
+///
+/// let plan = Plan::new("Ship", [(1, "Test")]);
+/// let first = sync_plan(None, &plan);
+/// let Some(Event::Seed { history }) = first.events.first() else { return Err("no seed".into()) };
+///
+/// let plan = Plan::new("Ship", [(1, "Test"), (2, "Tag")]).with_status(2, StepStatus::InProgress);
+/// let mut history = history.clone();
+/// for event in sync_plan(Some(&history), &plan).events {
+///     history = history.apply(&event)?;
+/// }
+/// assert_eq!(history.active_step_id(), Some(2));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> PlanSync {
+    let mut sync = PlanSync::default();
+    let in_progress = plan
+        .steps
+        .iter()
+        .find(|step| step.status == StepStatus::InProgress)
+        .map(|step| step.step_id);
+    let Some(history) = history else {
+        let mut seeded = TaskHistory {
+            objective: plan.objective.clone(),
+            active_step_id: None,
+            steps: Vec::with_capacity(plan.steps.len()),
+        };
+        for step in &plan.steps {
+            if seeded.step(step.step_id).is_none() {
+                seeded
+                    .steps
+                    .push(std::sync::Arc::new(StepHistory::new(step.step_id, step.title.clone())));
+            }
+        }
+        seeded.active_step_id = in_progress;
+        sync.events.push(Event::Seed { history: seeded });
+        return sync;
+    };
+    let mut new_steps: Vec<StepHistory> = Vec::new();
+    for step in &plan.steps {
+        if history.step(step.step_id).is_none()
+            && !new_steps.iter().any(|new| new.step_id == step.step_id)
+        {
+            new_steps.push(StepHistory::new(step.step_id, step.title.clone()));
+        }
+    }
+    if !new_steps.is_empty() {
+        sync.events.push(Event::AddSteps { steps: new_steps });
+    }
+    if let Some(step_id) = in_progress.filter(|&id| history.active_step_id() != Some(id)) {
+        sync.events.push(Event::SetActiveStep { step_id });
+    }
+    sync.completed = plan
+        .steps
+        .iter()
+        .filter(|step| step.status == StepStatus::Done)
+        .filter(|step| {
+            history.step(step.step_id).is_some_and(|kept| {
+                kept.visibility() == crate::history::Visibility::Full && !kept.turns().is_empty()
+            })
+        })
+        .map(|step| step.step_id)
+        .collect();
+    sync
+}
