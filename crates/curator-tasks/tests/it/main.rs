@@ -1,4 +1,5 @@
 //! Integration tests of curator-tasks.
 
+mod lifecycle;
 mod render;
 mod tools;

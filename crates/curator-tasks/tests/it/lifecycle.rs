@@ -1,0 +1,140 @@
+//! Planning sync, the compaction policy and persistence through a session checkpoint.
+
+use curator_model::Message;
+use curator_session::{MemoryStore, SessionStore};
+use curator_strategies::{CharEstimate, Summarizer};
+use curator_tasks::{
+    Budget, Error, Event, HistorySection, Plan, Role, StepStatus, TASK_HISTORY_CHECKPOINT,
+    TaskHistory, Turn, Visibility, check_and_compact, load, save, step_messages, sync_plan,
+};
+
+use crate::render::worked;
+
+#[expect(clippy::unwrap_used, reason = "a helper of tests: a rejected event is a failure")]
+fn applied(mut history: TaskHistory, events: &[Event]) -> TaskHistory {
+    for event in events {
+        history = history.apply(event).unwrap();
+    }
+    history
+}
+
+#[test]
+fn plan_changes_become_history_events() {
+    let plan = Plan::new("Release 2.0", [(1, "Test"), (2, "Tag")]);
+    let seeded = sync_plan(None, &plan);
+    assert_eq!(seeded.events.len(), 1);
+    let Event::Seed { history } = &seeded.events[0] else {
+        unreachable!("seed expected, got {:?}", seeded.events)
+    };
+    assert_eq!(history.objective(), "Release 2.0");
+    assert_eq!(history.active_step_id(), None);
+    let history = history.clone();
+
+    // Nothing changed: nothing to do.
+    assert!(sync_plan(Some(&history), &plan).events.is_empty());
+
+    // A step starts: it becomes active.
+    let plan = plan.with_status(1, StepStatus::InProgress);
+    let sync = sync_plan(Some(&history), &plan);
+    assert_eq!(sync.events, [Event::SetActiveStep { step_id: 1 }]);
+    let history = applied(history, &sync.events);
+    let history =
+        history.apply(&Event::append(Turn::new(1, Role::Assistant, "tests pass"))).unwrap();
+
+    // A step is added and the next one starts; the finished one is a compaction candidate.
+    let mut plan = plan.with_status(1, StepStatus::Done).with_status(2, StepStatus::InProgress);
+    plan.steps.push(curator_tasks::PlanStep {
+        step_id: 3,
+        title: "Announce".into(),
+        status: StepStatus::Pending,
+    });
+    let sync = sync_plan(Some(&history), &plan);
+    assert_eq!(sync.completed, [1]);
+    let history = applied(history, &sync.events);
+    assert_eq!(
+        history.steps().map(curator_tasks::StepHistory::step_id).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!(history.active_step_id(), Some(2));
+
+    // Once summarized, a done step is no longer a candidate.
+    let history =
+        history.apply(&Event::SummarizeStep { step_id: 1, summary: "Tests pass.".into() }).unwrap();
+    assert!(sync_plan(Some(&history), &plan).completed.is_empty());
+}
+
+#[test]
+fn compaction_summarizes_the_oldest_completed_full_step_above_the_threshold() {
+    let counter = CharEstimate::default();
+    let history = worked().apply(&Event::SetActiveStep { step_id: 3 }).unwrap();
+    let used = Budget::new(&counter, 1).used_tokens(&history);
+
+    // At or under 80 % of the window: nothing.
+    assert_eq!(
+        check_and_compact(&history, &Budget::new(&counter, used * 5 / 4 + 1)).unwrap(),
+        None
+    );
+    // Over it: step 1, the oldest completed one, with the extractive summary of its turns.
+    let event = check_and_compact(&history, &Budget::new(&counter, used)).unwrap().unwrap();
+    let Event::SummarizeStep { step_id, summary } = &event else { unreachable!("{event:?}") };
+    assert_eq!(*step_id, 1);
+    assert!(summary.starts_with("User asked: The parser test fails one run in ten."), "{summary}");
+    assert!(summary.contains("cargo_test"), "{summary}");
+    let history = history.apply(&event).unwrap();
+    // Then step 2, then nothing: the active step is never summarized.
+    let event = check_and_compact(&history, &Budget::new(&counter, 1)).unwrap().unwrap();
+    assert!(matches!(event, Event::SummarizeStep { step_id: 2, .. }));
+    let history = history.apply(&event).unwrap();
+    assert_eq!(check_and_compact(&history, &Budget::new(&counter, 1)).unwrap(), None);
+    assert_eq!(history.step(3).map(curator_tasks::StepHistory::visibility), Some(Visibility::Full));
+}
+
+#[derive(Debug)]
+struct Failing;
+
+impl Summarizer for Failing {
+    fn summarize(&self, _: Option<&str>, _: &[&Message]) -> curator_strategies::Result<String> {
+        Err(curator_strategies::Error::Summarizer {
+            summarizer: "failing".into(),
+            message: "offline".into(),
+        })
+    }
+
+    fn key(&self) -> u64 {
+        7
+    }
+}
+
+#[test]
+fn compaction_reports_a_failing_summarizer_and_changes_nothing() {
+    let counter = CharEstimate::default();
+    let history = worked().apply(&Event::SetActiveStep { step_id: 3 }).unwrap();
+    let error = check_and_compact(&history, &Budget::new(&counter, 1).with_summarizer(&Failing))
+        .unwrap_err();
+    assert!(matches!(error, Error::Summarizer { step_id: 1, .. }), "{error}");
+}
+
+#[test]
+fn step_messages_pair_tool_results_with_their_calls() {
+    let history = worked();
+    let messages = step_messages(history.step(1).unwrap());
+    assert_eq!(messages.len(), 7);
+    curator_model::validate::openai(&messages).unwrap();
+}
+
+#[test]
+fn a_task_survives_a_restart_through_a_checkpoint() {
+    let store = MemoryStore::new();
+    let history = worked()
+        .apply(&Event::SummarizeStep { step_id: 1, summary: "HashMap order.".into() })
+        .unwrap();
+    assert_eq!(save(&store, TASK_HISTORY_CHECKPOINT, &worked()).unwrap(), 1);
+    assert_eq!(save(&store, TASK_HISTORY_CHECKPOINT, &history).unwrap(), 2);
+    let restored = load(&store, TASK_HISTORY_CHECKPOINT).unwrap().unwrap();
+    assert_eq!(restored, history);
+    assert_eq!(HistorySection::new().markdown(&restored), HistorySection::new().markdown(&history));
+    assert_eq!(restored.next_turn_id(), history.next_turn_id());
+
+    store.put_checkpoint("other", &serde_json::json!({"not": "a history"})).unwrap();
+    assert!(matches!(load(&store, "other"), Err(Error::Document { .. })));
+}
