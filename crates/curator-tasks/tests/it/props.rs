@@ -1,0 +1,90 @@
+//! Invariants that hold for every sequence of events.
+
+use std::collections::HashSet;
+
+use curator_tasks::{Event, HistorySection, Role, StepHistory, TaskHistory, Turn, Visibility};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Action {
+    Add(u32),
+    Activate(u32),
+    Append { step: Option<u32>, role: u8, content: String, id_step_back: bool },
+    Summarize(u32, String),
+    Expand(u32),
+}
+
+fn arb_action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        1 => (0u32..8).prop_map(Action::Add),
+        1 => (0u32..8).prop_map(Action::Activate),
+        4 => (prop::option::of(0u32..8), 0u8..3, ".{0,30}", prop::bool::weighted(0.1))
+            .prop_map(|(step, role, content, id_step_back)| Action::Append { step, role, content, id_step_back }),
+        1 => (0u32..8, ".{0,40}").prop_map(|(step, summary)| Action::Summarize(step, summary)),
+        1 => (0u32..8).prop_map(Action::Expand),
+    ]
+}
+
+fn event(history: &TaskHistory, action: Action) -> Event {
+    match action {
+        Action::Add(id) => {
+            Event::AddSteps { steps: vec![StepHistory::new(id, format!("step {id}"))] }
+        }
+        Action::Activate(id) => Event::SetActiveStep { step_id: id },
+        Action::Append { step, role, content, id_step_back } => {
+            let role = [Role::User, Role::Assistant, Role::Tool][usize::from(role)];
+            let id = history.next_turn_id().saturating_sub(u64::from(id_step_back));
+            Event::AppendTurn { step_id: step, turn: Turn::new(id, role, content) }
+        }
+        Action::Summarize(id, summary) => Event::SummarizeStep { step_id: id, summary },
+        Action::Expand(id) => Event::ExpandStep { step_id: id },
+    }
+}
+
+fn run(actions: Vec<Action>) -> TaskHistory {
+    let mut history =
+        TaskHistory::new("objective", [(0, "first")]).unwrap_or_else(|_| unreachable!());
+    for action in actions {
+        let event = event(&history, action);
+        let before = history.clone();
+        match history.apply(&event) {
+            Ok(next) => history = next,
+            Err(_) => assert_eq!(history, before, "a rejected event changes nothing"),
+        }
+    }
+    history
+}
+
+proptest! {
+    #[test]
+    fn step_ids_stay_unique_and_turns_in_order(actions in prop::collection::vec(arb_action(), 0..60)) {
+        let history = run(actions);
+        let mut ids = HashSet::new();
+        for step in history.steps() {
+            prop_assert!(ids.insert(step.step_id()), "step {} twice", step.step_id());
+            prop_assert!(step.turns().windows(2).all(|pair| pair[0].turn_id < pair[1].turn_id));
+            prop_assert!(step.summary().is_none_or(|summary| !summary.is_empty() && summary.chars().count() <= 1_000));
+        }
+        if let Some(active) = history.active_step_id() {
+            prop_assert!(history.step(active).is_some());
+        }
+    }
+
+    #[test]
+    fn summarize_then_expand_restores_the_full_rendering(
+        actions in prop::collection::vec(arb_action(), 0..60),
+        summary in "[a-z]{1}[a-z ]{0,40}",
+    ) {
+        let history = run(actions);
+        let section = HistorySection::new();
+        for step in history.steps().filter(|step| step.visibility() == Visibility::Full) {
+            let id = step.step_id();
+            let summarized = history.apply(&Event::SummarizeStep { step_id: id, summary: summary.clone() }).unwrap_or_else(|e| unreachable!("{e}"));
+            let hint = format!("expand_step({id})");
+            prop_assert!(section.markdown(&summarized).contains(&hint));
+            let expanded = summarized.apply(&Event::ExpandStep { step_id: id }).unwrap_or_else(|e| unreachable!("{e}"));
+            prop_assert_eq!(section.markdown(&expanded), section.markdown(&history));
+            prop_assert_eq!(section.text(&expanded), section.text(&history));
+        }
+    }
+}
