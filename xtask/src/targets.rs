@@ -49,6 +49,16 @@ pub(crate) const TARGETS: &[Target] = &[
         max_ns: 100.0 * US,
         why: "coalesced USER message, 50 turns, 100 definitions",
     },
+    Target {
+        pattern: "tasks/render_markdown/20x50",
+        max_ns: 200.0 * US,
+        why: "task history section, 20 steps of 50 turns",
+    },
+    Target {
+        pattern: "tasks/append_turn/20x50",
+        max_ns: 20.0 * US,
+        why: "one AppendTurn on 20 steps of 50 turns",
+    },
     Target { pattern: "strategy/*/1k", max_ns: 100.0 * US, why: "every strategy at 1k messages" },
     Target {
         pattern: "strategy/truncate_tokens_exact_growing/10k",

@@ -180,7 +180,7 @@ impl HistorySection {
                 }
                 visibility => {
                     for turn in shown_turns(step, visibility) {
-                        let _ = writeln!(out, "  {}", text_turn(turn));
+                        text_turn(&mut out, turn);
                     }
                 }
             }
@@ -249,9 +249,16 @@ fn markdown_turn(out: &mut String, turn: &Turn) {
     }
 }
 
-fn text_turn(turn: &Turn) -> String {
+fn text_turn(out: &mut String, turn: &Turn) {
+    out.push_str("  [");
     match &turn.tool_name {
-        Some(name) => format!("[tool:{name}] {}", turn.content),
-        None => format!("[{}] {}", turn.role, turn.content),
+        Some(name) => {
+            out.push_str("tool:");
+            out.push_str(name);
+        }
+        None => out.push_str(turn.role.as_str()),
     }
+    out.push_str("] ");
+    out.push_str(&turn.content);
+    out.push('\n');
 }
