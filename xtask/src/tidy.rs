@@ -47,6 +47,7 @@ fn layers_point_down() {
         ("curator-strategies", &["curator-session", "curator-sqlite", "rusqlite"]),
         ("curator-session", &["curator-sqlite", "rusqlite"]),
         ("curator-coalesce", &["curator-session", "curator-sqlite", "rusqlite"]),
+        ("curator-tasks", &["curator-sqlite", "rusqlite", "curator-coalesce"]),
     ];
     for (krate, deps) in forbidden {
         let text = manifest(krate);
