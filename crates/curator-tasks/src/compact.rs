@@ -47,6 +47,17 @@ impl std::fmt::Debug for Budget<'_> {
 
 impl<'a> Budget<'a> {
     /// A window of `max_tokens` counted by `counter`, threshold 0.8, extractive summaries.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_strategies::CharEstimate;
+    /// use curator_tasks::Budget;
+    ///
+    /// let counter = CharEstimate::default();
+    /// assert_eq!(Budget::new(&counter, 8_000).threshold(), 0.8);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(counter: &'a dyn TokenCounter, max_tokens: usize) -> Self {
         Self {
             counter,
@@ -93,6 +104,19 @@ impl<'a> Budget<'a> {
     }
 
     /// Tokens of the prompt with `history` rendered in it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_strategies::CharEstimate;
+    /// use curator_tasks::{Budget, TaskHistory};
+    ///
+    /// let counter = CharEstimate::default();
+    /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
+    /// let budget = Budget::new(&counter, 8_000);
+    /// assert_eq!(budget.with_other_tokens(100).used_tokens(&history), budget.used_tokens(&history) + 100);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn used_tokens(&self, history: &TaskHistory) -> usize {
         let markdown = match self.section {
             Some(section) => section.markdown(history),

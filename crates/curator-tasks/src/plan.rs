@@ -51,6 +51,15 @@ pub struct Plan {
 
 impl Plan {
     /// A plan with every step pending.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{Plan, StepStatus};
+    ///
+    /// assert_eq!(Plan::new("Ship", [(1, "Test")]).steps[0].status, StepStatus::Pending);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new<T: Into<String>>(
         objective: impl Into<String>,
         steps: impl IntoIterator<Item = (StepId, T)>,
@@ -69,6 +78,16 @@ impl Plan {
     }
 
     /// The same plan with one step's status changed (no change for an unknown step).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{Plan, StepStatus};
+    ///
+    /// let plan = Plan::new("Ship", [(1, "Test")]).with_status(1, StepStatus::Done);
+    /// assert_eq!(plan.steps[0].status, StepStatus::Done);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use]
     pub fn with_status(mut self, step_id: StepId, status: StepStatus) -> Self {
         if let Some(step) = self.steps.iter_mut().find(|step| step.step_id == step_id) {

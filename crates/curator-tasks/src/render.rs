@@ -27,11 +27,30 @@ pub struct StepVisibilityResolver {
 
 impl StepVisibilityResolver {
     /// No overrides: every step shows as stored.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{StepHistory, StepVisibilityResolver, Visibility};
+    ///
+    /// assert_eq!(StepVisibilityResolver::new().resolve(&StepHistory::new(1, "Test")), Visibility::Full);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The same resolver with `step_id` shown at `visibility` whatever is stored.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{StepHistory, StepVisibilityResolver, Visibility};
+    ///
+    /// let resolver = StepVisibilityResolver::new().with_override(1, Visibility::Condensed);
+    /// assert_eq!(resolver.resolve(&StepHistory::new(1, "Test")), Visibility::Condensed);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use]
     pub fn with_override(mut self, step_id: StepId, visibility: Visibility) -> Self {
         self.overrides.insert(step_id, visibility);
@@ -39,6 +58,16 @@ impl StepVisibilityResolver {
     }
 
     /// The visibility `step` is rendered at.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{StepHistory, StepVisibilityResolver, Visibility};
+    ///
+    /// let resolver = StepVisibilityResolver::new().with_override(2, Visibility::Title);
+    /// assert_eq!(resolver.resolve(&StepHistory::new(1, "Test")), Visibility::Full);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn resolve(&self, step: &StepHistory) -> Visibility {
         self.overrides.get(&step.step_id()).copied().unwrap_or(step.visibility())
     }
@@ -78,11 +107,31 @@ impl Default for HistorySection {
 
 impl HistorySection {
     /// A section titled "Task History" at heading level 2, steps as stored.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{HistorySection, TaskHistory};
+    ///
+    /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
+    /// assert!(HistorySection::new().markdown(&history).starts_with("## Task History\n"));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The same section with another title.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{HistorySection, TaskHistory};
+    ///
+    /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
+    /// assert!(HistorySection::new().with_title("Work so far").markdown(&history).starts_with("## Work so far\n"));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use]
     pub fn with_title(mut self, title: impl Into<String>) -> Self {
         self.title = title.into();
@@ -90,6 +139,17 @@ impl HistorySection {
     }
 
     /// The same section at another heading level (1 to 5; steps are one level below).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{HistorySection, TaskHistory};
+    ///
+    /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
+    /// let markdown = HistorySection::new().with_level(3).markdown(&history);
+    /// assert!(markdown.starts_with("### Task History\n") && markdown.contains("\n#### 1. Test"));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use]
     pub fn with_level(mut self, level: usize) -> Self {
         self.level = level.clamp(1, 5);
@@ -97,6 +157,17 @@ impl HistorySection {
     }
 
     /// The same section with visibility overrides.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{HistorySection, StepVisibilityResolver, TaskHistory, Visibility};
+    ///
+    /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
+    /// let resolver = StepVisibilityResolver::new().with_override(1, Visibility::Title);
+    /// assert!(HistorySection::new().with_resolver(resolver).markdown(&history).ends_with("### 1. Test"));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use]
     pub fn with_resolver(mut self, resolver: StepVisibilityResolver) -> Self {
         self.resolver = resolver;
@@ -104,6 +175,16 @@ impl HistorySection {
     }
 
     /// The section as Markdown.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{HistorySection, TaskHistory};
+    ///
+    /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
+    /// assert_eq!(HistorySection::new().markdown(&history), "## Task History\n\n**Objective**: Ship\n\n### 1. Test");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn markdown(&self, history: &TaskHistory) -> String {
         let mut out = String::with_capacity(4096);
         let hashes = "#".repeat(self.level);

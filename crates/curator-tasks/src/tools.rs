@@ -36,6 +36,16 @@ pub struct ToolDefinition {
 
 impl ToolDefinition {
     /// The three tools: `summarize_step`, `expand_step`, `context_pressure`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::ToolDefinition;
+    ///
+    /// let names: Vec<_> = ToolDefinition::all().iter().map(|tool| tool.name).collect();
+    /// assert_eq!(names, ["summarize_step", "expand_step", "context_pressure"]);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn all() -> [Self; 3] {
         [
             Self {
@@ -80,6 +90,16 @@ impl ToolDefinition {
     }
 
     /// The definition in the OpenAI function-tool format.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::ToolDefinition;
+    ///
+    /// let [_, expand, _] = ToolDefinition::all();
+    /// assert_eq!(expand.to_openai()["function"]["parameters"]["required"][0], "step_id");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn to_openai(&self) -> Value {
         json!({
             "type": "function",
