@@ -3,6 +3,7 @@
 use curator_session::SessionStore;
 
 use crate::error::{Error, Result};
+use crate::event::Event;
 use crate::history::TaskHistory;
 
 /// The checkpoint name [`save`] and [`load`] use unless told otherwise.
@@ -50,14 +51,17 @@ pub fn save(store: &dyn SessionStore, name: &str, history: &TaskHistory) -> Resu
 /// # Errors
 ///
 /// [`Error::Store`] when the store fails; [`Error::Document`] when the checkpoint does not
-/// hold a task history.
+/// hold a task history; [`Error::DuplicateStep`] or [`Error::UnknownStep`] when it holds one
+/// that breaks the history's rules.
 pub fn load(store: &dyn SessionStore, name: &str) -> Result<Option<TaskHistory>> {
     let Some(checkpoint) =
         store.checkpoint(name).map_err(|source| Error::Store { name: name.to_owned(), source })?
     else {
         return Ok(None);
     };
-    serde_json::from_value(checkpoint.document)
-        .map(Some)
-        .map_err(|source| Error::Document { name: name.to_owned(), source })
+    let history: TaskHistory = serde_json::from_value(checkpoint.document)
+        .map_err(|source| Error::Document { name: name.to_owned(), source })?;
+    // A document edited by hand or by another program gets the reducer's checks: unique
+    // steps, an active step that exists.
+    history.apply(&Event::Seed { history: history.clone() }).map(Some)
 }

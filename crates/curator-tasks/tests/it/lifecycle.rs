@@ -137,4 +137,8 @@ fn a_task_survives_a_restart_through_a_checkpoint() {
 
     store.put_checkpoint("other", &serde_json::json!({"not": "a history"})).unwrap();
     assert!(matches!(load(&store, "other"), Err(Error::Document { .. })));
+    let mut document = serde_json::to_value(&history).unwrap();
+    document["steps"][1]["step_id"] = serde_json::json!(1);
+    store.put_checkpoint("edited", &document).unwrap();
+    assert!(matches!(load(&store, "edited"), Err(Error::DuplicateStep { step_id: 1 })));
 }
