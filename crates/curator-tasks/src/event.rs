@@ -120,11 +120,7 @@ impl TaskHistory {
     pub fn apply(&self, event: &Event) -> Result<Self> {
         match event {
             Event::Seed { history } => {
-                Self::new(history.objective.clone(), std::iter::empty::<(StepId, String)>())?
-                    .apply(&Event::AddSteps { steps: history.steps().cloned().collect() })?;
-                if let Some(active) = history.active_step_id {
-                    history.position(active)?;
-                }
+                history.check()?;
                 Ok(history.clone())
             }
             Event::AddSteps { steps } => {
@@ -170,6 +166,19 @@ impl TaskHistory {
                 Ok(())
             }),
         }
+    }
+
+    /// The rules a history read from elsewhere must keep: unique step ids, and an active
+    /// step that exists.
+    pub(crate) fn check(&self) -> Result<()> {
+        let mut seen = std::collections::HashSet::with_capacity(self.steps.len());
+        if let Some(step) = self.steps.iter().find(|step| !seen.insert(step.step_id)) {
+            return Err(Error::DuplicateStep { step_id: step.step_id });
+        }
+        if let Some(active) = self.active_step_id {
+            self.position(active)?;
+        }
+        Ok(())
     }
 
     /// A copy with one step changed; the other steps stay shared with `self`.

@@ -3,7 +3,6 @@
 use curator_session::SessionStore;
 
 use crate::error::{Error, Result};
-use crate::event::Event;
 use crate::history::TaskHistory;
 
 /// The checkpoint name [`save`] and [`load`] use unless told otherwise.
@@ -63,5 +62,6 @@ pub fn load(store: &dyn SessionStore, name: &str) -> Result<Option<TaskHistory>>
         .map_err(|source| Error::Document { name: name.to_owned(), source })?;
     // A document edited by hand or by another program gets the reducer's checks: unique
     // steps, an active step that exists.
-    history.apply(&Event::Seed { history: history.clone() }).map(Some)
+    history.check()?;
+    Ok(Some(history))
 }
