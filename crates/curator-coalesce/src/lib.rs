@@ -1,13 +1,20 @@
-//! History for code-executing agents: the turns of a run and the values its programs produce.
+//! History for code-executing agents: the turns of a run, the values its programs produce,
+//! and the `SingleUserCoalesced` compressor that renders them for the model.
 //!
-//! This crate sits on nothing but serde; it will carry the `SingleUserCoalesced` compressor
-//! (see `docs/coalesce.md`). What is here today:
+//! This crate sits on `curator-model` (messages) and uses `curator-strategies` for token
+//! counting only. The format reference is `docs/coalesce.md`.
 //!
 //! - [`Value`] and [`Function`]: what an agent program produces, with Clojure-like
 //!   printing ([`to_clojure`], bounded by [`Limits`]) and the spec's type vocabulary
 //!   ([`Value::type_label`]).
 //! - [`Turns`] and [`Turn`]: the append-only record of a run; a turn's number comes from
 //!   its position, never from a message count.
+//! - [`Run`]: the static system prompt, the mission, the `tool/` ([`ToolSpec`]) and `data/`
+//!   ([`DataEntry`]) namespaces and the turn budget.
+//! - [`Compression`]: [`SingleUserCoalesced`] (one USER message) and [`Uncompressed`] (the
+//!   full history), chosen by [`CompressionConfig`].
+//! - [`Run::resolve`]: the auto-fallback rule for bare names.
+//! - [`Trace`]: the turns view, the compressed view and token usage.
 //!
 //! # Examples
 //!
