@@ -2,7 +2,17 @@
 //! let the model summarize and expand steps itself.
 //!
 //! This crate sits on `curator-model`, `curator-strategies` (token counting and
-//! summarizers) and `curator-session` (persistence through checkpoints).
+//! summarizers) and `curator-session` (persistence through checkpoints). The guide is
+//! `docs/task-history.md`.
+//!
+//! - [`TaskHistory`], [`StepHistory`], [`Turn`]: immutable values, changed only by
+//!   [`Event`]s through [`TaskHistory::apply`].
+//! - [`HistorySection`]: Markdown or text, the active step last, with [`Visibility`] levels
+//!   and a [`StepVisibilityResolver`].
+//! - The model's tools: [`ToolDefinition`], [`summarize_step`], [`expand_step`],
+//!   [`context_pressure`].
+//! - [`sync_plan`] (a [`Plan`] to events), [`check_and_compact`] (a [`Budget`]), [`save`] and
+//!   [`load`].
 //!
 //! # Examples
 //!
