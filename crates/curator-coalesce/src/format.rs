@@ -92,23 +92,11 @@ fn write_value(out: &mut String, value: &Value, limits: Limits) {
         Value::List(items) | Value::Vector(items) => write_items(out, "[", "]", items, limits),
         Value::Set(items) => write_items(out, "#{", "}", items, limits),
         Value::Map(entries) => {
-            out.push('{');
-            let shown = limits.items.map_or(entries.len(), |limit| limit.min(entries.len()));
-            for (index, (key, value)) in entries.iter().take(shown).enumerate() {
-                if index > 0 {
-                    out.push_str(", ");
-                }
+            write_bounded(out, ("{", ", ", "}"), entries, limits, |out, (key, value)| {
                 write_value(out, key, limits);
                 out.push(' ');
                 write_value(out, value, limits);
-            }
-            if shown < entries.len() {
-                if shown > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(ELLIPSIS);
-            }
-            out.push('}');
+            });
         }
         Value::Function(function) => {
             out.push_str("#fn[");
@@ -119,17 +107,31 @@ fn write_value(out: &mut String, value: &Value, limits: Limits) {
 }
 
 fn write_items(out: &mut String, open: &str, close: &str, items: &[Value], limits: Limits) {
+    write_bounded(out, (open, " ", close), items, limits, |out, item| {
+        write_value(out, item, limits);
+    });
+}
+
+/// Writes at most `limits.items` items between `open` and `close`, then [`ELLIPSIS`] for
+/// the rest: the one place collections are cut, so lists, sets and maps cut alike.
+fn write_bounded<T>(
+    out: &mut String,
+    (open, separator, close): (&str, &str, &str),
+    items: &[T],
+    limits: Limits,
+    mut write_one: impl FnMut(&mut String, &T),
+) {
     out.push_str(open);
     let shown = limits.items.map_or(items.len(), |limit| limit.min(items.len()));
     for (index, item) in items.iter().take(shown).enumerate() {
         if index > 0 {
-            out.push(' ');
+            out.push_str(separator);
         }
-        write_value(out, item, limits);
+        write_one(out, item);
     }
     if shown < items.len() {
         if shown > 0 {
-            out.push(' ');
+            out.push_str(separator);
         }
         out.push_str(ELLIPSIS);
     }

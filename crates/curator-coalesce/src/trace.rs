@@ -134,35 +134,36 @@ impl<'a> Trace<'a> {
     /// ```
     pub fn render(&self, run: &Run, turns: &Turns) -> String {
         let mut out = String::new();
+        // The compressed view's messages, rendered once: shown, and counted for the totals.
+        let mut compressed = None;
         match self.view {
             TraceView::Turns => self.render_turns(&mut out, turns),
             TraceView::Compressed(compression) => {
-                for message in compression.to_messages(run, turns) {
+                let messages = compression.to_messages(run, turns);
+                for message in &messages {
                     let _ = write!(out, "[{}]", message.role().as_str());
                     if let Some(counter) = self.usage {
-                        let _ = write!(out, " ({} tokens)", counter.count_message(&message));
+                        let _ = write!(out, " ({} tokens)", counter.count_message(message));
                     }
                     let _ = write!(out, "\n{}\n\n", message.text());
                 }
+                compressed = Some((compression.name(), messages));
             }
         }
         if let Some(counter) = self.usage {
-            let total = |compression: &dyn Compression| {
-                let messages = compression.to_messages(run, turns);
+            let total = |messages: &[curator_model::Message]| {
                 messages.iter().map(|message| counter.count_message(message)).sum::<usize>()
                     + counter.reply_priming()
             };
-            let default = SingleUserCoalesced::default();
-            let compression = match self.view {
-                TraceView::Compressed(compression) => compression,
-                TraceView::Turns => &default,
-            };
+            let (name, messages) = compressed.unwrap_or_else(|| {
+                let default = SingleUserCoalesced::default();
+                (default.name(), default.to_messages(run, turns))
+            });
             let _ = writeln!(
                 out,
-                "tokens: {} prompt: {}, uncompressed prompt: {}",
-                compression.name(),
-                total(compression),
-                total(&Uncompressed)
+                "tokens: {name} prompt: {}, uncompressed prompt: {}",
+                total(&messages),
+                total(&Uncompressed.to_messages(run, turns))
             );
         }
         let trimmed = out.trim_end().len();
