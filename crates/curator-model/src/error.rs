@@ -3,6 +3,11 @@
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A cause of any type, kept whole so that callers can walk
+/// [`source`](std::error::Error::source) chains and downcast; the crates above wrap backend,
+/// provider and summarizer errors in it rather than turning them into strings.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Everything that can go wrong while building, reading or converting messages.
 ///
 /// Every variant that comes from a message list names the index of the message in the

@@ -40,6 +40,7 @@ mod error;
 pub mod formats;
 mod ids;
 mod message;
+pub mod pairing;
 mod provider_fields;
 mod role;
 mod status;
@@ -48,7 +49,7 @@ pub mod validate;
 
 pub use content::{Content, ImageSource, Part};
 pub use entry::{Entry, EntryBuilder, PromptRef};
-pub use error::{Error, Result};
+pub use error::{BoxError, Error, Result};
 pub use ids::{EvaluationId, MessageId};
 pub use message::Message;
 pub use provider_fields::{Format, ProviderFields};

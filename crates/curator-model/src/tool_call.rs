@@ -116,7 +116,9 @@ impl ToolCall {
 ///
 /// A call is [`Completed`](ToolCallStatus::Completed) once a tool message answers its id,
 /// [`Failed`](ToolCallStatus::Failed) when that answer is marked as an error, and
-/// [`Pending`](ToolCallStatus::Pending) until then. See [`crate::tool_call_states`].
+/// [`Pending`](ToolCallStatus::Pending) until then, and
+/// [`Unanswered`](ToolCallStatus::Unanswered) when a later message closed it without a result.
+/// See [`crate::tool_call_states`] and the rule in [`crate::pairing`].
 ///
 /// # Examples
 ///
@@ -137,9 +139,14 @@ impl ToolCall {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ToolCallStatus {
-    /// No result recorded yet.
+    /// No result recorded yet, and nothing after the call closed it: the conversation
+    /// stopped mid-tool-call, and a resume runs it.
     Pending,
+    /// A later message closed the call before any result answered it (see
+    /// [`pairing`](crate::pairing)): it will never have a result.
+    Unanswered,
     /// A result was recorded.
     Completed,
     /// A result marked as an error was recorded.

@@ -3,7 +3,7 @@
 //! Both checks return the first [`Violation`], with the index of the message where the rule
 //! broke. Calls still open at the very end of the list are *pending*, not a violation: a
 //! conversation stopped mid-tool-call looks like that, and the caller is about to answer
-//! them. Tool results pair with the most recent open call of their id.
+//! them. Results pair with calls by the one rule of [`pairing`](crate::pairing).
 //!
 //! # Examples
 //!
@@ -24,10 +24,10 @@
 //! assert_eq!(violation.index, 1);
 //! ```
 
+use std::borrow::Borrow;
 use std::fmt;
 
-use std::borrow::Borrow;
-
+use crate::pairing::{CallRef, Link, Step, pairing};
 use crate::{Message, Role};
 
 /// The first rule a message list breaks, and where.
@@ -120,53 +120,35 @@ impl fmt::Display for ViolationKind {
     }
 }
 
-/// The calls of the current assistant turn that still wait for a result.
-#[derive(Default)]
-struct OpenCalls<'a> {
-    calls: Vec<(&'a str, usize)>,
-}
-
-impl<'a> OpenCalls<'a> {
-    fn open(&mut self, message: &'a Message, index: usize) -> Result<(), Violation> {
-        for call in message.tool_calls() {
-            if self.calls.iter().any(|(id, _)| *id == call.id()) {
-                return Err(Violation {
-                    index,
-                    kind: ViolationKind::DuplicateOpenCallId { call_id: call.id().to_owned() },
-                });
-            }
-            self.calls.push((call.id(), index));
-        }
-        Ok(())
+/// The violation a step of the [pairing](crate::pairing) shows, if any: an orphan result, a
+/// call left unanswered when a message that is not its answer arrives (`allow_join`: unless
+/// the message joins an assistant turn, as Anthropic allows), or a duplicate open call id.
+fn pairing_violation<M: Borrow<Message>>(
+    messages: &[M],
+    step: &Step,
+    allow_join: bool,
+) -> Result<(), Violation> {
+    let index = step.index;
+    let id = |call: CallRef| call.get(messages).map(|c| c.id().to_owned()).unwrap_or_default();
+    if let Some(call) = step.unanswered
+        && (!allow_join || step.closed_calls())
+    {
+        return Err(Violation {
+            index,
+            kind: ViolationKind::UnansweredToolCall { call_id: id(call), call_index: call.message },
+        });
     }
-
-    /// Closes the call a tool message answers.
-    fn answer(&mut self, message: &Message, index: usize) -> Result<(), Violation> {
-        let id = message.tool_call_id().unwrap_or_default();
-        match self.calls.iter().rposition(|(open, _)| *open == id) {
-            Some(position) => {
-                self.calls.remove(position);
-                Ok(())
-            }
-            None => Err(Violation {
-                index,
-                kind: ViolationKind::ToolResultWithoutCall { call_id: id.to_owned() },
-            }),
+    match step.link {
+        Link::Orphan => Err(Violation {
+            index,
+            kind: ViolationKind::ToolResultWithoutCall {
+                call_id: messages[index].borrow().tool_call_id().unwrap_or_default().to_owned(),
+            },
+        }),
+        Link::Opens { duplicate: Some((_, open)), .. } => {
+            Err(Violation { index, kind: ViolationKind::DuplicateOpenCallId { call_id: id(open) } })
         }
-    }
-
-    /// Fails when a call is still open as a message that is not its answer arrives.
-    fn require_closed(&self, index: usize) -> Result<(), Violation> {
-        match self.calls.first() {
-            None => Ok(()),
-            Some((id, call_index)) => Err(Violation {
-                index,
-                kind: ViolationKind::UnansweredToolCall {
-                    call_id: (*id).to_owned(),
-                    call_index: *call_index,
-                },
-            }),
-        }
+        _ => Ok(()),
     }
 }
 
@@ -196,15 +178,9 @@ pub fn openai<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
     if messages.is_empty() {
         return Err(Violation { index: 0, kind: ViolationKind::EmptyConversation });
     }
-    let mut open = OpenCalls::default();
-    for (index, message) in messages.iter().map(Borrow::borrow).enumerate() {
-        if message.role() == Role::Tool {
-            open.answer(message, index)?;
-        } else {
-            open.require_closed(index)?;
-            open.calls.clear();
-            open.open(message, index)?;
-        }
+    for step in pairing(messages) {
+        pairing_violation(messages, &step, false)?;
+        let (index, message) = (step.index, messages[step.index].borrow());
         if openai_lacks_content(message) {
             return Err(Violation {
                 index,
@@ -263,12 +239,12 @@ pub fn anthropic<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
             kind: ViolationKind::FirstMessageNotUser { role: Role::Assistant },
         });
     }
-    let mut open = OpenCalls::default();
     // The side of the turn being built, where it began, and whether it has a block yet.
     let mut turn_is_assistant = false;
     let mut turn_start = start;
     let mut turn_has_blocks = false;
-    for (index, message) in messages.iter().map(Borrow::borrow).enumerate().skip(start) {
+    for step in pairing(messages).skip(start) {
+        let (index, message) = (step.index, messages[step.index].borrow());
         let is_assistant = match message.role() {
             Role::System => {
                 return Err(Violation { index, kind: ViolationKind::SystemInsideConversation });
@@ -283,19 +259,9 @@ pub fn anthropic<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
             turn_start = index;
             turn_has_blocks = false;
         }
-        match message.role() {
-            Role::Assistant => {
-                // A following assistant message joins the same turn, so its calls add to
-                // the open ones instead of finding them unanswered.
-                if !turn_is_assistant {
-                    open.require_closed(index)?;
-                    open.calls.clear();
-                }
-                open.open(message, index)?;
-            }
-            Role::Tool => open.answer(message, index)?,
-            _ => open.require_closed(index)?,
-        }
+        // A following assistant message joins the same turn, so its calls add to the open
+        // ones instead of finding them unanswered.
+        pairing_violation(messages, &step, true)?;
         turn_is_assistant = is_assistant;
         turn_has_blocks |= message.role() == Role::Tool
             || message.has_tool_calls()
