@@ -96,7 +96,7 @@ fn summarize_memoised(c: &mut Criterion) {
     let summarize = Summarize::new(Extractive::default())
         .with_threshold(Threshold::Tokens(32_000))
         .with_keep_recent(20)
-        .then_bound(TokenBudget::new(32_000));
+        .then(TokenBudget::new(32_000));
     warm(&summarize, &history);
     c.bench_function("summarize/memoised_then_budget/10k", |b| {
         b.iter(|| black_box(touch(&summarize.curate(View::full(&history), &ctx).expect("curate"))));

@@ -61,8 +61,8 @@ pub(crate) fn run(command: Command) -> Result<ExitCode> {
 fn tokens(
     counter: &dyn TokenCounter,
     messages: &[impl std::borrow::Borrow<curator::model::Message>],
-) -> usize {
-    messages.iter().map(|m| counter.count_message(m.borrow())).sum::<usize>()
+) -> u64 {
+    messages.iter().map(|m| counter.count_message(m.borrow())).sum::<u64>()
         + counter.reply_priming()
 }
 

@@ -101,7 +101,7 @@ pub(crate) fn trace(
                 .collect()
         }
     };
-    let total: usize = lines.iter().map(|(_, m)| counter.count_message(m)).sum();
+    let total: u64 = lines.iter().map(|(_, m)| counter.count_message(m)).sum();
     let _ = writeln!(
         out,
         "evaluation {evaluation}: {} messages shown of {} recorded, {total} tokens",

@@ -101,24 +101,24 @@ impl PipelineArgs {
         if !self.any_flag() {
             return Ok(StrategyConfig::Compose {
                 steps: vec![
-                    StrategyConfig::Redact {
+                    StrategyConfig::Redactor {
                         builtin: true,
                         patterns: std::collections::BTreeMap::default(),
                     },
-                    StrategyConfig::TruncateToolResults { max_length: 2_000, suffix: None },
-                    StrategyConfig::TruncateTokens { max_tokens: 32_000, reserve: 0, tokenizer },
+                    StrategyConfig::ToolResultTruncator { max_length: 2_000, suffix: None },
+                    StrategyConfig::TokenBudget { max_tokens: 32_000, reserve: 0, tokenizer },
                 ],
             });
         }
         let mut steps = Vec::new();
         if self.redact {
-            steps.push(StrategyConfig::Redact {
+            steps.push(StrategyConfig::Redactor {
                 builtin: true,
                 patterns: std::collections::BTreeMap::default(),
             });
         }
         if let Some(max_length) = self.truncate_tools {
-            steps.push(StrategyConfig::TruncateToolResults { max_length, suffix: None });
+            steps.push(StrategyConfig::ToolResultTruncator { max_length, suffix: None });
         }
         if let Some(SummarizerArg::Extractive) = self.summarize {
             steps.push(StrategyConfig::Summarize {
@@ -128,7 +128,7 @@ impl PipelineArgs {
                 keep_recent: 10,
                 summarize_ratio: self.summarize_ratio,
                 max_summary_chars: 4_000,
-                on_error: curator::strategies::OnErrorConfig::Fallback,
+                on_error: curator::strategies::OnError::Fallback,
                 then: None,
             });
         }
@@ -136,10 +136,10 @@ impl PipelineArgs {
             steps.push(StrategyConfig::SlidingWindow { window_size });
         }
         if let Some(max_turns) = self.max_turns {
-            steps.push(StrategyConfig::TruncateTurns { max_turns });
+            steps.push(StrategyConfig::TurnLimit { max_turns });
         }
         if let Some(max_tokens) = self.max_tokens {
-            steps.push(StrategyConfig::TruncateTokens { max_tokens, reserve: 0, tokenizer });
+            steps.push(StrategyConfig::TokenBudget { max_tokens, reserve: 0, tokenizer });
         }
         Ok(StrategyConfig::Compose { steps })
     }

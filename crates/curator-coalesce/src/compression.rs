@@ -1,5 +1,7 @@
 //! The `Compression` trait: render a run's turns into the messages the model is sent.
 
+use std::borrow::Cow;
+
 use std::fmt::Write as _;
 
 use curator_model::Message;
@@ -30,7 +32,7 @@ use crate::turn::{TurnResult, Turns};
 /// ```
 pub trait Compression: Send + Sync {
     /// The strategy's name, as configuration spells it.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> Cow<'_, str>;
 
     /// The messages for the next call: SYSTEM first, then the history as this strategy shows it.
     fn to_messages(&self, run: &Run, turns: &Turns) -> Vec<Message>;
@@ -39,7 +41,7 @@ pub trait Compression: Send + Sync {
 // Traces hold a `&dyn Compression`; its name is what a reader needs to see.
 impl std::fmt::Debug for dyn Compression + '_ {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.name())
     }
 }
 
@@ -131,8 +133,8 @@ impl SingleUserCoalesced {
 }
 
 impl Compression for SingleUserCoalesced {
-    fn name(&self) -> &'static str {
-        "single_user_coalesced"
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("single_user_coalesced")
     }
 
     fn to_messages(&self, run: &Run, turns: &Turns) -> Vec<Message> {
@@ -160,8 +162,8 @@ impl Compression for SingleUserCoalesced {
 pub struct Uncompressed;
 
 impl Compression for Uncompressed {
-    fn name(&self) -> &'static str {
-        "uncompressed"
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("uncompressed")
     }
 
     fn to_messages(&self, run: &Run, turns: &Turns) -> Vec<Message> {

@@ -152,12 +152,12 @@ impl<'a> Trace<'a> {
         }
         if let Some(counter) = self.usage {
             let total = |messages: &[curator_model::Message]| {
-                messages.iter().map(|message| counter.count_message(message)).sum::<usize>()
+                messages.iter().map(|message| counter.count_message(message)).sum::<u64>()
                     + counter.reply_priming()
             };
             let (name, messages) = compressed.unwrap_or_else(|| {
                 let default = SingleUserCoalesced::default();
-                (default.name(), default.to_messages(run, turns))
+                (default.name().into_owned().into(), default.to_messages(run, turns))
             });
             let _ = writeln!(
                 out,

@@ -4,8 +4,7 @@ use std::sync::Arc;
 
 use curator_model::{Content, Entry, EvaluationId, Message, PromptRef, Role, ToolCall};
 use curator_strategies::{
-    ConversationRecorded, CurationContext, Event, EventSink, History, HistoryManager, SessionRead,
-    View,
+    ConversationRecorded, CurationContext, Event, EventSink, History, HistoryManager, View,
 };
 
 use crate::{Error, Result, SessionStore};
@@ -196,8 +195,6 @@ impl<S: SessionStore> Conversation<S> {
     }
 
     /// The curated view of the record for the next provider call. The record is unchanged.
-    /// Unless the context already names a session, strategies get read access to this one
-    /// ([`SessionRead`]: the evaluation id and the store's checkpoints).
     ///
     /// # Errors
     ///
@@ -207,8 +204,7 @@ impl<S: SessionStore> Conversation<S> {
         manager: &dyn HistoryManager,
         ctx: &CurationContext<'_>,
     ) -> Result<View<'_>> {
-        let ctx = if ctx.session.is_none() { ctx.with_session(self) } else { *ctx };
-        Ok(manager.curate(View::full(&self.history), &ctx)?)
+        Ok(manager.curate(View::full(&self.history), ctx)?)
     }
 
     /// Records the assistant's reply (the next turn) and returns its tool calls, which are
@@ -357,29 +353,10 @@ impl<S: SessionStore> Conversation<S> {
     }
 }
 
-impl<S: SessionStore> SessionRead for Conversation<S> {
-    fn evaluation_id(&self) -> Option<EvaluationId> {
-        Some(self.evaluation)
-    }
-
-    fn checkpoint(&self, name: &str) -> Option<serde_json::Value> {
-        self.store.checkpoint(name).ok().flatten().map(|c| c.document)
-    }
-}
-
-/// The calls of the last assistant message that no tool message after it answers, when
-/// nothing but tool messages follows it.
+/// The calls still open at the end of the record (see [`pairing`](curator_model::pairing)):
+/// the ones a crash left without a result.
 fn waiting_calls(messages: &[Message]) -> Vec<ToolCall> {
-    let Some(last) = messages.iter().rposition(|m| m.role() != Role::Tool) else {
-        return Vec::new();
-    };
-    let mut calls = messages[last].tool_calls().to_vec();
-    for result in &messages[last + 1..] {
-        if let Some(i) = calls.iter().position(|c| Some(c.id()) == result.tool_call_id()) {
-            calls.remove(i);
-        }
-    }
-    calls
+    curator_model::pending_tool_calls(messages).into_iter().cloned().collect()
 }
 
 impl<S> std::fmt::Debug for Conversation<S> {

@@ -1,9 +1,63 @@
 //! The error type of the session layer.
 
-use curator_model::{EvaluationId, MessageId, PromptRef};
+use curator_model::{BoxError, EvaluationId, MessageId, PromptRef};
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What kind of failure a [`SessionStore`](crate::SessionStore) met: the cases a caller acts on
+/// differently.
+///
+/// # Examples
+///
+/// ```
+/// use curator_session::{Error, StoreErrorKind};
+///
+/// let e = Error::store("sqlite", StoreErrorKind::Busy, "appending an entry", None);
+/// assert!(e.is_retryable());
+/// assert_eq!(e.to_string(), "session store (sqlite): appending an entry: busy or locked by another writer");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// Another writer holds the lock, or the backend is briefly unavailable: retrying later
+    /// may succeed.
+    Busy,
+    /// The disk or the database is full.
+    Full,
+    /// The stored data is damaged.
+    Corrupt,
+    /// The file, database or record asked for does not exist.
+    NotFound,
+    /// The store cannot be written (a read-only file, directory or connection, or missing
+    /// permissions).
+    ReadOnly,
+    /// The operating system reported an I/O error.
+    Io,
+    /// Any other failure.
+    Other,
+}
+
+impl StoreErrorKind {
+    /// Whether an operation that failed this way may succeed when tried again unchanged.
+    pub fn is_retryable(self) -> bool {
+        self == StoreErrorKind::Busy
+    }
+}
+
+impl std::fmt::Display for StoreErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoreErrorKind::Busy => "busy or locked by another writer",
+            StoreErrorKind::Full => "the disk or database is full",
+            StoreErrorKind::Corrupt => "the stored data is damaged",
+            StoreErrorKind::NotFound => "not found",
+            StoreErrorKind::ReadOnly => "read-only",
+            StoreErrorKind::Io => "I/O error",
+            StoreErrorKind::Other => "failed",
+        })
+    }
+}
 
 /// Everything that can go wrong while recording, reading, resuming or restoring.
 #[derive(Debug, thiserror::Error)]
@@ -64,24 +118,30 @@ pub enum Error {
         found: curator_model::Role,
     },
     /// The provider closure of [`run_blocking`](crate::run_blocking) failed.
-    #[error("provider call failed: {0}")]
-    Provider(String),
-    /// The storage backend failed.
-    #[error("session store ({backend}): {message}")]
+    #[error("provider call failed")]
+    Provider(#[source] BoxError),
+    /// The storage backend failed; [`kind`](StoreErrorKind) says how, the source why.
+    #[error("session store ({backend}): {message}: {kind}")]
     Store {
         /// Which backend.
         backend: &'static str,
-        /// What it reported.
+        /// What kind of failure.
+        kind: StoreErrorKind,
+        /// What was being done, or what is wrong.
         message: String,
+        /// What the backend reported, when it reported an error.
+        #[source]
+        source: Option<BoxError>,
     },
     /// The stored data is not what this build can read (a file of another application, a
-    /// newer schema, a corrupt row).
-    #[error("session store ({backend}): {message}")]
+    /// newer schema); the source says what.
+    #[error("session store ({backend}): the stored data is not what this build can read")]
     Incompatible {
         /// Which backend.
         backend: &'static str,
         /// What is wrong.
-        message: String,
+        #[source]
+        source: BoxError,
     },
     /// Curation failed while building a request.
     #[error(transparent)]
@@ -89,4 +149,29 @@ pub enum Error {
     /// A message or entry could not be built.
     #[error(transparent)]
     Model(#[from] curator_model::Error),
+}
+
+impl Error {
+    /// A [`Store`](Error::Store) error.
+    pub fn store(
+        backend: &'static str,
+        kind: StoreErrorKind,
+        message: impl Into<String>,
+        source: Option<BoxError>,
+    ) -> Self {
+        Error::Store { backend, kind, message: message.into(), source }
+    }
+
+    /// Whether the operation may succeed when tried again unchanged (a busy store).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_session::Error;
+    ///
+    /// assert!(!Error::UnknownToolCall { call_id: "c1".into() }.is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Store { kind, .. } if kind.is_retryable())
+    }
 }

@@ -51,7 +51,7 @@ mod summaries;
 pub mod testing;
 
 pub use conversation::{Conversation, ResumePolicy, ToolContext, ToolOutcome};
-pub use error::{Error, Result};
+pub use error::{Error, Result, StoreErrorKind};
 pub use memory::MemoryStore;
 pub use run::{RunOutcome, run_blocking};
 pub use snapshot::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot};

@@ -69,7 +69,7 @@ where
     run_tools(conversation, &mut tool)?;
     for _ in 0..max_turns {
         let request = conversation.request(manager, ctx)?.to_messages();
-        let reply = provider(&request).map_err(|e| Error::Provider(e.to_string()))?;
+        let reply = provider(&request).map_err(Error::Provider)?;
         let calls = conversation.record_assistant(reply.clone())?;
         if calls.is_empty() {
             return Ok(RunOutcome::Finished(reply));

@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use chrono::SecondsFormat;
 use curator_model::{Content, Entry, Message};
 
-use crate::{Checkpoint, Error, Result, SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
+use crate::{Checkpoint, Error, Result, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, StoreErrorKind};
 
 /// Writes a whole snapshot; `bytes` is a guess at its size. Large snapshots are written on
 /// several threads, each writing a run of entries, then joined in order.
@@ -51,10 +51,12 @@ pub(crate) fn write<'a>(
                 .into_iter()
                 .map(|h| {
                     h.join().unwrap_or_else(|_| {
-                        Err(Error::Store {
-                            backend: "snapshot",
-                            message: "a writer thread failed".into(),
-                        })
+                        Err(Error::store(
+                            "snapshot",
+                            StoreErrorKind::Other,
+                            "a snapshot writer thread failed",
+                            None,
+                        ))
                     })
                 })
                 .collect()
@@ -125,8 +127,9 @@ pub(crate) fn read(json: &str) -> Option<(Vec<Entry>, Vec<Checkpoint>)> {
 }
 
 fn serde<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
-    serde_json::to_string(value)
-        .map_err(|e| Error::Store { backend: "snapshot", message: e.to_string() })
+    serde_json::to_string(value).map_err(|e| {
+        Error::store("snapshot", StoreErrorKind::Other, "serialising", Some(Box::new(e)))
+    })
 }
 
 /// Whether the hand-written path covers this message.

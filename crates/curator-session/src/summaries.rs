@@ -54,9 +54,10 @@ impl<S: SessionStore> SessionSummaries<S> {
             let Value::Object(map) = checkpoint.document else {
                 return Err(crate::Error::Incompatible {
                     backend: "summaries",
-                    message: format!(
+                    source: format!(
                         "checkpoint `{SUMMARIES_CHECKPOINT}` is not a map of summaries"
-                    ),
+                    )
+                    .into(),
                 });
             };
             for (key, summary) in map {

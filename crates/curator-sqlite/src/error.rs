@@ -2,11 +2,16 @@
 
 use std::path::PathBuf;
 
+use curator_model::BoxError;
+use curator_session::StoreErrorKind;
+
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Why a session file could not be opened. Every variant but [`Error::Sqlite`] is detected
-/// before anything is written, so the file is left byte-for-byte as it was.
+/// before anything is written, so the file is left byte-for-byte as it was. Once open, the
+/// store reports failures as [`curator_session::Error::Store`], with the same
+/// [`StoreErrorKind`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -40,28 +45,65 @@ pub enum Error {
         /// The newest version this build knows.
         supported: i64,
     },
-    /// SQLite itself failed.
-    #[error("{path}: {context}: {message}")]
+    /// SQLite (or the file system under it) failed.
+    #[error("{path}: {context}: {kind}")]
     Sqlite {
         /// The file.
         path: PathBuf,
         /// What was being done.
         context: &'static str,
-        /// What SQLite reported.
-        message: String,
+        /// What kind of failure, for callers that act on it (retry when busy).
+        kind: StoreErrorKind,
+        /// What SQLite or the operating system reported.
+        #[source]
+        source: BoxError,
     },
+}
+
+impl Error {
+    /// Whether opening may succeed when tried again unchanged (the file was busy).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Sqlite { kind, .. } if kind.is_retryable())
+    }
+
+    pub(crate) fn sqlite(
+        path: &std::path::Path,
+        context: &'static str,
+        e: rusqlite::Error,
+    ) -> Self {
+        Error::Sqlite { path: path.to_owned(), context, kind: kind_of(&e), source: Box::new(e) }
+    }
+}
+
+/// The kind of a SQLite failure, from its error code.
+pub(crate) fn kind_of(e: &rusqlite::Error) -> StoreErrorKind {
+    use rusqlite::ErrorCode as C;
+    match e {
+        rusqlite::Error::SqliteFailure(failure, _) => match failure.code {
+            C::DatabaseBusy | C::DatabaseLocked => StoreErrorKind::Busy,
+            C::DiskFull => StoreErrorKind::Full,
+            C::DatabaseCorrupt | C::NotADatabase => StoreErrorKind::Corrupt,
+            C::ReadOnly | C::PermissionDenied => StoreErrorKind::ReadOnly,
+            C::SystemIoFailure | C::CannotOpen => StoreErrorKind::Io,
+            _ => StoreErrorKind::Other,
+        },
+        rusqlite::Error::QueryReturnedNoRows => StoreErrorKind::NotFound,
+        _ => StoreErrorKind::Other,
+    }
 }
 
 impl From<Error> for curator_session::Error {
     fn from(e: Error) -> Self {
         match e {
-            Error::Sqlite { .. } => {
-                curator_session::Error::Store { backend: "sqlite", message: e.to_string() }
-            }
-            other => curator_session::Error::Incompatible {
+            Error::Sqlite { path, context, kind, source } => curator_session::Error::Store {
                 backend: "sqlite",
-                message: other.to_string(),
+                kind,
+                message: format!("{}: {context}", path.display()),
+                source: Some(source),
             },
+            other => {
+                curator_session::Error::Incompatible { backend: "sqlite", source: Box::new(other) }
+            }
         }
     }
 }

@@ -5,6 +5,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
+use curator_session::StoreErrorKind;
+
 use crate::{Error, Result};
 
 /// `PRAGMA application_id` of curator session files ("CURA").
@@ -46,8 +48,16 @@ pub(crate) enum Found {
     Curator,
 }
 
-fn sqlite_error(path: &Path, context: &'static str, e: &rusqlite::Error) -> Error {
-    Error::Sqlite { path: path.to_owned(), context, message: e.to_string() }
+fn io_error(path: &Path, context: &'static str, e: std::io::Error) -> Error {
+    let kind = match e.kind() {
+        std::io::ErrorKind::NotFound => StoreErrorKind::NotFound,
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+            StoreErrorKind::ReadOnly
+        }
+        std::io::ErrorKind::StorageFull => StoreErrorKind::Full,
+        _ => StoreErrorKind::Io,
+    };
+    Error::Sqlite { path: path.to_owned(), context, kind, source: Box::new(e) }
 }
 
 /// Looks at a file without changing it: its header, application id and schema version.
@@ -56,17 +66,11 @@ pub(crate) fn inspect(path: &Path) -> Result<Found> {
     let read = match std::fs::File::open(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::New),
         Err(e) => {
-            return Err(Error::Sqlite {
-                path: path.to_owned(),
-                context: "reading the file",
-                message: e.to_string(),
-            });
+            return Err(io_error(path, "reading the file", e));
         }
-        Ok(mut file) => file.read(&mut header).map_err(|e| Error::Sqlite {
-            path: path.to_owned(),
-            context: "reading the file",
-            message: e.to_string(),
-        })?,
+        Ok(mut file) => {
+            file.read(&mut header).map_err(|e| io_error(path, "reading the file", e))?
+        }
     };
     if read == 0 {
         return Ok(Found::New);
@@ -78,20 +82,20 @@ pub(crate) fn inspect(path: &Path) -> Result<Found> {
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|e| sqlite_error(path, "opening read-only", &e))?;
+    .map_err(|e| Error::sqlite(path, "opening read-only", e))?;
     let pragma = |name: &'static str| -> Result<i64> {
         conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0)).map_err(|e| match e {
             rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase => {
                 Error::NotADatabase { path: path.to_owned() }
             }
-            other => sqlite_error(path, "reading the header", &other),
+            other => Error::sqlite(path, "reading the header", other),
         })
     };
     let application_id = pragma("application_id")?;
     let version = pragma("user_version")?;
     let tables: i64 = conn
         .query_row("SELECT count(*) FROM sqlite_schema WHERE type = 'table'", [], |r| r.get(0))
-        .map_err(|e| sqlite_error(path, "reading the schema", &e))?;
+        .map_err(|e| Error::sqlite(path, "reading the schema", e))?;
     if application_id != i64::from(APPLICATION_ID) {
         if application_id == 0 && tables == 0 && version == 0 {
             return Ok(Found::New);
@@ -117,10 +121,10 @@ pub(crate) fn inspect(path: &Path) -> Result<Found> {
 pub(crate) fn migrate(path: &Path, conn: &mut Connection) -> Result<()> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-        .map_err(|e| sqlite_error(path, "starting the migration", &e))?;
+        .map_err(|e| Error::sqlite(path, "starting the migration", e))?;
     let version: i64 = tx
         .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| sqlite_error(path, "reading the schema version", &e))?;
+        .map_err(|e| Error::sqlite(path, "reading the schema version", e))?;
     if version > SCHEMA_VERSION {
         return Err(Error::NewerSchema {
             path: path.to_owned(),
@@ -130,24 +134,24 @@ pub(crate) fn migrate(path: &Path, conn: &mut Connection) -> Result<()> {
     }
     let from = usize::try_from(version).unwrap_or(0);
     for (step, sql) in MIGRATIONS.iter().enumerate().skip(from) {
-        tx.execute_batch(sql).map_err(|e| sqlite_error(path, "migrating the schema", &e))?;
+        tx.execute_batch(sql).map_err(|e| Error::sqlite(path, "migrating the schema", e))?;
         tx.pragma_update(None, "user_version", i64::try_from(step + 1).unwrap_or(i64::MAX))
-            .map_err(|e| sqlite_error(path, "migrating the schema", &e))?;
+            .map_err(|e| Error::sqlite(path, "migrating the schema", e))?;
     }
     tx.pragma_update(None, "application_id", APPLICATION_ID)
-        .map_err(|e| sqlite_error(path, "marking the file", &e))?;
-    tx.commit().map_err(|e| sqlite_error(path, "committing the migration", &e))
+        .map_err(|e| Error::sqlite(path, "marking the file", e))?;
+    tx.commit().map_err(|e| Error::sqlite(path, "committing the migration", e))
 }
 
 /// Runs only the first `version` migrations on a new file: for tests of forward migration.
 #[doc(hidden)]
 pub fn create_at_version(path: &Path, version: usize) -> Result<()> {
-    let conn = Connection::open(path).map_err(|e| sqlite_error(path, "opening", &e))?;
+    let conn = Connection::open(path).map_err(|e| Error::sqlite(path, "opening", e))?;
     for (step, sql) in MIGRATIONS.iter().enumerate().take(version) {
-        conn.execute_batch(sql).map_err(|e| sqlite_error(path, "migrating the schema", &e))?;
+        conn.execute_batch(sql).map_err(|e| Error::sqlite(path, "migrating the schema", e))?;
         conn.pragma_update(None, "user_version", i64::try_from(step + 1).unwrap_or(i64::MAX))
-            .map_err(|e| sqlite_error(path, "migrating the schema", &e))?;
+            .map_err(|e| Error::sqlite(path, "migrating the schema", e))?;
     }
     conn.pragma_update(None, "application_id", APPLICATION_ID)
-        .map_err(|e| sqlite_error(path, "marking the file", &e))
+        .map_err(|e| Error::sqlite(path, "marking the file", e))
 }

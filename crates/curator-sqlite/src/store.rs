@@ -5,10 +5,13 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
 use curator_model::{Entry, EvaluationId, Message, MessageId, PromptRef};
-use curator_session::{Appended, Checkpoint, EvaluationSummary, SessionStore, Snapshot};
+use curator_session::{
+    Appended, Checkpoint, EvaluationSummary, SessionStore, Snapshot, StoreErrorKind,
+};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 use serde_json::Value;
 
+use crate::error::kind_of;
 use crate::schema::{self, Found};
 use crate::{Error, Options, Result};
 
@@ -54,7 +57,7 @@ pub struct SqliteStore {
 }
 
 fn open_error<'a>(path: &'a Path, context: &'static str) -> impl Fn(rusqlite::Error) -> Error + 'a {
-    move |e| Error::Sqlite { path: path.to_owned(), context, message: e.to_string() }
+    move |e| Error::sqlite(path, context, e)
 }
 
 impl SqliteStore {
@@ -115,7 +118,8 @@ impl SqliteStore {
             return Err(Error::Sqlite {
                 path: path.to_owned(),
                 context: "opening read-only",
-                message: "no session file here".into(),
+                kind: StoreErrorKind::NotFound,
+                source: "no session file here".into(),
             });
         }
         let conn = Connection::open_with_flags(
@@ -164,10 +168,12 @@ impl SqliteStore {
 
     fn writable(&self) -> SessionResult<MutexGuard<'_, Connection>> {
         if self.read_only {
-            return Err(curator_session::Error::Store {
-                backend: "sqlite",
-                message: "the store was opened read-only".into(),
-            });
+            return Err(curator_session::Error::store(
+                "sqlite",
+                StoreErrorKind::ReadOnly,
+                "the store was opened read-only",
+                None,
+            ));
         }
         Ok(self.lock())
     }
@@ -196,13 +202,21 @@ fn retry_busy<T>(
     }
 }
 
-#[expect(clippy::needless_pass_by_value, reason = "shaped for `map_err(store_error)`")]
 fn store_error(e: rusqlite::Error) -> curator_session::Error {
-    curator_session::Error::Store { backend: "sqlite", message: e.to_string() }
+    curator_session::Error::store("sqlite", kind_of(&e), "the database failed", Some(Box::new(e)))
 }
 
-fn corrupt(message: String) -> curator_session::Error {
-    curator_session::Error::Incompatible { backend: "sqlite", message }
+/// A row this build cannot read: `what` is wrong with it, `cause` says why.
+fn corrupt(
+    what: String,
+    cause: impl std::error::Error + Send + Sync + 'static,
+) -> curator_session::Error {
+    curator_session::Error::store("sqlite", StoreErrorKind::Corrupt, what, Some(Box::new(cause)))
+}
+
+/// A row this build cannot read, with no underlying error to quote.
+fn corrupt_row(what: String) -> curator_session::Error {
+    curator_session::Error::store("sqlite", StoreErrorKind::Corrupt, what, None)
 }
 
 const COLUMNS: &str =
@@ -236,19 +250,18 @@ fn raw(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
 impl RawEntry {
     fn into_entry(self) -> SessionResult<Entry> {
         let id = |bytes: &[u8], what: &str| {
-            uuid::Uuid::from_slice(bytes)
-                .map_err(|e| corrupt(format!("bad {what} in the file: {e}")))
+            uuid::Uuid::from_slice(bytes).map_err(|e| corrupt(format!("bad {what} in the file"), e))
         };
         let message: Message = serde_json::from_str(&self.message).map_err(|e| {
-            corrupt(format!("bad message at sequence {} in the file: {e}", self.sequence))
+            corrupt(format!("bad message at sequence {} in the file", self.sequence), e)
         })?;
         Ok(Entry {
             id: MessageId::from_uuid(id(&self.message_id, "message id")?),
             evaluation_id: EvaluationId::from_uuid(id(&self.evaluation_id, "evaluation id")?),
             sequence: u64::try_from(self.sequence)
-                .map_err(|_| corrupt(format!("negative sequence {}", self.sequence)))?,
+                .map_err(|_| corrupt_row(format!("negative sequence {}", self.sequence)))?,
             turn: u32::try_from(self.turn)
-                .map_err(|_| corrupt(format!("bad turn {}", self.turn)))?,
+                .map_err(|_| corrupt_row(format!("bad turn {}", self.turn)))?,
             prompt: self.prompt.map(|(ns, key)| PromptRef { ns, key }),
             created_at: DateTime::from_timestamp_nanos(self.created_ns),
             message,
@@ -257,9 +270,13 @@ impl RawEntry {
 }
 
 fn nanos(at: DateTime<Utc>) -> SessionResult<i64> {
-    at.timestamp_nanos_opt().ok_or_else(|| curator_session::Error::Store {
-        backend: "sqlite",
-        message: format!("time {at} is outside the range the file can hold (1677 to 2262)"),
+    at.timestamp_nanos_opt().ok_or_else(|| {
+        curator_session::Error::store(
+            "sqlite",
+            StoreErrorKind::Other,
+            format!("time {at} is outside the range the file can hold (1677 to 2262)"),
+            None,
+        )
     })
 }
 
@@ -274,14 +291,21 @@ fn insert(tx: &rusqlite::Transaction<'_>, entry: &Entry) -> SessionResult<Append
     if exists {
         return Ok(Appended::Duplicate);
     }
-    let message =
-        serde_json::to_string(&entry.message).map_err(|e| curator_session::Error::Store {
-            backend: "sqlite",
-            message: format!("cannot serialise message: {e}"),
-        })?;
-    let sequence = i64::try_from(entry.sequence).map_err(|_| curator_session::Error::Store {
-        backend: "sqlite",
-        message: format!("sequence {} is too large", entry.sequence),
+    let message = serde_json::to_string(&entry.message).map_err(|e| {
+        curator_session::Error::store(
+            "sqlite",
+            StoreErrorKind::Other,
+            "cannot serialise the message",
+            Some(Box::new(e)),
+        )
+    })?;
+    let sequence = i64::try_from(entry.sequence).map_err(|e| {
+        curator_session::Error::store(
+            "sqlite",
+            StoreErrorKind::Other,
+            format!("sequence {} is too large", entry.sequence),
+            Some(Box::new(e)),
+        )
     })?;
     let inserted = tx
         .prepare_cached(&format!(
@@ -314,16 +338,19 @@ fn insert(tx: &rusqlite::Transaction<'_>, entry: &Entry) -> SessionResult<Append
                 )
                 .map_err(store_error)?;
             let existing = uuid::Uuid::from_slice(&existing)
-                .map_err(|e| corrupt(format!("bad message id in the file: {e}")))?;
+                .map_err(|e| corrupt("bad message id in the file".into(), e))?;
             Err(curator_session::Error::SequenceTaken {
                 evaluation: entry.evaluation_id,
                 sequence: entry.sequence,
                 existing: MessageId::from_uuid(existing),
             })
         }
-        Err(rusqlite::Error::ToSqlConversionFailure(e)) => {
-            Err(curator_session::Error::Store { backend: "sqlite", message: e.to_string() })
-        }
+        Err(rusqlite::Error::ToSqlConversionFailure(e)) => Err(curator_session::Error::store(
+            "sqlite",
+            StoreErrorKind::Other,
+            "storing the entry",
+            Some(e),
+        )),
         Err(e) => Err(store_error(e)),
     }
 }
@@ -385,7 +412,7 @@ impl SessionStore for SqliteStore {
         rows.into_iter()
             .map(|(id, first, last, count, turns, prompt)| {
                 let id = uuid::Uuid::from_slice(&id)
-                    .map_err(|e| corrupt(format!("bad evaluation id in the file: {e}")))?;
+                    .map_err(|e| corrupt("bad evaluation id in the file".into(), e))?;
                 let prompt = prompt
                     .and_then(|p| p.split_once('\0').map(|(ns, key)| PromptRef::new(ns, key)));
                 let mut summary = EvaluationSummary::new(
@@ -484,7 +511,7 @@ fn checkpoint(
     saved_ns: i64,
 ) -> SessionResult<Checkpoint> {
     let document = serde_json::from_str(document)
-        .map_err(|e| corrupt(format!("bad checkpoint `{name}` in the file: {e}")))?;
+        .map_err(|e| corrupt(format!("bad checkpoint `{name}` in the file"), e))?;
     let mut checkpoint = Checkpoint::new(name, document, DateTime::from_timestamp_nanos(saved_ns));
     checkpoint.version = u64::try_from(version).unwrap_or(0);
     Ok(checkpoint)

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use curator_model::{Content, Message, Role};
 
 use crate::trim::{Take, keep_newest};
-use crate::view::{Item, Unit};
-use crate::{CharEstimate, CurationContext, Error, HistoryManager, Result, TokenCounter, View};
+use crate::{
+    CharEstimate, CurationContext, Error, HistoryManager, Result, TokenCounter, Unit, View,
+};
 
 /// The note that ends a message shortened to fit the budget.
 const SHORTENED: &str = "\n[… shortened to fit the token budget]";
@@ -48,7 +49,7 @@ const SHORTENED: &str = "\n[… shortened to fit the token budget]";
 /// let budget = TokenBudget::new(40).with_counter(CharEstimate::default());
 /// let view = budget.curate_messages(&messages, &CurationContext::default())?;
 /// assert_eq!(view.len(), 4); // the 400-character answer did not fit
-/// let tokens: usize = view.iter().map(|m| CharEstimate::default().count_message(m)).sum::<usize>() + 3;
+/// let tokens: u64 = view.iter().map(|m| CharEstimate::default().count_message(m)).sum::<u64>() + 3;
 /// assert!(tokens <= 40);
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -101,15 +102,17 @@ impl HistoryManager for TokenBudget {
     fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
         let counter = &*self.counter;
         let available = self.available();
-        let counts = view.history().counts(counter);
-        let pinned = view.pinned(ctx.preserve_system, ctx.preserve_task);
-        let mut used = counter.reply_priming() as u64;
+        let head = view.head(ctx);
+        let mut used = counter.reply_priming();
         let mut task = None;
-        for &slot in &pinned.slots {
-            if view.structure(slot).role() == Role::System {
-                used += view.slot_tokens(slot, counter, &counts);
-            } else {
-                task = Some(slot);
+        {
+            let tally = view.tally(counter);
+            for &index in head.pinned() {
+                if view.structure(index).role() == Role::System {
+                    used += tally.message(index);
+                } else {
+                    task = Some(index);
+                }
             }
         }
         if used > available {
@@ -119,63 +122,49 @@ impl HistoryManager for TokenBudget {
         // not even that fits.
         let mut view = view;
         let mut drop_task = false;
-        if let Some(slot) = task {
-            let tokens = view.slot_tokens(slot, counter, &counts);
+        if let Some(index) = task {
+            let tokens = view.tally(counter).message(index);
             if used + tokens <= available {
                 used += tokens;
-            } else if let Some(message) = shorten(&view.message(slot), available - used, counter) {
-                used += counter.count_message(&message) as u64;
-                view = view.replace_slot(slot, message);
+            } else if let Some(message) = shorten(&view.message(index), available - used, counter) {
+                used += counter.count_message(&message);
+                view = {
+                    let mut edit = view.edit();
+                    edit.keep(0..index).replace(index, message).keep(index + 1..view.len());
+                    edit.finish()
+                };
             } else {
                 drop_task = true;
             }
         }
-        let mut pinned = view.pinned(ctx.preserve_system, ctx.preserve_task && !drop_task);
-        if drop_task {
-            pinned.slots.retain(|s| view.structure(*s).role() == Role::System);
-        }
-        let used = std::cell::Cell::new(used);
+        let head = view.head(&ctx.with_preserve_task(ctx.preserve_task && !drop_task));
+        let tally = view.tally(counter);
+        let newest = view.units_rev(head.len()).next().map(|unit| tally.range(unit.range()));
         let mut first = true;
-        let newest = view.units_rev(pinned.head_len).next().map(|unit| {
-            view.between(unit.first, unit.last)
-                .map(|s| view.slot_tokens(s, counter, &counts))
-                .sum::<u64>()
+        let kept = keep_newest(&view, &head, false, |unit| {
+            let tokens = tally.range(unit.range());
+            if used + tokens <= available {
+                used += tokens;
+                first = false;
+                Take::Keep
+            } else if std::mem::replace(&mut first, false) {
+                shorten_unit(&view, unit, available - used, counter)
+                    .map_or(Take::Stop, Take::KeepAs)
+            } else {
+                Take::Stop
+            }
         });
-        let input_was_empty = view.is_empty();
-        let kept = keep_newest(
-            view,
-            &pinned,
-            false,
-            |view, unit| {
-                let tokens: u64 = view
-                    .between(unit.first, unit.last)
-                    .map(|s| view.slot_tokens(s, counter, &counts))
-                    .sum();
-                if used.get() + tokens <= available {
-                    used.set(used.get() + tokens);
-                    first = false;
-                    Take::Keep
-                } else if std::mem::replace(&mut first, false) {
-                    shorten_unit(view, unit, available - used.get(), counter)
-                        .map_or(Take::Stop, Take::KeepAs)
-                } else {
-                    Take::Stop
-                }
-            },
-            // Every unit fit, and the head is pinned (counted above): the whole view fits.
-            |_| true,
-        );
-        if kept.is_empty() && !input_was_empty {
+        if kept.is_empty() && !view.is_empty() {
             // Nothing pinned, and not even the newest unit fits shortened: an empty request
             // would be refused, so say what the budget lacks.
-            let needed = used.get() + newest.unwrap_or(0);
+            let needed = used + newest.unwrap_or(0);
             return Err(Error::BudgetTooSmall { needed, available });
         }
         Ok(kept)
     }
 
     fn name(&self) -> Cow<'_, str> {
-        Cow::Borrowed("truncate_tokens")
+        Cow::Borrowed("token_budget")
     }
 }
 
@@ -183,16 +172,16 @@ impl HistoryManager for TokenBudget {
 /// tokens, ending with a note saying so; `None` when not even the framing fits.
 fn shorten(message: &Message, budget: u64, counter: &dyn TokenCounter) -> Option<Message> {
     let bare = message.clone_with_content(Some(Content::Text(String::new())));
-    let framing = counter.count_message(&bare) as u64;
-    let note = counter.count_text(SHORTENED) as u64;
-    let room = usize::try_from(budget.checked_sub(framing + note)?).unwrap_or(usize::MAX);
+    let framing = counter.count_message(&bare);
+    let note = counter.count_text(SHORTENED);
+    let room = budget.checked_sub(framing + note)?;
     let text = message.text();
     let mut keep = counter.truncate_text(&text, room).to_owned();
     keep.push_str(SHORTENED);
     let mut shortened = bare.with_content(Some(Content::Text(keep)));
     // Token counts of a text and its prefix plus a note need not add up exactly under a BPE
     // counter; shave characters until the message fits.
-    while counter.count_message(&shortened) as u64 > budget {
+    while counter.count_message(&shortened) > budget {
         let text = shortened.text();
         let body = text.strip_suffix(SHORTENED).unwrap_or(&text);
         let mut chars = body.chars();
@@ -204,37 +193,35 @@ fn shorten(message: &Message, budget: u64, counter: &dyn TokenCounter) -> Option
 }
 
 /// The newest unit, shortened to fit `budget`: its tool results share what the assistant
-/// message leaves; a unit without results has its one message shortened.
+/// message leaves; a unit without results has its one message shortened. Returns the
+/// replacements (view index, message).
 fn shorten_unit(
     view: &View<'_>,
     unit: Unit,
     budget: u64,
     counter: &dyn TokenCounter,
-) -> Option<Vec<Item>> {
-    let slots: Vec<_> = view.between(unit.first, unit.last).collect();
-    let results: Vec<_> =
-        slots.iter().filter(|s| view.structure(**s).role() == Role::Tool).copied().collect();
+) -> Option<Vec<(usize, Message)>> {
+    let results: Vec<usize> =
+        unit.range().filter(|&i| view.structure(i).role() == Role::Tool).collect();
     if results.is_empty() {
-        let [only] = slots.as_slice() else { return None };
-        let message = shorten(&view.message(*only), budget, counter)?;
-        return Some(vec![view.owned_item(*only, message)]);
+        if unit.len() != 1 {
+            return None;
+        }
+        let message = shorten(&view.message(unit.start()), budget, counter)?;
+        return Some(vec![(unit.start(), message)]);
     }
-    let fixed: u64 = slots
-        .iter()
-        .filter(|s| view.structure(**s).role() != Role::Tool)
-        .map(|s| counter.count_message(&view.message(*s)) as u64)
+    let fixed: u64 = unit
+        .range()
+        .filter(|&i| view.structure(i).role() != Role::Tool)
+        .map(|i| counter.count_message(&view.message(i)))
         .sum();
     let share = budget.checked_sub(fixed)? / results.len() as u64;
-    let mut items = Vec::with_capacity(slots.len());
-    for slot in slots {
-        let message = view.message(slot);
-        if view.structure(slot).role() != Role::Tool
-            || counter.count_message(&message) as u64 <= share
-        {
-            items.push(view.slot_item(slot));
-        } else {
-            items.push(view.owned_item(slot, shorten(&message, share, counter)?));
+    let mut replacements = Vec::new();
+    for index in results {
+        let message = view.message(index);
+        if counter.count_message(&message) > share {
+            replacements.push((index, shorten(&message, share, counter)?));
         }
     }
-    Some(items)
+    Some(replacements)
 }

@@ -121,12 +121,12 @@ impl HistoryManager for ClearOldToolResults {
         // Walk back to the `keep_last`-th newest result that may be cleared.
         let mut seen = 0;
         let mut boundary = 0;
-        for slot in view.slots().rev() {
-            let structure = view.structure(slot);
+        for index in (0..view.len()).rev() {
+            let structure = view.structure(index);
             if structure.role() != Role::Tool {
                 continue;
             }
-            let pos = view.pos(slot);
+            let pos = view.pos(index);
             if tool_name(history, pos, structure).is_some_and(|t| self.exclude.contains(t)) {
                 continue;
             }

@@ -5,19 +5,23 @@
 //! own. Strategies keep or drop whole units. After a strategy has chosen what to keep, these
 //! rules make the view one that providers accept:
 //!
-//! 1. A tool message whose call is not in the view (or was already answered) is dropped.
-//! 2. A tool message answers the most recent still-open call with its id (real transcripts
-//!    reuse ids after a call was answered).
-//! 3. A non-tool message closes every open call: results after it no longer count.
-//! 4. An assistant tool call whose answer is not in the view is removed from its message, and
+//! 1. Results pair with calls by the one rule of [`pairing`](curator_model::pairing): a tool
+//!    message answers the most recent still-open call with its id; a user or system message,
+//!    or an assistant message that does not directly follow an assistant message, closes the
+//!    calls still open (consecutive assistant messages form one Anthropic turn).
+//! 2. A tool message that answers no open call (its call is not in the view, was already
+//!    answered, or was closed) is dropped.
+//! 3. An assistant tool call whose answer is not in the view is removed from its message, and
 //!    the message is dropped when nothing is left (no call and no content).
 //!
-//! Rule 4 also removes calls still pending at the end of the view: a provider rejects a
+//! Rule 3 also removes calls still pending at the end of the view: a provider rejects a
 //! request whose last assistant message has unanswered calls. The record keeps them.
 //!
 //! Repair reads only structure (roles, call ids), which maps never change, so it never
 //! runs a transformation; it costs O(view), and trimming strategies run it on what they
-//! keep, not on the whole history.
+//! keep, not on the whole history. [`Edit::finish`](crate::Edit::finish) and
+//! [`View::retain`](crate::View::retain) apply it, so every strategy built on them keeps the
+//! rules.
 //!
 //! # Examples
 //!
@@ -39,75 +43,58 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use curator_model::{Content, Message, Role};
+use std::borrow::Borrow;
 
-use crate::View;
-use crate::view::{Item, Slot, push_item};
+use curator_model::Message;
+use curator_model::pairing::{Link, pairing};
 
-/// Applies the coherence rules to a view. O(view), with no allocation per message.
-pub(crate) fn repair(view: View<'_>) -> View<'_> {
-    let slots: Vec<Slot> = view.slots().collect();
-    // Tool slots to drop, and assistant slots that keep only some calls (with the flags of
-    // the calls that were answered), both in slot order.
-    let mut dropped: Vec<usize> = Vec::new();
-    let mut trimmed: Vec<(usize, Vec<bool>)> = Vec::new();
-    // The latest assistant message with calls: its slot, which calls were answered, and the
-    // calls still open as (id, call index). A non-tool message closes them all (rule 3), so
-    // only this one message's calls can be open.
-    let mut current: Option<usize> = None;
+/// What repair changes in a message list, in index order: tool messages to drop (`None`),
+/// and assistant messages that keep only the calls flagged `true`.
+#[derive(Debug, Default)]
+pub(crate) struct Repairs {
+    changes: Vec<(usize, Option<Vec<bool>>)>,
+}
+
+impl Repairs {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, Option<&[bool]>)> + '_ {
+        self.changes.iter().map(|(index, calls)| (*index, calls.as_deref()))
+    }
+}
+
+/// The repairs that make `messages` follow the rules. O(messages), two allocations.
+pub(crate) fn plan<M: Borrow<Message>>(messages: &[M]) -> Repairs {
+    let mut changes = Vec::new();
+    // Whether each call was answered, flat, and where each calling message's flags start.
     let mut answered: Vec<bool> = Vec::new();
-    let mut open: Vec<(&str, usize)> = Vec::new();
-    let mut close = |current: &mut Option<usize>, answered: &[bool]| {
-        if let Some(k) = current.take()
-            && answered.iter().any(|a| !a)
-        {
-            trimmed.push((k, answered.to_vec()));
-        }
-    };
-    for (k, &slot) in slots.iter().enumerate() {
-        let message = view.structure(slot);
-        if message.role() == Role::Tool {
-            let id = message.tool_call_id().unwrap_or_default();
-            match open.iter().rposition(|(open_id, _)| *open_id == id) {
-                Some(i) => {
-                    let (_, index) = open.remove(i);
-                    answered[index] = true;
+    let mut calls_at: Vec<(usize, usize)> = Vec::new();
+    for step in pairing(messages) {
+        match step.link {
+            Link::Orphan => changes.push((step.index, None)),
+            Link::Answers(call) => {
+                if let Ok(k) = calls_at.binary_search_by_key(&call.message, |(m, _)| *m) {
+                    answered[calls_at[k].1 + call.call] = true;
                 }
-                None => dropped.push(k),
             }
-            continue;
-        }
-        close(&mut current, &answered);
-        open.clear();
-        if message.role() == Role::Assistant && message.has_tool_calls() {
-            current = Some(k);
-            answered.clear();
-            answered.resize(message.tool_calls().len(), false);
-            open.extend(message.tool_calls().iter().enumerate().map(|(i, c)| (c.id(), i)));
-        }
-    }
-    close(&mut current, &answered);
-    if dropped.is_empty() && trimmed.is_empty() {
-        return view;
-    }
-    let mut items: Vec<Item> = Vec::with_capacity(view.items().len() + trimmed.len());
-    let (mut d, mut t) = (dropped.iter().peekable(), trimmed.iter().peekable());
-    for (k, &slot) in slots.iter().enumerate() {
-        if d.next_if(|&&dk| dk == k).is_some() {
-            continue;
-        }
-        if let Some((_, flags)) = t.next_if(|(tk, _)| *tk == k) {
-            let mut index = 0;
-            let kept = Message::clone(&view.message(slot)).retain_tool_calls(|_| {
-                index += 1;
-                flags[index - 1]
-            });
-            if kept.has_tool_calls() || !kept.content().is_none_or(Content::is_empty) {
-                items.push(view.owned_item(slot, kept));
+            Link::Opens { .. } => {
+                let n = messages[step.index].borrow().tool_calls().len();
+                if n > 0 {
+                    calls_at.push((step.index, answered.len()));
+                    answered.resize(answered.len() + n, false);
+                }
             }
-            continue;
+            _ => {}
         }
-        push_item(&mut items, view.slot_item(slot));
     }
-    view.with_items(items)
+    for (k, &(index, from)) in calls_at.iter().enumerate() {
+        let to = calls_at.get(k + 1).map_or(answered.len(), |next| next.1);
+        if answered[from..to].contains(&false) {
+            changes.push((index, Some(answered[from..to].to_vec())));
+        }
+    }
+    changes.sort_unstable_by_key(|(index, _)| *index);
+    Repairs { changes }
 }

@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 
 use crate::{
-    CharEstimate, ClearOldToolResults, Composed, Error, HistoryManager, Passthrough, Redactor,
-    Result, SlidingWindow, TokenBudget, TokenCounter, ToolFilter, ToolResultTruncator, TurnLimit,
+    CharEstimate, ClearOldToolResults, Error, HistoryManager, HistoryManagerExt, OnError,
+    Passthrough, Redactor, Result, SlidingWindow, TokenBudget, TokenCounter, ToolFilter,
+    ToolResultTruncator, TurnLimit,
 };
 
 /// A strategy (or a pipeline of them) described as data, tagged by `strategy`.
@@ -13,14 +14,19 @@ use crate::{
 /// |---|---|
 /// | `passthrough` | |
 /// | `sliding_window` | `window_size` |
-/// | `truncate_tool_results` | `max_length`, `suffix` (optional) |
-/// | `truncate_tokens` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`) |
-/// | `truncate_turns` | `max_turns` |
-/// | `filter_tools` | `tools` |
+/// | `tool_result_truncator` | `max_length`, `suffix` (optional) |
+/// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`) |
+/// | `turn_limit` | `max_turns` |
+/// | `tool_filter` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]) |
-/// | `redact` | `builtin` (true), `patterns` (kind → regex) |
+/// | `redactor` | `builtin` (true), `patterns` (kind → regex) |
 /// | `summarize` | `summarizer` (`extractive`, required), `threshold_messages` or `threshold_tokens`, `keep_recent` (10), `summarize_ratio` (0.5), `max_summary_chars` (4000), `on_error` (`fallback`), `then` (a bound) |
 /// | `compose` | `steps`: a list of the above, run in order |
+///
+/// Each strategy is named as its type is (`TokenBudget` is `token_budget`). The names of
+/// earlier releases are still accepted as aliases: `truncate_tool_results`,
+/// `truncate_tokens`, `truncate_turns`, `filter_tools` and `redact`; a configuration is
+/// always written back with the current names.
 ///
 /// # Examples
 ///
@@ -30,15 +36,16 @@ use crate::{
 /// let config = StrategyConfig::from_json(r#"{
 ///     "strategy": "compose",
 ///     "steps": [
-///         {"strategy": "truncate_tool_results", "max_length": 2000},
+///         {"strategy": "tool_result_truncator", "max_length": 2000},
 ///         {"strategy": "truncate_tokens", "max_tokens": 8000, "reserve": 1000}
 ///     ]
 /// }"#)?;
 /// let manager = config.build()?;
-/// assert_eq!(manager.name(), "truncate_tool_results -> truncate_tokens");
+/// assert_eq!(manager.name(), "tool_result_truncator -> token_budget");
 ///
 /// let err = StrategyConfig::from_json(r#"{"strategy": "magic"}"#).unwrap_err();
-/// assert!(err.to_string().contains("unknown variant `magic`"));
+/// let cause = std::error::Error::source(&err).map(ToString::to_string).unwrap_or_default();
+/// assert!(cause.contains("unknown variant `magic`"));
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -52,16 +59,18 @@ pub enum StrategyConfig {
         /// Messages kept after the system messages and the task.
         window_size: usize,
     },
-    /// [`ToolResultTruncator`].
-    TruncateToolResults {
+    /// [`ToolResultTruncator`]; also accepted as `truncate_tool_results`.
+    #[serde(alias = "truncate_tool_results")]
+    ToolResultTruncator {
         /// Maximum characters per tool result, suffix included.
         max_length: usize,
         /// The suffix, with an optional `{cut}` placeholder.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         suffix: Option<String>,
     },
-    /// [`TokenBudget`].
-    TruncateTokens {
+    /// [`TokenBudget`]; also accepted as `truncate_tokens`.
+    #[serde(alias = "truncate_tokens")]
+    TokenBudget {
         /// The budget.
         max_tokens: u64,
         /// Tokens held back for tool schemas and the reply.
@@ -71,13 +80,15 @@ pub enum StrategyConfig {
         #[serde(default)]
         tokenizer: Tokenizer,
     },
-    /// [`TurnLimit`].
-    TruncateTurns {
+    /// [`TurnLimit`]; also accepted as `truncate_turns`.
+    #[serde(alias = "truncate_turns")]
+    TurnLimit {
         /// Round-trips kept.
         max_turns: usize,
     },
-    /// [`ToolFilter`] by names.
-    FilterTools {
+    /// [`ToolFilter`] by names; also accepted as `filter_tools`.
+    #[serde(alias = "filter_tools")]
+    ToolFilter {
         /// Names of the tools whose calls and results are dropped.
         tools: Vec<String>,
     },
@@ -92,8 +103,9 @@ pub enum StrategyConfig {
         #[serde(default)]
         exclude: Vec<String>,
     },
-    /// [`Redactor`].
-    Redact {
+    /// [`Redactor`]; also accepted as `redact`.
+    #[serde(alias = "redact")]
+    Redactor {
         /// Use the built-in secret patterns.
         #[serde(default = "yes")]
         builtin: bool,
@@ -122,7 +134,7 @@ pub enum StrategyConfig {
         max_summary_chars: usize,
         /// `fallback` (skip folding) or `propagate` on a summarizer error.
         #[serde(default)]
-        on_error: OnErrorConfig,
+        on_error: OnError,
         /// The final bound applied after folding.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         then: Option<Box<StrategyConfig>>,
@@ -159,18 +171,6 @@ pub enum SummarizerConfig {
     Extractive,
 }
 
-/// What a summarizer error does, in configuration.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum OnErrorConfig {
-    /// Skip folding; apply the bound alone.
-    #[default]
-    Fallback,
-    /// Fail the curate call.
-    Propagate,
-}
-
 /// How a configured token budget counts tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -204,7 +204,7 @@ impl Tokenizer {
                 Ok(std::sync::Arc::new(crate::Bpe::new(crate::Encoding::Cl100kBase)?))
             }
             #[cfg(not(feature = "tiktoken"))]
-            other => Err(Error::Config(format!(
+            other => Err(Error::config(format!(
                 "tokenizer `{}` needs curator-strategies built with the `tiktoken` feature",
                 serde_json::to_value(other)
                     .ok()
@@ -223,7 +223,10 @@ impl StrategyConfig {
     /// [`Error::Config`] naming the unknown strategy, the unknown or missing option, or the
     /// bad value, with the line and column.
     pub fn from_json(json: &str) -> Result<Self> {
-        serde_json::from_str(json).map_err(|e| Error::Config(e.to_string()))
+        serde_json::from_str(json).map_err(|e| Error::Config {
+            message: "not a strategy this build knows, or not valid JSON".into(),
+            source: Some(Box::new(e)),
+        })
     }
 
     /// Builds the manager the configuration describes.
@@ -238,17 +241,17 @@ impl StrategyConfig {
             StrategyConfig::SlidingWindow { window_size } => {
                 Box::new(SlidingWindow::new(*window_size))
             }
-            StrategyConfig::TruncateToolResults { max_length, suffix } => Box::new(match suffix {
+            StrategyConfig::ToolResultTruncator { max_length, suffix } => Box::new(match suffix {
                 Some(suffix) => ToolResultTruncator::with_suffix(*max_length, suffix.clone())?,
                 None => ToolResultTruncator::new(*max_length)?,
             }),
-            StrategyConfig::TruncateTokens { max_tokens, reserve, tokenizer } => Box::new(
+            StrategyConfig::TokenBudget { max_tokens, reserve, tokenizer } => Box::new(
                 TokenBudget::new(*max_tokens)
                     .with_reserve(*reserve)
                     .with_shared_counter(tokenizer.counter()?),
             ),
-            StrategyConfig::TruncateTurns { max_turns } => Box::new(TurnLimit::new(*max_turns)),
-            StrategyConfig::FilterTools { tools } => {
+            StrategyConfig::TurnLimit { max_turns } => Box::new(TurnLimit::new(*max_turns)),
+            StrategyConfig::ToolFilter { tools } => {
                 Box::new(ToolFilter::names(tools.iter().cloned()))
             }
             StrategyConfig::ClearOldToolResults { keep_last, placeholder, exclude } => {
@@ -259,7 +262,7 @@ impl StrategyConfig {
                 }
                 Box::new(clear)
             }
-            StrategyConfig::Redact { builtin, patterns } => {
+            StrategyConfig::Redactor { builtin, patterns } => {
                 let mut redactor = if *builtin { Redactor::new() } else { Redactor::empty() };
                 for (kind, pattern) in patterns {
                     redactor = redactor.with_pattern(kind.clone(), pattern)?;
@@ -280,29 +283,25 @@ impl StrategyConfig {
                     (Some(n), None) => crate::Threshold::Messages(*n),
                     (None, Some(n)) => crate::Threshold::Tokens(*n),
                     _ => {
-                        return Err(Error::Config(
-                            "summarize: give exactly one of `threshold_messages` and `threshold_tokens`".into(),
+                        return Err(Error::config(
+                            "summarize: give exactly one of `threshold_messages` and `threshold_tokens`",
                         ));
                     }
                 };
-                let mut summarize =
-                    crate::Summarize::new(crate::Extractive::new(*max_summary_chars))
-                        .with_threshold(threshold)
-                        .with_keep_recent(*keep_recent)
-                        .with_ratio(*summarize_ratio)?
-                        .with_max_summary_chars(*max_summary_chars)
-                        .with_on_error(match on_error {
-                            OnErrorConfig::Fallback => crate::OnError::Fallback,
-                            OnErrorConfig::Propagate => crate::OnError::Propagate,
-                        });
-                if let Some(then) = then {
-                    summarize = summarize.then_bound(then.build()?);
+                let summarize = crate::Summarize::new(crate::Extractive::new(*max_summary_chars))
+                    .with_threshold(threshold)
+                    .with_keep_recent(*keep_recent)
+                    .with_ratio(*summarize_ratio)?
+                    .with_max_summary_chars(*max_summary_chars)
+                    .with_on_error(*on_error);
+                match then {
+                    Some(then) => Box::new(summarize.then(then.build()?)),
+                    None => Box::new(summarize),
                 }
-                Box::new(summarize)
             }
-            StrategyConfig::Compose { steps } => Box::new(Composed::new(
-                steps.iter().map(StrategyConfig::build).collect::<Result<Vec<_>>>()?,
-            )),
+            StrategyConfig::Compose { steps } => {
+                Box::new(steps.iter().map(StrategyConfig::build).collect::<Result<Vec<_>>>()?)
+            }
         })
     }
 }

@@ -2,36 +2,9 @@
 
 use std::fmt;
 
-use curator_model::EvaluationId;
-
 use crate::EventSink;
 
-/// Read access to the session a conversation is recorded in, for strategies that need more
-/// than the messages (the session crate implements it).
-///
-/// # Examples
-///
-/// ```
-/// use curator_model::EvaluationId;
-/// use curator_strategies::SessionRead;
-///
-/// struct Fixed(EvaluationId);
-/// impl SessionRead for Fixed {
-///     fn evaluation_id(&self) -> Option<EvaluationId> { Some(self.0) }
-///     fn checkpoint(&self, _name: &str) -> Option<serde_json::Value> { None }
-/// }
-/// let session = Fixed(EvaluationId::new());
-/// assert!(session.evaluation_id().is_some());
-/// ```
-pub trait SessionRead: Send + Sync {
-    /// The evaluation being curated, when there is one.
-    fn evaluation_id(&self) -> Option<EvaluationId>;
-
-    /// The latest version of a named checkpoint document of the session.
-    fn checkpoint(&self, name: &str) -> Option<serde_json::Value>;
-}
-
-/// The context of one curate call: what to preserve, where to report, what to read.
+/// The context of one curate call: what to preserve and where to report.
 ///
 /// By default the system message and the task (the first user message, right after the
 /// system messages) are preserved, no minimum number of recent messages is forced, and no
@@ -61,8 +34,6 @@ pub struct CurationContext<'a> {
     pub prompt_name: Option<&'a str>,
     /// Where [`Observed`](crate::Observed) and strategies report events.
     pub events: Option<&'a dyn EventSink>,
-    /// The session, when the caller has one.
-    pub session: Option<&'a dyn SessionRead>,
 }
 
 impl Default for CurationContext<'_> {
@@ -73,7 +44,6 @@ impl Default for CurationContext<'_> {
             preserve_last_n: 0,
             prompt_name: None,
             events: None,
-            session: None,
         }
     }
 }
@@ -113,13 +83,6 @@ impl<'a> CurationContext<'a> {
         self.events = Some(sink);
         self
     }
-
-    /// Gives strategies read access to the session.
-    #[must_use]
-    pub fn with_session(mut self, session: &'a dyn SessionRead) -> Self {
-        self.session = Some(session);
-        self
-    }
 }
 
 impl fmt::Debug for CurationContext<'_> {
@@ -130,7 +93,6 @@ impl fmt::Debug for CurationContext<'_> {
             .field("preserve_last_n", &self.preserve_last_n)
             .field("prompt_name", &self.prompt_name)
             .field("events", &self.events.is_some())
-            .field("session", &self.session.is_some())
             .finish()
     }
 }

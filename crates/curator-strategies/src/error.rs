@@ -1,5 +1,7 @@
 //! The error type of curation.
 
+use curator_model::BoxError;
+
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -28,7 +30,7 @@ pub enum Error {
         available: u64,
     },
     /// A redaction pattern that does not compile.
-    #[error("redaction pattern `{name}` is not a valid regular expression: {source}")]
+    #[error("redaction pattern `{name}` is not a valid regular expression")]
     Pattern {
         /// The pattern's name.
         name: String,
@@ -41,18 +43,48 @@ pub enum Error {
     Summarizer {
         /// The summarizer's name.
         summarizer: String,
-        /// What went wrong.
+        /// What went wrong, where the summarizer could tell.
         message: String,
+        /// The underlying error (a network or HTTP error, the closure's error), if any.
+        #[source]
+        source: Option<BoxError>,
     },
     /// A strategy configuration that cannot be read or built.
-    #[error("strategy configuration: {0}")]
-    Config(String),
+    #[error("strategy configuration: {message}")]
+    Config {
+        /// What is wrong.
+        message: String,
+        /// The parser's error, when the text could not be read.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// A strategy defined outside this crate failed.
-    #[error("{strategy}: {message}")]
+    #[error("strategy `{strategy}` failed")]
     Custom {
         /// The strategy's name.
         strategy: String,
-        /// What went wrong.
-        message: String,
+        /// Its error.
+        #[source]
+        source: BoxError,
     },
+}
+
+impl Error {
+    /// A [`Config`](Error::Config) error with no underlying cause.
+    pub(crate) fn config(message: impl Into<String>) -> Self {
+        Error::Config { message: message.into(), source: None }
+    }
+}
+
+/// `error` with its causes, joined as `anyhow` shows them with `{:#}`: for events and logs,
+/// which carry text.
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    out
 }

@@ -5,9 +5,9 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
-use curator_model::{Message, Role};
+use curator_model::pairing::{Link, pairing};
+use curator_model::{Content, Message};
 
-use crate::view::{Item, push_item};
 use crate::{CurationContext, HistoryManager, Result, View};
 
 /// Drops the calls of tools that match (by name set or predicate) together with their
@@ -69,52 +69,34 @@ impl HistoryManager for ToolFilter {
     fn curate<'h>(&self, view: View<'h>, _ctx: &CurationContext<'_>) -> Result<View<'h>> {
         // Nothing to do unless some call is filtered: check first, without building anything.
         let filtered = |m: &Message| m.tool_calls().iter().any(|c| (self.matches)(c.name()));
-        if !view.slots().any(|slot| filtered(view.structure(slot))) {
+        if !view.structures().any(filtered) {
             return Ok(view);
         }
-        // The open calls of the latest assistant message, with whether each is filtered.
-        let mut open: Vec<(&str, bool)> = Vec::new();
-        let mut items: Vec<Item> = Vec::with_capacity(view.items().len());
-        for slot in view.slots() {
-            let structure = view.structure(slot);
-            match structure.role() {
-                Role::Tool => {
-                    let id = structure.tool_call_id().unwrap_or_default();
-                    if let Some(i) = open.iter().rposition(|(open_id, _)| *open_id == id)
-                        && open.remove(i).1
-                    {
-                        continue;
+        let structures: Vec<&Message> = view.structures().collect();
+        let mut edit = view.edit();
+        for step in pairing(&structures) {
+            let (index, structure) = (step.index, structures[step.index]);
+            match step.link {
+                // A result goes with its call.
+                Link::Answers(call)
+                    if call.get(&structures).is_some_and(|c| (self.matches)(c.name())) => {}
+                Link::Opens { .. } if filtered(structure) => {
+                    let kept = Message::clone(&view.message(index))
+                        .retain_tool_calls(|c| !(self.matches)(c.name()));
+                    if kept.has_tool_calls() || !kept.content().is_none_or(Content::is_empty) {
+                        edit.replace(index, kept);
                     }
                 }
-                role => {
-                    open.clear();
-                    if role == Role::Assistant && structure.has_tool_calls() {
-                        open.extend(
-                            structure
-                                .tool_calls()
-                                .iter()
-                                .map(|c| (c.id(), (self.matches)(c.name()))),
-                        );
-                        if filtered(structure) {
-                            let kept = Message::clone(&view.message(slot))
-                                .retain_tool_calls(|c| !(self.matches)(c.name()));
-                            if kept.has_tool_calls()
-                                || !kept.content().is_none_or(curator_model::Content::is_empty)
-                            {
-                                items.push(view.owned_item(slot, kept));
-                            }
-                            continue;
-                        }
-                    }
+                _ => {
+                    edit.keep(index..index + 1);
                 }
             }
-            push_item(&mut items, view.slot_item(slot));
         }
         // Calls and their results were dropped together, so a coherent view stays coherent.
-        Ok(view.with_items(items))
+        Ok(edit.build())
     }
 
     fn name(&self) -> Cow<'_, str> {
-        Cow::Borrowed("filter_tools")
+        Cow::Borrowed("tool_filter")
     }
 }

@@ -4,9 +4,10 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use curator_model::{Message, Role};
+use curator_model::Message;
+use curator_model::pairing::{Link, Pairer, Step};
 
 use crate::TokenCounter;
 
@@ -42,6 +43,16 @@ type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
 /// Marks a tool message that answers no call: it heads no unit and belongs to none.
 const ORPHAN: u32 = u32::MAX;
 
+/// The unit head of the message at `pos`, from its pairing step: the position of the
+/// assistant message whose call a tool message answers, the message itself otherwise.
+fn head(pos: usize, step: &Step) -> u32 {
+    match step.link {
+        Link::Answers(call) => call.message as u32,
+        Link::Orphan => ORPHAN,
+        _ => pos as u32,
+    }
+}
+
 /// The messages of one conversation in append-only order, with stable positions.
 ///
 /// A `History` caches what curation asks again on every iteration: the coherence unit each
@@ -74,9 +85,11 @@ pub struct History<'m> {
     /// a tool message answers, or the message itself; `ORPHAN` for a tool message that
     /// answers no call.
     heads: Vec<u32>,
-    /// Open calls by id, each with the stack of assistant positions that made it.
-    open: HashMap<String, Vec<u32>>,
-    tokens: RwLock<HashMap<u64, Vec<u64>, FxBuild>>,
+    /// The pairing rule's state after the last message (which calls are open).
+    pairer: Pairer,
+    /// Prefix sums of token counts per counter key, shared with the [`Counts`] handed out
+    /// (copied on write only while one is alive).
+    tokens: RwLock<HashMap<u64, Arc<Vec<u64>>, FxBuild>>,
     memo: RwLock<HashMap<(u64, u32), Arc<Memo>, FxBuild>>,
 }
 
@@ -90,19 +103,19 @@ pub(crate) struct Memo {
 
 impl<'m> History<'m> {
     fn with_messages(messages: Cow<'m, [Message]>) -> Self {
-        let mut history = Self {
+        let mut heads = Vec::with_capacity(messages.len());
+        let mut pairer = Pairer::new();
+        for (pos, message) in messages.iter().enumerate() {
+            heads.push(head(pos, &pairer.step(pos, message, |i| &messages[i])));
+        }
+        Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            messages: Cow::Borrowed(&[]),
-            heads: Vec::with_capacity(messages.len()),
-            open: HashMap::new(),
+            messages,
+            heads,
+            pairer,
             tokens: RwLock::default(),
             memo: RwLock::default(),
-        };
-        for (pos, message) in messages.iter().enumerate() {
-            history.index(pos, message);
         }
-        history.messages = messages;
-        history
     }
 
     /// An empty history.
@@ -113,28 +126,10 @@ impl<'m> History<'m> {
     /// Appends a message; positions of earlier messages never change.
     pub fn push(&mut self, message: Message) {
         let pos = self.messages.len();
-        self.index(pos, &message);
+        let messages = &self.messages;
+        let step = self.pairer.step(pos, &message, |i| &messages[i]);
+        self.heads.push(head(pos, &step));
         self.messages.to_mut().push(message);
-    }
-
-    /// Records the unit head of the message at `pos`.
-    fn index(&mut self, pos: usize, message: &Message) {
-        let pos32 = pos as u32;
-        let head = match message.role() {
-            Role::Assistant => {
-                for call in message.tool_calls() {
-                    self.open.entry(call.id().to_owned()).or_default().push(pos32);
-                }
-                pos32
-            }
-            Role::Tool => message
-                .tool_call_id()
-                .and_then(|id| self.open.get_mut(id))
-                .and_then(Vec::pop)
-                .unwrap_or(ORPHAN),
-            Role::System | Role::User => pos32,
-        };
-        self.heads.push(head);
     }
 
     /// A number that identifies this history among all others alive in the process, so
@@ -197,23 +192,26 @@ impl<'m> History<'m> {
     }
 
     /// The cached prefix sums for `counter`, counting messages not yet counted.
-    pub(crate) fn counts(&self, counter: &dyn TokenCounter) -> Counts<'_> {
+    pub(crate) fn counts(&self, counter: &dyn TokenCounter) -> Counts {
         let key = counter.cache_key();
         let n = self.messages.len();
-        let done = {
+        {
             let cache = self.tokens.read().unwrap_or_else(PoisonError::into_inner);
-            cache.get(&key).map_or(0, |sums| sums.len().saturating_sub(1))
-        };
-        if done < n {
-            let mut cache = self.tokens.write().unwrap_or_else(PoisonError::into_inner);
-            let sums = cache.entry(key).or_insert_with(|| vec![0]);
-            // Another thread may have counted meanwhile; count from where the cache stands.
-            for message in &self.messages[sums.len() - 1..] {
-                let last = *sums.last().unwrap_or(&0);
-                sums.push(last + counter.count_message(message) as u64);
+            if let Some(sums) = cache.get(&key)
+                && sums.len() > n
+            {
+                return Counts { sums: Arc::clone(sums) };
             }
         }
-        Counts { guard: self.tokens.read().unwrap_or_else(PoisonError::into_inner), key }
+        let mut cache = self.tokens.write().unwrap_or_else(PoisonError::into_inner);
+        let entry = cache.entry(key).or_insert_with(|| Arc::new(vec![0]));
+        let sums = Arc::make_mut(entry);
+        // Another thread may have counted meanwhile; count from where the cache stands.
+        for message in &self.messages[sums.len() - 1..] {
+            let last = *sums.last().unwrap_or(&0);
+            sums.push(last + counter.count_message(message));
+        }
+        Counts { sums: Arc::clone(entry) }
     }
 
     /// The memoised result of the transformation chain `chain` at `pos`.
@@ -234,19 +232,18 @@ impl<'m> History<'m> {
     }
 }
 
-/// Read access to one counter's prefix sums.
-pub(crate) struct Counts<'a> {
-    guard: RwLockReadGuard<'a, HashMap<u64, Vec<u64>, FxBuild>>,
-    key: u64,
+/// One counter's prefix sums, as counted when they were asked for.
+#[derive(Debug)]
+pub(crate) struct Counts {
+    sums: Arc<Vec<u64>>,
 }
 
-impl Counts<'_> {
+impl Counts {
     /// Tokens of the messages in `range`.
     pub(crate) fn range(&self, range: std::ops::Range<usize>) -> u64 {
-        let Some(sums) = self.guard.get(&self.key) else { return 0 };
-        let end = range.end.min(sums.len().saturating_sub(1));
+        let end = range.end.min(self.sums.len().saturating_sub(1));
         let start = range.start.min(end);
-        sums[end] - sums[start]
+        self.sums[end] - self.sums[start]
     }
 
     /// Tokens of the message at `pos`.

@@ -6,7 +6,7 @@
 //! and options always give the same view.
 //!
 //! - [`HistoryManager`]: the trait every strategy implements; compose with
-//!   [`HistoryManagerExt::then`] or [`Composed`].
+//!   [`HistoryManagerExt::then`], or a `Vec<Box<dyn HistoryManager>>` built at run time.
 //! - [`History`] and [`View`]: the append-only messages with cached token counts, and the
 //!   positions a strategy keeps (nothing is cloned until the end).
 //! - Strategies: [`Passthrough`], [`SlidingWindow`], [`ToolResultTruncator`],
@@ -64,8 +64,8 @@ mod window;
 
 pub use budget::TokenBudget;
 pub use clear::ClearOldToolResults;
-pub use config::{OnErrorConfig, StrategyConfig, SummarizerConfig, Tokenizer};
-pub use context::{CurationContext, SessionRead};
+pub use config::{StrategyConfig, SummarizerConfig, Tokenizer};
+pub use context::CurationContext;
 pub use error::{Error, Result};
 pub use events::{
     ConversationRecorded, Event, EventSink, HistoryCurated, MemorySink, Observed, SummaryFailed,
@@ -73,7 +73,7 @@ pub use events::{
 };
 pub use filter::ToolFilter;
 pub use history::History;
-pub use manager::{Composed, HistoryManager, HistoryManagerExt, Passthrough, Then};
+pub use manager::{HistoryManager, HistoryManagerExt, Passthrough, Then};
 pub use map::MessageMap;
 pub use redact::Redactor;
 #[cfg(feature = "openai-compatible")]
@@ -87,5 +87,5 @@ pub use tokens::{Bpe, Encoding};
 pub use tokens::{CharEstimate, TokenCounter};
 pub use truncate::ToolResultTruncator;
 pub use turns::TurnLimit;
-pub use view::{MessageRef, View, ViewEntry};
+pub use view::{Edit, Head, MessageRef, Tally, Unit, UnitsRev, View, ViewEntry};
 pub use window::SlidingWindow;

@@ -98,51 +98,17 @@ impl<A: HistoryManager, B: HistoryManager> HistoryManager for Then<A, B> {
     }
 }
 
-/// Any number of managers in a row, for pipelines built at run time (from configuration).
+/// Any number of managers in a row, for pipelines built at run time (from configuration):
+/// each curates what the one before returned; an empty list passes the view through.
 ///
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::{Composed, HistoryManager, Passthrough, SlidingWindow};
+/// use curator_strategies::{HistoryManager, Passthrough, SlidingWindow};
 ///
-/// let pipeline = Composed::new(vec![Box::new(Passthrough), Box::new(SlidingWindow::new(10))]);
+/// let pipeline: Vec<Box<dyn HistoryManager>> = vec![Box::new(Passthrough), Box::new(SlidingWindow::new(10))];
 /// assert_eq!(pipeline.name(), "passthrough -> sliding_window");
 /// ```
-#[derive(Default)]
-pub struct Composed {
-    managers: Vec<Box<dyn HistoryManager>>,
-}
-
-impl Composed {
-    /// The managers, run in order.
-    pub fn new(managers: Vec<Box<dyn HistoryManager>>) -> Self {
-        Self { managers }
-    }
-
-    /// Appends a manager.
-    #[must_use]
-    pub fn push(mut self, manager: impl HistoryManager + 'static) -> Self {
-        self.managers.push(Box::new(manager));
-        self
-    }
-}
-
-impl std::fmt::Debug for Composed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.managers.iter().map(|m| m.name())).finish()
-    }
-}
-
-impl HistoryManager for Composed {
-    fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
-        self.managers.curate(view, ctx)
-    }
-
-    fn name(&self) -> Cow<'_, str> {
-        self.managers.name()
-    }
-}
-
 impl HistoryManager for Vec<Box<dyn HistoryManager>> {
     fn curate<'h>(&self, mut view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
         for manager in self {

@@ -257,6 +257,6 @@ impl HistoryManager for Redactor {
     }
 
     fn name(&self) -> Cow<'_, str> {
-        Cow::Borrowed("redact")
+        Cow::Borrowed("redactor")
     }
 }

@@ -1,39 +1,39 @@
 //! The walk shared by the trimming strategies: keep the head, then the newest whole units.
 
-use crate::View;
-use crate::view::{Item, Pinned, Slot, Unit};
+use curator_model::Message;
+
+use crate::{Head, Unit, View};
 
 /// What a trimming strategy decides about the next-older unit.
 pub(crate) enum Take {
     /// Keep it and look at the next.
     Keep,
-    /// Keep it, with these items standing for its slots, and stop.
-    KeepAs(Vec<Item>),
+    /// Keep it with these messages replaced (view index, replacement, in index order), and
+    /// stop.
+    KeepAs(Vec<(usize, Message)>),
     /// Stop: neither it nor anything older is kept.
     Stop,
 }
 
-/// Keeps the `pinned` head slots and the newest units for which `decide` says so, newest
-/// first, then restores coherence. When every unit is kept and `keep_head` agrees, the whole
-/// view is kept: nothing needed trimming. With `never_empty`, a non-empty view never becomes
-/// empty: older units are taken one by one until something survives coherence. Costs
-/// O(kept).
+/// Keeps the pinned `head` and the newest units for which `decide` says so, newest first,
+/// then restores coherence. When every unit is kept, the whole view is kept: nothing needed
+/// trimming. With `never_empty`, a non-empty view never becomes empty: older units are taken
+/// one by one until something survives coherence. Costs O(kept).
 pub(crate) fn keep_newest<'h>(
-    view: View<'h>,
-    pinned: &Pinned,
+    view: &View<'h>,
+    head: &Head,
     never_empty: bool,
-    mut decide: impl FnMut(&View<'h>, Unit) -> Take,
-    keep_head: impl FnOnce(&View<'h>) -> bool,
+    mut decide: impl FnMut(Unit) -> Take,
 ) -> View<'h> {
-    let mut units = view.units_rev(pinned.head_len);
+    let mut units = view.units_rev(head.len());
     let mut cut = None;
-    let mut replaced_tail: Option<(Unit, Vec<Item>)> = None;
+    let mut replaced: Option<(Unit, Vec<(usize, Message)>)> = None;
     let mut stopped_at = None;
     for unit in units.by_ref() {
-        match decide(&view, unit) {
-            Take::Keep => cut = Some(unit.first),
-            Take::KeepAs(items) => {
-                replaced_tail = Some((unit, items));
+        match decide(unit) {
+            Take::Keep => cut = Some(unit.start()),
+            Take::KeepAs(replacements) => {
+                replaced = Some((unit, replacements));
                 stopped_at = Some(unit);
                 break;
             }
@@ -43,41 +43,40 @@ pub(crate) fn keep_newest<'h>(
             }
         }
     }
-    if stopped_at.is_none() && keep_head(&view) {
-        return view.repaired();
+    if stopped_at.is_none() {
+        return view.clone().repaired();
     }
-    // The pinned slots before `limit`, then what replaced a unit, then every slot from `cut`.
-    let build = |limit: Option<Slot>, replaced: Option<&Vec<Item>>, cut: Option<Slot>| {
-        let before: Vec<Slot> =
-            pinned.slots.iter().copied().filter(|s| limit.is_none_or(|l| *s < l)).collect();
-        let mut items = view.assemble(&before, None);
-        if let Some(replaced) = replaced {
-            items.extend(replaced.iter().cloned());
+    // The pinned messages before `limit`, then a replaced unit, then everything from `cut`.
+    let build = |limit: Option<usize>, replaced: Option<&(Unit, Vec<(usize, Message)>)>, cut| {
+        let mut edit = view.edit();
+        for &index in head.pinned().iter().filter(|&&i| limit.is_none_or(|l| i < l)) {
+            edit.keep(index..index + 1);
+        }
+        if let Some((unit, replacements)) = replaced {
+            let mut from = unit.start();
+            for (index, message) in replacements {
+                edit.keep(from..*index).replace(*index, message.clone());
+                from = index + 1;
+            }
+            edit.keep(from..unit.range().end);
         }
         if let Some(cut) = cut {
-            for item in view.assemble(&[], Some(cut)) {
-                crate::view::push_item(&mut items, item);
-            }
+            edit.keep(cut..view.len());
         }
-        view.clone().with_items(items).repaired()
+        edit.finish()
     };
-    let mut kept = match &replaced_tail {
-        Some((unit, items)) => build(Some(unit.first), Some(items), None),
+    let mut kept = match &replaced {
+        Some(replaced) => build(Some(replaced.0.start()), Some(replaced), None),
         None => build(cut, None, cut),
     };
     if never_empty && kept.is_empty() {
         // Take older units one at a time until one survives coherence.
         for unit in stopped_at.into_iter().chain(units) {
-            kept = build(Some(unit.first), None, Some(unit.first));
+            kept = build(Some(unit.start()), None, Some(unit.start()));
             if !kept.is_empty() {
                 break;
             }
         }
     }
     kept
-}
-
-/// Number of messages in a unit.
-pub(crate) fn unit_len(view: &View<'_>, unit: Unit) -> usize {
-    view.between(unit.first, unit.last).count()
 }

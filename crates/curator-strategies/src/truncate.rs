@@ -80,7 +80,7 @@ impl ToolResultTruncator {
         let fixed = suffix.replace(CUT, "").chars().count();
         if max_length < fixed {
             return Err(Error::InvalidOption {
-                strategy: "truncate_tool_results",
+                strategy: "tool_result_truncator",
                 option: "max_length",
                 reason: format!("is {max_length}, shorter than the suffix of {fixed} characters"),
             });
@@ -188,6 +188,6 @@ impl HistoryManager for ToolResultTruncator {
     }
 
     fn name(&self) -> Cow<'_, str> {
-        Cow::Borrowed("truncate_tool_results")
+        Cow::Borrowed("tool_result_truncator")
     }
 }

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use curator_model::Role;
 
-use crate::trim::{Take, keep_newest, unit_len};
+use crate::trim::{Take, keep_newest};
 use crate::{CurationContext, HistoryManager, Result, View};
 
 /// Keeps the leading system messages, the task, and the last `max_turns` provider
@@ -54,27 +54,21 @@ impl HistoryManager for TurnLimit {
     fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
         let mut turns = 0;
         let mut kept = 0;
-        let pinned = view.pinned(ctx.preserve_system, ctx.preserve_task);
-        Ok(keep_newest(
-            view,
-            &pinned,
-            true,
-            |view, unit| {
-                if view.structure(unit.first).role() == Role::Assistant {
-                    turns += 1;
-                }
-                if turns <= self.max_turns || kept < ctx.preserve_last_n {
-                    kept += unit_len(view, unit);
-                    Take::Keep
-                } else {
-                    Take::Stop
-                }
-            },
-            |_| true,
-        ))
+        let head = view.head(ctx);
+        Ok(keep_newest(&view, &head, true, |unit| {
+            if view.structure(unit.start()).role() == Role::Assistant {
+                turns += 1;
+            }
+            if turns <= self.max_turns || kept < ctx.preserve_last_n {
+                kept += unit.len();
+                Take::Keep
+            } else {
+                Take::Stop
+            }
+        }))
     }
 
     fn name(&self) -> Cow<'_, str> {
-        Cow::Borrowed("truncate_turns")
+        Cow::Borrowed("turn_limit")
     }
 }

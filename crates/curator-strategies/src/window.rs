@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use crate::trim::{Take, keep_newest, unit_len};
+use crate::trim::{Take, keep_newest};
 use crate::{CurationContext, HistoryManager, Result, View};
 
 /// Keeps the leading system messages, the task, and the newest `window_size` messages,
@@ -56,22 +56,16 @@ impl HistoryManager for SlidingWindow {
     fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
         let window = self.window_size.max(ctx.preserve_last_n);
         let mut kept = 0;
-        let pinned = view.pinned(ctx.preserve_system, ctx.preserve_task);
-        Ok(keep_newest(
-            view,
-            &pinned,
-            true,
-            |view, unit| {
-                let len = unit_len(view, unit);
-                if window > 0 && (kept == 0 || kept + len <= window) {
-                    kept += len;
-                    Take::Keep
-                } else {
-                    Take::Stop
-                }
-            },
-            |_| true,
-        ))
+        let head = view.head(ctx);
+        Ok(keep_newest(&view, &head, true, |unit| {
+            let len = unit.len();
+            if window > 0 && (kept == 0 || kept + len <= window) {
+                kept += len;
+                Take::Keep
+            } else {
+                Take::Stop
+            }
+        }))
     }
 
     fn name(&self) -> Cow<'_, str> {

@@ -27,8 +27,8 @@ pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
 #[derive(Clone, Copy)]
 pub struct Budget<'a> {
     counter: &'a dyn TokenCounter,
-    max_tokens: usize,
-    other_tokens: usize,
+    max_tokens: u64,
+    other_tokens: u64,
     threshold: f64,
     summarizer: Option<&'a dyn Summarizer>,
     section: Option<&'a HistorySection>,
@@ -40,7 +40,10 @@ impl std::fmt::Debug for Budget<'_> {
             .field("max_tokens", &self.max_tokens)
             .field("other_tokens", &self.other_tokens)
             .field("threshold", &self.threshold)
-            .field("summarizer", &self.summarizer.map_or("extractive", |s| s.name()))
+            .field(
+                "summarizer",
+                &self.summarizer.map_or(std::borrow::Cow::Borrowed("extractive"), |s| s.name()),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -58,7 +61,7 @@ impl<'a> Budget<'a> {
     /// assert_eq!(Budget::new(&counter, 8_000).threshold(), 0.8);
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(counter: &'a dyn TokenCounter, max_tokens: usize) -> Self {
+    pub fn new(counter: &'a dyn TokenCounter, max_tokens: u64) -> Self {
         Self {
             counter,
             max_tokens,
@@ -78,7 +81,7 @@ impl<'a> Budget<'a> {
 
     /// The same budget counting `tokens` for the rest of the prompt (system, tools, …).
     #[must_use]
-    pub fn with_other_tokens(mut self, tokens: usize) -> Self {
+    pub fn with_other_tokens(mut self, tokens: u64) -> Self {
         self.other_tokens = tokens;
         self
     }
@@ -117,7 +120,7 @@ impl<'a> Budget<'a> {
     /// assert_eq!(budget.with_other_tokens(100).used_tokens(&history), budget.used_tokens(&history) + 100);
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn used_tokens(&self, history: &TaskHistory) -> usize {
+    pub fn used_tokens(&self, history: &TaskHistory) -> u64 {
         let markdown = match self.section {
             Some(section) => section.markdown(history),
             None => HistorySection::new().markdown(history),

@@ -249,9 +249,9 @@ pub enum Recommendation {
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct ContextPressure {
     /// Tokens the context uses.
-    pub used_tokens: usize,
+    pub used_tokens: u64,
     /// The window.
-    pub max_tokens: usize,
+    pub max_tokens: u64,
     /// `used / max`, from 0.0 (1.0 when the window is 0).
     pub utilization: f64,
     /// What to do about it.
@@ -272,7 +272,7 @@ impl ContextPressure {
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[expect(clippy::cast_precision_loss, reason = "token counts are far below 2^52")]
-    pub fn new(used_tokens: usize, max_tokens: usize) -> Self {
+    pub fn new(used_tokens: u64, max_tokens: u64) -> Self {
         let utilization =
             if max_tokens == 0 { 1.0 } else { used_tokens as f64 / max_tokens as f64 };
         let recommendation = if utilization >= URGENT_AT {
@@ -307,7 +307,7 @@ pub fn context_pressure(
     counter: &dyn TokenCounter,
     raw_arguments: &str,
     context: &str,
-    max_tokens: usize,
+    max_tokens: u64,
 ) -> Result<ContextPressure> {
     let NoArgs {} = arguments(CONTEXT_PRESSURE, raw_arguments)?;
     Ok(ContextPressure::new(counter.count_text(context), max_tokens))

@@ -11,8 +11,14 @@ fn parse(json: &str) -> Result<CompressionConfig, String> {
 fn every_form_of_the_spec_parses_and_builds() {
     assert_eq!(parse("false"), Ok(CompressionConfig::Enabled(false)));
     assert_eq!(CompressionConfig::default(), CompressionConfig::Enabled(false));
-    assert_eq!(parse("false").map(|config| config.build().name()), Ok("uncompressed"));
-    assert_eq!(parse("true").map(|config| config.build().name()), Ok("single_user_coalesced"));
+    assert_eq!(
+        parse("false").map(|config| config.build().name().into_owned()),
+        Ok("uncompressed".to_owned())
+    );
+    assert_eq!(
+        parse("true").map(|config| config.build().name().into_owned()),
+        Ok("single_user_coalesced".to_owned())
+    );
     assert_eq!(
         parse(r#""single_user_coalesced""#),
         Ok(CompressionConfig::Named(StrategyName::SingleUserCoalesced))
@@ -32,8 +38,8 @@ fn every_form_of_the_spec_parses_and_builds() {
         )))
     );
     assert_eq!(
-        parse(r#"{"strategy": "uncompressed"}"#).map(|config| config.build().name()),
-        Ok("uncompressed")
+        parse(r#"{"strategy": "uncompressed"}"#).map(|config| config.build().name().into_owned()),
+        Ok("uncompressed".to_owned())
     );
 }
 

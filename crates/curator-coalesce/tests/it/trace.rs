@@ -55,7 +55,7 @@ fn usage_counts_match_the_counter() {
     let text = Trace::compressed(&coalesced).with_usage(&counter).render(&run, &turns);
 
     let messages = coalesced.to_messages(&run, &turns);
-    let per_message: Vec<usize> =
+    let per_message: Vec<u64> =
         messages.iter().map(|message| counter.count_message(message)).collect();
     assert!(
         text.starts_with(&format!(
@@ -64,12 +64,12 @@ fn usage_counts_match_the_counter() {
         )),
         "{text}"
     );
-    let full: usize = Uncompressed
+    let full: u64 = Uncompressed
         .to_messages(&run, &turns)
         .iter()
         .map(|message| counter.count_message(message))
         .sum();
-    let compressed: usize = per_message.iter().sum();
+    let compressed: u64 = per_message.iter().sum();
     let priming = counter.reply_priming();
     assert!(
         text.ends_with(&format!(

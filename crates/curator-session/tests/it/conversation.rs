@@ -181,32 +181,7 @@ fn run_blocking_drives_provider_and_tools() {
         |_| Ok("".into()),
         3,
     );
-    assert!(matches!(failed, Err(Error::Provider(m)) if m == "rate limited"));
-}
-
-#[test]
-fn strategies_can_read_the_session_they_curate_for() {
-    use std::sync::Mutex;
-
-    struct Peek(Mutex<Vec<(Option<curator_model::EvaluationId>, Option<serde_json::Value>)>>);
-    impl curator_strategies::HistoryManager for Peek {
-        fn curate<'h>(
-            &self,
-            view: curator_strategies::View<'h>,
-            ctx: &CurationContext<'_>,
-        ) -> curator_strategies::Result<curator_strategies::View<'h>> {
-            let session = ctx.session.expect("the conversation offers itself");
-            self.0.lock().unwrap().push((session.evaluation_id(), session.checkpoint("plan")));
-            Ok(view)
-        }
-    }
-    let store = MemoryStore::new();
-    store.put_checkpoint("plan", &serde_json::json!({"step": 2})).unwrap();
-    let c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
-    let peek = Peek(Mutex::new(Vec::new()));
-    c.request(&peek, &CurationContext::default()).unwrap();
-    let seen = peek.0.lock().unwrap().clone();
-    assert_eq!(seen, vec![(Some(c.evaluation_id()), Some(serde_json::json!({"step": 2})))]);
+    assert!(matches!(failed, Err(Error::Provider(m)) if m.to_string() == "rate limited"));
 }
 
 #[test]

@@ -182,10 +182,15 @@ fn a_bad_message_row_is_a_typed_error_not_a_panic() {
         Conversation::start(&temp.store, PromptRef::new("b", "r"), Message::system("s")).unwrap();
     let conn = rusqlite::Connection::open(temp.store.path()).unwrap();
     conn.execute("UPDATE entries SET message = '{broken'", []).unwrap();
+    let error = temp.store.entries(c.evaluation_id()).unwrap_err();
     assert!(matches!(
-        temp.store.entries(c.evaluation_id()),
-        Err(curator_session::Error::Incompatible { .. })
+        error,
+        curator_session::Error::Store { kind: curator_session::StoreErrorKind::Corrupt, .. }
     ));
+    assert!(!error.is_retryable());
+    // The cause is kept whole: the JSON parser's own error, not a string.
+    let cause = std::error::Error::source(&error).expect("a cause");
+    assert!(cause.downcast_ref::<serde_json::Error>().is_some(), "{cause:?}");
 }
 
 #[test]

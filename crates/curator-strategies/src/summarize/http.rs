@@ -1,13 +1,16 @@
 //! A summarizer that asks any OpenAI-compatible chat completions endpoint (feature
 //! `openai-compatible`).
 
+use std::borrow::Cow;
+
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use curator_model::Message;
+use curator_model::{BoxError, Message};
 use serde_json::{Value, json};
 
 use crate::map::stable_hash;
+
 use crate::{Error, Result, Summarizer};
 
 /// The default instructions sent with the messages to summarize.
@@ -81,8 +84,8 @@ impl OpenAiCompatible {
         self
     }
 
-    fn fail(&self, message: String) -> Error {
-        Error::Summarizer { summarizer: self.name().to_owned(), message }
+    fn fail(&self, message: String, source: Option<BoxError>) -> Error {
+        Error::Summarizer { summarizer: self.name().into_owned(), message, source }
     }
 }
 
@@ -133,26 +136,25 @@ impl Summarizer for OpenAiCompatible {
             request = request.header("Authorization", &format!("Bearer {key}"));
         }
         let mut response = request.send(body.to_string()).map_err(|e| match e {
-            ureq::Error::Timeout(_) => {
-                self.fail(format!("no answer from {url} within {:?}", self.timeout))
-            }
-            other => self.fail(format!("cannot reach {url}: {other}")),
+            ureq::Error::Timeout(_) => self
+                .fail(format!("no answer from {url} within {:?}", self.timeout), Some(Box::new(e))),
+            other => self.fail(format!("cannot reach {url}"), Some(Box::new(other))),
         })?;
         let status = response.status().as_u16();
         let text = response.body_mut().read_to_string().map_err(|e| match e {
-            ureq::Error::Timeout(_) => {
-                self.fail(format!("no answer from {url} within {:?}", self.timeout))
-            }
-            other => self.fail(format!("cannot read the answer from {url}: {other}")),
+            ureq::Error::Timeout(_) => self
+                .fail(format!("no answer from {url} within {:?}", self.timeout), Some(Box::new(e))),
+            other => self.fail(format!("cannot read the answer from {url}"), Some(Box::new(other))),
         })?;
         if !(200..300).contains(&status) {
             let start: String = text.chars().take(200).collect();
-            return Err(self.fail(format!("HTTP {status} from {url}: {start}")));
+            return Err(self.fail(format!("HTTP {status} from {url}: {start}"), None));
         }
-        let value: Value = serde_json::from_str(&text)
-            .map_err(|e| self.fail(format!("the answer from {url} is not JSON: {e}")))?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            self.fail(format!("the answer from {url} is not JSON"), Some(Box::new(e)))
+        })?;
         value["choices"][0]["message"]["content"].as_str().map(str::to_owned).ok_or_else(|| {
-            self.fail(format!("the answer from {url} has no `choices[0].message.content`"))
+            self.fail(format!("the answer from {url} has no `choices[0].message.content`"), None)
         })
     }
 
@@ -165,7 +167,7 @@ impl Summarizer for OpenAiCompatible {
         ])
     }
 
-    fn name(&self) -> &'static str {
-        "openai-compatible"
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("openai-compatible")
     }
 }

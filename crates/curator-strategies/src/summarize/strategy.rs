@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::Utc;
@@ -10,10 +11,9 @@ use curator_model::{Message, Role};
 
 use crate::events::{SummaryFailed, SummaryTruncated};
 use crate::map::{chain_key, stable_hash};
-use crate::view::{Slot, Unit, push_item};
 use crate::{
     CharEstimate, CurationContext, Error, Event, HistoryManager, MemorySummaryStore, Result,
-    Summarizer, SummaryStore, TokenCounter, View,
+    Summarizer, SummaryStore, Tally, TokenCounter, Unit, View,
 };
 
 /// When a history is long enough to fold.
@@ -26,11 +26,12 @@ pub enum Threshold {
     Tokens(u64),
 }
 
-/// What a summarizer error does.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What a summarizer error does; in configuration, `"fallback"` or `"propagate"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum OnError {
-    /// Skip folding and apply the final bound alone (the default); the error is reported
+    /// Skip folding, so that the view goes on as it was (the default); the error is reported
     /// as a [`SummaryFailed`] event.
     #[default]
     Fallback,
@@ -39,7 +40,8 @@ pub enum OnError {
 }
 
 /// Folds the oldest part of a long history into one summary message placed right after the
-/// pinned system message and task, then applies a final bound (the two-phase pass).
+/// pinned system message and task. Follow it with a bound, `summarize.then(budget)`, for the
+/// two-phase pass of the specification: fold, then bound what is left.
 ///
 /// When the history outside the newest `keep_recent` messages passes the [`Threshold`], it is
 /// folded in chunks of `ratio × threshold` (messages or tokens), each cut on a unit boundary.
@@ -60,7 +62,7 @@ pub enum OnError {
 ///
 /// # Errors
 ///
-/// [`Error::Summarizer`] with [`OnError::Propagate`]; the bound's errors.
+/// [`Error::Summarizer`] with [`OnError::Propagate`].
 ///
 /// # Examples
 ///
@@ -77,7 +79,7 @@ pub enum OnError {
 /// let summarize = Summarize::new(Extractive::default())
 ///     .with_threshold(Threshold::Messages(20))
 ///     .with_keep_recent(6)
-///     .then_bound(TokenBudget::new(8_000));
+///     .then(TokenBudget::new(8_000));
 /// let view = summarize.curate_messages(&messages, &CurationContext::default())?;
 /// assert_eq!(view[1].text(), "Fix the parser.");
 /// // 54 messages outside the newest 6, folded in chunks of 10: 50 folded, 10 left as they are.
@@ -96,7 +98,6 @@ pub struct Summarize {
     ratio: f64,
     max_summary_chars: usize,
     on_error: OnError,
-    bound: Option<Box<dyn HistoryManager>>,
     /// Content hashes of folded ranges: (history id, first position, last position).
     hashes: Mutex<HashMap<(u64, usize, usize), u64>>,
 }
@@ -104,7 +105,7 @@ pub struct Summarize {
 impl Summarize {
     /// Folds with `summarizer`; by default past 32,000 estimated tokens, keeping the newest
     /// 10 messages, in chunks of half the threshold, summaries of at most 4,000 characters,
-    /// memoised in memory, falling back to the bound alone on errors, with no bound.
+    /// memoised in memory, leaving the view unfolded on errors.
     pub fn new(summarizer: impl Summarizer + 'static) -> Self {
         Self::with_shared(Arc::new(summarizer))
     }
@@ -120,7 +121,6 @@ impl Summarize {
             ratio: 0.5,
             max_summary_chars: 4_000,
             on_error: OnError::Fallback,
-            bound: None,
             hashes: Mutex::default(),
         }
     }
@@ -184,13 +184,6 @@ impl Summarize {
         self
     }
 
-    /// Applies `bound` after folding (a `TokenBudget` or `TurnLimit`, say).
-    #[must_use]
-    pub fn then_bound(mut self, bound: impl HistoryManager + 'static) -> Self {
-        self.bound = Some(Box::new(bound));
-        self
-    }
-
     fn limit(&self) -> u64 {
         match self.threshold {
             Threshold::Messages(n) => n as u64,
@@ -198,27 +191,19 @@ impl Summarize {
         }
     }
 
-    fn size(
-        &self,
-        view: &View<'_>,
-        unit: Unit,
-        counts: Option<&crate::history::Counts<'_>>,
-    ) -> u64 {
-        let slots = view.between(unit.first, unit.last);
-        match (self.threshold, counts) {
-            (Threshold::Tokens(_), Some(counts)) => {
-                slots.map(|s| view.slot_tokens(s, &*self.counter, counts)).sum()
-            }
-            _ => slots.count() as u64,
+    fn size(&self, unit: Unit, tally: Option<&Tally<'_, '_>>) -> u64 {
+        match (self.threshold, tally) {
+            (Threshold::Tokens(_), Some(tally)) => tally.range(unit.range()),
+            _ => unit.len() as u64,
         }
     }
 
     /// The content hash of the recorded messages of a folded range.
-    fn hash(&self, view: &View<'_>, first: Slot, last: Slot) -> u64 {
+    fn hash(&self, view: &View<'_>, range: Range<usize>) -> u64 {
         let compute = || {
             let mut h = 0u64;
-            for slot in view.between(first, last) {
-                let m = view.structure(slot);
+            for index in range.clone() {
+                let m = view.structure(index);
                 let mut parts: Vec<&[u8]> = vec![m.role().as_str().as_bytes()];
                 let text = m.text();
                 parts.push(text.as_bytes());
@@ -236,7 +221,7 @@ impl Summarize {
             }
             h
         };
-        match (view.pos(first), view.pos(last)) {
+        match (view.pos(range.start), view.pos(range.end - 1)) {
             (Some(a), Some(b)) => {
                 let key = (view.history().id(), a, b);
                 if let Some(h) =
@@ -256,26 +241,26 @@ impl Summarize {
     fn summary(
         &self,
         view: &View<'_>,
-        chunks: &[(Slot, Slot)],
+        chunks: &[Range<usize>],
         ctx: &CurationContext<'_>,
     ) -> Result<Option<String>> {
         let mut key = self.summarizer.key();
         let mut previous: Option<String> = None;
-        for &(first, last) in chunks {
-            key = chain_key(Some(key), Some(self.hash(view, first, last))).unwrap_or(key);
+        for chunk in chunks {
+            key = chain_key(Some(key), Some(self.hash(view, chunk.clone()))).unwrap_or(key);
             if let Some(stored) = self.store.get(key) {
                 previous = Some(stored);
                 continue;
             }
-            let messages: Vec<_> = view.between(first, last).map(|s| view.message(s)).collect();
+            let messages: Vec<_> = chunk.clone().map(|i| view.message(i)).collect();
             let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
             let mut summary = match self.summarizer.summarize(previous.as_deref(), &refs) {
                 Ok(summary) => summary,
                 Err(error) => {
                     if let Some(sink) = ctx.events {
                         sink.emit(&Event::SummaryFailed(SummaryFailed {
-                            summarizer: self.summarizer.name().to_owned(),
-                            message: error.to_string(),
+                            summarizer: self.summarizer.name().into_owned(),
+                            message: crate::error::with_causes(&error),
                             timestamp: Utc::now(),
                         }));
                     }
@@ -290,7 +275,7 @@ impl Summarize {
                 summary = summary.chars().take(self.max_summary_chars).collect();
                 if let Some(sink) = ctx.events {
                     sink.emit(&Event::SummaryTruncated(SummaryTruncated {
-                        summarizer: self.summarizer.name().to_owned(),
+                        summarizer: self.summarizer.name().into_owned(),
                         original_chars: chars,
                         max_chars: self.max_summary_chars,
                     }));
@@ -307,12 +292,12 @@ impl Summarize {
         if self.ratio <= 0.0 {
             return Ok(None);
         }
-        let counts = matches!(self.threshold, Threshold::Tokens(_))
-            .then(|| view.history().counts(&*self.counter));
-        let pinned = view.pinned(ctx.preserve_system, ctx.preserve_task);
-        let mut units: Vec<Unit> = view.units_rev(pinned.head_len).collect();
+        let tally =
+            matches!(self.threshold, Threshold::Tokens(_)).then(|| view.tally(&*self.counter));
+        let head = view.head(ctx);
+        let mut units: Vec<Unit> = view.units_rev(head.len()).collect();
         units.reverse();
-        let sizes: Vec<u64> = units.iter().map(|u| self.size(view, *u, counts.as_ref())).collect();
+        let sizes: Vec<u64> = units.iter().map(|u| self.size(*u, tally.as_ref())).collect();
         if sizes.iter().sum::<u64>() <= self.limit() {
             return Ok(None);
         }
@@ -321,7 +306,7 @@ impl Summarize {
         let mut recent = 0;
         while recent_start > 0 && recent < self.keep_recent {
             recent_start -= 1;
-            recent += view.between(units[recent_start].first, units[recent_start].last).count();
+            recent += units[recent_start].len();
         }
         // Chunks of `ratio × threshold`, closed on unit boundaries, counted from the start
         // so that they do not move as the history grows.
@@ -336,7 +321,7 @@ impl Summarize {
         for (i, unit_size) in sizes.iter().enumerate().take(recent_start) {
             size += unit_size;
             if size >= chunk {
-                chunks.push((units[start].first, units[i].last));
+                chunks.push(units[start].start()..units[i].range().end);
                 start = i + 1;
                 size = 0;
             }
@@ -345,41 +330,31 @@ impl Summarize {
             return Ok(None);
         }
         let Some(summary) = self.summary(view, &chunks, ctx)? else { return Ok(None) };
-        let folded: usize = chunks.iter().map(|(a, b)| view.between(*a, *b).count()).sum();
-        let resume = units.get(start).map(|u| u.first);
+        let folded: usize = chunks.iter().map(ExactSizeIterator::len).sum();
+        let resume = units.get(start).map_or(view.len(), Unit::start);
         // The pinned messages before the kept part, the summary, then the kept part.
-        let before: Vec<Slot> =
-            pinned.slots.iter().copied().filter(|s| resume.is_none_or(|r| *s < r)).collect();
-        let mut items = view.assemble(&before, None);
-        let after_user = before.last().is_some_and(|s| view.structure(*s).role() == Role::User);
+        let mut edit = view.edit();
+        let mut after_user = false;
+        for &index in head.pinned().iter().filter(|&&i| i < resume) {
+            edit.keep(index..index + 1);
+            after_user = view.structure(index).role() == Role::User;
+        }
         let text = format!(
             "[Summary of the {folded} earlier messages of this conversation, written by curator; the messages themselves are left out]\n{summary}"
         );
-        let message = if after_user { Message::assistant(text) } else { Message::user(text) };
-        items.push(view.new_item(message));
-        if let Some(resume) = resume {
-            for item in view.assemble(&[], Some(resume)) {
-                push_item(&mut items, item);
-            }
-        }
-        Ok(Some(view.clone().with_items(items)))
+        edit.insert(if after_user { Message::assistant(text) } else { Message::user(text) });
+        edit.keep(resume..view.len());
+        Ok(Some(edit.finish()))
     }
 }
 
 impl HistoryManager for Summarize {
     fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
-        let view = self.fold(&view, ctx)?.unwrap_or(view);
-        match &self.bound {
-            Some(bound) => bound.curate(view, ctx),
-            None => Ok(view),
-        }
+        Ok(self.fold(&view, ctx)?.unwrap_or(view))
     }
 
     fn name(&self) -> Cow<'_, str> {
-        match &self.bound {
-            Some(bound) => Cow::Owned(format!("summarize -> {}", bound.name())),
-            None => Cow::Borrowed("summarize"),
-        }
+        Cow::Borrowed("summarize")
     }
 }
 

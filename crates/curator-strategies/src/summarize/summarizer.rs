@@ -1,8 +1,10 @@
 //! Turning messages into summary text.
 
+use std::borrow::Cow;
+
 use std::fmt::Write as _;
 
-use curator_model::{Message, Role};
+use curator_model::{BoxError, Message, Role};
 
 use crate::map::stable_hash;
 use crate::{Error, Result};
@@ -35,12 +37,8 @@ pub trait Summarizer: Send + Sync {
     fn key(&self) -> u64;
 
     /// A name for events and errors.
-    #[expect(
-        clippy::unnecessary_literal_bound,
-        reason = "implementations may return a name they own"
-    )]
-    fn name(&self) -> &str {
-        "custom"
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("custom")
     }
 }
 
@@ -153,8 +151,8 @@ impl Summarizer for Extractive {
         stable_hash(&[b"extractive", &self.max_chars.to_le_bytes()])
     }
 
-    fn name(&self) -> &'static str {
-        "extractive"
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("extractive")
     }
 }
 
@@ -179,7 +177,7 @@ pub struct FnSummarizer<F> {
 
 impl<F> FnSummarizer<F>
 where
-    F: Fn(Option<&str>, &[&Message]) -> std::result::Result<String, String> + Send + Sync,
+    F: Fn(Option<&str>, &[&Message]) -> std::result::Result<String, BoxError> + Send + Sync,
 {
     /// A summarizer named `name`, whose summaries are memoised under `key` (change the key
     /// when the closure changes how it summarizes).
@@ -190,19 +188,22 @@ where
 
 impl<F> Summarizer for FnSummarizer<F>
 where
-    F: Fn(Option<&str>, &[&Message]) -> std::result::Result<String, String> + Send + Sync,
+    F: Fn(Option<&str>, &[&Message]) -> std::result::Result<String, BoxError> + Send + Sync,
 {
     fn summarize(&self, previous: Option<&str>, messages: &[&Message]) -> Result<String> {
-        (self.f)(previous, messages)
-            .map_err(|message| Error::Summarizer { summarizer: self.name.clone(), message })
+        (self.f)(previous, messages).map_err(|source| Error::Summarizer {
+            summarizer: self.name.clone(),
+            message: "the summarizing function returned an error".into(),
+            source: Some(source),
+        })
     }
 
     fn key(&self) -> u64 {
         stable_hash(&[b"fn", self.name.as_bytes(), &self.key.to_le_bytes()])
     }
 
-    fn name(&self) -> &str {
-        &self.name
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.name)
     }
 }
 

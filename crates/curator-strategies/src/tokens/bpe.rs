@@ -61,7 +61,7 @@ impl Bpe {
     /// the `tiktoken` feature is on).
     pub fn new(encoding: Encoding) -> Result<Self> {
         let core = tiktoken::get_encoding(encoding.name()).ok_or_else(|| {
-            Error::Config(format!("encoding `{}` is not available", encoding.name()))
+            Error::config(format!("encoding `{}` is not available", encoding.name()))
         })?;
         Ok(Self { encoding, core })
     }
@@ -83,12 +83,13 @@ impl TokenCounter for Bpe {
         stable_hash(&[b"bpe", self.encoding.name().as_bytes()])
     }
 
-    fn count_text(&self, text: &str) -> usize {
-        self.core.count(text)
+    fn count_text(&self, text: &str) -> u64 {
+        self.core.count(text) as u64
     }
 
-    fn truncate_text<'t>(&self, text: &'t str, max_tokens: usize) -> &'t str {
+    fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
         let tokens = self.core.encode(text);
+        let max_tokens = usize::try_from(max_tokens).unwrap_or(usize::MAX);
         if tokens.len() <= max_tokens {
             return text;
         }

@@ -24,14 +24,14 @@ use crate::map::stable_hash;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CharEstimate {
-    chars_per_token: usize,
-    per_message: usize,
+    chars_per_token: u64,
+    per_message: u64,
 }
 
 impl CharEstimate {
     /// An estimate with `chars_per_token` characters a token (at least 1) and `per_message`
     /// tokens of framing per message.
-    pub const fn new(chars_per_token: usize, per_message: usize) -> Self {
+    pub const fn new(chars_per_token: u64, per_message: u64) -> Self {
         Self {
             chars_per_token: if chars_per_token == 0 { 1 } else { chars_per_token },
             per_message,
@@ -54,18 +54,19 @@ impl TokenCounter for CharEstimate {
         ])
     }
 
-    fn count_text(&self, text: &str) -> usize {
+    fn count_text(&self, text: &str) -> u64 {
         // Byte length bounds the character count; most text is ASCII, where they agree.
         let chars = if text.is_ascii() { text.len() } else { text.chars().count() };
-        chars.div_ceil(self.chars_per_token)
+        (chars as u64).div_ceil(self.chars_per_token)
     }
 
-    fn per_message(&self) -> usize {
+    fn per_message(&self) -> u64 {
         self.per_message
     }
 
-    fn truncate_text<'t>(&self, text: &'t str, max_tokens: usize) -> &'t str {
-        let max_chars = max_tokens.saturating_mul(self.chars_per_token);
+    fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
+        let max_chars =
+            usize::try_from(max_tokens.saturating_mul(self.chars_per_token)).unwrap_or(usize::MAX);
         match text.char_indices().nth(max_chars) {
             Some((cut, _)) => &text[..cut],
             None => text,

@@ -34,22 +34,22 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     fn cache_key(&self) -> u64;
 
     /// Tokens of a piece of text.
-    fn count_text(&self, text: &str) -> usize;
+    fn count_text(&self, text: &str) -> u64;
 
     /// Tokens every message costs besides its text (role and framing).
-    fn per_message(&self) -> usize {
+    fn per_message(&self) -> u64 {
         3
     }
 
     /// Tokens that prime the reply, counted once per request.
-    fn reply_priming(&self) -> usize {
+    fn reply_priming(&self) -> u64 {
         3
     }
 
     /// Tokens of one message: the per-message overhead, the role, the text, the name (plus
     /// one token), and for each tool call its name, its argument text and 3 tokens of
     /// framing; a tool message also pays for the id of the call it answers.
-    fn count_message(&self, message: &Message) -> usize {
+    fn count_message(&self, message: &Message) -> u64 {
         let mut n = self.per_message() + self.count_text(message.role().as_str());
         if let Some(content) = message.content() {
             n += self.count_text(&content.text());
@@ -68,7 +68,7 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
 
     /// The longest prefix of `text`, cut on a character boundary, that costs at most
     /// `max_tokens`. The default searches by halving over character boundaries.
-    fn truncate_text<'t>(&self, text: &'t str, max_tokens: usize) -> &'t str {
+    fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
         if self.count_text(text) <= max_tokens {
             return text;
         }
@@ -94,19 +94,19 @@ macro_rules! forward_counter {
             fn cache_key(&self) -> u64 {
                 (**self).cache_key()
             }
-            fn count_text(&self, text: &str) -> usize {
+            fn count_text(&self, text: &str) -> u64 {
                 (**self).count_text(text)
             }
-            fn per_message(&self) -> usize {
+            fn per_message(&self) -> u64 {
                 (**self).per_message()
             }
-            fn reply_priming(&self) -> usize {
+            fn reply_priming(&self) -> u64 {
                 (**self).reply_priming()
             }
-            fn count_message(&self, message: &Message) -> usize {
+            fn count_message(&self, message: &Message) -> u64 {
                 (**self).count_message(message)
             }
-            fn truncate_text<'t>(&self, text: &'t str, max_tokens: usize) -> &'t str {
+            fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
                 (**self).truncate_text(text, max_tokens)
             }
         }

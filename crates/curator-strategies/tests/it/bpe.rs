@@ -22,7 +22,7 @@ fn known_counts_match_openai() {
 
 proptest! {
     #[test]
-    fn truncate_text_is_a_prefix_within_the_limit(text in "[a-zé😀中 ,.]{0,200}", max in 0usize..60) {
+    fn truncate_text_is_a_prefix_within_the_limit(text in "[a-zé😀中 ,.]{0,200}", max in 0u64..60) {
         let bpe = Bpe::new(Encoding::O200kBase).unwrap();
         let cut = bpe.truncate_text(&text, max);
         prop_assert!(text.starts_with(cut));
@@ -47,8 +47,7 @@ fn a_budget_under_the_exact_counter_is_met() {
     }
     let budget = TokenBudget::new(500).with_counter(bpe);
     let view = budget.curate_messages(&messages, &CurationContext::default()).unwrap();
-    let tokens: usize =
-        view.iter().map(|m| bpe.count_message(m)).sum::<usize>() + bpe.reply_priming();
+    let tokens: u64 = view.iter().map(|m| bpe.count_message(m)).sum::<u64>() + bpe.reply_priming();
     assert!(tokens <= 500, "{tokens}");
     assert!(view.len() > 2);
 }

@@ -6,9 +6,9 @@ use curator_strategies::{
     TokenCounter, View,
 };
 
-fn tokens(messages: &[Message]) -> usize {
+fn tokens(messages: &[Message]) -> u64 {
     let c = CharEstimate::default();
-    messages.iter().map(|m| c.count_message(m)).sum::<usize>() + c.reply_priming()
+    messages.iter().map(|m| c.count_message(m)).sum::<u64>() + c.reply_priming()
 }
 
 #[test]
@@ -95,9 +95,9 @@ fn counts_are_cached_as_the_history_grows() {
         fn cache_key(&self) -> u64 {
             7
         }
-        fn count_text(&self, text: &str) -> usize {
+        fn count_text(&self, text: &str) -> u64 {
             self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            text.len() / 4
+            text.len() as u64 / 4
         }
     }
     let counter = std::sync::Arc::new(Counting::default());

@@ -54,7 +54,7 @@ fn json_and_toml_build_the_same_pipeline() {
     let manager = toml.build().unwrap();
     assert_eq!(
         manager.name(),
-        "redact -> truncate_tool_results -> clear_old_tool_results -> filter_tools -> sliding_window -> truncate_turns -> truncate_tokens -> passthrough"
+        "redactor -> tool_result_truncator -> clear_old_tool_results -> tool_filter -> sliding_window -> turn_limit -> token_budget -> passthrough"
     );
     let messages = vec![
         Message::user("task"),
@@ -67,34 +67,34 @@ fn json_and_toml_build_the_same_pipeline() {
 
 #[test]
 fn errors_name_what_was_wrong() {
-    let unknown = StrategyConfig::from_json(r#"{"strategy": "shrink"}"#).unwrap_err().to_string();
-    assert!(unknown.contains("unknown variant `shrink`"), "{unknown}");
+    let unknown = StrategyConfig::from_json(r#"{"strategy": "shrink"}"#).unwrap_err();
+    assert!(chain(&unknown).contains("unknown variant `shrink`"), "{}", chain(&unknown));
     let bad_value =
         StrategyConfig::from_json(r#"{"strategy": "sliding_window", "window_size": -1}"#)
-            .unwrap_err()
-            .to_string();
-    assert!(bad_value.contains("invalid value: integer `-1`"), "{bad_value}");
-    let missing =
-        StrategyConfig::from_json(r#"{"strategy": "truncate_tokens"}"#).unwrap_err().to_string();
-    assert!(missing.contains("missing field `max_tokens`"), "{missing}");
+            .unwrap_err();
+    assert!(chain(&bad_value).contains("invalid value: integer `-1`"), "{}", chain(&bad_value));
+    let missing = StrategyConfig::from_json(r#"{"strategy": "truncate_tokens"}"#).unwrap_err();
+    assert!(chain(&missing).contains("missing field `max_tokens`"), "{}", chain(&missing));
     let unknown_key =
         StrategyConfig::from_json(r#"{"strategy": "sliding_window", "window_size": 3, "size": 4}"#)
-            .unwrap_err()
-            .to_string();
-    assert!(unknown_key.contains("unknown field `size`"), "{unknown_key}");
+            .unwrap_err();
+    assert!(chain(&unknown_key).contains("unknown field `size`"), "{}", chain(&unknown_key));
     let too_short = StrategyConfig::from_json(
         r#"{"strategy": "truncate_tool_results", "max_length": 3, "suffix": "[cut]"}"#,
     )
     .unwrap()
     .build()
     .err()
-    .unwrap()
-    .to_string();
-    assert!(too_short.contains("max_length"), "{too_short}");
+    .unwrap();
+    assert!(chain(&too_short).contains("max_length"), "{}", chain(&too_short));
     let no_summarizer =
         StrategyConfig::from_json(r#"{"strategy": "summarize", "threshold_messages": 50}"#)
             .unwrap_err();
-    assert!(no_summarizer.to_string().contains("missing field `summarizer`"), "{no_summarizer}");
+    assert!(
+        chain(&no_summarizer).contains("missing field `summarizer`"),
+        "{}",
+        chain(&no_summarizer)
+    );
     let both = StrategyConfig::from_json(
         r#"{"strategy": "summarize", "summarizer": "extractive", "threshold_messages": 5, "threshold_tokens": 5}"#,
     )
@@ -118,4 +118,37 @@ fn configs_round_trip_through_json() {
         StrategyConfig::from_json(r#"{"strategy": "truncate_tokens", "max_tokens": 10}"#).unwrap();
     let json = serde_json::to_string(&config).unwrap();
     assert_eq!(StrategyConfig::from_json(&json).unwrap(), config);
+}
+
+/// The error with its causes, as `anyhow` shows them with `{:#}`.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    out
+}
+
+#[test]
+fn strategies_are_named_as_their_types_and_old_names_still_read() {
+    let cases = [
+        ("token_budget", "truncate_tokens", r#""max_tokens": 100"#),
+        ("turn_limit", "truncate_turns", r#""max_turns": 2"#),
+        ("tool_filter", "filter_tools", r#""tools": ["think"]"#),
+        ("tool_result_truncator", "truncate_tool_results", r#""max_length": 100"#),
+        ("redactor", "redact", r#""builtin": true"#),
+    ];
+    for (name, alias, options) in cases {
+        let current =
+            StrategyConfig::from_json(&format!(r#"{{"strategy": "{name}", {options}}}"#)).unwrap();
+        let old =
+            StrategyConfig::from_json(&format!(r#"{{"strategy": "{alias}", {options}}}"#)).unwrap();
+        assert_eq!(current, old, "{alias} reads as {name}");
+        // Written back, and named in events, with the current name only.
+        assert_eq!(serde_json::to_value(&old).unwrap()["strategy"], name);
+        assert_eq!(old.build().unwrap().name(), name);
+    }
 }

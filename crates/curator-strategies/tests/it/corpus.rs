@@ -30,7 +30,7 @@ fn every_view_of_every_prefix_is_valid_for_both_providers() {
             Summarize::new(Extractive::default())
                 .with_threshold(Threshold::Tokens(4_000))
                 .with_keep_recent(6)
-                .then_bound(TokenBudget::new(16_000)),
+                .then(TokenBudget::new(16_000)),
         ),
     ];
     let ctx = CurationContext::default();

@@ -20,7 +20,7 @@ fn observed_reports_counts_tokens_and_names() {
     assert_eq!(events.len(), 1);
     let Event::HistoryCurated(e) = &events[0] else { panic!("unexpected event") };
     assert_eq!(e.prompt_name.as_deref(), Some("agent"));
-    assert_eq!(e.strategy, "sliding_window -> truncate_tokens");
+    assert_eq!(e.strategy, "sliding_window -> token_budget");
     assert_eq!((e.original_count, e.curated_count), (11, view.len()));
     assert!(e.original_tokens.unwrap() > e.curated_tokens.unwrap());
     // Events serialise for logs and traces.

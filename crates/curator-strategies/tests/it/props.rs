@@ -12,24 +12,24 @@ fn leaf() -> impl Strategy<Value = StrategyConfig> {
     prop_oneof![
         Just(StrategyConfig::Passthrough),
         (0usize..12).prop_map(|window_size| StrategyConfig::SlidingWindow { window_size }),
-        (30usize..200).prop_map(|max_length| StrategyConfig::TruncateToolResults {
+        (30usize..200).prop_map(|max_length| StrategyConfig::ToolResultTruncator {
             max_length,
             suffix: None
         }),
         (200u64..3_000, 0u64..100).prop_map(|(max_tokens, reserve)| {
-            StrategyConfig::TruncateTokens {
+            StrategyConfig::TokenBudget {
                 max_tokens,
                 reserve,
                 tokenizer: curator_strategies::Tokenizer::Estimate,
             }
         }),
-        (0usize..6).prop_map(|max_turns| StrategyConfig::TruncateTurns { max_turns }),
+        (0usize..6).prop_map(|max_turns| StrategyConfig::TurnLimit { max_turns }),
         prop::collection::vec(tool.clone(), 0..3)
-            .prop_map(|tools| StrategyConfig::FilterTools { tools }),
+            .prop_map(|tools| StrategyConfig::ToolFilter { tools }),
         (0usize..4, prop::collection::vec(tool, 0..2)).prop_map(|(keep_last, exclude)| {
             StrategyConfig::ClearOldToolResults { keep_last, placeholder: None, exclude }
         }),
-        Just(StrategyConfig::Redact {
+        Just(StrategyConfig::Redactor {
             builtin: true,
             patterns: std::collections::BTreeMap::default()
         }),
@@ -42,7 +42,7 @@ fn leaf() -> impl Strategy<Value = StrategyConfig> {
                     keep_recent,
                     summarize_ratio,
                     max_summary_chars: 4_000,
-                    on_error: curator_strategies::OnErrorConfig::Fallback,
+                    on_error: curator_strategies::OnError::Fallback,
                     then: None,
                 }
             }
@@ -133,15 +133,15 @@ proptest! {
         last_n in 0usize..10,
     ) {
         let mut steps = steps;
-        steps.push(StrategyConfig::TruncateTokens { max_tokens, reserve, tokenizer: curator_strategies::Tokenizer::Estimate });
+        steps.push(StrategyConfig::TokenBudget { max_tokens, reserve, tokenizer: curator_strategies::Tokenizer::Estimate });
         let manager = StrategyConfig::Compose { steps }.build().unwrap();
         let ctx = CurationContext::default().with_preserve_last_n(last_n);
         match manager.curate_messages(&input, &ctx) {
             Err(Error::BudgetTooSmall { needed, available }) => prop_assert!(needed > available),
             Ok(view) => {
                 let c = CharEstimate::default();
-                let tokens: usize = view.iter().map(|m| c.count_message(m)).sum::<usize>() + c.reply_priming();
-                prop_assert!(tokens as u64 <= max_tokens - reserve, "{} > {}", tokens, max_tokens - reserve);
+                let tokens: u64 = view.iter().map(|m| c.count_message(m)).sum::<u64>() + c.reply_priming();
+                prop_assert!(tokens <= max_tokens - reserve, "{} > {}", tokens, max_tokens - reserve);
                 prop_assert_eq!(validate::openai(&view), Ok(()));
             }
             Err(e) => prop_assert!(false, "unexpected error {}", e),

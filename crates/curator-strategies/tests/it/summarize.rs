@@ -118,11 +118,11 @@ fn ratio_edge_values() {
 #[test]
 fn a_failing_summarizer_falls_back_or_propagates_and_is_reported() {
     let input = agent(20);
-    let failing = || FnSummarizer::new("broken", 1, |_, _| Err("model unavailable".to_owned()));
+    let failing = || FnSummarizer::new("broken", 1, |_, _| Err("model unavailable".into()));
     let sink = MemorySink::default();
     let fallback = Summarize::new(failing())
         .with_threshold(Threshold::Messages(10))
-        .then_bound(TokenBudget::new(10_000));
+        .then(TokenBudget::new(10_000));
     let view = fallback.curate_messages(&input, &ctx().with_events(&sink)).unwrap();
     assert_eq!(view, input, "the bound alone");
     assert!(
@@ -132,7 +132,12 @@ fn a_failing_summarizer_falls_back_or_propagates_and_is_reported() {
         .with_threshold(Threshold::Messages(10))
         .with_on_error(OnError::Propagate);
     let err = propagate.curate_messages(&input, &ctx()).unwrap_err();
-    assert_eq!(err.to_string(), "summarizer `broken` failed: model unavailable");
+    assert_eq!(
+        err.to_string(),
+        "summarizer `broken` failed: the summarizing function returned an error"
+    );
+    let cause = std::error::Error::source(&err).map(ToString::to_string);
+    assert_eq!(cause.as_deref(), Some("model unavailable"));
 }
 
 #[test]
@@ -154,7 +159,7 @@ fn long_summaries_are_cut_and_reported() {
 
 /// Replays a history of about 1,000 messages as an agent loop would, curating before every
 /// assistant message.
-fn replay(messages: &[Message], summarize: &Summarize) -> usize {
+fn replay(messages: &[Message], summarize: &dyn HistoryManager) -> usize {
     let mut history = History::new();
     let mut views = 0;
     for message in messages {
@@ -178,7 +183,7 @@ fn each_fold_is_summarized_once_and_a_second_replay_calls_nothing() {
             .with_threshold(Threshold::Messages(100))
             .with_keep_recent(20)
             .with_store(store.clone())
-            .then_bound(TokenBudget::new(200_000))
+            .then(TokenBudget::new(200_000))
     };
     let views = replay(&messages, &build(&calls));
     let folds = store.len();

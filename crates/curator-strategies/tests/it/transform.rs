@@ -17,7 +17,7 @@ fn max_length_shorter_than_the_suffix_is_a_construction_error() {
     assert!(matches!(err, Error::InvalidOption { option: "max_length", .. }));
     assert_eq!(
         err.to_string(),
-        "truncate_tool_results: option `max_length` is 5, shorter than the suffix of 11 characters"
+        "tool_result_truncator: option `max_length` is 5, shorter than the suffix of 11 characters"
     );
     assert!(ToolResultTruncator::new(10).is_err());
     // Exactly the suffix's length is allowed: every cut result is the suffix alone.

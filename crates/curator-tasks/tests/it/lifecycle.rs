@@ -97,6 +97,7 @@ impl Summarizer for Failing {
         Err(curator_strategies::Error::Summarizer {
             summarizer: "failing".into(),
             message: "offline".into(),
+            source: None,
         })
     }
 

@@ -1,0 +1,176 @@
+//! How a view is held: runs of history positions and owned messages. Private to `view/`.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use curator_model::Message;
+
+/// A stretch of a view.
+#[derive(Clone, Debug)]
+pub(super) enum Item {
+    /// History messages `start..end`, unchanged but for the view's maps.
+    Run { start: u32, end: u32 },
+    /// A message a strategy built: a changed copy of the message at `pos`, or a new message
+    /// (`pos` is `None`). The first `applied` maps of the view's chain are already in it.
+    Owned { pos: Option<u32>, message: Arc<Message>, applied: usize },
+}
+
+impl Item {
+    fn len(&self) -> u32 {
+        match self {
+            Item::Run { start, end } => end - start,
+            Item::Owned { .. } => 1,
+        }
+    }
+
+    /// The part of the item from `from` to `to` (offsets inside it).
+    fn part(&self, from: u32, to: u32) -> Item {
+        match self {
+            Item::Run { start, .. } => Item::Run { start: start + from, end: start + to },
+            owned @ Item::Owned { .. } => owned.clone(),
+        }
+    }
+}
+
+/// A place in a view: an item and an offset inside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Slot {
+    pub(super) item: usize,
+    pub(super) offset: u32,
+}
+
+/// The items of a view, with the view index each one ends at, so that a view index is found
+/// in O(log items) and adjacent runs are merged as they are pushed.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Items {
+    items: Vec<Item>,
+    /// `ends[k]`: the number of messages in `items[..=k]`.
+    ends: Vec<u32>,
+}
+
+impl Items {
+    pub(super) fn with_capacity(n: usize) -> Self {
+        Self { items: Vec::with_capacity(n), ends: Vec::with_capacity(n) }
+    }
+
+    /// Number of messages.
+    pub(super) fn len(&self) -> usize {
+        self.ends.last().map_or(0, |&e| e as usize)
+    }
+
+    pub(super) fn get(&self, item: usize) -> &Item {
+        &self.items[item]
+    }
+
+    /// Number of items (not messages).
+    #[cfg(test)]
+    pub(super) fn count(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Appends an item, merging it into the last one when both are adjacent runs.
+    pub(super) fn push(&mut self, item: Item) {
+        let len = item.len();
+        if len == 0 {
+            return;
+        }
+        if let (Some(Item::Run { end, .. }), Item::Run { start, end: new_end }) =
+            (self.items.last_mut(), &item)
+            && *end == *start
+        {
+            *end = *new_end;
+            if let Some(last) = self.ends.last_mut() {
+                *last += len;
+            }
+            return;
+        }
+        let before = self.ends.last().copied().unwrap_or(0);
+        self.items.push(item);
+        self.ends.push(before + len);
+    }
+
+    /// The slot of view index `index`, or `None` past the end.
+    pub(super) fn locate(&self, index: usize) -> Option<Slot> {
+        let index = u32::try_from(index).ok()?;
+        let item = self.ends.partition_point(|&end| end <= index);
+        let start = if item == 0 { 0 } else { self.ends[item - 1] };
+        (item < self.items.len()).then(|| Slot { item, offset: index - start })
+    }
+
+    /// Appends the messages at view indices `range` of `other`.
+    pub(super) fn extend_from(&mut self, other: &Items, range: Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        let Some(first) = other.locate(range.start) else { return };
+        let mut left = range.len().min(other.len() - range.start) as u32;
+        let mut offset = first.offset;
+        for item in &other.items[first.item..] {
+            if left == 0 {
+                break;
+            }
+            let take = (item.len() - offset).min(left);
+            self.push(item.part(offset, offset + take));
+            left -= take;
+            offset = 0;
+        }
+    }
+
+    /// Every slot, front to back.
+    pub(super) fn slots(&self) -> impl DoubleEndedIterator<Item = Slot> + '_ {
+        self.items
+            .iter()
+            .enumerate()
+            .flat_map(|(item, it)| (0..it.len()).map(move |offset| Slot { item, offset }))
+    }
+
+    /// Whether view index `index` begins a run item (so that a stretch of history from it
+    /// can be counted as one range).
+    pub(super) fn run_at(&self, slot: Slot) -> Option<(u32, u32)> {
+        match &self.items[slot.item] {
+            Item::Run { start, end } => Some((start + slot.offset, *end)),
+            Item::Owned { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(items: &Items) -> Vec<(u32, u32)> {
+        (0..items.count())
+            .filter_map(|k| match items.get(k) {
+                Item::Run { start, end } => Some((*start, *end)),
+                Item::Owned { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn adjacent_runs_merge_and_indices_locate() {
+        let mut items = Items::default();
+        items.push(Item::Run { start: 0, end: 3 });
+        items.push(Item::Run { start: 3, end: 5 });
+        items.push(Item::Owned { pos: None, message: Arc::new(Message::user("s")), applied: 0 });
+        items.push(Item::Run { start: 9, end: 10 });
+        assert_eq!(items.len(), 7);
+        assert_eq!(items.count(), 3);
+        assert_eq!(items.locate(4), Some(Slot { item: 0, offset: 4 }));
+        assert_eq!(items.locate(5), Some(Slot { item: 1, offset: 0 }));
+        assert_eq!(items.locate(6), Some(Slot { item: 2, offset: 0 }));
+        assert_eq!(items.locate(7), None);
+    }
+
+    #[test]
+    fn extend_from_copies_a_range_across_items() {
+        let mut items = Items::default();
+        items.push(Item::Run { start: 0, end: 4 });
+        items.push(Item::Run { start: 10, end: 14 });
+        let mut out = Items::default();
+        out.extend_from(&items, 2..6);
+        assert_eq!(runs(&out), [(2, 4), (10, 12)]);
+        out.extend_from(&items, 6..100);
+        assert_eq!(runs(&out), [(2, 4), (10, 14)]);
+    }
+}

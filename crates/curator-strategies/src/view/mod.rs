@@ -1,0 +1,18 @@
+//! The curated view: positions into a [`History`](crate::History) plus the few messages a
+//! strategy changed. How a view is held (runs of positions, owned messages) is private to
+//! this folder; strategies use the reading and editing API of [`View`].
+
+mod edit;
+mod entry;
+mod items;
+mod selection;
+mod shape;
+mod tally;
+mod walk;
+
+pub use edit::Edit;
+pub use entry::{MessageRef, ViewEntry};
+pub use selection::View;
+pub use shape::{Head, Unit};
+pub use tally::Tally;
+pub use walk::UnitsRev;

@@ -1,0 +1,61 @@
+//! The shapes strategies reason in: the pinned head and the coherence units of a view.
+
+use std::ops::Range;
+
+/// What trimming strategies keep whatever happens: the leading system messages and the task
+/// (the first user message, when it comes right after them), as the context asks; see
+/// [`View::head`](crate::View::head).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Head {
+    pub(super) pinned: Vec<usize>,
+    pub(super) contiguous: usize,
+}
+
+impl Head {
+    /// The view indices of the pinned messages, in order.
+    pub fn pinned(&self) -> &[usize] {
+        &self.pinned
+    }
+
+    /// How many leading messages are pinned without a gap: the body (the units) starts
+    /// after them. A pinned message after a gap (the task, when the system messages are not
+    /// pinned) also belongs to the body; [`Edit`](crate::Edit) keeps it once.
+    pub fn len(&self) -> usize {
+        self.contiguous
+    }
+
+    /// Whether nothing is pinned at the start of the view.
+    pub fn is_empty(&self) -> bool {
+        self.contiguous == 0
+    }
+}
+
+/// A coherence unit of a view: an assistant message with the tool results that answer its
+/// calls, or any other single message; see [`View::units_rev`](crate::View::units_rev).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unit {
+    pub(super) start: usize,
+    pub(super) end: usize,
+}
+
+impl Unit {
+    /// The view indices of the unit's messages.
+    pub fn range(&self) -> Range<usize> {
+        self.start..self.end
+    }
+
+    /// The first view index.
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Whether the unit holds no message (never, for a unit a view hands out).
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+}

@@ -1,0 +1,81 @@
+//! Token counts of a view's messages, read from the history's caches.
+
+use std::fmt;
+use std::ops::Range;
+
+use super::selection::View;
+use crate::TokenCounter;
+use crate::history::Counts;
+
+/// The token counts of a view's messages under one counter; see [`View::tally`].
+///
+/// Counts of unchanged history messages come from the [`History`](crate::History)'s prefix
+/// sums (a run of them costs O(1)), counts of memoised transformations from their memo; a
+/// tally holds a read lock on the history's count cache while it lives.
+pub struct Tally<'v, 'h> {
+    view: &'v View<'h>,
+    counter: &'v dyn TokenCounter,
+    counts: Counts,
+}
+
+impl<'h> View<'h> {
+    /// The token counts of this view's messages under `counter`, counting history messages
+    /// not yet counted (each at most once over the life of the history).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::Message;
+    /// use curator_strategies::{CharEstimate, History, View};
+    ///
+    /// let history = History::from(vec![Message::user("hello"), Message::assistant("hi there")]);
+    /// let view = View::full(&history);
+    /// let counter = CharEstimate::default();
+    /// let tally = view.tally(&counter);
+    /// assert_eq!(tally.range(0..2), tally.message(0) + tally.message(1));
+    /// ```
+    pub fn tally<'v>(&'v self, counter: &'v dyn TokenCounter) -> Tally<'v, 'h> {
+        Tally { view: self, counter, counts: self.history.counts(counter) }
+    }
+}
+
+impl Tally<'_, '_> {
+    /// Tokens of the message at view index `index`, as the view shows it.
+    ///
+    /// # Panics
+    ///
+    /// When `index` is not below the view's length.
+    pub fn message(&self, index: usize) -> u64 {
+        self.view.slot_tokens(self.view.slot(index), self.counter, &self.counts)
+    }
+
+    /// Tokens of the messages at view indices `range` (ends past the view are cut).
+    pub fn range(&self, range: Range<usize>) -> u64 {
+        let view = self.view;
+        let end = range.end.min(view.len());
+        let mut index = range.start;
+        let mut total = 0;
+        while index < end {
+            let slot = view.slot(index);
+            match view.items.run_at(slot) {
+                // A stretch of unchanged history: one prefix-sum subtraction.
+                Some((from, to)) if view.maps.is_empty() => {
+                    let take = (to - from).min((end - index) as u32);
+                    total += self.counts.range(from as usize..(from + take) as usize);
+                    index += take as usize;
+                }
+                _ => {
+                    total += view.slot_tokens(slot, self.counter, &self.counts);
+                    index += 1;
+                }
+            }
+        }
+        total
+    }
+}
+
+impl fmt::Debug for Tally<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tally").field("view_len", &self.view.len()).finish_non_exhaustive()
+    }
+}

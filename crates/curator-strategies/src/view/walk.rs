@@ -1,0 +1,118 @@
+//! The walks trimming strategies make over a view: its pinned head and its units.
+
+use curator_model::Role;
+
+use super::selection::View;
+use super::shape::{Head, Unit};
+use crate::CurationContext;
+
+impl View<'_> {
+    /// The pinned head of the view: the leading system messages (when
+    /// [`preserve_system`](CurationContext::preserve_system)) and the task, the first user
+    /// message right after them (when [`preserve_task`](CurationContext::preserve_task)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::Message;
+    /// use curator_strategies::{CurationContext, History, View};
+    ///
+    /// let history = History::from(vec![Message::system("s"), Message::user("task"), Message::assistant("a")]);
+    /// let view = View::full(&history);
+    /// let head = view.head(&CurationContext::default());
+    /// assert_eq!((head.pinned(), head.len()), (&[0, 1][..], 2));
+    /// let head = view.head(&CurationContext::default().with_preserve_system(false));
+    /// assert_eq!((head.pinned(), head.len()), (&[1][..], 0));
+    /// ```
+    pub fn head(&self, ctx: &CurationContext<'_>) -> Head {
+        let mut structures = self.structures().enumerate().peekable();
+        let mut pinned = Vec::new();
+        let mut contiguous = 0;
+        let mut gap = false;
+        while let Some((index, _)) = structures.next_if(|(_, m)| m.role() == Role::System) {
+            if ctx.preserve_system {
+                pinned.push(index);
+                contiguous += usize::from(!gap);
+            } else {
+                gap = true;
+            }
+        }
+        if let Some((index, message)) = structures.next()
+            && message.role() == Role::User
+            && ctx.preserve_task
+        {
+            pinned.push(index);
+            contiguous += usize::from(!gap);
+        }
+        Head { pinned, contiguous }
+    }
+
+    /// The coherence units of the view from index `from` on, newest first. A unit is an
+    /// assistant message with the tool results that answer its calls (and any assistant
+    /// messages joined with it, see [`pairing`](curator_model::pairing)), or any other single
+    /// message. Walks back from the tail, so taking k units costs O(k), not O(view).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, ToolCall};
+    /// use curator_strategies::{History, View};
+    ///
+    /// let history = History::from(vec![
+    ///     Message::user("go"),
+    ///     Message::assistant_with_calls(None, vec![ToolCall::new("1", "ls", "{}")]),
+    ///     Message::tool_result("1", "x"),
+    /// ]);
+    /// let view = View::full(&history);
+    /// let units: Vec<_> = view.units_rev(0).map(|u| u.range()).collect();
+    /// assert_eq!(units, [1..3, 0..1]);
+    /// ```
+    pub fn units_rev(&self, from: usize) -> UnitsRev<'_, '_> {
+        UnitsRev { view: self, floor: from, next: self.len() }
+    }
+}
+
+/// The iterator of [`View::units_rev`].
+#[derive(Debug)]
+pub struct UnitsRev<'v, 'h> {
+    view: &'v View<'h>,
+    /// The first index units may reach.
+    floor: usize,
+    /// One past the newest index not yet yielded.
+    next: usize,
+}
+
+impl Iterator for UnitsRev<'_, '_> {
+    type Item = Unit;
+
+    fn next(&mut self) -> Option<Unit> {
+        if self.next <= self.floor {
+            return None;
+        }
+        let view = self.view;
+        let last = self.next - 1;
+        let mut first = last;
+        if let Some(pos) = view.pos(last) {
+            // A tool message's unit reaches back to the assistant message that called it.
+            let head_of = |index: usize, p: usize| {
+                if view.structure(index).role() == Role::Tool {
+                    view.history().unit_head(p).unwrap_or(p)
+                } else {
+                    p
+                }
+            };
+            let mut head = head_of(last, pos);
+            while first > self.floor {
+                match view.pos(first - 1) {
+                    Some(p) if p >= head && p < pos => {
+                        head = head.min(head_of(first - 1, p));
+                        first -= 1;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        self.next = first;
+        Some(Unit { start: first, end: last + 1 })
+    }
+}
