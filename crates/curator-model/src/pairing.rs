@@ -158,7 +158,8 @@ impl Pairer {
         message: &Message,
         earlier: impl Fn(usize) -> &'m Message,
     ) -> Step {
-        let id_of = |c: CallRef| earlier(c.message).tool_calls().get(c.call).map(crate::ToolCall::id);
+        let id_of =
+            |c: CallRef| earlier(c.message).tool_calls().get(c.call).map(crate::ToolCall::id);
         let role = message.role();
         if role == Role::Tool {
             self.after_assistant = false;
@@ -180,7 +181,8 @@ impl Pairer {
                 if duplicate.is_none() {
                     let same = |c: &CallRef| {
                         if c.message == index {
-                            message.tool_calls().get(c.call).map(crate::ToolCall::id) == Some(tool_call.id())
+                            message.tool_calls().get(c.call).map(crate::ToolCall::id)
+                                == Some(tool_call.id())
                         } else {
                             id_of(*c) == Some(tool_call.id())
                         }

@@ -10,6 +10,7 @@ mod edges;
 mod events;
 #[cfg(feature = "openai-compatible")]
 mod http;
+mod pairing;
 mod props;
 mod summarize;
 mod transform;
