@@ -213,7 +213,9 @@ impl<S: SessionStore> Conversation<S> {
     /// # Errors
     ///
     /// [`Error::WrongRole`] for a message that is not the assistant's;
-    /// [`Error::PendingToolCalls`] while earlier calls wait for results; a store error.
+    /// [`Error::PendingToolCalls`] while earlier calls wait for results;
+    /// [`Error::DuplicateToolCallId`] for a reply that makes two calls with one id (nothing
+    /// is recorded); a store error.
     pub fn record_assistant(&mut self, reply: Message) -> Result<Vec<ToolCall>> {
         if reply.role() != Role::Assistant {
             return Err(Error::WrongRole {
@@ -224,6 +226,11 @@ impl<S: SessionStore> Conversation<S> {
         }
         self.require_no_pending()?;
         let calls = reply.tool_calls().to_vec();
+        for (i, call) in calls.iter().enumerate() {
+            if calls[..i].iter().any(|earlier| earlier.id() == call.id()) {
+                return Err(Error::DuplicateToolCallId { call_id: call.id().to_owned() });
+            }
+        }
         self.turn += 1;
         if let Err(e) = self.record(reply) {
             self.turn -= 1;

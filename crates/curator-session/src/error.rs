@@ -82,7 +82,11 @@ pub enum Error {
     SnapshotRestore {
         /// Why.
         reason: String,
+        /// The parser's error, when the text could not be read.
+        #[source]
+        source: Option<BoxError>,
     },
+
     /// A different message claims a sequence number that is taken.
     #[error("evaluation {evaluation}: sequence {sequence} is already taken by message {existing}")]
     SequenceTaken {
@@ -92,6 +96,13 @@ pub enum Error {
         sequence: u64,
         /// The message that holds it.
         existing: MessageId,
+    },
+    /// An assistant reply that makes two calls with one id: no result could say which it
+    /// answers, and providers refuse such a request, so it is not recorded.
+    #[error("the reply makes two tool calls with id `{call_id}`")]
+    DuplicateToolCallId {
+        /// The repeated id.
+        call_id: String,
     },
     /// A tool result for a call that is not waiting for one.
     #[error("no pending tool call with id `{call_id}`")]

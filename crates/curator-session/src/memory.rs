@@ -136,6 +136,7 @@ impl Inner {
                 Ok(Appended::Duplicate) => {
                     return Err(Error::SnapshotRestore {
                         reason: format!("entry {i}: message id {} appears twice", entry.id),
+                        source: None,
                     });
                 }
                 Err(_) => {
@@ -144,6 +145,7 @@ impl Inner {
                             "entry {i}: evaluation {} has two entries at sequence {}",
                             entry.evaluation_id, entry.sequence
                         ),
+                        source: None,
                     });
                 }
             }
@@ -153,6 +155,7 @@ impl Inner {
             if fresh.checkpoints.insert(name.clone(), checkpoint).is_some() {
                 return Err(Error::SnapshotRestore {
                     reason: format!("checkpoint `{name}` appears twice"),
+                    source: None,
                 });
             }
         }

@@ -95,7 +95,10 @@ impl Snapshot {
                     Some(Header { version: Some(v), .. }) if v != SNAPSHOT_VERSION => {
                         unknown_version(v)
                     }
-                    _ => restore_error(format!("not a valid snapshot: {e}")),
+                    _ => Error::SnapshotRestore {
+                        reason: "not a valid snapshot".into(),
+                        source: Some(Box::new(e)),
+                    },
                 });
             }
         };
@@ -156,7 +159,7 @@ impl Snapshot {
 }
 
 fn restore_error(reason: String) -> Error {
-    Error::SnapshotRestore { reason }
+    Error::SnapshotRestore { reason, source: None }
 }
 
 fn unknown_version(version: u32) -> Error {

@@ -14,6 +14,10 @@
 //! 3. An assistant tool call whose answer is not in the view is removed from its message, and
 //!    the message is dropped when nothing is left (no call and no content).
 //!
+//! Repair does not rename calls: an assistant message that opens two calls of one id is
+//! paired consistently (a result answers the newest), but stays a list the validators
+//! report; providers refuse it, and the session driver never records it.
+//!
 //! Rule 3 also removes calls still pending at the end of the view: a provider rejects a
 //! request whose last assistant message has unanswered calls. The record keeps them.
 //!

@@ -7,7 +7,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong with a task history.
 ///
-/// The messages are written to be returned to the model as a tool's answer.
+/// The messages are written to be returned to the model as a tool's answer, so each is
+/// complete on its own (it quotes its cause); programs can still walk
+/// [`source`](std::error::Error::source) to the cause itself.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -56,6 +58,9 @@ pub enum Error {
         tool: &'static str,
         /// What is wrong, naming the field.
         reason: String,
+        /// The parser's error, when the arguments could not be read.
+        #[source]
+        source: Option<serde_json::Error>,
     },
     /// The summarizer failed.
     #[error("summarizing step {step_id} failed: {source}")]

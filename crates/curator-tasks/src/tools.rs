@@ -115,8 +115,11 @@ const CONTEXT_PRESSURE: &str = "context_pressure";
 /// Parses a tool's raw JSON arguments; an empty string counts as `{}`.
 fn arguments<T: DeserializeOwned>(tool: &'static str, raw: &str) -> Result<T> {
     let raw = if raw.trim().is_empty() { "{}" } else { raw };
-    serde_json::from_str(raw)
-        .map_err(|error| Error::InvalidArguments { tool, reason: error.to_string() })
+    serde_json::from_str(raw).map_err(|error| Error::InvalidArguments {
+        tool,
+        reason: error.to_string(),
+        source: Some(error),
+    })
 }
 
 #[derive(Deserialize)]

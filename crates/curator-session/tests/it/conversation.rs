@@ -232,3 +232,25 @@ fn a_resumed_conversation_shows_the_same_summarized_view_without_summarizing_aga
     assert_eq!(view, first_view);
     assert_eq!(again.load(Ordering::Relaxed), 0);
 }
+
+#[test]
+fn a_reply_with_two_calls_of_one_id_is_refused_and_not_recorded() {
+    let store = MemoryStore::new();
+    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    c.add_user("go").unwrap();
+    let reply = Message::assistant_with_calls(
+        None,
+        vec![ToolCall::new("x", "ls", "{}"), ToolCall::new("x", "cat", "{}")],
+    );
+    assert!(matches!(
+        c.record_assistant(reply),
+        Err(Error::DuplicateToolCallId { call_id }) if call_id == "x"
+    ));
+    assert_eq!(store.entries(c.evaluation_id()).unwrap().len(), 2);
+    assert_eq!((c.turn(), c.next_sequence()), (0, 2));
+    // The record stays one the validators accept, and the loop can go on.
+    c.record_assistant(Message::assistant("done")).unwrap();
+    let messages: Vec<Message> =
+        store.entries(c.evaluation_id()).unwrap().into_iter().map(|e| e.message).collect();
+    validate::openai(&messages).unwrap();
+}

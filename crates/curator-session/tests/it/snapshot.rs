@@ -34,7 +34,7 @@ proptest! {
 #[track_caller]
 fn refused(json: &str, reason: &str) {
     match Snapshot::from_json(json) {
-        Err(Error::SnapshotRestore { reason: r }) => assert!(r.contains(reason), "{r}"),
+        Err(Error::SnapshotRestore { reason: r, .. }) => assert!(r.contains(reason), "{r}"),
         other => panic!("expected SnapshotRestore, got {other:?}"),
     }
 }

@@ -85,7 +85,9 @@ proptest! {
         }
 
         // The validators: a result the rule leaves unpaired is the first pairing violation
-        // they may report, and a repaired view breaks no pairing rule for Anthropic.
+        // they may report, and a repaired view leaves no result or call unpaired for
+        // Anthropic. (Two open calls of one id are paired consistently but not renamed:
+        // the validators still report them, and the session driver refuses to record them.)
         if let Some(orphan) = answers
             .iter()
             .enumerate()
@@ -103,7 +105,6 @@ proptest! {
                     violation.kind,
                     ViolationKind::ToolResultWithoutCall { .. }
                         | ViolationKind::UnansweredToolCall { .. }
-                        | ViolationKind::DuplicateOpenCallId { .. }
                 ),
                 "{violation} in {repaired:?}"
             );
