@@ -1,5 +1,8 @@
 //! Rules about the tree itself, checked by `cargo test --workspace`.
 
+mod exports;
+mod use_tree;
+
 use std::path::{Path, PathBuf};
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
