@@ -95,7 +95,33 @@ pub(crate) fn checked_summary(summary: &str) -> Result<String> {
     Ok(trimmed.to_owned())
 }
 
+// A history is built, as it is changed, through the reducer: its constructor lives here.
 impl TaskHistory {
+    /// A history for `objective` with empty steps, in plan order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::TaskHistory;
+    ///
+    /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?;
+    /// assert_eq!(history.steps().len(), 2);
+    /// assert!(TaskHistory::new("Ship", [(1, "Test"), (1, "Again")]).is_err());
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DuplicateStep`] when two steps share an id.
+    pub fn new<T: Into<String>>(
+        objective: impl Into<String>,
+        steps: impl IntoIterator<Item = (StepId, T)>,
+    ) -> Result<Self> {
+        let empty = Self { objective: objective.into(), active_step_id: None, steps: Vec::new() };
+        let steps = steps.into_iter().map(|(id, title)| StepHistory::new(id, title)).collect();
+        empty.apply(&TaskEvent::AddSteps { steps })
+    }
+
     /// The history after `event`; this one is left unchanged.
     ///
     /// # Examples
@@ -193,6 +219,23 @@ impl TaskHistory {
         let mut next = self.clone();
         next.steps[index] = Arc::new(step);
         Ok(next)
+    }
+
+    /// The index of a step, or [`Error::UnknownStep`].
+    pub(crate) fn position(&self, step_id: StepId) -> Result<usize> {
+        self.steps
+            .iter()
+            .position(|step| step.step_id == step_id)
+            .ok_or_else(|| self.unknown(step_id))
+    }
+
+    /// The error for a step this history does not have, listing the ones it has.
+    pub(crate) fn unknown(&self, step_id: StepId) -> Error {
+        let known = self.steps.iter().map(|step| step.step_id.to_string()).collect::<Vec<_>>();
+        Error::UnknownStep {
+            step_id,
+            known: if known.is_empty() { "none".to_owned() } else { known.join(", ") },
+        }
     }
 }
 

@@ -229,31 +229,6 @@ pub struct TaskHistory {
 }
 
 impl TaskHistory {
-    /// A history for `objective` with empty steps, in plan order.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use curator_tasks::TaskHistory;
-    ///
-    /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?;
-    /// assert_eq!(history.steps().len(), 2);
-    /// assert!(TaskHistory::new("Ship", [(1, "Test"), (1, "Again")]).is_err());
-    /// Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::DuplicateStep`](crate::Error::DuplicateStep) when two steps share an id.
-    pub fn new<T: Into<String>>(
-        objective: impl Into<String>,
-        steps: impl IntoIterator<Item = (StepId, T)>,
-    ) -> crate::Result<Self> {
-        let empty = Self { objective: objective.into(), active_step_id: None, steps: Vec::new() };
-        let steps = steps.into_iter().map(|(id, title)| StepHistory::new(id, title)).collect();
-        empty.apply(&crate::TaskEvent::AddSteps { steps })
-    }
-
     /// The task's objective.
     pub fn objective(&self) -> &str {
         &self.objective
@@ -291,20 +266,5 @@ impl TaskHistory {
             .map(|turn| turn.turn_id)
             .max()
             .map_or(1, |id| id + 1)
-    }
-
-    pub(crate) fn position(&self, step_id: StepId) -> crate::Result<usize> {
-        self.steps
-            .iter()
-            .position(|step| step.step_id == step_id)
-            .ok_or_else(|| self.unknown(step_id))
-    }
-
-    pub(crate) fn unknown(&self, step_id: StepId) -> crate::Error {
-        let known = self.steps.iter().map(|step| step.step_id.to_string()).collect::<Vec<_>>();
-        crate::Error::UnknownStep {
-            step_id,
-            known: if known.is_empty() { "none".to_owned() } else { known.join(", ") },
-        }
     }
 }
