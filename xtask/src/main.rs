@@ -12,9 +12,11 @@ mod demo_data;
 mod targets;
 #[cfg(test)]
 mod tidy;
+mod workspace;
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+
+use crate::workspace::root;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -44,18 +46,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// The workspace root, found from this crate's manifest directory.
-pub(crate) fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-}
-
-/// The cargo that runs this xtask, so that toolchain overrides carry through.
-pub(crate) fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
 /// Runs what `.ci/run` runs.

@@ -1,10 +1,12 @@
 //! Rules about the tree itself, checked by `cargo test --workspace`.
 
 mod exports;
+mod imports;
 mod use_tree;
 
 use std::path::{Path, PathBuf};
 
+/// Every `.rs` file under `dir`, outside build output and proptest regressions.
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.filter_map(Result::ok) {
@@ -21,7 +23,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn every_rust_file_starts_with_a_module_doc_line() {
-    let root = crate::root();
+    let root = crate::workspace::root();
     let mut files = Vec::new();
     for dir in ["crates", "benches", "xtask"] {
         rust_files(&root.join(dir), &mut files);
@@ -39,8 +41,10 @@ fn every_rust_file_starts_with_a_module_doc_line() {
 fn layers_point_down() {
     // A crate may only depend on the crates below it (rusqlite only in curator-sqlite).
     let manifest = |name: &str| {
-        std::fs::read_to_string(crate::root().join("crates").join(name).join("Cargo.toml"))
-            .unwrap_or_default()
+        std::fs::read_to_string(
+            crate::workspace::root().join("crates").join(name).join("Cargo.toml"),
+        )
+        .unwrap_or_default()
     };
     let forbidden: &[(&str, &[&str])] = &[
         (

@@ -47,7 +47,7 @@ fn collisions(libs: &[(String, String)]) -> Vec<String> {
 
 #[test]
 fn no_two_library_crates_export_one_name() {
-    let root = crate::root();
+    let root = crate::workspace::root();
     let mut libs = Vec::new();
     for entry in std::fs::read_dir(root.join("crates")).into_iter().flatten().flatten() {
         let lib = entry.path().join("src/lib.rs");
