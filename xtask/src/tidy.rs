@@ -2,6 +2,7 @@
 
 mod exports;
 mod imports;
+mod layers;
 mod use_tree;
 
 use std::path::{Path, PathBuf};
@@ -35,35 +36,4 @@ fn every_rust_file_starts_with_a_module_doc_line() {
         .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
         .collect();
     assert!(missing.is_empty(), "files without a `//!` first line: {missing:?}");
-}
-
-#[test]
-fn layers_point_down() {
-    // A crate may only depend on the crates below it (rusqlite only in curator-sqlite).
-    let manifest = |name: &str| {
-        std::fs::read_to_string(
-            crate::workspace::root().join("crates").join(name).join("Cargo.toml"),
-        )
-        .unwrap_or_default()
-    };
-    let forbidden: &[(&str, &[&str])] = &[
-        (
-            "curator-model",
-            &["curator-strategies", "curator-session", "curator-sqlite", "rusqlite", "regex"],
-        ),
-        ("curator-strategies", &["curator-session", "curator-sqlite", "rusqlite"]),
-        ("curator-session", &["curator-sqlite", "rusqlite"]),
-        ("curator-coalesce", &["curator-session", "curator-sqlite", "rusqlite"]),
-        ("curator-tasks", &["curator-sqlite", "rusqlite", "curator-coalesce"]),
-    ];
-    for (krate, deps) in forbidden {
-        let text = manifest(krate);
-        let dependencies = text.split("[dev-dependencies]").next().unwrap_or_default();
-        for dep in *deps {
-            assert!(
-                !dependencies.contains(&format!("\n{dep}")),
-                "{krate} must not depend on {dep}"
-            );
-        }
-    }
 }
