@@ -5,6 +5,8 @@
 //!   non-zero when a target is missed.
 //! - `cargo xtask ci`: runs what `.ci/run` runs.
 //! - `cargo xtask demo-data`: regenerates the session `curator demo` replays.
+//! - `cargo xtask lib-crates`: prints the workspace's library crates, one per line (for
+//!   `.ci/run`, which builds each without default features).
 #![expect(clippy::print_stdout, clippy::print_stderr, reason = "xtask reports to the terminal")]
 
 mod bench;
@@ -32,6 +34,18 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some("lib-crates") => match workspace::metadata() {
+            Ok(metadata) => {
+                for name in workspace::library_crates(&metadata) {
+                    println!("{name}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        },
         Some("bench") => match bench::Options::parse(&args[1..]) {
             Ok(options) => bench::run(&root(), &options),
             Err(e) => {
@@ -41,7 +55,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask bench [--quick] [--filter TEXT] | cargo xtask ci | cargo xtask demo-data"
+                "usage: cargo xtask bench [--quick] [--filter TEXT] | ci | demo-data | lib-crates"
             );
             ExitCode::from(2)
         }

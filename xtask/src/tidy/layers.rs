@@ -1,5 +1,5 @@
-//! Dependencies point down, checked on what cargo resolves (`cargo metadata`) rather than on
-//! the text of the manifests.
+//! Dependencies point down, checked on the dependencies cargo reports (`cargo metadata`)
+//! rather than on the text of the manifests.
 //!
 //! `model ← strategies ← session ← {sqlite, postgres, loop} ← curator ← curator-cli`;
 //! `curator-coalesce` and `curator-tasks` sit beside them on the lower crates; an external
@@ -117,14 +117,7 @@ fn violations(metadata: &Value) -> Vec<String> {
 
 #[test]
 fn layers_point_down() {
-    let root = crate::workspace::root();
-    let output = crate::workspace::cargo()
-        .args(["metadata", "--format-version", "1", "--no-deps", "--manifest-path"])
-        .arg(root.join("Cargo.toml"))
-        .output()
-        .expect("cargo metadata runs");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata is JSON");
+    let metadata = crate::workspace::metadata().unwrap();
     assert!(
         metadata["packages"].as_array().is_some_and(|p| p.len() >= 9),
         "cargo metadata lists too few packages"
