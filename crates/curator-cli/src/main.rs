@@ -1,6 +1,7 @@
 //! `curator`: see what curation does to your own agent conversations.
 //!
-//! `curator curate`, `replay`, `inspect`, `trace` and `demo`; run `curator --help`.
+//! `curator curate`, `replay`, `inspect`, `trace` and `demo`; run `curator --help`. This file
+//! holds the command line and sends each command to its module in `commands/`.
 #![expect(clippy::print_stdout, clippy::print_stderr, reason = "a command-line program")]
 #![expect(clippy::cast_precision_loss, reason = "counts become percentages and chart coordinates")]
 
@@ -14,9 +15,8 @@ mod session_file;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-
 use anyhow::Result;
+use clap::{Parser, Subcommand};
 
 use crate::commands::trace::ViewKind;
 use crate::commands::{curate, demo, inspect, replay, trace};

@@ -12,6 +12,8 @@ use crate::pipeline::PipelineArgs;
 /// `cargo xtask demo-data` and committed.
 const DEMO: &str = include_str!("../../data/demo.json");
 
+/// Replays the bundled session with the default pipeline, checking every view, and records
+/// it, with its HTML report, in a temporary folder it names.
 pub(crate) fn run() -> Result<ExitCode> {
     let input = input::parse(DEMO, Format::Openai).context("the bundled demo conversation")?;
     let pipeline = PipelineArgs::default().build()?;
