@@ -56,7 +56,6 @@ impl Crate {
     }
 
     /// From files given as (module path, text), for tests.
-    #[cfg(test)]
     fn of(files: &[(&str, &str)]) -> Self {
         let modules = files
             .iter()
