@@ -7,7 +7,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use curator_tasks::{Event, HistorySection, Role, TaskHistory, Turn};
+use curator_tasks::{HistorySection, StepTurn, TaskEvent, TaskHistory, TurnRole};
 
 /// 20 steps of 50 turns (user, assistant and tool turns of 80 to 400 characters); the last
 /// step is active and steps 1 to 5 are summarized.
@@ -19,22 +19,23 @@ fn history() -> TaskHistory {
     .expect("valid steps");
     let mut turn_id = 0;
     for step_id in 1..=20 {
-        history = history.apply(&Event::SetActiveStep { step_id }).expect("known step");
+        history = history.apply(&TaskEvent::SetActiveStep { step_id }).expect("known step");
         for n in 0..50 {
             turn_id += 1;
             let content = "cargo test --package parser -- grammar::rules ".repeat(2 + n % 8);
             let turn = match n % 3 {
-                0 => Turn::new(turn_id, Role::User, content),
-                1 => Turn::new(turn_id, Role::Assistant, content),
-                _ => Turn::new(turn_id, Role::Tool, content)
+                0 => StepTurn::new(turn_id, TurnRole::User, content),
+                1 => StepTurn::new(turn_id, TurnRole::Assistant, content),
+                _ => StepTurn::new(turn_id, TurnRole::Tool, content)
                     .with_tool("bash", format!("call_{turn_id}")),
             };
-            history = history.apply(&Event::append(turn)).expect("in order");
+            history = history.apply(&TaskEvent::append(turn)).expect("in order");
         }
     }
     for step_id in 1..=5 {
         let summary = format!("Step {step_id}: ported the rules, all grammar tests pass.");
-        history = history.apply(&Event::SummarizeStep { step_id, summary }).expect("valid summary");
+        history =
+            history.apply(&TaskEvent::SummarizeStep { step_id, summary }).expect("valid summary");
     }
     history
 }
@@ -52,9 +53,9 @@ fn render(c: &mut Criterion) {
 
 fn append(c: &mut Criterion) {
     let history = history();
-    let event = Event::append(Turn::new(
+    let event = TaskEvent::append(StepTurn::new(
         history.next_turn_id(),
-        Role::Assistant,
+        TurnRole::Assistant,
         "All grammar tests pass now.",
     ));
     c.bench_function("tasks/append_turn/20x50", |b| {

@@ -65,7 +65,7 @@ pub(crate) fn run(root: &Path, options: &Options) -> ExitCode {
     let started = SystemTime::now();
     let target_dir =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let mut command = crate::cargo();
+    let mut command = crate::workspace::cargo();
     // Criterion finds its output directory through `cargo metadata` unless told; tell it, so
     // results always land where they are read back.
     command.current_dir(root).env("CARGO_TARGET_DIR", &target_dir).args([

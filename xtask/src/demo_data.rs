@@ -202,7 +202,7 @@ pub(crate) fn generate() -> String {
 
 /// The committed file.
 pub(crate) fn path() -> std::path::PathBuf {
-    crate::root().join("crates/curator-cli/data/demo.json")
+    crate::workspace::root().join("crates/curator-cli/data/demo.json")
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //!   non-zero when a target is missed.
 //! - `cargo xtask ci`: runs what `.ci/run` runs.
 //! - `cargo xtask demo-data`: regenerates the session `curator demo` replays.
+//! - `cargo xtask lib-crates`: prints the workspace's library crates, one per line (for
+//!   `.ci/run`, which builds each without default features).
 #![expect(clippy::print_stdout, clippy::print_stderr, reason = "xtask reports to the terminal")]
 
 mod bench;
@@ -12,9 +14,11 @@ mod demo_data;
 mod targets;
 #[cfg(test)]
 mod tidy;
+mod workspace;
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+
+use crate::workspace::root;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,6 +34,18 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some("lib-crates") => match workspace::metadata() {
+            Ok(metadata) => {
+                for name in workspace::library_crates(&metadata) {
+                    println!("{name}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        },
         Some("bench") => match bench::Options::parse(&args[1..]) {
             Ok(options) => bench::run(&root(), &options),
             Err(e) => {
@@ -39,23 +55,11 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask bench [--quick] [--filter TEXT] | cargo xtask ci | cargo xtask demo-data"
+                "usage: cargo xtask bench [--quick] [--filter TEXT] | ci | demo-data | lib-crates"
             );
             ExitCode::from(2)
         }
     }
-}
-
-/// The workspace root, found from this crate's manifest directory.
-pub(crate) fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-}
-
-/// The cargo that runs this xtask, so that toolchain overrides carry through.
-pub(crate) fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
 /// Runs what `.ci/run` runs.

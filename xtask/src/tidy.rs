@@ -1,7 +1,13 @@
 //! Rules about the tree itself, checked by `cargo test --workspace`.
 
+mod exports;
+mod imports;
+mod layers;
+mod use_tree;
+
 use std::path::{Path, PathBuf};
 
+/// Every `.rs` file under `dir`, outside build output and proptest regressions.
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.filter_map(Result::ok) {
@@ -18,7 +24,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn every_rust_file_starts_with_a_module_doc_line() {
-    let root = crate::root();
+    let root = crate::workspace::root();
     let mut files = Vec::new();
     for dir in ["crates", "benches", "xtask"] {
         rust_files(&root.join(dir), &mut files);
@@ -30,33 +36,4 @@ fn every_rust_file_starts_with_a_module_doc_line() {
         .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
         .collect();
     assert!(missing.is_empty(), "files without a `//!` first line: {missing:?}");
-}
-
-#[test]
-fn layers_point_down() {
-    // A crate may only depend on the crates below it (rusqlite only in curator-sqlite).
-    let manifest = |name: &str| {
-        std::fs::read_to_string(crate::root().join("crates").join(name).join("Cargo.toml"))
-            .unwrap_or_default()
-    };
-    let forbidden: &[(&str, &[&str])] = &[
-        (
-            "curator-model",
-            &["curator-strategies", "curator-session", "curator-sqlite", "rusqlite", "regex"],
-        ),
-        ("curator-strategies", &["curator-session", "curator-sqlite", "rusqlite"]),
-        ("curator-session", &["curator-sqlite", "rusqlite"]),
-        ("curator-coalesce", &["curator-session", "curator-sqlite", "rusqlite"]),
-        ("curator-tasks", &["curator-sqlite", "rusqlite", "curator-coalesce"]),
-    ];
-    for (krate, deps) in forbidden {
-        let text = manifest(krate);
-        let dependencies = text.split("[dev-dependencies]").next().unwrap_or_default();
-        for dep in *deps {
-            assert!(
-                !dependencies.contains(&format!("\n{dep}")),
-                "{krate} must not depend on {dep}"
-            );
-        }
-    }
 }

@@ -1,24 +1,26 @@
 //! `curator`: see what curation does to your own agent conversations.
 //!
-//! `curator curate`, `replay`, `inspect`, `trace` and `demo`; run `curator --help`.
+//! `curator curate`, `replay`, `inspect`, `trace` and `demo`; run `curator --help`. This file
+//! holds the command line and sends each command to its module in `commands/`.
 #![expect(clippy::print_stdout, clippy::print_stderr, reason = "a command-line program")]
 #![expect(clippy::cast_precision_loss, reason = "counts become percentages and chart coordinates")]
 
 mod commands;
-mod demo;
 mod input;
-mod inspect;
 mod pipeline;
-mod replay;
+mod replayed;
 mod report;
+mod session_file;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+use crate::commands::trace::ViewKind;
+use crate::commands::{curate, demo, inspect, replay, trace};
 use crate::input::Format;
-use crate::inspect::ViewKind;
 use crate::pipeline::PipelineArgs;
 
 /// See what curation does to your agent conversations.
@@ -104,9 +106,47 @@ enum Command {
     Demo,
 }
 
+/// Runs one command.
+fn run(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Curate { file, format, to, output, check, pipeline } => {
+            let input = input::read(&file, format)?;
+            curate::run(&input, to, output.as_deref(), check, &pipeline.build()?)
+        }
+        Command::Replay { file, format, check, report, db, per_call, json, pipeline } => {
+            let input = input::read(&file, format)?;
+            let title = format!("curator replay of {}", file.display());
+            replay::run(
+                &input,
+                &pipeline.build()?,
+                &replay::Options {
+                    check,
+                    report: report.as_deref(),
+                    db: db.as_deref(),
+                    per_call,
+                    json,
+                    title,
+                },
+            )
+        }
+        Command::Inspect { db } => {
+            print!("{}", inspect::run(&db)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Trace { db, evaluation, view, raw, usage, pipeline } => {
+            print!(
+                "{}",
+                trace::run(&db, evaluation.as_deref(), view, raw, usage, &pipeline.build()?)?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo => demo::run(),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match commands::run(cli.command) {
+    match run(cli.command) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");

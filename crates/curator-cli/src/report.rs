@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::replay::{Replayed, Totals, saved};
+use crate::replayed::{Call, Replayed, Totals, saved};
 
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
@@ -25,7 +25,7 @@ fn chart(replay: &Replayed) -> String {
         }
     };
     let y = |v: u64| H - PAD + -(v as f64 / max) * (H - 2.0 * PAD);
-    let line = |pick: &dyn Fn(&crate::replay::Call) -> u64| {
+    let line = |pick: &dyn Fn(&Call) -> u64| {
         calls
             .iter()
             .enumerate()

@@ -36,11 +36,11 @@ mod compression;
 mod error;
 mod format;
 mod namespace;
-mod prelude;
 mod render;
 mod resolve;
 mod trace;
 mod turn;
+mod user_namespace;
 mod value;
 
 pub use compression::{

@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 
 use crate::format::{Limits, to_clojure};
 use crate::namespace::Run;
-use crate::prelude::{PreludeEntry, accumulate};
 use crate::turn::{Turn, Turns};
+use crate::user_namespace::{UserDefinition, accumulate};
 use crate::value::Value;
 
 /// The column every entry's `;` comment starts at (counted from 0): code shorter than this
@@ -76,12 +76,12 @@ fn data_section(out: &mut String, run: &Run) {
     }
 }
 
-fn user_section(out: &mut String, prelude: &[PreludeEntry<'_>]) {
-    if prelude.is_empty() {
+fn user_section(out: &mut String, definitions: &[UserDefinition<'_>]) {
+    if definitions.is_empty() {
         return;
     }
     out.push_str("\n;; === user/ (your prelude) ===\n");
-    for entry in prelude {
+    for entry in definitions {
         if let Value::Function(function) = entry.value {
             let code = format!("({} [{}])", entry.name, function.params().join(" "));
             let comment = match (function.docstring(), function.return_type()) {

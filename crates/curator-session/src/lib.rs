@@ -39,6 +39,7 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod checkpoint;
 mod conversation;
 mod error;
 mod memory;
@@ -50,10 +51,12 @@ mod summaries;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use checkpoint::Checkpoint;
 pub use conversation::{Conversation, ResumePolicy, ToolContext, ToolOutcome};
 pub use error::{Error, Result, StoreErrorKind};
 pub use memory::MemoryStore;
 pub use run::{RunOutcome, run_blocking};
-pub use snapshot::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION, Snapshot};
-pub use store::{Appended, Checkpoint, EvaluationSummary, SessionStore};
+pub use snapshot::Snapshot;
+pub use snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
+pub use store::{Appended, EvaluationSummary, SessionStore};
 pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};

@@ -4,12 +4,8 @@ use std::collections::HashSet;
 
 use curator_model::Entry;
 
+use crate::snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
 use crate::{Checkpoint, Error, Result};
-
-/// The `format` field of every snapshot.
-pub const SNAPSHOT_FORMAT: &str = "curator.session.snapshot";
-/// The snapshot version this build writes and reads.
-pub const SNAPSHOT_VERSION: u32 = 1;
 
 /// Everything a store holds: every entry of every evaluation and every checkpoint, in a
 /// versioned JSON format shared by all stores, so a snapshot moves between them.

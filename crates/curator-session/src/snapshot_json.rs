@@ -1,4 +1,5 @@
-//! A fast writer of snapshot JSON, byte-for-byte what serde writes.
+//! The snapshot JSON format (its name and version) and a fast writer of it, byte-for-byte
+//! what serde writes.
 //!
 //! Snapshots are mostly message text, and `serde_json` escapes strings a byte at a time. This
 //! writer escapes eight bytes at a time and writes the common entry shapes by hand (text or
@@ -14,7 +15,12 @@ use std::fmt::Write as _;
 use chrono::SecondsFormat;
 use curator_model::{Content, Entry, Message};
 
-use crate::{Checkpoint, Error, Result, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, StoreErrorKind};
+use crate::{Checkpoint, Error, Result, StoreErrorKind};
+
+/// The `format` field of every snapshot.
+pub const SNAPSHOT_FORMAT: &str = "curator.session.snapshot";
+/// The snapshot version this build writes and reads.
+pub const SNAPSHOT_VERSION: u32 = 1;
 
 /// Writes a whole snapshot; `bytes` is a guess at its size. Large snapshots are written on
 /// several threads, each writing a run of entries, then joined in order.

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use curator_model::{Entry, EvaluationId, PromptRef};
 use serde_json::Value;
 
-use crate::{Result, Snapshot};
+use crate::{Checkpoint, Result, Snapshot};
 
 /// What an append did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,21 +39,6 @@ impl EvaluationSummary {
     pub fn new(evaluation_id: EvaluationId, first_at: DateTime<Utc>) -> Self {
         Self { evaluation_id, prompt: None, messages: 0, turns: 0, first_at, last_at: first_at }
     }
-}
-
-/// A named, versioned JSON document kept beside the record (loop state, task state,
-/// summaries).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[non_exhaustive]
-pub struct Checkpoint {
-    /// The name.
-    pub name: String,
-    /// 1 for the first document saved under the name, then +1 for each save.
-    pub version: u64,
-    /// The document.
-    pub document: Value,
-    /// When this version was saved.
-    pub saved_at: DateTime<Utc>,
 }
 
 /// The authoritative record of conversations: every message, appended the moment it exists.
@@ -156,13 +141,6 @@ pub trait SessionStore: Send + Sync {
     /// [`Error::SnapshotRestore`](crate::Error::SnapshotRestore); the store is then unchanged.
     fn restore_json(&self, json: &str) -> Result<()> {
         self.restore(&Snapshot::from_json(json)?)
-    }
-}
-
-impl Checkpoint {
-    /// Version 1 of a checkpoint (stores set the version they hold).
-    pub fn new(name: String, document: Value, saved_at: DateTime<Utc>) -> Self {
-        Self { name, version: 1, document, saved_at }
     }
 }
 

@@ -1,7 +1,8 @@
 //! The store conformance suite (feature `testing`): the rules every [`SessionStore`] must
 //! keep, as checks any implementation can run.
 //!
-//! Run them all with one `#[test]` each through [`store_conformance_tests!`]:
+//! Run them all with one `#[test]` each through
+//! [`store_conformance_tests!`](crate::store_conformance_tests!):
 //!
 //! ```
 //! # #[cfg(feature = "testing")]

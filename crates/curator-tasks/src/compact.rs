@@ -4,8 +4,8 @@ use curator_model::{Message, ToolCall};
 use curator_strategies::{Extractive, Summarizer, TokenCounter};
 
 use crate::error::{Error, Result};
-use crate::event::{Event, MAX_SUMMARY_CHARS, checked_summary};
-use crate::history::{Role, StepHistory, TaskHistory, Visibility};
+use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
+use crate::history::{StepHistory, TaskHistory, TurnRole, Visibility};
 use crate::render::HistorySection;
 
 /// The default utilisation above which [`check_and_compact`] summarizes a step.
@@ -135,7 +135,7 @@ impl<'a> Budget<'a> {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{Role, StepHistory, Turn, step_messages};
+/// use curator_tasks::{StepHistory, StepTurn, TurnRole, step_messages};
 ///
 /// let messages = step_messages(&StepHistory::new(1, "Test"));
 /// assert!(messages.is_empty());
@@ -145,9 +145,9 @@ pub fn step_messages(step: &StepHistory) -> Vec<Message> {
     let mut messages = Vec::with_capacity(step.turns().len());
     for turn in step.turns() {
         match (turn.role, &turn.tool_call_id) {
-            (Role::User, _) => messages.push(Message::user(turn.content.as_str())),
-            (Role::Assistant, _) => messages.push(Message::assistant(turn.content.as_str())),
-            (Role::Tool, Some(call_id)) => {
+            (TurnRole::User, _) => messages.push(Message::user(turn.content.as_str())),
+            (TurnRole::Assistant, _) => messages.push(Message::assistant(turn.content.as_str())),
+            (TurnRole::Tool, Some(call_id)) => {
                 let name = turn.tool_name.as_deref().unwrap_or("tool");
                 messages.push(Message::assistant_with_calls(
                     None,
@@ -155,7 +155,7 @@ pub fn step_messages(step: &StepHistory) -> Vec<Message> {
                 ));
                 messages.push(Message::tool_result(call_id.as_str(), turn.content.as_str()));
             }
-            (Role::Tool, None) => {
+            (TurnRole::Tool, None) => {
                 let name = turn.tool_name.as_deref().unwrap_or("tool");
                 messages.push(Message::user(format!("[tool:{name}] {}", turn.content)));
             }
@@ -175,13 +175,15 @@ pub fn step_messages(step: &StepHistory) -> Vec<Message> {
 ///
 /// ```
 /// use curator_strategies::CharEstimate;
-/// use curator_tasks::{Budget, Event, Role, TaskHistory, Turn, Visibility, check_and_compact};
+/// use curator_tasks::{
+///     Budget, StepTurn, TaskEvent, TaskHistory, TurnRole, Visibility, check_and_compact,
+/// };
 ///
-/// let mut history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?.apply(&Event::SetActiveStep { step_id: 1 })?;
+/// let mut history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?.apply(&TaskEvent::SetActiveStep { step_id: 1 })?;
 /// for id in 1..=40 {
-///     history = history.apply(&Event::append(Turn::new(id, Role::Assistant, "ran the suite again, 3 failures left")))?;
+///     history = history.apply(&TaskEvent::append(StepTurn::new(id, TurnRole::Assistant, "ran the suite again, 3 failures left")))?;
 /// }
-/// history = history.apply(&Event::SetActiveStep { step_id: 2 })?;
+/// history = history.apply(&TaskEvent::SetActiveStep { step_id: 2 })?;
 /// let counter = CharEstimate::default();
 /// let event = check_and_compact(&history, &Budget::new(&counter, 500))?.ok_or("expected compaction")?;
 /// let history = history.apply(&event)?;
@@ -194,7 +196,7 @@ pub fn step_messages(step: &StepHistory) -> Vec<Message> {
 ///
 /// [`Error::Summarizer`] when the summarizer fails; [`Error::EmptySummary`] when it returns
 /// nothing.
-pub fn check_and_compact(history: &TaskHistory, budget: &Budget<'_>) -> Result<Option<Event>> {
+pub fn check_and_compact(history: &TaskHistory, budget: &Budget<'_>) -> Result<Option<TaskEvent>> {
     #[expect(clippy::cast_precision_loss, reason = "token counts are far below 2^52")]
     let over = budget.used_tokens(history) as f64 > budget.threshold * budget.max_tokens as f64;
     if !over {
@@ -218,5 +220,8 @@ pub fn check_and_compact(history: &TaskHistory, budget: &Budget<'_>) -> Result<O
         .map_err(|source| Error::Summarizer { step_id: step.step_id(), source })?;
     // Keep within the limit whatever the summarizer wrote.
     let summary: String = summary.trim().chars().take(MAX_SUMMARY_CHARS).collect();
-    Ok(Some(Event::SummarizeStep { step_id: step.step_id(), summary: checked_summary(&summary)? }))
+    Ok(Some(TaskEvent::SummarizeStep {
+        step_id: step.step_id(),
+        summary: checked_summary(&summary)?,
+    }))
 }

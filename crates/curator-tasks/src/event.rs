@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::history::{StepHistory, StepId, TaskHistory, Turn, Visibility};
+use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, Visibility};
 
 /// The longest summary a step may carry, in characters.
 pub const MAX_SUMMARY_CHARS: usize = 1_000;
@@ -15,10 +15,10 @@ pub const MAX_SUMMARY_CHARS: usize = 1_000;
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{Event, TaskHistory};
+/// use curator_tasks::{TaskEvent, TaskHistory};
 ///
 /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
-/// let event = Event::SummarizeStep { step_id: 1, summary: "All 212 tests pass.".into() };
+/// let event = TaskEvent::SummarizeStep { step_id: 1, summary: "All 212 tests pass.".into() };
 /// let json = serde_json::to_string(&event)?;
 /// assert!(json.contains("summarize_step"));
 /// assert!(history.apply(&event).is_ok());
@@ -27,7 +27,7 @@ pub const MAX_SUMMARY_CHARS: usize = 1_000;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Event {
+pub enum TaskEvent {
     /// Replace the whole history (a new plan was set up).
     Seed {
         /// The new history.
@@ -49,7 +49,7 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         step_id: Option<StepId>,
         /// The turn.
-        turn: Turn,
+        turn: StepTurn,
     },
     /// Replace a step's turns by a summary in renderings (the turns are kept).
     SummarizeStep {
@@ -65,19 +65,19 @@ pub enum Event {
     },
 }
 
-impl Event {
+impl TaskEvent {
     /// Append `turn` to the active step.
     ///
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{Event, Role, Turn};
+    /// use curator_tasks::{StepTurn, TaskEvent, TurnRole};
     ///
-    /// let event = Event::append(Turn::new(1, Role::User, "hi"));
-    /// assert!(matches!(event, Event::AppendTurn { step_id: None, .. }));
+    /// let event = TaskEvent::append(StepTurn::new(1, TurnRole::User, "hi"));
+    /// assert!(matches!(event, TaskEvent::AppendTurn { step_id: None, .. }));
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn append(turn: Turn) -> Self {
+    pub fn append(turn: StepTurn) -> Self {
         Self::AppendTurn { step_id: None, turn }
     }
 }
@@ -95,18 +95,44 @@ pub(crate) fn checked_summary(summary: &str) -> Result<String> {
     Ok(trimmed.to_owned())
 }
 
+// A history is built, as it is changed, through the reducer: its constructor lives here.
 impl TaskHistory {
+    /// A history for `objective` with empty steps, in plan order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::TaskHistory;
+    ///
+    /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?;
+    /// assert_eq!(history.steps().len(), 2);
+    /// assert!(TaskHistory::new("Ship", [(1, "Test"), (1, "Again")]).is_err());
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DuplicateStep`] when two steps share an id.
+    pub fn new<T: Into<String>>(
+        objective: impl Into<String>,
+        steps: impl IntoIterator<Item = (StepId, T)>,
+    ) -> Result<Self> {
+        let empty = Self { objective: objective.into(), active_step_id: None, steps: Vec::new() };
+        let steps = steps.into_iter().map(|(id, title)| StepHistory::new(id, title)).collect();
+        empty.apply(&TaskEvent::AddSteps { steps })
+    }
+
     /// The history after `event`; this one is left unchanged.
     ///
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{Error, Event, Role, TaskHistory, Turn};
+    /// use curator_tasks::{Error, StepTurn, TaskEvent, TaskHistory, TurnRole};
     ///
     /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
-    /// let rejected = history.apply(&Event::append(Turn::new(1, Role::User, "hi")));
+    /// let rejected = history.apply(&TaskEvent::append(StepTurn::new(1, TurnRole::User, "hi")));
     /// assert!(matches!(rejected, Err(Error::NoActiveStep)));
-    /// let rejected = history.apply(&Event::SetActiveStep { step_id: 9 });
+    /// let rejected = history.apply(&TaskEvent::SetActiveStep { step_id: 9 });
     /// assert_eq!(rejected.unwrap_err().to_string(), "step 9 not found; known steps: 1");
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -117,13 +143,13 @@ impl TaskHistory {
     /// [`Error::DuplicateStep`] for a step added twice; [`Error::NoActiveStep`] for a turn
     /// with no step to go to; [`Error::TurnOutOfOrder`] for a turn whose id is not after its
     /// step's last; [`Error::EmptySummary`] and [`Error::SummaryTooLong`] for a bad summary.
-    pub fn apply(&self, event: &Event) -> Result<Self> {
+    pub fn apply(&self, event: &TaskEvent) -> Result<Self> {
         match event {
-            Event::Seed { history } => {
+            TaskEvent::Seed { history } => {
                 history.check()?;
                 Ok(history.clone())
             }
-            Event::AddSteps { steps } => {
+            TaskEvent::AddSteps { steps } => {
                 let mut next = self.clone();
                 for step in steps {
                     if next.steps.iter().any(|existing| existing.step_id == step.step_id) {
@@ -133,11 +159,11 @@ impl TaskHistory {
                 }
                 Ok(next)
             }
-            Event::SetActiveStep { step_id } => {
+            TaskEvent::SetActiveStep { step_id } => {
                 self.position(*step_id)?;
                 Ok(Self { active_step_id: Some(*step_id), ..self.clone() })
             }
-            Event::AppendTurn { step_id, turn } => {
+            TaskEvent::AppendTurn { step_id, turn } => {
                 let step_id = step_id.or(self.active_step_id).ok_or(Error::NoActiveStep)?;
                 self.with_step(step_id, |step| {
                     if let Some(last) =
@@ -153,7 +179,7 @@ impl TaskHistory {
                     Ok(())
                 })
             }
-            Event::SummarizeStep { step_id, summary } => {
+            TaskEvent::SummarizeStep { step_id, summary } => {
                 let summary = checked_summary(summary)?;
                 self.with_step(*step_id, |step| {
                     step.summary = Some(summary);
@@ -161,7 +187,7 @@ impl TaskHistory {
                     Ok(())
                 })
             }
-            Event::ExpandStep { step_id } => self.with_step(*step_id, |step| {
+            TaskEvent::ExpandStep { step_id } => self.with_step(*step_id, |step| {
                 step.visibility = Visibility::Full;
                 Ok(())
             }),
@@ -194,12 +220,29 @@ impl TaskHistory {
         next.steps[index] = Arc::new(step);
         Ok(next)
     }
+
+    /// The index of a step, or [`Error::UnknownStep`].
+    pub(crate) fn position(&self, step_id: StepId) -> Result<usize> {
+        self.steps
+            .iter()
+            .position(|step| step.step_id == step_id)
+            .ok_or_else(|| self.unknown(step_id))
+    }
+
+    /// The error for a step this history does not have, listing the ones it has.
+    pub(crate) fn unknown(&self, step_id: StepId) -> Error {
+        let known = self.steps.iter().map(|step| step.step_id.to_string()).collect::<Vec<_>>();
+        Error::UnknownStep {
+            step_id,
+            known: if known.is_empty() { "none".to_owned() } else { known.join(", ") },
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Role;
+    use crate::history::TurnRole;
 
     fn history() -> TaskHistory {
         TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")]).unwrap()
@@ -208,13 +251,14 @@ mod tests {
     #[test]
     fn every_event_applies_and_leaves_the_old_version_alone() {
         let start = history();
-        let active = start.apply(&Event::SetActiveStep { step_id: 1 }).unwrap();
+        let active = start.apply(&TaskEvent::SetActiveStep { step_id: 1 }).unwrap();
         assert_eq!(active.active_step_id(), Some(1));
-        let appended = active.apply(&Event::append(Turn::new(1, Role::User, "go"))).unwrap();
+        let appended =
+            active.apply(&TaskEvent::append(StepTurn::new(1, TurnRole::User, "go"))).unwrap();
         let explicit = appended
-            .apply(&Event::AppendTurn {
+            .apply(&TaskEvent::AppendTurn {
                 step_id: Some(2),
-                turn: Turn::new(2, Role::Assistant, "tagging"),
+                turn: StepTurn::new(2, TurnRole::Assistant, "tagging"),
             })
             .unwrap();
         assert_eq!(explicit.step(1).unwrap().turns().len(), 1);
@@ -222,51 +266,55 @@ mod tests {
         assert!(active.step(1).unwrap().turns().is_empty(), "the old version is unchanged");
 
         let summarized = explicit
-            .apply(&Event::SummarizeStep { step_id: 1, summary: "  done  ".into() })
+            .apply(&TaskEvent::SummarizeStep { step_id: 1, summary: "  done  ".into() })
             .unwrap();
         assert_eq!(summarized.step(1).unwrap().summary(), Some("done"));
         assert_eq!(summarized.step(1).unwrap().visibility(), Visibility::Summary);
-        let expanded = summarized.apply(&Event::ExpandStep { step_id: 1 }).unwrap();
+        let expanded = summarized.apply(&TaskEvent::ExpandStep { step_id: 1 }).unwrap();
         assert_eq!(expanded.step(1).unwrap().visibility(), Visibility::Full);
         assert_eq!(expanded.step(1).unwrap().turns(), explicit.step(1).unwrap().turns());
 
         let added = expanded
-            .apply(&Event::AddSteps { steps: vec![StepHistory::new(3, "Announce")] })
+            .apply(&TaskEvent::AddSteps { steps: vec![StepHistory::new(3, "Announce")] })
             .unwrap();
         assert_eq!(added.steps().map(StepHistory::step_id).collect::<Vec<_>>(), [1, 2, 3]);
-        let seeded = added.apply(&Event::Seed { history: history() }).unwrap();
+        let seeded = added.apply(&TaskEvent::Seed { history: history() }).unwrap();
         assert_eq!(seeded, history());
     }
 
     #[test]
     fn rejected_events_name_the_problem() {
-        let start = history().apply(&Event::SetActiveStep { step_id: 1 }).unwrap();
-        let with_turn = start.apply(&Event::append(Turn::new(5, Role::User, "go"))).unwrap();
-        let cases: Vec<(Event, &str)> = vec![
-            (Event::SetActiveStep { step_id: 7 }, "step 7 not found; known steps: 1, 2"),
+        let start = history().apply(&TaskEvent::SetActiveStep { step_id: 1 }).unwrap();
+        let with_turn =
+            start.apply(&TaskEvent::append(StepTurn::new(5, TurnRole::User, "go"))).unwrap();
+        let cases: Vec<(TaskEvent, &str)> = vec![
+            (TaskEvent::SetActiveStep { step_id: 7 }, "step 7 not found; known steps: 1, 2"),
             (
-                Event::AppendTurn { step_id: Some(7), turn: Turn::new(9, Role::User, "x") },
+                TaskEvent::AppendTurn {
+                    step_id: Some(7),
+                    turn: StepTurn::new(9, TurnRole::User, "x"),
+                },
                 "step 7 not found; known steps: 1, 2",
             ),
             (
-                Event::append(Turn::new(5, Role::User, "again")),
+                TaskEvent::append(StepTurn::new(5, TurnRole::User, "again")),
                 "turn 5 is out of order in step 1, whose last turn is 5",
             ),
             (
-                Event::SummarizeStep { step_id: 1, summary: " \n ".into() },
+                TaskEvent::SummarizeStep { step_id: 1, summary: " \n ".into() },
                 "summary must not be empty",
             ),
             (
-                Event::SummarizeStep { step_id: 1, summary: "x".repeat(1_001) },
+                TaskEvent::SummarizeStep { step_id: 1, summary: "x".repeat(1_001) },
                 "summary must be at most 1000 characters (got 1001)",
             ),
             (
-                Event::SummarizeStep { step_id: 3, summary: "ok".into() },
+                TaskEvent::SummarizeStep { step_id: 3, summary: "ok".into() },
                 "step 3 not found; known steps: 1, 2",
             ),
-            (Event::ExpandStep { step_id: 3 }, "step 3 not found; known steps: 1, 2"),
+            (TaskEvent::ExpandStep { step_id: 3 }, "step 3 not found; known steps: 1, 2"),
             (
-                Event::AddSteps { steps: vec![StepHistory::new(2, "again")] },
+                TaskEvent::AddSteps { steps: vec![StepHistory::new(2, "again")] },
                 "step 2 already exists",
             ),
         ];
@@ -274,13 +322,13 @@ mod tests {
             assert_eq!(with_turn.apply(&event).unwrap_err().to_string(), message, "{event:?}");
         }
         assert!(matches!(
-            history().apply(&Event::append(Turn::new(1, Role::User, "x"))),
+            history().apply(&TaskEvent::append(StepTurn::new(1, TurnRole::User, "x"))),
             Err(Error::NoActiveStep)
         ));
         let mut bad_seed = history();
         bad_seed.active_step_id = Some(9);
         assert!(matches!(
-            history().apply(&Event::Seed { history: bad_seed }),
+            history().apply(&TaskEvent::Seed { history: bad_seed }),
             Err(Error::UnknownStep { step_id: 9, .. })
         ));
     }

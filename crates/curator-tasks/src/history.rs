@@ -12,7 +12,7 @@ pub type StepId = u32;
 /// Who produced a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Role {
+pub enum TurnRole {
     /// The user, or the harness speaking for them.
     User,
     /// The model.
@@ -21,7 +21,7 @@ pub enum Role {
     Tool,
 }
 
-impl Role {
+impl TurnRole {
     /// The role as text: `user`, `assistant`, `tool`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -32,7 +32,7 @@ impl Role {
     }
 }
 
-impl fmt::Display for Role {
+impl fmt::Display for TurnRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -43,18 +43,18 @@ impl fmt::Display for Role {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{Role, Turn};
+/// use curator_tasks::{StepTurn, TurnRole};
 ///
-/// let turn = Turn::new(3, Role::Tool, "12 files").with_tool("ls", "call_1");
+/// let turn = StepTurn::new(3, TurnRole::Tool, "12 files").with_tool("ls", "call_1");
 /// assert_eq!(turn.tool_name.as_deref(), Some("ls"));
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Turn {
+pub struct StepTurn {
     /// The turn's id; increasing within a step.
     pub turn_id: u64,
     /// Who produced it.
-    pub role: Role,
+    pub role: TurnRole,
     /// Its text.
     pub content: String,
     /// For a tool turn, the tool's name.
@@ -68,18 +68,18 @@ pub struct Turn {
     pub created_at: DateTime<Utc>,
 }
 
-impl Turn {
+impl StepTurn {
     /// A turn recorded now.
     ///
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{Role, Turn};
+    /// use curator_tasks::{StepTurn, TurnRole};
     ///
-    /// assert_eq!(Turn::new(1, Role::User, "Fix the build").content, "Fix the build");
+    /// assert_eq!(StepTurn::new(1, TurnRole::User, "Fix the build").content, "Fix the build");
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(turn_id: u64, role: Role, content: impl Into<String>) -> Self {
+    pub fn new(turn_id: u64, role: TurnRole, content: impl Into<String>) -> Self {
         Self {
             turn_id,
             role,
@@ -95,9 +95,9 @@ impl Turn {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{Role, Turn};
+    /// use curator_tasks::{StepTurn, TurnRole};
     ///
-    /// let turn = Turn::new(2, Role::Tool, "ok").with_tool("cargo_test", "call_9");
+    /// let turn = StepTurn::new(2, TurnRole::Tool, "ok").with_tool("cargo_test", "call_9");
     /// assert_eq!(turn.tool_call_id.as_deref(), Some("call_9"));
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -114,9 +114,9 @@ impl Turn {
     ///
     /// ```
     /// use chrono::DateTime;
-    /// use curator_tasks::{Role, Turn};
+    /// use curator_tasks::{StepTurn, TurnRole};
     ///
-    /// let turn = Turn::new(1, Role::User, "hi").at(DateTime::UNIX_EPOCH);
+    /// let turn = StepTurn::new(1, TurnRole::User, "hi").at(DateTime::UNIX_EPOCH);
     /// assert_eq!(turn.created_at, DateTime::UNIX_EPOCH);
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -147,7 +147,7 @@ pub enum Visibility {
 pub struct StepHistory {
     pub(crate) step_id: StepId,
     pub(crate) step_title: String,
-    pub(crate) turns: Vec<Turn>,
+    pub(crate) turns: Vec<StepTurn>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) summary: Option<String>,
     #[serde(default)]
@@ -188,7 +188,7 @@ impl StepHistory {
     }
 
     /// The turns, in order.
-    pub fn turns(&self) -> &[Turn] {
+    pub fn turns(&self) -> &[StepTurn] {
         &self.turns
     }
 
@@ -212,11 +212,11 @@ impl StepHistory {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{Event, Role, TaskHistory, Turn};
+/// use curator_tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole};
 ///
 /// let history = TaskHistory::new("Ship the release", [(1, "Run the tests"), (2, "Tag")])?;
-/// let history = history.apply(&Event::SetActiveStep { step_id: 1 })?;
-/// let history = history.apply(&Event::append(Turn::new(1, Role::Assistant, "Running cargo test")))?;
+/// let history = history.apply(&TaskEvent::SetActiveStep { step_id: 1 })?;
+/// let history = history.apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Assistant, "Running cargo test")))?;
 /// assert_eq!(history.step(1).map(|step| step.turns().len()), Some(1));
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -229,31 +229,6 @@ pub struct TaskHistory {
 }
 
 impl TaskHistory {
-    /// A history for `objective` with empty steps, in plan order.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use curator_tasks::TaskHistory;
-    ///
-    /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?;
-    /// assert_eq!(history.steps().len(), 2);
-    /// assert!(TaskHistory::new("Ship", [(1, "Test"), (1, "Again")]).is_err());
-    /// Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::DuplicateStep`](crate::Error::DuplicateStep) when two steps share an id.
-    pub fn new<T: Into<String>>(
-        objective: impl Into<String>,
-        steps: impl IntoIterator<Item = (StepId, T)>,
-    ) -> crate::Result<Self> {
-        let empty = Self { objective: objective.into(), active_step_id: None, steps: Vec::new() };
-        let steps = steps.into_iter().map(|(id, title)| StepHistory::new(id, title)).collect();
-        empty.apply(&crate::Event::AddSteps { steps })
-    }
-
     /// The task's objective.
     pub fn objective(&self) -> &str {
         &self.objective
@@ -291,20 +266,5 @@ impl TaskHistory {
             .map(|turn| turn.turn_id)
             .max()
             .map_or(1, |id| id + 1)
-    }
-
-    pub(crate) fn position(&self, step_id: StepId) -> crate::Result<usize> {
-        self.steps
-            .iter()
-            .position(|step| step.step_id == step_id)
-            .ok_or_else(|| self.unknown(step_id))
-    }
-
-    pub(crate) fn unknown(&self, step_id: StepId) -> crate::Error {
-        let known = self.steps.iter().map(|step| step.step_id.to_string()).collect::<Vec<_>>();
-        crate::Error::UnknownStep {
-            step_id,
-            known: if known.is_empty() { "none".to_owned() } else { known.join(", ") },
-        }
     }
 }

@@ -5,8 +5,8 @@
 //! summarizers) and `curator-session` (persistence through checkpoints). The guide is
 //! `docs/task-history.md`.
 //!
-//! - [`TaskHistory`], [`StepHistory`], [`Turn`]: immutable values, changed only by
-//!   [`Event`]s through [`TaskHistory::apply`].
+//! - [`TaskHistory`], [`StepHistory`], [`StepTurn`]: immutable values, changed only by
+//!   [`TaskEvent`]s through [`TaskHistory::apply`].
 //! - [`HistorySection`]: Markdown or text, the active step last, with [`Visibility`] levels
 //!   and a [`StepVisibilityResolver`].
 //! - The model's tools: [`ToolDefinition`], [`summarize_step`], [`expand_step`],
@@ -17,11 +17,11 @@
 //! # Examples
 //!
 //! ```
-//! use curator_tasks::{Event, Role, TaskHistory, Turn};
+//! use curator_tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole};
 //!
 //! let history = TaskHistory::new("Ship the release", [(1, "Run the tests"), (2, "Tag")])?
-//!     .apply(&Event::SetActiveStep { step_id: 1 })?
-//!     .apply(&Event::append(Turn::new(1, Role::Assistant, "All 212 tests pass.")))?;
+//!     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?
+//!     .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Assistant, "All 212 tests pass.")))?;
 //! assert_eq!(history.step(1).map(|step| step.turns().len()), Some(1));
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -37,8 +37,8 @@ mod tools;
 
 pub use compact::{Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact, step_messages};
 pub use error::{Error, Result};
-pub use event::{Event, MAX_SUMMARY_CHARS};
-pub use history::{Role, StepHistory, StepId, TaskHistory, Turn, Visibility};
+pub use event::{MAX_SUMMARY_CHARS, TaskEvent};
+pub use history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
 pub use persist::{TASK_HISTORY_CHECKPOINT, load, save};
 pub use plan::{Plan, PlanStep, PlanSync, StepStatus, sync_plan};
 pub use render::{CONDENSED_TURNS, HistorySection, StepVisibilityResolver};

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::Event;
+use crate::event::TaskEvent;
 use crate::history::{StepHistory, StepId, TaskHistory};
 
 /// Where a plan step stands.
@@ -101,7 +101,7 @@ impl Plan {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PlanSync {
     /// The events to apply, in order.
-    pub events: Vec<Event>,
+    pub events: Vec<TaskEvent>,
     /// Steps the plan marks done whose history is still shown in full: candidates for the
     /// compaction policy ([`check_and_compact`](crate::check_and_compact)) or a summarize prompt.
     pub completed: Vec<StepId>,
@@ -113,11 +113,11 @@ pub struct PlanSync {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{Event, Plan, StepStatus, sync_plan};
+/// use curator_tasks::{Plan, StepStatus, TaskEvent, sync_plan};
 ///
 /// let plan = Plan::new("Ship", [(1, "Test")]);
 /// let first = sync_plan(None, &plan);
-/// let Some(Event::Seed { history }) = first.events.first() else { return Err("no seed".into()) };
+/// let Some(TaskEvent::Seed { history }) = first.events.first() else { return Err("no seed".into()) };
 ///
 /// let plan = Plan::new("Ship", [(1, "Test"), (2, "Tag")]).with_status(2, StepStatus::InProgress);
 /// let mut history = history.clone();
@@ -148,7 +148,7 @@ pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> PlanSync {
             }
         }
         seeded.active_step_id = in_progress;
-        sync.events.push(Event::Seed { history: seeded });
+        sync.events.push(TaskEvent::Seed { history: seeded });
         return sync;
     };
     let mut new_steps: Vec<StepHistory> = Vec::new();
@@ -160,10 +160,10 @@ pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> PlanSync {
         }
     }
     if !new_steps.is_empty() {
-        sync.events.push(Event::AddSteps { steps: new_steps });
+        sync.events.push(TaskEvent::AddSteps { steps: new_steps });
     }
     if let Some(step_id) = in_progress.filter(|&id| history.active_step_id() != Some(id)) {
-        sync.events.push(Event::SetActiveStep { step_id });
+        sync.events.push(TaskEvent::SetActiveStep { step_id });
     }
     sync.completed = plan
         .steps

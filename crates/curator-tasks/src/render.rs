@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::history::{Role, StepHistory, StepId, TaskHistory, Turn, Visibility};
+use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
 
 /// How many turns a condensed step shows.
 pub const CONDENSED_TURNS: usize = 3;
@@ -82,11 +82,11 @@ impl StepVisibilityResolver {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{Event, HistorySection, Role, TaskHistory, Turn};
+/// use curator_tasks::{HistorySection, StepTurn, TaskEvent, TaskHistory, TurnRole};
 ///
 /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?
-///     .apply(&Event::SetActiveStep { step_id: 1 })?
-///     .apply(&Event::append(Turn::new(1, Role::Assistant, "Running the tests")))?;
+///     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?
+///     .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Assistant, "Running the tests")))?;
 /// let markdown = HistorySection::new().markdown(&history);
 /// assert!(markdown.starts_with("## Task History\n\n**Objective**: Ship\n"));
 /// assert!(markdown.ends_with("### 1. Test [active]\n\n**Assistant**: Running the tests"));
@@ -291,16 +291,16 @@ fn ordered(history: &TaskHistory) -> impl Iterator<Item = (usize, &StepHistory)>
 
 /// The turns a visibility shows: all, or for a condensed step the first, the tool results
 /// and the last, without repeats, at most [`CONDENSED_TURNS`].
-fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&Turn> {
+fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&StepTurn> {
     let turns = step.turns();
     if visibility != Visibility::Condensed || turns.len() <= CONDENSED_TURNS {
         return turns.iter().collect();
     }
-    let mut key: Vec<&Turn> = Vec::with_capacity(CONDENSED_TURNS);
+    let mut key: Vec<&StepTurn> = Vec::with_capacity(CONDENSED_TURNS);
     let candidates = turns
         .first()
         .into_iter()
-        .chain(turns.iter().filter(|turn| turn.role == Role::Tool))
+        .chain(turns.iter().filter(|turn| turn.role == TurnRole::Tool))
         .chain(turns.last());
     for turn in candidates {
         if key.len() == CONDENSED_TURNS {
@@ -313,24 +313,24 @@ fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&Turn> {
     key
 }
 
-fn markdown_turn(out: &mut String, turn: &Turn) {
+fn markdown_turn(out: &mut String, turn: &StepTurn) {
     match (turn.role, &turn.tool_name) {
-        (Role::Tool, Some(name)) => {
+        (TurnRole::Tool, Some(name)) => {
             let _ = writeln!(out, "**[{name}]**: {}", turn.content);
         }
-        (Role::Tool, None) => {
+        (TurnRole::Tool, None) => {
             let _ = writeln!(out, "**[tool]**: {}", turn.content);
         }
-        (Role::User, _) => {
+        (TurnRole::User, _) => {
             let _ = writeln!(out, "**User**: {}", turn.content);
         }
-        (Role::Assistant, _) => {
+        (TurnRole::Assistant, _) => {
             let _ = writeln!(out, "**Assistant**: {}", turn.content);
         }
     }
 }
 
-fn text_turn(out: &mut String, turn: &Turn) {
+fn text_turn(out: &mut String, turn: &StepTurn) {
     out.push_str("  [");
     match &turn.tool_name {
         Some(name) => {

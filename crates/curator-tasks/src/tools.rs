@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use curator_strategies::TokenCounter;
 
 use crate::error::{Error, Result};
-use crate::event::{Event, MAX_SUMMARY_CHARS, checked_summary};
+use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, StepId, TaskHistory, Visibility};
 use crate::render::StepVisibilityResolver;
 
@@ -144,7 +144,7 @@ struct NoArgs {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summarized {
     /// `SummarizeStep` with the trimmed summary.
-    pub event: Event,
+    pub event: TaskEvent,
     /// The tool's answer: `Step N summarized.`
     pub message: String,
 }
@@ -177,7 +177,7 @@ pub fn summarize_step(history: &TaskHistory, raw_arguments: &str) -> Result<Summ
     let summary = checked_summary(&args.summary)?;
     Ok(Summarized {
         message: format!("Step {} summarized.", args.step_id),
-        event: Event::SummarizeStep { step_id: args.step_id, summary },
+        event: TaskEvent::SummarizeStep { step_id: args.step_id, summary },
     })
 }
 
@@ -191,7 +191,7 @@ pub struct Expansion {
     /// Why the model asked.
     pub reason: String,
     /// `ExpandStep`, to apply to the history.
-    pub event: Event,
+    pub event: TaskEvent,
 }
 
 impl Expansion {
@@ -207,10 +207,10 @@ impl Expansion {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{Event, TaskHistory, Visibility, expand_step};
+/// use curator_tasks::{TaskEvent, TaskHistory, Visibility, expand_step};
 ///
 /// let history = TaskHistory::new("Ship", [(1, "Test")])?
-///     .apply(&Event::SummarizeStep { step_id: 1, summary: "Tests pass.".into() })?;
+///     .apply(&TaskEvent::SummarizeStep { step_id: 1, summary: "Tests pass.".into() })?;
 /// let expansion = expand_step(&history, r#"{"step_id": 1, "reason": "need the failing seed"}"#)?;
 /// let history = history.apply(&expansion.event)?;
 /// assert_eq!(history.step(1).map(|step| step.visibility()), Some(Visibility::Full));
@@ -227,7 +227,7 @@ pub fn expand_step(history: &TaskHistory, raw_arguments: &str) -> Result<Expansi
     Ok(Expansion {
         step: step.clone(),
         reason: args.reason,
-        event: Event::ExpandStep { step_id: args.step_id },
+        event: TaskEvent::ExpandStep { step_id: args.step_id },
     })
 }
 

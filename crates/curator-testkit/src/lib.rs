@@ -1,12 +1,13 @@
 //! Shared test fixtures for the curator workspace (not published).
 //!
-//! - [`corpus`]: the real agent transcripts of `../shared/corpus/`, when present.
+//! - [`corpus`]: the real agent transcripts of `../shared/corpus/`, when present (required
+//!   under CI).
 //! - [`arb`]: proptest generators of provider-valid message lists.
 //! - [`projection`]: the part of a message both providers can express, for comparing
 //!   messages across formats.
 
 #![expect(clippy::print_stderr, reason = "tests print why they skip")]
-#![expect(clippy::panic, reason = "a broken fixture must fail the test that reads it")]
+#![expect(clippy::panic, reason = "a missing (under CI) or broken fixture must fail the test")]
 
 pub mod arb;
 pub mod corpus;

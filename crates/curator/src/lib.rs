@@ -9,7 +9,7 @@
 //! | [`strategies`] | `curator-strategies` | `HistoryManager`, windows, budgets, truncation, redaction, summarization, composition |
 //! | [`session`] | `curator-session` | the record: `SessionStore`, `MemoryStore`, the `Conversation` driver, resume, snapshots |
 //! | [`coalesce`] | `curator-coalesce` | code-executing agents: turns, values and their Clojure-like printing |
-//! | [`tasks`] | `curator-tasks` | task history by plan step, `summarize_step` / `expand_step` / `context_pressure` tools, compaction |
+//! | [`tasks`] | `curator-tasks` | task history by plan step (`TaskHistory`, `StepTurn`, `TaskEvent`), `summarize_step` / `expand_step` / `context_pressure` tools, compaction |
 //! | `sqlite` (feature `sqlite`, on by default) | `curator-sqlite` | `SqliteStore`: the durable, multi-process store on one file |
 //!
 //! Features: `sqlite` (default) adds the SQLite store; `tiktoken` switches on exact OpenAI

@@ -4,14 +4,14 @@ use curator_model::Message;
 use curator_session::{MemoryStore, SessionStore};
 use curator_strategies::{CharEstimate, Summarizer};
 use curator_tasks::{
-    Budget, Error, Event, HistorySection, Plan, Role, StepStatus, TASK_HISTORY_CHECKPOINT,
-    TaskHistory, Turn, Visibility, check_and_compact, load, save, step_messages, sync_plan,
+    Budget, Error, HistorySection, Plan, StepStatus, StepTurn, TASK_HISTORY_CHECKPOINT, TaskEvent,
+    TaskHistory, TurnRole, Visibility, check_and_compact, load, save, step_messages, sync_plan,
 };
 
 use crate::render::worked;
 
 #[expect(clippy::unwrap_used, reason = "a helper of tests: a rejected event is a failure")]
-fn applied(mut history: TaskHistory, events: &[Event]) -> TaskHistory {
+fn applied(mut history: TaskHistory, events: &[TaskEvent]) -> TaskHistory {
     for event in events {
         history = history.apply(event).unwrap();
     }
@@ -23,7 +23,7 @@ fn plan_changes_become_history_events() {
     let plan = Plan::new("Release 2.0", [(1, "Test"), (2, "Tag")]);
     let seeded = sync_plan(None, &plan);
     assert_eq!(seeded.events.len(), 1);
-    let Event::Seed { history } = &seeded.events[0] else {
+    let TaskEvent::Seed { history } = &seeded.events[0] else {
         unreachable!("seed expected, got {:?}", seeded.events)
     };
     assert_eq!(history.objective(), "Release 2.0");
@@ -36,10 +36,11 @@ fn plan_changes_become_history_events() {
     // A step starts: it becomes active.
     let plan = plan.with_status(1, StepStatus::InProgress);
     let sync = sync_plan(Some(&history), &plan);
-    assert_eq!(sync.events, [Event::SetActiveStep { step_id: 1 }]);
+    assert_eq!(sync.events, [TaskEvent::SetActiveStep { step_id: 1 }]);
     let history = applied(history, &sync.events);
-    let history =
-        history.apply(&Event::append(Turn::new(1, Role::Assistant, "tests pass"))).unwrap();
+    let history = history
+        .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Assistant, "tests pass")))
+        .unwrap();
 
     // A step is added and the next one starts; the finished one is a compaction candidate.
     let mut plan = plan.with_status(1, StepStatus::Done).with_status(2, StepStatus::InProgress);
@@ -58,15 +59,16 @@ fn plan_changes_become_history_events() {
     assert_eq!(history.active_step_id(), Some(2));
 
     // Once summarized, a done step is no longer a candidate.
-    let history =
-        history.apply(&Event::SummarizeStep { step_id: 1, summary: "Tests pass.".into() }).unwrap();
+    let history = history
+        .apply(&TaskEvent::SummarizeStep { step_id: 1, summary: "Tests pass.".into() })
+        .unwrap();
     assert!(sync_plan(Some(&history), &plan).completed.is_empty());
 }
 
 #[test]
 fn compaction_summarizes_the_oldest_completed_full_step_above_the_threshold() {
     let counter = CharEstimate::default();
-    let history = worked().apply(&Event::SetActiveStep { step_id: 3 }).unwrap();
+    let history = worked().apply(&TaskEvent::SetActiveStep { step_id: 3 }).unwrap();
     let used = Budget::new(&counter, 1).used_tokens(&history);
 
     // At or under 80 % of the window: nothing.
@@ -76,14 +78,14 @@ fn compaction_summarizes_the_oldest_completed_full_step_above_the_threshold() {
     );
     // Over it: step 1, the oldest completed one, with the extractive summary of its turns.
     let event = check_and_compact(&history, &Budget::new(&counter, used)).unwrap().unwrap();
-    let Event::SummarizeStep { step_id, summary } = &event else { unreachable!("{event:?}") };
+    let TaskEvent::SummarizeStep { step_id, summary } = &event else { unreachable!("{event:?}") };
     assert_eq!(*step_id, 1);
     assert!(summary.starts_with("User asked: The parser test fails one run in ten."), "{summary}");
     assert!(summary.contains("cargo_test"), "{summary}");
     let history = history.apply(&event).unwrap();
     // Then step 2, then nothing: the active step is never summarized.
     let event = check_and_compact(&history, &Budget::new(&counter, 1)).unwrap().unwrap();
-    assert!(matches!(event, Event::SummarizeStep { step_id: 2, .. }));
+    assert!(matches!(event, TaskEvent::SummarizeStep { step_id: 2, .. }));
     let history = history.apply(&event).unwrap();
     assert_eq!(check_and_compact(&history, &Budget::new(&counter, 1)).unwrap(), None);
     assert_eq!(history.step(3).map(curator_tasks::StepHistory::visibility), Some(Visibility::Full));
@@ -109,7 +111,7 @@ impl Summarizer for Failing {
 #[test]
 fn compaction_reports_a_failing_summarizer_and_changes_nothing() {
     let counter = CharEstimate::default();
-    let history = worked().apply(&Event::SetActiveStep { step_id: 3 }).unwrap();
+    let history = worked().apply(&TaskEvent::SetActiveStep { step_id: 3 }).unwrap();
     let error = check_and_compact(&history, &Budget::new(&counter, 1).with_summarizer(&Failing))
         .unwrap_err();
     assert!(matches!(error, Error::Summarizer { step_id: 1, .. }), "{error}");
@@ -127,7 +129,7 @@ fn step_messages_pair_tool_results_with_their_calls() {
 fn a_task_survives_a_restart_through_a_checkpoint() {
     let store = MemoryStore::new();
     let history = worked()
-        .apply(&Event::SummarizeStep { step_id: 1, summary: "HashMap order.".into() })
+        .apply(&TaskEvent::SummarizeStep { step_id: 1, summary: "HashMap order.".into() })
         .unwrap();
     assert_eq!(save(&store, TASK_HISTORY_CHECKPOINT, &worked()).unwrap(), 1);
     assert_eq!(save(&store, TASK_HISTORY_CHECKPOINT, &history).unwrap(), 2);

@@ -2,7 +2,9 @@
 
 use std::collections::HashSet;
 
-use curator_tasks::{Event, HistorySection, Role, StepHistory, TaskHistory, Turn, Visibility};
+use curator_tasks::{
+    HistorySection, StepHistory, StepTurn, TaskEvent, TaskHistory, TurnRole, Visibility,
+};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -25,19 +27,19 @@ fn arb_action() -> impl Strategy<Value = Action> {
     ]
 }
 
-fn event(history: &TaskHistory, action: Action) -> Event {
+fn event(history: &TaskHistory, action: Action) -> TaskEvent {
     match action {
         Action::Add(id) => {
-            Event::AddSteps { steps: vec![StepHistory::new(id, format!("step {id}"))] }
+            TaskEvent::AddSteps { steps: vec![StepHistory::new(id, format!("step {id}"))] }
         }
-        Action::Activate(id) => Event::SetActiveStep { step_id: id },
+        Action::Activate(id) => TaskEvent::SetActiveStep { step_id: id },
         Action::Append { step, role, content, id_step_back } => {
-            let role = [Role::User, Role::Assistant, Role::Tool][usize::from(role)];
+            let role = [TurnRole::User, TurnRole::Assistant, TurnRole::Tool][usize::from(role)];
             let id = history.next_turn_id().saturating_sub(u64::from(id_step_back));
-            Event::AppendTurn { step_id: step, turn: Turn::new(id, role, content) }
+            TaskEvent::AppendTurn { step_id: step, turn: StepTurn::new(id, role, content) }
         }
-        Action::Summarize(id, summary) => Event::SummarizeStep { step_id: id, summary },
-        Action::Expand(id) => Event::ExpandStep { step_id: id },
+        Action::Summarize(id, summary) => TaskEvent::SummarizeStep { step_id: id, summary },
+        Action::Expand(id) => TaskEvent::ExpandStep { step_id: id },
     }
 }
 
@@ -79,10 +81,10 @@ proptest! {
         let section = HistorySection::new();
         for step in history.steps().filter(|step| step.visibility() == Visibility::Full) {
             let id = step.step_id();
-            let summarized = history.apply(&Event::SummarizeStep { step_id: id, summary: summary.clone() }).unwrap_or_else(|e| unreachable!("{e}"));
+            let summarized = history.apply(&TaskEvent::SummarizeStep { step_id: id, summary: summary.clone() }).unwrap_or_else(|e| unreachable!("{e}"));
             let hint = format!("expand_step({id})");
             prop_assert!(section.markdown(&summarized).contains(&hint));
-            let expanded = summarized.apply(&Event::ExpandStep { step_id: id }).unwrap_or_else(|e| unreachable!("{e}"));
+            let expanded = summarized.apply(&TaskEvent::ExpandStep { step_id: id }).unwrap_or_else(|e| unreachable!("{e}"));
             prop_assert_eq!(section.markdown(&expanded), section.markdown(&history));
             prop_assert_eq!(section.text(&expanded), section.text(&history));
         }

@@ -1,7 +1,7 @@
 //! Golden renderings for every visibility level, and the cache-friendly layout.
 
 use curator_tasks::{
-    Event, HistorySection, Role, StepVisibilityResolver, TaskHistory, Turn, Visibility,
+    HistorySection, StepTurn, StepVisibilityResolver, TaskEvent, TaskHistory, TurnRole, Visibility,
 };
 
 #[expect(clippy::unwrap_used, reason = "a fixture of valid events; a failure is a test failure")]
@@ -10,25 +10,25 @@ pub(crate) fn worked() -> TaskHistory {
         TaskHistory::new("Fix the flaky test", [(1, "Reproduce"), (2, "Fix"), (3, "Verify")])
             .unwrap();
     let mut id = 0;
-    let mut turn = |role: Role, content: &str| {
+    let mut turn = |role: TurnRole, content: &str| {
         id += 1;
-        Turn::new(id, role, content)
+        StepTurn::new(id, role, content)
     };
     let step_one = [
-        turn(Role::User, "The parser test fails one run in ten."),
-        turn(Role::Assistant, "Running it 50 times."),
-        turn(Role::Tool, "5 of 50 runs failed").with_tool("cargo_test", "call_1"),
-        turn(Role::Assistant, "It depends on HashMap order."),
-        turn(Role::Tool, "seed 42 fails").with_tool("cargo_test", "call_2"),
+        turn(TurnRole::User, "The parser test fails one run in ten."),
+        turn(TurnRole::Assistant, "Running it 50 times."),
+        turn(TurnRole::Tool, "5 of 50 runs failed").with_tool("cargo_test", "call_1"),
+        turn(TurnRole::Assistant, "It depends on HashMap order."),
+        turn(TurnRole::Tool, "seed 42 fails").with_tool("cargo_test", "call_2"),
     ];
-    let step_two = [turn(Role::Assistant, "Switching to BTreeMap.")];
-    history = history.apply(&Event::SetActiveStep { step_id: 1 }).unwrap();
+    let step_two = [turn(TurnRole::Assistant, "Switching to BTreeMap.")];
+    history = history.apply(&TaskEvent::SetActiveStep { step_id: 1 }).unwrap();
     for t in step_one {
-        history = history.apply(&Event::append(t)).unwrap();
+        history = history.apply(&TaskEvent::append(t)).unwrap();
     }
-    history = history.apply(&Event::SetActiveStep { step_id: 2 }).unwrap();
+    history = history.apply(&TaskEvent::SetActiveStep { step_id: 2 }).unwrap();
     for t in step_two {
-        history = history.apply(&Event::append(t)).unwrap();
+        history = history.apply(&TaskEvent::append(t)).unwrap();
     }
     history
 }
@@ -77,7 +77,7 @@ _3 of 5 turns shown. Call `expand_step(1)` for full conversation._
 #[test]
 fn summary() {
     let history = worked()
-        .apply(&Event::SummarizeStep {
+        .apply(&TaskEvent::SummarizeStep {
             step_id: 1,
             summary: "Flaky because of HashMap order; seed 42 reproduces.".into(),
         })
@@ -103,7 +103,7 @@ fn title() {
 #[test]
 fn overrides_beat_stored_visibility_and_summary_without_text_shows_in_full() {
     let history =
-        worked().apply(&Event::SummarizeStep { step_id: 1, summary: "short".into() }).unwrap();
+        worked().apply(&TaskEvent::SummarizeStep { step_id: 1, summary: "short".into() }).unwrap();
     let full = HistorySection::new()
         .with_resolver(StepVisibilityResolver::new().with_override(1, Visibility::Full));
     assert_eq!(full.markdown(&history), HistorySection::new().markdown(&worked()));
@@ -115,7 +115,7 @@ fn overrides_beat_stored_visibility_and_summary_without_text_shows_in_full() {
 #[test]
 fn plain_text() {
     let history = worked()
-        .apply(&Event::SummarizeStep { step_id: 1, summary: "HashMap order.".into() })
+        .apply(&TaskEvent::SummarizeStep { step_id: 1, summary: "HashMap order.".into() })
         .unwrap();
     assert_eq!(
         HistorySection::new().text(&history),
@@ -130,7 +130,7 @@ Step 3: Verify
 Step 2: Fix [active]
   [assistant] Switching to BTreeMap."
     );
-    let expanded = history.apply(&Event::ExpandStep { step_id: 1 }).unwrap();
+    let expanded = history.apply(&TaskEvent::ExpandStep { step_id: 1 }).unwrap();
     assert!(
         HistorySection::new()
             .text(&expanded)
@@ -142,8 +142,8 @@ Step 2: Fix [active]
 fn only_the_tail_changes_as_the_active_step_grows() {
     let before = worked();
     let after = before
-        .apply(&Event::append(
-            Turn::new(99, Role::Tool, "all green").with_tool("cargo_test", "call_3"),
+        .apply(&TaskEvent::append(
+            StepTurn::new(99, TurnRole::Tool, "all green").with_tool("cargo_test", "call_3"),
         ))
         .unwrap();
     let (before, after) =

@@ -2,7 +2,7 @@
 
 use curator_strategies::CharEstimate;
 use curator_tasks::{
-    ContextPressure, Error, Event, HistorySection, Recommendation, StepVisibilityResolver,
+    ContextPressure, Error, HistorySection, Recommendation, StepVisibilityResolver, TaskEvent,
     ToolDefinition, Visibility, context_pressure, expand_step, summarize_step,
 };
 
@@ -67,7 +67,7 @@ fn summarize_step_validates_every_argument() {
 #[test]
 fn expand_step_validates_and_signals_a_rerender() {
     let history = worked()
-        .apply(&Event::SummarizeStep { step_id: 1, summary: "HashMap order.".into() })
+        .apply(&TaskEvent::SummarizeStep { step_id: 1, summary: "HashMap order.".into() })
         .unwrap();
     rejected(expand_step(&history, r#"{"step_id": 1}"#), "missing field `reason`");
     rejected(expand_step(&history, r#"{"reason": "x"}"#), "missing field `step_id`");

@@ -1,12 +1,11 @@
-//! `curator replay`: run each conversation as an agent loop would, curating before every
-//! assistant message, and measure what curation saved.
+//! A conversation replayed as an agent loop would run it, curating before every assistant
+//! message: what each provider call would have sent, what curation saved, and the table of it.
 
 use std::fmt::Write as _;
 use std::time::Instant;
 
 use anyhow::Result;
-use curator::model::{Entry, EvaluationId, Message, PromptRef, Role, validate};
-use curator::session::SessionStore;
+use curator::model::{Role, validate};
 use curator::strategies::{CurationContext, History, View};
 
 use crate::input::Conversation;
@@ -112,36 +111,6 @@ pub(crate) fn replay(
         history.push(message.clone());
     }
     Ok(Replayed { id: conversation.id.clone(), calls, violation })
-}
-
-/// Records conversations into a SQLite session file, one evaluation each.
-pub(crate) fn record(path: &std::path::Path, conversations: &[Conversation]) -> Result<usize> {
-    let store = curator::sqlite::SqliteStore::open(path)?;
-    let mut recorded = 0;
-    for conversation in conversations {
-        let evaluation = EvaluationId::new();
-        let prompt = PromptRef::new("replay", conversation.id.clone());
-        let mut turn = 0;
-        let entries = conversation
-            .messages
-            .iter()
-            .enumerate()
-            .map(|(i, m): (usize, &Message)| {
-                if m.role() == Role::Assistant {
-                    turn += 1;
-                }
-                let turn = if m.role() == Role::Tool { turn.max(1) } else { turn };
-                Entry::builder(evaluation, m.clone())
-                    .sequence(i as u64)
-                    .turn(turn)
-                    .prompt(prompt.clone())
-                    .build()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        store.append_batch(&entries)?;
-        recorded += entries.len();
-    }
-    Ok(recorded)
 }
 
 fn arrow<T: std::fmt::Display>(a: T, b: T) -> String {

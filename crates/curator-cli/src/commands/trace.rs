@@ -1,53 +1,15 @@
-//! `curator inspect` and `curator trace`: what a session file holds.
+//! `curator trace`: the record of one evaluation, or the view a pipeline would send.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use curator::model::{EvaluationId, Message, pending_tool_calls};
+use curator::model::{EvaluationId, Message};
 use curator::session::SessionStore;
-use curator::sqlite::SqliteStore;
 use curator::strategies::{CurationContext, History, TokenCounter, View};
 
 use crate::pipeline::Pipeline;
-
-fn open(path: &Path) -> Result<SqliteStore> {
-    SqliteStore::open_read_only(path)
-        .with_context(|| format!("cannot open session file {}", path.display()))
-}
-
-/// Evaluations with message counts, turns, first and last time, pending tool calls.
-pub(crate) fn inspect(path: &Path) -> Result<String> {
-    let store = open(path)?;
-    let evaluations = store.evaluations()?;
-    let mut out = String::new();
-    let _ = writeln!(out, "{}: {} evaluations", path.display(), evaluations.len());
-    let _ = writeln!(
-        out,
-        "{:<36}  {:<28} {:>8} {:>6}  {:<20}  {:<20}  pending tool calls",
-        "evaluation", "prompt", "messages", "turns", "first", "last"
-    );
-    for e in &evaluations {
-        let messages: Vec<Message> =
-            store.entries(e.evaluation_id)?.into_iter().map(|e| e.message).collect();
-        let pending: Vec<String> = pending_tool_calls(&messages)
-            .iter()
-            .map(|c| format!("{} ({})", c.id(), c.name()))
-            .collect();
-        let _ = writeln!(
-            out,
-            "{:<36}  {:<28} {:>8} {:>6}  {:<20}  {:<20}  {}",
-            e.evaluation_id,
-            e.prompt.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
-            e.messages,
-            e.turns,
-            e.first_at.format("%Y-%m-%d %H:%M:%S"),
-            e.last_at.format("%Y-%m-%d %H:%M:%S"),
-            if pending.is_empty() { "none".to_owned() } else { pending.join(", ") }
-        );
-    }
-    Ok(out)
-}
+use crate::session_file;
 
 /// What `curator trace` shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -59,7 +21,7 @@ pub(crate) enum ViewKind {
 }
 
 /// The record of one evaluation (the latest by default), or the curated view of it.
-pub(crate) fn trace(
+pub(crate) fn run(
     path: &Path,
     evaluation: Option<&str>,
     kind: ViewKind,
@@ -67,7 +29,7 @@ pub(crate) fn trace(
     usage: bool,
     pipeline: &Pipeline,
 ) -> Result<String> {
-    let store = open(path)?;
+    let store = session_file::open_read_only(path)?;
     let evaluation = match evaluation {
         Some(id) => {
             id.parse::<EvaluationId>().with_context(|| format!("bad evaluation id `{id}`"))?
