@@ -45,6 +45,7 @@
 mod budget;
 mod clear;
 pub mod coherence;
+mod combinators;
 mod config;
 mod context;
 mod error;
@@ -53,6 +54,7 @@ mod filter;
 mod history;
 mod manager;
 mod map;
+mod observed;
 mod redact;
 mod summarize;
 mod tokens;
@@ -64,17 +66,19 @@ mod window;
 
 pub use budget::TokenBudget;
 pub use clear::ClearOldToolResults;
+pub use combinators::HistoryManagerExt;
 pub use config::{StrategyConfig, SummarizerConfig, Tokenizer};
 pub use context::CurationContext;
 pub use error::{Error, Result};
 pub use events::{
-    ConversationRecorded, Event, EventSink, HistoryCurated, MemorySink, Observed, SummaryFailed,
+    ConversationRecorded, Event, EventSink, HistoryCurated, MemorySink, SummaryFailed,
     SummaryTruncated,
 };
 pub use filter::ToolFilter;
 pub use history::History;
-pub use manager::{HistoryManager, HistoryManagerExt, Passthrough, Then};
+pub use manager::{HistoryManager, Passthrough, Then};
 pub use map::MessageMap;
+pub use observed::Observed;
 pub use redact::Redactor;
 #[cfg(feature = "openai-compatible")]
 pub use summarize::OpenAiCompatible;

@@ -3,9 +3,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use curator_model::Message;
-
-use crate::{CurationContext, History, Observed, Result, View};
+use crate::{CurationContext, Result, View};
 
 /// Curates a conversation into the view sent to the provider.
 ///
@@ -49,42 +47,17 @@ pub trait HistoryManager: Send + Sync {
     }
 }
 
-/// Combinators and conveniences for every [`HistoryManager`].
-pub trait HistoryManagerExt: HistoryManager + Sized {
-    /// Runs `next` on what `self` returns.
-    fn then<B: HistoryManager>(self, next: B) -> Then<Self, B> {
-        Then { first: self, second: next }
-    }
-
-    /// Wraps the manager in [`Observed`], which reports each curate call.
-    fn observed(self) -> Observed<Self> {
-        Observed::new(self)
-    }
-
-    /// Curates a plain message list and returns the view's messages (each kept message is
-    /// cloned once, for the caller). Agent loops that curate every iteration keep a
-    /// [`History`] instead, so that token counts and transformations are cached.
-    ///
-    /// # Errors
-    ///
-    /// As [`HistoryManager::curate`].
-    fn curate_messages(
-        &self,
-        messages: &[Message],
-        ctx: &CurationContext<'_>,
-    ) -> Result<Vec<Message>> {
-        let history = History::from(messages);
-        Ok(self.curate(View::full(&history), ctx)?.to_messages())
-    }
-}
-
-impl<T: HistoryManager> HistoryManagerExt for T {}
-
 /// Two managers in a row; see [`HistoryManagerExt::then`].
 #[derive(Clone, Debug)]
 pub struct Then<A, B> {
     first: A,
     second: B,
+}
+
+impl<A, B> Then<A, B> {
+    pub(crate) const fn new(first: A, second: B) -> Self {
+        Self { first, second }
+    }
 }
 
 impl<A: HistoryManager, B: HistoryManager> HistoryManager for Then<A, B> {
