@@ -47,7 +47,7 @@ pub trait HistoryManager: Send + Sync {
     }
 }
 
-/// Two managers in a row; see [`HistoryManagerExt::then`].
+/// Two managers in a row; see [`HistoryManagerExt::then`](crate::HistoryManagerExt::then).
 #[derive(Clone, Debug)]
 pub struct Then<A, B> {
     first: A,
