@@ -154,7 +154,10 @@ impl HistoryManager for TokenBudget {
                 Take::Stop
             }
         });
-        if kept.is_empty() && !view.is_empty() {
+        drop(tally);
+        let input_was_empty = view.is_empty();
+        let kept = kept.unwrap_or_else(|| view.repaired());
+        if kept.is_empty() && !input_was_empty {
             // Nothing pinned, and not even the newest unit fits shortened: an empty request
             // would be refused, so say what the budget lacks.
             let needed = used + newest.unwrap_or(0);

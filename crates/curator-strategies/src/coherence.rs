@@ -47,10 +47,8 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::borrow::Borrow;
-
-use curator_model::Message;
-use curator_model::pairing::{Link, pairing};
+use curator_model::pairing::{CallRef, Link, Pairer};
+use curator_model::{Message, Role};
 
 /// What repair changes in a message list, in index order: tool messages to drop (`None`),
 /// and assistant messages that keep only the calls flagged `true`.
@@ -69,36 +67,46 @@ impl Repairs {
     }
 }
 
-/// The repairs that make `messages` follow the rules. O(messages), two allocations.
-pub(crate) fn plan<M: Borrow<Message>>(messages: &[M]) -> Repairs {
+/// The repairs that make `messages` (given in order, with `at(i)` for random access to the
+/// earlier ones) follow the rules. O(messages); allocation-free when nothing needs repair,
+/// but for the pairing's list of open calls.
+pub(crate) fn plan<'m>(
+    messages: impl Iterator<Item = &'m Message>,
+    at: impl Fn(usize) -> &'m Message,
+) -> Repairs {
+    let mut pairer = Pairer::new();
     let mut changes = Vec::new();
-    // Whether each call was answered, flat, and where each calling message's flags start.
-    let mut answered: Vec<bool> = Vec::new();
-    let mut calls_at: Vec<(usize, usize)> = Vec::new();
-    for step in pairing(messages) {
-        match step.link {
-            Link::Orphan => changes.push((step.index, None)),
-            Link::Answers(call) => {
-                if let Ok(k) = calls_at.binary_search_by_key(&call.message, |(m, _)| *m) {
-                    answered[calls_at[k].1 + call.call] = true;
-                }
-            }
-            Link::Opens { .. } => {
-                let n = messages[step.index].borrow().tool_calls().len();
-                if n > 0 {
-                    calls_at.push((step.index, answered.len()));
-                    answered.resize(answered.len() + n, false);
-                }
-            }
-            _ => {}
+    // Calls closed without an answer, and the open calls as they were before a step.
+    let mut unanswered: Vec<CallRef> = Vec::new();
+    let mut before: Vec<CallRef> = Vec::new();
+    for (index, message) in messages.enumerate() {
+        let closing = message.role() != Role::Tool && !pairer.open().is_empty();
+        if closing {
+            before.clear();
+            before.extend_from_slice(pairer.open());
+        }
+        let step = pairer.step(index, message, &at);
+        if step.link == Link::Orphan {
+            changes.push((index, None));
+        }
+        if closing && step.closed_calls() {
+            unanswered.extend_from_slice(&before);
         }
     }
-    for (k, &(index, from)) in calls_at.iter().enumerate() {
-        let to = calls_at.get(k + 1).map_or(answered.len(), |next| next.1);
-        if answered[from..to].contains(&false) {
-            changes.push((index, Some(answered[from..to].to_vec())));
+    unanswered.extend_from_slice(pairer.open());
+    if !unanswered.is_empty() {
+        unanswered.sort_unstable();
+        for group in unanswered.chunk_by(|a, b| a.message == b.message) {
+            let message = group[0].message;
+            let mut flags = vec![true; at(message).tool_calls().len()];
+            for call in group {
+                if let Some(flag) = flags.get_mut(call.call) {
+                    *flag = false;
+                }
+            }
+            changes.push((message, Some(flags)));
         }
+        changes.sort_unstable_by_key(|(index, _)| *index);
     }
-    changes.sort_unstable_by_key(|(index, _)| *index);
     Repairs { changes }
 }

@@ -16,15 +16,16 @@ pub(crate) enum Take {
 }
 
 /// Keeps the pinned `head` and the newest units for which `decide` says so, newest first,
-/// then restores coherence. When every unit is kept, the whole view is kept: nothing needed
-/// trimming. With `never_empty`, a non-empty view never becomes empty: older units are taken
-/// one by one until something survives coherence. Costs O(kept).
+/// then restores coherence. `None` when every unit is kept: nothing needed trimming, and the
+/// caller repairs the view it owns (no copy is made). With `never_empty`, a non-empty view
+/// never becomes empty: older units are taken one by one until something survives
+/// coherence. Costs O(kept).
 pub(crate) fn keep_newest<'h>(
     view: &View<'h>,
     head: &Head,
     never_empty: bool,
     mut decide: impl FnMut(Unit) -> Take,
-) -> View<'h> {
+) -> Option<View<'h>> {
     let mut units = view.units_rev(head.len());
     let mut cut = None;
     let mut replaced: Option<(Unit, Vec<(usize, Message)>)> = None;
@@ -43,9 +44,7 @@ pub(crate) fn keep_newest<'h>(
             }
         }
     }
-    if stopped_at.is_none() {
-        return view.clone().repaired();
-    }
+    stopped_at?;
     // The pinned messages before `limit`, then a replaced unit, then everything from `cut`.
     let build = |limit: Option<usize>, replaced: Option<&(Unit, Vec<(usize, Message)>)>, cut| {
         let mut edit = view.edit();
@@ -78,5 +77,5 @@ pub(crate) fn keep_newest<'h>(
             }
         }
     }
-    kept
+    Some(kept)
 }

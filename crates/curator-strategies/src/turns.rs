@@ -55,7 +55,7 @@ impl HistoryManager for TurnLimit {
         let mut turns = 0;
         let mut kept = 0;
         let head = view.head(ctx);
-        Ok(keep_newest(&view, &head, true, |unit| {
+        let trimmed = keep_newest(&view, &head, true, |unit| {
             if view.structure(unit.start()).role() == Role::Assistant {
                 turns += 1;
             }
@@ -65,7 +65,8 @@ impl HistoryManager for TurnLimit {
             } else {
                 Take::Stop
             }
-        }))
+        });
+        Ok(trimmed.unwrap_or_else(|| view.repaired()))
     }
 
     fn name(&self) -> Cow<'_, str> {

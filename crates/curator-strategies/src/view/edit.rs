@@ -107,10 +107,7 @@ impl<'h> View<'h> {
     /// view itself when nothing breaks the rules.
     #[must_use]
     pub fn repaired(self) -> Self {
-        let repairs = {
-            let structures: Vec<&Message> = self.structures().collect();
-            coherence::plan(&structures)
-        };
+        let repairs = coherence::plan(self.structures(), |i| self.structure(i));
         if repairs.is_empty() {
             return self;
         }

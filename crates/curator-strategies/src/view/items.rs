@@ -39,27 +39,26 @@ pub(super) struct Slot {
     pub(super) offset: u32,
 }
 
-/// The items of a view, with the view index each one ends at, so that a view index is found
-/// in O(log items) and adjacent runs are merged as they are pushed.
+/// The items of a view, each with the view index it ends at (one allocation), so that a
+/// view index is found in O(log items) and adjacent runs are merged as they are pushed.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Items {
-    items: Vec<Item>,
-    /// `ends[k]`: the number of messages in `items[..=k]`.
-    ends: Vec<u32>,
+    /// Each item and the number of messages in it and every item before it.
+    items: Vec<(Item, u32)>,
 }
 
 impl Items {
     pub(super) fn with_capacity(n: usize) -> Self {
-        Self { items: Vec::with_capacity(n), ends: Vec::with_capacity(n) }
+        Self { items: Vec::with_capacity(n) }
     }
 
     /// Number of messages.
     pub(super) fn len(&self) -> usize {
-        self.ends.last().map_or(0, |&e| e as usize)
+        self.items.last().map_or(0, |(_, end)| *end as usize)
     }
 
     pub(super) fn get(&self, item: usize) -> &Item {
-        &self.items[item]
+        &self.items[item].0
     }
 
     /// Number of items (not messages).
@@ -74,26 +73,23 @@ impl Items {
         if len == 0 {
             return;
         }
-        if let (Some(Item::Run { end, .. }), Item::Run { start, end: new_end }) =
+        if let (Some((Item::Run { end, .. }, total)), Item::Run { start, end: new_end }) =
             (self.items.last_mut(), &item)
             && *end == *start
         {
             *end = *new_end;
-            if let Some(last) = self.ends.last_mut() {
-                *last += len;
-            }
+            *total += len;
             return;
         }
-        let before = self.ends.last().copied().unwrap_or(0);
-        self.items.push(item);
-        self.ends.push(before + len);
+        let before = self.items.last().map_or(0, |(_, end)| *end);
+        self.items.push((item, before + len));
     }
 
     /// The slot of view index `index`, or `None` past the end.
     pub(super) fn locate(&self, index: usize) -> Option<Slot> {
         let index = u32::try_from(index).ok()?;
-        let item = self.ends.partition_point(|&end| end <= index);
-        let start = if item == 0 { 0 } else { self.ends[item - 1] };
+        let item = self.items.partition_point(|(_, end)| *end <= index);
+        let start = if item == 0 { 0 } else { self.items[item - 1].1 };
         (item < self.items.len()).then(|| Slot { item, offset: index - start })
     }
 
@@ -105,7 +101,7 @@ impl Items {
         let Some(first) = other.locate(range.start) else { return };
         let mut left = range.len().min(other.len() - range.start) as u32;
         let mut offset = first.offset;
-        for item in &other.items[first.item..] {
+        for (item, _) in &other.items[first.item..] {
             if left == 0 {
                 break;
             }
@@ -121,13 +117,13 @@ impl Items {
         self.items
             .iter()
             .enumerate()
-            .flat_map(|(item, it)| (0..it.len()).map(move |offset| Slot { item, offset }))
+            .flat_map(|(item, (it, _))| (0..it.len()).map(move |offset| Slot { item, offset }))
     }
 
     /// Whether view index `index` begins a run item (so that a stretch of history from it
     /// can be counted as one range).
     pub(super) fn run_at(&self, slot: Slot) -> Option<(u32, u32)> {
-        match &self.items[slot.item] {
+        match &self.items[slot.item].0 {
             Item::Run { start, end } => Some((start + slot.offset, *end)),
             Item::Owned { .. } => None,
         }
