@@ -106,7 +106,12 @@ impl PipelineArgs {
                         patterns: std::collections::BTreeMap::default(),
                     },
                     StrategyConfig::ToolResultTruncator { max_length: 2_000, suffix: None },
-                    StrategyConfig::TokenBudget { max_tokens: 32_000, reserve: 0, tokenizer },
+                    StrategyConfig::TokenBudget {
+                        max_tokens: 32_000,
+                        reserve: 0,
+                        tokenizer,
+                        head_share: 0.5,
+                    },
                 ],
             });
         }
@@ -139,7 +144,12 @@ impl PipelineArgs {
             steps.push(StrategyConfig::TurnLimit { max_turns });
         }
         if let Some(max_tokens) = self.max_tokens {
-            steps.push(StrategyConfig::TokenBudget { max_tokens, reserve: 0, tokenizer });
+            steps.push(StrategyConfig::TokenBudget {
+                max_tokens,
+                reserve: 0,
+                tokenizer,
+                head_share: 0.5,
+            });
         }
         Ok(StrategyConfig::Compose { steps })
     }

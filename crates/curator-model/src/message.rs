@@ -227,6 +227,32 @@ impl Message {
         self
     }
 
+    /// The message with the argument text of some tool calls rewritten: `rewrite` returns the
+    /// new text for the calls it changes. Ids, names and provider fields stay as they were,
+    /// so the message keeps its structure (which results answer it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, ToolCall};
+    ///
+    /// let m = Message::assistant_with_calls(None, vec![ToolCall::new("a", "echo", r#"{"text":"hi"}"#)]);
+    /// let m = m.map_tool_call_arguments(|c| Some(c.arguments().replace("hi", "bye")));
+    /// assert_eq!((m.tool_calls()[0].id(), m.tool_calls()[0].arguments()), ("a", r#"{"text":"bye"}"#));
+    /// ```
+    #[must_use]
+    pub fn map_tool_call_arguments(
+        mut self,
+        mut rewrite: impl FnMut(&ToolCall) -> Option<String>,
+    ) -> Self {
+        for call in &mut self.tool_calls {
+            if let Some(arguments) = rewrite(call) {
+                call.set_arguments(arguments);
+            }
+        }
+        self
+    }
+
     /// Attaches provider fields that curator carries but does not interpret.
     #[must_use]
     pub fn with_extra(mut self, extra: Option<ProviderFields>) -> Self {

@@ -29,6 +29,11 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
+    /// Replaces the argument text (for [`Message::map_tool_call_arguments`](crate::Message::map_tool_call_arguments)).
+    pub(crate) fn set_arguments(&mut self, arguments: String) {
+        self.arguments = arguments;
+    }
+
     /// A call with the provider's id, the tool name and the arguments as JSON text.
     ///
     /// # Examples

@@ -1,69 +1,90 @@
-//! `TokenBudget`: the system message plus the newest units that fit a token budget.
+//! `TokenBudget`: the pinned head within its share, then the newest units that fit.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use curator_model::{Content, Message, Role};
+use curator_model::{Message, Role};
 
+use crate::shorten::{shorten_message, shorten_unit, unit_minimum};
 use crate::trim::{Take, keep_newest};
 use crate::{
-    CharEstimate, CurationContext, Error, HistoryManager, Result, TokenCounter, Unit, View,
+    CharEstimate, CurationContext, Error, Head, HistoryManager, Result, Tally, TokenCounter, View,
 };
 
-/// The note that ends a message shortened to fit the budget.
-const SHORTENED: &str = "\n[… shortened to fit the token budget]";
+/// Tokens a shortened task keeps at least, whatever the head's share, so that it stays
+/// recognisable (its beginning, its end and the note between).
+pub const MIN_TASK_TOKENS: u64 = 64;
 
-/// Keeps the leading system messages, the task, and the newest units whose tokens, with the
-/// reply priming, fit `max_tokens - reserve` under its counter.
+/// Keeps the pinned head (the system messages and the task) within its share of the budget,
+/// then the newest units whose tokens fit what is left, under its counter.
 ///
-/// `reserve` holds back tokens for what the provider counts against the same window but is
-/// not in the messages: the tool schemas and the reply. The kept units are contiguous (the
-/// newest ones); an older unit is never kept after a newer one was dropped. When even the
-/// newest unit does not fit, its tool results (or its text) are shortened to fit rather than
-/// returning nothing; when the task does not fit beside the system messages, the task is
-/// shortened. The budget is a hard bound: [`CurationContext::preserve_last_n`] does not
-/// override it.
+/// # Rules
 ///
-/// Token counts come from the [`History`](crate::History)'s cache, so over an already counted
-/// history a call costs O(kept).
+/// Let `available = max_tokens - reserve - reply priming`. `reserve` holds back what the
+/// provider counts against the same window but is not in the messages: the tool schemas and
+/// the reply.
+///
+/// 1. **The head takes at most its share** (`head_share`, ½ by default) of `available`.
+///    A task over what the share leaves it is shortened, keeping its beginning and its end
+///    with a note of how many tokens were cut, but never below [`MIN_TASK_TOKENS`]. System
+///    messages are shortened the same way only when they alone pass the share.
+/// 2. **The newest units get the rest.** Units (an assistant message with the results of its
+///    calls, or any other message) are kept newest first while they fit; the kept units are
+///    contiguous. When the newest unit does not fit, it is shortened rather than dropped:
+///    its tool results, its text, and the string values inside its tool-call arguments
+///    (which stay valid JSON) share the room.
+/// 3. **Room the units leave goes back to the head**: the task, then the system messages,
+///    regain what they were cut, up to their full size.
+///
+/// The budget is a hard bound ([`CurationContext::preserve_last_n`] does not override it),
+/// and monotonic: a larger budget never keeps less of the newest history. Token counts come
+/// from the [`History`](crate::History)'s cache, so over an already counted history a call
+/// costs O(kept).
 ///
 /// # Errors
 ///
-/// [`Error::BudgetTooSmall`] when the system messages (and the reply priming) alone exceed
-/// the budget, or when nothing is pinned and not even the newest unit fits, shortened, so
-/// that the view would be empty.
+/// [`Error::BudgetTooSmall`] when not even the head, shortened as far as it goes, fits, or
+/// when nothing is pinned and not even the newest unit fits shortened, so that the view
+/// would be empty.
 ///
 /// # Examples
+///
+/// A 1,000-token task with a 300-token budget: the head may take 150 tokens, so the task is
+/// cut to its beginning and end, and the newest messages still go out.
 ///
 /// ```
 /// use curator_model::Message;
 /// use curator_strategies::{CharEstimate, CurationContext, HistoryManagerExt, TokenBudget, TokenCounter};
 ///
+/// let counter = CharEstimate::default();
 /// let messages = vec![
 ///     Message::system("You are terse."),
-///     Message::user("task"),
+///     Message::user(format!("TASK START {} TASK END", "details ".repeat(500))),
 ///     Message::assistant("x".repeat(400)),
 ///     Message::user("and?"),
 ///     Message::assistant("done"),
 /// ];
-/// let budget = TokenBudget::new(40).with_counter(CharEstimate::default());
+/// let budget = TokenBudget::new(300).with_counter(counter.clone());
 /// let view = budget.curate_messages(&messages, &CurationContext::default())?;
-/// assert_eq!(view.len(), 4); // the 400-character answer did not fit
-/// let tokens: u64 = view.iter().map(|m| CharEstimate::default().count_message(m)).sum::<u64>() + 3;
-/// assert!(tokens <= 40);
+/// assert!(view[1].text().starts_with("TASK START") && view[1].text().ends_with("TASK END"));
+/// assert_eq!(view.last(), messages.last());
+/// let tokens: u64 = view.iter().map(|m| counter.count_message(m)).sum::<u64>() + counter.reply_priming();
+/// assert!(tokens <= 300);
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct TokenBudget {
     max_tokens: u64,
     reserve: u64,
+    head_share: f64,
     counter: Arc<dyn TokenCounter>,
 }
 
 impl TokenBudget {
-    /// A budget of `max_tokens`, no reserve, counted with [`CharEstimate`].
+    /// A budget of `max_tokens`, no reserve, half of it for the head at most, counted with
+    /// [`CharEstimate`].
     pub fn new(max_tokens: u64) -> Self {
-        Self { max_tokens, reserve: 0, counter: Arc::new(CharEstimate::default()) }
+        Self { max_tokens, reserve: 0, head_share: 0.5, counter: Arc::new(CharEstimate::default()) }
     }
 
     /// Holds back `reserve` tokens for tool schemas and the reply.
@@ -71,6 +92,23 @@ impl TokenBudget {
     pub fn with_reserve(mut self, reserve: u64) -> Self {
         self.reserve = reserve;
         self
+    }
+
+    /// Lets the head (system messages and task) take at most `share` of the budget.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOption`] for a share outside 0 to 1.
+    pub fn with_head_share(mut self, share: f64) -> Result<Self> {
+        if !(0.0..=1.0).contains(&share) {
+            return Err(Error::InvalidOption {
+                strategy: "token_budget",
+                option: "head_share",
+                reason: format!("is {share}, not between 0 and 1"),
+            });
+        }
+        self.head_share = share;
+        Ok(self)
     }
 
     /// Counts with `counter`.
@@ -92,78 +130,203 @@ impl TokenBudget {
         self.max_tokens.saturating_sub(self.reserve)
     }
 
+    /// The head's share of the budget.
+    pub fn head_share(&self) -> f64 {
+        self.head_share
+    }
+
     /// The counter.
     pub fn counter(&self) -> &dyn TokenCounter {
         &*self.counter
     }
+
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "a share of a token count"
+    )]
+    fn share_of(&self, tokens: u64) -> u64 {
+        (self.head_share * tokens as f64).floor() as u64
+    }
+
+    /// The pinned system messages and task with their sizes; when the head is over its
+    /// share, also the least each can be shortened to (its notes, its images; a task at least
+    /// [`MIN_TASK_TOKENS`]).
+    fn pinned(
+        &self,
+        view: &View<'_>,
+        head: &Head,
+        tally: &Tally<'_, '_>,
+        available: u64,
+    ) -> (Vec<Pinned>, Option<Pinned>) {
+        let counter = &*self.counter;
+        let mut systems = Vec::new();
+        let mut task = None;
+        for &index in head.pinned() {
+            let full = tally.message(index);
+            let pinned = Pinned { index, full, floor: full };
+            if view.structure(index).role() == Role::System {
+                systems.push(pinned);
+            } else {
+                task = Some(pinned);
+            }
+        }
+        let head_full: u64 = systems.iter().chain(&task).map(|p| p.full).sum();
+        // Only a head over its share is ever shortened, so only then are floors worth their
+        // cost (they count every string of the message).
+        if head_full > self.share_of(available) {
+            for pinned in systems.iter_mut().chain(task.as_mut()) {
+                let message = view.message(pinned.index);
+                let shortest = unit_minimum(&[&message], counter).min(pinned.full);
+                pinned.floor = if view.structure(pinned.index).role() == Role::System {
+                    shortest
+                } else {
+                    shortest.max(pinned.full.min(MIN_TASK_TOKENS))
+                };
+            }
+        }
+        (systems, task)
+    }
+
+    /// The pinned messages that did not get their full size, shortened to their rooms.
+    fn shorten_head(
+        &self,
+        view: &View<'_>,
+        rooms: Vec<(Pinned, u64)>,
+    ) -> Result<Vec<(usize, Message)>> {
+        let mut shortened = Vec::new();
+        for (pinned, room) in rooms.into_iter().filter(|(p, room)| *room < p.full) {
+            let message = shorten_message(&view.message(pinned.index), room, &*self.counter)
+                .ok_or(Error::BudgetTooSmall {
+                    needed: pinned.floor,
+                    available: self.available(),
+                    what: "a pinned message shortened as far as it goes",
+                })?;
+            shortened.push((pinned.index, message));
+        }
+        Ok(shortened)
+    }
+}
+
+/// One pinned message, as the budget sees it: its view index, its full size and the least
+/// it can be shortened to.
+#[derive(Clone, Copy)]
+struct Pinned {
+    index: usize,
+    full: u64,
+    floor: u64,
+}
+
+/// The rooms the head gets before the units are chosen (rule 1): for each system message
+/// and for the task, within `share` where their floors allow.
+fn head_rooms(systems: &[Pinned], task: Option<&Pinned>, share: u64) -> (Vec<u64>, u64) {
+    let system_full: u64 = systems.iter().map(|p| p.full).sum();
+    let task_full = task.map_or(0, |t| t.full);
+    if system_full + task_full <= share {
+        return (systems.iter().map(|p| p.full).collect(), task_full);
+    }
+    let task_floor = task.map_or(0, |t| t.floor);
+    let system_floors: u64 = systems.iter().map(|p| p.floor).sum();
+    let system_room = system_full.min(share.saturating_sub(task_floor).max(system_floors));
+    let task_room = task_full.min(share.saturating_sub(system_room).max(task_floor));
+    (share_out(systems, system_room), task_room)
+}
+
+/// Shares `room` among pinned messages: each gets its floor, then the rest is shared fairly
+/// (water filling) up to each one's full size.
+fn share_out(pinned: &[Pinned], room: u64) -> Vec<u64> {
+    let floors: u64 = pinned.iter().map(|p| p.floor).sum();
+    let mut left = room.saturating_sub(floors);
+    let mut order: Vec<usize> = (0..pinned.len()).collect();
+    order.sort_by_key(|&k| pinned[k].full - pinned[k].floor);
+    let mut rooms: Vec<u64> = pinned.iter().map(|p| p.floor).collect();
+    for (n, &k) in order.iter().enumerate() {
+        let share = left / (order.len() - n) as u64;
+        let more = (pinned[k].full - pinned[k].floor).min(share);
+        rooms[k] += more;
+        left -= more;
+    }
+    rooms
 }
 
 impl HistoryManager for TokenBudget {
     fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
         let counter = &*self.counter;
-        let available = self.available();
+        let available = self.available().saturating_sub(counter.reply_priming());
         let head = view.head(ctx);
-        let mut used = counter.reply_priming();
-        let mut task = None;
-        {
-            let tally = view.tally(counter);
-            for &index in head.pinned() {
-                if view.structure(index).role() == Role::System {
-                    used += tally.message(index);
-                } else {
-                    task = Some(index);
-                }
-            }
-        }
-        if used > available {
-            return Err(Error::BudgetTooSmall { needed: used, available });
-        }
-        // The task, shortened when it does not fit beside the system messages, dropped when
-        // not even that fits.
-        let mut view = view;
-        let mut drop_task = false;
-        if let Some(index) = task {
-            let tokens = view.tally(counter).message(index);
-            if used + tokens <= available {
-                used += tokens;
-            } else if let Some(message) = shorten(&view.message(index), available - used, counter) {
-                used += counter.count_message(&message);
-                view = {
-                    let mut edit = view.edit();
-                    edit.keep(0..index).replace(index, message).keep(index + 1..view.len());
-                    edit.finish()
-                };
-            } else {
-                drop_task = true;
-            }
-        }
-        let head = view.head(&ctx.with_preserve_task(ctx.preserve_task && !drop_task));
         let tally = view.tally(counter);
-        let newest = view.units_rev(head.len()).next().map(|unit| tally.range(unit.range()));
+        let (systems, task) = self.pinned(&view, &head, &tally, available);
+        let (system_rooms, task_room) =
+            head_rooms(&systems, task.as_ref(), self.share_of(available));
+        let head_room = system_rooms.iter().sum::<u64>() + task_room;
+        if head_room > available {
+            return Err(Error::BudgetTooSmall {
+                needed: head_room + counter.reply_priming(),
+                available: self.available(),
+                what: if systems.is_empty() { "the task" } else { "the system messages" },
+            });
+        }
+        // The units get the rest (rule 2), less the note a view that would start with an
+        // assistant message begins with, when no task is pinned to start it.
+        let mut body_room = available - head_room;
+        if task.is_none() {
+            let note = counter.count_message(&Message::user(crate::trim::OMITTED_NOTE));
+            body_room = body_room.saturating_sub(note);
+        }
+        let mut used = 0;
         let mut first = true;
+        let mut newest_needs = 0;
         let kept = keep_newest(&view, &head, false, |unit| {
             let tokens = tally.range(unit.range());
-            if used + tokens <= available {
+            if used + tokens <= body_room {
                 used += tokens;
                 first = false;
-                Take::Keep
-            } else if std::mem::replace(&mut first, false) {
-                shorten_unit(&view, unit, available - used, counter)
-                    .map_or(Take::Stop, Take::KeepAs)
-            } else {
-                Take::Stop
+                return Take::Keep;
             }
+            if !std::mem::replace(&mut first, false) {
+                return Take::Stop;
+            }
+            let messages: Vec<_> = unit.range().map(|i| view.message(i)).collect();
+            let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
+            let Some(shortened) = shorten_unit(&refs, body_room - used, counter) else {
+                newest_needs = unit_minimum(&refs, counter);
+                return Take::Stop;
+            };
+            let mut replacements = Vec::new();
+            for (index, (message, short)) in unit.range().zip(refs.iter().zip(shortened)) {
+                used += counter.count_message(short.as_ref().unwrap_or(message));
+                if let Some(short) = short {
+                    replacements.push((index, short));
+                }
+            }
+            Take::KeepAs(replacements)
         });
         drop(tally);
         let input_was_empty = view.is_empty();
-        let kept = kept.unwrap_or_else(|| view.repaired());
+        let kept = kept.unwrap_or_else(|| view.clone().repaired());
         if kept.is_empty() && !input_was_empty {
             // Nothing pinned, and not even the newest unit fits shortened: an empty request
             // would be refused, so say what the budget lacks.
-            let needed = used + newest.unwrap_or(0);
-            return Err(Error::BudgetTooSmall { needed, available });
+            return Err(Error::BudgetTooSmall {
+                needed: self.available() - body_room + newest_needs,
+                available: self.available(),
+                what: "the newest message, shortened as far as it goes",
+            });
         }
-        Ok(kept)
+        // Room the units left goes back to the head (rule 3): the task first, then the
+        // system messages.
+        let mut unused = body_room - used;
+        let mut rooms: Vec<(Pinned, u64)> = Vec::new();
+        for (pinned, room) in
+            task.into_iter().zip([task_room]).chain(systems.into_iter().zip(system_rooms))
+        {
+            let more = (pinned.full - room).min(unused);
+            unused -= more;
+            rooms.push((pinned, room + more));
+        }
+        let shortened = self.shorten_head(&view, rooms)?;
+        Ok(replace_head(kept, &view, shortened))
     }
 
     fn name(&self) -> Cow<'_, str> {
@@ -171,60 +334,19 @@ impl HistoryManager for TokenBudget {
     }
 }
 
-/// A copy of `message` whose text is cut so that the whole message costs at most `budget`
-/// tokens, ending with a note saying so; `None` when not even the framing fits.
-fn shorten(message: &Message, budget: u64, counter: &dyn TokenCounter) -> Option<Message> {
-    let bare = message.clone_with_content(Some(Content::Text(String::new())));
-    let framing = counter.count_message(&bare);
-    let note = counter.count_text(SHORTENED);
-    let room = budget.checked_sub(framing + note)?;
-    let text = message.text();
-    let mut keep = counter.truncate_text(&text, room).to_owned();
-    keep.push_str(SHORTENED);
-    let mut shortened = bare.with_content(Some(Content::Text(keep)));
-    // Token counts of a text and its prefix plus a note need not add up exactly under a BPE
-    // counter; shave characters until the message fits.
-    while counter.count_message(&shortened) > budget {
-        let text = shortened.text();
-        let body = text.strip_suffix(SHORTENED).unwrap_or(&text);
-        let mut chars = body.chars();
-        chars.next_back()?;
-        let cut = format!("{}{SHORTENED}", chars.as_str());
-        shortened = shortened.with_content(Some(Content::Text(cut)));
+/// `kept` with the pinned messages at `shortened` (source view indices) replaced.
+fn replace_head<'h>(
+    kept: View<'h>,
+    source: &View<'h>,
+    shortened: Vec<(usize, Message)>,
+) -> View<'h> {
+    if shortened.is_empty() {
+        return kept;
     }
-    Some(shortened)
-}
-
-/// The newest unit, shortened to fit `budget`: its tool results share what the assistant
-/// message leaves; a unit without results has its one message shortened. Returns the
-/// replacements (view index, message).
-fn shorten_unit(
-    view: &View<'_>,
-    unit: Unit,
-    budget: u64,
-    counter: &dyn TokenCounter,
-) -> Option<Vec<(usize, Message)>> {
-    let results: Vec<usize> =
-        unit.range().filter(|&i| view.structure(i).role() == Role::Tool).collect();
-    if results.is_empty() {
-        if unit.len() != 1 {
-            return None;
-        }
-        let message = shorten(&view.message(unit.start()), budget, counter)?;
-        return Some(vec![(unit.start(), message)]);
-    }
-    let fixed: u64 = unit
-        .range()
-        .filter(|&i| view.structure(i).role() != Role::Tool)
-        .map(|i| counter.count_message(&view.message(i)))
-        .sum();
-    let share = budget.checked_sub(fixed)? / results.len() as u64;
-    let mut replacements = Vec::new();
-    for index in results {
-        let message = view.message(index);
-        if counter.count_message(&message) > share {
-            replacements.push((index, shorten(&message, share, counter)?));
-        }
-    }
-    Some(replacements)
+    let mut left: Vec<(Option<usize>, Message)> =
+        shortened.into_iter().map(|(index, message)| (source.pos(index), message)).collect();
+    kept.replace(|entry| {
+        let at = left.iter().position(|(pos, _)| pos.is_some() && *pos == entry.pos)?;
+        Some(left.swap_remove(at).1)
+    })
 }

@@ -15,7 +15,7 @@ use crate::{
 /// | `passthrough` | |
 /// | `sliding_window` | `window_size` |
 /// | `tool_result_truncator` | `max_length`, `suffix` (optional) |
-/// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`) |
+/// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`), `head_share` (0.5) |
 /// | `turn_limit` | `max_turns` |
 /// | `tool_filter` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]) |
@@ -79,7 +79,11 @@ pub enum StrategyConfig {
         /// How tokens are counted.
         #[serde(default)]
         tokenizer: Tokenizer,
+        /// The most the head (system messages and task) may take, as a share of the budget.
+        #[serde(default = "half")]
+        head_share: f64,
     },
+
     /// [`TurnLimit`]; also accepted as `truncate_turns`.
     #[serde(alias = "truncate_turns")]
     TurnLimit {
@@ -245,9 +249,10 @@ impl StrategyConfig {
                 Some(suffix) => ToolResultTruncator::with_suffix(*max_length, suffix.clone())?,
                 None => ToolResultTruncator::new(*max_length)?,
             }),
-            StrategyConfig::TokenBudget { max_tokens, reserve, tokenizer } => Box::new(
+            StrategyConfig::TokenBudget { max_tokens, reserve, tokenizer, head_share } => Box::new(
                 TokenBudget::new(*max_tokens)
                     .with_reserve(*reserve)
+                    .with_head_share(*head_share)?
                     .with_shared_counter(tokenizer.counter()?),
             ),
             StrategyConfig::TurnLimit { max_turns } => Box::new(TurnLimit::new(*max_turns)),

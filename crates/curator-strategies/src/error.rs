@@ -19,15 +19,17 @@ pub enum Error {
         /// What is wrong with its value.
         reason: String,
     },
-    /// A token budget smaller than the messages that must always be kept.
+    /// A token budget smaller than what must always be sent.
     #[error(
-        "token budget of {available} tokens (after the reserve) cannot hold the system message, which needs {needed}"
+        "token budget of {available} tokens (after the reserve) cannot hold {what}, which needs {needed}"
     )]
     BudgetTooSmall {
-        /// Tokens the pinned system messages need.
+        /// Tokens that must be sent at least (with the reply priming).
         needed: u64,
         /// Tokens the budget leaves after its reserve.
         available: u64,
+        /// What does not fit: the system messages, the task, or the newest message.
+        what: &'static str,
     },
     /// A redaction pattern that does not compile.
     #[error("redaction pattern `{name}` is not a valid regular expression")]

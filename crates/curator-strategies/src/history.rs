@@ -6,8 +6,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use curator_model::Message;
 use curator_model::pairing::{Link, Pairer, Step};
+use curator_model::{Message, Role};
 
 use crate::TokenCounter;
 
@@ -87,6 +87,8 @@ pub struct History<'m> {
     heads: Vec<u32>,
     /// The pairing rule's state after the last message (which calls are open).
     pairer: Pairer,
+    /// Positions of the system messages, ascending.
+    systems: Vec<u32>,
     /// Prefix sums of token counts per counter key, shared with the [`Counts`] handed out
     /// (copied on write only while one is alive).
     tokens: RwLock<HashMap<u64, Arc<Vec<u64>>, FxBuild>>,
@@ -105,14 +107,19 @@ impl<'m> History<'m> {
     fn with_messages(messages: Cow<'m, [Message]>) -> Self {
         let mut heads = Vec::with_capacity(messages.len());
         let mut pairer = Pairer::new();
+        let mut systems = Vec::new();
         for (pos, message) in messages.iter().enumerate() {
             heads.push(head(pos, &pairer.step(pos, message, |i| &messages[i])));
+            if message.role() == Role::System {
+                systems.push(pos as u32);
+            }
         }
         Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             messages,
             heads,
             pairer,
+            systems,
             tokens: RwLock::default(),
             memo: RwLock::default(),
         }
@@ -129,7 +136,15 @@ impl<'m> History<'m> {
         let messages = &self.messages;
         let step = self.pairer.step(pos, &message, |i| &messages[i]);
         self.heads.push(head(pos, &step));
+        if message.role() == Role::System {
+            self.systems.push(pos as u32);
+        }
         self.messages.to_mut().push(message);
+    }
+
+    /// Positions of the system messages, ascending.
+    pub(crate) fn system_positions(&self) -> &[u32] {
+        &self.systems
     }
 
     /// A number that identifies this history among all others alive in the process, so

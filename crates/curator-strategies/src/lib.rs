@@ -56,6 +56,7 @@ mod manager;
 mod map;
 mod observed;
 mod redact;
+mod shorten;
 mod summarize;
 mod tokens;
 mod trim;
@@ -64,7 +65,7 @@ mod turns;
 mod view;
 mod window;
 
-pub use budget::TokenBudget;
+pub use budget::{MIN_TASK_TOKENS, TokenBudget};
 pub use clear::ClearOldToolResults;
 pub use combinators::HistoryManagerExt;
 pub use config::{StrategyConfig, SummarizerConfig, Tokenizer};
@@ -88,7 +89,7 @@ pub use summarize::{
 };
 #[cfg(feature = "tiktoken")]
 pub use tokens::{Bpe, Encoding};
-pub use tokens::{CharEstimate, TokenCounter};
+pub use tokens::{CharEstimate, ContentRules, ImageRules, TokenCounter};
 pub use truncate::ToolResultTruncator;
 pub use turns::TurnLimit;
 pub use view::{Edit, Head, MessageRef, Tally, Unit, UnitsRev, View, ViewEntry};

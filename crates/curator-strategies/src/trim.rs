@@ -1,8 +1,14 @@
 //! The walk shared by the trimming strategies: keep the head, then the newest whole units.
 
-use curator_model::Message;
+use curator_model::{Message, Role};
 
 use crate::{Head, Unit, View};
+
+/// The user message a trimmed view starts with when what it kept would begin with an
+/// assistant message: Anthropic requires the first message after the system prompt to be
+/// the user's, and the model learns that something came before.
+pub(crate) const OMITTED_NOTE: &str =
+    "[Earlier messages of this conversation were left out by curator to fit the context.]";
 
 /// What a trimming strategy decides about the next-older unit.
 pub(crate) enum Take {
@@ -19,7 +25,9 @@ pub(crate) enum Take {
 /// then restores coherence. `None` when every unit is kept: nothing needed trimming, and the
 /// caller repairs the view it owns (no copy is made). With `never_empty`, a non-empty view
 /// never becomes empty: older units are taken one by one until something survives
-/// coherence. Costs O(kept).
+/// coherence. When what is kept would start (after the system messages) with an assistant
+/// message although the view did not, a short user note saying that earlier messages were
+/// left out comes first. Costs O(kept).
 pub(crate) fn keep_newest<'h>(
     view: &View<'h>,
     head: &Head,
@@ -31,6 +39,11 @@ pub(crate) fn keep_newest<'h>(
     let mut replaced: Option<(Unit, Vec<(usize, Message)>)> = None;
     let mut stopped_at = None;
     for unit in units.by_ref() {
+        // A pinned message in the body (a later system message, the task after a gap) is
+        // kept whatever the strategy decides, so it is not the strategy's to count.
+        if unit.len() == 1 && head.is_pinned(unit.start()) {
+            continue;
+        }
         match decide(unit) {
             Take::Keep => cut = Some(unit.start()),
             Take::KeepAs(replacements) => {
@@ -77,5 +90,23 @@ pub(crate) fn keep_newest<'h>(
             }
         }
     }
-    Some(kept)
+    if leads_with(view) == Some(Role::Assistant) {
+        // The input itself starts that way: keep it as it is.
+        return Some(kept);
+    }
+    match leads_with(&kept) {
+        Some(Role::Assistant) => {
+            let first = (0..kept.len()).find(|&i| kept.structure(i).role() != Role::System);
+            let first = first.unwrap_or(0);
+            let mut edit = kept.edit();
+            edit.keep(0..first).insert(Message::user(OMITTED_NOTE)).keep(first..kept.len());
+            Some(edit.finish())
+        }
+        _ => Some(kept),
+    }
+}
+
+/// The role of the first message that is not a system message.
+fn leads_with(view: &View<'_>) -> Option<Role> {
+    view.structures().map(Message::role).find(|role| *role != Role::System)
 }

@@ -1,7 +1,7 @@
 //! Exact token counts under OpenAI's BPE encodings (feature `tiktoken`).
 
 use crate::map::stable_hash;
-use crate::{Error, Result, TokenCounter};
+use crate::{ContentRules, Error, Result, TokenCounter};
 
 /// An OpenAI BPE encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,10 +46,11 @@ impl Encoding {
 /// assert_eq!(bpe.truncate_text("hello world", 1), "hello");
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Bpe {
     encoding: Encoding,
     core: &'static tiktoken::CoreBpe,
+    content: ContentRules,
 }
 
 impl Bpe {
@@ -63,12 +64,20 @@ impl Bpe {
         let core = tiktoken::get_encoding(encoding.name()).ok_or_else(|| {
             Error::config(format!("encoding `{}` is not available", encoding.name()))
         })?;
-        Ok(Self { encoding, core })
+        Ok(Self { encoding, core, content: ContentRules::default() })
     }
 
     /// The encoding.
     pub fn encoding(&self) -> Encoding {
         self.encoding
+    }
+
+    /// Prices images, documents and other non-text parts by `rules` (OpenAI's image rules
+    /// by default, as befits an OpenAI encoding).
+    #[must_use]
+    pub fn with_content_rules(mut self, rules: ContentRules) -> Self {
+        self.content = rules;
+        self
     }
 }
 
@@ -80,11 +89,19 @@ impl std::fmt::Debug for Bpe {
 
 impl TokenCounter for Bpe {
     fn cache_key(&self) -> u64 {
-        stable_hash(&[b"bpe", self.encoding.name().as_bytes()])
+        stable_hash(&[
+            b"bpe",
+            self.encoding.name().as_bytes(),
+            &self.content.cache_key().to_le_bytes(),
+        ])
     }
 
     fn count_text(&self, text: &str) -> u64 {
         self.core.count(text) as u64
+    }
+
+    fn content_rules(&self) -> &ContentRules {
+        &self.content
     }
 
     fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {

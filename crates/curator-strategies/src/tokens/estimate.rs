@@ -1,7 +1,7 @@
 //! A fast token estimate from character counts.
 
-use crate::TokenCounter;
 use crate::map::stable_hash;
+use crate::{ContentRules, TokenCounter};
 
 /// Estimates tokens from characters: `ceil(chars / chars_per_token)` for text, plus
 /// `per_message` tokens of framing per message.
@@ -22,20 +22,29 @@ use crate::map::stable_hash;
 /// assert_eq!(estimate.count_text("héllo wörld"), 3); // 11 characters
 /// assert_eq!(estimate.truncate_text("abcdefghij", 2), "abcdefgh");
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CharEstimate {
     chars_per_token: u64,
     per_message: u64,
+    content: ContentRules,
 }
 
 impl CharEstimate {
     /// An estimate with `chars_per_token` characters a token (at least 1) and `per_message`
-    /// tokens of framing per message.
-    pub const fn new(chars_per_token: u64, per_message: u64) -> Self {
+    /// tokens of framing per message; non-text content priced by OpenAI's rules.
+    pub fn new(chars_per_token: u64, per_message: u64) -> Self {
         Self {
             chars_per_token: if chars_per_token == 0 { 1 } else { chars_per_token },
             per_message,
+            content: ContentRules::default(),
         }
+    }
+
+    /// Prices images, documents and other non-text parts by `rules`.
+    #[must_use]
+    pub fn with_content_rules(mut self, rules: ContentRules) -> Self {
+        self.content = rules;
+        self
     }
 }
 
@@ -51,6 +60,7 @@ impl TokenCounter for CharEstimate {
             b"estimate",
             &self.chars_per_token.to_le_bytes(),
             &self.per_message.to_le_bytes(),
+            &self.content.cache_key().to_le_bytes(),
         ])
     }
 
@@ -62,6 +72,10 @@ impl TokenCounter for CharEstimate {
 
     fn per_message(&self) -> u64 {
         self.per_message
+    }
+
+    fn content_rules(&self) -> &ContentRules {
+        &self.content
     }
 
     fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {

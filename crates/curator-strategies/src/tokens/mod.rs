@@ -4,11 +4,20 @@ use curator_model::Message;
 
 #[cfg(feature = "tiktoken")]
 mod bpe;
+mod content;
 mod estimate;
+
+use std::sync::LazyLock;
+
+use curator_model::Content;
 
 #[cfg(feature = "tiktoken")]
 pub use bpe::{Bpe, Encoding};
+pub use content::{ContentRules, ImageRules};
 pub use estimate::CharEstimate;
+
+/// The rules of counters that do not choose their own.
+static DEFAULT_RULES: LazyLock<ContentRules> = LazyLock::new(ContentRules::default);
 
 /// Counts the tokens a provider bills for messages.
 ///
@@ -46,13 +55,26 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
         3
     }
 
-    /// Tokens of one message: the per-message overhead, the role, the text, the name (plus
-    /// one token), and for each tool call its name, its argument text and 3 tokens of
-    /// framing; a tool message also pays for the id of the call it answers.
+    /// How this counter prices what is not text (images, documents, thinking blocks); see
+    /// [`ContentRules`]. The default applies OpenAI's image rules.
+    fn content_rules(&self) -> &ContentRules {
+        &DEFAULT_RULES
+    }
+
+    /// Tokens of one message: the per-message overhead, the role, the text and every other
+    /// part (images, documents, thinking blocks: see [`ContentRules`]), the name (plus one
+    /// token), and for each tool call its name, its argument text and 3 tokens of framing; a
+    /// tool message also pays for the id of the call it answers.
     fn count_message(&self, message: &Message) -> u64 {
         let mut n = self.per_message() + self.count_text(message.role().as_str());
-        if let Some(content) = message.content() {
-            n += self.count_text(&content.text());
+        match message.content() {
+            Some(Content::Text(text)) => n += self.count_text(text),
+            Some(Content::Parts(parts)) => {
+                let rules = self.content_rules();
+                let count = |text: &str| self.count_text(text);
+                n += parts.iter().map(|part| rules.part_tokens(part, &count)).sum::<u64>();
+            }
+            None => {}
         }
         if let Some(name) = message.name() {
             n += self.count_text(name) + 1;
@@ -102,6 +124,9 @@ macro_rules! forward_counter {
             }
             fn reply_priming(&self) -> u64 {
                 (**self).reply_priming()
+            }
+            fn content_rules(&self) -> &ContentRules {
+                (**self).content_rules()
             }
             fn count_message(&self, message: &Message) -> u64 {
                 (**self).count_message(message)

@@ -93,6 +93,23 @@ impl Items {
         (item < self.items.len()).then(|| Slot { item, offset: index - start })
     }
 
+    /// The view index of the message at history position `pos`, if the view holds it.
+    /// O(items).
+    pub(super) fn index_of_pos(&self, pos: u32) -> Option<usize> {
+        let mut before = 0;
+        for (item, end) in &self.items {
+            match item {
+                Item::Run { start, end } if (*start..*end).contains(&pos) => {
+                    return Some((before + pos - start) as usize);
+                }
+                Item::Owned { pos: Some(p), .. } if *p == pos => return Some(before as usize),
+                _ => {}
+            }
+            before = *end;
+        }
+        None
+    }
+
     /// Appends the messages at view indices `range` of `other`.
     pub(super) fn extend_from(&mut self, other: &Items, range: Range<usize>) {
         if range.is_empty() {

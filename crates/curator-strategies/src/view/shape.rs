@@ -2,8 +2,8 @@
 
 use std::ops::Range;
 
-/// What trimming strategies keep whatever happens: the leading system messages and the task
-/// (the first user message, when it comes right after them), as the context asks; see
+/// What trimming strategies keep whatever happens: the system messages and the task (the
+/// first user message before any assistant message), as the context asks; see
 /// [`View::head`](crate::View::head).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Head {
@@ -18,8 +18,9 @@ impl Head {
     }
 
     /// How many leading messages are pinned without a gap: the body (the units) starts
-    /// after them. A pinned message after a gap (the task, when the system messages are not
-    /// pinned) also belongs to the body; [`Edit`](crate::Edit) keeps it once.
+    /// after them. A pinned message after a gap (the task when the system messages are not
+    /// pinned, a system message later in the conversation) also stands in the body as a unit
+    /// of its own; trimming keeps it whatever it decides about the units around it.
     pub fn len(&self) -> usize {
         self.contiguous
     }
@@ -27,6 +28,11 @@ impl Head {
     /// Whether nothing is pinned at the start of the view.
     pub fn is_empty(&self) -> bool {
         self.contiguous == 0
+    }
+
+    /// Whether the message at view index `index` is pinned.
+    pub fn is_pinned(&self, index: usize) -> bool {
+        self.pinned.binary_search(&index).is_ok()
     }
 }
 

@@ -7,9 +7,10 @@ use super::shape::{Head, Unit};
 use crate::CurationContext;
 
 impl View<'_> {
-    /// The pinned head of the view: the leading system messages (when
-    /// [`preserve_system`](CurationContext::preserve_system)) and the task, the first user
-    /// message right after them (when [`preserve_task`](CurationContext::preserve_task)).
+    /// The pinned head of the view: every system message (when
+    /// [`preserve_system`](CurationContext::preserve_system)), wherever it stands, and the
+    /// task, the first user message before any assistant message (when
+    /// [`preserve_task`](CurationContext::preserve_task)).
     ///
     /// # Examples
     ///
@@ -23,27 +24,33 @@ impl View<'_> {
     /// assert_eq!((head.pinned(), head.len()), (&[0, 1][..], 2));
     /// let head = view.head(&CurationContext::default().with_preserve_system(false));
     /// assert_eq!((head.pinned(), head.len()), (&[1][..], 0));
+    /// // A system message later in the conversation is pinned too.
+    /// let history = History::from(vec![Message::user("task"), Message::assistant("a"), Message::system("new rule")]);
+    /// assert_eq!(View::full(&history).head(&CurationContext::default()).pinned(), [0, 2]);
     /// ```
     pub fn head(&self, ctx: &CurationContext<'_>) -> Head {
-        let mut structures = self.structures().enumerate().peekable();
         let mut pinned = Vec::new();
-        let mut contiguous = 0;
-        let mut gap = false;
-        while let Some((index, _)) = structures.next_if(|(_, m)| m.role() == Role::System) {
-            if ctx.preserve_system {
-                pinned.push(index);
-                contiguous += usize::from(!gap);
-            } else {
-                gap = true;
+        if ctx.preserve_system {
+            // From the history's index of system messages: O(systems × items), not O(view).
+            pinned.extend(
+                self.history.system_positions().iter().filter_map(|&p| self.items.index_of_pos(p)),
+            );
+        }
+        if ctx.preserve_task {
+            for (index, message) in self.structures().enumerate() {
+                match message.role() {
+                    Role::User => {
+                        pinned.push(index);
+                        break;
+                    }
+                    Role::Assistant => break,
+                    _ => {}
+                }
             }
         }
-        if let Some((index, message)) = structures.next()
-            && message.role() == Role::User
-            && ctx.preserve_task
-        {
-            pinned.push(index);
-            contiguous += usize::from(!gap);
-        }
+        pinned.sort_unstable();
+        pinned.dedup();
+        let contiguous = pinned.iter().enumerate().take_while(|(k, i)| k == *i).count();
         Head { pinned, contiguous }
     }
 

@@ -45,7 +45,7 @@ fn a_budget_under_the_exact_counter_is_met() {
         )));
         messages.push(Message::user("continue"));
     }
-    let budget = TokenBudget::new(500).with_counter(bpe);
+    let budget = TokenBudget::new(500).with_counter(bpe.clone());
     let view = budget.curate_messages(&messages, &CurationContext::default()).unwrap();
     let tokens: u64 = view.iter().map(|m| bpe.count_message(m)).sum::<u64>() + bpe.reply_priming();
     assert!(tokens <= 500, "{tokens}");

@@ -12,12 +12,21 @@ fn tokens(messages: &[Message]) -> u64 {
 }
 
 #[test]
-fn a_budget_smaller_than_the_system_message_is_an_error() {
-    let input = vec![Message::system("x".repeat(400)), Message::user("task")];
+fn a_system_message_over_the_budget_is_shortened_down_to_its_notes_then_refused() {
+    let input = vec![
+        Message::system(format!("RULES START {} RULES END", "x".repeat(400))),
+        Message::user("task"),
+    ];
+    // 50 tokens: the system message is cut, keeping its beginning and its end.
+    let view = TokenBudget::new(50).curate_messages(&input, &CurationContext::default()).unwrap();
+    assert!(tokens(&view) <= 50, "{}", tokens(&view));
+    assert!(view[0].text().starts_with("RULES START") && view[0].text().ends_with("RULES END"));
+    assert_eq!(view[1], input[1]);
+    // 15 tokens cannot hold even its note: a typed error says what does not fit.
     let err =
-        TokenBudget::new(50).curate_messages(&input, &CurationContext::default()).unwrap_err();
-    assert!(matches!(err, Error::BudgetTooSmall { available: 50, .. }), "{err}");
-    assert!(err.to_string().contains("cannot hold the system message"));
+        TokenBudget::new(15).curate_messages(&input, &CurationContext::default()).unwrap_err();
+    assert!(matches!(err, Error::BudgetTooSmall { available: 15, .. }), "{err}");
+    assert!(err.to_string().contains("cannot hold the system messages"), "{err}");
     // The reserve counts against the budget too.
     let small = vec![Message::system("be brief"), Message::user("task")];
     assert!(TokenBudget::new(20).curate_messages(&small, &CurationContext::default()).is_ok());
@@ -27,6 +36,14 @@ fn a_budget_smaller_than_the_system_message_is_an_error() {
             .curate_messages(&small, &CurationContext::default())
             .is_err()
     );
+}
+
+#[test]
+fn with_no_system_message_the_error_names_what_does_not_fit() {
+    let input = vec![Message::user("task"), Message::assistant("x".repeat(40))];
+    let err = TokenBudget::new(5).curate_messages(&input, &CurationContext::default()).unwrap_err();
+    assert!(!err.to_string().contains("system"), "{err}");
+    assert!(err.to_string().contains("the task"), "{err}");
 }
 
 #[test]
@@ -44,9 +61,12 @@ fn the_newest_unit_is_shortened_rather_than_dropped() {
     let view = TokenBudget::new(300).curate_messages(&input, &CurationContext::default()).unwrap();
     assert_eq!(view.len(), 5);
     assert!(tokens(&view) <= 300, "{} tokens", tokens(&view));
-    assert!(view[3].text().starts_with("ééé"));
-    assert!(view[3].text().ends_with("shortened to fit the token budget]"));
-    assert!(view[4].text().starts_with("😀😀"));
+    // Each result keeps its beginning and its end, with a note of what was cut between.
+    for (k, c) in [(3, "é"), (4, "😀")] {
+        let text = view[k].text();
+        assert!(text.starts_with(&c.repeat(3)) && text.ends_with(&c.repeat(3)), "{text}");
+        assert!(text.contains("tokens cut by curator to fit the token budget"), "{text}");
+    }
     validate::openai(&view).unwrap();
 }
 

@@ -1,6 +1,6 @@
 //! The edge cases every trimming strategy must get right.
 
-use curator_model::{Message, ToolCall, validate};
+use curator_model::{Message, Role, ToolCall, validate};
 use curator_strategies::{
     CurationContext, HistoryManager, HistoryManagerExt, SlidingWindow, TokenBudget, TurnLimit,
 };
@@ -59,8 +59,18 @@ fn only_a_system_message() {
 fn window_keeps_the_task_it_would_have_dropped() {
     let input = agent(3);
     check(&SlidingWindow::new(2), &default(), &input, &[0, 1, 6, 7]);
-    check(&SlidingWindow::new(2), &default().with_preserve_task(false), &input, &[0, 6, 7]);
-    check(&TurnLimit::new(1), &default().with_preserve_task(false), &input, &[0, 6, 7]);
+    // Without the task, what is kept would start with an assistant message, which Anthropic
+    // refuses: a short user note says that earlier messages were left out.
+    let ctx = default().with_preserve_task(false);
+    for manager in [&SlidingWindow::new(2) as &dyn HistoryManager, &TurnLimit::new(1)] {
+        let view = manager.curate_messages(&input, &ctx).unwrap();
+        assert_eq!(view.len(), 4);
+        assert_eq!((&view[0], &view[2], &view[3]), (&input[0], &input[6], &input[7]));
+        assert_eq!(view[1].role(), Role::User);
+        assert!(view[1].text().contains("left out by curator"));
+        validate::anthropic(&view).unwrap();
+        validate::openai(&view).unwrap();
+    }
 }
 
 #[test]
@@ -228,11 +238,12 @@ fn the_task_is_kept_once_when_the_system_message_is_not_pinned() {
     check(&SlidingWindow::new(2), &ctx, &input, &[1, 6, 7]);
     check(&TurnLimit::new(1), &ctx, &input, &[1, 6, 7]);
     check(&TokenBudget::new(40), &ctx, &input, &[1, 6, 7]);
-    // A window that reaches back over the task keeps it once, in place; the unpinned
-    // system message is an ordinary message for the window.
-    check(&SlidingWindow::new(8), &ctx, &input, &[0, 1, 2, 3, 4, 5, 6, 7]);
-    check(&SlidingWindow::new(7), &ctx, &input, &[1, 2, 3, 4, 5, 6, 7]);
+    // A window that reaches back over the task keeps it once, in place, and does not count
+    // it (pinned messages are never the window's); the unpinned system message is an
+    // ordinary message for the window.
+    check(&SlidingWindow::new(7), &ctx, &input, &[0, 1, 2, 3, 4, 5, 6, 7]);
     check(&SlidingWindow::new(6), &ctx, &input, &[1, 2, 3, 4, 5, 6, 7]);
+    check(&SlidingWindow::new(5), &ctx, &input, &[1, 4, 5, 6, 7]);
 }
 
 #[test]

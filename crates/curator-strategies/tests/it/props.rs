@@ -21,6 +21,7 @@ fn leaf() -> impl Strategy<Value = StrategyConfig> {
                 max_tokens,
                 reserve,
                 tokenizer: curator_strategies::Tokenizer::Estimate,
+                head_share: 0.5,
             }
         }),
         (0usize..6).prop_map(|max_turns| StrategyConfig::TurnLimit { max_turns }),
@@ -133,11 +134,11 @@ proptest! {
         last_n in 0usize..10,
     ) {
         let mut steps = steps;
-        steps.push(StrategyConfig::TokenBudget { max_tokens, reserve, tokenizer: curator_strategies::Tokenizer::Estimate });
+        steps.push(StrategyConfig::TokenBudget { max_tokens, reserve, tokenizer: curator_strategies::Tokenizer::Estimate, head_share: 0.5 });
         let manager = StrategyConfig::Compose { steps }.build().unwrap();
         let ctx = CurationContext::default().with_preserve_last_n(last_n);
         match manager.curate_messages(&input, &ctx) {
-            Err(Error::BudgetTooSmall { needed, available }) => prop_assert!(needed > available),
+            Err(Error::BudgetTooSmall { needed, available, .. }) => prop_assert!(needed > available),
             Ok(view) => {
                 let c = CharEstimate::default();
                 let tokens: u64 = view.iter().map(|m| c.count_message(m)).sum::<u64>() + c.reply_priming();

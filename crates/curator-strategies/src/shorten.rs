@@ -1,0 +1,376 @@
+//! Shortening messages to a token allowance: text keeps its beginning and end, parts stay in
+//! place with their provider fields, tool-call arguments stay valid JSON.
+
+#[cfg(test)]
+use curator_model::ToolCall;
+use curator_model::{Content, Message, Part};
+use serde_json::Value;
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::TokenCounter;
+
+/// The note left where text was cut: `{cut}` becomes the number of tokens cut.
+const CUT_NOTE: &str = "\n[… {cut} tokens cut by curator to fit the token budget …]\n";
+/// The note that ends a shortened string inside tool-call arguments.
+const ARGUMENT_NOTE: &str = "…[shortened]";
+/// Of the text kept, the share given to its beginning; the rest keeps its end.
+const HEAD_SHARE: u64 = 2;
+const SHARES: u64 = 3;
+
+/// The largest byte index at or before `index` that is a grapheme cluster boundary of
+/// `text`, so that a cut never leaves half a character, an accent without its letter or a
+/// dangling zero-width joiner.
+pub(crate) fn floor_grapheme(text: &str, index: usize) -> usize {
+    if index >= text.len() {
+        return text.len();
+    }
+    let mut last = 0;
+    for (at, _) in text.grapheme_indices(true) {
+        if at > index {
+            break;
+        }
+        last = at;
+    }
+    last
+}
+
+/// The smallest byte index at or after `index` that is a grapheme cluster boundary.
+fn ceil_grapheme(text: &str, index: usize) -> usize {
+    if index == 0 {
+        return 0;
+    }
+    text.grapheme_indices(true).map(|(at, _)| at).find(|&at| at >= index).unwrap_or(text.len())
+}
+
+/// The longest prefix of `text` costing at most `max_tokens`, cut on a grapheme boundary.
+pub(crate) fn prefix<'t>(text: &'t str, max_tokens: u64, counter: &dyn TokenCounter) -> &'t str {
+    let cut = counter.truncate_text(text, max_tokens);
+    &text[..floor_grapheme(text, cut.len())]
+}
+
+/// The longest suffix of `text` costing at most `max_tokens`, cut on a grapheme boundary.
+fn suffix<'t>(text: &'t str, max_tokens: u64, counter: &dyn TokenCounter) -> &'t str {
+    if counter.count_text(text) <= max_tokens {
+        return text;
+    }
+    // Search the start over character boundaries: the later the start, the fewer tokens.
+    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+    let (mut lo, mut hi) = (0, bounds.len());
+    while lo < hi {
+        let mid = usize::midpoint(lo, hi);
+        if counter.count_text(&text[bounds[mid]..]) <= max_tokens {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    let start = bounds.get(lo).copied().unwrap_or(text.len());
+    &text[ceil_grapheme(text, start)..]
+}
+
+/// `text` cut to about `max_tokens`: its beginning and its end, with a note between saying
+/// how much was cut (just the note when not even it fits).
+pub(crate) fn cut_text(text: &str, max_tokens: u64, counter: &dyn TokenCounter) -> String {
+    let full = counter.count_text(text);
+    if full <= max_tokens {
+        return text.to_owned();
+    }
+    let note = |cut: u64| CUT_NOTE.replace("{cut}", &cut.to_string());
+    let room = max_tokens.saturating_sub(counter.count_text(&note(full)));
+    let head = prefix(text, room * HEAD_SHARE / SHARES, counter);
+    let rest = &text[head.len()..];
+    let tail = suffix(rest, room - counter.count_text(head), counter);
+    let cut = full.saturating_sub(counter.count_text(head) + counter.count_text(tail));
+    format!("{head}{}{tail}", note(cut))
+}
+
+/// A string value of tool-call arguments cut to `max_tokens`, ending with a note.
+fn cut_argument(text: &str, max_tokens: u64, counter: &dyn TokenCounter) -> String {
+    let room = max_tokens.saturating_sub(counter.count_text(ARGUMENT_NOTE));
+    format!("{}{ARGUMENT_NOTE}", prefix(text, room, counter))
+}
+
+/// The strings of a message that shortening may cut, in a fixed order: the text (or each
+/// text part), then each tool call's arguments (their string values when they are JSON).
+struct Strings {
+    /// Token count of each string, whole.
+    tokens: Vec<u64>,
+    /// Token count of each string cut as far as it goes (its note alone), or whole when
+    /// that is smaller.
+    minimum: Vec<u64>,
+}
+
+impl Strings {
+    /// Allowances that cut every string as far as it goes.
+    fn shortest(&self) -> Vec<Option<u64>> {
+        self.tokens.iter().zip(&self.minimum).map(|(t, m)| (m < t).then_some(*m)).collect()
+    }
+}
+
+fn collect(message: &Message, counter: &dyn TokenCounter) -> Strings {
+    let mut tokens = Vec::new();
+    let mut minimum = Vec::new();
+    let mut text = |t: &str| {
+        let whole = counter.count_text(t);
+        tokens.push(whole);
+        minimum.push(whole.min(counter.count_text(&CUT_NOTE.replace("{cut}", &whole.to_string()))));
+    };
+    match message.content() {
+        Some(Content::Text(t)) => text(t),
+        Some(Content::Parts(parts)) => parts.iter().filter_map(Part::as_text).for_each(&mut text),
+        None => {}
+    }
+    let note = counter.count_text(ARGUMENT_NOTE);
+    let mut argument = |t: &str| {
+        let whole = counter.count_text(t);
+        tokens.push(whole);
+        minimum.push(whole.min(note));
+    };
+    for call in message.tool_calls() {
+        match serde_json::from_str::<Value>(call.arguments()) {
+            Ok(value) => each_string(&value, &mut argument),
+            Err(_) => argument(call.arguments()),
+        }
+    }
+    Strings { tokens, minimum }
+}
+
+fn each_string(value: &Value, f: &mut dyn FnMut(&str)) {
+    match value {
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter().for_each(|v| each_string(v, f)),
+        Value::Object(map) => map.values().for_each(|v| each_string(v, f)),
+        _ => {}
+    }
+}
+
+fn each_string_mut(value: &mut Value, f: &mut dyn FnMut(&mut String)) {
+    match value {
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter_mut().for_each(|v| each_string_mut(v, f)),
+        Value::Object(map) => map.values_mut().for_each(|v| each_string_mut(v, f)),
+        _ => {}
+    }
+}
+
+/// `message` with each of its strings cut to its allowance (`None`: kept whole), in the
+/// order of [`collect`].
+fn rebuild(message: &Message, allow: &[Option<u64>], counter: &dyn TokenCounter) -> Message {
+    let mut next = allow.iter().copied();
+    let mut take = || next.next().flatten();
+    let content = match message.content() {
+        Some(Content::Text(text)) => match take() {
+            Some(max) => Some(Content::Text(cut_text(text, max, counter))),
+            None => Some(Content::Text(text.clone())),
+        },
+        Some(Content::Parts(parts)) => {
+            let mut out = Vec::with_capacity(parts.len());
+            for part in parts {
+                match (part, part.as_text()) {
+                    (Part::Text { extra, .. }, Some(text)) => match take() {
+                        Some(max) => out.push(Part::Text {
+                            text: cut_text(text, max, counter),
+                            extra: extra.clone(),
+                        }),
+                        None => out.push(part.clone()),
+                    },
+                    _ => out.push(part.clone()),
+                }
+            }
+            Some(Content::Parts(out))
+        }
+        None => None,
+    };
+    message.clone_with_content(content).map_tool_call_arguments(|call| {
+        match serde_json::from_str::<Value>(call.arguments()) {
+            Ok(mut value) => {
+                let mut changed = false;
+                each_string_mut(&mut value, &mut |s| {
+                    if let Some(max) = take() {
+                        *s = cut_argument(s, max, counter);
+                        changed = true;
+                    }
+                });
+                changed.then(|| value.to_string())
+            }
+            Err(_) => take().map(|max| cut_argument(call.arguments(), max, counter)),
+        }
+    })
+}
+
+/// Shares `room` tokens among strings of the given sizes, fairly: strings smaller than their
+/// share keep all of it and leave the rest to the others (water filling). Returns each
+/// string's allowance, `None` for one kept whole.
+fn allot(sizes: &[u64], room: u64) -> Vec<Option<u64>> {
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by_key(|&i| (sizes[i], i));
+    let mut out = vec![None; sizes.len()];
+    let mut left = room;
+    for (k, &i) in order.iter().enumerate() {
+        let share = left / (order.len() - k) as u64;
+        if sizes[i] <= share {
+            left -= sizes[i];
+        } else {
+            out[i] = Some(share);
+            left -= share;
+        }
+    }
+    out
+}
+
+/// `message` shortened to cost at most `budget` tokens under `counter`: its text (and each
+/// text part, in place, with its provider fields) keeps its beginning and end with a note of
+/// what was cut, other parts are kept, and the string values of its tool-call arguments are
+/// cut so that the arguments stay the JSON they were. `None` when not even what cannot be cut
+/// (framing, images, names, the notes) fits.
+pub(crate) fn shorten_message(
+    message: &Message,
+    budget: u64,
+    counter: &dyn TokenCounter,
+) -> Option<Message> {
+    let full = counter.count_message(message);
+    if full <= budget {
+        return Some(message.clone());
+    }
+    let strings = collect(message, counter);
+    if strings.tokens.is_empty() {
+        return None;
+    }
+    let skeleton = counter.count_message(&rebuild(message, &strings.shortest(), counter));
+    let mut room = budget.checked_sub(skeleton)?;
+    let excess: Vec<u64> =
+        strings.tokens.iter().zip(&strings.minimum).map(|(t, m)| t - m).collect();
+    // Token counts of pieces need not add up exactly under a BPE counter; shrink the room
+    // until the message fits (a few rounds at most in practice).
+    for _ in 0..16 {
+        let allow: Vec<Option<u64>> = allot(&excess, room)
+            .into_iter()
+            .zip(&strings.minimum)
+            .map(|(extra, min)| extra.map(|extra| min + extra))
+            .collect();
+        let shortened = rebuild(message, &allow, counter);
+        let tokens = counter.count_message(&shortened);
+        if tokens <= budget {
+            return Some(shortened);
+        }
+        room = room.checked_sub((tokens - budget).max(1))?;
+    }
+    None
+}
+
+/// The fewest tokens a unit's messages can be shortened to.
+pub(crate) fn unit_minimum(messages: &[&Message], counter: &dyn TokenCounter) -> u64 {
+    messages
+        .iter()
+        .map(|m| {
+            let full = counter.count_message(m);
+            let shortest = collect(m, counter).shortest();
+            counter.count_message(&rebuild(m, &shortest, counter)).min(full)
+        })
+        .sum()
+}
+
+/// Shortens a unit's messages to cost at most `budget` tokens together, sharing the room
+/// fairly among them; `None` when not even their skeletons fit. Returns each message
+/// shortened, or `None` for one kept whole.
+pub(crate) fn shorten_unit(
+    messages: &[&Message],
+    budget: u64,
+    counter: &dyn TokenCounter,
+) -> Option<Vec<Option<Message>>> {
+    let full: Vec<u64> = messages.iter().map(|m| counter.count_message(m)).collect();
+    let minimum: Vec<u64> = messages
+        .iter()
+        .zip(&full)
+        .map(|(m, &f)| {
+            let shortest = collect(m, counter).shortest();
+            counter.count_message(&rebuild(m, &shortest, counter)).min(f)
+        })
+        .collect();
+    let room = budget.checked_sub(minimum.iter().sum())?;
+    let excess: Vec<u64> = full.iter().zip(&minimum).map(|(f, m)| f - m).collect();
+    let allot = allot(&excess, room);
+    messages
+        .iter()
+        .zip(allot)
+        .zip(&minimum)
+        .map(|((m, extra), &min)| match extra {
+            None => Some(None),
+            Some(extra) => shorten_message(m, min + extra, counter).map(Some),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CharEstimate;
+
+    #[test]
+    fn allot_shares_fairly_and_keeps_small_strings_whole() {
+        assert_eq!(allot(&[10, 100, 100], 110), [None, Some(50), Some(50)]);
+        assert_eq!(allot(&[10, 20], 100), [None, None]);
+        assert_eq!(allot(&[90, 30], 60), [Some(30), None]);
+    }
+
+    #[test]
+    fn a_cut_never_splits_a_grapheme_cluster() {
+        let family = "👨\u{200d}👩\u{200d}👧";
+        let text = format!("ab{family}cd");
+        for index in 0..text.len() {
+            let at = floor_grapheme(&text, index);
+            assert!(text.is_char_boundary(at));
+            assert!(at <= 2 || at == 2 + family.len() || at >= 2 + family.len(), "{at}");
+            assert!(!text[..at].ends_with('\u{200d}'));
+        }
+        let counter = CharEstimate::new(1, 0);
+        for max in 0..8 {
+            let kept = prefix(&text, max, &counter);
+            assert!(!kept.ends_with('\u{200d}'), "{kept:?}");
+            assert!(kept.graphemes(true).all(|g| text.contains(g)));
+        }
+    }
+
+    #[test]
+    fn text_keeps_its_beginning_and_end() {
+        let counter = CharEstimate::default();
+        let text = format!("BEGIN {} END", "middle ".repeat(400));
+        let cut = cut_text(&text, 60, &counter);
+        assert!(cut.starts_with("BEGIN"), "{cut}");
+        assert!(cut.ends_with("END"), "{cut}");
+        assert!(cut.contains("tokens cut by curator"));
+        assert!(counter.count_text(&cut) <= 60);
+    }
+
+    #[test]
+    fn arguments_stay_valid_json_and_parts_stay_in_place() {
+        let counter = CharEstimate::default();
+        let call = ToolCall::new(
+            "c1",
+            "write_file",
+            serde_json::json!({"path": "src/lib.rs", "content": "x".repeat(4_000)}).to_string(),
+        );
+        let message = Message::assistant_with_calls(Some("Writing it.".into()), vec![call]);
+        let short = shorten_message(&message, 200, &counter).unwrap();
+        assert!(counter.count_message(&short) <= 200);
+        let args: Value = serde_json::from_str(short.tool_calls()[0].arguments()).unwrap();
+        assert_eq!(args["path"], "src/lib.rs");
+        assert!(args["content"].as_str().unwrap().ends_with(ARGUMENT_NOTE));
+
+        let image = Part::image(curator_model::ImageSource::from_url("https://x/a.png"));
+        let parts = Content::Parts(vec![Part::text("y".repeat(3_000)), image.clone()]);
+        let result = Message::tool_result("c1", parts);
+        let short = shorten_message(&result, 1_700, &counter).unwrap();
+        let Some(Content::Parts(parts)) = short.content() else { panic!("parts") };
+        assert_eq!(parts.len(), 2);
+        assert!(parts[0].as_text().is_some_and(|t| t.contains("tokens cut")));
+        assert_eq!(parts[1], image);
+    }
+
+    #[test]
+    fn nothing_is_returned_when_the_skeleton_does_not_fit() {
+        let counter = CharEstimate::default();
+        let message = Message::user("z".repeat(1_000));
+        assert!(shorten_message(&message, 5, &counter).is_none());
+    }
+}
