@@ -5,6 +5,8 @@
 use curator_model::ToolCall;
 use curator_model::{Content, Message, Part};
 use serde_json::Value;
+use unicode_segmentation::GraphemeCursor;
+#[cfg(test)]
 use unicode_segmentation::UnicodeSegmentation;
 
 use crate::TokenCounter;
@@ -24,22 +26,33 @@ pub(crate) fn floor_grapheme(text: &str, index: usize) -> usize {
     if index >= text.len() {
         return text.len();
     }
-    let mut last = 0;
-    for (at, _) in text.grapheme_indices(true) {
-        if at > index {
-            break;
-        }
-        last = at;
+    let mut index = index;
+    while !text.is_char_boundary(index) {
+        index -= 1;
     }
-    last
+    // The whole text is the one chunk, so the cursor never asks for more context; it looks
+    // only around `index`.
+    let mut cursor = GraphemeCursor::new(index, text.len(), true);
+    match cursor.is_boundary(text, 0) {
+        Ok(true) => index,
+        _ => cursor.prev_boundary(text, 0).ok().flatten().unwrap_or(0),
+    }
 }
 
 /// The smallest byte index at or after `index` that is a grapheme cluster boundary.
 fn ceil_grapheme(text: &str, index: usize) -> usize {
-    if index == 0 {
-        return 0;
+    if index == 0 || index >= text.len() {
+        return index.min(text.len());
     }
-    text.grapheme_indices(true).map(|(at, _)| at).find(|&at| at >= index).unwrap_or(text.len())
+    let mut index = index;
+    while !text.is_char_boundary(index) {
+        index += 1;
+    }
+    let mut cursor = GraphemeCursor::new(index, text.len(), true);
+    match cursor.is_boundary(text, 0) {
+        Ok(true) => index,
+        _ => cursor.next_boundary(text, 0).ok().flatten().unwrap_or(text.len()),
+    }
 }
 
 /// The longest prefix of `text` costing at most `max_tokens`, cut on a grapheme boundary.

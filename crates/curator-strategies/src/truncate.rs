@@ -6,6 +6,7 @@ use std::sync::Arc;
 use curator_model::{Content, Message, Part, Role};
 
 use crate::map::stable_hash;
+use crate::shorten::floor_grapheme;
 use crate::{CurationContext, Error, History, HistoryManager, MessageMap, Result, View};
 
 /// The placeholder in a suffix that becomes the number of characters cut.
@@ -112,11 +113,9 @@ impl ToolResultTruncator {
 }
 
 impl Truncate {
-    fn truncate(&self, text: &str) -> Option<String> {
-        let total = text.chars().count();
-        if total <= self.max_length {
-            return None;
-        }
+    /// For a text of `total` characters over the limit: how many characters to keep and the
+    /// suffix that follows them.
+    fn plan(&self, total: usize) -> (usize, String) {
         // The rendered suffix depends on how much is cut, which depends on its length: try
         // the suffix with the count, then without it, then none.
         let mut candidates = Vec::with_capacity(3);
@@ -141,13 +140,68 @@ impl Truncate {
             .into_iter()
             .find(|s| s.chars().count() <= self.max_length)
             .unwrap_or_default();
-        let keep = self.max_length - suffix.chars().count();
-        let cut = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
-        let mut out = String::with_capacity(cut + suffix.len());
-        out.push_str(&text[..cut]);
+        (self.max_length - suffix.chars().count(), suffix)
+    }
+
+    fn truncate(&self, text: &str) -> Option<String> {
+        let total = text.chars().count();
+        if total <= self.max_length {
+            return None;
+        }
+        let (keep, suffix) = self.plan(total);
+        let cut = prefix_chars(text, keep);
+        let mut out = String::with_capacity(cut.len() + suffix.len());
+        out.push_str(cut);
         out.push_str(&suffix);
         Some(out)
     }
+
+    /// Parts cut in place: text parts keep their share of the kept characters (the newline
+    /// that joins two texts counts as one), the part where the cut falls ends with the
+    /// suffix, later text parts are left out (their provider fields, such as a cache
+    /// breakpoint, move to the cut part when it has none), and other parts stay where they
+    /// are.
+    fn truncate_parts(&self, parts: &[Part], total: usize) -> Vec<Part> {
+        let (keep, suffix) = self.plan(total);
+        let mut left = keep;
+        let mut out = Vec::with_capacity(parts.len());
+        let mut cut_at: Option<usize> = None;
+        let mut first_text = true;
+        for part in parts {
+            let Part::Text { text, extra } = part else {
+                out.push(part.clone());
+                continue;
+            };
+            if let Some(at) = cut_at {
+                if let (Some(Part::Text { extra: kept @ None, .. }), Some(extra)) =
+                    (out.get_mut(at), extra)
+                {
+                    *kept = Some(extra.clone());
+                }
+                continue;
+            }
+            if !std::mem::replace(&mut first_text, false) {
+                left = left.saturating_sub(1);
+            }
+            let chars = text.chars().count();
+            if chars <= left {
+                left -= chars;
+                out.push(part.clone());
+            } else {
+                let mut cut = prefix_chars(text, left).to_owned();
+                cut.push_str(&suffix);
+                out.push(Part::Text { text: cut, extra: extra.clone() });
+                cut_at = Some(out.len() - 1);
+            }
+        }
+        out
+    }
+}
+
+/// The first `chars` characters of `text`, or fewer so as to end on a grapheme boundary.
+fn prefix_chars(text: &str, chars: usize) -> &str {
+    let cut = text.char_indices().nth(chars).map_or(text.len(), |(i, _)| i);
+    &text[..floor_grapheme(text, cut)]
 }
 
 impl MessageMap for Truncate {
@@ -161,18 +215,13 @@ impl MessageMap for Truncate {
             return None;
         }
         let content = message.content()?;
-        if content.text_chars() <= self.max_length {
+        let total = content.text_chars();
+        if total <= self.max_length {
             return None;
         }
-        let truncated = self.truncate(&content.text())?;
         let new = match content {
-            Content::Text(_) => Content::Text(truncated),
-            // Keep the parts that are not text (images) after the shortened text.
-            Content::Parts(parts) => Content::Parts(
-                std::iter::once(Part::text(truncated))
-                    .chain(parts.iter().filter(|p| p.as_text().is_none()).cloned())
-                    .collect(),
-            ),
+            Content::Text(text) => Content::Text(self.truncate(text)?),
+            Content::Parts(parts) => Content::Parts(self.truncate_parts(parts, total)),
         };
         Some(message.clone_with_content(Some(new)))
     }
@@ -189,5 +238,65 @@ impl HistoryManager for ToolResultTruncator {
 
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed("tool_result_truncator")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use curator_model::{Format, ImageSource, ProviderFields};
+    use serde_json::json;
+
+    use super::*;
+
+    fn cache(mark: &str) -> Option<ProviderFields> {
+        let mut fields = serde_json::Map::new();
+        fields.insert("cache_control".into(), json!({"type": mark}));
+        ProviderFields::non_empty(Format::Anthropic, fields)
+    }
+
+    #[test]
+    fn parts_are_cut_in_place_with_their_fields() {
+        let t = ToolResultTruncator::with_suffix(12, "…").unwrap();
+        let image = Part::image(ImageSource::from_url("https://x/a.png"));
+        let parts = vec![
+            Part::Text { text: "abcde".into(), extra: None },
+            image.clone(),
+            Part::Text { text: "fghijklmnop".into(), extra: cache("ephemeral") },
+            Part::Text { text: "qrstuvwxyz".into(), extra: None },
+        ];
+        let out = t.map.truncate_parts(&parts, Content::Parts(parts.clone()).text_chars());
+        // "abcde" + "\n" + "fghij" + "…" = 12 characters; the image stays second.
+        assert_eq!(
+            out,
+            vec![
+                Part::Text { text: "abcde".into(), extra: None },
+                image,
+                Part::Text { text: "fghij…".into(), extra: cache("ephemeral") },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_breakpoint_on_a_text_left_out_moves_to_the_cut_part() {
+        let t = ToolResultTruncator::with_suffix(6, "…").unwrap();
+        let parts = vec![
+            Part::Text { text: "abcdefgh".into(), extra: None },
+            Part::Text { text: "ijk".into(), extra: cache("ephemeral") },
+        ];
+        let out = t.map.truncate_parts(&parts, 12);
+        assert_eq!(out, vec![Part::Text { text: "abcde…".into(), extra: cache("ephemeral") }]);
+    }
+
+    #[test]
+    fn a_cut_never_leaves_a_dangling_zero_width_joiner() {
+        let family = "👨\u{200d}👩\u{200d}👧";
+        let text = format!("ab{family}{family}");
+        for max in 3..text.chars().count() {
+            let t = ToolResultTruncator::with_suffix(max, "").unwrap();
+            let cut = t.truncate(&text).unwrap();
+            assert!(!cut.ends_with('\u{200d}'), "{max}: {cut:?}");
+            assert!(cut.chars().count() <= max);
+            assert!(cut == "ab" || cut == format!("ab{family}"), "{max}: {cut:?}");
+        }
     }
 }

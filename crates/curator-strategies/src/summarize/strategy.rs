@@ -98,8 +98,9 @@ pub struct Summarize {
     ratio: f64,
     max_summary_chars: usize,
     on_error: OnError,
-    /// Content hashes of folded ranges: (history id, first position, last position).
-    hashes: Mutex<HashMap<(u64, usize, usize), u64>>,
+    /// Content hashes of folded ranges as shown: (history id, first position, last
+    /// position, and the identity of the transformations at both ends).
+    hashes: Mutex<HashMap<(u64, usize, usize, u64, u64), u64>>,
 }
 
 impl Summarize {
@@ -200,10 +201,13 @@ impl Summarize {
 
     /// The content hash of the recorded messages of a folded range.
     fn hash(&self, view: &View<'_>, range: Range<usize>) -> u64 {
+        // The messages as this view shows them, so that every transformation before the
+        // summarizer (redaction above all) is part of the summary's identity: a pipeline
+        // that redacts never reuses a summary made without redaction.
         let compute = || {
             let mut h = 0u64;
             for index in range.clone() {
-                let m = view.structure(index);
+                let m = view.message(index);
                 let mut parts: Vec<&[u8]> = vec![m.role().as_str().as_bytes()];
                 let text = m.text();
                 parts.push(text.as_bytes());
@@ -221,20 +225,21 @@ impl Summarize {
             }
             h
         };
-        match (view.pos(range.start), view.pos(range.end - 1)) {
-            (Some(a), Some(b)) => {
-                let key = (view.history().id(), a, b);
-                if let Some(h) =
-                    self.hashes.lock().unwrap_or_else(PoisonError::into_inner).get(&key)
-                {
-                    return *h;
-                }
-                let h = compute();
-                self.hashes.lock().unwrap_or_else(PoisonError::into_inner).insert(key, h);
-                h
-            }
-            _ => compute(),
+        let ends = (range.start, range.end - 1);
+        let key = match (view.pos(ends.0), view.pos(ends.1)) {
+            (Some(a), Some(b)) => view
+                .shown_identity(ends.0)
+                .zip(view.shown_identity(ends.1))
+                .map(|(x, y)| (view.history().id(), a, b, x, y)),
+            _ => None,
+        };
+        let Some(key) = key else { return compute() };
+        if let Some(h) = self.hashes.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+            return *h;
         }
+        let h = compute();
+        self.hashes.lock().unwrap_or_else(PoisonError::into_inner).insert(key, h);
+        h
     }
 
     /// The rolling summary of the chunks, from the store or the summarizer.

@@ -166,6 +166,17 @@ impl<'h> View<'h> {
         counter.reply_priming() + tally.range(0..self.len())
     }
 
+    /// The identity of what the view does to the message at `index`: when it is a history
+    /// message and every map can be memoised there, the key of the map chain at its
+    /// position (equal keys mean equal shown messages); `None` for a replaced or inserted
+    /// message, or when a map cannot be memoised.
+    pub(crate) fn shown_identity(&self, index: usize) -> Option<u64> {
+        let slot = self.items.locate(index)?;
+        let Item::Run { start, .. } = self.items.get(slot.item) else { return None };
+        let (len, key) = self.memo_chain((start + slot.offset) as usize);
+        (len == self.maps.len()).then_some(key)
+    }
+
     // ---- internals of `view/`: slots, maps, memoisation ----
 
     pub(super) fn slot(&self, index: usize) -> Slot {

@@ -250,3 +250,32 @@ fn summaries_persist_through_any_store() {
     assert!(store.1.load(Ordering::Relaxed) > 0);
     assert!(!store.0.is_empty());
 }
+
+#[test]
+fn a_redacting_pipeline_never_receives_a_summary_made_without_redaction() {
+    use curator_strategies::Redactor;
+
+    let secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD";
+    let mut input = vec![Message::system("s"), Message::user("deploy")];
+    for i in 0..20 {
+        input.push(Message::assistant(format!("step {i}: using key {secret}")));
+        input.push(Message::user(format!("ok {i}")));
+    }
+    let store: Arc<dyn SummaryStore> = Arc::new(MemorySummaryStore::default());
+    let summarize = || {
+        Summarize::new(Extractive::default())
+            .with_threshold(Threshold::Messages(10))
+            .with_keep_recent(4)
+            .with_store(Arc::clone(&store))
+    };
+    // A pipeline without redaction summarizes first, into the shared store.
+    let plain = summarize().curate_messages(&input, &ctx()).unwrap();
+    assert!(plain.iter().any(|m| m.text().contains(secret)), "the plain summary quotes the key");
+    // The redacting pipeline must not reuse that summary.
+    let redacting = Redactor::new().then(summarize());
+    let view = redacting.curate_messages(&input, &ctx()).unwrap();
+    assert!(view.len() < input.len(), "it folded");
+    for message in &view {
+        assert!(!message.text().contains(secret), "secret leaked: {}", message.text());
+    }
+}
