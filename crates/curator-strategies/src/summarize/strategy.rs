@@ -16,6 +16,10 @@ use crate::{
     Summarizer, SummaryStore, Tally, TokenCounter, Unit, View,
 };
 
+/// A folded range as shown: history id, first and last position, and the identity of the
+/// transformations at both ends.
+type RangeKey = (u64, usize, usize, u64, u64);
+
 /// When a history is long enough to fold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -100,7 +104,7 @@ pub struct Summarize {
     on_error: OnError,
     /// Content hashes of folded ranges as shown: (history id, first position, last
     /// position, and the identity of the transformations at both ends).
-    hashes: Mutex<HashMap<(u64, usize, usize, u64, u64), u64>>,
+    hashes: Mutex<HashMap<RangeKey, u64>>,
 }
 
 impl Summarize {
