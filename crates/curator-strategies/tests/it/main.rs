@@ -12,5 +12,6 @@ mod events;
 mod http;
 mod pairing;
 mod props;
+mod redact;
 mod summarize;
 mod transform;

@@ -1,0 +1,372 @@
+//! `Redactor`: replace secrets in the view with `[REDACTED:<kind>]`.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use std::sync::OnceLock;
+
+use curator_model::{Content, Message, Part};
+use regex::Regex;
+use serde_json::Value;
+
+use crate::map::stable_hash;
+use crate::{CurationContext, Error, History, HistoryManager, MessageMap, Result, View};
+
+mod rules;
+
+use rules::RuleSet;
+
+/// curator's own patterns, checked before the bundled rule set (their names are the kinds
+/// earlier releases reported): `(kind, regex)`. A pattern with a group named `secret`
+/// replaces only that group (so `Bearer`, `password=` or the URL around a password stays
+/// readable).
+const OWN: &[(&str, &str)] = &[
+    (
+        "pem_private_key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+    ),
+    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9]+-[A-Za-z0-9_\-]{20,}"),
+    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"),
+    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"),
+    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    ("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
+    ("bearer_token", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9\-._~+/]{16,}=*)"),
+    ("url_password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:(?P<secret>[^\s@/]+)@"),
+    (
+        "password_assignment",
+        r#"(?i)\b(?:[a-z0-9_]*_)?(?:password|passwd|pwd)\s*[=:]\s*["']?(?P<secret>[^\s"'(){}\[\];,<>]{4,})(?:["'\s;,]|$)"#,
+    ),
+];
+
+/// Values that stand for a secret without being one: a found "secret" equal to one of these
+/// (ignoring case), shorter than 4 characters, or a template variable (`$X`, `${X}`, `<x>`,
+/// `{{x}}`, `%(x)s`) is left as it is, so that examples and test fixtures stay readable.
+const PLACEHOLDERS: &[&str] = &[
+    "password", "passwd", "pass", "secret", "changeme", "example", "test", "testing", "dummy",
+    "fake", "foobar", "xxxx", "xxxxxx", "xxxxxxxx", "****", "********", "none", "null", "true",
+    "false", "redacted", "hunter2",
+];
+
+/// Whether a found secret is a placeholder (see [`PLACEHOLDERS`]).
+fn is_placeholder(secret: &str) -> bool {
+    let lower = secret.to_lowercase();
+    secret.chars().count() < 4
+        || PLACEHOLDERS.contains(&lower.as_str())
+        || lower.starts_with('$')
+        || lower.starts_with('<')
+        || lower.starts_with("{{")
+        || lower.starts_with("%(")
+        || lower.chars().all(|c| c == '*' || c == 'x' || c == '.')
+}
+
+/// The bundled rule set: the rules of gitleaks (MIT) and kingfisher (Apache-2.0) as the
+/// `secrets_scanner` crate ships them merged, read once per process on first use.
+fn bundled() -> Option<&'static RuleSet> {
+    static RULES: OnceLock<Option<RuleSet>> = OnceLock::new();
+    RULES.get_or_init(|| RuleSet::from_toml(secrets_scanner::rules::BUNDLED_RULES).ok()).as_ref()
+}
+
+/// Replaces secrets in every message of the view with `[REDACTED:<kind>]`: the text (each
+/// text part in place, with its provider fields), tool-call arguments (inside their string
+/// values, so that they stay valid JSON), and the text of documents. Thinking blocks are
+/// left as they are: the provider checks their signatures.
+///
+/// # Rules
+///
+/// Three sets, in order of precedence where two find overlapping secrets:
+///
+/// 1. your patterns ([`with_pattern`](Redactor::with_pattern));
+/// 2. curator's own: `openai_key`, `anthropic_key`, `aws_access_key`, `github_token`,
+///    `slack_token`, `bearer_token` (the token after `Bearer`), `jwt`, `pem_private_key`,
+///    `url_password` (the password in `scheme://user:password@host`) and
+///    `password_assignment` (the value in `PASSWORD=…`, `db_pwd: …`);
+/// 3. the maintained rule set of the gitleaks scanner (MIT) merged with `MongoDB`'s
+///    kingfisher rules (Apache-2.0), nearly 1,000 rules, as the `secrets_scanner` crate ships
+///    them; kinds are their rule ids (`stripe-access-token`, `gcp-api-key`, …). Each rule's
+///    keywords are found in one pass over the text, its expression is compiled the first
+///    time a keyword asks for it, and its entropy threshold and allow-lists apply.
+///
+/// The record keeps the original: redaction only changes what is sent, and each message is
+/// redacted once per history position (memoised).
+///
+/// # Errors
+///
+/// [`with_pattern`](Redactor::with_pattern) fails with [`Error::Pattern`] for a regular
+/// expression that does not compile.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::Message;
+/// use curator_strategies::{CurationContext, HistoryManagerExt, Redactor};
+///
+/// let redactor = Redactor::new().with_pattern("ticket", r"TICKET-\d+")?;
+/// let messages = vec![Message::user("use key sk-proj-abcdefghijklmnopqrstuvwx for TICKET-42")];
+/// let view = redactor.curate_messages(&messages, &CurationContext::default())?;
+/// assert_eq!(view[0].text(), "use key [REDACTED:openai_key] for [REDACTED:ticket]");
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Redactor {
+    map: Arc<Redact>,
+}
+
+#[derive(Debug)]
+struct Redact {
+    /// Your patterns, as given and as a rule set.
+    patterns: Vec<(String, Regex)>,
+    custom: RuleSet,
+    /// Whether curator's own rules and the bundled set apply.
+    builtin: bool,
+    key: u64,
+}
+
+/// curator's own rules, compiled once per process.
+fn own() -> &'static RuleSet {
+    static OWN_RULES: OnceLock<RuleSet> = OnceLock::new();
+    OWN_RULES.get_or_init(|| {
+        RuleSet::from_patterns(
+            OWN.iter()
+                .filter_map(|(kind, pattern)| {
+                    Regex::new(pattern).ok().map(|re| ((*kind).to_owned(), re))
+                })
+                .collect(),
+        )
+    })
+}
+
+impl Redactor {
+    /// A redactor with curator's own rules and the bundled rule set.
+    pub fn new() -> Self {
+        Self::build(Vec::new(), true)
+    }
+
+    /// A redactor with no rule at all, to add only your own.
+    pub fn empty() -> Self {
+        Self::build(Vec::new(), false)
+    }
+
+    fn build(patterns: Vec<(String, Regex)>, builtin: bool) -> Self {
+        let mut parts: Vec<&[u8]> = vec![b"redact", if builtin { b"builtin" } else { b"own only" }];
+        // The bundled rules can change with the crate that ships them; so does the key.
+        let bundled_len = secrets_scanner::rules::BUNDLED_RULES.len().to_le_bytes();
+        parts.push(&bundled_len);
+        for (kind, re) in &patterns {
+            parts.push(kind.as_bytes());
+            parts.push(re.as_str().as_bytes());
+        }
+        let key = stable_hash(&parts);
+        let custom = RuleSet::from_patterns(patterns.clone());
+        Self { map: Arc::new(Redact { patterns, custom, builtin, key }) }
+    }
+
+    /// Adds a pattern whose matches become `[REDACTED:<kind>]` (only the group named
+    /// `secret` when the pattern has one). Your patterns take precedence over the built-in
+    /// rules where both find a secret.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Pattern`] when `pattern` is not a valid regular expression.
+    pub fn with_pattern(self, kind: impl Into<String>, pattern: &str) -> Result<Self> {
+        let kind = kind.into();
+        let re = Regex::new(pattern)
+            .map_err(|e| Error::Pattern { name: kind.clone(), source: Box::new(e) })?;
+        let mut patterns = self.map.patterns.clone();
+        patterns.push((kind, re));
+        Ok(Self::build(patterns, self.map.builtin))
+    }
+
+    /// Redacts one text, borrowing it when there is nothing to redact.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_strategies::Redactor;
+    ///
+    /// let r = Redactor::new();
+    /// assert_eq!(r.redact("postgres://app:s3cr3t-Pa55@db:5432/x"), "postgres://app:[REDACTED:url_password]@db:5432/x");
+    /// assert_eq!(r.redact("Authorization: Bearer abcdefghijklmnop1234"), "Authorization: Bearer [REDACTED:bearer_token]");
+    /// ```
+    pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        self.map.redact(text)
+    }
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Redact {
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        // (start, end, precedence, kind) of every secret found, by every rule set.
+        let mut found: Vec<(usize, usize, u8, &str)> = Vec::new();
+        let mut sets: Vec<(u8, &RuleSet)> = vec![(0, &self.custom)];
+        if self.builtin {
+            sets.push((1, own()));
+            sets.extend(bundled().map(|set| (2, set)));
+        }
+        for (precedence, set) in sets {
+            found.extend(
+                set.find(text)
+                    .into_iter()
+                    // Your own patterns are taken as they are; the built-in rules skip
+                    // placeholders.
+                    .filter(|f| precedence == 0 || !is_placeholder(&text[f.start..f.end]))
+                    .map(|f| (f.start, f.end, precedence, set.id(f.rule))),
+            );
+        }
+        if found.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        // The set that takes precedence first, then the earliest, then the longest: each
+        // finding is kept unless it overlaps one already kept.
+        found.sort_by_key(|&(start, end, precedence, kind)| {
+            (precedence, start, std::cmp::Reverse(end), kind)
+        });
+        let mut kept: Vec<(usize, usize, u8, &str)> = Vec::with_capacity(found.len());
+        for finding in found {
+            if kept.iter().all(|k| finding.1 <= k.0 || finding.0 >= k.1) {
+                kept.push(finding);
+            }
+        }
+        kept.sort_unstable_by_key(|&(start, ..)| start);
+        let found = kept;
+        let mut out = String::with_capacity(text.len());
+        let mut done = 0;
+        for (start, end, _, kind) in found {
+            out.push_str(&text[done..start]);
+            out.push_str("[REDACTED:");
+            out.push_str(kind);
+            out.push(']');
+            done = end;
+        }
+        out.push_str(&text[done..]);
+        Cow::Owned(out)
+    }
+
+    fn redact_value(&self, value: &mut Value) -> bool {
+        match value {
+            Value::String(s) => match self.redact(s) {
+                Cow::Owned(r) => {
+                    *s = r;
+                    true
+                }
+                Cow::Borrowed(_) => false,
+            },
+            Value::Array(items) => {
+                items.iter_mut().fold(false, |changed, v| self.redact_value(v) | changed)
+            }
+            Value::Object(map) => {
+                map.values_mut().fold(false, |changed, v| self.redact_value(v) | changed)
+            }
+            _ => false,
+        }
+    }
+
+    fn redact_arguments(&self, arguments: &str) -> Option<String> {
+        if let Ok(mut value) = serde_json::from_str::<Value>(arguments) {
+            return self.redact_value(&mut value).then(|| value.to_string());
+        }
+        match self.redact(arguments) {
+            Cow::Owned(r) => Some(r),
+            Cow::Borrowed(_) => None,
+        }
+    }
+}
+
+impl Redact {
+    /// A part with its text redacted in place (provider fields kept); documents have their
+    /// text redacted inside the block; other parts are left as they are.
+    fn redact_part(&self, part: &Part) -> Option<Part> {
+        match part {
+            Part::Text { text, extra } => match self.redact(text) {
+                Cow::Owned(text) => Some(Part::Text { text, extra: extra.clone() }),
+                Cow::Borrowed(_) => None,
+            },
+            Part::Raw { format, value }
+                if value.get("type").and_then(Value::as_str) == Some("document") =>
+            {
+                let mut value = value.clone();
+                let mut changed = false;
+                for field in ["title", "context"] {
+                    changed |= value.get_mut(field).is_some_and(|v| self.redact_value(v));
+                }
+                if let Some(source) = value.get_mut("source") {
+                    match source.get("type").and_then(Value::as_str) {
+                        Some("text") => {
+                            changed |= source.get_mut("data").is_some_and(|v| self.redact_value(v));
+                        }
+                        Some("content") => {
+                            changed |=
+                                source.get_mut("content").is_some_and(|v| self.redact_value(v));
+                        }
+                        _ => {}
+                    }
+                }
+                changed.then_some(Part::Raw { format: *format, value })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl MessageMap for Redact {
+    fn map(
+        &self,
+        message: &Message,
+        _pos: Option<usize>,
+        _history: &History<'_>,
+    ) -> Option<Message> {
+        let content = match message.content() {
+            Some(Content::Text(text)) => match self.redact(text) {
+                Cow::Owned(r) => Some(Content::Text(r)),
+                Cow::Borrowed(_) => None,
+            },
+            Some(Content::Parts(parts)) => {
+                let redacted: Vec<Option<Part>> =
+                    parts.iter().map(|p| self.redact_part(p)).collect();
+                redacted.iter().any(Option::is_some).then(|| {
+                    Content::Parts(
+                        parts
+                            .iter()
+                            .zip(redacted)
+                            .map(|(part, new)| new.unwrap_or_else(|| part.clone()))
+                            .collect(),
+                    )
+                })
+            }
+            None => None,
+        };
+        let calls: Vec<Option<String>> =
+            message.tool_calls().iter().map(|c| self.redact_arguments(c.arguments())).collect();
+        if content.is_none() && calls.iter().all(Option::is_none) {
+            return None;
+        }
+        let mut out = match content {
+            Some(content) => message.clone_with_content(Some(content)),
+            None => message.clone(),
+        };
+        if calls.iter().any(Option::is_some) {
+            let mut calls = calls.into_iter();
+            out = out.map_tool_call_arguments(|_| calls.next().flatten());
+        }
+        Some(out)
+    }
+
+    fn memo_key(&self, _pos: usize) -> Option<u64> {
+        Some(self.key)
+    }
+}
+
+impl HistoryManager for Redactor {
+    fn curate<'h>(&self, view: View<'h>, _ctx: &CurationContext<'_>) -> Result<View<'h>> {
+        Ok(view.with_map(self.map.clone()))
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("redactor")
+    }
+}

@@ -1,0 +1,364 @@
+//! A secret-detection rule set in the gitleaks format: keywords found in one pass, each rule's
+//! expression compiled on first need, entropy and allow-lists applied to what it finds.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use regex::Regex;
+use serde::Deserialize;
+
+/// One rule as the gitleaks TOML format writes it (the fields redaction uses).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RuleToml {
+    id: String,
+    #[serde(default)]
+    regex: Option<String>,
+    #[serde(default)]
+    secret_group: Option<usize>,
+    #[serde(default)]
+    entropy: Option<f64>,
+    #[serde(default)]
+    keywords: Vec<String>,
+    #[serde(default)]
+    allowlists: Vec<AllowToml>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AllowToml {
+    #[serde(default)]
+    regexes: Vec<String>,
+    #[serde(default)]
+    regex_target: Option<String>,
+    #[serde(default)]
+    stopwords: Vec<String>,
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    condition: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FileToml {
+    #[serde(default)]
+    rules: Vec<RuleToml>,
+    #[serde(default)]
+    allowlist: Option<AllowToml>,
+}
+
+/// What an allow-list's expressions look at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Secret,
+    Match,
+    Line,
+}
+
+/// A set of reasons not to report a finding.
+#[derive(Debug)]
+struct Allow {
+    regexes: Vec<(Target, Regex)>,
+    stopwords: Vec<String>,
+    /// Every criterion must hold (gitleaks' `condition = "AND"`), instead of any.
+    all: bool,
+}
+
+impl Allow {
+    /// The allow-list, or `None` when it only concerns file paths (text has none) or cannot
+    /// be compiled.
+    fn build(toml: &AllowToml) -> Option<Self> {
+        let all = toml.condition.as_deref().is_some_and(|c| c.eq_ignore_ascii_case("and"));
+        if !toml.paths.is_empty() && (all || (toml.regexes.is_empty() && toml.stopwords.is_empty()))
+        {
+            return None;
+        }
+        let target = match toml.regex_target.as_deref() {
+            Some("match") => Target::Match,
+            Some("line") => Target::Line,
+            _ => Target::Secret,
+        };
+        let regexes = toml
+            .regexes
+            .iter()
+            .map(|r| Regex::new(r).ok().map(|re| (target, re)))
+            .collect::<Option<Vec<_>>>()?;
+        let stopwords = toml.stopwords.iter().map(|w| w.to_lowercase()).collect();
+        Some(Self { regexes, stopwords, all })
+    }
+
+    fn allows(&self, secret: &str, whole: &str, line: &str) -> bool {
+        let lower = secret.to_lowercase();
+        let regex_hits = self.regexes.iter().map(|(target, re)| {
+            re.is_match(match target {
+                Target::Secret => secret,
+                Target::Match => whole,
+                Target::Line => line,
+            })
+        });
+        let mut criteria = regex_hits.collect::<Vec<_>>();
+        if !self.stopwords.is_empty() {
+            criteria.push(self.stopwords.iter().any(|w| lower.contains(w.as_str())));
+        }
+        if self.all { criteria.iter().all(|c| *c) } else { criteria.iter().any(|c| *c) }
+    }
+}
+
+/// One rule, its expression compiled on first need.
+#[derive(Debug)]
+struct Rule {
+    id: String,
+    source: String,
+    compiled: OnceLock<Option<Regex>>,
+    secret_group: Option<usize>,
+    /// The secret is the group named `secret`, or the whole match (patterns given in code).
+    named_secret: bool,
+    entropy: Option<f64>,
+    allow: Vec<Allow>,
+}
+
+impl Rule {
+    fn regex(&self) -> Option<&Regex> {
+        self.compiled
+            .get_or_init(|| {
+                regex::RegexBuilder::new(&self.source).size_limit(50 << 20).build().ok()
+            })
+            .as_ref()
+    }
+}
+
+/// A secret found in a text: its byte range and the id of the rule that found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finding {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) rule: usize,
+}
+
+/// A compiled rule set: gitleaks-format rules with a keyword prefilter.
+#[derive(Debug)]
+pub(crate) struct RuleSet {
+    rules: Vec<Rule>,
+    /// Keywords, lowercase, and for each the rules it triggers (`None` if the automaton could
+    /// not be built: then every rule is tried).
+    keywords: Option<AhoCorasick>,
+    keyword_rules: Vec<Vec<usize>>,
+    /// Rules without keywords: always tried.
+    always: Vec<usize>,
+    global: Vec<Allow>,
+}
+
+impl RuleSet {
+    /// Reads rules in the gitleaks TOML format. Rules that only match file paths are left
+    /// out; a rule whose expression does not compile is skipped when first needed.
+    pub(crate) fn from_toml(text: &str) -> Result<Self, toml::de::Error> {
+        let file: FileToml = toml::from_str(text)?;
+        let global = file.allowlist.iter().filter_map(Allow::build).collect();
+        Ok(Self::from_rules(
+            file.rules
+                .into_iter()
+                .filter_map(|r| {
+                    let source = r.regex?;
+                    Some((r.id, source, r.secret_group, r.entropy, r.keywords, r.allowlists))
+                })
+                .collect(),
+            global,
+        ))
+    }
+
+    #[expect(clippy::type_complexity, reason = "the fields of a rule, read once")]
+    fn from_rules(
+        rules: Vec<(String, String, Option<usize>, Option<f64>, Vec<String>, Vec<AllowToml>)>,
+        global: Vec<Allow>,
+    ) -> Self {
+        let mut keyword_index: Vec<String> = Vec::new();
+        let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
+        let mut always = Vec::new();
+        let mut compiled = Vec::with_capacity(rules.len());
+        for (k, (id, source, secret_group, entropy, keywords, allowlists)) in
+            rules.into_iter().enumerate()
+        {
+            if keywords.is_empty() {
+                always.push(k);
+            }
+            for keyword in keywords {
+                let keyword = keyword.to_lowercase();
+                if let Some(at) = keyword_index.iter().position(|w| *w == keyword) {
+                    keyword_rules[at].push(k);
+                } else {
+                    keyword_index.push(keyword);
+                    keyword_rules.push(vec![k]);
+                }
+            }
+            compiled.push(Rule {
+                id,
+                source,
+                compiled: OnceLock::new(),
+                secret_group,
+                named_secret: false,
+                entropy,
+                allow: allowlists.iter().filter_map(Allow::build).collect(),
+            });
+        }
+        let keywords = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(&keyword_index)
+            .ok();
+        Self { rules: compiled, keywords, keyword_rules, always, global }
+    }
+
+    /// Rules given as (id, expression) pairs with no keywords: each is tried on every text, and
+    /// replaces its group named `secret`, or its whole match.
+    pub(crate) fn from_patterns(patterns: Vec<(String, Regex)>) -> Self {
+        let mut set = Self::from_rules(Vec::new(), Vec::new());
+        for (id, re) in patterns {
+            set.always.push(set.rules.len());
+            let compiled = OnceLock::new();
+            let _ = compiled.set(Some(re.clone()));
+            set.rules.push(Rule {
+                id,
+                source: re.as_str().to_owned(),
+                compiled,
+                secret_group: None,
+                named_secret: true,
+                entropy: None,
+                allow: Vec::new(),
+            });
+        }
+        set
+    }
+
+    /// The id of rule `rule`.
+    pub(crate) fn id(&self, rule: usize) -> &str {
+        &self.rules[rule].id
+    }
+
+    /// Number of rules.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// The secrets in `text`, in no particular order, possibly overlapping.
+    pub(crate) fn find(&self, text: &str) -> Vec<Finding> {
+        let mut candidates: BTreeSet<usize> = self.always.iter().copied().collect();
+        match &self.keywords {
+            Some(keywords) => {
+                for hit in keywords.find_overlapping_iter(text) {
+                    candidates.extend(&self.keyword_rules[hit.pattern().as_usize()]);
+                }
+            }
+            None => candidates.extend(0..self.rules.len()),
+        }
+        let mut out = Vec::new();
+        for k in candidates {
+            let rule = &self.rules[k];
+            let Some(re) = rule.regex() else { continue };
+            for caps in re.captures_iter(text) {
+                let Some(whole) = caps.get(0) else { continue };
+                // The secret: the rule's group, else the first group that matched, else all.
+                let secret = if rule.named_secret {
+                    caps.name("secret")
+                } else {
+                    match rule.secret_group {
+                        Some(g) if g > 0 => caps.get(g),
+                        _ => (1..caps.len()).find_map(|g| caps.get(g)),
+                    }
+                }
+                .unwrap_or(whole);
+                if secret.as_str().is_empty() {
+                    continue;
+                }
+                if rule.entropy.is_some_and(|min| entropy(secret.as_str()) < min) {
+                    continue;
+                }
+                let line = line_of(text, whole.start(), whole.end());
+                let allowed = rule
+                    .allow
+                    .iter()
+                    .chain(&self.global)
+                    .any(|a| a.allows(secret.as_str(), whole.as_str(), line));
+                if !allowed {
+                    out.push(Finding { start: secret.start(), end: secret.end(), rule: k });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The line around `start..end` of `text`.
+fn line_of(text: &str, start: usize, end: usize) -> &str {
+    let from = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let to = text[end..].find('\n').map_or(text.len(), |i| end + i);
+    &text[from..to]
+}
+
+/// Shannon entropy of `text`, in bits per character.
+#[expect(clippy::cast_precision_loss, reason = "character counts of a secret")]
+fn entropy(text: &str) -> f64 {
+    let mut counts = std::collections::HashMap::new();
+    let mut n = 0usize;
+    for c in text.chars() {
+        *counts.entry(c).or_insert(0usize) += 1;
+        n += 1;
+    }
+    counts
+        .values()
+        .map(|&k| {
+            let p = k as f64 / n as f64;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RULES: &str = r#"
+[allowlist]
+stopwords = ["example"]
+
+[[rules]]
+id = "demo-token"
+regex = '''\b(demo_[a-z0-9]{8,})\b'''
+keywords = ["demo_"]
+entropy = 2.0
+
+[[rules]]
+id = "kv"
+regex = '''(?i)secret\s*=\s*"([^"]+)"'''
+secretGroup = 1
+keywords = ["secret"]
+[[rules.allowlists]]
+regexes = ['''^\$\{''']
+
+[[rules]]
+id = "path-only"
+path = '''\.pem$'''
+"#;
+
+    #[test]
+    fn keywords_entropy_groups_and_allow_lists() {
+        let set = RuleSet::from_toml(RULES).unwrap();
+        assert_eq!(set.len(), 2, "the path-only rule is left out");
+        let text =
+            "a demo_k3y9x8w7v6 and demo_aaaaaaaa, SECRET = \"hunter22\" and secret=\"${VAR}\"";
+        let mut found: Vec<(&str, &str)> =
+            set.find(text).iter().map(|f| (set.id(f.rule), &text[f.start..f.end])).collect();
+        found.sort_unstable();
+        // Low entropy (demo_aaaaaaaa) and an allowed value (${VAR}) are not secrets.
+        assert_eq!(found, [("demo-token", "demo_k3y9x8w7v6"), ("kv", "hunter22")]);
+        assert!(set.find("an example: demo_example12345").is_empty(), "a global stopword");
+        assert!(set.find("nothing to see").is_empty());
+    }
+
+    #[test]
+    fn entropy_of_known_strings() {
+        assert!(entropy("aaaa").abs() < 1e-9);
+        assert!((entropy("abcd") - 2.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,373 @@
+//! The redaction rule set: each secret format is redacted, and a look-alike that is not a
+//! secret is left alone.
+
+use curator_model::{Content, Message, Part, ToolCall};
+use curator_strategies::{CurationContext, HistoryManagerExt, Redactor};
+
+/// (format, a line holding a secret of that format, the secret itself, a near miss).
+const CASES: &[(&str, &str, &str, &str)] = &[
+    (
+        "aws access key id",
+        "key id AKIAZ7VQ3X5KJ2MWB4TD in the config",
+        "AKIAZ7VQ3X5KJ2MWB4TD",
+        "the prefix AKIA alone, or AKIAshort",
+    ),
+    (
+        "aws secret access key",
+        "aws_secret_access_key = Zq8Rk3vT9yLm2Xw7Pb4Nc6Hd1Fs5Gj0Ka8Ue3Yi2",
+        "Zq8Rk3vT9yLm2Xw7Pb4Nc6Hd1Fs5Gj0Ka8Ue3Yi2",
+        "aws_secret_access_key = ${AWS_SECRET}",
+    ),
+    (
+        "stripe live secret key",
+        "STRIPE=sk_live_51H8kZQ2eZvKYlo2C9xYz7ABCdefGHIjkl",
+        "sk_live_51H8kZQ2eZvKYlo2C9xYz7ABCdefGHIjkl",
+        "use sk_live_ keys in production",
+    ),
+    (
+        "google api key",
+        "maps key AIzaSyD9hR2kX7mQ4vB1nP8sL3tW6yZ0cF5gJ2e here",
+        "AIzaSyD9hR2kX7mQ4vB1nP8sL3tW6yZ0cF5gJ2e",
+        "the AIza prefix marks Google keys",
+    ),
+    (
+        "hugging face token",
+        "HF_TOKEN=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",
+        "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",
+        "hf_hub_download(repo_id)",
+    ),
+    (
+        "gitlab personal access token",
+        "token glpat-x7Kp2Qr9Ls4Mn8Vb3Zc1",
+        "glpat-x7Kp2Qr9Ls4Mn8Vb3Zc1",
+        "a glpat- token goes here",
+    ),
+    (
+        "npm access token",
+        "//registry/:_authToken=npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+        "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+        "run npm_install first",
+    ),
+    (
+        "basic auth in a url",
+        "git clone https://deploy:S3cr3tP4ssw0rd@git.example.org/repo.git",
+        "S3cr3tP4ssw0rd",
+        "https://git.example.org/user@host/repo.git",
+    ),
+    (
+        "password assignment",
+        "export DB_PASSWORD=Tr0ub4dor-and-3",
+        "Tr0ub4dor-and-3",
+        "password = request.form.get(name)",
+    ),
+    (
+        "openai project key",
+        "OPENAI_API_KEY=sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+        "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+        "sk-proj- keys are per project",
+    ),
+    (
+        "anthropic api key",
+        "key sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa98765432",
+        "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa98765432",
+        "sk-ant-api03- is the prefix",
+    ),
+    (
+        "github personal access token",
+        "GITHUB_TOKEN=ghp_R4nd0mT0k3nV4lu3ThatIsThirtySix12345",
+        "ghp_R4nd0mT0k3nV4lu3ThatIsThirtySix12345",
+        "the ghp_ prefix means a classic token",
+    ),
+    (
+        "github fine-grained token",
+        "github_pat_11ABCDEFG0abcdefghijkl_MNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789ABCDE",
+        "github_pat_11ABCDEFG0abcdefghijkl_MNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789ABCDE",
+        "github_pat_ tokens expire",
+    ),
+    (
+        "slack bot token",
+        "SLACK=xoxb-2048576-1234567890-Ab3De6Gh9Jk2Mn5Pq8St",
+        "xoxb-2048576-1234567890-Ab3De6Gh9Jk2Mn5Pq8St",
+        "xoxb tokens belong to bots",
+    ),
+    (
+        "slack webhook",
+        "POST https://hooks.slack.com/services/T01ABCDEF/B02GHIJKL/aBcDeFgHiJkLmNoPqRsTuVwX",
+        "hooks.slack.com/services/T01ABCDEF/B02GHIJKL/aBcDeFgHiJkLmNoPqRsTuVwX",
+        "see https://api.slack.com/messaging/webhooks",
+    ),
+    (
+        "json web token",
+        "auth eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "eyJ is base64 for {\"",
+    ),
+    (
+        "private key",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq2Qx9W3Hk8\n-----END RSA PRIVATE KEY-----",
+        "MIIEowIBAAKCAQEA7bq2Qx9W3Hk8",
+        "-----BEGIN PUBLIC KEY-----",
+    ),
+    (
+        "bearer token",
+        "Authorization: Bearer 8f3k2Jq9Zx7Lm4Np1Vb6Tc5Yh0Rw",
+        "8f3k2Jq9Zx7Lm4Np1Vb6Tc5Yh0Rw",
+        "the bearer of this letter",
+    ),
+    (
+        "sendgrid api key",
+        "SENDGRID_API_KEY=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",
+        "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",
+        "SG.setVisible(true)",
+    ),
+    (
+        "twilio api key",
+        "TWILIO_KEY=SK2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d",
+        "SK2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d",
+        "SKU number 12345",
+    ),
+    (
+        "shopify access token",
+        "shopify token 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",
+        "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",
+        "shpat_ prefix",
+    ),
+    (
+        "digitalocean token",
+        "DO_TOKEN=dop_v1_4f6e3b2a1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f",
+        "dop_v1_4f6e3b2a1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f",
+        "dop_v1_ tokens",
+    ),
+    (
+        "postman api key",
+        "PMAK-6123f8e2a9b3c40012345678-0a1b2c3d4e5f60718293a4b5c6d7e8f901",
+        "PMAK-6123f8e2a9b3c40012345678-0a1b2c3d4e5f60718293a4b5c6d7e8f901",
+        "PMAK stands for Postman API key",
+    ),
+    (
+        "linear api key",
+        "LINEAR_API_KEY=lin_api_a8Bc3De6Fg9Hi2Jk5Lm8No1Pq4Rs7Tu0Vw3Xy6Za9",
+        "lin_api_a8Bc3De6Fg9Hi2Jk5Lm8No1Pq4Rs7Tu0Vw3Xy6Za9",
+        "lin_api_ is Linear's prefix",
+    ),
+    (
+        "databricks token",
+        "token dapi0123456789abcdef0123456789abcdef",
+        "dapi0123456789abcdef0123456789abcdef",
+        "the dapi endpoint",
+    ),
+    (
+        "pypi upload token",
+        "password = pypi-AgEIcHlwaS5vcmcCJGE4ZDFlZjc5LTZlMDAtNDI0Ny1hNDMzLTg1ZjkxODM4YjkzMwACKlsz",
+        "pypi-AgEIcHlwaS5vcmcCJGE4ZDFlZjc5LTZlMDAtNDI0Ny1hNDMzLTg1ZjkxODM4YjkzMwACKlsz",
+        "pip install pypi-simple",
+    ),
+    (
+        "docker hub token",
+        "DOCKERHUB_TOKEN=dckr_pat_2b3e36beeb386dfdaacb9b46004",
+        "dckr_pat_2b3e36beeb386dfdaacb9b46004",
+        "dckr_pat_ tokens",
+    ),
+    (
+        "doppler token",
+        "DOPPLER_TOKEN=dp.pt.bJVMW4sNbTbGyHQsTjtKk2s8GZnRfgsNnxNzcFVkQxY",
+        "dp.pt.bJVMW4sNbTbGyHQsTjtKk2s8GZnRfgsNnxNzcFVkQxY",
+        "dp.pt is a prefix",
+    ),
+    (
+        "grafana service account token",
+        "glsa_pITqM9ZzJ5cKJ3t8s7bZ9Jx2Q6kYhL4w_1a2b3c4d",
+        "glsa_pITqM9ZzJ5cKJ3t8s7bZ9Jx2Q6kYhL4w_1a2b3c4d",
+        "glsa_ tokens",
+    ),
+    (
+        "new relic user key",
+        "NEW_RELIC_API_KEY=NRAK-7K2JQ4X9ZP3L8M5N1R6T0W2Y4V8",
+        "NRAK-7K2JQ4X9ZP3L8M5N1R6T0W2Y4V8",
+        "NRAK keys",
+    ),
+    (
+        "age secret key",
+        "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ",
+        "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ",
+        "AGE-SECRET-KEY- is a prefix",
+    ),
+    (
+        "vault token",
+        "VAULT_TOKEN=hvs.CAESIJlU9JMYEhOPYv4kn4ceCkT5oQ9oJTwQMN3CYoTYz1QDGh4KHGh2cy5zVnJnd2VSbkNYdnA1U3FSN2FoN1kyUmY",
+        "hvs.CAESIJlU9JMYEhOPYv4kn4ceCkT5oQ9oJTwQMN3CYoTYz1QDGh4KHGh2cy5zVnJnd2VSbkNYdnA1U3FSN2FoN1kyUmY",
+        "hvs. tokens",
+    ),
+    (
+        "alibaba access key",
+        "ALIBABA_ACCESS_KEY_ID=LTAI5tK8sDjq7XzP2mN9vRbW",
+        "LTAI5tK8sDjq7XzP2mN9vRbW",
+        "LTAI keys",
+    ),
+    (
+        "mailgun api key",
+        "MAILGUN_API_KEY=key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
+        "key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
+        "key-value store",
+    ),
+    (
+        "telegram bot token",
+        "TELEGRAM_BOT_TOKEN=5832146879:AAHk2Jd9Fq3Lx7Mz1Nv4Pb8Rc6Sy0Tw5Uex",
+        "5832146879:AAHk2Jd9Fq3Lx7Mz1Nv4Pb8Rc6Sy0Tw5Uex",
+        "5832146879 is a phone number",
+    ),
+    (
+        "square access token",
+        "SQUARE_TOKEN=EAAAEOuLQObrVwJvCvoio3H13b8Ssqz1ighmTBKZvIENW9qxirHGHkqsGcPBC1uN",
+        "EAAAEOuLQObrVwJvCvoio3H13b8Ssqz1ighmTBKZvIENW9qxirHGHkqsGcPBC1uN",
+        "EAAA is four letters",
+    ),
+    (
+        "pulumi access token",
+        "PULUMI_ACCESS_TOKEN=pul-9d6f3a8c2b1e7f0a4d5c6b8e9f1a2b3c4d5e6f70",
+        "pul-9d6f3a8c2b1e7f0a4d5c6b8e9f1a2b3c4d5e6f70",
+        "pul-l the lever",
+    ),
+    (
+        "sentry auth token",
+        "SENTRY_AUTH_TOKEN=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",
+        "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",
+        "sntrys_ prefix",
+    ),
+    (
+        "azure storage account key",
+        "DefaultEndpointsProtocol=https;AccountName=store;AccountKey=Xn3kS9vQ2mL7pR4tW8yB1cF6hJ0gD5aE3zU9iO2lK7nM4qP8sT1vX6wY0bC5dF9hJ2kL7mN3pQ6rS==;EndpointSuffix=core.windows.net",
+        "Xn3kS9vQ2mL7pR4tW8yB1cF6hJ0gD5aE3zU9iO2lK7nM4qP8sT1vX6wY0bC5dF9hJ2kL7mN3pQ6rS==",
+        "AccountName=store;EndpointSuffix=core.windows.net",
+    ),
+    (
+        "mapbox secret token",
+        "MAPBOX=sk.eyJ1IjoiZGV2ZWxvcGVyIiwiYSI6ImNrNnN4eTJ5YTAwMXEzbXBlZGRxdHV4b3gifQ.Fz8sbHSkQn3Zq9bQ7m2X1w",
+        "sk.eyJ1IjoiZGV2ZWxvcGVyIiwiYSI6ImNrNnN4eTJ5YTAwMXEzbXBlZGRxdHV4b3gifQ.Fz8sbHSkQn3Zq9bQ7m2X1w",
+        "sk.eyJ is a prefix",
+    ),
+    (
+        "generic api key",
+        "api_key = \"f9e8d7c6b5a4F3E2D1C0b9a8\"",
+        "f9e8d7c6b5a4F3E2D1C0b9a8",
+        "api_key = get_api_key()",
+    ),
+];
+
+fn redact(text: &str) -> String {
+    Redactor::new().redact(text).into_owned()
+}
+
+#[test]
+fn every_format_is_redacted_and_its_near_miss_is_not() {
+    assert!(CASES.len() >= 40, "{} formats", CASES.len());
+    let mut failures = Vec::new();
+    for (format, line, secret, near_miss) in CASES {
+        let out = redact(line);
+        if out.contains(secret) || !out.contains("[REDACTED:") {
+            failures.push(format!("{format}: not redacted: {out}"));
+        }
+        let kept = redact(near_miss);
+        if kept != *near_miss {
+            failures.push(format!("{format}: near miss changed: {kept}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} failed:\n{}",
+        failures.len(),
+        CASES.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_text_bearing_part_arguments_and_documents_are_redacted_in_place() {
+    let secret = "AKIAZ7VQ3X5KJ2MWB4TD";
+    let document = serde_json::json!({
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": format!("creds: {secret}")},
+        "cache_control": {"type": "ephemeral"}
+    });
+    let user = Message::user(Content::Parts(vec![
+        Part::text(format!("first {secret}")),
+        Part::image(curator_model::ImageSource::from_url("https://x/a.png")),
+        Part::Raw { format: curator_model::Format::Anthropic, value: document },
+    ]));
+    let call =
+        ToolCall::new("c1", "deploy", serde_json::json!({"env": {"key": secret}}).to_string());
+    let assistant = Message::assistant_with_calls(None, vec![call]);
+    let view = Redactor::new()
+        .curate_messages(&[user.clone(), assistant], &CurationContext::default())
+        .unwrap();
+    let Some(Content::Parts(parts)) = view[0].content() else { panic!("parts") };
+    assert_eq!(parts.len(), 3, "parts stay where they were");
+    assert!(parts[0].as_text().is_some_and(|t| !t.contains(secret)));
+    assert!(matches!(parts[1], Part::Image { .. }));
+    let Part::Raw { value, .. } = &parts[2] else { panic!("document") };
+    assert!(!value.to_string().contains(secret), "{value}");
+    assert_eq!(value["cache_control"]["type"], "ephemeral");
+    let args: serde_json::Value =
+        serde_json::from_str(view[1].tool_calls()[0].arguments()).unwrap();
+    assert!(!args.to_string().contains(secret), "arguments stay JSON and lose the key: {args}");
+}
+
+#[test]
+fn part_fields_such_as_cache_breakpoints_survive() {
+    let mut fields = serde_json::Map::new();
+    fields.insert("cache_control".into(), serde_json::json!({"type": "ephemeral"}));
+    let part = Part::Text {
+        text: "token ghp_R4nd0mT0k3nV4lu3ThatIsThirtySix12345".into(),
+        extra: curator_model::ProviderFields::non_empty(curator_model::Format::Anthropic, fields),
+    };
+    let message = Message::user(Content::Parts(vec![part]));
+    let view = Redactor::new().curate_messages(&[message], &CurationContext::default()).unwrap();
+    let Some(Content::Parts(parts)) = view[0].content() else { panic!("parts") };
+    let Part::Text { text, extra } = &parts[0] else { panic!("text") };
+    assert!(text.contains("[REDACTED:"), "{text}");
+    assert!(extra.is_some(), "the cache breakpoint was dropped");
+}
+
+/// Redacts every message of the corpus, prints what each kind found (for review of false
+/// positives), and checks that redaction is stable (a second pass changes nothing) and keeps
+/// tool-call arguments valid JSON.
+#[test]
+fn the_corpus_redactions_are_counted_and_stable() {
+    use std::collections::BTreeMap;
+
+    let Some(corpus) = curator_testkit::corpus::load() else { return };
+    let redactor = Redactor::new();
+    let mut kinds: BTreeMap<String, (usize, Vec<String>)> = BTreeMap::new();
+    let mut total = 0;
+    for conversation in &corpus {
+        let messages = curator_model::formats::openai::to_messages(&conversation.messages).unwrap();
+        let view = redactor.curate_messages(&messages, &CurationContext::default()).unwrap();
+        for (before, after) in messages.iter().zip(&view) {
+            let text = after.text();
+            assert_eq!(redactor.redact(&text), text, "a second pass changed {}", conversation.id);
+            for (call, redacted) in before.tool_calls().iter().zip(after.tool_calls()) {
+                if serde_json::from_str::<serde_json::Value>(call.arguments()).is_ok() {
+                    serde_json::from_str::<serde_json::Value>(redacted.arguments()).unwrap();
+                }
+            }
+            let original = before.text();
+            for piece in text.split("[REDACTED:").skip(1) {
+                let kind = piece.split(']').next().unwrap_or_default().to_owned();
+                total += 1;
+                let entry = kinds.entry(kind).or_default();
+                entry.0 += 1;
+                if entry.1.len() < 3 {
+                    // What was there: the original line around the first difference.
+                    let at = original.char_indices().zip(text.chars()).find(|((_, a), b)| a != b);
+                    let start = at.map_or(0, |((i, _), _)| i);
+                    let line: String = original[start..].chars().take(60).collect();
+                    entry.1.push(line.replace('\n', " "));
+                }
+            }
+        }
+    }
+    eprintln!("{total} redactions over {} conversations", corpus.len());
+    for (kind, (n, samples)) in &kinds {
+        eprintln!("{n:5} {kind}: {samples:?}");
+    }
+}
