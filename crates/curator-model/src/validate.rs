@@ -88,6 +88,27 @@ pub enum ViolationKind {
     /// Anthropic: a system message after the conversation started (the API has one
     /// top-level system prompt).
     SystemInsideConversation,
+    /// OpenAI: an assistant message with a `tool_calls` list that is empty.
+    EmptyToolCalls,
+    /// A tool call whose function name is empty.
+    EmptyToolName {
+        /// The call's id.
+        call_id: String,
+    },
+    /// OpenAI: a part the role cannot carry (only text goes in system, developer and tool
+    /// messages).
+    UnsupportedPart {
+        /// The role of the message.
+        role: Role,
+        /// The kind of part (`image`, or the part's `type`).
+        part: String,
+    },
+    /// Anthropic: a text that is empty or only whitespace (a text block must hold
+    /// something besides whitespace).
+    BlankText {
+        /// The role of the message.
+        role: Role,
+    },
 }
 
 impl fmt::Display for ViolationKind {
@@ -116,6 +137,18 @@ impl fmt::Display for ViolationKind {
             ViolationKind::SystemInsideConversation => f.write_str(
                 "system message inside the conversation (only a leading system prompt is allowed)",
             ),
+            ViolationKind::EmptyToolCalls => {
+                f.write_str("`tool_calls` is an empty list (leave it out instead)")
+            }
+            ViolationKind::EmptyToolName { call_id } => {
+                write!(f, "tool call `{call_id}` has an empty function name")
+            }
+            ViolationKind::UnsupportedPart { role, part } => {
+                write!(f, "{role} message has a {part} part, but only text is allowed there")
+            }
+            ViolationKind::BlankText { role } => {
+                write!(f, "{role} message has a text that is empty or only whitespace")
+            }
         }
     }
 }
@@ -181,6 +214,7 @@ pub fn openai<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
     for step in pairing(messages) {
         pairing_violation(messages, &step, false)?;
         let (index, message) = (step.index, messages[step.index].borrow());
+        openai_shape(index, message)?;
         if openai_lacks_content(message) {
             return Err(Violation {
                 index,
@@ -189,6 +223,47 @@ pub fn openai<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
         }
     }
     Ok(())
+}
+
+/// The OpenAI rules on one message's shape: no empty `tool_calls` list, no call without a
+/// name, and only text in system, developer and tool messages.
+fn openai_shape(index: usize, message: &Message) -> Result<(), Violation> {
+    let violation = |kind| Err(Violation { index, kind });
+    let fields = message.extra().and_then(|e| e.fields_for(crate::Format::OpenAi));
+    if fields
+        .and_then(|f| f.get("tool_calls"))
+        .is_some_and(|v| v.as_array().is_some_and(Vec::is_empty))
+    {
+        return violation(ViolationKind::EmptyToolCalls);
+    }
+    if let Some(call) = message.tool_calls().iter().find(|c| c.name().is_empty()) {
+        return violation(ViolationKind::EmptyToolName { call_id: call.id().to_owned() });
+    }
+    if matches!(message.role(), Role::System | Role::Tool)
+        && let Some(crate::Content::Parts(parts)) = message.content()
+        && let Some(part) = parts.iter().find(|p| p.as_text().is_none())
+    {
+        let kind = match part {
+            crate::Part::Image { .. } => "image".to_owned(),
+            crate::Part::Raw { value, .. } => {
+                value.get("type").and_then(|t| t.as_str()).unwrap_or("unknown").to_owned()
+            }
+            _ => "non-text".to_owned(),
+        };
+        return violation(ViolationKind::UnsupportedPart { role: message.role(), part: kind });
+    }
+    Ok(())
+}
+
+/// Whether a message has a text that Anthropic refuses: present but blank.
+fn blank_text(message: &Message) -> bool {
+    match message.content() {
+        Some(crate::Content::Text(text)) => !text.is_empty() && text.trim().is_empty(),
+        Some(crate::Content::Parts(parts)) => {
+            parts.iter().filter_map(crate::Part::as_text).any(|t| t.trim().is_empty())
+        }
+        None => false,
+    }
 }
 
 fn openai_lacks_content(message: &Message) -> bool {
@@ -262,6 +337,18 @@ pub fn anthropic<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
         // A following assistant message joins the same turn, so its calls add to the open
         // ones instead of finding them unanswered.
         pairing_violation(messages, &step, true)?;
+        if let Some(call) = message.tool_calls().iter().find(|c| c.name().is_empty()) {
+            return Err(Violation {
+                index,
+                kind: ViolationKind::EmptyToolName { call_id: call.id().to_owned() },
+            });
+        }
+        if blank_text(message) {
+            return Err(Violation {
+                index,
+                kind: ViolationKind::BlankText { role: message.role() },
+            });
+        }
         turn_is_assistant = is_assistant;
         turn_has_blocks |= message.role() == Role::Tool
             || message.has_tool_calls()

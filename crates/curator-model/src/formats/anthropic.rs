@@ -418,6 +418,14 @@ fn write_assistant<M: Borrow<Message>>(first: usize, run: &[M]) -> Result<Value>
         let index = first + offset;
         push_content_blocks(index, m.content(), &mut blocks)?;
         for (j, call) in m.tool_calls().iter().enumerate() {
+            if super::openai::is_custom_call(call) {
+                // Free-form input has no Anthropic form: a tool_use takes a JSON object.
+                return Err(Error::UnsupportedValue {
+                    index,
+                    field: format!("tool_calls[{j}].type"),
+                    value: "custom".into(),
+                });
+            }
             let input = arguments_object(index, j, call)?;
             let mut block =
                 fields_for(call.extra(), Format::Anthropic).cloned().unwrap_or_default();

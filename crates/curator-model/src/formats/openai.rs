@@ -5,8 +5,10 @@
 //! `null` or absent content, `tool_calls` with `type: "function"`, `tool_call_id` and `name`.
 //! Fields curator does not model (`refusal`, `audio`, `function_call`, part fields, …) are
 //! kept as [`ProviderFields`] and written back, so `OpenAI → Message → OpenAI` gives equal
-//! JSON. Not modelled, and refused with a typed error: the `developer` and legacy `function`
-//! roles, and tool calls whose `type` is not `function`.
+//! JSON. The `developer` role (o-series and GPT-5 requests) is read as a system message that
+//! remembers its role, and `custom` tool calls (free-form input) as tool calls whose
+//! arguments are that input, both written back as they were. Not modelled, and refused with
+//! a typed error: the legacy `function` role and tool calls of any other `type`.
 //!
 //! Writing messages read from the Anthropic format leaves out what OpenAI cannot express:
 //! the `is_error` mark of a tool result and Anthropic-only fields; an Anthropic-only content
@@ -117,13 +119,17 @@ pub fn message_from_value(index: usize, value: &Value) -> Result<Message> {
     let obj = Object::new(index, "", value)?;
     let role_name = obj.str("role")?;
     let role = match role_name {
-        "system" => Role::System,
+        "system" | "developer" => Role::System,
         "user" => Role::User,
         "assistant" => Role::Assistant,
         "tool" => Role::Tool,
         other => return Err(Error::UnknownRole { index, role: other.to_owned() }),
     };
     let mut rest = obj.rest(MESSAGE_FIELDS);
+    if role_name == "developer" {
+        // Written back as it was read; other formats see a system message.
+        rest.insert("role".into(), Value::String(role_name.to_owned()));
+    }
     let content = match obj.get("content") {
         None => None,
         Some(Value::Null) => Some(None),
@@ -220,6 +226,7 @@ fn read_call(index: usize, j: usize, value: &Value) -> Result<ToolCall> {
     let call = Object::new(index, format!("tool_calls[{j}]"), value)?;
     match call.opt_str("type")? {
         None | Some("function") => {}
+        Some("custom") => return read_custom_call(&call),
         Some(other) => {
             return Err(Error::UnsupportedValue {
                 index,
@@ -243,6 +250,32 @@ fn read_call(index: usize, j: usize, value: &Value) -> Result<ToolCall> {
     }
     Ok(ToolCall::new(id, name, arguments)
         .with_extra(ProviderFields::non_empty(Format::OpenAi, rest)))
+}
+
+/// A `custom` tool call: its free-form `input` is the call's arguments (not JSON).
+fn read_custom_call(call: &Object<'_>) -> Result<ToolCall> {
+    let id = call.str("id")?;
+    let custom = Object::new(
+        call.index,
+        call.field("custom"),
+        call.get("custom").ok_or_else(|| call.missing("custom"))?,
+    )?;
+    let name = custom.str("name")?;
+    let input = custom.str("input")?;
+    let mut rest = call.rest(&["id", "custom"]);
+    let custom_rest = custom.rest(&["name", "input"]);
+    if !custom_rest.is_empty() {
+        rest.insert("custom".into(), Value::Object(custom_rest));
+    }
+    Ok(ToolCall::new(id, name, input).with_extra(ProviderFields::non_empty(Format::OpenAi, rest)))
+}
+
+/// Whether a call was read as an OpenAI `custom` tool call.
+pub(crate) fn is_custom_call(call: &ToolCall) -> bool {
+    crate::provider_fields::fields_for(call.extra(), Format::OpenAi)
+        .and_then(|f| f.get("type"))
+        .and_then(Value::as_str)
+        == Some("custom")
 }
 
 /// Writes messages as an OpenAI `messages` array. Takes `Message`s or anything that
@@ -290,7 +323,14 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Value> {
 /// ```
 pub fn message_to_value(index: usize, message: &Message) -> Result<Value> {
     let mut out = Map::new();
-    out.insert("role".into(), Value::String(message.role().as_str().to_owned()));
+    let read_as = crate::provider_fields::fields_for(message.extra(), Format::OpenAi)
+        .and_then(|f| f.get("role"))
+        .and_then(Value::as_str);
+    let role = match (message.role(), read_as) {
+        (Role::System, Some("developer")) => "developer",
+        (role, _) => role.as_str(),
+    };
+    out.insert("role".into(), Value::String(role.to_owned()));
     if !message.content_omitted() {
         let content = match message.content() {
             None => Value::Null,
@@ -345,6 +385,26 @@ fn write_part(index: usize, k: usize, part: &Part) -> Result<Value> {
 }
 
 fn write_call(call: &ToolCall) -> Value {
+    if is_custom_call(call) {
+        let mut custom = Map::new();
+        custom.insert("name".into(), Value::String(call.name().to_owned()));
+        custom.insert("input".into(), Value::String(call.arguments().to_owned()));
+        let mut out = Map::new();
+        out.insert("id".into(), Value::String(call.id().to_owned()));
+        out.insert("type".into(), json!("custom"));
+        if let Some(extra) = crate::provider_fields::fields_for(call.extra(), Format::OpenAi) {
+            for (k, v) in extra {
+                match (k.as_str(), v) {
+                    ("custom", Value::Object(more)) => merge(&mut custom, Some(more)),
+                    _ => {
+                        out.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                }
+            }
+        }
+        out.insert("custom".into(), Value::Object(custom));
+        return Value::Object(out);
+    }
     let mut function = Map::new();
     function.insert("name".into(), Value::String(call.name().to_owned()));
     function.insert("arguments".into(), Value::String(call.arguments().to_owned()));

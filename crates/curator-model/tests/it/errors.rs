@@ -70,7 +70,11 @@ fn missing_and_mistyped_fields() {
     );
     check(
         &openai::to_messages(&json!([{"role": "assistant", "tool_calls": [{"id": "1", "type": "custom", "custom": {}}]}])).unwrap_err(),
-        "message 0: field `tool_calls[0].type` has unsupported value `custom`",
+        "message 0: missing field `tool_calls[0].custom.name`",
+    );
+    check(
+        &openai::to_messages(&json!([{"role": "assistant", "tool_calls": [{"id": "1", "type": "mcp_call", "mcp_call": {}}]}])).unwrap_err(),
+        "message 0: field `tool_calls[0].type` has unsupported value `mcp_call`",
     );
 }
 

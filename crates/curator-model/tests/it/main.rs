@@ -3,6 +3,7 @@
 
 mod anthropic;
 mod corpus;
+mod current;
 mod errors;
 mod openai;
 mod props;
