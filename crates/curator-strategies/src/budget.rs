@@ -303,11 +303,12 @@ impl HistoryManager for TokenBudget {
             Take::KeepAs(replacements)
         });
         drop(tally);
-        let input_was_empty = view.is_empty();
+        let had_conversation = view.structures().any(|m| m.role() != Role::System);
         let kept = kept.unwrap_or_else(|| view.clone().repaired());
-        if kept.is_empty() && !input_was_empty {
-            // Nothing pinned, and not even the newest unit fits shortened: an empty request
-            // would be refused, so say what the budget lacks.
+        if had_conversation && kept.structures().all(|m| m.role() == Role::System) {
+            // Nothing but system messages would go out (nothing else pinned, and not even the
+            // newest unit fits shortened): providers refuse a request with no message, so say
+            // what the budget lacks.
             return Err(Error::BudgetTooSmall {
                 needed: self.available() - body_room + newest_needs,
                 available: self.available(),

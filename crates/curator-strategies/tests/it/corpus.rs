@@ -55,3 +55,48 @@ fn every_view_of_every_prefix_is_valid_for_both_providers() {
     eprintln!("validated {views} views of {} corpus conversations", conversations.len());
     assert!(views > 0);
 }
+
+/// At 2,000, 4,000 and 8,000 exact o200k tokens, before every call of every corpus
+/// conversation: the view is valid for both providers, within budget, and never just the
+/// system message and the task while newer history exists (the head keeps to its share and
+/// the newest unit is shortened rather than dropped).
+#[cfg(feature = "tiktoken")]
+#[test]
+fn tight_budgets_never_starve_the_agent_on_real_transcripts() {
+    use curator_strategies::{Bpe, Encoding, TokenCounter};
+
+    let Some(conversations) = corpus::load() else { return };
+    let bpe = Bpe::new(Encoding::O200kBase).unwrap();
+    let budgets: Vec<TokenBudget> =
+        [2_000, 4_000, 8_000].map(|b| TokenBudget::new(b).with_counter(bpe.clone())).into();
+    let ctx = CurationContext::default();
+    let (mut views, mut head_only) = (0, 0);
+    for c in &conversations {
+        let messages: Vec<Message> = openai::to_messages(&c.messages).unwrap();
+        let mut history = History::new();
+        for (i, message) in messages.iter().enumerate() {
+            if message.role() == Role::Assistant {
+                let pinned = View::full(&history).head(&ctx).pinned().len();
+                for budget in &budgets {
+                    let here = || format!("{} at message {i}, {} tokens", c.id, budget.available());
+                    let view = budget
+                        .curate(View::full(&history), &ctx)
+                        .unwrap_or_else(|e| panic!("{}: {e}", here()))
+                        .to_messages();
+                    validate::openai(&view).unwrap_or_else(|v| panic!("{}: {v}", here()));
+                    validate::anthropic(&view).unwrap_or_else(|v| panic!("{}: {v}", here()));
+                    let tokens: u64 = view.iter().map(|m| bpe.count_message(m)).sum::<u64>()
+                        + bpe.reply_priming();
+                    assert!(tokens <= budget.available(), "{}: {tokens} tokens", here());
+                    if history.len() > pinned && view.len() <= pinned {
+                        head_only += 1;
+                    }
+                    views += 1;
+                }
+            }
+            history.push(message.clone());
+        }
+    }
+    eprintln!("{views} views at 2k/4k/8k o200k tokens, {head_only} with only the head");
+    assert_eq!(head_only, 0, "calls that sent only the system message and the task");
+}

@@ -4,6 +4,7 @@
 #[cfg(feature = "tiktoken")]
 mod bpe;
 mod budget;
+mod budget_props;
 mod config;
 mod corpus;
 mod edges;
@@ -13,5 +14,6 @@ mod http;
 mod pairing;
 mod props;
 mod redact;
+mod starve;
 mod summarize;
 mod transform;
