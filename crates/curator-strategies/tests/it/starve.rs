@@ -15,12 +15,15 @@ fn tokens(counter: &dyn TokenCounter, messages: &[Message]) -> u64 {
 #[cfg(feature = "tiktoken")]
 #[test]
 fn a_large_task_leaves_room_for_the_newest_messages() {
+    use std::fmt::Write as _;
+
     use curator_strategies::{Bpe, Encoding};
 
     let bpe = Bpe::new(Encoding::O200kBase).unwrap();
-    let body: String = (0..120)
-        .map(|i| format!("case {i}: the parser drops trailing commas in nested arrays. "))
-        .collect();
+    let mut body = String::new();
+    for i in 0..120 {
+        let _ = write!(body, "case {i}: the parser drops trailing commas in nested arrays. ");
+    }
     let task = format!("Issue: {body}");
     let input = vec![
         Message::system("You are a coding agent."),
