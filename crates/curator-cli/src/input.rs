@@ -240,7 +240,7 @@ fn document(reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
                 .and_then(|format| {
                     Ok(Conversation {
                         id: "1".into(),
-                        messages: to_messages(&value, None, format)?,
+                        messages: to_messages(value, None, format)?,
                         format,
                         envelope: None,
                     })
@@ -282,28 +282,36 @@ fn from_object(mut object: Map<String, Value>, format: Format, id: &str) -> Resu
     let messages = object.remove("messages").ok_or_else(|| anyhow!("no `messages` field"))?;
     let format = detect(format, Some(&object), &messages)?;
     let system = object.remove("system");
-    let result = to_messages(&messages, system.as_ref(), format);
+    let result = to_messages(messages, system.as_ref(), format);
     if let Some(system) = system {
         object.insert("system".into(), system);
     }
     Ok(Conversation { id: id.to_owned(), messages: result?, format, envelope: Some(object) })
 }
 
-fn to_messages(messages: &Value, system: Option<&Value>, format: Format) -> Result<Vec<Message>> {
-    Ok(match format {
-        Format::Anthropic => match system {
+/// Converts messages, consuming their JSON: OpenAI messages one at a time (each message's
+/// JSON is freed once converted, so the two never both hold the whole conversation).
+fn to_messages(messages: Value, system: Option<&Value>, format: Format) -> Result<Vec<Message>> {
+    Ok(match (format, messages) {
+        (Format::Anthropic, messages) => match system {
             Some(system) => {
-                // The request shape `to_messages` reads, built around borrowed parts.
                 let mut request = Map::new();
                 request.insert("system".into(), system.clone());
                 request.insert("messages".into(), Value::Array(Vec::new()));
                 let mut head = formats::anthropic::to_messages(&Value::Object(request))?;
-                head.extend(formats::anthropic::to_messages(messages)?);
+                head.extend(formats::anthropic::to_messages(&messages)?);
                 head
             }
-            None => formats::anthropic::to_messages(messages)?,
+            None => formats::anthropic::to_messages(&messages)?,
         },
-        _ => formats::openai::to_messages(messages)?,
+        (_, Value::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (index, item) in items.into_iter().enumerate() {
+                out.push(formats::openai::message_from_value(index, &item)?);
+            }
+            out
+        }
+        (_, other) => formats::openai::to_messages(&other)?,
     })
 }
 

@@ -221,7 +221,7 @@ fn chart(replay: &Replayed, budget: Option<u64>) -> String {
         let sent = points(&|i| calls[i].sent_tokens);
         let _ = writeln!(
             svg,
-            r#"<polygon fill="{SENT_FILL}" fill-opacity="0.7" points="{x0:.1},{b:.1} {sent} {x1:.1},{b:.1}"/>"#,
+            r#"<polygon fill="{SENT_FILL}" points="{x0:.1},{b:.1} {sent} {x1:.1},{b:.1}"/>"#,
             x0 = x(0),
             x1 = x(calls.len() - 1),
             b = TOP + plot_h
