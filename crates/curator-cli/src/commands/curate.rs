@@ -104,7 +104,15 @@ pub(crate) fn run(
                 }
             };
             let pipeline = pipelines.for_tools(conversation.tools())?;
-            let (document, broken) = curate_one(conversation, pipeline, options)?;
+            let id = conversation.id.clone();
+            let (document, broken) = match curate_one(conversation, pipeline, options) {
+                Ok(done) => done,
+                Err(error) => {
+                    note!("{}: conversation {id}: {error:#}", source.name());
+                    unreadable += 1;
+                    continue;
+                }
+            };
             violations += broken;
             if layout == Layout::Lines {
                 serde_json::to_writer(&mut out, &document)?;

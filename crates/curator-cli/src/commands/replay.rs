@@ -88,8 +88,8 @@ struct Replays {
 
 /// Replays every conversation of every source, one at a time.
 ///
-/// Exit status: 2 when a source or a conversation could not be read (the others are still
-/// replayed and reported), else 1 with `check` when a view or an input breaks a provider
+/// Exit status: 2 when a source or a conversation could not be read or curated (the others
+/// are still replayed and reported), else 1 with `check` when a view or an input breaks a provider
 /// rule, else 0.
 pub(crate) fn run(
     sources: &[Source],
@@ -181,9 +181,19 @@ fn replay_all(
                 }
             };
             let pipeline = pipelines.for_tools(conversation.tools())?;
+            let id = conversation.id.clone();
+            // A pipeline that fails on one conversation (a budget too small for its system
+            // message and tools) is reported, and the others go on.
             let (replayed, history) =
-                replayed::replay(&name, conversation, pipeline, options.report.is_some())
-                    .with_context(|| format!("{name}: replaying"))?;
+                match replayed::replay(&name, conversation, pipeline, options.report.is_some()) {
+                    Ok(done) => done,
+                    Err(error) => {
+                        progress.break_line();
+                        note!("{name}: conversation {id}: {error:#}");
+                        unreadable += 1;
+                        continue;
+                    }
+                };
             if let Some(recorder) = &mut recorder {
                 match recorder.record(&replayed.id, history.messages())? {
                     Recorded::New { .. } => new_ones += 1,

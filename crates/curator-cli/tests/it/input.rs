@@ -147,3 +147,18 @@ fn a_failing_conversation_in_json_lines_is_named_and_the_others_go_on() {
         .collect();
     assert_eq!(ids, ["first", "third"]);
 }
+
+#[test]
+fn a_conversation_the_pipeline_cannot_curate_is_named_and_the_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    // Its tools alone take more than the budget.
+    let content =
+        format!("{}\n{}\n", with_tools(40_000), json!({"id": "plain", "messages": varied(3)}));
+    let file = write(dir.path(), "mixed.jsonl", &content);
+    let out = curator(&["replay", file.to_str().unwrap(), "--max-tokens", "4000"]);
+    fails_with(&out, 2, "conversation tooled: ");
+    assert!(text(&out.stdout).contains("total: 1 conversation, 4 calls"), "{}", text(&out.stdout));
+    let out = curator(&["curate", file.to_str().unwrap(), "--max-tokens", "4000"]);
+    fails_with(&out, 2, "conversation tooled: ");
+    assert_eq!(text(&out.stdout).lines().count(), 1);
+}
