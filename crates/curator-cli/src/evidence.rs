@@ -76,12 +76,12 @@ const COMMON: &[&str] = &[
 /// terms longer than 128 characters and a short list of very common tokens (`__init__`,
 /// `utf-8`, `100`, `/dev/null`, ...).
 /// The rule is documented in `docs/cli.md`; the unit tests below hold worked examples.
-pub(crate) fn terms(text: &str) -> Vec<String> {
+pub(crate) fn terms(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
-    let mut emit = |term: &str| {
-        if term.len() <= MAX_TERM && !COMMON.contains(&term) && seen.insert(term.to_owned()) {
-            out.push(term.to_owned());
+    let mut emit = |term| {
+        if term_ok(term) && seen.insert(term) {
+            out.push(term);
         }
     };
     quoted(text, &mut emit);
@@ -128,6 +128,10 @@ pub(crate) fn terms(text: &str) -> Vec<String> {
     out
 }
 
+fn term_ok(term: &str) -> bool {
+    term.len() <= MAX_TERM && !COMMON.contains(&term)
+}
+
 /// Splits at `:` that is not part of `::`.
 fn split_single_colons(part: &str) -> Vec<&str> {
     let bytes = part.as_bytes();
@@ -150,7 +154,7 @@ fn split_single_colons(part: &str) -> Vec<&str> {
 }
 
 /// Checks the parts of a dotted word (`self.parse_binary`), keeping numbers whole.
-fn dotted(part: &str, emit: &mut impl FnMut(&str)) {
+fn dotted<'a>(part: &'a str, emit: &mut impl FnMut(&'a str)) {
     let part = part.trim_matches(['.', '-']);
     if is_number(part) {
         emit(part);
@@ -223,7 +227,7 @@ fn is_path(word: &str) -> bool {
 }
 
 /// Emits the quoted values of a text.
-fn quoted(text: &str, emit: &mut impl FnMut(&str)) {
+fn quoted<'a>(text: &'a str, emit: &mut impl FnMut(&'a str)) {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut i = 0;
     while i < chars.len() {
@@ -258,21 +262,24 @@ fn quoted(text: &str, emit: &mut impl FnMut(&str)) {
 /// The text a message shows the model: its text, and each tool call's name and arguments
 /// (string values of JSON arguments are read as text; each short one is also a quoted
 /// value).
-fn message_terms(message: &Message) -> Vec<String> {
-    let mut found = terms(&message.text());
+fn message_terms(message: &Message, each: &mut impl FnMut(&str)) {
+    terms(&message.text()).into_iter().for_each(&mut *each);
     for call in message.tool_calls() {
-        found.extend(terms(call.name()));
+        terms(call.name()).into_iter().for_each(&mut *each);
         match call.arguments_json() {
             Ok(value) => strings(&value, &mut |s| {
-                if (3..=64).contains(&s.chars().count()) && !s.contains('\n') {
-                    found.push(s.trim().to_owned());
+                let value = s.trim();
+                if (3..=64).contains(&value.chars().count())
+                    && !value.contains('\n')
+                    && term_ok(value)
+                {
+                    each(value);
                 }
-                found.extend(terms(s));
+                terms(s).into_iter().for_each(&mut *each);
             }),
-            Err(_) => found.extend(terms(call.arguments())),
+            Err(_) => terms(call.arguments()).into_iter().for_each(&mut *each),
         }
     }
-    found
 }
 
 fn strings(value: &Value, each: &mut impl FnMut(&str)) {
@@ -329,8 +336,9 @@ impl Tracker {
         let pos = self.len as u32;
         self.len += 1;
         let system = message.role() == Role::System;
-        for term in message_terms(message) {
-            let id = self.intern(&term);
+        let mut ids = Vec::new();
+        message_terms(message, &mut |term| ids.push(self.intern(term)));
+        for id in ids {
             if system {
                 self.system.insert(id);
             } else if self.at[id as usize].last() != Some(&pos) {
@@ -354,9 +362,10 @@ impl Tracker {
     pub(crate) fn score(&mut self, reply: &Message, view: &View<'_>) -> Score {
         let needed: Vec<u32> = {
             let mut seen = HashSet::new();
-            message_terms(reply)
-                .iter()
-                .filter_map(|t| self.ids.get(t.as_str()).copied())
+            let mut known = Vec::new();
+            message_terms(reply, &mut |t| known.extend(self.ids.get(t).copied()));
+            known
+                .into_iter()
                 .filter(|id| {
                     !self.system.contains(id)
                         && !self.at[*id as usize].is_empty()
@@ -383,10 +392,8 @@ impl Tracker {
         for copy in &copies {
             let key = Arc::as_ptr(copy) as usize;
             if !self.copies.contains_key(&key) {
-                let ids: HashSet<u32> = message_terms(copy)
-                    .iter()
-                    .filter_map(|t| self.ids.get(t.as_str()).copied())
-                    .collect();
+                let mut ids = HashSet::new();
+                message_terms(copy, &mut |t| ids.extend(self.ids.get(t).copied()));
                 self.copies.insert(key, (Arc::clone(copy), ids));
             }
         }
