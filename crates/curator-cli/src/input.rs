@@ -1,8 +1,17 @@
-//! Reading conversations: a JSON array of messages, `{"messages": [...]}`, or JSON Lines.
+//! Reading conversations: a JSON array of messages, `{"messages": [...]}`, or JSON Lines, from
+//! one or several files and folders, one conversation at a time.
+//!
+//! Memory stays within about twice the input: a whole-document file is parsed from the
+//! reader (its text is never held beside its JSON), the `messages` are moved out of their
+//! envelope rather than cloned, and JSON Lines are read one line at a time, so a file of many
+//! conversations holds one of them at a time. A line that cannot be read is reported by its
+//! id (or line number) and the others go on.
 
-use std::path::Path;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use curator::model::{Message, formats};
 use serde_json::{Map, Value};
 
@@ -36,84 +45,224 @@ pub(crate) struct Conversation {
     pub(crate) messages: Vec<Message>,
     /// The format it was read in.
     pub(crate) format: Format,
-    /// The object it came in (for objects and lines), to write back its other fields.
+    /// The object it came in, without its `messages` (for objects and lines), to write back
+    /// its other fields.
     pub(crate) envelope: Option<Map<String, Value>>,
 }
 
-/// Everything read from one file.
+impl Conversation {
+    /// The input's `tools` schemas, when it has them.
+    pub(crate) fn tools(&self) -> Option<&Value> {
+        self.envelope.as_ref()?.get("tools").filter(|t| !t.is_null())
+    }
+}
+
+/// A conversation that could not be read; the others go on.
 #[derive(Debug)]
-pub(crate) struct Input {
-    pub(crate) layout: Layout,
-    pub(crate) conversations: Vec<Conversation>,
+pub(crate) struct Failed {
+    /// Its `id`, or `line N`.
+    pub(crate) id: String,
+    pub(crate) error: anyhow::Error,
 }
 
-/// Reads a file of conversations.
-pub(crate) fn read(path: &Path, format: Format) -> Result<Input> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    parse(&text, format).with_context(|| format!("{}", path.display()))
+/// The conversations of one file, read one at a time.
+pub(crate) struct Reader {
+    layout: Layout,
+    format: Format,
+    /// The conversation read already, handed out first.
+    pending: Option<Result<Conversation, Failed>>,
+    source: Rest,
 }
 
-/// Parses the text of a conversation file.
-pub(crate) fn parse(text: &str, format: Format) -> Result<Input> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Array(messages)) => {
-            let format = resolve(format, &Value::Array(messages.clone()), None);
-            let messages = to_messages(&Value::Array(messages), format)?;
-            Ok(Input {
-                layout: Layout::Array,
-                conversations: vec![Conversation {
-                    id: "1".into(),
-                    messages,
+enum Rest {
+    /// Nothing more to read (a whole-document file).
+    Done,
+    /// JSON Lines: the line read ahead (number, text), then the rest.
+    Lines { next: Option<(usize, String)>, number: usize, rest: Box<dyn BufRead> },
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader").field("layout", &self.layout).finish_non_exhaustive()
+    }
+}
+
+impl Reader {
+    /// How the file is laid out.
+    pub(crate) fn layout(&self) -> Layout {
+        self.layout
+    }
+}
+
+impl Iterator for Reader {
+    type Item = Result<Conversation, Failed>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(pending) = self.pending.take() {
+            return Some(pending);
+        }
+        match &mut self.source {
+            Rest::Done => None,
+            Rest::Lines { next, number, rest } => {
+                let (line_number, line) = match next.take() {
+                    Some(read_ahead) => read_ahead,
+                    None => match next_line(rest.as_mut(), number) {
+                        Ok(Some(line)) => line,
+                        Ok(None) => return None,
+                        Err(error) => {
+                            // An unreadable stream cannot go on: report it once, then stop.
+                            *rest = Box::new(std::io::empty());
+                            return Some(Err(Failed { id: format!("line {number}"), error }));
+                        }
+                    },
+                };
+                Some(from_line(&line, line_number, self.format))
+            }
+        }
+    }
+}
+
+/// The next non-blank line, with its number from 1.
+fn next_line(reader: &mut dyn BufRead, number: &mut usize) -> Result<Option<(usize, String)>> {
+    loop {
+        let mut line = String::new();
+        let read = reader.read_line(&mut line).context("cannot read the next line")?;
+        if read == 0 {
+            return Ok(None);
+        }
+        *number += 1;
+        if !line.trim().is_empty() {
+            return Ok(Some((*number, line)));
+        }
+    }
+}
+
+fn from_line(line: &str, number: usize, format: Format) -> Result<Conversation, Failed> {
+    let fallback = format!("line {number}");
+    let value: Value = serde_json::from_str(line).map_err(|e| Failed {
+        id: fallback.clone(),
+        error: anyhow!("invalid JSON at line {number}, column {}: {e}", e.column()),
+    })?;
+    let Value::Object(object) = value else {
+        return Err(Failed {
+            id: fallback,
+            error: anyhow!(
+                "line {number}: expected a conversation object with `messages`, found {}",
+                kind(&value)
+            ),
+        });
+    };
+    let id = id_of(&object).unwrap_or(fallback);
+    from_object(object, format, &id)
+        .map_err(|error| Failed { id, error: error.context(format!("line {number}")) })
+}
+
+fn id_of(object: &Map<String, Value>) -> Option<String> {
+    match object.get("id")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Opens a file of conversations.
+pub(crate) fn open(path: &Path, format: Format) -> Result<Reader> {
+    let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    from_reader(Box::new(BufReader::with_capacity(1 << 16, file)), format)
+        .with_context(|| format!("{}", path.display()))
+}
+
+/// Reads conversations from text (the bundled demo).
+pub(crate) fn from_text(text: &'static str, format: Format) -> Result<Reader> {
+    from_reader(Box::new(text.as_bytes()), format)
+}
+
+/// Decides the layout from the first bytes and lines, then reads lazily.
+///
+/// An array is a whole document. A first line that is a JSON object on its own, followed by
+/// more non-blank lines, makes JSON Lines; otherwise the file is one document.
+pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
+    let first = loop {
+        let buffer = reader.fill_buf().context("cannot read the input")?;
+        match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(at) => break buffer[at],
+            None if buffer.is_empty() => bail!("the input is empty"),
+            None => {
+                let len = buffer.len();
+                reader.consume(len);
+            }
+        }
+    };
+    if first == b'{' {
+        let mut number = 0;
+        let Some((line_number, line)) = next_line(reader.as_mut(), &mut number)? else {
+            bail!("the input is empty");
+        };
+        if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(&line) {
+            return match next_line(reader.as_mut(), &mut number)? {
+                None => Ok(Reader {
+                    layout: Layout::Object,
                     format,
-                    envelope: None,
-                }],
+                    pending: Some(whole_object(object, format)),
+                    source: Rest::Done,
+                }),
+                Some(second) => {
+                    drop(object);
+                    let first_conversation = from_line(&line, line_number, format);
+                    Ok(Reader {
+                        layout: Layout::Lines,
+                        format,
+                        pending: Some(first_conversation),
+                        source: Rest::Lines { next: Some(second), number, rest: reader },
+                    })
+                }
+            };
+        }
+        // A document spread over lines: read it whole, the first line included.
+        let chained = std::io::Cursor::new(line).chain(reader);
+        return document(Box::new(BufReader::new(chained)), format);
+    }
+    document(reader, format)
+}
+
+fn whole_object(object: Map<String, Value>, format: Format) -> Result<Conversation, Failed> {
+    let id = id_of(&object).unwrap_or_else(|| "1".to_owned());
+    from_object(object, format, &id).map_err(|error| Failed { id, error })
+}
+
+/// Reads a whole JSON document (an array of messages or one conversation object).
+fn document(reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
+    let value: Value = serde_json::from_reader(reader)
+        .map_err(|e| anyhow!("invalid JSON at line {}, column {}: {e}", e.line(), e.column()))?;
+    match value {
+        Value::Array(_) => {
+            let conversation = detect(format, None, &value)
+                .and_then(|format| {
+                    Ok(Conversation {
+                        id: "1".into(),
+                        messages: to_messages(value, None, format)?,
+                        format,
+                        envelope: None,
+                    })
+                })
+                .map_err(|error| Failed { id: "1".into(), error });
+            Ok(Reader {
+                layout: Layout::Array,
+                format,
+                pending: Some(conversation),
+                source: Rest::Done,
             })
         }
-        Ok(Value::Object(object)) => {
-            let conversation = from_object(object, format, "1")?;
-            Ok(Input { layout: Layout::Object, conversations: vec![conversation] })
-        }
-        Ok(other) => bail!(
+        Value::Object(object) => Ok(Reader {
+            layout: Layout::Object,
+            format,
+            pending: Some(whole_object(object, format)),
+            source: Rest::Done,
+        }),
+        other => bail!(
             "expected a JSON array of messages or an object with `messages`, found {}",
             kind(&other)
         ),
-        Err(whole) => {
-            // Not one JSON document: JSON Lines when its first line is a JSON object on its
-            // own, else a broken document (reported where the parser stopped).
-            let lines: Vec<(usize, &str)> = text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-                .map(|(n, l)| (n + 1, l))
-                .collect();
-            let first_is_object = lines
-                .first()
-                .is_some_and(|(_, l)| serde_json::from_str::<Map<String, Value>>(l).is_ok());
-            if lines.len() < 2 || !first_is_object {
-                bail!("invalid JSON at line {}, column {}: {whole}", whole.line(), whole.column());
-            }
-            let mut conversations = Vec::with_capacity(lines.len());
-            for (number, line) in lines {
-                let value: Value = serde_json::from_str(line).map_err(|e| {
-                    anyhow::anyhow!("invalid JSON at line {number}, column {}: {e}", e.column())
-                })?;
-                let Value::Object(object) = value else {
-                    bail!(
-                        "line {number}: expected a conversation object with `messages`, found {}",
-                        kind(&value)
-                    );
-                };
-                let id = object
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| number.to_string(), str::to_owned);
-                conversations.push(
-                    from_object(object, format, &id).with_context(|| format!("line {number}"))?,
-                );
-            }
-            Ok(Input { layout: Layout::Lines, conversations })
-        }
     }
 }
 
@@ -128,51 +277,183 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-fn from_object(object: Map<String, Value>, format: Format, id: &str) -> Result<Conversation> {
-    let messages =
-        object.get("messages").cloned().ok_or_else(|| anyhow::anyhow!("no `messages` field"))?;
-    let format = resolve(format, &messages, object.get("system"));
-    let messages = match format {
-        Format::Anthropic => {
-            let mut request = Map::new();
-            if let Some(system) = object.get("system") {
+fn from_object(mut object: Map<String, Value>, format: Format, id: &str) -> Result<Conversation> {
+    // Moved out, not cloned: the envelope keeps the other fields only.
+    let messages = object.remove("messages").ok_or_else(|| anyhow!("no `messages` field"))?;
+    let format = detect(format, Some(&object), &messages)?;
+    let system = object.remove("system");
+    let result = to_messages(messages, system.as_ref(), format);
+    if let Some(system) = system {
+        object.insert("system".into(), system);
+    }
+    Ok(Conversation { id: id.to_owned(), messages: result?, format, envelope: Some(object) })
+}
+
+/// Converts messages, consuming their JSON: OpenAI messages one at a time (each message's
+/// JSON is freed once converted, so the two never both hold the whole conversation).
+fn to_messages(messages: Value, system: Option<&Value>, format: Format) -> Result<Vec<Message>> {
+    Ok(match (format, messages) {
+        (Format::Anthropic, messages) => match system {
+            Some(system) => {
+                let mut request = Map::new();
                 request.insert("system".into(), system.clone());
+                request.insert("messages".into(), Value::Array(Vec::new()));
+                let mut head = formats::anthropic::to_messages(&Value::Object(request))?;
+                head.extend(formats::anthropic::to_messages(&messages)?);
+                head
             }
-            request.insert("messages".into(), messages);
-            formats::anthropic::to_messages(&Value::Object(request))?
+            None => formats::anthropic::to_messages(&messages)?,
+        },
+        (_, Value::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (index, item) in items.into_iter().enumerate() {
+                out.push(formats::openai::message_from_value(index, &item)?);
+            }
+            out
         }
-        _ => formats::openai::to_messages(&messages)?,
-    };
-    let id = object.get("id").and_then(Value::as_str).unwrap_or(id).to_owned();
-    Ok(Conversation { id, messages, format, envelope: Some(object) })
-}
-
-/// Decides the format: Anthropic when there is a top-level `system`, or a message carries
-/// `tool_use`/`tool_result` blocks; OpenAI otherwise.
-fn resolve(format: Format, messages: &Value, system: Option<&Value>) -> Format {
-    if format != Format::Auto {
-        return format;
-    }
-    if system.is_some() {
-        return Format::Anthropic;
-    }
-    let anthropic_block = |m: &Value| {
-        m["content"].as_array().is_some_and(|blocks| {
-            blocks.iter().any(|b| matches!(b["type"].as_str(), Some("tool_use" | "tool_result")))
-        })
-    };
-    if messages.as_array().is_some_and(|ms| ms.iter().any(anthropic_block)) {
-        Format::Anthropic
-    } else {
-        Format::Openai
-    }
-}
-
-fn to_messages(messages: &Value, format: Format) -> Result<Vec<Message>> {
-    Ok(match format {
-        Format::Anthropic => formats::anthropic::to_messages(messages)?,
-        _ => formats::openai::to_messages(messages)?,
+        (_, other) => formats::openai::to_messages(&other)?,
     })
+}
+
+/// One sign that a conversation is in one format and not the other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Signal {
+    format: Format,
+    what: String,
+}
+
+/// Top-level request fields only one provider defines.
+const ANTHROPIC_FIELDS: &[&str] = &["system", "anthropic_version", "stop_sequences", "top_k"];
+const OPENAI_FIELDS: &[&str] = &[
+    "max_completion_tokens",
+    "response_format",
+    "frequency_penalty",
+    "presence_penalty",
+    "logprobs",
+    "parallel_tool_calls",
+    "functions",
+];
+/// Content block types only Anthropic defines.
+const ANTHROPIC_BLOCKS: &[&str] = &[
+    "tool_use",
+    "tool_result",
+    "document",
+    "thinking",
+    "redacted_thinking",
+    "server_tool_use",
+    "web_search_tool_result",
+    "search_result",
+];
+/// Content part types only OpenAI defines.
+const OPENAI_PARTS: &[&str] = &["image_url", "input_audio", "file", "refusal"];
+
+/// The first format-specific sign in a conversation, reading it in order (the envelope's
+/// fields first). Nothing is cloned.
+fn first_signal(envelope: Option<&Map<String, Value>>, messages: &Value) -> Option<Signal> {
+    let signal = |format, what: String| Some(Signal { format, what });
+    if let Some(object) = envelope {
+        if let Some(field) = ANTHROPIC_FIELDS.iter().find(|f| object.contains_key(**f)) {
+            return signal(Format::Anthropic, format!("top-level `{field}`"));
+        }
+        if let Some(field) = OPENAI_FIELDS.iter().find(|f| object.contains_key(**f)) {
+            return signal(Format::Openai, format!("top-level `{field}`"));
+        }
+    }
+    for (index, message) in messages.as_array()?.iter().enumerate() {
+        if let Some(signal) = message_signal(index, message) {
+            return Some(signal);
+        }
+    }
+    None
+}
+
+fn message_signal(index: usize, message: &Value) -> Option<Signal> {
+    let openai = |what: String| Some(Signal { format: Format::Openai, what });
+    let anthropic = |what: String| Some(Signal { format: Format::Anthropic, what });
+    let role = message.get("role").and_then(Value::as_str).unwrap_or_default();
+    if matches!(role, "system" | "tool" | "developer" | "function") {
+        return openai(format!("role `{role}` at message {index}"));
+    }
+    for field in ["tool_calls", "tool_call_id", "function_call", "refusal"] {
+        if message.get(field).is_some_and(|v| !v.is_null()) {
+            return openai(format!("`{field}` at message {index}"));
+        }
+    }
+    if message.get("content").is_some_and(Value::is_null) {
+        return openai(format!("`content: null` at message {index}"));
+    }
+    for block in message.get("content").and_then(Value::as_array).into_iter().flatten() {
+        let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
+        if ANTHROPIC_BLOCKS.contains(&kind) {
+            return anthropic(format!("a `{kind}` block at message {index}"));
+        }
+        if kind == "image" && block.get("source").is_some() {
+            return anthropic(format!("an `image` block with `source` at message {index}"));
+        }
+        if kind == "text" && block.get("cache_control").is_some() {
+            return anthropic(format!("`cache_control` at message {index}"));
+        }
+        if OPENAI_PARTS.contains(&kind) {
+            return openai(format!("an `{kind}` part at message {index}"));
+        }
+    }
+    None
+}
+
+/// Decides the format of one conversation.
+///
+/// With `--format auto`, the first sign only one provider's format has decides (see
+/// `docs/cli.md`): Anthropic for a top-level `system`, `anthropic_version`, `stop_sequences`
+/// or `top_k`, or a `tool_use`, `tool_result`, `document`, `thinking`, `redacted_thinking`
+/// block, an `image` block with a `source`, or `cache_control` on a block; OpenAI for a
+/// `system`, `developer`, `tool` or `function` role, `tool_calls`, `tool_call_id`,
+/// `function_call`, `content: null`, an `image_url`, `input_audio`, `file` or `refusal` part,
+/// or OpenAI-only request fields. A conversation with both kinds of sign is refused (name
+/// the format). One with neither is plain user and assistant text, which both formats read
+/// into the same messages; it is read as OpenAI.
+fn detect(
+    format: Format,
+    envelope: Option<&Map<String, Value>>,
+    messages: &Value,
+) -> Result<Format> {
+    if format != Format::Auto {
+        return Ok(format);
+    }
+    let Some(first) = first_signal(envelope, messages) else {
+        return Ok(Format::Openai);
+    };
+    // A sign of the other format anywhere makes the input contradictory.
+    let contrary = envelope
+        .and_then(|object| {
+            let fields =
+                if first.format == Format::Anthropic { OPENAI_FIELDS } else { ANTHROPIC_FIELDS };
+            fields.iter().find(|f| object.contains_key(**f)).map(|f| format!("top-level `{f}`"))
+        })
+        .or_else(|| {
+            messages.as_array()?.iter().enumerate().find_map(|(index, message)| {
+                message_signal(index, message).filter(|s| s.format != first.format).map(|s| s.what)
+            })
+        });
+    if let Some(contrary) = contrary {
+        bail!(
+            "cannot tell the format: {} is {}, but {contrary} is {}; pass --format",
+            first.what,
+            name(first.format),
+            name(other(first.format))
+        );
+    }
+    Ok(first.format)
+}
+
+fn name(format: Format) -> &'static str {
+    match format {
+        Format::Anthropic => "Anthropic's",
+        _ => "OpenAI's",
+    }
+}
+
+fn other(format: Format) -> Format {
+    if format == Format::Anthropic { Format::Openai } else { Format::Anthropic }
 }
 
 /// Writes messages in a format: the OpenAI messages array, or the Anthropic request parts.
@@ -187,4 +468,226 @@ pub(crate) fn write_messages<M: std::borrow::Borrow<Message>>(
         }
         _ => (formats::openai::from_messages(messages)?, None),
     })
+}
+
+/// Where conversations come from: a file, or text that ships with the binary.
+#[derive(Debug, Clone)]
+pub(crate) enum Source {
+    File(PathBuf),
+    Text { name: &'static str, text: &'static str },
+}
+
+impl Source {
+    /// How reports name it.
+    pub(crate) fn name(&self) -> String {
+        match self {
+            Source::File(path) => path.display().to_string(),
+            Source::Text { name, .. } => (*name).to_owned(),
+        }
+    }
+
+    /// Starts reading it.
+    pub(crate) fn open(&self, format: Format) -> Result<Reader> {
+        match self {
+            Source::File(path) => open(path, format),
+            Source::Text { text, .. } => from_text(text, format),
+        }
+    }
+
+    /// How many conversations it holds, counted cheaply (the lines that start with `{`),
+    /// for a progress bar.
+    pub(crate) fn estimate_count(&self) -> usize {
+        let Source::File(path) = self else { return 1 };
+        let Ok(file) = File::open(path) else { return 1 };
+        let mut reader = BufReader::new(file);
+        let (mut objects, mut at_line_start) = (0, true);
+        while let Ok(buffer) = reader.fill_buf() {
+            if buffer.is_empty() {
+                break;
+            }
+            for &b in buffer {
+                objects += usize::from(at_line_start && b == b'{');
+                at_line_start = b == b'\n';
+            }
+            let len = buffer.len();
+            reader.consume(len);
+        }
+        objects.max(1)
+    }
+}
+
+/// The files named on the command line: files as given, folders expanded to the `.json`
+/// and `.jsonl` files they hold (recursively, in name order).
+pub(crate) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let before = files.len();
+            walk(path, &mut files)?;
+            if files.len() == before {
+                bail!("{} holds no .json or .jsonl file", path.display());
+            }
+        } else {
+            files.push(path.clone());
+        }
+    }
+    Ok(files)
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read folder {}", dir.display()))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("cannot read folder {}", dir.display()))?;
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            walk(&path, files)?;
+        } else if path.extension().is_some_and(|e| e == "json" || e == "jsonl") {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn read(text: &'static str) -> (Layout, Vec<Result<Conversation, Failed>>) {
+        let reader = from_text(text, Format::Auto).unwrap();
+        (reader.layout(), reader.collect())
+    }
+
+    #[track_caller]
+    fn check_format(envelope: Value, expected: Format) {
+        let Value::Object(mut object) = envelope else { panic!("an object") };
+        let messages = object.remove("messages").unwrap();
+        assert_eq!(detect(Format::Auto, Some(&object), &messages).unwrap(), expected);
+    }
+
+    #[test]
+    fn an_anthropic_request_without_system_or_tools_is_anthropic() {
+        // The defect: only `system` and tool blocks were looked at.
+        check_format(
+            json!({"model": "claude", "max_tokens": 100, "stop_sequences": ["\n\nHuman:"],
+                   "messages": [{"role": "user", "content": "hi"}]}),
+            Format::Anthropic,
+        );
+        check_format(
+            json!({"messages": [{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}},
+                {"type": "text", "text": "what is this?"}]}]}),
+            Format::Anthropic,
+        );
+        check_format(
+            json!({"messages": [{"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"},
+                                                  {"type": "text", "text": "hello"}]}]}),
+            Format::Anthropic,
+        );
+        check_format(
+            json!({"messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}]}]}),
+            Format::Anthropic,
+        );
+        check_format(
+            json!({"anthropic_version": "vertex-2023-10-16", "messages": [{"role": "user", "content": "hi"}]}),
+            Format::Anthropic,
+        );
+    }
+
+    #[test]
+    fn openai_only_signs_make_openai() {
+        check_format(
+            json!({"messages": [{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"}]}),
+            Format::Openai,
+        );
+        check_format(
+            json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}]}]}),
+            Format::Openai,
+        );
+        check_format(
+            json!({"response_format": {"type": "json_object"}, "messages": []}),
+            Format::Openai,
+        );
+    }
+
+    #[test]
+    fn plain_text_is_read_as_openai_and_both_readings_agree() {
+        let messages = json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]);
+        assert_eq!(detect(Format::Auto, None, &messages).unwrap(), Format::Openai);
+        assert_eq!(
+            formats::openai::to_messages(&messages).unwrap(),
+            formats::anthropic::to_messages(&messages).unwrap()
+        );
+    }
+
+    #[test]
+    fn contradictory_signs_are_refused_by_name() {
+        let messages = json!([{"role": "tool", "tool_call_id": "c", "content": "x"},
+                              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c", "content": "x"}]}]);
+        let error = detect(Format::Auto, None, &messages).unwrap_err().to_string();
+        assert!(
+            error.contains("role `tool` at message 0")
+                && error.contains("`tool_result` block at message 1"),
+            "{error}"
+        );
+        assert_eq!(detect(Format::Anthropic, None, &messages).unwrap(), Format::Anthropic);
+    }
+
+    #[test]
+    fn layouts_are_told_apart() {
+        let (layout, conversations) = read(r#"[{"role": "user", "content": "hi"}]"#);
+        assert_eq!((layout, conversations.len()), (Layout::Array, 1));
+        let (layout, conversations) = read(
+            "{\n  \"id\": \"x\",\n  \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]\n}\n",
+        );
+        assert_eq!(layout, Layout::Object);
+        assert_eq!(conversations[0].as_ref().unwrap().id, "x");
+        let (layout, conversations) = read(
+            "{\"id\": \"a\", \"messages\": []}\n\n{\"id\": 7, \"messages\": []}\n{\"messages\": []}\n",
+        );
+        assert_eq!(layout, Layout::Lines);
+        let ids: Vec<String> = conversations.into_iter().map(|c| c.unwrap().id).collect();
+        assert_eq!(ids, ["a", "7", "line 4"]);
+    }
+
+    #[test]
+    fn a_failing_line_is_reported_by_id_and_the_others_go_on() {
+        let (_, conversations) = read(concat!(
+            "{\"id\": \"good-1\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n",
+            "{\"id\": \"bad\", \"messages\": [{\"role\": \"wizard\", \"content\": \"x\"}]}\n",
+            "{\"id\": \"broken\", \"messages\": [\n",
+            "{\"id\": \"good-2\", \"messages\": []}\n",
+        ));
+        let outcome: Vec<Result<String, (String, String)>> = conversations
+            .into_iter()
+            .map(|c| c.map(|c| c.id).map_err(|f| (f.id, format!("{:#}", f.error))))
+            .collect();
+        assert_eq!(outcome[0], Ok("good-1".to_owned()));
+        let (id, error) = outcome[1].clone().unwrap_err();
+        assert_eq!(id, "bad");
+        assert!(error.contains("line 2") && error.contains("unknown role `wizard`"), "{error}");
+        let (id, error) = outcome[2].clone().unwrap_err();
+        assert_eq!(id, "line 3");
+        assert!(error.contains("invalid JSON at line 3"), "{error}");
+        assert_eq!(outcome[3], Ok("good-2".to_owned()));
+    }
+
+    #[test]
+    fn the_envelope_keeps_other_fields_but_not_the_messages() {
+        let (_, conversations) = read(
+            r#"{"id": "t", "tools": [{"type": "function"}], "system": "s", "messages": [{"role": "user", "content": "hi"}]}"#,
+        );
+        let conversation = conversations.into_iter().next().unwrap().unwrap();
+        let envelope = conversation.envelope.as_ref().unwrap();
+        assert!(!envelope.contains_key("messages"));
+        assert_eq!(envelope["system"], "s");
+        assert!(conversation.tools().is_some());
+        assert_eq!(conversation.messages.len(), 2);
+        assert_eq!(conversation.format, Format::Anthropic);
+    }
 }

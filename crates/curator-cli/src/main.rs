@@ -2,11 +2,12 @@
 //!
 //! `curator curate`, `replay`, `inspect`, `trace` and `demo`; run `curator --help`. This file
 //! holds the command line and sends each command to its module in `commands/`.
-#![expect(clippy::print_stdout, clippy::print_stderr, reason = "a command-line program")]
 #![expect(clippy::cast_precision_loss, reason = "counts become percentages and chart coordinates")]
 
 mod commands;
+mod evidence;
 mod input;
+mod output;
 mod pipeline;
 mod replayed;
 mod report;
@@ -20,8 +21,10 @@ use clap::{Parser, Subcommand};
 
 use crate::commands::trace::ViewKind;
 use crate::commands::{curate, demo, inspect, replay, trace};
-use crate::input::Format;
+use crate::input::{Format, Source};
+use crate::output::note;
 use crate::pipeline::PipelineArgs;
+use crate::replayed::Rows;
 
 /// See what curation does to your agent conversations.
 #[derive(Parser, Debug)]
@@ -35,15 +38,17 @@ struct Cli {
 enum Command {
     /// Curate conversations and write the messages a provider would be sent.
     Curate {
-        /// A JSON array of messages, an object with `messages`, or JSON Lines.
-        file: PathBuf,
+        /// Files (a JSON array of messages, an object with `messages`, or JSON Lines) and
+        /// folders (their .json and .jsonl files).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
         /// The input format.
         #[arg(long, value_enum, default_value = "auto")]
         format: Format,
         /// The output format (the input's by default).
         #[arg(long, value_enum)]
         to: Option<Format>,
-        /// Write here instead of stdout.
+        /// Write here instead of stdout (a folder, one file per input, for several inputs).
         #[arg(long, short)]
         output: Option<PathBuf>,
         /// Exit 1 when the input or the curated view breaks the provider's rules.
@@ -54,23 +59,35 @@ enum Command {
     },
     /// Replay conversations as an agent loop would, curating before every assistant message.
     Replay {
-        /// A JSON array of messages, an object with `messages`, or JSON Lines.
-        file: PathBuf,
+        /// Files (a JSON array of messages, an object with `messages`, or JSON Lines) and
+        /// folders (their .json and .jsonl files).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
         /// The input format.
         #[arg(long, value_enum, default_value = "auto")]
         format: Format,
-        /// Validate every view against both providers' rules; exit 1 at the first violation.
+        /// Exit 1 when an input or a view breaks a provider's rules, naming each.
         #[arg(long)]
         check: bool,
-        /// Write a self-contained HTML report (charts and table) here.
+        /// Write a self-contained HTML report (overview, charts, context maps) here.
         #[arg(long, value_name = "FILE.html")]
         report: Option<PathBuf>,
-        /// Also record the conversations into this SQLite session file.
+        /// The price, in US dollars per million input tokens, for the report's cost.
+        #[arg(long, value_name = "USD", default_value_t = report::DEFAULT_PRICE)]
+        price: f64,
+        /// Also record the conversations into this SQLite session file (a conversation
+        /// already there, by its id, is skipped).
         #[arg(long, value_name = "FILE")]
         db: Option<PathBuf>,
+        /// With --db, record a conversation already there again, under a new id (`ID (2)`).
+        #[arg(long, requires = "db")]
+        db_again: bool,
         /// One row per provider call (the default for a single conversation).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "per_conversation")]
         per_call: bool,
+        /// One row per conversation (the default for one file of several conversations).
+        #[arg(long)]
+        per_conversation: bool,
         /// Print the results as JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -109,48 +126,88 @@ enum Command {
 /// Runs one command.
 fn run(command: Command) -> Result<ExitCode> {
     match command {
-        Command::Curate { file, format, to, output, check, pipeline } => {
-            let input = input::read(&file, format)?;
-            curate::run(&input, to, output.as_deref(), check, &pipeline.build()?)
+        Command::Curate { files, format, to, output, check, pipeline } => {
+            let sources = sources(&files)?;
+            curate::run(
+                &sources,
+                &pipeline,
+                &curate::Options { format, to, output: output.as_deref(), check },
+            )
         }
-        Command::Replay { file, format, check, report, db, per_call, json, pipeline } => {
-            let input = input::read(&file, format)?;
-            let title = format!("curator replay of {}", file.display());
+        Command::Replay {
+            files,
+            format,
+            check,
+            report,
+            price,
+            db,
+            db_again,
+            per_call,
+            per_conversation,
+            json,
+            pipeline,
+        } => {
+            let sources = sources(&files)?;
+            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            let rows = if per_call {
+                Some(Rows::Call)
+            } else if per_conversation {
+                Some(Rows::Conversation)
+            } else {
+                None
+            };
             replay::run(
-                &input,
-                &pipeline.build()?,
+                &sources,
+                &pipeline,
                 &replay::Options {
+                    format,
                     check,
-                    report: report.as_deref(),
-                    db: db.as_deref(),
-                    per_call,
+                    report: report.as_deref().map(|path| replay::ReportTo {
+                        path,
+                        announce: true,
+                        title: format!("curator replay of {}", names.join(", ")),
+                        price,
+                    }),
+                    db: db.as_deref().map(|path| replay::RecordTo { path, again: db_again }),
+                    rows,
                     json,
-                    title,
                 },
             )
         }
         Command::Inspect { db } => {
-            print!("{}", inspect::run(&db)?);
+            output::out_str(&inspect::run(&db)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Trace { db, evaluation, view, raw, usage, pipeline } => {
-            print!(
-                "{}",
-                trace::run(&db, evaluation.as_deref(), view, raw, usage, &pipeline.build()?)?
-            );
+            let text =
+                trace::run(&db, evaluation.as_deref(), view, raw, usage, &pipeline.build()?)?;
+            output::out_str(&text)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo => demo::run(),
     }
 }
 
+fn sources(files: &[PathBuf]) -> Result<Vec<Source>> {
+    Ok(input::expand(files)?.into_iter().map(Source::File).collect())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    let code = match run(cli.command) {
         Ok(code) => code,
+        // The reader of our output has gone (`curator replay --json | head`): nothing is
+        // wrong, and nobody is left to tell. Exit quietly, with 0, as ripgrep does.
+        Err(error) if output::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            note!("error: {error:#}");
             ExitCode::from(2)
         }
+    };
+    if std::env::var_os("CURATOR_PEAK_RSS").is_some()
+        && let Some(kb) = output::peak_rss_kb()
+    {
+        note!("peak RSS: {kb} kB");
     }
+    code
 }

@@ -1,18 +1,21 @@
 //! The curation pipeline the commands share: from a configuration file or from flags.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use curator::strategies::{StrategyConfig, TokenCounter, Tokenizer};
+use serde_json::Value;
 
 /// How tokens are counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum TokenizerArg {
-    /// About four characters a token (fast).
-    #[default]
+    /// About four characters a token (fast, and can be far off: up to several times under
+    /// for CJK text or emoji).
     Estimate,
     /// OpenAI `o200k_base` (GPT-4o and later), exact.
+    #[default]
     O200k,
     /// OpenAI `cl100k_base` (GPT-4, GPT-3.5), exact.
     Cl100k,
@@ -38,6 +41,8 @@ pub(crate) enum SummarizerArg {
 /// Pipeline options. Flags compose in this order, whatever order they are given in:
 /// redact, truncate tool results, summarize, window, turns, token budget. With no flag and no
 /// `--config`, the default pipeline is `--redact --truncate-tools 2000 --max-tokens 32000`.
+/// Every token budget reserves `--reserve N` tokens plus the tokens of the input's `tools`
+/// schemas, when it has them (counted with the same counter, see [`Pipelines`]).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub(crate) struct PipelineArgs {
     /// A strategy configuration (TOML or JSON), instead of the flags below.
@@ -67,8 +72,11 @@ pub(crate) struct PipelineArgs {
     /// Replace secrets (API keys, tokens, private keys, passwords in URLs).
     #[arg(long)]
     pub(crate) redact: bool,
+    /// Tokens every budget leaves free (for the reply), besides the input's `tools` schemas.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) reserve: u64,
     /// How tokens are counted (budgets and reports).
-    #[arg(long, value_enum, default_value = "estimate")]
+    #[arg(long, value_enum, default_value = "o200k")]
     pub(crate) tokenizer: TokenizerArg,
 }
 
@@ -77,6 +85,8 @@ pub(crate) struct Pipeline {
     pub(crate) manager: Box<dyn curator::strategies::HistoryManager>,
     pub(crate) config: StrategyConfig,
     pub(crate) counter: Arc<dyn TokenCounter>,
+    /// Tokens of the `tools` schemas this pipeline's budgets reserve.
+    pub(crate) tools_tokens: u64,
 }
 
 impl PipelineArgs {
@@ -108,7 +118,7 @@ impl PipelineArgs {
                     StrategyConfig::ToolResultTruncator { max_length: 2_000, suffix: None },
                     StrategyConfig::TokenBudget {
                         max_tokens: 32_000,
-                        reserve: 0,
+                        reserve: self.reserve,
                         tokenizer,
                         head_share: 0.5,
                     },
@@ -146,7 +156,7 @@ impl PipelineArgs {
         if let Some(max_tokens) = self.max_tokens {
             steps.push(StrategyConfig::TokenBudget {
                 max_tokens,
-                reserve: 0,
+                reserve: self.reserve,
                 tokenizer,
                 head_share: 0.5,
             });
@@ -154,15 +164,76 @@ impl PipelineArgs {
         Ok(StrategyConfig::Compose { steps })
     }
 
-    /// Builds the pipeline.
+    /// Builds the pipeline for conversations without `tools`.
     pub(crate) fn build(&self) -> Result<Pipeline> {
         let config = self.config()?;
         let manager = config.build().context("cannot build the pipeline")?;
         let counter = Tokenizer::from(self.tokenizer).counter()?;
-        Ok(Pipeline { manager, config, counter })
+        Ok(Pipeline { manager, config, counter, tools_tokens: 0 })
+    }
+
+    /// The pipelines for conversations of any `tools`.
+    pub(crate) fn pipelines(&self) -> Result<Pipelines> {
+        Ok(Pipelines { plain: self.build()?, with_tools: HashMap::new() })
     }
 }
 
+/// The pipeline of each conversation: the one the options describe, with every token
+/// budget's reserve raised by the tokens of the conversation's `tools` schemas.
+///
+/// The schemas are sent with every call and take room in the context window like messages
+/// do; they are counted as their compact JSON text with the pipeline's counter (providers
+/// render them in their own way, so this is close, not exact). Pipelines are built once per
+/// distinct count, so a file whose conversations share their tools builds one.
+pub(crate) struct Pipelines {
+    plain: Pipeline,
+    with_tools: HashMap<u64, Pipeline>,
+}
+
+impl Pipelines {
+    /// The pipeline without tools: its description and counter are the same for all.
+    pub(crate) fn plain(&self) -> &Pipeline {
+        &self.plain
+    }
+
+    /// The pipeline for a conversation with these `tools` (or none).
+    pub(crate) fn for_tools(&mut self, tools: Option<&Value>) -> Result<&Pipeline> {
+        let tokens = match tools {
+            Some(tools) => self.plain.counter.count_text(&tools.to_string()),
+            None => 0,
+        };
+        if tokens == 0 {
+            return Ok(&self.plain);
+        }
+        if !self.with_tools.contains_key(&tokens) {
+            let config = with_reserve(self.plain.config.clone(), tokens);
+            let manager = config.build().context("cannot build the pipeline")?;
+            let pipeline = Pipeline {
+                manager,
+                config,
+                counter: Arc::clone(&self.plain.counter),
+                tools_tokens: tokens,
+            };
+            self.with_tools.insert(tokens, pipeline);
+        }
+        self.with_tools.get(&tokens).ok_or_else(|| anyhow::anyhow!("no pipeline built"))
+    }
+}
+
+/// The configuration with `extra` more tokens reserved by every token budget in it.
+fn with_reserve(mut config: StrategyConfig, extra: u64) -> StrategyConfig {
+    add_reserve(&mut config, extra);
+    config
+}
+
+fn add_reserve(config: &mut StrategyConfig, extra: u64) {
+    match config {
+        StrategyConfig::TokenBudget { reserve, .. } => *reserve += extra,
+        StrategyConfig::Compose { steps } => steps.iter_mut().for_each(|s| add_reserve(s, extra)),
+        StrategyConfig::Summarize { then: Some(then), .. } => add_reserve(then, extra),
+        _ => {}
+    }
+}
 /// Reads a `StrategyConfig` from TOML or JSON (by extension; otherwise JSON, then TOML).
 fn read_config(path: &std::path::Path) -> Result<StrategyConfig> {
     let text = std::fs::read_to_string(path)

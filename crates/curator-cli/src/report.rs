@@ -1,118 +1,508 @@
-//! The HTML report of a replay: one self-contained page, an inline SVG chart per
-//! conversation (tokens per call, full history vs sent), and the table. No external assets.
+//! The HTML report of a replay: one self-contained page (inline CSS, SVG and a few lines of
+//! script to sort the table; nothing fetched) that reads at a glance on a laptop and prints.
+//!
+//! The overview comes first: the totals, then a sortable table of the conversations (calls,
+//! tokens full and sent, saved, evidence kept, the largest view, violations, cost). Then, per
+//! conversation, the token chart (axes, gridlines, the budget, values on hover) beside the
+//! context map: one row per call, one column per message, each cell showing whether the
+//! call's view kept the message, shortened it, replaced it by a summary or dropped it.
 
 use std::fmt::Write as _;
 
-use crate::replayed::{Call, Replayed, Totals, saved};
+use curator::strategies::StrategyConfig;
+
+use crate::evidence::Summary;
+use crate::replayed::{Cell, Replayed, Totals, percent, saved};
+
+/// The price used for the cost column when `--price` is not given: US dollars per million
+/// input tokens.
+pub(crate) const DEFAULT_PRICE: f64 = 3.0;
+
+/// What the page needs besides the replays.
+#[derive(Debug)]
+pub(crate) struct Page<'a> {
+    pub(crate) title: &'a str,
+    pub(crate) pipeline: &'a StrategyConfig,
+    /// US dollars per million input tokens.
+    pub(crate) price: f64,
+}
+
+const FULL: &str = "#c62828";
+const SENT: &str = "#1565c0";
+const SENT_FILL: &str = "#bbdefb";
+
+fn colour(cell: Cell) -> &'static str {
+    match cell {
+        Cell::Kept => "#2e7d32",
+        Cell::Shortened => "#f9a825",
+        Cell::Summarized => "#8e24aa",
+        Cell::Dropped => "#e0e0e0",
+    }
+}
 
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// A line chart of full vs sent tokens per call.
-fn chart(replay: &Replayed) -> String {
-    const W: f64 = 640.0;
-    const H: f64 = 180.0;
-    const PAD: f64 = 40.0;
-    let calls = &replay.calls;
-    let max =
-        calls.iter().map(|c| c.full_tokens.max(c.sent_tokens)).max().unwrap_or(1).max(1) as f64;
-    let x = |i: usize| {
-        PAD + if calls.len() > 1 {
-            i as f64 * (W - 2.0 * PAD) / (calls.len() - 1) as f64
-        } else {
-            (W - 2.0 * PAD) / 2.0
+/// The first token budget of a pipeline, to draw on the charts.
+fn budget(config: &StrategyConfig) -> Option<u64> {
+    match config {
+        StrategyConfig::TokenBudget { max_tokens, .. } => Some(*max_tokens),
+        StrategyConfig::Compose { steps } => steps.iter().find_map(budget),
+        StrategyConfig::Summarize { then: Some(then), .. } => budget(then),
+        _ => None,
+    }
+}
+
+/// A round step for `ticks` ticks up to `max`: 1, 2 or 5 times a power of ten.
+fn nice_step(max: f64, ticks: f64) -> f64 {
+    let raw = (max / ticks).max(1.0);
+    let power = 10f64.powf(raw.log10().floor());
+    let fraction = raw / power;
+    let nice = if fraction <= 1.0 {
+        1.0
+    } else if fraction <= 2.0 {
+        2.0
+    } else if fraction <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * power
+}
+
+/// `31.5k`, `1.2M`.
+fn compact(n: f64) -> String {
+    if n >= 1e6 {
+        format!("{}M", trim(n / 1e6))
+    } else if n >= 1e3 {
+        format!("{}k", trim(n / 1e3))
+    } else {
+        format!("{n:.0}")
+    }
+}
+
+fn trim(x: f64) -> String {
+    let s = format!("{x:.1}");
+    s.strip_suffix(".0").map_or(s.clone(), str::to_owned)
+}
+
+/// Thousands separated by thin spaces.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push('\u{2009}');
         }
-    };
-    let y = |v: u64| H - PAD + -(v as f64 / max) * (H - 2.0 * PAD);
-    let line = |pick: &dyn Fn(&Call) -> u64| {
-        calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("{:.1},{:.1}", x(i), y(pick(c))))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+        out.push(c);
+    }
+    out
+}
+
+fn dollars(tokens: u64, price: f64) -> String {
+    let cost = tokens as f64 * price / 1e6;
+    if cost >= 100.0 { format!("${cost:.0}") } else { format!("${cost:.2}") }
+}
+
+/// A round step for about `ticks` ticks up to `n`: 1, 2 or 5 times a power of ten.
+fn int_step(n: usize, ticks: usize) -> usize {
+    let mut power = 1;
+    loop {
+        for step in [power, 2 * power, 5 * power] {
+            if n / step <= ticks {
+                return step;
+            }
+        }
+        power *= 10;
+    }
+}
+
+/// The token chart of one conversation: tokens per call, full history (red line) and sent
+/// (blue, filled), with axes, gridlines, the budget and a tooltip per call.
+#[expect(
+    clippy::too_many_lines,
+    clippy::many_single_char_names,
+    reason = "one drawing, top to bottom, with the usual names of plot coordinates"
+)]
+fn chart(replay: &Replayed, budget: Option<u64>) -> String {
+    const W: f64 = 600.0;
+    const H: f64 = 260.0;
+    const LEFT: f64 = 56.0;
+    const RIGHT: f64 = 16.0;
+    const TOP: f64 = 14.0;
+    const BOTTOM: f64 = 40.0;
+    let calls = &replay.calls;
+    let n = calls.len().max(1);
+    let top_value = calls
+        .iter()
+        .map(|c| c.full_tokens.max(c.sent_tokens))
+        .chain(budget.filter(|b| calls.iter().any(|c| c.full_tokens >= *b)))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let step = nice_step(top_value, 5.0);
+    let y_max = (top_value / step).ceil() * step;
+    let plot_w = W - LEFT - RIGHT;
+    let plot_h = H - TOP - BOTTOM;
+    let x = |i: usize| LEFT + (i as f64 + 0.5) * plot_w / n as f64;
+    let y = |v: f64| TOP + plot_h * (1.0 - v / y_max);
     let mut svg = String::new();
-    let _ = write!(
+    let _ = writeln!(
         svg,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="tokens per call for {id}">
-<rect x="0" y="0" width="{W}" height="{H}" fill="#fff"/>
-<line x1="{PAD}" y1="{b}" x2="{r}" y2="{b}" stroke="#888"/><line x1="{PAD}" y1="{PAD}" x2="{PAD}" y2="{b}" stroke="#888"/>
-<text x="{PAD}" y="{t}" font-size="11" fill="#444">{max:.0} tokens</text>
-<text x="{r}" y="{lb}" font-size="11" fill="#444" text-anchor="end">call {n}</text>
-<polyline fill="none" stroke="#d9534f" stroke-width="2" points="{full}"/>
-<polyline fill="none" stroke="#2e7d32" stroke-width="2" points="{sent}"/>
-</svg>"##,
-        id = escape(&replay.id),
-        b = H - PAD,
-        r = W - PAD,
-        t = PAD - 8.0,
-        lb = H - PAD + 16.0,
-        n = calls.len(),
-        full = line(&|c| c.full_tokens),
-        sent = line(&|c| c.sent_tokens),
+        r#"<svg class="chart" viewBox="0 0 {W} {H}" role="img" aria-label="tokens per call of {id}">"#,
+        id = escape(&replay.id)
     );
+    // Gridlines and the y axis labels.
+    let mut v = 0.0;
+    while v <= y_max + 0.5 {
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{x2}" y2="{yy:.1}" stroke="#e6e6e6"/><text x="{lx}" y="{ty:.1}" class="tick" text-anchor="end">{label}</text>"##,
+            yy = y(v),
+            x2 = W - RIGHT,
+            lx = LEFT - 6.0,
+            ty = y(v) + 4.0,
+            label = compact(v)
+        );
+        v += step;
+    }
+    // The x axis: call numbers at a round step.
+    let x_step = int_step(n, 8);
+    let mut k = x_step;
+    let _ = writeln!(
+        svg,
+        r##"<line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" stroke="#555"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b}" stroke="#555"/>"##,
+        b = TOP + plot_h,
+        r = W - RIGHT
+    );
+    let _ = writeln!(
+        svg,
+        r#"<text x="{tx:.1}" y="{ty:.1}" class="tick" text-anchor="middle">1</text>"#,
+        tx = x(0),
+        ty = TOP + plot_h + 16.0
+    );
+    while k <= n {
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{xx:.1}" y1="{b}" x2="{xx:.1}" y2="{b2}" stroke="#555"/><text x="{xx:.1}" y="{ty:.1}" class="tick" text-anchor="middle">{k}</text>"##,
+            xx = x(k - 1),
+            b = TOP + plot_h,
+            b2 = TOP + plot_h + 4.0,
+            ty = TOP + plot_h + 16.0
+        );
+        k += x_step;
+    }
+    let _ = writeln!(
+        svg,
+        r#"<text x="{cx}" y="{by}" class="axis" text-anchor="middle">call</text><text x="14" y="{my}" class="axis" text-anchor="middle" transform="rotate(-90 14 {my})">tokens per call</text>"#,
+        cx = LEFT + plot_w / 2.0,
+        by = H - 4.0,
+        my = TOP + plot_h / 2.0
+    );
+    if let Some(b) = budget.filter(|b| (*b as f64) <= y_max) {
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{r}" y2="{yy:.1}" stroke="#555" stroke-dasharray="5 4"/><text x="{tx}" y="{ty:.1}" class="tick" text-anchor="end">budget {label}</text>"##,
+            yy = y(b as f64),
+            r = W - RIGHT,
+            tx = W - RIGHT - 4.0,
+            ty = y(b as f64) - 5.0,
+            label = compact(b as f64)
+        );
+    }
+    if !calls.is_empty() {
+        let points = |pick: &dyn Fn(usize) -> u64| -> String {
+            (0..calls.len())
+                .map(|i| format!("{:.1},{:.1}", x(i), y(pick(i) as f64)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let sent = points(&|i| calls[i].sent_tokens);
+        let _ = writeln!(
+            svg,
+            r#"<polygon fill="{SENT_FILL}" points="{x0:.1},{b:.1} {sent} {x1:.1},{b:.1}"/>"#,
+            x0 = x(0),
+            x1 = x(calls.len() - 1),
+            b = TOP + plot_h
+        );
+        let _ = writeln!(
+            svg,
+            r#"<polyline fill="none" stroke="{SENT}" stroke-width="2" points="{sent}"/>"#
+        );
+        let _ = writeln!(
+            svg,
+            r#"<polyline fill="none" stroke="{FULL}" stroke-width="2" stroke-dasharray="6 3" points="{}"/>"#,
+            points(&|i| calls[i].full_tokens)
+        );
+    }
+    // One hover band per call, with its values.
+    let band = plot_w / n as f64;
+    for (i, c) in calls.iter().enumerate() {
+        let _ = writeln!(
+            svg,
+            r#"<rect class="hover" x="{:.1}" y="{TOP}" width="{band:.2}" height="{plot_h}"><title>call {}: {} tokens of history, {} sent ({:.1}% saved); {} → {} messages; evidence kept {}</title></rect>"#,
+            x(i) - band / 2.0,
+            i + 1,
+            c.full_tokens,
+            c.sent_tokens,
+            saved(c.full_tokens, c.sent_tokens),
+            c.full_messages,
+            c.sent_messages,
+            percent(c.evidence.share())
+        );
+    }
+    svg.push_str("</svg>\n");
     svg
 }
 
-/// The whole page.
-pub(crate) fn html(title: &str, pipeline: &str, replays: &[Replayed]) -> String {
-    let totals = Totals::of(replays.iter().flat_map(|r| &r.calls));
-    let mut page = String::new();
-    let _ = write!(
-        page,
-        r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2rem; color: #222; }}
-h1 {{ overflow-wrap: anywhere; }}
-table {{ border-collapse: collapse; margin: 1rem 0; }}
-th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: right; }}
-th:first-child, td:first-child {{ text-align: left; }}
-.legend span {{ display: inline-block; width: 1em; height: 0.4em; margin: 0 0.3em 0.1em 1em; }}
-section {{ margin-bottom: 1.5rem; }}
-</style></head><body>
-<h1>{title}</h1>
-<p>Pipeline: <code>{pipeline}</code></p>
-<p>{calls} provider calls over {conversations} conversations: {full} tokens of history, {sent} sent, <strong>{saved:.1}% saved</strong>; curation took {mean:.1} µs per call on average.</p>
-<p class="legend"><span style="background:#d9534f"></span>full history <span style="background:#2e7d32"></span>sent after curation</p>
-"#,
-        title = escape(title),
-        pipeline = escape(pipeline),
-        calls = totals.calls,
-        conversations = replays.len(),
-        full = totals.full_tokens,
-        sent = totals.sent_tokens,
-        saved = totals.saved(),
-        mean = if totals.calls == 0 { 0.0 } else { totals.curation_us / totals.calls as f64 },
+/// The context map: one row per call, one column per message of the history.
+fn context_map(replay: &Replayed) -> String {
+    let Some(rows) = &replay.map else { return String::new() };
+    let width = rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
+    let height = rows.len().max(1);
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r##"<svg class="map" viewBox="0 0 {width} {height}" preserveAspectRatio="none" shape-rendering="crispEdges" role="img" aria-label="context map of {id}"><rect width="{width}" height="{height}" fill="#fafafa"/>"##,
+        id = escape(&replay.id)
     );
-    for replay in replays {
-        let t = Totals::of(&replay.calls);
+    for (call, row) in rows.iter().enumerate() {
+        let count = |cell| row.iter().filter(|c| **c == cell).count();
         let _ = write!(
-            page,
-            "<section><h2>{}</h2><p>{} calls, {:.1}% of tokens saved</p>\n{}\n",
-            escape(&replay.id),
-            t.calls,
-            t.saved(),
-            chart(replay)
+            svg,
+            "<g><title>call {}: of {} messages, {} kept, {} shortened or rewritten, {} in a summary, {} dropped</title>",
+            call + 1,
+            row.len(),
+            count(Cell::Kept),
+            count(Cell::Shortened),
+            count(Cell::Summarized),
+            count(Cell::Dropped)
         );
-        page.push_str("<table><tr><th>call</th><th>messages full → sent</th><th>tokens full → sent</th><th>saved</th><th>curation µs</th></tr>\n");
-        for (n, c) in replay.calls.iter().enumerate() {
-            let _ = writeln!(
-                page,
-                "<tr><td>{}</td><td>{} → {}</td><td>{} → {}</td><td>{:.1}%</td><td>{:.1}</td></tr>",
-                n + 1,
-                c.full_messages,
-                c.sent_messages,
-                c.full_tokens,
-                c.sent_tokens,
-                saved(c.full_tokens, c.sent_tokens),
-                c.curation_us
+        let mut start = 0;
+        while start < row.len() {
+            let cell = row[start];
+            let end = row[start..].iter().position(|c| *c != cell).map_or(row.len(), |k| start + k);
+            let _ = write!(
+                svg,
+                r#"<rect x="{start}" y="{call}" width="{}" height="1" fill="{}"/>"#,
+                end - start,
+                colour(cell)
             );
+            start = end;
         }
-        page.push_str("</table></section>\n");
+        svg.push_str("</g>\n");
     }
-    page.push_str("</body></html>\n");
-    page
+    svg.push_str("</svg>\n");
+    svg
+}
+
+fn legend() -> String {
+    let mut out = String::from(r#"<p class="legend">"#);
+    let _ = write!(
+        out,
+        r#"<span class="key"><i style="background:{FULL}"></i>full history</span><span class="key"><i style="background:{SENT}"></i>sent after curation</span><span class="sep"></span>"#
+    );
+    for cell in Cell::ALL {
+        let _ = write!(
+            out,
+            r#"<span class="key"><i style="background:{}"></i>{}</span>"#,
+            colour(cell),
+            cell.label()
+        );
+    }
+    out.push_str("</p>\n");
+    out
+}
+
+const STYLE: &str = r#"
+:root { --ink: #1d1d1f; --muted: #5f6368; --line: #dadce0; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink); margin: 0; background: #fff; }
+main { max-width: 1320px; margin: 0 auto; padding: 20px 28px 40px; }
+h1 { font-size: 22px; margin: 0 0 4px; overflow-wrap: anywhere; }
+h2 { font-size: 17px; margin: 0 0 2px; overflow-wrap: anywhere; }
+.muted { color: var(--muted); }
+code { font-size: 12px; overflow-wrap: anywhere; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 10px; margin: 14px 0; }
+.card { border: 1px solid var(--line); border-radius: 8px; padding: 10px 12px; }
+.card b { display: block; font-size: 22px; font-variant-numeric: tabular-nums; }
+.card span { color: var(--muted); font-size: 12px; }
+.card.good b { color: #2e7d32; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid var(--line); padding: 3px 7px; text-align: right; white-space: nowrap; }
+th { background: #f5f5f7; position: sticky; top: 0; cursor: pointer; user-select: none; font-weight: 600; }
+th:first-child, td:first-child, th.text, td.text { text-align: left; }
+td:first-child { max-width: 300px; overflow: hidden; text-overflow: ellipsis; }
+td.text { max-width: 200px; overflow: hidden; text-overflow: ellipsis; }
+th[aria-sort="ascending"]::after { content: " ▲"; }
+th[aria-sort="descending"]::after { content: " ▼"; }
+tr.bad td { background: #fdecea; }
+.overview { max-height: 480px; overflow: auto; border: 1px solid var(--line); border-radius: 8px; }
+.legend { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 10px 0; font-size: 13px; }
+.legend i { display: inline-block; width: 14px; height: 10px; margin-right: 5px; border-radius: 2px; vertical-align: baseline; }
+.legend .sep { width: 18px; }
+section.conversation { border-top: 1px solid var(--line); padding-top: 16px; margin-top: 18px; break-inside: avoid; }
+.figures { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 18px; align-items: start; }
+figure { margin: 0; }
+figcaption { font-size: 12px; color: var(--muted); margin-bottom: 4px; }
+svg.chart { width: 100%; height: auto; display: block; }
+svg.chart .tick { font-size: 11px; fill: var(--muted); }
+svg.chart .axis { font-size: 12px; fill: var(--ink); }
+svg.chart rect.hover { fill: #000; fill-opacity: 0; }
+svg.chart rect.hover:hover { fill-opacity: 0.06; }
+svg.map { width: 100%; height: 232px; display: block; border: 1px solid var(--line); }
+svg.map g:hover rect { opacity: 0.75; }
+.axes { display: flex; justify-content: space-between; font-size: 11px; color: var(--muted); }
+@media (max-width: 980px) { .figures { grid-template-columns: 1fr; } }
+@media print {
+  main { max-width: none; padding: 0; }
+  .overview { max-height: none; overflow: visible; border: 0; }
+  th { position: static; }
+  th[aria-sort]::after { content: ""; }
+  section.conversation { break-inside: avoid; page-break-inside: avoid; }
+  * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+}
+"#;
+
+const SCRIPT: &str = r#"
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  var heads = table.querySelectorAll("th");
+  heads.forEach(function (th, column) {
+    th.addEventListener("click", function () {
+      var descending = th.getAttribute("aria-sort") !== "descending";
+      heads.forEach(function (h) { h.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[column].getAttribute("data-v"), y = b.cells[column].getAttribute("data-v");
+        var nx = parseFloat(x), ny = parseFloat(y);
+        var order = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : String(x).localeCompare(String(y));
+        return descending ? -order : order;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+"#;
+
+/// The whole page.
+pub(crate) fn html(page: &Page<'_>, replays: &[Replayed]) -> String {
+    let totals = Totals::of(replays.iter().flat_map(|r| &r.calls));
+    let evidence = Summary::of(replays.iter().flat_map(|r| r.calls.iter().map(|c| c.evidence)));
+    let violations: usize = replays.iter().map(|r| r.violations).sum();
+    let budget = budget(page.pipeline);
+    let pipeline = serde_json::to_string(page.pipeline).unwrap_or_default();
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>{STYLE}</style></head><body><main>
+<h1>{title}</h1>
+<p class="muted">Pipeline: <code>{pipeline}</code></p>
+<div class="cards" id="totals">
+<div class="card"><b>{conversations}</b><span>conversations, {calls} provider calls</span></div>
+<div class="card"><b>{full}</b><span>tokens of full history over all calls</span></div>
+<div class="card"><b>{sent}</b><span>tokens sent after curation</span></div>
+<div class="card good"><b>{saved:.1}%</b><span>tokens saved ({cost_full} → {cost_sent} at ${price}/M input tokens)</span></div>
+<div class="card good"><b>{evidence_mean}</b><span>evidence kept on average; {evidence_decile} in the worst decile of calls</span></div>
+<div class="card"><b>{violations}</b><span>views a provider would refuse</span></div>
+</div>
+"#,
+        title = escape(page.title),
+        pipeline = escape(&pipeline),
+        conversations = replays.len(),
+        calls = totals.calls,
+        full = grouped(totals.full_tokens),
+        sent = grouped(totals.sent_tokens),
+        saved = totals.saved(),
+        cost_full = dollars(totals.full_tokens, page.price),
+        cost_sent = dollars(totals.sent_tokens, page.price),
+        price = trim(page.price),
+        evidence_mean = percent(evidence.mean),
+        evidence_decile = percent(evidence.worst_decile),
+    );
+    out.push_str(r#"<div class="overview"><table class="sortable" id="overview"><thead><tr><th class="text">conversation</th><th class="text">file</th><th>calls</th><th>tokens full</th><th>tokens sent</th><th>saved</th><th>evidence kept</th><th>worst call</th><th>largest view</th><th>violations</th><th>cost sent</th></tr></thead><tbody>"#);
+    out.push('\n');
+    for (n, replay) in replays.iter().enumerate() {
+        let t = Totals::of(&replay.calls);
+        let file = replay.file.rsplit('/').next().unwrap_or(&replay.file);
+        let _ = writeln!(
+            out,
+            r##"<tr{bad}><td data-v="{id}"><a href="#c{n}">{id}</a></td><td class="text" data-v="{file}">{file}</td><td data-v="{calls}">{calls}</td><td data-v="{full}">{full_s}</td><td data-v="{sent}">{sent_s}</td><td data-v="{saved:.3}">{saved:.1}%</td><td data-v="{ev}">{ev_s}</td><td data-v="{worst}">{worst_s}</td><td data-v="{largest}">{largest_s}</td><td data-v="{violations}">{violations}</td><td data-v="{sent}">{cost}</td></tr>"##,
+            bad = if replay.violations > 0 { r#" class="bad""# } else { "" },
+            id = escape(&replay.id),
+            file = escape(file),
+            calls = t.calls,
+            full = t.full_tokens,
+            full_s = grouped(t.full_tokens),
+            sent = t.sent_tokens,
+            sent_s = grouped(t.sent_tokens),
+            saved = t.saved(),
+            ev = replay.evidence.mean.unwrap_or(2.0),
+            ev_s = percent(replay.evidence.mean),
+            worst = replay.evidence.worst.unwrap_or(2.0),
+            worst_s = percent(replay.evidence.worst),
+            largest = t.largest_view,
+            largest_s = grouped(t.largest_view),
+            violations = replay.violations,
+            cost = dollars(t.sent_tokens, page.price),
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+    let _ = writeln!(
+        out,
+        r#"<p class="muted">Click a column to sort. Tokens are summed over the calls of a conversation; the largest view is the most tokens one call sent; evidence kept is the share of the distinctive terms the model's next reply used (that occur earlier in the conversation) that the view still held, averaged over the calls that needed any (see docs/cli.md).</p>"#
+    );
+    out.push_str(&legend());
+    for (n, replay) in replays.iter().enumerate() {
+        let t = Totals::of(&replay.calls);
+        let width =
+            replay.map.as_ref().and_then(|rows| rows.iter().map(Vec::len).max()).unwrap_or(0);
+        let _ = write!(
+            out,
+            r#"<section class="conversation" id="c{n}"><h2>{id}</h2><p class="muted">{file} · {calls} calls · {full} → {sent} tokens, <b>{saved:.1}% saved</b> · evidence kept {ev} (worst call {worst}){violation}</p>
+<div class="figures"><figure><figcaption>Tokens per call: full history (dashed red) and sent (blue); hover for values.</figcaption>
+{chart}</figure><figure><figcaption>Context map: a row per call (first at the top), a column per message ({width} messages); hover a row for its counts.</figcaption>
+{map}<div class="axes"><span>message 1</span><span>message {width} →</span></div></figure></div></section>
+"#,
+            id = escape(&replay.id),
+            file = escape(&replay.file),
+            calls = t.calls,
+            full = grouped(t.full_tokens),
+            sent = grouped(t.sent_tokens),
+            saved = t.saved(),
+            ev = percent(replay.evidence.mean),
+            worst = percent(replay.evidence.worst),
+            violation = replay.violation.as_ref().map_or_else(String::new, |(call, problem)| {
+                format!(" · <b>violation</b> at call {call}: {}", escape(problem))
+            }),
+            chart = chart(replay, budget),
+            map = context_map(replay),
+        );
+    }
+    let _ = writeln!(out, "</main><script>{SCRIPT}</script></body></html>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_and_labels_are_round() {
+        assert_eq!(nice_step(32_000.0, 5.0).to_string(), "10000");
+        assert_eq!(nice_step(9.0, 4.0).to_string(), "5");
+        assert_eq!(int_step(9, 8), 2);
+        assert_eq!(int_step(112, 8), 20);
+        assert_eq!(int_step(3, 8), 1);
+        assert_eq!(compact(32_000.0), "32k");
+        assert_eq!(compact(1_250_000.0), "1.2M");
+        assert_eq!(compact(700.0), "700");
+        assert_eq!(grouped(12_255_319), "12\u{2009}255\u{2009}319");
+        assert_eq!(dollars(2_000_000, 3.0), "$6.00");
+    }
 }

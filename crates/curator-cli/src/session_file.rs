@@ -1,5 +1,6 @@
-//! Session files: opening one to read, and recording conversations into one.
+//! Session files: opening one to read, and recording replayed conversations into one.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -7,7 +8,9 @@ use curator::model::{Entry, EvaluationId, Message, PromptRef, Role};
 use curator::session::SessionStore;
 use curator::sqlite::SqliteStore;
 
-use crate::input::Conversation;
+/// The prompt namespace `curator replay` records conversations under; the key is the
+/// conversation's id.
+const NAMESPACE: &str = "replay";
 
 /// Opens a session file without writing to it.
 pub(crate) fn open_read_only(path: &Path) -> Result<SqliteStore> {
@@ -15,19 +18,66 @@ pub(crate) fn open_read_only(path: &Path) -> Result<SqliteStore> {
         .with_context(|| format!("cannot open session file {}", path.display()))
 }
 
-/// Records conversations into a SQLite session file, one evaluation each.
-pub(crate) fn record(path: &Path, conversations: &[Conversation]) -> Result<usize> {
-    let store = SqliteStore::open(path)?;
-    let mut recorded = 0;
-    for conversation in conversations {
+/// What became of one conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Recorded {
+    /// Recorded as a new evaluation, under this conversation id.
+    New { evaluation: EvaluationId, id: String, messages: usize },
+    /// Already in the file (by its id): not recorded again.
+    Skipped { evaluation: EvaluationId },
+}
+
+/// Records conversations into a SQLite session file, one evaluation each, recognising the
+/// conversations it already holds by their id.
+pub(crate) struct Recorder {
+    store: SqliteStore,
+    /// Conversation ids already recorded, with their evaluation.
+    known: HashMap<String, EvaluationId>,
+    /// Record a conversation already there again, under a new id (`ID (2)`), instead of
+    /// skipping it.
+    again: bool,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder").field("known", &self.known.len()).finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    /// Opens (or creates) the file and reads which conversations it holds.
+    pub(crate) fn open(path: &Path, again: bool) -> Result<Self> {
+        let store = SqliteStore::open(path)
+            .with_context(|| format!("cannot open session file {}", path.display()))?;
+        let known = store
+            .evaluations()?
+            .into_iter()
+            .filter_map(|e| {
+                let prompt = e.prompt?;
+                (prompt.ns == NAMESPACE).then_some((prompt.key, e.evaluation_id))
+            })
+            .collect();
+        Ok(Self { store, known, again })
+    }
+
+    /// Records one conversation, or skips it when its id is already recorded (unless asked
+    /// to record it again under a new id).
+    pub(crate) fn record(&mut self, id: &str, messages: &[Message]) -> Result<Recorded> {
+        let id = match self.known.get(id) {
+            Some(&evaluation) if !self.again => return Ok(Recorded::Skipped { evaluation }),
+            Some(_) => (2..usize::MAX)
+                .map(|n| format!("{id} ({n})"))
+                .find(|candidate| !self.known.contains_key(candidate))
+                .unwrap_or_else(|| id.to_owned()),
+            None => id.to_owned(),
+        };
         let evaluation = EvaluationId::new();
-        let prompt = PromptRef::new("replay", conversation.id.clone());
+        let prompt = PromptRef::new(NAMESPACE, id.clone());
         let mut turn = 0;
-        let entries = conversation
-            .messages
+        let entries = messages
             .iter()
             .enumerate()
-            .map(|(i, m): (usize, &Message)| {
+            .map(|(i, m)| {
                 if m.role() == Role::Assistant {
                     turn += 1;
                 }
@@ -39,8 +89,8 @@ pub(crate) fn record(path: &Path, conversations: &[Conversation]) -> Result<usiz
                     .build()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        store.append_batch(&entries)?;
-        recorded += entries.len();
+        self.store.append_batch(&entries)?;
+        self.known.insert(id.clone(), evaluation);
+        Ok(Recorded::New { evaluation, id, messages: entries.len() })
     }
-    Ok(recorded)
 }

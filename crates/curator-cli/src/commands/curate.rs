@@ -1,16 +1,18 @@
 //! `curator curate`: write the messages a provider would be sent.
 
-use std::io::Write;
-use std::path::Path;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use curator::model::validate;
-use curator::strategies::{CurationContext, History, TokenCounter, View};
+use curator::strategies::{CurationContext, History, MessageRef, TokenCounter, View};
 use serde_json::Value;
 
-use crate::input::{self, Format, Input, Layout};
-use crate::pipeline::Pipeline;
+use crate::input::{self, Conversation, Format, Layout, Source};
+use crate::output::note;
+use crate::pipeline::PipelineArgs;
 
 fn tokens(
     counter: &dyn TokenCounter,
@@ -20,75 +22,164 @@ fn tokens(
         + counter.reply_priming()
 }
 
-/// Curates every conversation of `input` and writes the views, in `to` or the input's format,
-/// to `output` or stdout; with `check`, exits 1 when the input or a view breaks a provider rule.
-pub(crate) fn run(
-    input: &Input,
-    to: Option<Format>,
-    output: Option<&Path>,
-    check: bool,
-    pipeline: &Pipeline,
-) -> Result<ExitCode> {
-    let ctx = CurationContext::default();
-    let mut documents = Vec::with_capacity(input.conversations.len());
-    let mut violations = 0;
-    for conversation in &input.conversations {
-        let target = to.unwrap_or(conversation.format);
-        let rules = |messages: &[curator::strategies::MessageRef<'_>]| match target {
-            Format::Anthropic => validate::anthropic(messages),
-            _ => validate::openai(messages),
-        };
-        let history = History::from(conversation.messages.as_slice());
-        if check {
-            let all: Vec<_> = View::full(&history).messages();
-            if let Err(v) = rules(&all) {
-                eprintln!("{}: the input breaks a provider rule: {v}", conversation.id);
-                violations += 1;
-            }
+/// What `curate` writes and checks.
+#[derive(Debug)]
+pub(crate) struct Options<'a> {
+    pub(crate) format: Format,
+    pub(crate) to: Option<Format>,
+    /// A file (one source) or a folder (several), instead of stdout.
+    pub(crate) output: Option<&'a Path>,
+    pub(crate) check: bool,
+}
+
+/// Where one source's curated conversations go.
+fn destination(source: &Source, several: bool, output: Option<&Path>) -> Result<Box<dyn Write>> {
+    match (output, several) {
+        (None, false) => Ok(Box::new(BufWriter::new(std::io::stdout().lock()))),
+        (None, true) => bail!("several inputs: give --output FOLDER to write one file per input"),
+        (Some(path), false) if !path.is_dir() => create(path),
+        (Some(folder), _) => {
+            std::fs::create_dir_all(folder)
+                .with_context(|| format!("cannot create folder {}", folder.display()))?;
+            let name = match source {
+                Source::File(path) => path.file_name().map(PathBuf::from),
+                Source::Text { name, .. } => Some(PathBuf::from(name)),
+            };
+            let name = name.ok_or_else(|| anyhow::anyhow!("{} has no file name", source.name()))?;
+            create(&folder.join(name))
         }
-        let view = pipeline.manager.curate(View::full(&history), &ctx)?;
-        let sent = view.messages();
-        if check && let Err(v) = rules(&sent) {
-            eprintln!("{}: the curated view breaks a provider rule: {v}", conversation.id);
+    }
+}
+
+fn create(path: &Path) -> Result<Box<dyn Write>> {
+    let file = File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Box::new(BufWriter::new(file)))
+}
+
+/// Curates every conversation of every source and writes the views, in `to` or the input's
+/// format, mirroring the input's layout (JSON Lines are written a line at a time); with
+/// `check`, exits 1 when an input or a view breaks a provider rule. A conversation that
+/// cannot be read is reported and the others go on (exit 2 at the end).
+pub(crate) fn run(
+    sources: &[Source],
+    args: &PipelineArgs,
+    options: &Options<'_>,
+) -> Result<ExitCode> {
+    let several = sources.len() > 1;
+    if several
+        && let Some(output) = options.output
+        && output.is_file()
+    {
+        bail!("several inputs: --output must be a folder, and {} is a file", output.display());
+    }
+    let mut names = std::collections::HashSet::new();
+    for source in sources {
+        if let Source::File(path) = source
+            && several
+            && !names.insert(path.file_name().map(ToOwned::to_owned))
+        {
+            bail!("two inputs are named {}: curate them one at a time", path.display());
+        }
+    }
+    let mut pipelines = args.pipelines()?;
+    let (mut violations, mut unreadable) = (0, 0);
+    for source in sources {
+        let reader = match source.open(options.format) {
+            Ok(reader) => reader,
+            Err(error) => {
+                note!("error: {error:#}");
+                unreadable += 1;
+                continue;
+            }
+        };
+        let layout = reader.layout();
+        let mut out = destination(source, several, options.output)?;
+        for item in reader {
+            let conversation = match item {
+                Ok(conversation) => conversation,
+                Err(failed) => {
+                    note!("{}: conversation {}: {:#}", source.name(), failed.id, failed.error);
+                    unreadable += 1;
+                    continue;
+                }
+            };
+            let pipeline = pipelines.for_tools(conversation.tools())?;
+            let id = conversation.id.clone();
+            let (document, broken) = match curate_one(conversation, pipeline, options) {
+                Ok(done) => done,
+                Err(error) => {
+                    note!("{}: conversation {id}: {error:#}", source.name());
+                    unreadable += 1;
+                    continue;
+                }
+            };
+            violations += broken;
+            if layout == Layout::Lines {
+                serde_json::to_writer(&mut out, &document)?;
+            } else {
+                serde_json::to_writer_pretty(&mut out, &document)?;
+            }
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+    }
+    Ok(if unreadable > 0 {
+        ExitCode::from(2)
+    } else if violations > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Curates one conversation: its output document and the number of rule violations found.
+fn curate_one(
+    conversation: Conversation,
+    pipeline: &crate::pipeline::Pipeline,
+    options: &Options<'_>,
+) -> Result<(Value, usize)> {
+    let Conversation { id, messages, format, envelope } = conversation;
+    let target = options.to.unwrap_or(format);
+    let rules = |messages: &[MessageRef<'_>]| match target {
+        Format::Anthropic => validate::anthropic(messages),
+        _ => validate::openai(messages),
+    };
+    let mut violations = 0;
+    let history = History::from(messages);
+    if options.check {
+        let all: Vec<_> = View::full(&history).messages();
+        if let Err(v) = rules(&all) {
+            note!("{id}: the input breaks a provider rule: {v}");
             violations += 1;
         }
-        eprintln!(
-            "{}: {} messages, {} tokens → {} messages, {} tokens",
-            conversation.id,
-            conversation.messages.len(),
-            tokens(&*pipeline.counter, &conversation.messages),
-            sent.len(),
-            tokens(&*pipeline.counter, &sent)
-        );
-        let (messages, system) = input::write_messages(&sent, target)?;
-        documents.push(match &conversation.envelope {
-            None if input.layout == Layout::Array && system.is_none() => messages,
-            envelope => {
-                let mut object = envelope.clone().unwrap_or_default();
-                object.insert("messages".into(), messages);
-                object.remove("system");
-                if let Some(system) = system {
-                    object.insert("system".into(), system);
-                }
-                Value::Object(object)
+    }
+    let view = pipeline.manager.curate(View::full(&history), &CurationContext::default())?;
+    let sent = view.messages();
+    if options.check
+        && let Err(v) = rules(&sent)
+    {
+        note!("{id}: the curated view breaks a provider rule: {v}");
+        violations += 1;
+    }
+    note!(
+        "{id}: {} messages, {} tokens → {} messages, {} tokens",
+        history.len(),
+        tokens(&*pipeline.counter, history.messages()),
+        sent.len(),
+        tokens(&*pipeline.counter, &sent)
+    );
+    let (messages, system) = input::write_messages(&sent, target)?;
+    let document = match envelope {
+        None if system.is_none() => messages,
+        envelope => {
+            let mut object = envelope.unwrap_or_default();
+            object.remove("system");
+            if let Some(system) = system {
+                object.insert("system".into(), system);
             }
-        });
-    }
-    let text = match input.layout {
-        Layout::Lines => documents.iter().fold(String::new(), |mut out, d| {
-            out.push_str(&d.to_string());
-            out.push('\n');
-            out
-        }),
-        _ => format!(
-            "{}\n",
-            serde_json::to_string_pretty(documents.first().unwrap_or(&Value::Null))?
-        ),
+            object.insert("messages".into(), messages);
+            Value::Object(object)
+        }
     };
-    match output {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
-    }
-    Ok(if violations > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok((document, violations))
 }

@@ -7,19 +7,23 @@ use anyhow::Result;
 use curator::model::{Message, pending_tool_calls};
 use curator::session::SessionStore;
 
+use crate::output::plural;
 use crate::session_file;
 
-/// Evaluations with message counts, turns, first and last time, pending tool calls.
+/// Evaluations with message counts, turns, first and last time, pending tool calls; the
+/// columns are as wide as their longest value.
 pub(crate) fn run(path: &Path) -> Result<String> {
     let store = session_file::open_read_only(path)?;
     let evaluations = store.evaluations()?;
-    let mut out = String::new();
-    let _ = writeln!(out, "{}: {} evaluations", path.display(), evaluations.len());
-    let _ = writeln!(
-        out,
-        "{:<36}  {:<28} {:>8} {:>6}  {:<20}  {:<20}  pending tool calls",
-        "evaluation", "prompt", "messages", "turns", "first", "last"
-    );
+    let mut rows = vec![[
+        "evaluation".to_owned(),
+        "prompt".to_owned(),
+        "messages".to_owned(),
+        "turns".to_owned(),
+        "first".to_owned(),
+        "last".to_owned(),
+        "pending tool calls".to_owned(),
+    ]];
     for e in &evaluations {
         let messages: Vec<Message> =
             store.entries(e.evaluation_id)?.into_iter().map(|e| e.message).collect();
@@ -27,17 +31,45 @@ pub(crate) fn run(path: &Path) -> Result<String> {
             .iter()
             .map(|c| format!("{} ({})", c.id(), c.name()))
             .collect();
-        let _ = writeln!(
-            out,
-            "{:<36}  {:<28} {:>8} {:>6}  {:<20}  {:<20}  {}",
-            e.evaluation_id,
+        rows.push([
+            e.evaluation_id.to_string(),
             e.prompt.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
-            e.messages,
-            e.turns,
-            e.first_at.format("%Y-%m-%d %H:%M:%S"),
-            e.last_at.format("%Y-%m-%d %H:%M:%S"),
-            if pending.is_empty() { "none".to_owned() } else { pending.join(", ") }
-        );
+            e.messages.to_string(),
+            e.turns.to_string(),
+            e.first_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            e.last_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            if pending.is_empty() { "none".to_owned() } else { pending.join(", ") },
+        ]);
+    }
+    let mut widths = [0; 7];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {}",
+        path.display(),
+        plural(evaluations.len(), "evaluation", "evaluations")
+    );
+    for row in &rows {
+        let mut line = String::new();
+        for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
+            let pad = width - cell.chars().count();
+            match i {
+                // Counts align right, text left; the last column is not padded.
+                2 | 3 => {
+                    let _ = write!(line, "{}{cell}  ", " ".repeat(pad));
+                }
+                6 => line.push_str(cell),
+                _ => {
+                    let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
+                }
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     Ok(out)
 }

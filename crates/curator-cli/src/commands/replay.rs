@@ -7,70 +7,232 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use crate::input::Input;
-use crate::pipeline::{Pipeline, describe};
-use crate::replayed::{self, Replayed, Totals};
-use crate::session_file;
+use crate::input::{Format, Source};
+use crate::output::{note, note_inline, outln, plural};
+use crate::pipeline::{PipelineArgs, Pipelines, describe};
+use crate::replayed::{self, Replayed, Rows, Totals};
+use crate::report;
+use crate::session_file::{Recorded, Recorder};
 
-/// What to do with a replay besides printing it.
-pub(crate) struct Options<'a> {
-    pub(crate) check: bool,
-    pub(crate) report: Option<&'a Path>,
-    pub(crate) db: Option<&'a Path>,
-    pub(crate) per_call: bool,
-    pub(crate) json: bool,
+/// Where to write the HTML report.
+#[derive(Debug)]
+pub(crate) struct ReportTo<'a> {
+    pub(crate) path: &'a Path,
+    /// Say where it was written (the demo says it itself).
+    pub(crate) announce: bool,
     pub(crate) title: String,
+    /// US dollars per million input tokens, for the cost.
+    pub(crate) price: f64,
 }
 
-/// Replays every conversation of `input`; exits 1 at the first view a provider would refuse.
-pub(crate) fn run(input: &Input, pipeline: &Pipeline, options: &Options<'_>) -> Result<ExitCode> {
-    let progress = std::io::stderr().is_terminal() && input.conversations.len() > 5;
-    let mut replays: Vec<Replayed> = Vec::with_capacity(input.conversations.len());
-    for (n, conversation) in input.conversations.iter().enumerate() {
-        if progress {
-            let done = (n + 1) * 30 / input.conversations.len();
-            eprint!(
-                "\r[{}{}] {}/{} conversations",
-                "#".repeat(done),
-                " ".repeat(30 - done),
-                n + 1,
-                input.conversations.len()
+/// Which session file to record into.
+#[derive(Debug)]
+pub(crate) struct RecordTo<'a> {
+    pub(crate) path: &'a Path,
+    /// Record a conversation the file already holds again, under a new id.
+    pub(crate) again: bool,
+}
+
+/// What to do with a replay besides printing it.
+#[derive(Debug)]
+pub(crate) struct Options<'a> {
+    pub(crate) format: Format,
+    pub(crate) check: bool,
+    pub(crate) report: Option<ReportTo<'a>>,
+    pub(crate) db: Option<RecordTo<'a>>,
+    /// The table's rows, when forced.
+    pub(crate) rows: Option<Rows>,
+    pub(crate) json: bool,
+}
+
+/// A progress bar on stderr, when it is a terminal and there is enough to wait for.
+struct Progress {
+    total: usize,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(sources: &[Source]) -> Self {
+        if !std::io::stderr().is_terminal() {
+            return Progress { total: 0, shown: false };
+        }
+        let total = sources.iter().map(Source::estimate_count).sum();
+        Progress { total, shown: total > 5 }
+    }
+
+    fn update(&self, done: usize) {
+        if self.shown {
+            let total = self.total.max(done);
+            let filled = done * 30 / total;
+            note_inline!(
+                "\r[{}{}] {done}/{total} conversations",
+                "#".repeat(filled),
+                " ".repeat(30 - filled)
             );
         }
-        let replayed = replayed::replay(conversation, pipeline, options.check)?;
-        if let Some((call, problem)) = &replayed.violation {
-            if progress {
-                eprintln!();
-            }
-            eprintln!("{}: call {call}: {problem}", replayed.id);
-            return Ok(ExitCode::from(1));
+    }
+
+    /// Ends the bar's line before a note.
+    fn break_line(&self) {
+        if self.shown {
+            note!();
         }
-        replays.push(replayed);
     }
-    if progress {
-        eprintln!();
+}
+
+/// The conversations replayed, and how many could not be read.
+struct Replays {
+    replays: Vec<Replayed>,
+    unreadable: usize,
+}
+
+/// Replays every conversation of every source, one at a time.
+///
+/// Exit status: 2 when a source or a conversation could not be read or curated (the others
+/// are still replayed and reported), else 1 with `check` when a view or an input breaks a provider
+/// rule, else 0.
+pub(crate) fn run(
+    sources: &[Source],
+    args: &PipelineArgs,
+    options: &Options<'_>,
+) -> Result<ExitCode> {
+    let mut pipelines = args.pipelines()?;
+    let Replays { replays, unreadable } = replay_all(sources, &mut pipelines, options)?;
+    let rows = options.rows.unwrap_or(if sources.len() > 1 {
+        Rows::File
+    } else if replays.len() == 1 {
+        Rows::Call
+    } else {
+        Rows::Conversation
+    });
+    let config = &pipelines.plain().config;
+    if let Some(to) = &options.report {
+        let page = report::html(
+            &report::Page { title: &to.title, pipeline: config, price: to.price },
+            &replays,
+        );
+        std::fs::write(to.path, page)
+            .with_context(|| format!("cannot write {}", to.path.display()))?;
+        if to.announce {
+            note!("report: {}", to.path.display());
+        }
     }
-    let per_call = options.per_call || replays.len() == 1;
+    let violations: usize = replays.iter().map(|r| r.violations).sum();
     if options.json {
         let totals = Totals::of(replays.iter().flat_map(|r| &r.calls));
-        let document = serde_json::json!({"pipeline": pipeline.config, "conversations": replays, "totals": totals});
-        println!("{}", serde_json::to_string_pretty(&document)?);
+        let evidence = crate::evidence::Summary::of(
+            replays.iter().flat_map(|r| r.calls.iter().map(|c| c.evidence)),
+        );
+        let document = serde_json::json!({
+            "pipeline": config,
+            "conversations": replays,
+            "totals": totals,
+            "evidence": evidence,
+            "violations": violations,
+            "unreadable": unreadable,
+        });
+        let text = serde_json::to_string_pretty(&document)?;
+        outln!("{text}")?;
     } else {
-        println!("pipeline: {}", describe(&pipeline.config));
-        print!("{}", replayed::table(&replays, per_call));
+        outln!("pipeline: {}", describe(config))?;
+        crate::output::out_str(&replayed::table(&replays, rows))?;
     }
-    if let Some(path) = options.report {
-        let page = crate::report::html(&options.title, &describe(&pipeline.config), &replays);
-        std::fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
-        eprintln!("report: {}", path.display());
+    Ok(if unreadable > 0 {
+        ExitCode::from(2)
+    } else if options.check && violations > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Reads and replays every conversation, recording them when asked; notes on stderr what
+/// could not be read, what was already recorded and (with `check`) what breaks a rule.
+fn replay_all(
+    sources: &[Source],
+    pipelines: &mut Pipelines,
+    options: &Options<'_>,
+) -> Result<Replays> {
+    let mut recorder =
+        options.db.as_ref().map(|to| Recorder::open(to.path, to.again)).transpose()?;
+    let (mut new_ones, mut skipped) = (0, 0);
+    let progress = Progress::new(sources);
+    let mut unreadable = 0;
+    let mut replays: Vec<Replayed> = Vec::new();
+    for source in sources {
+        let name = source.name();
+        let reader = match source.open(options.format) {
+            Ok(reader) => reader,
+            Err(error) => {
+                progress.break_line();
+                note!("error: {error:#}");
+                unreadable += 1;
+                continue;
+            }
+        };
+        for item in reader {
+            let conversation = match item {
+                Ok(conversation) => conversation,
+                Err(failed) => {
+                    progress.break_line();
+                    note!("{name}: conversation {}: {:#}", failed.id, failed.error);
+                    unreadable += 1;
+                    continue;
+                }
+            };
+            let pipeline = pipelines.for_tools(conversation.tools())?;
+            let id = conversation.id.clone();
+            // A pipeline that fails on one conversation (a budget too small for its system
+            // message and tools) is reported, and the others go on.
+            let (replayed, history) =
+                match replayed::replay(&name, conversation, pipeline, options.report.is_some()) {
+                    Ok(done) => done,
+                    Err(error) => {
+                        progress.break_line();
+                        note!("{name}: conversation {id}: {error:#}");
+                        unreadable += 1;
+                        continue;
+                    }
+                };
+            if let Some(recorder) = &mut recorder {
+                match recorder.record(&replayed.id, history.messages())? {
+                    Recorded::New { .. } => new_ones += 1,
+                    Recorded::Skipped { evaluation } => {
+                        skipped += 1;
+                        progress.break_line();
+                        note!(
+                            "{}: already recorded as evaluation {evaluation}; not recorded again (--db-again records it under a new id)",
+                            replayed.id
+                        );
+                    }
+                }
+            }
+            drop(history);
+            if options.check
+                && let Some((call, problem)) = &replayed.violation
+            {
+                progress.break_line();
+                match call {
+                    0 => note!("{}: {problem}", replayed.id),
+                    call => note!("{}: call {call}: {problem}", replayed.id),
+                }
+            }
+            replays.push(replayed);
+            progress.update(replays.len());
+        }
     }
-    if let Some(path) = options.db {
-        let recorded = session_file::record(path, &input.conversations)?;
-        eprintln!(
-            "recorded {recorded} messages of {} conversations into {}",
-            input.conversations.len(),
-            path.display()
+    progress.break_line();
+    if let Some(to) = &options.db {
+        note!(
+            "recorded {} into {}{}",
+            plural(new_ones, "conversation", "conversations"),
+            to.path.display(),
+            if skipped > 0 {
+                format!(" ({skipped} already there, skipped)")
+            } else {
+                String::new()
+            }
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Replays { replays, unreadable })
 }

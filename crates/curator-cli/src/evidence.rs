@@ -1,0 +1,610 @@
+//! Evidence kept: a model-free measure of what curation cost the agent.
+//!
+//! Saving tokens is easy (a window of one message saves nearly all of them); keeping what
+//! the agent needs is the hard part. For every provider call of a replay, the reply the model
+//! actually gave next (the recorded assistant message) shows what it used: the
+//! *distinctive terms* of that reply (see [`terms`]) that already occur earlier in the
+//! conversation, outside the system messages, are the evidence the call needed. *Evidence
+//! kept* is the share of them still present in the curated view, as sent (a term inside a
+//! shortened message counts only when the shortened text still holds it; one inside a
+//! summary counts).
+//!
+//! - A call whose reply has no such term needs no evidence: it is counted apart and left
+//!   out of the means.
+//! - Terms that occur in a system message are not evidence: the system message is always
+//!   sent, so they would be kept by construction.
+//! - The passthrough view keeps every term (score 1); a view without the earlier messages
+//!   keeps none (score 0).
+//!
+//! Each message is tokenised once ([`Tracker::push`]), a changed message once per copy; a
+//! call then costs one look-up per needed term and occurrence.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use curator::model::{Message, Role};
+use curator::strategies::{MessageRef, View};
+use serde_json::Value;
+
+/// Terms longer than this are not distinctive (base64 blobs, minified code).
+const MAX_TERM: usize = 128;
+
+/// Very common tokens that the rule would otherwise take for distinctive.
+const COMMON: &[&str] = &[
+    "__init__",
+    "__main__",
+    "__name__",
+    "__file__",
+    "utf-8",
+    "utf8",
+    "0.0",
+    "1.0",
+    "100",
+    "200",
+    "404",
+    "500",
+    "1000",
+    "/dev/null",
+    "/tmp",
+    "/usr/bin/env",
+    "e.g",
+    "i.e",
+    "x86_64",
+    "self.",
+];
+
+/// The distinctive terms of a text, each once, in order of first occurrence.
+///
+/// A term is one of:
+/// - a URL (`http://`, `https://`, `file://` up to the next space);
+/// - a file path: a word with `/` that starts with `/`, `./`, `../` or `~/`, or has at least
+///   two `/`, or a `/` and a file extension; and a file name `stem.ext` (extension of one to
+///   five letters or digits starting with a letter), also taken from the end of a path;
+/// - a number of at least three digits (`214`), or with a decimal point or version dots
+///   (`4.21`, `0.3.1`);
+/// - an identifier of at least three characters (letters, digits, `_`) with an inner `_`
+///   (`parse_binary`), a lower-case letter followed by a capital (`parseBinary`, `HashMap`),
+///   or both letters and digits when it starts with a letter (`case17`, `E0308`) or has at
+///   least seven characters (`5f1c2a9`, a hash; `21s` is not a term); a path of identifiers joined by `::`
+///   (`parser::tests::case_17`) is a term as a whole and each of its parts is checked;
+/// - a quoted value: 3 to 64 characters between matching `"`, `'` or backticks on one line
+///   (a quote that follows a letter or digit, as in *don't*, opens nothing), holding a letter
+///   or digit.
+///
+/// Words are split at white space and at `()[]{}<>,;="'` and backticks; dots, slashes and
+/// colons then split a word into the parts checked as identifiers and numbers. Excluded:
+/// terms longer than 128 characters and a short list of very common tokens (`__init__`,
+/// `utf-8`, `100`, `/dev/null`, ...).
+/// The rule is documented in `docs/cli.md`; the unit tests below hold worked examples.
+pub(crate) fn terms(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut emit = |term| {
+        if term_ok(term) && seen.insert(term) {
+            out.push(term);
+        }
+    };
+    quoted(text, &mut emit);
+    for word in text.split(|c: char| c.is_whitespace() || "()[]{}<>,;=\"'`|".contains(c)) {
+        let word = word.trim_end_matches(['.', ':', '!', '?', '-', '*']);
+        let word = word.trim_start_matches([':', '#', '*', '-', '@', '$']);
+        if word.len() < 3 {
+            continue;
+        }
+        if ["http://", "https://", "file://"].iter().any(|p| word.starts_with(p)) {
+            emit(word);
+            continue;
+        }
+        if is_path(word) {
+            // The path without a trailing `:line:column`, and its file name.
+            let path = word.split(':').next().unwrap_or(word);
+            emit(path);
+            if let Some(name) = path.rsplit('/').next().filter(|n| is_file_name(n)) {
+                emit(name);
+            }
+        } else if is_file_name(word) {
+            emit(word);
+        }
+        if is_number(word) {
+            emit(word);
+            continue;
+        }
+        for part in word.split(['/', '\\', '@', '#', '+', '!', '?', '*', '%', '&', '$', '~']) {
+            for segment in split_single_colons(part) {
+                if segment.contains("::") {
+                    let parts: Vec<&str> = segment.split("::").collect();
+                    if parts.len() > 1 && parts.iter().all(|p| is_identifier_chars(p)) {
+                        emit(segment);
+                    }
+                    for p in parts {
+                        dotted(p, &mut emit);
+                    }
+                } else {
+                    dotted(segment, &mut emit);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn term_ok(term: &str) -> bool {
+    term.len() <= MAX_TERM && !COMMON.contains(&term)
+}
+
+/// Splits at `:` that is not part of `::`.
+fn split_single_colons(part: &str) -> Vec<&str> {
+    let bytes = part.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b':' {
+            if bytes.get(i + 1) == Some(&b':') {
+                i += 2;
+                continue;
+            }
+            out.push(&part[start..i]);
+            start = i + 1;
+        }
+        i += 1;
+    }
+    out.push(&part[start..]);
+    out
+}
+
+/// Checks the parts of a dotted word (`self.parse_binary`), keeping numbers whole.
+fn dotted<'a>(part: &'a str, emit: &mut impl FnMut(&'a str)) {
+    let part = part.trim_matches(['.', '-']);
+    if is_number(part) {
+        emit(part);
+        return;
+    }
+    for piece in part.split('.') {
+        for piece in piece.split('-') {
+            if is_identifier(piece) || is_number(piece) {
+                emit(piece);
+            }
+        }
+    }
+}
+
+fn is_identifier_chars(word: &str) -> bool {
+    !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_identifier(word: &str) -> bool {
+    if word.len() < 3 || !is_identifier_chars(word) {
+        return false;
+    }
+    let bytes = word.as_bytes();
+    let inner_underscore = word.trim_matches('_').contains('_');
+    let camel = bytes.windows(2).any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+    let letters = bytes.iter().any(u8::is_ascii_alphabetic);
+    let digits = bytes.iter().any(u8::is_ascii_digit);
+    // Letters and digits: a name (`case17`, `E0308`), or a hash (`5f1c2a9`); not a
+    // quantity with its unit (`21s`, `12ms`).
+    let mixed = letters && digits && (bytes[0].is_ascii_alphabetic() || word.len() >= 7);
+    inner_underscore || camel || mixed
+}
+
+fn is_number(word: &str) -> bool {
+    let digits = word.strip_prefix(['-', '+']).unwrap_or(word);
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return false;
+    }
+    let groups: Vec<&str> = digits.split('.').collect();
+    if groups.iter().any(|g| g.is_empty()) {
+        return false;
+    }
+    groups.len() > 1 || digits.len() >= 3
+}
+
+fn is_file_name(word: &str) -> bool {
+    let Some((stem, ext)) = word.rsplit_once('.') else { return false };
+    !stem.is_empty()
+        && stem.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        && stem.chars().any(|c| c.is_ascii_alphanumeric())
+        && (1..=5).contains(&ext.len())
+        && ext.starts_with(|c: char| c.is_ascii_alphabetic())
+        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        && !stem.ends_with('.')
+}
+
+fn is_path(word: &str) -> bool {
+    if !word.contains('/') || !word.chars().any(|c| c.is_ascii_alphanumeric()) {
+        return false;
+    }
+    let rooted = ["/", "./", "../", "~/"].iter().any(|p| word.starts_with(p))
+        && word.len() > 2
+        && word[1..].contains(|c: char| c.is_ascii_alphanumeric());
+    let path = word.split(':').next().unwrap_or(word);
+    let slashes = path.matches('/').count();
+    let segments_alnum = path.split('/').filter(|s| s.chars().any(|c| c.is_ascii_alphanumeric()));
+    rooted
+        || (segments_alnum.count() >= 2
+            && (slashes >= 2 || path.rsplit('/').next().is_some_and(is_file_name)))
+}
+
+/// Emits the quoted values of a text.
+fn quoted<'a>(text: &'a str, emit: &mut impl FnMut(&'a str)) {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let (at, c) = chars[i];
+        let opens = matches!(c, '"' | '\'' | '`') && (i == 0 || !chars[i - 1].1.is_alphanumeric());
+        if !opens {
+            i += 1;
+            continue;
+        }
+        let close = chars[i + 1..]
+            .iter()
+            .take(66)
+            .position(|&(_, d)| d == c || d == '\n')
+            .map(|k| i + 1 + k);
+        match close {
+            Some(end) if chars[end].1 == c => {
+                let after_ok = chars.get(end + 1).is_none_or(|&(_, d)| !d.is_alphanumeric());
+                let value = text[at + c.len_utf8()..chars[end].0].trim();
+                if after_ok
+                    && (3..=64).contains(&value.chars().count())
+                    && value.chars().any(char::is_alphanumeric)
+                {
+                    emit(value);
+                }
+                i = if after_ok { end + 1 } else { i + 1 };
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+/// The text a message shows the model: its text, and each tool call's name and arguments
+/// (string values of JSON arguments are read as text; each short one is also a quoted
+/// value).
+fn message_terms(message: &Message, each: &mut impl FnMut(&str)) {
+    terms(&message.text()).into_iter().for_each(&mut *each);
+    for call in message.tool_calls() {
+        terms(call.name()).into_iter().for_each(&mut *each);
+        match call.arguments_json() {
+            Ok(value) => strings(&value, &mut |s| {
+                let value = s.trim();
+                if (3..=64).contains(&value.chars().count())
+                    && !value.contains('\n')
+                    && term_ok(value)
+                {
+                    each(value);
+                }
+                terms(s).into_iter().for_each(&mut *each);
+            }),
+            Err(_) => terms(call.arguments()).into_iter().for_each(&mut *each),
+        }
+    }
+}
+
+fn strings(value: &Value, each: &mut impl FnMut(&str)) {
+    match value {
+        Value::String(s) => each(s),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, each)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, each)),
+        _ => {}
+    }
+}
+
+/// What one call needed and kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "evidence", rename_all = "snake_case")]
+pub(crate) enum Score {
+    /// The reply used no distinctive term from the earlier conversation.
+    NotNeeded,
+    /// `kept` of the `needed` terms were in the view.
+    Kept { needed: usize, kept: usize },
+}
+
+impl Score {
+    /// The share kept, or `None` when no evidence was needed.
+    pub(crate) fn share(self) -> Option<f64> {
+        match self {
+            Score::NotNeeded => None,
+            #[expect(clippy::cast_precision_loss, reason = "term counts are small")]
+            Score::Kept { needed, kept } => Some(kept as f64 / needed.max(1) as f64),
+        }
+    }
+}
+
+/// Follows a conversation as it grows, to score the view of each call.
+#[derive(Debug, Default)]
+pub(crate) struct Tracker {
+    ids: HashMap<Box<str>, u32>,
+    /// For each term id, the non-system positions it occurs at, rising.
+    at: Vec<Vec<u32>>,
+    /// Term ids that occur in a system message.
+    system: HashSet<u32>,
+    len: usize,
+    /// Terms of changed copies, by the copy (kept alive so that its address stays its own).
+    copies: HashMap<usize, (Arc<Message>, HashSet<u32>)>,
+}
+
+impl Tracker {
+    /// An empty tracker.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the next message of the conversation (position `len`).
+    pub(crate) fn push(&mut self, message: &Message) {
+        let pos = self.len as u32;
+        self.len += 1;
+        let system = message.role() == Role::System;
+        let mut ids = Vec::new();
+        message_terms(message, &mut |term| ids.push(self.intern(term)));
+        for id in ids {
+            if system {
+                self.system.insert(id);
+            } else if self.at[id as usize].last() != Some(&pos) {
+                self.at[id as usize].push(pos);
+            }
+        }
+    }
+
+    fn intern(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.ids.get(term) {
+            return id;
+        }
+        let id = self.at.len() as u32;
+        self.ids.insert(term.into(), id);
+        self.at.push(Vec::new());
+        id
+    }
+
+    /// Scores the view a call was sent, given the reply the model then gave. The view's
+    /// history must be the messages pushed so far.
+    pub(crate) fn score(&mut self, reply: &Message, view: &View<'_>) -> Score {
+        let needed: Vec<u32> = {
+            let mut seen = HashSet::new();
+            let mut known = Vec::new();
+            message_terms(reply, &mut |t| known.extend(self.ids.get(t).copied()));
+            known
+                .into_iter()
+                .filter(|id| {
+                    !self.system.contains(id)
+                        && !self.at[*id as usize].is_empty()
+                        && seen.insert(*id)
+                })
+                .collect()
+        };
+        if needed.is_empty() {
+            return Score::NotNeeded;
+        }
+        // Positions sent unchanged, and the terms of the messages sent changed or new.
+        let mut unchanged = vec![false; self.len];
+        let mut changed: Vec<&HashSet<u32>> = Vec::new();
+        let mut copies = Vec::new();
+        for entry in view.iter() {
+            match (&entry.message, entry.pos) {
+                (MessageRef::Borrowed(_), Some(pos)) if pos < self.len => unchanged[pos] = true,
+                (MessageRef::Shared(copy), _) => copies.push(Arc::clone(copy)),
+                (MessageRef::Borrowed(message), _) => {
+                    copies.push(Arc::new(Message::clone(message)));
+                }
+            }
+        }
+        for copy in &copies {
+            let key = Arc::as_ptr(copy) as usize;
+            if !self.copies.contains_key(&key) {
+                let mut ids = HashSet::new();
+                message_terms(copy, &mut |t| ids.extend(self.ids.get(t).copied()));
+                self.copies.insert(key, (Arc::clone(copy), ids));
+            }
+        }
+        for copy in &copies {
+            if let Some((_, ids)) = self.copies.get(&(Arc::as_ptr(copy) as usize)) {
+                changed.push(ids);
+            }
+        }
+        let kept = needed
+            .iter()
+            .filter(|id| {
+                self.at[**id as usize].iter().any(|&p| unchanged[p as usize])
+                    || changed.iter().any(|ids| ids.contains(id))
+            })
+            .count();
+        Score::Kept { needed: needed.len(), kept }
+    }
+}
+
+/// Evidence kept over several calls.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub(crate) struct Summary {
+    /// Calls that needed evidence.
+    pub(crate) scored: usize,
+    /// Calls that needed none.
+    pub(crate) not_needed: usize,
+    /// The mean share over the calls that needed evidence (`None` when none did).
+    pub(crate) mean: Option<f64>,
+    /// The lowest share of one call.
+    pub(crate) worst: Option<f64>,
+    /// The mean share of the worst tenth of the calls (at least one call).
+    pub(crate) worst_decile: Option<f64>,
+}
+
+impl Summary {
+    /// Summarises scores.
+    pub(crate) fn of(scores: impl IntoIterator<Item = Score>) -> Self {
+        let mut shares = Vec::new();
+        let mut not_needed = 0;
+        for score in scores {
+            match score.share() {
+                Some(share) => shares.push(share),
+                None => not_needed += 1,
+            }
+        }
+        shares.sort_by(f64::total_cmp);
+        #[expect(clippy::cast_precision_loss, reason = "call counts are small")]
+        let mean = |s: &[f64]| (!s.is_empty()).then(|| s.iter().sum::<f64>() / s.len() as f64);
+        let decile = shares.len().div_ceil(10);
+        Summary {
+            scored: shares.len(),
+            not_needed,
+            mean: mean(&shares),
+            worst: shares.first().copied(),
+            worst_decile: mean(&shares[..decile]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use curator::model::ToolCall;
+    use curator::strategies::History;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[track_caller]
+    fn check(text: &str, expected: &[&str]) {
+        assert_eq!(terms(text), expected, "terms of {text:?}");
+    }
+
+    #[test]
+    fn the_rule_picks_identifiers_paths_numbers_and_quoted_values() {
+        check(
+            "The bug is in parse_binary at src/parser.rs:214 (see https://example.org/a).",
+            &["parse_binary", "src/parser.rs", "parser.rs", "214", "https://example.org/a"],
+        );
+        check("call parseBinary or HashMap::new", &["parseBinary", "HashMap::new", "HashMap"]);
+        check("error E0308 in case17", &["E0308", "case17"]);
+        check("took 4.21s, version 0.3.1", &["0.3.1"]);
+        check("took 4.21 s", &["4.21"]);
+        check("the user said \"cancel my booking\" and don't 'go'", &["cancel my booking"]);
+        check("parser::tests::case_17 failed", &["parser::tests::case_17", "case_17"]);
+        check("self.parse_binary(prec + 1)", &["parse_binary"]);
+        check("Look at /workspace/exprs and ./run.sh", &["/workspace/exprs", "./run.sh", "run.sh"]);
+    }
+
+    #[test]
+    fn plain_words_and_common_tokens_are_not_terms() {
+        check("The quick brown fox jumps over the lazy dog, and/or the cat.", &[]);
+        check("HTTP 200 and 404 at 100% with utf-8 in __init__ 42", &[]);
+        check("FAILED ok test result", &[]);
+    }
+
+    fn conversation() -> Vec<Message> {
+        vec![
+            Message::system("You are an agent in /workspace/exprs."),
+            Message::user("Fix the failing test in src/parser.rs please."),
+            Message::assistant_with_calls(
+                None,
+                vec![ToolCall::new("c1", "read_file", r#"{"path":"src/parser.rs"}"#)],
+            ),
+            Message::tool_result("c1", "fn parse_binary(prec: u8) at line 214 calls eval_expr"),
+            Message::assistant(
+                "The bug is in parse_binary at line 214 of src/parser.rs, under /workspace/exprs.",
+            ),
+        ]
+    }
+
+    /// Scores the call that produced message `reply` with the view `keep` selects.
+    fn score_with(messages: &[Message], reply: usize, keep: impl Fn(usize) -> bool) -> Score {
+        let history = History::from(&messages[..reply]);
+        let mut tracker = Tracker::new();
+        for m in &messages[..reply] {
+            tracker.push(m);
+        }
+        let view = View::full(&history).retain(|e| e.pos.is_some_and(&keep));
+        tracker.score(&messages[reply], &view)
+    }
+
+    #[test]
+    fn known_answers_on_a_hand_made_conversation() {
+        let messages = conversation();
+        // Needed: parse_binary and 214 (the tool result), src/parser.rs and parser.rs (the
+        // task); /workspace/exprs is the system message's, so not evidence.
+        assert_eq!(score_with(&messages, 4, |_| true), Score::Kept { needed: 4, kept: 4 });
+        // Without the tool result, only the task's two terms are left.
+        assert_eq!(score_with(&messages, 4, |p| p != 3), Score::Kept { needed: 4, kept: 2 });
+        assert_eq!(score_with(&messages, 4, |p| p == 0), Score::Kept { needed: 4, kept: 0 });
+        // The first call's reply names src/parser.rs and parser.rs from the task.
+        assert_eq!(score_with(&messages, 2, |_| true), Score::Kept { needed: 2, kept: 2 });
+    }
+
+    #[test]
+    fn a_reply_without_earlier_terms_needs_no_evidence() {
+        let messages =
+            vec![Message::user("hello there"), Message::assistant("Hi! How can I help?")];
+        assert_eq!(score_with(&messages, 1, |_| false), Score::NotNeeded);
+    }
+
+    #[test]
+    fn a_shortened_message_keeps_what_its_text_still_holds() {
+        let messages = conversation();
+        let history = History::from(&messages[..4]);
+        let mut tracker = Tracker::new();
+        messages[..4].iter().for_each(|m| tracker.push(m));
+        // The tool result cut after "line 214": parse_binary and 214 survive, eval_expr not.
+        let view = View::full(&history).replace(|e| {
+            (e.pos == Some(3))
+                .then(|| Message::tool_result("c1", "fn parse_binary(prec: u8) at line 214"))
+        });
+        assert_eq!(tracker.score(&messages[4], &view), Score::Kept { needed: 4, kept: 4 });
+        let view = View::full(&history)
+            .replace(|e| (e.pos == Some(3)).then(|| Message::tool_result("c1", "[cut]")));
+        assert_eq!(tracker.score(&messages[4], &view), Score::Kept { needed: 4, kept: 2 });
+    }
+
+    #[test]
+    fn summaries_report_mean_worst_and_worst_decile() {
+        let scores: Vec<Score> = (0..20)
+            .map(|k| Score::Kept { needed: 10, kept: if k < 2 { 0 } else { 10 } })
+            .chain([Score::NotNeeded])
+            .collect();
+        let summary = Summary::of(scores);
+        assert_eq!((summary.scored, summary.not_needed), (20, 1));
+        assert_eq!(summary.mean, Some(0.9));
+        assert_eq!(summary.worst, Some(0.0));
+        assert_eq!(summary.worst_decile, Some(0.0));
+        assert_eq!(Summary::of([Score::NotNeeded]).mean, None);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Passthrough keeps all the evidence; a view of the system messages alone keeps
+        /// none, wherever evidence is needed.
+        #[test]
+        fn passthrough_scores_one_and_dropping_everything_scores_zero(
+            messages in curator_testkit::arb::history(),
+            words in proptest::collection::vec("[a-z]{2,6}_[a-z0-9]{1,4}", 1..4),
+        ) {
+            // Make the last message use terms of earlier ones, so evidence is needed.
+            let mut messages = messages;
+            let shared = words.join(" ");
+            messages.insert(messages.len().min(1), Message::user(format!("context: {shared}")));
+            messages.push(Message::assistant(format!("using {shared}")));
+            let reply = messages.len() - 1;
+            let history = History::from(&messages[..reply]);
+            let mut tracker = Tracker::new();
+            messages[..reply].iter().for_each(|m| tracker.push(m));
+            let all = tracker.score(&messages[reply], &View::full(&history));
+            prop_assert_eq!(all.share(), Some(1.0));
+            let none = View::full(&history).retain(|e| history.get(e.pos.unwrap_or(usize::MAX)).is_some_and(|m| m.role() == Role::System));
+            let dropped = tracker.score(&messages[reply], &none);
+            prop_assert_eq!(dropped.share(), Some(0.0));
+        }
+
+        /// Any conversation: passthrough never scores below 1.
+        #[test]
+        fn passthrough_keeps_everything_on_any_history(messages in curator_testkit::arb::history()) {
+            let mut tracker = Tracker::new();
+            let mut history = History::new();
+            for m in &messages {
+                if m.role() == Role::Assistant && !history.is_empty() {
+                    let score = tracker.score(m, &View::full(&history));
+                    prop_assert!(score.share().is_none_or(|s| (s - 1.0).abs() < f64::EPSILON), "{score:?}");
+                }
+                tracker.push(m);
+                history.push(m.clone());
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Writing to stdout and stderr without ever panicking: a closed pipe ends the command quietly.
+//!
+//! `println!` panics when stdout is a pipe whose reader has gone (`curator replay --json |
+//! head`); every line the commands print goes through [`out`] instead, which returns the
+//! `io::Error`, and `main` turns a broken pipe into a quiet exit with status 0, as ripgrep
+//! does. Notes on stderr ([`note!`]) ignore write errors: there is nobody left to tell.
+
+use std::io::{self, Write};
+
+/// Writes formatted text to stdout.
+pub(crate) fn out(args: std::fmt::Arguments<'_>) -> io::Result<()> {
+    io::stdout().lock().write_fmt(args)
+}
+
+/// Writes raw text to stdout.
+pub(crate) fn out_str(text: &str) -> io::Result<()> {
+    io::stdout().lock().write_all(text.as_bytes())
+}
+
+/// Whether an error (or one of its causes) is a write into a closed pipe.
+pub(crate) fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Prints a line to stdout, returning the `io::Result` (use with `?`).
+macro_rules! outln {
+    () => { $crate::output::out(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::output::out(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Prints a line to stderr, ignoring a closed stderr.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// Prints to stderr without a newline (progress bars), ignoring a closed stderr.
+macro_rules! note_inline {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, $($arg)*);
+        let _ = stderr.flush();
+    }};
+}
+
+pub(crate) use {note, note_inline, outln};
+
+/// `n thing` or `n things`.
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The peak resident memory of this process, from `/proc/self/status` (`VmHWM`), in kB.
+///
+/// Printed on stderr at exit when `CURATOR_PEAK_RSS` is set, so that a test can measure the
+/// memory a real run takes on a large input.
+pub(crate) fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plural_is_singular_for_one() {
+        assert_eq!(plural(1, "conversation", "conversations"), "1 conversation");
+        assert_eq!(plural(0, "conversation", "conversations"), "0 conversations");
+        assert_eq!(plural(2, "call", "calls"), "2 calls");
+    }
+
+    #[test]
+    fn a_broken_pipe_is_recognised_through_context() {
+        let error = anyhow::Error::from(io::Error::from(io::ErrorKind::BrokenPipe))
+            .context("cannot write the table");
+        assert!(is_broken_pipe(&error));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
+    }
+}

@@ -1,0 +1,191 @@
+//! Several files and folders, session files, `--check` on inputs, labels, `inspect` and the
+//! demo.
+
+use serde_json::{Value, json};
+
+use super::{command, conversation, curator, fails_with, lines, text, write};
+
+#[test]
+fn replay_takes_several_files_and_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("corpus");
+    std::fs::create_dir_all(folder.join("nested")).unwrap();
+    write(&folder, "a.json", &conversation(3).to_string());
+    write(&folder, "b.jsonl", &lines(2, 2));
+    write(&folder.join("nested"), "c.json", &conversation(1).to_string());
+    write(&folder, "README.md", "not a conversation");
+    let extra = write(dir.path(), "extra.jsonl", &lines(3, 1));
+    let out = curator(&["replay", folder.to_str().unwrap(), extra.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // One row per file, then the totals: 1 + 2 + 1 + 3 conversations.
+    for name in ["a.json", "b.jsonl", "c.json", "extra.jsonl"] {
+        assert!(stdout.contains(name), "{name} in {stdout}");
+    }
+    assert!(!stdout.contains("README"), "{stdout}");
+    assert!(stdout.contains("total: 7 conversations, 18 calls"), "{stdout}");
+    assert!(stdout.contains("tokens saved: ") && stdout.contains("evidence kept: "), "{stdout}");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    fails_with(&curator(&["replay", empty.to_str().unwrap()]), 2, "holds no .json or .jsonl file");
+}
+
+#[test]
+fn curate_takes_several_files_into_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.json", &conversation(3).to_string());
+    let b = write(dir.path(), "b.jsonl", &lines(2, 2));
+    fails_with(
+        &curator(&["curate", a.to_str().unwrap(), b.to_str().unwrap()]),
+        2,
+        "give --output FOLDER",
+    );
+    let out_dir = dir.path().join("out");
+    let out = curator(&[
+        "curate",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--window",
+        "2",
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let a_out: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("a.json")).unwrap()).unwrap();
+    assert!(a_out.as_array().unwrap().len() < 9);
+    let b_out = std::fs::read_to_string(out_dir.join("b.jsonl")).unwrap();
+    assert_eq!(b_out.lines().count(), 2);
+}
+
+#[test]
+fn db_skips_a_conversation_already_recorded_or_records_it_under_a_new_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "convs.jsonl", &lines(2, 2));
+    let db = dir.path().join("s.db");
+    let replay = |extra: &[&str]| {
+        let mut args = vec!["replay", file.to_str().unwrap(), "--db", db.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        curator(&args)
+    };
+    let out = replay(&[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("recorded 2 conversations into"), "{}", text(&out.stderr));
+    let out = replay(&[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("c0: already recorded as evaluation"), "{stderr}");
+    assert!(
+        stderr.contains("recorded 0 conversations") && stderr.contains("2 already there, skipped"),
+        "{stderr}"
+    );
+    let listing = text(&curator(&["inspect", db.to_str().unwrap()]).stdout);
+    assert!(listing.contains(": 2 evaluations\n"), "{listing}");
+    let out = replay(&["--db-again"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listing = text(&curator(&["inspect", db.to_str().unwrap()]).stdout);
+    assert!(listing.contains(": 4 evaluations\n"), "{listing}");
+    assert!(listing.contains("replay/c0 (2)") && listing.contains("replay/c1 (2)"), "{listing}");
+}
+
+#[test]
+fn replay_check_treats_an_invalid_input_as_a_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    let orphan = json!([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "nope", "content": "orphan"}]);
+    let file = write(dir.path(), "orphan.json", &orphan.to_string());
+    let out = curator(&["replay", file.to_str().unwrap(), "--check"]);
+    fails_with(&out, 1, "1: the input breaks a provider rule");
+    fails_with(&out, 1, "answers no open tool call");
+    // Without --check it is counted, not fatal.
+    let out = curator(&["replay", file.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["violations"], 1);
+}
+
+#[test]
+fn labels_say_what_they_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "convs.jsonl", &lines(3, 2));
+    let out = curator(&["replay", file.to_str().unwrap(), "--window", "3"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("tokens over all calls"), "{stdout}");
+    assert!(stdout.contains("summed over calls"), "{stdout}");
+    assert!(stdout.contains("total: 3 conversations, 9 calls"), "{stdout}");
+    let single = write(dir.path(), "one.jsonl", &lines(1, 2));
+    let stdout = text(&curator(&["replay", single.to_str().unwrap(), "--per-conversation"]).stdout);
+    assert!(stdout.contains("total: 1 conversation, 3 calls"), "{stdout}");
+}
+
+#[test]
+fn inspect_columns_align_with_long_prompt_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "a-very-long-conversation-identifier-that-goes-on-and-on-for-a-while";
+    let content = format!(
+        "{}\n{}\n",
+        json!({"id": long, "messages": conversation(1)}),
+        json!({"id": "short", "messages": conversation(2)})
+    );
+    let file = write(dir.path(), "ids.jsonl", &content);
+    let db = dir.path().join("s.db");
+    assert!(
+        curator(&["replay", file.to_str().unwrap(), "--db", db.to_str().unwrap()]).status.success()
+    );
+    let listing = text(&curator(&["inspect", db.to_str().unwrap()]).stdout);
+    let rows: Vec<&str> = listing.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{listing}");
+    // The right edge of the `messages` column is at the same place on every row.
+    let header_end = rows[0].find("messages").unwrap() + "messages".len();
+    for row in &rows[1..] {
+        let end = row[..header_end].trim_end().len();
+        assert_eq!(end, header_end, "misaligned:\n{listing}");
+        assert!(row[..header_end].ends_with(|c: char| c.is_ascii_digit()), "{listing}");
+    }
+    assert!(listing.contains(long), "{listing}");
+}
+
+#[test]
+fn the_demo_binds_the_budget_and_prints_a_command_the_user_can_run() {
+    let out = curator(&["demo"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("total: 1 conversation, 112 calls"), "{stdout}");
+    // The table ends with the tokens saved and the evidence kept.
+    let table_end: Vec<&str> =
+        stdout.lines().skip_while(|l| !l.starts_with("total: ")).take(3).collect();
+    assert!(
+        table_end[1].starts_with("tokens saved: ") && table_end[2].starts_with("evidence kept: "),
+        "{stdout}"
+    );
+    // The report path, once; the hint runs from a checkout (the test binary is not on PATH).
+    let all = format!("{stdout}{}", text(&out.stderr));
+    assert_eq!(all.matches("demo-report.html").count(), 1, "{all}");
+    assert!(stdout.contains("cargo run -p curator-cli -- inspect "), "{stdout}");
+    assert!(!stdout.contains("\n  curator inspect"), "{stdout}");
+
+    // Installed (on PATH), the hint is the plain command.
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_curator")).parent().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = command().arg("demo").env("PATH", path).output().unwrap();
+    assert!(text(&out.stdout).contains("\n  curator inspect "), "{}", text(&out.stdout));
+}
+
+#[test]
+fn the_demo_session_is_long_enough_that_the_budget_binds() {
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/data/demo.json");
+    let out = curator(&["replay", demo, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = doc["conversations"][0]["calls"].as_array().unwrap();
+    assert!(calls.len() >= 100, "{} calls", calls.len());
+    let sent: Vec<u64> = calls.iter().map(|c| c["sent_tokens"].as_u64().unwrap()).collect();
+    let full: Vec<u64> = calls.iter().map(|c| c["full_tokens"].as_u64().unwrap()).collect();
+    // The budget acts: the last 30 calls send at most 32,000 tokens, within 10% of each
+    // other, while the full history keeps rising past twice that.
+    let tail = &sent[sent.len() - 30..];
+    assert!(tail.iter().all(|&s| s <= 32_000), "{tail:?}");
+    assert!(tail.iter().min().unwrap() * 10 >= tail.iter().max().unwrap() * 9, "{tail:?}");
+    assert!(full[full.len() - 1] > 2 * 32_000 && full[full.len() - 1] > full[full.len() - 30]);
+    let scored = doc["evidence"]["scored"].as_u64().unwrap();
+    assert!(scored > 50, "the demo's replies use what the tools showed: {}", doc["evidence"]);
+}
