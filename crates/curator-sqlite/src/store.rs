@@ -35,7 +35,7 @@ type SessionResult<T> = curator_session::Result<T>;
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("sessions.db");
 /// let store = SqliteStore::open(&path)?;
-/// let mut conversation = Conversation::start(&store, PromptRef::new("demo", "agent"), Message::system("Hello."))?;
+/// let mut conversation = Conversation::start(&store, "test", PromptRef::new("demo", "agent"), Message::system("Hello."))?;
 /// conversation.add_user("Hi!")?;
 /// drop(conversation);
 /// drop(store);

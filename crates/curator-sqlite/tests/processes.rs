@@ -31,7 +31,7 @@ fn writer(path: &Path, limit: Option<u64>) {
     let store =
         SqliteStore::open_with(path, Options::default().with_durability(Durability::Normal))
             .unwrap();
-    let mut c = Conversation::start(&store, prompt(), Message::system("You write a lot.")).unwrap();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("You write a lot.")).unwrap();
     let mut out = std::io::stdout().lock();
     let ack = |c: &Conversation<&SqliteStore>, out: &mut std::io::StdoutLock<'_>| {
         writeln!(out, "{} {}", c.evaluation_id(), c.next_sequence() - 1).unwrap();
@@ -43,7 +43,7 @@ fn writer(path: &Path, limit: Option<u64>) {
         let call = ToolCall::new(format!("c{step}"), "work", format!(r#"{{"step":{step}}}"#));
         c.record_assistant(Message::assistant_with_calls(None, vec![call.clone()])).unwrap();
         ack(&c, &mut out);
-        c.record_tool_result(call.id(), Ok("result ".repeat(50).into())).unwrap();
+        c.record_tool_result(call.id(), Ok::<_, String>("result ".repeat(50))).unwrap();
         ack(&c, &mut out);
         step += 1;
     }
@@ -122,11 +122,11 @@ fn crash_test(check: &mut Check) {
         );
 
         // A resumed conversation continues: pending calls re-run, numbering goes on.
-        let mut resumed = Conversation::resume(&store, &prompt()).unwrap();
+        let mut resumed = Conversation::resume(&store, "test", &prompt()).unwrap();
         let next = resumed.next_sequence();
         for context in resumed.tool_contexts() {
             resumed
-                .record_tool_result(context.call_id(), Ok("re-run after the crash".into()))
+                .record_tool_result(context.call_id(), Ok::<_, String>("re-run after the crash"))
                 .unwrap();
         }
         resumed.record_assistant(Message::assistant("done")).unwrap();

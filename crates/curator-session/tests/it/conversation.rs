@@ -15,7 +15,7 @@ fn prompt() -> PromptRef {
 #[test]
 fn the_sequence_diagram_of_the_spec() {
     let store = MemoryStore::new();
-    let mut c = Conversation::start(&store, prompt(), Message::system("system")).unwrap();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("system")).unwrap();
     let calls = c
         .record_assistant(Message::assistant_with_calls(
             None,
@@ -23,8 +23,8 @@ fn the_sequence_diagram_of_the_spec() {
         ))
         .unwrap();
     assert_eq!(calls.len(), 2);
-    c.record_tool_result("c1", Ok("Result 1".into())).unwrap();
-    c.record_tool_result("c2", Err("Result 2 failed".into())).unwrap();
+    c.record_tool_result("c1", Ok::<_, String>("Result 1")).unwrap();
+    c.record_tool_result("c2", Err::<String, _>("Result 2 failed")).unwrap();
     c.record_assistant(Message::assistant("Final response")).unwrap();
 
     let record = store.entries(c.evaluation_id()).unwrap();
@@ -55,8 +55,8 @@ fn the_sequence_diagram_of_the_spec() {
 #[test]
 fn several_evaluations_stay_apart() {
     let store = MemoryStore::new();
-    let mut first = Conversation::start(&store, prompt(), Message::system("one")).unwrap();
-    let mut second = Conversation::start(&store, prompt(), Message::system("two")).unwrap();
+    let mut first = Conversation::start(&store, "test", prompt(), Message::system("one")).unwrap();
+    let mut second = Conversation::start(&store, "test", prompt(), Message::system("two")).unwrap();
     first.add_user("for one").unwrap();
     second.add_user("for two").unwrap();
     second.add_user("again two").unwrap();
@@ -70,13 +70,13 @@ fn several_evaluations_stay_apart() {
 fn misuse_is_a_typed_error_and_records_nothing() {
     let store = MemoryStore::new();
     assert!(matches!(
-        Conversation::start(&store, prompt(), Message::user("not a system message")),
+        Conversation::start(&store, "test", prompt(), Message::user("not a system message")),
         Err(Error::WrongRole { expected: "system", .. })
     ));
-    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
     assert!(matches!(c.record_assistant(Message::user("u")), Err(Error::WrongRole { .. })));
     assert!(matches!(
-        c.record_tool_result("nope", Ok("x".into())),
+        c.record_tool_result("nope", Ok::<_, String>("x")),
         Err(Error::UnknownToolCall { .. })
     ));
     c.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c", "t", "{}")]))
@@ -96,7 +96,7 @@ fn misuse_is_a_typed_error_and_records_nothing() {
 fn every_recorded_message_is_reported() {
     let store = MemoryStore::new();
     let sink = Arc::new(MemorySink::default());
-    let mut c = Conversation::start(&store, prompt(), Message::system("s"))
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s"))
         .unwrap()
         .with_events(sink.clone());
     c.add_user("u").unwrap();
@@ -111,7 +111,7 @@ fn every_recorded_message_is_reported() {
 #[test]
 fn a_hundred_turns_under_a_window_of_five_keep_everything_recorded() {
     let store = MemoryStore::new();
-    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
     c.add_user("task").unwrap();
     let window = SlidingWindow::new(5);
     let ctx = CurationContext::default().with_preserve_task(false);
@@ -127,7 +127,7 @@ fn a_hundred_turns_under_a_window_of_five_keep_everything_recorded() {
             vec![ToolCall::new(&id, "step", "{}")],
         ))
         .unwrap();
-        c.record_tool_result(&id, Ok(format!("output {turn}").into())).unwrap();
+        c.record_tool_result(&id, Ok::<_, String>(format!("output {turn}"))).unwrap();
     }
     assert!(largest <= 6, "a request held {largest} messages");
     assert_eq!(store.entries(c.evaluation_id()).unwrap().len(), 2 + 200);
@@ -137,7 +137,7 @@ fn a_hundred_turns_under_a_window_of_five_keep_everything_recorded() {
 #[test]
 fn run_blocking_drives_provider_and_tools() {
     let store = MemoryStore::new();
-    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
     c.add_user("count to three with the tool").unwrap();
     let mut ran = Vec::new();
     let outcome = run_blocking(
@@ -207,7 +207,7 @@ fn a_resumed_conversation_shows_the_same_summarized_view_without_summarizing_aga
     };
     let first_view = {
         let summarize = strategy(&store, &calls);
-        let mut c = Conversation::start(store.clone(), prompt(), Message::system("s")).unwrap();
+        let mut c = Conversation::start(store.clone(), "test", prompt(), Message::system("s")).unwrap();
         c.add_user("task").unwrap();
         for i in 0..20 {
             let id = format!("c{i}");
@@ -216,7 +216,7 @@ fn a_resumed_conversation_shows_the_same_summarized_view_without_summarizing_aga
                 vec![ToolCall::new(&id, "t", "{}")],
             ))
             .unwrap();
-            c.record_tool_result(&id, Ok(format!("r{i}").into())).unwrap();
+            c.record_tool_result(&id, Ok::<_, String>(format!("r{i}"))).unwrap();
             c.request(&summarize, &CurationContext::default()).unwrap();
         }
         c.request(&summarize, &CurationContext::default()).unwrap().to_messages()
@@ -227,7 +227,7 @@ fn a_resumed_conversation_shows_the_same_summarized_view_without_summarizing_aga
     // A new process: the same store, a new strategy and summarizer.
     let again = Arc::new(AtomicUsize::new(0));
     let summarize = strategy(&store, &again);
-    let resumed = Conversation::resume(store.clone(), &prompt()).unwrap();
+    let resumed = Conversation::resume(store.clone(), "test", &prompt()).unwrap();
     let view = resumed.request(&summarize, &CurationContext::default()).unwrap().to_messages();
     assert_eq!(view, first_view);
     assert_eq!(again.load(Ordering::Relaxed), 0);
@@ -236,7 +236,7 @@ fn a_resumed_conversation_shows_the_same_summarized_view_without_summarizing_aga
 #[test]
 fn a_reply_with_two_calls_of_one_id_is_refused_and_not_recorded() {
     let store = MemoryStore::new();
-    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
     c.add_user("go").unwrap();
     let reply = Message::assistant_with_calls(
         None,

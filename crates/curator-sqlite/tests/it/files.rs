@@ -97,7 +97,7 @@ fn older_files_migrate_forward_keeping_their_data() {
     }
     let store = SqliteStore::open(&path).unwrap();
     let mut c =
-        Conversation::start(&store, PromptRef::new("m", "k"), Message::system("kept")).unwrap();
+        Conversation::start(&store, "test", PromptRef::new("m", "k"), Message::system("kept")).unwrap();
     c.add_user("also kept").unwrap();
     let evaluation = c.evaluation_id();
     drop(c);
@@ -144,7 +144,7 @@ fn durability_modes_are_applied() {
 fn read_only_stores_read_and_refuse_writes() {
     let temp = TempStore::new();
     let mut c =
-        Conversation::start(&temp.store, PromptRef::new("r", "o"), Message::system("s")).unwrap();
+        Conversation::start(&temp.store, "test", PromptRef::new("r", "o"), Message::system("s")).unwrap();
     let reader = SqliteStore::open_read_only(temp.store.path()).unwrap();
     // The reader sees what the writer commits, while the writer keeps writing.
     c.add_user("one").unwrap();
@@ -160,7 +160,7 @@ fn read_only_stores_read_and_refuse_writes() {
 fn snapshots_move_between_memory_and_sqlite() {
     let memory = MemoryStore::new();
     let mut c =
-        Conversation::start(&memory, PromptRef::new("s", "m"), Message::system("s")).unwrap();
+        Conversation::start(&memory, "test", PromptRef::new("s", "m"), Message::system("s")).unwrap();
     c.add_user("from memory").unwrap();
     memory.put_checkpoint("loop", &serde_json::json!({"i": 1})).unwrap();
     let json = memory.snapshot_json().unwrap();
@@ -179,7 +179,7 @@ fn snapshots_move_between_memory_and_sqlite() {
 fn a_bad_message_row_is_a_typed_error_not_a_panic() {
     let temp = TempStore::new();
     let c =
-        Conversation::start(&temp.store, PromptRef::new("b", "r"), Message::system("s")).unwrap();
+        Conversation::start(&temp.store, "test", PromptRef::new("b", "r"), Message::system("s")).unwrap();
     let conn = rusqlite::Connection::open(temp.store.path()).unwrap();
     conn.execute("UPDATE entries SET message = '{broken'", []).unwrap();
     let error = temp.store.entries(c.evaluation_id()).unwrap_err();
