@@ -283,8 +283,8 @@ impl SessionStore for MemoryStore {
         prompt: &curator_model::PromptRef,
     ) -> Result<Option<EvaluationId>> {
         let inner = self.read();
-        // The latest first message among the key's evaluations for the prompt; ties go to
-        // the evaluation appended last, as in `evaluations`.
+        // The latest first message (sequence 0) among the key's evaluations for the prompt;
+        // ties go to the evaluation appended last.
         let mut best: Option<(chrono::DateTime<Utc>, usize, EvaluationId)> = None;
         for (rank, id) in inner.order.iter().enumerate() {
             let Some(evaluation) = inner.evaluations.get(id) else { continue };
@@ -293,7 +293,7 @@ impl SessionStore for MemoryStore {
             {
                 continue;
             }
-            let at = evaluation.entries.iter().map(|e| e.created_at).min().unwrap_or(first.created_at);
+            let at = first.created_at;
             if best.is_none_or(|(b, r, _)| (at, rank) >= (b, r)) {
                 best = Some((at, rank, *id));
             }

@@ -3,4 +3,5 @@
 
 mod conformance;
 mod files;
+mod opening;
 mod support;
