@@ -6,4 +6,5 @@ mod corpus;
 mod errors;
 mod openai;
 mod props;
+mod responses;
 mod validate;
