@@ -12,6 +12,8 @@
 //!   pending. Every evaluation belongs to a [`SessionKey`] the caller chooses, and
 //!   [`Conversation::open`] resumes a key's conversation or starts one.
 //! - [`run_blocking`]: a ready-made loop over provider and tool closures.
+//! - Feature `tokio`: `AsyncConversation` and `run_async`, the same driver for async code,
+//!   its store I/O on tokio's blocking threads.
 //!
 //! # Examples
 //!
@@ -41,6 +43,8 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "tokio")]
+mod async_conversation;
 mod checkpoint;
 mod conversation;
 mod error;
@@ -54,6 +58,8 @@ mod summaries;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+#[cfg(feature = "tokio")]
+pub use async_conversation::{AsyncConversation, run_async};
 pub use checkpoint::Checkpoint;
 pub use conversation::{Conversation, NextStep, ResumePolicy, ToolContext, ToolOutcome};
 pub use error::{Error, Result, StoreErrorKind};
