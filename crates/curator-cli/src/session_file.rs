@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use curator::model::{Entry, EvaluationId, Message, PromptRef, Role};
-use curator::session::SessionStore;
+use curator::session::{SessionKey, SessionStore};
 use curator::sqlite::SqliteStore;
 
 use crate::input::Conversation;
@@ -15,7 +15,8 @@ pub(crate) fn open_read_only(path: &Path) -> Result<SqliteStore> {
         .with_context(|| format!("cannot open session file {}", path.display()))
 }
 
-/// Records conversations into a SQLite session file, one evaluation each.
+/// Records conversations into a SQLite session file, one evaluation each, under the session
+/// key of the conversation's id.
 pub(crate) fn record(path: &Path, conversations: &[Conversation]) -> Result<usize> {
     let store = SqliteStore::open(path)?;
     let mut recorded = 0;
@@ -39,7 +40,7 @@ pub(crate) fn record(path: &Path, conversations: &[Conversation]) -> Result<usiz
                     .build()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        store.append_batch(&entries)?;
+        store.append_batch(&SessionKey::new(conversation.id.clone()), &entries)?;
         recorded += entries.len();
     }
     Ok(recorded)

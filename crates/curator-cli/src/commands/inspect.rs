@@ -5,20 +5,25 @@ use std::path::Path;
 
 use anyhow::Result;
 use curator::model::{Message, pending_tool_calls};
-use curator::session::SessionStore;
+use curator::session::{SessionKey, SessionStore};
 
 use crate::session_file;
 
-/// Evaluations with message counts, turns, first and last time, pending tool calls.
-pub(crate) fn run(path: &Path) -> Result<String> {
+/// Evaluations (all, or those of one session key) with their key, message counts, turns,
+/// first and last time, pending tool calls.
+pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
     let store = session_file::open_read_only(path)?;
-    let evaluations = store.evaluations()?;
+    let evaluations = match key {
+        Some(key) => store.evaluations_of(&SessionKey::new(key))?,
+        None => store.evaluations()?,
+    };
     let mut out = String::new();
-    let _ = writeln!(out, "{}: {} evaluations", path.display(), evaluations.len());
+    let scope = key.map(|k| format!(" of session `{k}`")).unwrap_or_default();
+    let _ = writeln!(out, "{}: {} evaluations{scope}", path.display(), evaluations.len());
     let _ = writeln!(
         out,
-        "{:<36}  {:<28} {:>8} {:>6}  {:<20}  {:<20}  pending tool calls",
-        "evaluation", "prompt", "messages", "turns", "first", "last"
+        "{:<36}  {:<20} {:<28} {:>8} {:>6}  {:<20}  {:<20}  pending tool calls",
+        "evaluation", "key", "prompt", "messages", "turns", "first", "last"
     );
     for e in &evaluations {
         let messages: Vec<Message> =
@@ -29,8 +34,9 @@ pub(crate) fn run(path: &Path) -> Result<String> {
             .collect();
         let _ = writeln!(
             out,
-            "{:<36}  {:<28} {:>8} {:>6}  {:<20}  {:<20}  {}",
+            "{:<36}  {:<20} {:<28} {:>8} {:>6}  {:<20}  {:<20}  {}",
             e.evaluation_id,
+            e.key,
             e.prompt.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
             e.messages,
             e.turns,
