@@ -59,3 +59,9 @@ pub mod prelude {
         StrategyConfig, TokenBudget, TokenCounter, ToolResultTruncator, TurnLimit, View,
     };
 }
+
+/// The Rust examples of `docs/sessions.md`, compiled and run as doctests against this
+/// facade, so that the guide cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/sessions.md")]
+struct SessionsGuide;
