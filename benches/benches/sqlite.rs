@@ -3,6 +3,7 @@
     clippy::expect_used,
     reason = "a bench of a failing setup measures nothing and must stop"
 )]
+#![expect(clippy::print_stderr, reason = "the bench reports how long its setup took")]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -177,8 +178,9 @@ fn opening(c: &mut Criterion) {
 /// A file of 1M messages: 10,000 evaluations of 100 messages (system, then user and
 /// assistant in turn), one prompt, under 1,000 session keys of 10 evaluations each.
 fn million_row_file(path: &std::path::Path) -> SqliteStore {
-    let store = SqliteStore::open_with(path, Options::default().with_durability(Durability::Normal))
-        .expect("open");
+    let store =
+        SqliteStore::open_with(path, Options::default().with_durability(Durability::Normal))
+            .expect("open");
     let base = chrono::Utc::now() - chrono::Duration::days(30);
     let prompt = PromptRef::new("bench", "agent");
     for key in 0..1_000u32 {
@@ -190,7 +192,9 @@ fn million_row_file(path: &std::path::Path) -> SqliteStore {
             for i in 0..100u32 {
                 let (message, turn) = match i {
                     0 => (Message::system("You are a support agent."), 0),
-                    i if i % 2 == 1 => (Message::user(format!("Question {i} about order {key}.")), (i - 1) / 2),
+                    i if i % 2 == 1 => {
+                        (Message::user(format!("Question {i} about order {key}.")), (i - 1) / 2)
+                    }
                     i => (Message::assistant(format!("Answer {i} for order {key}.")), i / 2),
                 };
                 batch.push(

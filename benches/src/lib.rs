@@ -59,7 +59,8 @@ pub fn recorded_conversation<S: SessionStore>(store: S, len: usize) -> Conversat
     let mut iter = messages.into_iter();
     let system = iter.next().expect("a system message");
     let mut conversation =
-        Conversation::start(store, "bench", PromptRef::new("bench", "agent"), system).expect("start");
+        Conversation::start(store, "bench", PromptRef::new("bench", "agent"), system)
+            .expect("start");
     for message in iter.take(len - 1) {
         match message.role() {
             Role::User => conversation
@@ -77,7 +78,9 @@ pub fn recorded_conversation<S: SessionStore>(store: S, len: usize) -> Conversat
     }
     // A cut in the middle of a step leaves calls waiting: answer them, as the loop would.
     for context in conversation.tool_contexts() {
-        conversation.record_tool_result(context.call_id(), Ok::<_, String>("done")).expect("record");
+        conversation
+            .record_tool_result(context.call_id(), Ok::<_, String>("done"))
+            .expect("record");
     }
     conversation
 }

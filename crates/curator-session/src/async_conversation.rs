@@ -47,7 +47,12 @@ pub struct AsyncConversation<S> {
 /// Runs `f` on a blocking thread.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f).await.map_err(|e| {
-        Error::store("tokio", StoreErrorKind::Other, "the blocking store call failed", Some(Box::new(e)))
+        Error::store(
+            "tokio",
+            StoreErrorKind::Other,
+            "the blocking store call failed",
+            Some(Box::new(e)),
+        )
     })?
 }
 

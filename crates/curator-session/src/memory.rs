@@ -289,7 +289,9 @@ impl SessionStore for MemoryStore {
         for (rank, id) in inner.order.iter().enumerate() {
             let Some(evaluation) = inner.evaluations.get(id) else { continue };
             let Some(first) = evaluation.entries.first() else { continue };
-            if &evaluation.key != key || first.sequence != 0 || first.prompt.as_ref() != Some(prompt)
+            if &evaluation.key != key
+                || first.sequence != 0
+                || first.prompt.as_ref() != Some(prompt)
             {
                 continue;
             }

@@ -371,9 +371,8 @@ fn check_evaluation(entries: &[Entry], order: &[usize]) -> Result<()> {
             }
         }
         turn = entry.turn;
-        let step = pairer.step(position, &entry.message, |p| -> &Message {
-            &entries[order[p]].message
-        });
+        let step =
+            pairer.step(position, &entry.message, |p| -> &Message { &entries[order[p]].message });
         match step.link {
             Link::Orphan => return Err(at("a tool result that answers no call")),
             Link::Opens { duplicate: Some(_), .. } => {

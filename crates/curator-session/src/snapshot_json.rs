@@ -113,9 +113,8 @@ struct Tail {
 /// last with none, and each line is one entry as serde reads it.
 pub(crate) fn read(json: &str) -> Option<Snapshot> {
     let (version, body) = [SNAPSHOT_VERSION, 1].into_iter().find_map(|version| {
-        let head = format!(
-            "{{\"format\":\"{SNAPSHOT_FORMAT}\",\"version\":{version},\"entries\":["
-        );
+        let head =
+            format!("{{\"format\":\"{SNAPSHOT_FORMAT}\",\"version\":{version},\"entries\":[");
         json.strip_prefix(head.as_str()).map(|body| (version, body))
     })?;
     let end = body.rfind("\n],")?;
@@ -340,11 +339,11 @@ mod tests {
     fn commas_out_of_place_are_refused_as_serde_refuses_them() {
         let text = sample();
         for broken in [
-            text.replacen("},\n{", "}\n{", 1),     // a missing comma between entries
-            text.replacen("\n],", ",\n],", 1),      // a trailing comma after the last entry
-            text.replacen("},\n{", "},,\n{", 1),   // two commas
-            text.replacen("},\n{", "},\n,{", 1),   // a comma starting a line
-            text.replacen("\n],", "\n,],", 1),     // an empty element
+            text.replacen("},\n{", "}\n{", 1), // a missing comma between entries
+            text.replacen("\n],", ",\n],", 1), // a trailing comma after the last entry
+            text.replacen("},\n{", "},,\n{", 1), // two commas
+            text.replacen("},\n{", "},\n,{", 1), // a comma starting a line
+            text.replacen("\n],", "\n,],", 1), // an empty element
         ] {
             assert!(read(&broken).is_none(), "{broken}");
             assert!(serde_json::from_str::<Snapshot>(&broken).is_err(), "{broken}");

@@ -143,7 +143,10 @@ pub fn batches_are_atomic<S: SessionStore>(factory: &dyn Fn() -> S) {
         entry(evaluation, 1, Message::user("u")),
         entry(evaluation, 2, Message::user("conflict")),
     ];
-    assert!(matches!(store.append_batch(&key(), &batch), Err(Error::SequenceTaken { sequence: 2, .. })));
+    assert!(matches!(
+        store.append_batch(&key(), &batch),
+        Err(Error::SequenceTaken { sequence: 2, .. })
+    ));
     assert_eq!(
         store.entries(evaluation).unwrap(),
         vec![taken.clone()],
@@ -212,11 +215,17 @@ fn sample(store: &impl SessionStore) -> (EvaluationId, EvaluationId) {
     store.append(&key(), &entry(a, 0, Message::system("a"))).unwrap();
     store.append(&key(), &entry(a, 1, Message::user("question"))).unwrap();
     store
-        .append(&key(), &entry(
-            a,
-            2,
-            Message::assistant_with_calls(None, vec![ToolCall::new("c", "ls", r#"{"d": "/"}"#)]),
-        ))
+        .append(
+            &key(),
+            &entry(
+                a,
+                2,
+                Message::assistant_with_calls(
+                    None,
+                    vec![ToolCall::new("c", "ls", r#"{"d": "/"}"#)],
+                ),
+            ),
+        )
         .unwrap();
     store.append(&key(), &entry(a, 3, Message::tool_error("c", "denied").with_name("ls"))).unwrap();
     let mut later = entry(b, 0, Message::system("b"));
@@ -404,7 +413,10 @@ pub fn evaluations_belong_to_their_key<S: SessionStore>(factory: &dyn Fn() -> S)
     assert_eq!(of(&bob), [b]);
     assert!(of(&key()).is_empty());
     let listed = store.evaluations().unwrap();
-    assert_eq!(listed.iter().map(|s| s.key.clone()).collect::<Vec<_>>(), [alice.clone(), bob.clone()]);
+    assert_eq!(
+        listed.iter().map(|s| s.key.clone()).collect::<Vec<_>>(),
+        [alice.clone(), bob.clone()]
+    );
     assert_eq!(store.evaluation(a).unwrap().unwrap().messages, 2);
     assert_eq!(store.evaluation(EvaluationId::new()).unwrap(), None);
     // Bob's process cannot write into Alice's evaluation, by accident or not.
@@ -431,13 +443,22 @@ pub fn the_latest_evaluation_of_a_key_is_found_by_key_and_prompt<S: SessionStore
     let (mine, other_prompt) = (PromptRef::new("test", "conformance"), PromptRef::new("x", "y"));
     assert_eq!(store.latest_evaluation_of(&job, &mine).unwrap(), None);
     let at_time = |evaluation, sequence, seconds, prompt: &PromptRef| {
-        let mut e = entry(evaluation, sequence, if sequence == 0 { Message::system("s") } else { Message::user("u") });
+        let mut e = entry(
+            evaluation,
+            sequence,
+            if sequence == 0 { Message::system("s") } else { Message::user("u") },
+        );
         e.created_at = at(seconds);
         e.prompt = Some(prompt.clone());
         e
     };
-    let (old, new, newest_other_prompt, other_key, headless) =
-        (EvaluationId::new(), EvaluationId::new(), EvaluationId::new(), EvaluationId::new(), EvaluationId::new());
+    let (old, new, newest_other_prompt, other_key, headless) = (
+        EvaluationId::new(),
+        EvaluationId::new(),
+        EvaluationId::new(),
+        EvaluationId::new(),
+        EvaluationId::new(),
+    );
     store.append(&job, &at_time(new, 0, 20, &mine)).unwrap();
     store.append(&job, &at_time(old, 0, 10, &mine)).unwrap();
     store.append(&job, &at_time(old, 1, 40, &mine)).unwrap(); // a late message: still older
@@ -465,8 +486,10 @@ pub fn a_record_retried_after_an_unknown_outcome_is_a_duplicate<S: SessionStore>
     assert!(c.add_user("hello").is_err(), "the injected failure is reported");
     assert_eq!(c.add_user("hello").unwrap(), Appended::Duplicate);
     store.fail_next(1);
-    let reply =
-        Message::assistant_with_calls(None, vec![ToolCall::new("c1", "f", "{}"), ToolCall::new("c2", "f", "{}")]);
+    let reply = Message::assistant_with_calls(
+        None,
+        vec![ToolCall::new("c1", "f", "{}"), ToolCall::new("c2", "f", "{}")],
+    );
     assert!(c.record_assistant(reply.clone()).is_err());
     assert_eq!(c.record_assistant(reply).unwrap().len(), 2);
     assert_eq!(c.last_appended(), Some(Appended::Duplicate));
@@ -494,7 +517,11 @@ pub fn restore_refuses_records_the_driver_could_not_write<S: SessionStore>(
     let good = vec![
         entry(evaluation, 0, Message::system("s")),
         entry(evaluation, 1, Message::user("u")),
-        entry(evaluation, 2, Message::assistant_with_calls(None, vec![ToolCall::new("c", "f", "{}")])),
+        entry(
+            evaluation,
+            2,
+            Message::assistant_with_calls(None, vec![ToolCall::new("c", "f", "{}")]),
+        ),
         entry(evaluation, 3, Message::tool_result("c", "r")),
     ];
     let with = |change: &dyn Fn(&mut Vec<Entry>)| {
@@ -507,14 +534,25 @@ pub fn restore_refuses_records_the_driver_could_not_write<S: SessionStore>(
     let broken: Vec<(&str, Snapshot)> = vec![
         ("an assistant at turn 0", with(&|e| e[2].turn = 0)),
         ("a user message starting a turn", with(&|e| e[1].turn = 1)),
-        ("a result for a call that does not exist", with(&|e| e[3].message = Message::tool_result("nope", "r"))),
+        (
+            "a result for a call that does not exist",
+            with(&|e| e[3].message = Message::tool_result("nope", "r")),
+        ),
         ("the system message at sequence 7", with(&|e| e[0].sequence = 7)),
         ("a gap in the sequences", with(&|e| e[3].sequence = 9)),
         ("a second system message", with(&|e| e[1].message = Message::system("again"))),
         ("an id twice", with(&|e| e[1].id = e[0].id)),
         ("two entries at one sequence", with(&|e| e[1].sequence = 0)),
-        ("a year-2300 entry", with(&|e| e[1].created_at = Utc.with_ymd_and_hms(2300, 1, 1, 0, 0, 0).single().unwrap())),
-        ("a key for an evaluation without entries", with(&|_| {}).with_sessions([(EvaluationId::new(), SessionKey::new("k"))])),
+        (
+            "a year-2300 entry",
+            with(&|e| {
+                e[1].created_at = Utc.with_ymd_and_hms(2300, 1, 1, 0, 0, 0).single().unwrap();
+            }),
+        ),
+        (
+            "a key for an evaluation without entries",
+            with(&|_| {}).with_sessions([(EvaluationId::new(), SessionKey::new("k"))]),
+        ),
     ];
     for (what, snapshot) in broken {
         match store.restore(&snapshot) {
@@ -523,7 +561,10 @@ pub fn restore_refuses_records_the_driver_could_not_write<S: SessionStore>(
         }
         let json = snapshot.to_json().unwrap();
         assert!(
-            matches!(store.restore_json(&json), Err(Error::SnapshotRestore { kind: SnapshotErrorKind::InvariantBroken, .. })),
+            matches!(
+                store.restore_json(&json),
+                Err(Error::SnapshotRestore { kind: SnapshotErrorKind::InvariantBroken, .. })
+            ),
             "{what}: restore_json must refuse it too"
         );
         assert_eq!(store.snapshot().unwrap(), before, "{what}: the store changed");
@@ -555,16 +596,18 @@ pub fn restore_refuses_malformed_and_newer_snapshots<S: SessionStore>(factory: &
 
 /// Snapshots of version 1, written before session keys, restore with every evaluation under
 /// the default key.
-pub fn version_1_snapshots_restore_under_the_default_key<S: SessionStore>(
-    factory: &dyn Fn() -> S,
-) {
+pub fn version_1_snapshots_restore_under_the_default_key<S: SessionStore>(factory: &dyn Fn() -> S) {
     let store = factory();
     let (a, _) = sample(&store);
     let json = store.snapshot().unwrap().to_json().unwrap();
     // Version 1 had no `sessions`; the sample's second evaluation had a key, which it loses.
     let start = json.find("\"sessions\":").unwrap();
     let end = json.find(",\"checkpoints\":").unwrap();
-    let v1 = format!("{}{}", &json[..start], &json[end + 1..]).replacen("\"version\":2", "\"version\":1", 1);
+    let v1 = format!("{}{}", &json[..start], &json[end + 1..]).replacen(
+        "\"version\":2",
+        "\"version\":1",
+        1,
+    );
     let copy = factory();
     copy.restore_json(&v1).unwrap();
     assert!(copy.evaluations().unwrap().iter().all(|e| e.key.is_default()));

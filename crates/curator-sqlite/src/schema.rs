@@ -126,7 +126,9 @@ pub(crate) fn raw_check(path: &Path) -> Result<Raw> {
         1 => 65_536,
         n => u64::from(n),
     };
-    let word = |at: usize| u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
+    let word = |at: usize| {
+        u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
     let (change_counter, pages, valid_for) = (word(24), u64::from(word(28)), word(92));
     // The page count in the header is trusted only when it was written with the file's
     // current change counter (SQLite's own rule).
@@ -169,7 +171,11 @@ fn reading<'a>(path: &'a Path, context: &'static str) -> impl Fn(rusqlite::Error
             Error::NotADatabase { path: path.to_owned() }
         }
         rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DatabaseCorrupt => {
-            Error::Corrupt { path: path.to_owned(), reason: context.to_owned(), source: Some(Box::new(e)) }
+            Error::Corrupt {
+                path: path.to_owned(),
+                reason: context.to_owned(),
+                source: Some(Box::new(e)),
+            }
         }
         _ => Error::sqlite(path, context, e),
     }
@@ -243,7 +249,8 @@ fn probe(path: &Path, conn: &Connection, version: i64) -> Result<()> {
         "SELECT max(name) FROM checkpoints",
     ];
     if version >= 2 {
-        queries.push("SELECT max(evaluation_id) FROM entries INDEXED BY entries_by_evaluation_time");
+        queries
+            .push("SELECT max(evaluation_id) FROM entries INDEXED BY entries_by_evaluation_time");
     }
     if version >= KEYS_SINCE {
         queries.push(

@@ -83,13 +83,14 @@ fn retry_open<T>(timeout: std::time::Duration, mut f: impl FnMut() -> Result<T>)
 
 /// A `file:` URI for `path` with `query`, percent-encoding what a URI cannot hold as is.
 fn uri(path: &Path, query: &str) -> String {
+    use std::fmt::Write as _;
     use std::os::unix::ffi::OsStrExt as _;
     let mut out = String::from("file:");
     for &b in path.as_os_str().as_bytes() {
         if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
             out.push(char::from(b));
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            let _ = write!(out, "%{b:02X}");
         }
     }
     out.push('?');
@@ -204,11 +205,14 @@ impl SqliteStore {
         if let Raw::Missing = schema::raw_check(path)? {
             return Err(not_found());
         }
-        let shared = schema::sibling(path, "-wal").exists() || schema::sibling(path, "-shm").exists();
+        let shared =
+            schema::sibling(path, "-wal").exists() || schema::sibling(path, "-shm").exists();
         let query = if shared { "mode=ro" } else { "mode=ro&immutable=1" };
         let mut conn = Connection::open_with_flags(
             uri(path, query),
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI,
         )
         .map_err(open_error(path, "opening read-only"))?;
         let timeout = Options::default().busy_timeout;
@@ -221,7 +225,11 @@ impl SqliteStore {
             conn: Mutex::new(conn),
             path: path.to_owned(),
             read_only: true,
-            key_column: if header.version >= schema::KEYS_SINCE { "session_key" } else { "'default'" },
+            key_column: if header.version >= schema::KEYS_SINCE {
+                "session_key"
+            } else {
+                "'default'"
+            },
             verified: Mutex::new(None),
             _checkpointer: None,
         })
@@ -384,17 +392,20 @@ impl RawEntry {
         let message: Message = serde_json::from_str(&self.message).map_err(|e| {
             corrupt(format!("bad message at sequence {} in the file", self.sequence), e)
         })?;
-        Ok((self.key, Entry {
-            id: MessageId::from_uuid(id(&self.message_id, "message id")?),
-            evaluation_id: EvaluationId::from_uuid(id(&self.evaluation_id, "evaluation id")?),
-            sequence: u64::try_from(self.sequence)
-                .map_err(|_| corrupt_row(format!("negative sequence {}", self.sequence)))?,
-            turn: u32::try_from(self.turn)
-                .map_err(|_| corrupt_row(format!("bad turn {}", self.turn)))?,
-            prompt: self.prompt.map(|(ns, key)| PromptRef { ns, key }),
-            created_at: DateTime::from_timestamp_nanos(self.created_ns),
-            message,
-        }))
+        Ok((
+            self.key,
+            Entry {
+                id: MessageId::from_uuid(id(&self.message_id, "message id")?),
+                evaluation_id: EvaluationId::from_uuid(id(&self.evaluation_id, "evaluation id")?),
+                sequence: u64::try_from(self.sequence)
+                    .map_err(|_| corrupt_row(format!("negative sequence {}", self.sequence)))?,
+                turn: u32::try_from(self.turn)
+                    .map_err(|_| corrupt_row(format!("bad turn {}", self.turn)))?,
+                prompt: self.prompt.map(|(ns, key)| PromptRef { ns, key }),
+                created_at: DateTime::from_timestamp_nanos(self.created_ns),
+                message,
+            },
+        ))
     }
 }
 

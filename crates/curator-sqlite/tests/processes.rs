@@ -31,7 +31,8 @@ fn writer(path: &Path, limit: Option<u64>) {
     let store =
         SqliteStore::open_with(path, Options::default().with_durability(Durability::Normal))
             .unwrap();
-    let mut c = Conversation::start(&store, "test", prompt(), Message::system("You write a lot.")).unwrap();
+    let mut c =
+        Conversation::start(&store, "test", prompt(), Message::system("You write a lot.")).unwrap();
     let mut out = std::io::stdout().lock();
     let ack = |c: &Conversation<&SqliteStore>, out: &mut std::io::StdoutLock<'_>| {
         writeln!(out, "{} {}", c.evaluation_id(), c.next_sequence() - 1).unwrap();
@@ -123,7 +124,10 @@ fn crash_test(check: &mut Check) {
 
         // A resumed conversation continues: pending calls re-run, numbering goes on.
         let mut resumed = Conversation::resume(&store, "test", &prompt()).unwrap();
-        check.expect(resumed.evaluation_id() == evaluation, format!("round {round}: resumed another evaluation"));
+        check.expect(
+            resumed.evaluation_id() == evaluation,
+            format!("round {round}: resumed another evaluation"),
+        );
         let next = resumed.next_sequence();
         for context in resumed.tool_contexts() {
             resumed
@@ -211,7 +215,10 @@ fn creator(dir: &Path) {
         let path = dir.join(format!("{i}.db"));
         writeln!(out, "{}", path.display()).unwrap();
         out.flush().unwrap();
-        drop(SqliteStore::open_with(&path, Options::default().with_durability(Durability::Normal)).unwrap());
+        drop(
+            SqliteStore::open_with(&path, Options::default().with_durability(Durability::Normal))
+                .unwrap(),
+        );
     }
 }
 
@@ -255,17 +262,25 @@ fn kill_during_creation_test(check: &mut Check) {
         for path in names {
             files += 1;
             match SqliteStore::open_read_only(&path) {
-                Ok(_) => {}
-                Err(Error::Sqlite { kind: StoreErrorKind::NotFound, .. }) => {} // never got a schema
-                Err(e) => check.expect(false, format!("round {round}: {} does not open read-only: {e}", path.display())),
+                // A file killed before its schema was committed holds no session yet.
+                Ok(_) | Err(Error::Sqlite { kind: StoreErrorKind::NotFound, .. }) => {}
+                Err(e) => check.expect(
+                    false,
+                    format!("round {round}: {} does not open read-only: {e}", path.display()),
+                ),
             }
             match SqliteStore::open(&path) {
                 Ok(store) => {
-                    let recorded = Conversation::open(&store, "after", prompt(), Message::system("s"))
-                        .and_then(|mut c| c.add_user("still works"));
-                    check.expect(recorded.is_ok(), format!("round {round}: {} does not record: {recorded:?}", path.display()));
+                    let recorded =
+                        Conversation::open(&store, "after", prompt(), Message::system("s"))
+                            .and_then(|mut c| c.add_user("still works"));
+                    check.expect(
+                        recorded.is_ok(),
+                        format!("round {round}: {} does not record: {recorded:?}", path.display()),
+                    );
                 }
-                Err(e) => check.expect(false, format!("round {round}: {} does not open: {e}", path.display())),
+                Err(e) => check
+                    .expect(false, format!("round {round}: {} does not open: {e}", path.display())),
             }
         }
     }
@@ -278,7 +293,9 @@ fn kill_during_creation_test(check: &mut Check) {
 /// Opens the file at a given moment and records one message under its own key.
 fn opener(path: &Path, key: &str) {
     let at: u128 = std::env::var("CURATOR_SQLITE_START").unwrap().parse().unwrap();
-    while std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() < at {
+    while std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+        < at
+    {
         std::hint::spin_loop();
     }
     match SqliteStore::open(path) {
@@ -319,7 +336,10 @@ fn concurrent_creation_test(check: &mut Check) {
             let output = child.wait_with_output().unwrap();
             check.expect(
                 output.status.success(),
-                format!("round {round}: an opener failed: {}", String::from_utf8_lossy(&output.stderr)),
+                format!(
+                    "round {round}: an opener failed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                ),
             );
         }
         let store = SqliteStore::open(&path).unwrap();
@@ -341,7 +361,8 @@ fn worker(path: &Path, key: &str, log: &Path) {
     let store =
         SqliteStore::open_with(path, Options::default().with_durability(Durability::Normal))
             .unwrap();
-    let mut c = Conversation::open(&store, key, prompt(), Message::system("You send emails.")).unwrap();
+    let mut c =
+        Conversation::open(&store, key, prompt(), Message::system("You send emails.")).unwrap();
     let mut log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
     let mut out = std::io::stdout().lock();
     loop {
@@ -392,40 +413,11 @@ fn keyed_workers_test(check: &mut Check) {
         .into_iter()
         .enumerate()
         .map(|(w, key)| {
-            let (exe, path, log) = (exe.clone(), path.clone(), dir.path().join(format!("{key}.log")));
+            let (exe, path, log) =
+                (exe.clone(), path.clone(), dir.path().join(format!("{key}.log")));
             std::thread::spawn(move || {
-                let mut kills = 0;
-                let mut seed = 0x9E37_79B9_7F4A_7C15_u64 + w as u64;
-                loop {
-                    let mut child = Command::new(&exe)
-                        .env("CURATOR_SQLITE_CHILD", "worker")
-                        .env("CURATOR_SQLITE_PATH", &path)
-                        .env("CURATOR_SQLITE_KEY", key)
-                        .env("CURATOR_SQLITE_LOG", &log)
-                        .stdout(Stdio::piped())
-                        .spawn()
-                        .unwrap();
-                    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-                    if kills < 4 {
-                        seed ^= seed << 13;
-                        seed ^= seed >> 7;
-                        seed ^= seed << 17;
-                        // Kill during the n-th tool call of this run, while it runs.
-                        let nth = 1 + seed % 3;
-                        let mut started = 0;
-                        while started < nth && lines.next().is_some_and(|l| l.is_ok()) {
-                            started += 1;
-                        }
-                        std::thread::sleep(Duration::from_millis(seed % 10));
-                        child.kill().unwrap();
-                        child.wait().unwrap();
-                        kills += 1;
-                        continue;
-                    }
-                    for _ in lines.by_ref() {}
-                    let status = child.wait().unwrap();
-                    return (key, log, status.success(), kills);
-                }
+                let (finished, kills) = run_killing(&exe, &path, key, &log, w as u64);
+                (key, log, finished, kills)
             })
         })
         .collect();
@@ -434,25 +426,39 @@ fn keyed_workers_test(check: &mut Check) {
         let (key, log, finished, kills) = handle.join().unwrap();
         check.expect(finished, format!("{key}: the last run did not finish"));
         let evaluations = store.evaluations_of(&SessionKey::new(key)).unwrap();
-        check.expect(evaluations.len() == 1, format!("{key}: {} evaluations, not 1", evaluations.len()));
+        check.expect(
+            evaluations.len() == 1,
+            format!("{key}: {} evaluations, not 1", evaluations.len()),
+        );
         let Some(evaluation) = evaluations.first() else { continue };
         let record = store.entries(evaluation.evaluation_id).unwrap();
         let messages: Vec<Message> = record.iter().map(|e| e.message.clone()).collect();
-        check.expect(curator_model::validate::openai(&messages).is_ok(), format!("{key}: the record is not valid"));
+        check.expect(
+            curator_model::validate::openai(&messages).is_ok(),
+            format!("{key}: the record is not valid"),
+        );
         check.expect(
             messages.last().is_some_and(|m| m.text() == "all sent"),
             format!("{key}: the conversation did not finish"),
         );
-        let calls: Vec<String> =
-            messages.iter().flat_map(|m| m.tool_calls().iter().map(|c| c.id().to_owned())).collect();
+        let calls: Vec<String> = messages
+            .iter()
+            .flat_map(|m| m.tool_calls().iter().map(|c| c.id().to_owned()))
+            .collect();
         let results: Vec<String> =
             messages.iter().filter_map(|m| m.tool_call_id().map(str::to_owned)).collect();
         check.expect(calls.len() == 12, format!("{key}: {} calls recorded, not 12", calls.len()));
-        check.expect(calls.iter().all(|c| c.starts_with(key)), format!("{key}: ran another worker's call"));
+        check.expect(
+            calls.iter().all(|c| c.starts_with(key)),
+            format!("{key}: ran another worker's call"),
+        );
         let mut sorted = results.clone();
         sorted.sort();
         sorted.dedup();
-        check.expect(sorted.len() == results.len() && results.len() == calls.len(), format!("{key}: each call needs exactly one result"));
+        check.expect(
+            sorted.len() == results.len() && results.len() == calls.len(),
+            format!("{key}: each call needs exactly one result"),
+        );
         // The log: no call starts again once its result is recorded; every call is recorded.
         let text = std::fs::read_to_string(&log).unwrap();
         let mut recorded = std::collections::HashSet::new();
@@ -462,7 +468,10 @@ fn keyed_workers_test(check: &mut Check) {
             let (what, call) = line.split_once(' ').unwrap();
             match what {
                 "start" => {
-                    check.expect(!recorded.contains(call), format!("{key}: {call} ran again after its result was recorded"));
+                    check.expect(
+                        !recorded.contains(call),
+                        format!("{key}: {call} ran again after its result was recorded"),
+                    );
                     let n = starts.entry(call).or_default();
                     *n += 1;
                     reruns += u32::from(*n > 1);
@@ -472,11 +481,54 @@ fn keyed_workers_test(check: &mut Check) {
                 }
             }
         }
-        check.expect(recorded.len() == 12, format!("{key}: {} results recorded in the log, not 12", recorded.len()));
+        check.expect(
+            recorded.len() == 12,
+            format!("{key}: {} results recorded in the log, not 12", recorded.len()),
+        );
         // A call runs again only after a kill interrupted it: one extra start per kill at most
         // (a kill can interrupt the re-run of a call again).
-        check.expect(reruns <= kills, format!("{key}: {reruns} re-runs for {kills} kills: {starts:?}"));
-        println!("keyed worker {key}: killed {kills} times, {reruns} interrupted calls run again, 12 calls recorded once each");
+        check.expect(
+            reruns <= kills,
+            format!("{key}: {reruns} re-runs for {kills} kills: {starts:?}"),
+        );
+        println!(
+            "keyed worker {key}: killed {kills} times, {reruns} interrupted calls run again, 12 calls recorded once each"
+        );
+    }
+}
+
+/// Runs the worker of `key`, killing it during a tool call four times and restarting it,
+/// then lets it finish: whether the last run finished, and how many kills there were.
+fn run_killing(exe: &Path, path: &Path, key: &str, log: &Path, worker: u64) -> (bool, u32) {
+    let mut kills = 0;
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64 + worker;
+    loop {
+        let mut child = Command::new(exe)
+            .env("CURATOR_SQLITE_CHILD", "worker")
+            .env("CURATOR_SQLITE_PATH", path)
+            .env("CURATOR_SQLITE_KEY", key)
+            .env("CURATOR_SQLITE_LOG", log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        if kills == 4 {
+            for _ in lines.by_ref() {}
+            return (child.wait().unwrap().success(), kills);
+        }
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        // Kill during the n-th tool call of this run, while it runs (a call takes 15 ms).
+        let nth = 1 + seed % 3;
+        let mut started = 0;
+        while started < nth && lines.next().is_some_and(|l| l.is_ok()) {
+            started += 1;
+        }
+        std::thread::sleep(Duration::from_millis(seed % 10));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        kills += 1;
     }
 }
 
@@ -504,7 +556,7 @@ fn read_only_directory_test(check: &mut Check) {
         let mut c = Conversation::open(&store, "ro", prompt(), Message::system("s")).unwrap();
         c.add_user("read me").unwrap();
     }
-    let root = std::fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false);
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
     // The binary must be reachable by the reader: as `nobody`, run a copy of it.
@@ -526,9 +578,16 @@ fn read_only_directory_test(check: &mut Check) {
     let output = command.output().unwrap();
     check.expect(
         output.status.success() && String::from_utf8_lossy(&output.stdout).trim() == "1",
-        format!("open_read_only in a read-only directory failed: {}", String::from_utf8_lossy(&output.stderr)),
+        format!(
+            "open_read_only in a read-only directory failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
     );
-    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().filter_map(Result::ok).map(|e| e.file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
     check.expect(left.len() == 1, format!("files left beside the database: {left:?}"));
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     println!("read-only directory: open_read_only reads, nothing left beside the file");
@@ -544,7 +603,11 @@ fn main() {
             "creator" => creator(Path::new(&path)),
             "opener" => opener(Path::new(&path), &key),
             "worker" => {
-                worker(Path::new(&path), &key, Path::new(&std::env::var("CURATOR_SQLITE_LOG").unwrap()));
+                worker(
+                    Path::new(&path),
+                    &key,
+                    Path::new(&std::env::var("CURATOR_SQLITE_LOG").unwrap()),
+                );
             }
             "read-only" => read_only_reader(Path::new(&path)),
             other => panic!("unknown child mode {other}"),

@@ -22,7 +22,11 @@ fn a_chat_completion_reads_into_the_assistant_message() {
 #[test]
 fn chat_completion_errors_are_typed() {
     let check = |value: serde_json::Value, field: &str| match openai::response_message(&value) {
-        Err(Error::MissingField { field: f, .. } | Error::WrongType { field: f, .. } | Error::UnsupportedValue { field: f, .. }) => {
+        Err(
+            Error::MissingField { field: f, .. }
+            | Error::WrongType { field: f, .. }
+            | Error::UnsupportedValue { field: f, .. },
+        ) => {
             assert_eq!(f, field);
         }
         other => panic!("expected a typed error at {field}, got {other:?}"),
@@ -31,7 +35,10 @@ fn chat_completion_errors_are_typed() {
     check(json!({"choices": {}}), "choices");
     check(json!({"choices": []}), "choices[0].message");
     check(json!({"choices": [{"message": "text"}]}), "choices[0].message");
-    check(json!({"choices": [{"message": {"role": "user", "content": "x"}}]}), "choices[0].message.role");
+    check(
+        json!({"choices": [{"message": {"role": "user", "content": "x"}}]}),
+        "choices[0].message.role",
+    );
     assert!(matches!(openai::parse_response("{not json"), Err(Error::NotJson { .. })));
 }
 
@@ -70,9 +77,12 @@ fn messages_response_errors_are_typed() {
         anthropic::response_message(&json!({"role": "assistant"})),
         Err(Error::MissingField { field, .. }) if field == "content"
     ));
-    assert!(matches!(
-        anthropic::response_message(&json!({"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "no"}]})),
-        Err(_)
-    ));
+    // A tool result is the user's, never inside the assistant's reply.
+    assert!(
+        anthropic::response_message(
+            &json!({"role": "assistant", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "no"}]})
+        )
+        .is_err()
+    );
     assert!(matches!(anthropic::parse_response("]"), Err(Error::NotJson { .. })));
 }

@@ -20,9 +20,10 @@ fn runtime() -> tokio::runtime::Runtime {
 fn run_async_records_resumes_and_reruns_pending_calls_once() {
     let store = Arc::new(MemoryStore::new());
     runtime().block_on(async {
-        let mut c = AsyncConversation::open(Arc::clone(&store), "job", prompt(), Message::system("s"))
-            .await
-            .unwrap();
+        let mut c =
+            AsyncConversation::open(Arc::clone(&store), "job", prompt(), Message::system("s"))
+                .await
+                .unwrap();
         assert_eq!(c.next_step().await, NextStep::WaitForUser);
         c.add_user("check a and b").await.unwrap();
         c.record_assistant(Message::assistant_with_calls(
@@ -35,7 +36,9 @@ fn run_async_records_resumes_and_reruns_pending_calls_once() {
         drop(c); // the process dies before `b` finishes
 
         let mut resumed =
-            AsyncConversation::open(Arc::clone(&store), "job", prompt(), Message::system("s")).await.unwrap();
+            AsyncConversation::open(Arc::clone(&store), "job", prompt(), Message::system("s"))
+                .await
+                .unwrap();
         let mut ran = Vec::new();
         let outcome = run_async(
             &mut resumed,
@@ -56,7 +59,7 @@ fn run_async_records_resumes_and_reruns_pending_calls_once() {
         assert_eq!(outcome, RunOutcome::Finished(Message::assistant("both fine")));
         assert_eq!(ran, [("b".to_owned(), true)], "only the pending call runs, once");
         assert_eq!(resumed.next_step().await, NextStep::Finished);
-        let id = resumed.with(|c| c.evaluation_id()).await;
+        let id = resumed.with(curator_session::Conversation::evaluation_id).await;
         assert_eq!(store.entries(id).unwrap().len(), 6);
     });
 }
@@ -65,17 +68,18 @@ fn run_async_records_resumes_and_reruns_pending_calls_once() {
 fn a_cancelled_record_call_leaves_the_driver_consistent() {
     let store = Arc::new(MemoryStore::new());
     runtime().block_on(async {
-        let mut c = AsyncConversation::open(Arc::clone(&store), "job", prompt(), Message::system("s"))
-            .await
-            .unwrap();
+        let mut c =
+            AsyncConversation::open(Arc::clone(&store), "job", prompt(), Message::system("s"))
+                .await
+                .unwrap();
         // Dropped before it is polled to the end: the store call still completes, or never
         // starts; either way the next call sees a consistent driver.
         drop(tokio::time::timeout(std::time::Duration::ZERO, c.add_user("maybe")).await);
         c.add_user("surely").await.unwrap();
-        let id = c.with(|c| c.evaluation_id()).await;
+        let id = c.with(curator_session::Conversation::evaluation_id).await;
         let record = store.entries(id).unwrap();
         assert!(record.len() == 2 || record.len() == 3);
         assert_eq!(record.last().unwrap().message.text(), "surely");
-        assert_eq!(c.with(|c| c.next_sequence()).await, record.len() as u64);
+        assert_eq!(c.with(curator_session::Conversation::next_sequence).await, record.len() as u64);
     });
 }

@@ -207,7 +207,8 @@ fn a_resumed_conversation_shows_the_same_summarized_view_without_summarizing_aga
     };
     let first_view = {
         let summarize = strategy(&store, &calls);
-        let mut c = Conversation::start(store.clone(), "test", prompt(), Message::system("s")).unwrap();
+        let mut c =
+            Conversation::start(store.clone(), "test", prompt(), Message::system("s")).unwrap();
         c.add_user("task").unwrap();
         for i in 0..20 {
             let id = format!("c{i}");

@@ -87,7 +87,8 @@ fn a_crash_at_every_point_resumes_to_the_same_record() {
         let store = MemoryStore::new();
         let mut runs = HashMap::new();
         {
-            let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
+            let mut c =
+                Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
             assert!(!run(&mut c, &mut runs, Some(crash_after)));
         }
         let before: HashMap<String, usize> = runs.clone();

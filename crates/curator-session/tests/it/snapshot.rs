@@ -71,8 +71,7 @@ fn corrupt_snapshots_are_refused_with_a_reason() {
         "not a valid snapshot",
     );
     let store = MemoryStore::new();
-    let entry =
-        Entry::builder(EvaluationId::new(), Message::system("s")).build().unwrap();
+    let entry = Entry::builder(EvaluationId::new(), Message::system("s")).build().unwrap();
     store.append(&SessionKey::default(), &entry).unwrap();
     let json = store.snapshot().unwrap().to_json().unwrap();
     let doubled = json.replace(

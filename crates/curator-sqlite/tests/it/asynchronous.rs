@@ -56,7 +56,7 @@ fn a_held_write_lock_does_not_freeze_a_current_thread_runtime() {
         // The append waited about 600 ms for the lock; a runtime frozen by it would not have
         // ticked at all.
         assert!(during >= 10, "the runtime ticked {during} times while the append waited");
-        let id = conversation.with(|c| c.evaluation_id()).await;
+        let id = conversation.with(curator_session::Conversation::evaluation_id).await;
         assert_eq!(store.entries(id).unwrap().len(), 2);
     });
 }

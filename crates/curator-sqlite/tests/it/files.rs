@@ -125,8 +125,13 @@ fn older_files_migrate_forward_keeping_their_data() {
         )
         .unwrap();
     assert_eq!(indexes, 2);
-    let mut c = Conversation::open(&store, curator_session::SessionKey::DEFAULT, PromptRef::new("m", "k"), Message::system("new"))
-        .unwrap();
+    let mut c = Conversation::open(
+        &store,
+        curator_session::SessionKey::DEFAULT,
+        PromptRef::new("m", "k"),
+        Message::system("new"),
+    )
+    .unwrap();
     assert_eq!((c.evaluation_id(), c.is_resumed()), (evaluation, true));
     c.add_user("also kept").unwrap();
     assert_eq!(store.entries(evaluation).unwrap().len(), 2);
@@ -152,7 +157,8 @@ fn durability_modes_are_applied() {
 fn read_only_stores_read_and_refuse_writes() {
     let temp = TempStore::new();
     let mut c =
-        Conversation::start(&temp.store, "test", PromptRef::new("r", "o"), Message::system("s")).unwrap();
+        Conversation::start(&temp.store, "test", PromptRef::new("r", "o"), Message::system("s"))
+            .unwrap();
     let reader = SqliteStore::open_read_only(temp.store.path()).unwrap();
     // The reader sees what the writer commits, while the writer keeps writing.
     c.add_user("one").unwrap();
@@ -160,7 +166,10 @@ fn read_only_stores_read_and_refuse_writes() {
     c.add_user("two").unwrap();
     assert_eq!(reader.entries(c.evaluation_id()).unwrap().len(), 3);
     let entry = Entry::builder(EvaluationId::new(), Message::system("x")).build().unwrap();
-    assert!(matches!(reader.append(&curator_session::SessionKey::default(), &entry), Err(curator_session::Error::Store { .. })));
+    assert!(matches!(
+        reader.append(&curator_session::SessionKey::default(), &entry),
+        Err(curator_session::Error::Store { .. })
+    ));
     assert!(reader.put_checkpoint("x", &serde_json::json!(1)).is_err());
 }
 
@@ -168,7 +177,8 @@ fn read_only_stores_read_and_refuse_writes() {
 fn snapshots_move_between_memory_and_sqlite() {
     let memory = MemoryStore::new();
     let mut c =
-        Conversation::start(&memory, "test", PromptRef::new("s", "m"), Message::system("s")).unwrap();
+        Conversation::start(&memory, "test", PromptRef::new("s", "m"), Message::system("s"))
+            .unwrap();
     c.add_user("from memory").unwrap();
     memory.put_checkpoint("loop", &serde_json::json!({"i": 1})).unwrap();
     let json = memory.snapshot_json().unwrap();
@@ -187,7 +197,8 @@ fn snapshots_move_between_memory_and_sqlite() {
 fn a_bad_message_row_is_a_typed_error_not_a_panic() {
     let temp = TempStore::new();
     let c =
-        Conversation::start(&temp.store, "test", PromptRef::new("b", "r"), Message::system("s")).unwrap();
+        Conversation::start(&temp.store, "test", PromptRef::new("b", "r"), Message::system("s"))
+            .unwrap();
     let conn = rusqlite::Connection::open(temp.store.path()).unwrap();
     conn.execute("UPDATE entries SET message = '{broken'", []).unwrap();
     let error = temp.store.entries(c.evaluation_id()).unwrap_err();
@@ -269,7 +280,10 @@ fn the_write_ahead_log_stays_small_when_writes_pause_and_bounded_when_they_do_no
         for _ in 0..n {
             let message = Message::user(format!("message {sequence} {}", "x".repeat(300)));
             store
-                .append(&curator_session::SessionKey::default(), &Entry::builder(evaluation, message).sequence(sequence).build().unwrap())
+                .append(
+                    &curator_session::SessionKey::default(),
+                    &Entry::builder(evaluation, message).sequence(sequence).build().unwrap(),
+                )
                 .unwrap();
             sequence += 1;
         }

@@ -59,7 +59,12 @@ fn schema_2_file(path: &Path) -> (EvaluationId, EvaluationId) {
         (early, 2, 1, Message::assistant("done")),
         (late, 0, 0, Message::system("s")),
         (late, 1, 0, Message::user("second job")),
-        (late, 2, 1, Message::assistant_with_calls(None, vec![ToolCall::new("c9", "send_email", "{}")])),
+        (
+            late,
+            2,
+            1,
+            Message::assistant_with_calls(None, vec![ToolCall::new("c9", "send_email", "{}")]),
+        ),
     ];
     for (i, (evaluation, sequence, turn, message)) in messages.into_iter().enumerate() {
         let entry = Entry::builder(evaluation, message)
@@ -84,9 +89,15 @@ fn schema_2_files_migrate_with_their_evaluations_under_the_default_key() {
         let reader = SqliteStore::open_read_only(&path).unwrap();
         let listed = reader.evaluations_of(&SessionKey::default()).unwrap();
         assert_eq!(listed.iter().map(|e| e.evaluation_id).collect::<Vec<_>>(), [early, late]);
-        assert_eq!(reader.latest_evaluation_of(&SessionKey::default(), &prompt()).unwrap(), Some(late));
+        assert_eq!(
+            reader.latest_evaluation_of(&SessionKey::default(), &prompt()).unwrap(),
+            Some(late)
+        );
         let conn = rusqlite::Connection::open(&path).unwrap();
-        assert_eq!(conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).unwrap(), 2);
+        assert_eq!(
+            conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).unwrap(),
+            2
+        );
     }
     let store = SqliteStore::open(&path).unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
@@ -97,7 +108,8 @@ fn schema_2_files_migrate_with_their_evaluations_under_the_default_key() {
     assert!(store.evaluations().unwrap().iter().all(|e| e.key.is_default()));
     assert!(store.evaluations_of(&SessionKey::new("other")).unwrap().is_empty());
     // The default key's worker picks up where the old build stopped: the pending call.
-    let resumed = Conversation::open(&store, SessionKey::default(), prompt(), Message::system("s")).unwrap();
+    let resumed =
+        Conversation::open(&store, SessionKey::default(), prompt(), Message::system("s")).unwrap();
     assert_eq!(resumed.evaluation_id(), late);
     match resumed.next_step() {
         NextStep::RunTools(calls) => {
@@ -164,7 +176,10 @@ fn a_migration_behind_a_busy_writer_is_a_typed_retryable_error() {
     assert!(error.is_retryable(), "{error:?}");
     assert_eq!(error.kind(), StoreErrorKind::Busy);
     holder.execute_batch("ROLLBACK").unwrap();
-    assert!(SqliteStore::open_with(&path, options).is_ok(), "the same open succeeds once the lock is free");
+    assert!(
+        SqliteStore::open_with(&path, options).is_ok(),
+        "the same open succeeds once the lock is free"
+    );
 }
 
 /// A closed file of `n` recorded messages, its log folded in.
@@ -184,13 +199,12 @@ fn corrupt(result: Result<SqliteStore, Error>) -> Error {
     match result {
         Err(e @ Error::Corrupt { .. }) => {
             assert_eq!(e.kind(), StoreErrorKind::Corrupt);
-            let as_session: curator_session::Error = Error::Corrupt {
-                path: "x".into(),
-                reason: "r".into(),
-                source: None,
-            }
-            .into();
-            assert!(matches!(as_session, curator_session::Error::Store { kind: StoreErrorKind::Corrupt, .. }));
+            let as_session: curator_session::Error =
+                Error::Corrupt { path: "x".into(), reason: "r".into(), source: None }.into();
+            assert!(matches!(
+                as_session,
+                curator_session::Error::Store { kind: StoreErrorKind::Corrupt, .. }
+            ));
             e
         }
         Err(other) => panic!("expected Error::Corrupt, got {other:?}"),
@@ -214,14 +228,17 @@ fn a_truncated_file_is_corrupt_before_any_write() {
 
 #[test]
 fn a_corrupt_index_page_is_corrupt_before_any_write() {
-    for index in ["entries_by_session", "entries_by_evaluation_time", "sqlite_autoindex_entries_1"] {
+    for index in ["entries_by_session", "entries_by_evaluation_time", "sqlite_autoindex_entries_1"]
+    {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.db");
         recorded_file(&path, 300);
         let (root, page_size): (i64, i64) = {
             let conn = rusqlite::Connection::open(&path).unwrap();
             let root = conn
-                .query_row("SELECT rootpage FROM sqlite_schema WHERE name = ?1", [index], |r| r.get(0))
+                .query_row("SELECT rootpage FROM sqlite_schema WHERE name = ?1", [index], |r| {
+                    r.get(0)
+                })
                 .unwrap();
             (root, conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap())
         };

@@ -45,7 +45,11 @@ impl SessionStore for TempStore {
     fn latest_evaluation(&self) -> R<Option<EvaluationId>> {
         self.store.latest_evaluation()
     }
-    fn latest_evaluation_of(&self, key: &SessionKey, prompt: &PromptRef) -> R<Option<EvaluationId>> {
+    fn latest_evaluation_of(
+        &self,
+        key: &SessionKey,
+        prompt: &PromptRef,
+    ) -> R<Option<EvaluationId>> {
         self.store.latest_evaluation_of(key, prompt)
     }
     fn snapshot_json(&self) -> R<String> {
