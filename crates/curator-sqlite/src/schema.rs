@@ -89,58 +89,106 @@ fn non_empty(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.len() > 0)
 }
 
-/// Looks at a file's bytes without changing it: the SQLite magic, and whether the file is
-/// shorter than its header says (a truncated file). Both checks are skipped while a log or
-/// journal beside the file may hold what the file lacks (SQLite sorts that out under its
-/// locks).
-pub(crate) fn raw_check(path: &Path) -> Result<Raw> {
-    let mut header = [0u8; 100];
-    let (read, len) = match std::fs::File::open(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Raw::Missing),
+/// What one look at a file's bytes found.
+#[derive(PartialEq, Eq)]
+struct Look {
+    /// The file's length before and after its header was read.
+    lengths: (u64, u64),
+    /// Whether a log or journal beside the file held anything, before and after.
+    logged: (bool, bool),
+    header: Vec<u8>,
+}
+
+impl Look {
+    /// Whether nothing changed while the file was looked at (another process creating or
+    /// checkpointing it can change it at any moment).
+    fn steady(&self) -> bool {
+        self.lengths.0 == self.lengths.1 && self.logged.0 == self.logged.1
+    }
+}
+
+fn look(path: &Path) -> Result<Option<Look>> {
+    let logged = || non_empty(&sibling(path, "-wal")) || non_empty(&sibling(path, "-journal"));
+    let before = logged();
+    let mut file = match std::fs::File::open(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_error(path, "reading the file", e)),
-        Ok(mut file) => {
-            let len = file.metadata().map_err(|e| io_error(path, "reading the file", e))?.len();
-            let mut read = 0;
-            while read < header.len() {
-                match file.read(&mut header[read..]) {
-                    Ok(0) => break,
-                    Ok(n) => read += n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(io_error(path, "reading the file", e)),
-                }
-            }
-            (read, len)
-        }
+        Ok(file) => file,
     };
-    let logged = non_empty(&sibling(path, "-wal")) || non_empty(&sibling(path, "-journal"));
-    if read == 0 {
-        return Ok(if logged { Raw::Present } else { Raw::Missing });
+    let length = |file: &std::fs::File| {
+        file.metadata().map(|m| m.len()).map_err(|e| io_error(path, "reading the file", e))
+    };
+    let first = length(&file)?;
+    let mut header = vec![0u8; 100];
+    let mut read = 0;
+    while read < header.len() {
+        match file.read(&mut header[read..]) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(path, "reading the file", e)),
+        }
     }
-    if logged {
-        return Ok(Raw::Present);
-    }
-    if read < 100 || &header[..16] != b"SQLite format 3\0" {
-        return Err(Error::NotADatabase { path: path.to_owned() });
-    }
-    let page_size = match u16::from_be_bytes([header[16], header[17]]) {
+    header.truncate(read);
+    let last = length(&file)?;
+    Ok(Some(Look { lengths: (first, last), logged: (before, logged()), header }))
+}
+
+/// How many bytes the header of a SQLite file says the file holds, when it says so
+/// reliably (written with the file's current change counter, SQLite's own rule).
+fn stated_length(header: &[u8]) -> Option<u64> {
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(header.get(at..at + 4)?.try_into().ok()?))
+    };
+    let page_size = match u16::from_be_bytes(header.get(16..18)?.try_into().ok()?) {
         1 => 65_536,
         n => u64::from(n),
     };
-    let word = |at: usize| {
-        u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
-    };
-    let (change_counter, pages, valid_for) = (word(24), u64::from(word(28)), word(92));
-    // The page count in the header is trusted only when it was written with the file's
-    // current change counter (SQLite's own rule).
-    if pages > 0 && change_counter == valid_for && len < pages * page_size {
-        return Err(Error::Corrupt {
-            path: path.to_owned(),
-            reason: format!(
-                "the file holds {len} bytes but its header says {pages} pages of {page_size} bytes (it was truncated)"
-            ),
-            source: None,
-        });
+    let pages = u64::from(word(28)?);
+    (pages > 0 && word(24)? == word(92)?).then_some(pages * page_size)
+}
+
+/// Looks at a file's bytes without changing it: the SQLite magic, and whether the file is
+/// shorter than its header says (a truncated file). Both checks are skipped while a log or
+/// journal beside the file may hold what the file lacks (SQLite sorts that out under its
+/// locks), and a file is judged only on looks during which it did not change, twice for a
+/// truncation: another process may be creating or checkpointing it right now.
+pub(crate) fn raw_check(path: &Path) -> Result<Raw> {
+    let mut truncated_before = false;
+    for _ in 0..50 {
+        let Some(seen) = look(path)? else { return Ok(Raw::Missing) };
+        if !seen.steady() {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            continue;
+        }
+        if seen.logged.0 {
+            return Ok(Raw::Present);
+        }
+        if seen.header.is_empty() {
+            return Ok(Raw::Missing);
+        }
+        if seen.header.len() < 100 || &seen.header[..16] != b"SQLite format 3\0" {
+            return Err(Error::NotADatabase { path: path.to_owned() });
+        }
+        let len = seen.lengths.1;
+        match stated_length(&seen.header) {
+            Some(stated) if len < stated => {
+                if truncated_before {
+                    return Err(Error::Corrupt {
+                        path: path.to_owned(),
+                        reason: format!(
+                            "the file holds {len} bytes but its header says {stated} (it was truncated)"
+                        ),
+                        source: None,
+                    });
+                }
+                truncated_before = true;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => return Ok(Raw::Present),
+        }
     }
+    // The file kept changing: leave it to SQLite and its locks.
     Ok(Raw::Present)
 }
 
