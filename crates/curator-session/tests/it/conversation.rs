@@ -255,3 +255,66 @@ fn a_reply_with_two_calls_of_one_id_is_refused_and_not_recorded() {
         store.entries(c.evaluation_id()).unwrap().into_iter().map(|e| e.message).collect();
     validate::openai(&messages).unwrap();
 }
+
+#[test]
+fn next_step_says_what_to_do_in_every_state_and_after_a_resume() {
+    use curator_session::NextStep;
+    let store = MemoryStore::new();
+    let mut c = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    assert_eq!(c.next_step(), NextStep::WaitForUser);
+    c.add_user("go").unwrap();
+    assert_eq!(c.next_step(), NextStep::CallModel);
+    c.record_assistant(Message::assistant_with_calls(
+        None,
+        vec![ToolCall::new("a", "f", "{}"), ToolCall::new("b", "f", "{}")],
+    ))
+    .unwrap();
+    let run = |c: &Conversation<&MemoryStore>| match c.next_step() {
+        NextStep::RunTools(calls) => {
+            calls.iter().map(|t| (t.call_id().to_owned(), t.is_resume)).collect::<Vec<_>>()
+        }
+        other => panic!("expected RunTools, got {other:?}"),
+    };
+    assert_eq!(run(&c), [("a".to_owned(), false), ("b".to_owned(), false)]);
+    c.record_tool_result("a", Ok::<_, String>("done")).unwrap();
+    // The process dies here; the resumed driver knows what is left without looking.
+    let mut resumed = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    assert_eq!(run(&resumed), [("b".to_owned(), true)]);
+    resumed.record_tool_result("b", Err::<String, _>("failed")).unwrap();
+    assert_eq!(resumed.next_step(), NextStep::CallModel);
+    resumed.record_assistant(Message::assistant("all done")).unwrap();
+    assert_eq!(resumed.next_step(), NextStep::Finished);
+    // Finished is a state of the record: a later open says so too, and a new user message
+    // continues the conversation.
+    let mut again = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    assert_eq!(again.next_step(), NextStep::Finished);
+    again.add_user("one more thing").unwrap();
+    assert_eq!(again.next_step(), NextStep::CallModel);
+}
+
+#[test]
+fn tool_results_take_any_result_of_content() {
+    fn read_file(path: &str) -> Result<String, std::io::Error> {
+        std::fs::read_to_string(path)
+    }
+    let store = MemoryStore::new();
+    let mut c = Conversation::open(&store, "glue", prompt(), Message::system("s")).unwrap();
+    c.record_assistant(Message::assistant_with_calls(
+        None,
+        vec![
+            ToolCall::new("1", "f", "{}"),
+            ToolCall::new("2", "f", "{}"),
+            ToolCall::new("3", "read", "{}"),
+        ],
+    ))
+    .unwrap();
+    let typed: Result<&str, String> = Ok("text");
+    c.record_tool_result("1", typed).unwrap();
+    let parts: Result<curator_model::Content, &str> = Err("no such thing");
+    c.record_tool_result("2", parts).unwrap();
+    c.record_tool_result("3", read_file("/nonexistent/file").map_err(|e| e.to_string())).unwrap();
+    let record = c.history().messages();
+    assert_eq!((record[2].text(), record[2].is_error()), ("text".into(), false));
+    assert_eq!((record[3].text(), record[3].is_error()), ("no such thing".into(), true));
+    assert!(record[4].is_error());
+}
