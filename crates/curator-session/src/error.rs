@@ -2,7 +2,7 @@
 
 use curator_model::{BoxError, EvaluationId, MessageId, PromptRef};
 
-use crate::{SessionKey, SnapshotErrorKind};
+use crate::SessionKey;
 
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -57,6 +57,39 @@ impl std::fmt::Display for StoreErrorKind {
             StoreErrorKind::ReadOnly => "read-only",
             StoreErrorKind::Io => "I/O error",
             StoreErrorKind::Other => "failed",
+        })
+    }
+}
+
+/// Why a snapshot could not be read or restored.
+///
+/// # Examples
+///
+/// ```
+/// use curator_session::{Error, Snapshot, SnapshotErrorKind};
+///
+/// let newer = r#"{"format": "curator.session.snapshot", "version": 99, "entries": [], "checkpoints": []}"#;
+/// assert!(matches!(Snapshot::from_json(newer), Err(Error::SnapshotRestore { kind: SnapshotErrorKind::NewerVersion, .. })));
+/// assert!(matches!(Snapshot::from_json("{,}"), Err(Error::SnapshotRestore { kind: SnapshotErrorKind::Malformed, .. })));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SnapshotErrorKind {
+    /// Not JSON, not a curator snapshot, or not the shape of one.
+    Malformed,
+    /// A version newer than this build reads.
+    NewerVersion,
+    /// Well formed, but holding a record the driver could never have written (two entries at
+    /// one place, a gap in the sequences, a result that answers no call, ...).
+    InvariantBroken,
+}
+
+impl std::fmt::Display for SnapshotErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SnapshotErrorKind::Malformed => "malformed",
+            SnapshotErrorKind::NewerVersion => "newer version",
+            SnapshotErrorKind::InvariantBroken => "invariant broken",
         })
     }
 }

@@ -6,7 +6,7 @@ use curator_model::pairing::{Link, Pairer};
 use curator_model::{Entry, EvaluationId, Message, Role};
 
 use crate::snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
-use crate::{Checkpoint, Error, Result, SessionKey};
+use crate::{Checkpoint, Error, Result, SessionKey, SnapshotErrorKind};
 
 /// Everything a store holds: every entry of every evaluation, the session key of each
 /// evaluation, and every checkpoint, in a versioned JSON format shared by all stores, so a
@@ -45,39 +45,6 @@ pub struct Snapshot {
     pub sessions: BTreeMap<EvaluationId, SessionKey>,
     /// The checkpoints, latest version of each.
     pub checkpoints: Vec<Checkpoint>,
-}
-
-/// Why a snapshot could not be read or restored.
-///
-/// # Examples
-///
-/// ```
-/// use curator_session::{Error, Snapshot, SnapshotErrorKind};
-///
-/// let newer = r#"{"format": "curator.session.snapshot", "version": 99, "entries": [], "checkpoints": []}"#;
-/// assert!(matches!(Snapshot::from_json(newer), Err(Error::SnapshotRestore { kind: SnapshotErrorKind::NewerVersion, .. })));
-/// assert!(matches!(Snapshot::from_json("{,}"), Err(Error::SnapshotRestore { kind: SnapshotErrorKind::Malformed, .. })));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum SnapshotErrorKind {
-    /// Not JSON, not a curator snapshot, or not the shape of one.
-    Malformed,
-    /// A version newer than this build reads.
-    NewerVersion,
-    /// Well formed, but holding a record the driver could never have written (two entries at
-    /// one place, a gap in the sequences, a result that answers no call, ...).
-    InvariantBroken,
-}
-
-impl std::fmt::Display for SnapshotErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SnapshotErrorKind::Malformed => "malformed",
-            SnapshotErrorKind::NewerVersion => "newer version",
-            SnapshotErrorKind::InvariantBroken => "invariant broken",
-        })
-    }
 }
 
 #[derive(serde::Deserialize)]
@@ -194,7 +161,13 @@ impl Snapshot {
     /// that checks the content while loading. Version 1 documents are brought to the
     /// current version (their evaluations under the default key).
     pub(crate) fn from_json_unchecked(json: &str) -> Result<Self> {
-        let fast = crate::snapshot_json::read(json);
+        let fast = crate::snapshot_json::read(json).map(|parts| Snapshot {
+            format: SNAPSHOT_FORMAT.to_owned(),
+            version: parts.version,
+            entries: parts.entries,
+            sessions: parts.sessions,
+            checkpoints: parts.checkpoints,
+        });
         let mut snapshot: Snapshot = match fast.map_or_else(|| serde_json::from_str(json), Ok) {
             Ok(snapshot) => snapshot,
             Err(e) => {
@@ -229,16 +202,6 @@ impl Snapshot {
             v => return Err(unknown_version(v)),
         }
         Ok(snapshot)
-    }
-
-    /// A snapshot as a document of `version` holds it, before its version is checked.
-    pub(crate) fn read_parts(
-        version: u32,
-        entries: Vec<Entry>,
-        sessions: BTreeMap<EvaluationId, SessionKey>,
-        checkpoints: Vec<Checkpoint>,
-    ) -> Self {
-        Self { format: SNAPSHOT_FORMAT.to_owned(), version, entries, sessions, checkpoints }
     }
 
     /// The format version.
@@ -399,5 +362,132 @@ fn unknown_version(version: u32) -> Error {
             "snapshot version {version} is not supported (this build reads versions 1 to {SNAPSHOT_VERSION})"
         ),
         source: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot_json::read;
+    use curator_model::{PromptRef, ToolCall};
+    use proptest::prelude::*;
+
+    /// A snapshot text as stores write it: two keys, tool calls, a checkpoint.
+    fn sample() -> String {
+        let mut entries = Vec::new();
+        let mut sessions = BTreeMap::new();
+        for key in ["alice", "default"] {
+            let evaluation = EvaluationId::new();
+            if key != SessionKey::DEFAULT {
+                sessions.insert(evaluation, SessionKey::new(key));
+            }
+            let messages = [
+                (Message::system("s"), 0),
+                (Message::user("do it, \"quoted\"\n"), 0),
+                (
+                    Message::assistant_with_calls(
+                        None,
+                        vec![ToolCall::new("c1", "f", "{\"a\": [1, 2]}")],
+                    ),
+                    1,
+                ),
+                (Message::tool_result("c1", "r").with_name("f"), 1),
+            ];
+            for (i, (message, turn)) in messages.into_iter().enumerate() {
+                entries.push(
+                    Entry::builder(evaluation, message)
+                        .sequence(i as u64)
+                        .turn(turn)
+                        .prompt(PromptRef::new("p", "q"))
+                        .build()
+                        .unwrap(),
+                );
+            }
+        }
+        let checkpoint = Checkpoint::new(
+            "loop".into(),
+            serde_json::json!({"i": [1, {"j": null}]}),
+            chrono::Utc::now(),
+        );
+        let snapshot = Snapshot::new(entries, vec![checkpoint]).with_sessions(sessions);
+        snapshot.validate().unwrap();
+        snapshot.to_json().unwrap()
+    }
+
+    /// The fast reader accepts a text only when serde accepts it, and then reads the same.
+    #[track_caller]
+    fn agrees_with_serde(text: &str) -> std::result::Result<(), TestCaseError> {
+        if let Some(parts) = read(text) {
+            let fast = Snapshot {
+                format: SNAPSHOT_FORMAT.to_owned(),
+                version: parts.version,
+                entries: parts.entries,
+                sessions: parts.sessions,
+                checkpoints: parts.checkpoints,
+            };
+            let serde: std::result::Result<Snapshot, _> = serde_json::from_str(text);
+            prop_assert!(serde.is_ok(), "the fast reader accepted what serde refuses: {text}");
+            prop_assert_eq!(Some(fast), serde.ok());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn the_fast_reader_reads_what_the_writer_writes() {
+        let text = sample();
+        assert!(read(&text).is_some());
+        agrees_with_serde(&text).unwrap();
+    }
+
+    #[test]
+    fn commas_out_of_place_are_refused_as_serde_refuses_them() {
+        let text = sample();
+        for broken in [
+            text.replacen("},\n{", "}\n{", 1), // a missing comma between entries
+            text.replacen("\n],", ",\n],", 1), // a trailing comma after the last entry
+            text.replacen("},\n{", "},,\n{", 1), // two commas
+            text.replacen("},\n{", "},\n,{", 1), // a comma starting a line
+            text.replacen("\n],", "\n,],", 1), // an empty element
+        ] {
+            assert!(read(&broken).is_none(), "{broken}");
+            assert!(serde_json::from_str::<Snapshot>(&broken).is_err(), "{broken}");
+            assert!(matches!(
+                Snapshot::from_json(&broken),
+                Err(Error::SnapshotRestore { kind: SnapshotErrorKind::Malformed, .. })
+            ));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+        /// Mutated snapshot texts (a character removed, inserted or replaced, a slice
+        /// repeated), biased towards the places the fast reader splits on: it never
+        /// accepts one that serde refuses.
+        #[test]
+        fn mutated_texts_are_accepted_only_when_serde_accepts_them(
+            op in 0u8..4,
+            at in any::<prop::sample::Index>(),
+            len in 0usize..40,
+            near_structure in any::<bool>(),
+            c in prop::sample::select(vec![',', '\n', ']', '[', '}', '{', '"', ':', ' ', '0', 'x', '\\']),
+        ) {
+            let text = sample();
+            let boundaries: Vec<usize> =
+                text.char_indices().filter(|(_, c)| matches!(c, ',' | '\n' | ']' | '}')).map(|(i, _)| i).collect();
+            let chars: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+            let i = if near_structure { boundaries[at.index(boundaries.len())] } else { chars[at.index(chars.len())] };
+            let next = text[i..].chars().next().map_or(i, |ch| i + ch.len_utf8());
+            let mutated = match op {
+                0 => format!("{}{}", &text[..i], &text[next..]),
+                1 => format!("{}{c}{}", &text[..i], &text[i..]),
+                2 => format!("{}{c}{}", &text[..i], &text[next..]),
+                _ => {
+                    let end = chars.iter().copied().find(|&j| j >= i + len).unwrap_or(text.len());
+                    format!("{}{}", &text[..end], &text[i..])
+                }
+            };
+            agrees_with_serde(&mutated)?;
+        }
     }
 }
