@@ -355,7 +355,8 @@ const COLUMNS: &str =
 
 /// One row, read before it is checked and turned into an [`Entry`].
 struct RawEntry {
-    key: String,
+    /// The session key, when it was selected (as column 8).
+    key: Option<String>,
     message_id: Vec<u8>,
     evaluation_id: Vec<u8>,
     sequence: i64,
@@ -365,11 +366,19 @@ struct RawEntry {
     message: String,
 }
 
+/// A row of [`COLUMNS`] and the session key after them.
+fn raw_keyed(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
+    let mut entry = raw(row)?;
+    entry.key = Some(row.get(8)?);
+    Ok(entry)
+}
+
+/// A row of [`COLUMNS`].
 fn raw(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
     let ns: Option<String> = row.get(4)?;
     let key: Option<String> = row.get(5)?;
     Ok(RawEntry {
-        key: row.get(8)?,
+        key: None,
         message_id: row.get(0)?,
         evaluation_id: row.get(1)?,
         sequence: row.get(2)?,
@@ -385,7 +394,7 @@ impl RawEntry {
         self.into_keyed().map(|(_, entry)| entry)
     }
 
-    fn into_keyed(self) -> SessionResult<(String, Entry)> {
+    fn into_keyed(self) -> SessionResult<(Option<String>, Entry)> {
         let id = |bytes: &[u8], what: &str| {
             uuid::Uuid::from_slice(bytes).map_err(|e| corrupt(format!("bad {what} in the file"), e))
         };
@@ -541,24 +550,26 @@ impl SessionStore for SqliteStore {
 
     fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> SessionResult<Vec<Appended>> {
         let mut conn = self.writable()?;
-        let mut verified = self.verified().clone();
+        let mut verified = self.verified();
         let tx =
             conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
         let outcomes = entries
             .iter()
             .map(|e| insert(&tx, key, e, &mut verified))
-            .collect::<SessionResult<Vec<_>>>()?;
-        tx.commit().map_err(store_error)?;
-        *self.verified() = verified;
-        Ok(outcomes)
+            .collect::<SessionResult<Vec<_>>>()
+            .and_then(|outcomes| tx.commit().map_err(store_error).map(|()| outcomes));
+        if outcomes.is_err() {
+            // What was checked may not have been committed: check again next time.
+            *verified = None;
+        }
+        outcomes
     }
 
     fn entries(&self, evaluation: EvaluationId) -> SessionResult<Vec<Entry>> {
         let conn = self.lock();
         let mut statement = conn
             .prepare_cached(&format!(
-                "SELECT {COLUMNS}, {} FROM entries WHERE evaluation_id = ?1 ORDER BY sequence",
-                self.key_column
+                "SELECT {COLUMNS} FROM entries WHERE evaluation_id = ?1 ORDER BY sequence"
             ))
             .map_err(store_error)?;
         let rows = statement
@@ -648,13 +659,13 @@ impl SessionStore for SqliteStore {
                  ) o USING (evaluation_id) ORDER BY o.first, o.rank, e.sequence",
                 self.key_column
             ))
-            .and_then(|mut s| s.query_map([], raw)?.collect::<rusqlite::Result<Vec<_>>>())
+            .and_then(|mut s| s.query_map([], raw_keyed)?.collect::<rusqlite::Result<Vec<_>>>())
             .map_err(store_error)?;
         let mut sessions = std::collections::BTreeMap::new();
         let mut entries = Vec::with_capacity(rows.len());
         for row in rows {
             let (key, entry) = row.into_keyed()?;
-            if key != SessionKey::DEFAULT {
+            if let Some(key) = key.filter(|k| k != SessionKey::DEFAULT) {
                 sessions.entry(entry.evaluation_id).or_insert_with(|| SessionKey::new(key));
             }
             entries.push(entry);
@@ -679,23 +690,31 @@ impl SessionStore for SqliteStore {
         // The same rules as every store: a snapshot that breaks one changes nothing.
         snapshot.validate()?;
         let mut conn = self.writable()?;
-        let tx =
-            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
-        tx.execute_batch("DELETE FROM entries; DELETE FROM checkpoints;").map_err(store_error)?;
-        let mut verified = None;
-        for entry in &snapshot.entries {
-            insert(&tx, &snapshot.key_of(entry.evaluation_id), entry, &mut verified)?;
+        let mut verified = self.verified();
+        *verified = None;
+        let restored = (|| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(store_error)?;
+            tx.execute_batch("DELETE FROM entries; DELETE FROM checkpoints;")
+                .map_err(store_error)?;
+            for entry in &snapshot.entries {
+                insert(&tx, &snapshot.key_of(entry.evaluation_id), entry, &mut verified)?;
+            }
+            for c in &snapshot.checkpoints {
+                tx.execute(
+                    "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES (?1, ?2, ?3, ?4)",
+                    params![c.name, i64::try_from(c.version).unwrap_or(i64::MAX), c.document.to_string(), nanos(c.saved_at)?],
+                )
+                .map_err(store_error)?;
+            }
+            tx.commit().map_err(store_error)
+        })();
+        if restored.is_err() {
+            // What was checked was rolled back: check again next time.
+            *verified = None;
         }
-        for c in &snapshot.checkpoints {
-            tx.execute(
-                "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES (?1, ?2, ?3, ?4)",
-                params![c.name, i64::try_from(c.version).unwrap_or(i64::MAX), c.document.to_string(), nanos(c.saved_at)?],
-            )
-            .map_err(store_error)?;
-        }
-        tx.commit().map_err(store_error)?;
-        *self.verified() = verified;
-        Ok(())
+        restored
     }
 }
 
