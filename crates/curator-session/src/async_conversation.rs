@@ -80,6 +80,20 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     /// [`Conversation::open`] on a blocking thread: resumes the latest evaluation of `key`
     /// for `prompt`, or starts one.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{AsyncConversation, MemoryStore, NextStep};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let c = AsyncConversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
+    /// assert_eq!(c.next_step().await, NextStep::WaitForUser);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// As [`Conversation::open`].
@@ -95,6 +109,20 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
 
     /// [`Conversation::start`] on a blocking thread.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{AsyncConversation, MemoryStore, NextStep};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let c = AsyncConversation::start(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
+    /// assert_eq!(c.next_step().await, NextStep::WaitForUser);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// As [`Conversation::start`].
@@ -109,6 +137,24 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     }
 
     /// [`Conversation::resume`] on a blocking thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{AsyncConversation, MemoryStore};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let store = Arc::new(MemoryStore::new());
+    /// let prompt = PromptRef::new("d", "a");
+    /// AsyncConversation::start(Arc::clone(&store), "k", prompt.clone(), Message::system("s")).await?;
+    /// assert!(AsyncConversation::resume(Arc::clone(&store), "k", prompt.clone()).await.is_ok());
+    /// assert!(AsyncConversation::resume(store, "other", prompt).await.is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///

@@ -614,6 +614,18 @@ impl<S: SessionStore> Conversation<S> {
     }
 
     /// The session key the evaluation belongs to.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let c = Conversation::open(&store, "user-42", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// assert_eq!(c.key().as_str(), "user-42");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn key(&self) -> &SessionKey {
         &self.key
     }
@@ -630,12 +642,37 @@ impl<S: SessionStore> Conversation<S> {
 
     /// Whether this conversation was reopened from the record (by
     /// [`open`](Conversation::open) or a `resume`) rather than started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let prompt = PromptRef::new("d", "a");
+    /// assert!(!Conversation::open(&store, "k", prompt.clone(), Message::system("s"))?.is_resumed());
+    /// assert!(Conversation::open(&store, "k", prompt, Message::system("s"))?.is_resumed());
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_resumed(&self) -> bool {
         self.resumed
     }
 
     /// What the store reported for the latest acknowledged record call:
     /// [`Appended::Duplicate`] when a retried entry had been committed already.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Appended, Conversation, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// assert_eq!(c.last_appended(), Some(Appended::New));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn last_appended(&self) -> Option<Appended> {
         self.last_appended
     }

@@ -117,6 +117,20 @@ pub trait SessionStore: Send + Sync {
 
     /// The evaluations of one key, ordered by the time of their first message.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore, SessionKey, SessionStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// for key in ["alice", "bob", "alice"] {
+    ///     Conversation::start(&store, key, PromptRef::new("d", "a"), Message::system("s"))?;
+    /// }
+    /// assert_eq!(store.evaluations_of(&SessionKey::new("alice"))?.len(), 2);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// A backend error.
@@ -125,6 +139,19 @@ pub trait SessionStore: Send + Sync {
     }
 
     /// One evaluation's summary (`None` when the store holds no entry of it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{EvaluationId, Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore, SessionStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let id = Conversation::start(&store, "job-7", PromptRef::new("d", "a"), Message::system("s"))?.evaluation_id();
+    /// assert_eq!(store.evaluation(id)?.map(|e| e.key.to_string()), Some("job-7".to_owned()));
+    /// assert_eq!(store.evaluation(EvaluationId::new())?, None);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
@@ -145,6 +172,21 @@ pub trait SessionStore: Send + Sync {
     /// The most recently started evaluation of `key` recorded for `prompt`: the one
     /// [`Conversation::open`](crate::Conversation::open) resumes. Only evaluations that have
     /// their first message (sequence 0) count.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore, SessionKey, SessionStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let prompt = PromptRef::new("d", "a");
+    /// Conversation::start(&store, "alice", prompt.clone(), Message::system("s"))?;
+    /// let latest = Conversation::start(&store, "alice", prompt.clone(), Message::system("s"))?.evaluation_id();
+    /// Conversation::start(&store, "bob", prompt.clone(), Message::system("s"))?;
+    /// assert_eq!(store.latest_evaluation_of(&SessionKey::new("alice"), &prompt)?, Some(latest));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
