@@ -39,7 +39,9 @@ fn run<S: SessionStore>(conversation: &mut Conversation<S>, iterations: usize) -
         let start = Instant::now();
         conversation.record_assistant(reply).expect("record");
         for call in &calls {
-            conversation.record_tool_result(call.id(), Ok(output.as_str().into())).expect("record");
+            conversation
+                .record_tool_result(call.id(), Ok::<_, String>(output.as_str()))
+                .expect("record");
         }
         let request = conversation.request(&pipeline, &ctx).expect("curate");
         std::hint::black_box(request.messages());

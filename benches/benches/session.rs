@@ -35,7 +35,7 @@ fn record_and_request(c: &mut Criterion) {
                     let start = Instant::now();
                     if let Some(call) = conversation.pending_tool_calls().first().cloned() {
                         conversation
-                            .record_tool_result(call.id(), Ok(output.as_str().into()))
+                            .record_tool_result(call.id(), Ok::<_, String>(output.as_str()))
                             .expect("record");
                     } else {
                         let call =

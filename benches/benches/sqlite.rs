@@ -3,14 +3,19 @@
     clippy::expect_used,
     reason = "a bench of a failing setup measures nothing and must stop"
 )]
+#![expect(clippy::print_stderr, reason = "the bench reports how long its setup took")]
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use curator_model::{Entry, EvaluationId, Message};
-use curator_session::SessionStore;
+use curator_model::{Entry, EvaluationId, Message, PromptRef};
+use curator_session::{Conversation, SessionKey, SessionStore};
 use curator_sqlite::{Durability, Options, SqliteStore};
+
+fn key() -> SessionKey {
+    SessionKey::new("bench")
+}
 
 /// `n` entries of one evaluation, from the synthetic agent history, starting at `from`.
 fn entries(evaluation: EvaluationId, from: u64, n: usize) -> Vec<Entry> {
@@ -52,7 +57,7 @@ fn single_appends(c: &mut Criterion) {
                 next += iters;
                 let start = Instant::now();
                 for entry in &batch {
-                    store.append(entry).expect("append");
+                    store.append(&key(), entry).expect("append");
                 }
                 start.elapsed()
             });
@@ -70,7 +75,7 @@ fn batches_and_reads(c: &mut Criterion) {
     group.bench_function("append_batch/10k", |b| {
         b.iter_batched(
             || entries(EvaluationId::new(), 0, 10_000),
-            |batch| store.append_batch(&batch).expect("batch"),
+            |batch| store.append_batch(&key(), &batch).expect("batch"),
             BatchSize::LargeInput,
         );
     });
@@ -86,7 +91,7 @@ fn batches_and_reads(c: &mut Criterion) {
                     })
                     .collect::<Vec<_>>()
             },
-            |batch| store.append_batch(&batch).expect("batch"),
+            |batch| store.append_batch(&key(), &batch).expect("batch"),
             BatchSize::LargeInput,
         );
     });
@@ -105,7 +110,7 @@ fn batches_and_reads(c: &mut Criterion) {
                 (dir, fresh, batch)
             },
             |(dir, fresh, batch)| {
-                fresh.append_batch(&batch).expect("batch");
+                fresh.append_batch(&key(), &batch).expect("batch");
                 (dir, fresh)
             },
             BatchSize::PerIteration,
@@ -135,13 +140,13 @@ fn batches_and_reads(c: &mut Criterion) {
                         })
                         .collect::<Vec<_>>()
                 },
-                |batch| store.append_batch(&batch).expect("batch"),
+                |batch| store.append_batch(&key(), &batch).expect("batch"),
                 BatchSize::LargeInput,
             );
         });
     }
     let evaluation = EvaluationId::new();
-    store.append_batch(&entries(evaluation, 0, 10_000)).expect("batch");
+    store.append_batch(&key(), &entries(evaluation, 0, 10_000)).expect("batch");
     group.bench_function("read/10k", |b| {
         b.iter(|| black_box(store.entries(evaluation).expect("read")));
     });
@@ -157,7 +162,7 @@ fn opening(c: &mut Criterion) {
                 .expect("open");
         for chunk in 0..10u64 {
             store
-                .append_batch(&entries(EvaluationId::new(), chunk * 10_000, 10_000))
+                .append_batch(&key(), &entries(EvaluationId::new(), chunk * 10_000, 10_000))
                 .expect("batch");
         }
     }
@@ -170,9 +175,86 @@ fn opening(c: &mut Criterion) {
     group.finish();
 }
 
+/// A file of 1M messages: 10,000 evaluations of 100 messages (system, then user and
+/// assistant in turn), one prompt, under 1,000 session keys of 10 evaluations each.
+fn million_row_file(path: &std::path::Path) -> SqliteStore {
+    let store =
+        SqliteStore::open_with(path, Options::default().with_durability(Durability::Normal))
+            .expect("open");
+    let base = chrono::Utc::now() - chrono::Duration::days(30);
+    let prompt = PromptRef::new("bench", "agent");
+    for key in 0..1_000u32 {
+        let mut batch = Vec::with_capacity(1_000);
+        let session = SessionKey::new(format!("user-{key}"));
+        for run in 0..10u32 {
+            let evaluation = EvaluationId::new();
+            let at = base + chrono::Duration::seconds(i64::from(run * 1_000 + key));
+            for i in 0..100u32 {
+                let (message, turn) = match i {
+                    0 => (Message::system("You are a support agent."), 0),
+                    i if i % 2 == 1 => {
+                        (Message::user(format!("Question {i} about order {key}.")), (i - 1) / 2)
+                    }
+                    i => (Message::assistant(format!("Answer {i} for order {key}.")), i / 2),
+                };
+                batch.push(
+                    Entry::builder(evaluation, message)
+                        .sequence(u64::from(i))
+                        .turn(turn)
+                        .prompt(prompt.clone())
+                        .created_at(at + chrono::Duration::milliseconds(i64::from(i)))
+                        .build()
+                        .expect("entry"),
+                );
+            }
+        }
+        store.append_batch(&session, &batch).expect("batch");
+    }
+    store
+}
+
+/// Opening a key's conversation in a file of 1M messages: the lookup of its latest
+/// evaluation (an index lookup), and the whole open (lookup, reading its 100 entries,
+/// rebuilding the driver).
+fn open_by_key(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("million.db");
+    let started = Instant::now();
+    let store = million_row_file(&path);
+    eprintln!("built a file of 1M messages in {:.1} s", started.elapsed().as_secs_f64());
+    let prompt = PromptRef::new("bench", "agent");
+    let mut group = c.benchmark_group("sqlite");
+    group.sample_size(50);
+    let mut next = 0u32;
+    let mut key = || {
+        next = (next + 389) % 1_000;
+        SessionKey::new(format!("user-{next}"))
+    };
+    group.bench_function("latest_of_key/1m", |b| {
+        b.iter_batched(
+            &mut key,
+            |session| black_box(store.latest_evaluation_of(&session, &prompt).expect("lookup")),
+            BatchSize::SmallInput,
+        );
+    });
+    group.bench_function("open_by_key/1m", |b| {
+        b.iter_batched(
+            &mut key,
+            |session| {
+                let conversation =
+                    Conversation::open(&store, session, prompt.clone(), Message::system("s"))
+                        .expect("open");
+                black_box(conversation.next_sequence())
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
-    targets = single_appends, batches_and_reads, opening
+    targets = single_appends, batches_and_reads, opening, open_by_key
 }
 criterion_main!(benches);

@@ -59,19 +59,18 @@ pub fn recorded_conversation<S: SessionStore>(store: S, len: usize) -> Conversat
     let mut iter = messages.into_iter();
     let system = iter.next().expect("a system message");
     let mut conversation =
-        Conversation::start(store, PromptRef::new("bench", "agent"), system).expect("start");
+        Conversation::start(store, "bench", PromptRef::new("bench", "agent"), system)
+            .expect("start");
     for message in iter.take(len - 1) {
         match message.role() {
-            Role::User => {
-                conversation.add_user(message.content().cloned().unwrap_or_else(|| "".into()))
-            }
+            Role::User => conversation
+                .add_user(message.content().cloned().unwrap_or_else(|| "".into()))
+                .map(|_| ()),
             Role::Assistant => conversation.record_assistant(message).map(|_| ()),
             Role::Tool => {
                 let id = message.tool_call_id().unwrap_or_default().to_owned();
-                conversation.record_tool_result(
-                    &id,
-                    Ok(message.content().cloned().unwrap_or_else(|| "".into())),
-                )
+                let output = message.content().cloned().unwrap_or_else(|| "".into());
+                conversation.record_tool_result(&id, Ok::<_, String>(output)).map(|_| ())
             }
             Role::System => Ok(()),
         }
@@ -79,7 +78,9 @@ pub fn recorded_conversation<S: SessionStore>(store: S, len: usize) -> Conversat
     }
     // A cut in the middle of a step leaves calls waiting: answer them, as the loop would.
     for context in conversation.tool_contexts() {
-        conversation.record_tool_result(context.call_id(), Ok("done".into())).expect("record");
+        conversation
+            .record_tool_result(context.call_id(), Ok::<_, String>("done"))
+            .expect("record");
     }
     conversation
 }

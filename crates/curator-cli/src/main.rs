@@ -98,6 +98,9 @@ enum Command {
     Inspect {
         /// A SQLite session file.
         db: PathBuf,
+        /// Only the evaluations of this session key.
+        #[arg(long)]
+        key: Option<String>,
     },
     /// Show the record of one evaluation, or the view a pipeline would send.
     Trace {
@@ -106,6 +109,10 @@ enum Command {
         /// The evaluation (the latest by default).
         #[arg(long)]
         evaluation: Option<String>,
+        /// The session key: its latest evaluation by default, and an evaluation of another
+        /// key is refused.
+        #[arg(long)]
+        key: Option<String>,
         /// The record, or the curated view.
         #[arg(long, value_enum, default_value = "record")]
         view: ViewKind,
@@ -174,13 +181,13 @@ fn run(command: Command) -> Result<ExitCode> {
                 },
             )
         }
-        Command::Inspect { db } => {
-            output::out_str(&inspect::run(&db)?)?;
+        Command::Inspect { db, key } => {
+            output::out_str(&inspect::run(&db, key.as_deref())?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Trace { db, evaluation, view, raw, usage, pipeline } => {
-            let text =
-                trace::run(&db, evaluation.as_deref(), view, raw, usage, &pipeline.build()?)?;
+        Command::Trace { db, evaluation, key, view, raw, usage, pipeline } => {
+            let which = trace::Which { evaluation: evaluation.as_deref(), key: key.as_deref() };
+            let text = trace::run(&db, which, view, raw, usage, &pipeline.build()?)?;
             output::out_str(&text)?;
             Ok(ExitCode::SUCCESS)
         }

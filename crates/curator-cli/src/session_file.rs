@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use curator::model::{Entry, EvaluationId, Message, PromptRef, Role};
-use curator::session::SessionStore;
+use curator::session::{SessionKey, SessionStore};
 use curator::sqlite::SqliteStore;
 
 /// The prompt namespace `curator replay` records conversations under; the key is the
@@ -89,7 +89,7 @@ impl Recorder {
                     .build()
             })
             .collect::<Result<Vec<_>, _>>()?;
-        self.store.append_batch(&entries)?;
+        self.store.append_batch(&SessionKey::new(id.clone()), &entries)?;
         self.known.insert(id.clone(), evaluation);
         Ok(Recorded::New { evaluation, id, messages: entries.len() })
     }

@@ -7,10 +7,32 @@ use curator_strategies::{
     ConversationRecorded, CurationContext, Event, EventSink, History, HistoryManager, View,
 };
 
-use crate::{Error, Result, SessionStore};
+use crate::{Appended, Error, Result, SessionKey, SessionStore};
 
 /// What a tool returned: its output, or the error it reported (recorded as a failed result).
+/// [`Conversation::record_tool_result`] takes any `Result` whose two sides turn into
+/// [`Content`]; this is the one [`run_blocking`](crate::run_blocking)'s tool closure returns.
 pub type ToolOutcome = std::result::Result<Content, Content>;
+
+/// What the caller should do next with a [`Conversation`]; see
+/// [`next_step`](Conversation::next_step).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum NextStep {
+    /// The record ends with a user message or with the last result of a reply's tool calls:
+    /// build the [`request`](Conversation::request) and call the model.
+    CallModel,
+    /// The assistant's latest reply made these calls and they have no result yet (after a
+    /// resume too, marked [`is_resume`](ToolContext::is_resume)): run them and record each
+    /// result.
+    RunTools(Vec<ToolContext>),
+    /// Only the system message is recorded: the conversation waits for the user's first
+    /// message ([`add_user`](Conversation::add_user)).
+    WaitForUser,
+    /// The assistant's latest reply calls no tool: the model has answered. The evaluation
+    /// is done, unless the caller continues it with another user message.
+    Finished,
+}
 
 /// A tool call handed to the caller to run, with whether it is being re-run after a resume
 /// (so that tools that must not run twice can check their own idempotency keys).
@@ -45,37 +67,54 @@ pub enum ResumePolicy {
 /// Drives one evaluation of an agent loop and records each message in a [`SessionStore`]
 /// the moment it exists, before the call that records it returns.
 ///
-/// It never calls a provider or a tool itself (sans-IO): the caller asks for the next
-/// request ([`request`](Conversation::request): the record curated by a
-/// [`HistoryManager`]; the record itself never changes), hands over the assistant's reply
+/// It never calls a provider or a tool itself (sans-IO): the caller asks what to do next
+/// ([`next_step`](Conversation::next_step)), asks for the next request
+/// ([`request`](Conversation::request): the record curated by a [`HistoryManager`]; the
+/// record itself never changes), hands over the assistant's reply
 /// ([`record_assistant`](Conversation::record_assistant), which reports its tool calls), then
 /// each tool result as soon as that tool finishes
-/// ([`record_tool_result`](Conversation::record_tool_result)). Sync and async callers use the
-/// same driver.
+/// ([`record_tool_result`](Conversation::record_tool_result)). Sync callers use it directly;
+/// async callers use `AsyncConversation` (feature `tokio`), which runs the store's I/O off
+/// the runtime's threads.
+///
+/// Every evaluation belongs to a [`SessionKey`] (a thread, user or job id) chosen by the
+/// caller: [`open`](Conversation::open) resumes the key's latest evaluation for a prompt or
+/// starts one, and resuming never touches another key's evaluations.
 ///
 /// Numbering: the system message is sequence 0, turn 0; each further message takes the next
 /// sequence; an assistant reply starts the next turn, and its tool results share it; a user
 /// message takes the current turn.
 ///
+/// Records are idempotent: each record call builds its entry (message id and sequence) once
+/// and keeps it until the store acknowledges it. When the store fails with an unknown
+/// outcome (it may have committed), calling the same record call again with the same
+/// message re-sends the same entry: if it was committed after all the store reports
+/// [`Appended::Duplicate`] and the driver moves on. A different record call instead first
+/// asks the store whether the kept entry landed, and continues after it if it did.
+///
 /// # Examples
 ///
 /// ```
 /// use curator_model::{Message, PromptRef, ToolCall};
-/// use curator_session::{Conversation, MemoryStore, SessionStore};
+/// use curator_session::{Conversation, MemoryStore, NextStep, SessionStore};
 /// use curator_strategies::{CurationContext, SlidingWindow};
 ///
 /// let store = MemoryStore::new();
-/// let mut conversation = Conversation::start(&store, PromptRef::new("demo", "agent"), Message::system("Be useful."))?;
+/// let mut conversation = Conversation::open(&store, "user-42", PromptRef::new("demo", "agent"), Message::system("Be useful."))?;
+/// assert_eq!(conversation.next_step(), NextStep::WaitForUser);
 /// conversation.add_user("List the files.")?;
+/// assert_eq!(conversation.next_step(), NextStep::CallModel);
 ///
 /// let request = conversation.request(&SlidingWindow::new(20), &CurationContext::default())?.to_messages();
 /// assert_eq!(request.len(), 2);
 ///
 /// let calls = conversation.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")]))?;
+/// assert!(matches!(conversation.next_step(), NextStep::RunTools(contexts) if contexts.len() == 1));
 /// for call in calls {
-///     conversation.record_tool_result(call.id(), Ok("a.txt".into()))?;
+///     conversation.record_tool_result(call.id(), Ok::<_, String>("a.txt"))?;
 /// }
 /// conversation.record_assistant(Message::assistant("There is one file: a.txt."))?;
+/// assert_eq!(conversation.next_step(), NextStep::Finished);
 ///
 /// let record = store.entries(conversation.evaluation_id())?;
 /// let numbering: Vec<(u64, u32)> = record.iter().map(|e| (e.sequence, e.turn)).collect();
@@ -84,6 +123,7 @@ pub enum ResumePolicy {
 /// ```
 pub struct Conversation<S> {
     store: S,
+    key: SessionKey,
     evaluation: EvaluationId,
     prompt: Option<PromptRef>,
     history: History<'static>,
@@ -93,16 +133,42 @@ pub struct Conversation<S> {
     pending: Vec<ToolCall>,
     /// Whether the pending calls were recorded before a resume.
     pending_from_resume: bool,
+    /// The entry of a record call the store has not acknowledged (it failed, and may or may
+    /// not have committed): re-sent as is when the same call is made again.
+    staged: Option<Entry>,
+    /// What the store said about the latest acknowledged record call.
+    last_appended: Option<Appended>,
+    /// Whether this conversation was reopened from the record.
+    resumed: bool,
     events: Option<Arc<dyn EventSink>>,
 }
 
 impl<S: SessionStore> Conversation<S> {
-    /// Starts a new evaluation: records `system` at sequence 0, turn 0, under `prompt`.
+    /// Starts a new evaluation under `key`: records `system` at sequence 0, turn 0, under
+    /// `prompt`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore, SessionKey, SessionStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let conversation = Conversation::start(&store, SessionKey::default(), PromptRef::new("demo", "agent"), Message::system("s"))?;
+    /// assert_eq!(store.evaluations_of(&SessionKey::default())?.len(), 1);
+    /// assert!(!conversation.is_resumed());
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
     /// [`Error::WrongRole`] when `system` is not a system message; a store error.
-    pub fn start(store: S, prompt: PromptRef, system: Message) -> Result<Self> {
+    pub fn start(
+        store: S,
+        key: impl Into<SessionKey>,
+        prompt: PromptRef,
+        system: Message,
+    ) -> Result<Self> {
         if system.role() != Role::System {
             return Err(Error::WrongRole {
                 call: "start",
@@ -110,91 +176,270 @@ impl<S: SessionStore> Conversation<S> {
                 found: system.role(),
             });
         }
-        let mut conversation = Self {
-            store,
-            evaluation: EvaluationId::new(),
-            prompt: Some(prompt),
-            history: History::new(),
-            next_sequence: 0,
-            turn: 0,
-            pending: Vec::new(),
-            pending_from_resume: false,
-            events: None,
-        };
-        conversation.record(system)?;
+        let mut conversation = Self::empty(store, key.into(), EvaluationId::new(), prompt);
+        conversation.commit(system)?;
         Ok(conversation)
     }
 
+    /// Resumes the latest evaluation of `key` recorded for `prompt`, or starts one with
+    /// `system` when there is none: the one call a worker makes at start-up, whether or not it
+    /// crashed before. Finding the evaluation is an index lookup in persistent stores. When
+    /// an evaluation is resumed, `system` is not recorded again (the recorded one stays).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef, ToolCall};
+    /// use curator_session::{Conversation, MemoryStore, NextStep};
+    ///
+    /// let store = MemoryStore::new();
+    /// let prompt = PromptRef::new("demo", "agent");
+    /// let mut first = Conversation::open(&store, "job-1", prompt.clone(), Message::system("s"))?;
+    /// first.add_user("go")?;
+    /// first.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "run", "{}")]))?;
+    /// drop(first); // the worker dies mid-tool-call
+    ///
+    /// let again = Conversation::open(&store, "job-1", prompt.clone(), Message::system("s"))?;
+    /// assert!(again.is_resumed());
+    /// assert!(matches!(again.next_step(), NextStep::RunTools(calls) if calls[0].is_resume));
+    /// // Another key never sees job-1's conversation.
+    /// let other = Conversation::open(&store, "job-2", prompt, Message::system("s"))?;
+    /// assert_eq!(other.next_step(), NextStep::WaitForUser);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Conversation::start) and [`resume`](Conversation::resume).
+    pub fn open(
+        store: S,
+        key: impl Into<SessionKey>,
+        prompt: PromptRef,
+        system: Message,
+    ) -> Result<Self> {
+        let key = key.into();
+        match store.latest_evaluation_of(&key, &prompt)? {
+            Some(evaluation) => Self::reopen(store, key, evaluation, prompt),
+            None => Self::start(store, key, prompt, system),
+        }
+    }
+
     /// Reports a [`ConversationRecorded`] event for every message recorded from now on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore};
+    /// use curator_strategies::{Event, EventSink};
+    ///
+    /// #[derive(Default)]
+    /// struct Count(Mutex<usize>);
+    /// impl EventSink for Count {
+    ///     fn emit(&self, _event: &Event) { *self.0.lock().unwrap() += 1; }
+    /// }
+    /// let count = Arc::new(Count::default());
+    /// let store = MemoryStore::new();
+    /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?.with_events(count.clone());
+    /// c.add_user("hi")?;
+    /// assert_eq!(*count.0.lock().unwrap(), 1);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[must_use]
     pub fn with_events(mut self, sink: Arc<dyn EventSink>) -> Self {
         self.events = Some(sink);
         self
     }
 
-    /// Reopens the latest evaluation in `store` to continue it.
+    /// Reopens the latest evaluation of `key` recorded for `prompt` to continue it.
     ///
     /// The messages are rebuilt from the record, sequence and turn numbers continue where
     /// they stopped, and the calls of the last assistant message that have no result are
     /// pending again: run them ([`tool_contexts`](Conversation::tool_contexts) marks them
-    /// `is_resume`) or answer them ([`repair`](Conversation::repair)).
+    /// `is_resume`) or answer them ([`repair`](Conversation::repair)). Evaluations of other
+    /// keys, or of other prompts, are never touched.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, Error, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let prompt = PromptRef::new("demo", "agent");
+    /// Conversation::start(&store, "a", prompt.clone(), Message::system("s"))?;
+    /// assert!(Conversation::resume(&store, "a", &prompt).is_ok());
+    /// assert!(matches!(Conversation::resume(&store, "b", &prompt), Err(Error::ConversationNotFound { .. })));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
-    /// [`Error::ConversationNotFound`] when the store holds no evaluation;
-    /// [`Error::PromptMismatch`] when the record was made for another prompt; a store error.
-    pub fn resume(store: S, prompt: &PromptRef) -> Result<Self> {
-        let evaluation =
-            store.latest_evaluation()?.ok_or(Error::ConversationNotFound { evaluation: None })?;
-        Self::resume_evaluation(store, evaluation, prompt)
+    /// [`Error::ConversationNotFound`] when the key has no evaluation for the prompt; a store
+    /// error.
+    pub fn resume(store: S, key: impl Into<SessionKey>, prompt: &PromptRef) -> Result<Self> {
+        let key = key.into();
+        match store.latest_evaluation_of(&key, prompt)? {
+            Some(evaluation) => Self::reopen(store, key, evaluation, prompt.clone()),
+            None => Err(Error::ConversationNotFound { key, evaluation: None }),
+        }
     }
 
-    /// Reopens a given evaluation; see [`resume`](Conversation::resume).
+    /// Reopens a given evaluation of `key`; see [`resume`](Conversation::resume).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, Error, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let prompt = PromptRef::new("demo", "agent");
+    /// let id = Conversation::start(&store, "a", prompt.clone(), Message::system("s"))?.evaluation_id();
+    /// assert!(Conversation::resume_evaluation(&store, "a", id, &prompt).is_ok());
+    /// assert!(matches!(Conversation::resume_evaluation(&store, "b", id, &prompt), Err(Error::KeyMismatch { .. })));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
-    /// As [`resume`](Conversation::resume).
+    /// [`Error::ConversationNotFound`] when the store holds no entry of the evaluation;
+    /// [`Error::KeyMismatch`] when it belongs to another key; [`Error::PromptMismatch`] when
+    /// it was recorded for another prompt; a store error.
     pub fn resume_evaluation(
         store: S,
+        key: impl Into<SessionKey>,
         evaluation: EvaluationId,
         prompt: &PromptRef,
     ) -> Result<Self> {
+        let key = key.into();
+        let Some(summary) = store.evaluation(evaluation)? else {
+            return Err(Error::ConversationNotFound { key, evaluation: Some(evaluation) });
+        };
+        if summary.key != key {
+            return Err(Error::KeyMismatch { evaluation, expected: key, found: summary.key });
+        }
+        Self::reopen(store, key, evaluation, prompt.clone())
+    }
+
+    fn empty(store: S, key: SessionKey, evaluation: EvaluationId, prompt: PromptRef) -> Self {
+        Self {
+            store,
+            key,
+            evaluation,
+            prompt: Some(prompt),
+            history: History::new(),
+            next_sequence: 0,
+            turn: 0,
+            pending: Vec::new(),
+            pending_from_resume: false,
+            staged: None,
+            last_appended: None,
+            resumed: false,
+            events: None,
+        }
+    }
+
+    /// Rebuilds the driver from the record of an evaluation known to belong to `key`.
+    fn reopen(
+        store: S,
+        key: SessionKey,
+        evaluation: EvaluationId,
+        prompt: PromptRef,
+    ) -> Result<Self> {
         let entries = store.entries(evaluation)?;
         if entries.is_empty() {
-            return Err(Error::ConversationNotFound { evaluation: Some(evaluation) });
+            return Err(Error::ConversationNotFound { key, evaluation: Some(evaluation) });
         }
         let found = entries.iter().find_map(|e| e.prompt.clone());
-        if found.as_ref() != Some(prompt) {
-            return Err(Error::PromptMismatch { expected: prompt.clone(), found });
+        if found.as_ref() != Some(&prompt) {
+            return Err(Error::PromptMismatch { expected: prompt, found });
         }
         let next_sequence = entries.last().map_or(0, |e| e.sequence + 1);
         let turn = entries.iter().map(|e| e.turn).max().unwrap_or(0);
         let history = History::from(entries.into_iter().map(|e| e.message).collect::<Vec<_>>());
         let pending = waiting_calls(history.messages());
-        Ok(Self {
-            store,
-            evaluation,
-            prompt: Some(prompt.clone()),
-            history,
-            next_sequence,
-            turn,
-            pending_from_resume: !pending.is_empty(),
-            pending,
-            events: None,
-        })
+        let mut conversation = Self::empty(store, key, evaluation, prompt);
+        conversation.history = history;
+        conversation.next_sequence = next_sequence;
+        conversation.turn = turn;
+        conversation.pending_from_resume = !pending.is_empty();
+        conversation.pending = pending;
+        conversation.resumed = true;
+        Ok(conversation)
+    }
+
+    /// What to do next, from the record (see [`NextStep`]): run the pending tool calls, call
+    /// the model, wait for the user, or nothing (finished: the assistant's latest reply calls
+    /// no tool).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore, NextStep};
+    ///
+    /// let store = MemoryStore::new();
+    /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// c.add_user("hi")?;
+    /// c.record_assistant(Message::assistant("hello"))?;
+    /// assert_eq!(c.next_step(), NextStep::Finished);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn next_step(&self) -> NextStep {
+        if !self.pending.is_empty() {
+            return NextStep::RunTools(self.tool_contexts());
+        }
+        match self.history.messages().last().map(Message::role) {
+            Some(Role::User | Role::Tool) => NextStep::CallModel,
+            Some(Role::Assistant) => NextStep::Finished,
+            Some(Role::System) | None => NextStep::WaitForUser,
+        }
     }
 
     /// Records a user message.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Appended, Conversation, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// assert_eq!(c.add_user("hi")?, Appended::New);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     ///
-    /// [`Error::PendingToolCalls`] while calls wait for results; a store error.
-    pub fn add_user(&mut self, content: impl Into<Content>) -> Result<()> {
+    /// [`Error::PendingToolCalls`] while calls wait for results; a store error (the entry is
+    /// kept: calling again with the same content re-sends it).
+    pub fn add_user(&mut self, content: impl Into<Content>) -> Result<Appended> {
+        let message = Message::user(content);
+        if let Some(appended) = self.retry(&message)? {
+            return Ok(appended);
+        }
         self.require_no_pending()?;
-        self.record(Message::user(content))
+        self.commit(message)
     }
 
     /// The curated view of the record for the next provider call. The record is unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore};
+    /// use curator_strategies::{CurationContext, Passthrough};
+    ///
+    /// let store = MemoryStore::new();
+    /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// c.add_user("hi")?;
+    /// assert_eq!(c.request(&Passthrough, &CurationContext::default())?.len(), 2);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
@@ -210,12 +455,28 @@ impl<S: SessionStore> Conversation<S> {
     /// Records the assistant's reply (the next turn) and returns its tool calls, which are
     /// now pending.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef, ToolCall};
+    /// use curator_session::{Conversation, Error, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// let twice = Message::assistant_with_calls(None, vec![ToolCall::new("x", "a", "{}"), ToolCall::new("x", "b", "{}")]);
+    /// assert!(matches!(c.record_assistant(twice), Err(Error::DuplicateToolCallId { .. })));
+    /// let calls = c.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("x", "a", "{}")]))?;
+    /// assert_eq!(calls.len(), 1);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Error::WrongRole`] for a message that is not the assistant's;
     /// [`Error::PendingToolCalls`] while earlier calls wait for results;
     /// [`Error::DuplicateToolCallId`] for a reply that makes two calls with one id (nothing
-    /// is recorded); a store error.
+    /// is recorded); a store error (the entry is kept: calling again with the same reply
+    /// re-sends it).
     pub fn record_assistant(&mut self, reply: Message) -> Result<Vec<ToolCall>> {
         if reply.role() != Role::Assistant {
             return Err(Error::WrongRole {
@@ -224,49 +485,83 @@ impl<S: SessionStore> Conversation<S> {
                 found: reply.role(),
             });
         }
-        self.require_no_pending()?;
         let calls = reply.tool_calls().to_vec();
+        if self.retry(&reply)?.is_some() {
+            return Ok(calls);
+        }
+        self.require_no_pending()?;
         for (i, call) in calls.iter().enumerate() {
             if calls[..i].iter().any(|earlier| earlier.id() == call.id()) {
                 return Err(Error::DuplicateToolCallId { call_id: call.id().to_owned() });
             }
         }
-        self.turn += 1;
-        if let Err(e) = self.record(reply) {
-            self.turn -= 1;
-            return Err(e);
-        }
-        self.pending.clone_from(&calls);
-        self.pending_from_resume = false;
+        self.commit(reply)?;
         Ok(calls)
     }
 
-    /// Records the result of one tool call the moment the caller has it; an `Err` outcome is
-    /// recorded as a failed result.
+    /// Records the result of one tool call the moment the caller has it: any `Result` whose
+    /// sides turn into [`Content`] (a `Result<String, String>`, a [`ToolOutcome`], ...); an
+    /// `Err` is recorded as a failed result.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef, ToolCall};
+    /// use curator_session::{Conversation, MemoryStore};
+    ///
+    /// fn lookup(id: u32) -> Result<String, String> {
+    ///     if id == 42 { Ok("paid".into()) } else { Err(format!("no order {id}")) }
+    /// }
+    /// let store = MemoryStore::new();
+    /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// c.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "lookup", "{}"), ToolCall::new("c2", "lookup", "{}")]))?;
+    /// c.record_tool_result("c1", lookup(42))?;
+    /// c.record_tool_result("c2", lookup(7))?;
+    /// assert!(c.history().messages()[3].is_error());
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownToolCall`] when no pending call has this id; a store error.
-    pub fn record_tool_result(&mut self, call_id: &str, outcome: ToolOutcome) -> Result<()> {
-        let index = self
-            .pending
-            .iter()
-            .position(|c| c.id() == call_id)
-            .ok_or_else(|| Error::UnknownToolCall { call_id: call_id.to_owned() })?;
-        let name = self.pending[index].name().to_owned();
+    /// [`Error::UnknownToolCall`] when no pending call has this id; a store error (the entry
+    /// is kept: calling again with the same outcome re-sends it).
+    pub fn record_tool_result<O, E>(
+        &mut self,
+        call_id: &str,
+        outcome: std::result::Result<O, E>,
+    ) -> Result<Appended>
+    where
+        O: Into<Content>,
+        E: Into<Content>,
+    {
         let message = match outcome {
             Ok(content) => Message::tool_result(call_id, content),
             Err(content) => Message::tool_error(call_id, content),
         };
-        self.record(message.with_name(name))?;
-        self.pending.remove(index);
-        if self.pending.is_empty() {
-            self.pending_from_resume = false;
+        let name = self.pending_call(call_id)?.name().to_owned();
+        let message = message.with_name(name);
+        if let Some(appended) = self.retry(&message)? {
+            return Ok(appended);
         }
-        Ok(())
+        // A kept entry that did land may have answered the call meanwhile.
+        self.pending_call(call_id)?;
+        self.commit(message)
     }
 
     /// The calls waiting for results, as contexts to run them with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef, ToolCall};
+    /// use curator_session::{Conversation, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// c.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")]))?;
+    /// assert_eq!(c.tool_contexts()[0].call_id(), "c1");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn tool_contexts(&self) -> Vec<ToolContext> {
         self.pending
             .iter()
@@ -277,6 +572,22 @@ impl<S: SessionStore> Conversation<S> {
     /// Applies a [`ResumePolicy`] to the calls waiting for results: returns them to be run
     /// again, or records an error result for each saying it was interrupted (and returns
     /// none).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef, ToolCall};
+    /// use curator_session::{Conversation, MemoryStore, NextStep, ResumePolicy};
+    ///
+    /// let store = MemoryStore::new();
+    /// let prompt = PromptRef::new("d", "a");
+    /// let mut c = Conversation::open(&store, "k", prompt.clone(), Message::system("s"))?;
+    /// c.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "pay", "{}")]))?;
+    /// let mut resumed = Conversation::resume(&store, "k", &prompt)?;
+    /// assert!(resumed.repair(ResumePolicy::AnswerInterrupted)?.is_empty());
+    /// assert_eq!(resumed.next_step(), NextStep::CallModel);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     ///
@@ -290,7 +601,7 @@ impl<S: SessionStore> Conversation<S> {
                         "The call to `{}` was interrupted before it finished and was not run again; its effects, if any, are unknown.",
                         call.name()
                     );
-                    self.record_tool_result(call.id(), Err(text.into()))?;
+                    self.record_tool_result(call.id(), Err::<Content, _>(text))?;
                 }
                 Ok(Vec::new())
             }
@@ -302,6 +613,23 @@ impl<S: SessionStore> Conversation<S> {
         &self.pending
     }
 
+    /// The session key the evaluation belongs to.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let c = Conversation::open(&store, "user-42", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// assert_eq!(c.key().as_str(), "user-42");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn key(&self) -> &SessionKey {
+        &self.key
+    }
+
     /// The evaluation being recorded.
     pub fn evaluation_id(&self) -> EvaluationId {
         self.evaluation
@@ -310,6 +638,43 @@ impl<S: SessionStore> Conversation<S> {
     /// The prompt identity.
     pub fn prompt(&self) -> Option<&PromptRef> {
         self.prompt.as_ref()
+    }
+
+    /// Whether this conversation was reopened from the record (by
+    /// [`open`](Conversation::open) or a `resume`) rather than started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let prompt = PromptRef::new("d", "a");
+    /// assert!(!Conversation::open(&store, "k", prompt.clone(), Message::system("s"))?.is_resumed());
+    /// assert!(Conversation::open(&store, "k", prompt, Message::system("s"))?.is_resumed());
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_resumed(&self) -> bool {
+        self.resumed
+    }
+
+    /// What the store reported for the latest acknowledged record call:
+    /// [`Appended::Duplicate`] when a retried entry had been committed already.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Appended, Conversation, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// assert_eq!(c.last_appended(), Some(Appended::New));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn last_appended(&self) -> Option<Appended> {
+        self.last_appended
     }
 
     /// The record's messages (the full history, uncurated).
@@ -342,21 +707,90 @@ impl<S: SessionStore> Conversation<S> {
         }
     }
 
-    /// Appends one message to the store, then (only once it is stored) to the history.
-    fn record(&mut self, message: Message) -> Result<()> {
+    fn pending_call(&self, call_id: &str) -> Result<&ToolCall> {
+        self.pending
+            .iter()
+            .find(|c| c.id() == call_id)
+            .ok_or_else(|| Error::UnknownToolCall { call_id: call_id.to_owned() })
+    }
+
+    /// Settles an entry kept from a failed record call before the next one. The same
+    /// message again is a retry: the kept entry is re-sent as is, and `Some` says what the
+    /// store did. Any other message first asks the store whether the kept entry landed: if it
+    /// did the driver moves past it, if not it is dropped; then `None` lets the caller record
+    /// its message.
+    fn retry(&mut self, message: &Message) -> Result<Option<Appended>> {
+        let Some(staged) = self.staged.take() else { return Ok(None) };
+        if &staged.message == message {
+            return self.send(staged).map(Some);
+        }
+        let recorded = match self.store.entries(self.evaluation) {
+            Ok(entries) => entries.iter().any(|e| e.id == staged.id),
+            Err(e) => {
+                self.staged = Some(staged);
+                return Err(e);
+            }
+        };
+        if recorded {
+            self.last_appended = Some(Appended::Duplicate);
+            self.apply(staged);
+        }
+        Ok(None)
+    }
+
+    /// Builds the entry of a new message (the next sequence; an assistant reply starts the
+    /// next turn) and sends it.
+    fn commit(&mut self, message: Message) -> Result<Appended> {
+        let turn = if message.role() == Role::Assistant { self.turn + 1 } else { self.turn };
         let mut builder =
-            Entry::builder(self.evaluation, message).sequence(self.next_sequence).turn(self.turn);
+            Entry::builder(self.evaluation, message).sequence(self.next_sequence).turn(turn);
         if let Some(prompt) = &self.prompt {
             builder = builder.prompt(prompt.clone());
         }
-        let entry = builder.build()?;
-        self.store.append(&entry)?;
+        self.send(builder.build()?)
+    }
+
+    /// Appends an entry to the store, then (only once it is stored) applies it; on error the
+    /// entry is kept for a retry.
+    fn send(&mut self, entry: Entry) -> Result<Appended> {
+        match self.store.append(&self.key, &entry) {
+            Ok(appended) => {
+                self.last_appended = Some(appended);
+                self.apply(entry);
+                Ok(appended)
+            }
+            Err(e) => {
+                self.staged = Some(entry);
+                Err(e)
+            }
+        }
+    }
+
+    /// Moves the driver past an entry the store holds.
+    fn apply(&mut self, entry: Entry) {
+        match entry.message.role() {
+            Role::Assistant => {
+                self.pending = entry.message.tool_calls().to_vec();
+                self.pending_from_resume = false;
+            }
+            Role::Tool => {
+                if let Some(id) = entry.message.tool_call_id()
+                    && let Some(index) = self.pending.iter().position(|c| c.id() == id)
+                {
+                    self.pending.remove(index);
+                }
+                if self.pending.is_empty() {
+                    self.pending_from_resume = false;
+                }
+            }
+            Role::System | Role::User => {}
+        }
         if let Some(sink) = &self.events {
             sink.emit(&Event::ConversationRecorded(ConversationRecorded::from_entry(&entry)));
         }
-        self.next_sequence += 1;
+        self.turn = entry.turn;
+        self.next_sequence = entry.sequence + 1;
         self.history.push(entry.message);
-        Ok(())
     }
 }
 
@@ -369,12 +803,14 @@ fn waiting_calls(messages: &[Message]) -> Vec<ToolCall> {
 impl<S> std::fmt::Debug for Conversation<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Conversation")
+            .field("key", &self.key)
             .field("evaluation", &self.evaluation)
             .field("prompt", &self.prompt)
             .field("messages", &self.history.len())
             .field("next_sequence", &self.next_sequence)
             .field("turn", &self.turn)
             .field("pending", &self.pending)
+            .field("staged", &self.staged.as_ref().map(|e| e.sequence))
             .finish_non_exhaustive()
     }
 }

@@ -2,6 +2,8 @@
 
 use curator_model::{BoxError, EvaluationId, MessageId, PromptRef};
 
+use crate::SessionKey;
+
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -59,15 +61,61 @@ impl std::fmt::Display for StoreErrorKind {
     }
 }
 
+/// Why a snapshot could not be read or restored.
+///
+/// # Examples
+///
+/// ```
+/// use curator_session::{Error, Snapshot, SnapshotErrorKind};
+///
+/// let newer = r#"{"format": "curator.session.snapshot", "version": 99, "entries": [], "checkpoints": []}"#;
+/// assert!(matches!(Snapshot::from_json(newer), Err(Error::SnapshotRestore { kind: SnapshotErrorKind::NewerVersion, .. })));
+/// assert!(matches!(Snapshot::from_json("{,}"), Err(Error::SnapshotRestore { kind: SnapshotErrorKind::Malformed, .. })));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SnapshotErrorKind {
+    /// Not JSON, not a curator snapshot, or not the shape of one.
+    Malformed,
+    /// A version newer than this build reads.
+    NewerVersion,
+    /// Well formed, but holding a record the driver could never have written (two entries at
+    /// one place, a gap in the sequences, a result that answers no call, ...).
+    InvariantBroken,
+}
+
+impl std::fmt::Display for SnapshotErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SnapshotErrorKind::Malformed => "malformed",
+            SnapshotErrorKind::NewerVersion => "newer version",
+            SnapshotErrorKind::InvariantBroken => "invariant broken",
+        })
+    }
+}
+
 /// Everything that can go wrong while recording, reading, resuming or restoring.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// There is no conversation to resume (or not the one asked for).
-    #[error("no conversation to resume{}", .evaluation.map(|e| format!(" with evaluation id {e}")).unwrap_or_default())]
+    #[error("no conversation of session `{key}` to resume{}", .evaluation.map(|e| format!(" with evaluation id {e}")).unwrap_or_default())]
     ConversationNotFound {
+        /// The session key asked for.
+        key: SessionKey,
         /// The evaluation asked for, if one was.
         evaluation: Option<EvaluationId>,
+    },
+    /// The evaluation belongs to another session key: it is never resumed or appended to
+    /// under this one.
+    #[error("evaluation {evaluation} belongs to session `{found}`, not `{expected}`")]
+    KeyMismatch {
+        /// The evaluation.
+        evaluation: EvaluationId,
+        /// The key the caller gave.
+        expected: SessionKey,
+        /// The key the evaluation belongs to.
+        found: SessionKey,
     },
     /// The recorded conversation was started by another prompt.
     #[error("cannot resume: the conversation was recorded for prompt {}, not {expected}", .found.as_ref().map_or_else(|| "(none)".to_owned(), ToString::to_string))]
@@ -78,8 +126,10 @@ pub enum Error {
         found: Option<PromptRef>,
     },
     /// A snapshot that cannot be restored; the store was left unchanged.
-    #[error("cannot restore snapshot: {reason}")]
+    #[error("cannot restore snapshot ({kind}): {reason}")]
     SnapshotRestore {
+        /// What kind of problem: malformed, a newer version, or a broken invariant.
+        kind: SnapshotErrorKind,
         /// Why.
         reason: String,
         /// The parser's error, when the text could not be read.

@@ -7,9 +7,13 @@
 //! - [`SessionStore`]: append-only storage, idempotent by message id, with checkpoints and
 //!   [`Snapshot`]s; [`MemoryStore`] in process (the SQLite store lives in `curator-sqlite`).
 //! - [`Conversation`]: a sans-IO driver that records the system message, user messages, the
-//!   assistant's replies and each tool result, builds curated requests, and resumes after a
-//!   crash with exactly the unfinished tool calls pending.
+//!   assistant's replies and each tool result, builds curated requests, says what to do
+//!   next ([`NextStep`]), and resumes after a crash with exactly the unfinished tool calls
+//!   pending. Every evaluation belongs to a [`SessionKey`] the caller chooses, and
+//!   [`Conversation::open`] resumes a key's conversation or starts one.
 //! - [`run_blocking`]: a ready-made loop over provider and tool closures.
+//! - Feature `tokio`: `AsyncConversation` and `run_async`, the same driver for async code,
+//!   its store I/O on tokio's blocking threads.
 //!
 //! # Examples
 //!
@@ -22,16 +26,16 @@
 //! let store = MemoryStore::new();
 //! let prompt = PromptRef::new("demo", "agent");
 //! {
-//!     let mut conversation = Conversation::start(&store, prompt.clone(), Message::system("s"))?;
+//!     let mut conversation = Conversation::open(&store, "job-1", prompt.clone(), Message::system("s"))?;
 //!     conversation.add_user("check a and b")?;
 //!     conversation.record_assistant(Message::assistant_with_calls(None, vec![
 //!         ToolCall::new("a", "check", "{}"),
 //!         ToolCall::new("b", "check", "{}"),
 //!     ]))?;
-//!     conversation.record_tool_result("a", Ok("a is fine".into()))?;
+//!     conversation.record_tool_result("a", Ok::<_, String>("a is fine"))?;
 //!     // The process dies here.
 //! }
-//! let resumed = Conversation::resume(&store, &prompt)?;
+//! let resumed = Conversation::open(&store, "job-1", prompt, Message::system("s"))?;
 //! let contexts = resumed.tool_contexts();
 //! assert_eq!(contexts.len(), 1);
 //! assert_eq!((contexts[0].call_id(), contexts[0].is_resume), ("b", true));
@@ -39,9 +43,12 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "tokio")]
+mod async_conversation;
 mod checkpoint;
 mod conversation;
 mod error;
+mod key;
 mod memory;
 mod run;
 mod snapshot;
@@ -51,9 +58,12 @@ mod summaries;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+#[cfg(feature = "tokio")]
+pub use async_conversation::{AsyncConversation, run_async};
 pub use checkpoint::Checkpoint;
-pub use conversation::{Conversation, ResumePolicy, ToolContext, ToolOutcome};
-pub use error::{Error, Result, StoreErrorKind};
+pub use conversation::{Conversation, NextStep, ResumePolicy, ToolContext, ToolOutcome};
+pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
+pub use key::SessionKey;
 pub use memory::MemoryStore;
 pub use run::{RunOutcome, run_blocking};
 pub use snapshot::Snapshot;

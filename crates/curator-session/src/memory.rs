@@ -7,7 +7,9 @@ use chrono::Utc;
 use curator_model::{Entry, EvaluationId, MessageId};
 use serde_json::Value;
 
-use crate::{Appended, Checkpoint, Error, EvaluationSummary, Result, SessionStore, Snapshot};
+use crate::{
+    Appended, Checkpoint, Error, EvaluationSummary, Result, SessionKey, SessionStore, Snapshot,
+};
 
 /// A [`SessionStore`] in memory: fast, shared between threads, gone with the process (take
 /// [`snapshot`](SessionStore::snapshot)s, or use the SQLite store, to keep it).
@@ -16,12 +18,13 @@ use crate::{Appended, Checkpoint, Error, EvaluationSummary, Result, SessionStore
 ///
 /// ```
 /// use curator_model::{Entry, EvaluationId, Message};
-/// use curator_session::{Appended, MemoryStore, SessionStore};
+/// use curator_session::{Appended, MemoryStore, SessionKey, SessionStore};
 ///
 /// let store = MemoryStore::new();
+/// let key = SessionKey::default();
 /// let entry = Entry::builder(EvaluationId::new(), Message::system("s")).build()?;
-/// assert_eq!(store.append(&entry)?, Appended::New);
-/// assert_eq!(store.append(&entry)?, Appended::Duplicate);
+/// assert_eq!(store.append(&key, &entry)?, Appended::New);
+/// assert_eq!(store.append(&key, &entry)?, Appended::Duplicate);
 /// assert_eq!(store.entries(entry.evaluation_id)?.len(), 1);
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -68,6 +71,8 @@ struct Inner {
 
 #[derive(Debug, Default, Clone)]
 struct Evaluation {
+    /// The session key it belongs to.
+    key: SessionKey,
     /// Ordered by sequence. Entries nearly always arrive in order, so this is a push; an
     /// out-of-order append is an insertion found by binary search.
     entries: Vec<Entry>,
@@ -105,14 +110,22 @@ impl MemoryStore {
 }
 
 impl Inner {
-    /// What appending `entry` would do, without doing it.
-    fn check(&self, entry: &Entry) -> Result<Appended> {
+    /// What appending `entry` under `key` would do, without doing it.
+    fn check(&self, key: &SessionKey, entry: &Entry) -> Result<Appended> {
+        let evaluation = self.evaluations.get(&entry.evaluation_id);
+        if let Some(evaluation) = evaluation
+            && &evaluation.key != key
+        {
+            return Err(Error::KeyMismatch {
+                evaluation: entry.evaluation_id,
+                expected: key.clone(),
+                found: evaluation.key.clone(),
+            });
+        }
         if self.ids.contains_key(&entry.id) {
             return Ok(Appended::Duplicate);
         }
-        if let Some(existing) =
-            self.evaluations.get(&entry.evaluation_id).and_then(|e| e.get(entry.sequence))
-        {
+        if let Some(existing) = evaluation.and_then(|e| e.get(entry.sequence)) {
             return Err(Error::SequenceTaken {
                 evaluation: entry.evaluation_id,
                 sequence: entry.sequence,
@@ -122,47 +135,32 @@ impl Inner {
         Ok(Appended::New)
     }
 
-    /// A store holding the snapshot's content, checking its consistency on the way (the
-    /// same rules as [`Snapshot::validate`], in one pass).
+    /// A store holding the snapshot's content, once it passed [`Snapshot::validate`].
     fn from_snapshot(snapshot: Snapshot) -> Result<Self> {
-        if snapshot.version() != crate::SNAPSHOT_VERSION {
-            return snapshot.validate().map(|()| Inner::default());
-        }
+        snapshot.validate()?;
         let mut fresh = Inner::default();
         fresh.ids.reserve(snapshot.entries.len());
-        for (i, entry) in snapshot.entries.into_iter().enumerate() {
-            match fresh.check(&entry) {
-                Ok(Appended::New) => fresh.insert(entry),
-                Ok(Appended::Duplicate) => {
-                    return Err(Error::SnapshotRestore {
-                        reason: format!("entry {i}: message id {} appears twice", entry.id),
-                        source: None,
-                    });
-                }
-                Err(_) => {
-                    return Err(Error::SnapshotRestore {
-                        reason: format!(
-                            "entry {i}: evaluation {} has two entries at sequence {}",
-                            entry.evaluation_id, entry.sequence
-                        ),
-                        source: None,
-                    });
-                }
-            }
+        let sessions = snapshot.sessions;
+        for entry in snapshot.entries {
+            let key = sessions.get(&entry.evaluation_id).cloned().unwrap_or_default();
+            fresh.insert(key, entry);
         }
         for checkpoint in snapshot.checkpoints {
-            let name = checkpoint.name.clone();
-            if fresh.checkpoints.insert(name.clone(), checkpoint).is_some() {
-                return Err(Error::SnapshotRestore {
-                    reason: format!("checkpoint `{name}` appears twice"),
-                    source: None,
-                });
-            }
+            fresh.checkpoints.insert(checkpoint.name.clone(), checkpoint);
         }
         Ok(fresh)
     }
 
-    fn insert(&mut self, entry: Entry) {
+    /// The evaluations whose key is not the default, as a snapshot lists them.
+    fn sessions(&self) -> std::collections::BTreeMap<EvaluationId, SessionKey> {
+        self.evaluations
+            .iter()
+            .filter(|(_, e)| !e.key.is_default())
+            .map(|(id, e)| (*id, e.key.clone()))
+            .collect()
+    }
+
+    fn insert(&mut self, key: SessionKey, entry: Entry) {
         self.bytes_hint += 256
             + entry.message.content().map_or(0, |c| match c {
                 curator_model::Content::Text(t) => t.len() + t.len() / 8,
@@ -171,24 +169,29 @@ impl Inner {
         self.ids.insert(entry.id, (entry.evaluation_id, entry.sequence));
         let evaluation = self.evaluations.entry(entry.evaluation_id).or_insert_with(|| {
             self.order.push(entry.evaluation_id);
-            Evaluation::default()
+            Evaluation { key, entries: Vec::new() }
         });
         evaluation.insert(entry);
     }
 
-    fn summaries(&self) -> Vec<EvaluationSummary> {
+    fn summaries(&self, key: Option<&SessionKey>) -> Vec<EvaluationSummary> {
         let mut out: Vec<(usize, EvaluationSummary)> = self
             .order
             .iter()
             .enumerate()
             .filter_map(|(rank, id)| {
-                let entries = &self.evaluations.get(id)?.entries;
+                let evaluation = self.evaluations.get(id)?;
+                if key.is_some_and(|k| k != &evaluation.key) {
+                    return None;
+                }
+                let entries = &evaluation.entries;
                 let first = entries.iter().map(|e| e.created_at).min()?;
                 let last = entries.iter().map(|e| e.created_at).max()?;
                 Some((
                     rank,
                     EvaluationSummary {
                         evaluation_id: *id,
+                        key: evaluation.key.clone(),
                         prompt: entries.iter().find_map(|e| e.prompt.clone()),
                         messages: entries.len() as u64,
                         turns: entries.iter().map(|e| e.turn).max().unwrap_or(0),
@@ -204,23 +207,23 @@ impl Inner {
 }
 
 impl SessionStore for MemoryStore {
-    fn append(&self, entry: &Entry) -> Result<Appended> {
+    fn append(&self, key: &SessionKey, entry: &Entry) -> Result<Appended> {
         let mut inner = self.write();
-        let outcome = inner.check(entry)?;
+        let outcome = inner.check(key, entry)?;
         if outcome == Appended::New {
-            inner.insert(entry.clone());
+            inner.insert(key.clone(), entry.clone());
         }
         Ok(outcome)
     }
 
-    fn append_batch(&self, entries: &[Entry]) -> Result<Vec<Appended>> {
+    fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> Result<Vec<Appended>> {
         let mut inner = self.write();
         // Check the whole batch (against the store and itself) before changing anything.
         let mut staged: Ids<()> = Ids::default();
         let mut places: HashMap<(EvaluationId, u64), MessageId> = HashMap::new();
         let mut outcomes = Vec::with_capacity(entries.len());
         for entry in entries {
-            let mut outcome = inner.check(entry)?;
+            let mut outcome = inner.check(key, entry)?;
             if outcome == Appended::New && staged.insert(entry.id, ()).is_some() {
                 outcome = Appended::Duplicate;
             }
@@ -238,7 +241,7 @@ impl SessionStore for MemoryStore {
         }
         for (entry, outcome) in entries.iter().zip(&outcomes) {
             if *outcome == Appended::New {
-                inner.insert(entry.clone());
+                inner.insert(key.clone(), entry.clone());
             }
         }
         Ok(outcomes)
@@ -249,7 +252,55 @@ impl SessionStore for MemoryStore {
     }
 
     fn evaluations(&self) -> Result<Vec<EvaluationSummary>> {
-        Ok(self.read().summaries())
+        Ok(self.read().summaries(None))
+    }
+
+    fn evaluations_of(&self, key: &SessionKey) -> Result<Vec<EvaluationSummary>> {
+        Ok(self.read().summaries(Some(key)))
+    }
+
+    fn evaluation(&self, evaluation: EvaluationId) -> Result<Option<EvaluationSummary>> {
+        let inner = self.read();
+        let Some(found) = inner.evaluations.get(&evaluation) else { return Ok(None) };
+        let entries = &found.entries;
+        let (Some(first), Some(last)) = (
+            entries.iter().map(|e| e.created_at).min(),
+            entries.iter().map(|e| e.created_at).max(),
+        ) else {
+            return Ok(None);
+        };
+        let mut summary = EvaluationSummary::new(evaluation, found.key.clone(), first);
+        summary.prompt = entries.iter().find_map(|e| e.prompt.clone());
+        summary.messages = entries.len() as u64;
+        summary.turns = entries.iter().map(|e| e.turn).max().unwrap_or(0);
+        summary.last_at = last;
+        Ok(Some(summary))
+    }
+
+    fn latest_evaluation_of(
+        &self,
+        key: &SessionKey,
+        prompt: &curator_model::PromptRef,
+    ) -> Result<Option<EvaluationId>> {
+        let inner = self.read();
+        // The latest first message (sequence 0) among the key's evaluations for the prompt;
+        // ties go to the evaluation appended last.
+        let mut best: Option<(chrono::DateTime<Utc>, usize, EvaluationId)> = None;
+        for (rank, id) in inner.order.iter().enumerate() {
+            let Some(evaluation) = inner.evaluations.get(id) else { continue };
+            let Some(first) = evaluation.entries.first() else { continue };
+            if &evaluation.key != key
+                || first.sequence != 0
+                || first.prompt.as_ref() != Some(prompt)
+            {
+                continue;
+            }
+            let at = first.created_at;
+            if best.is_none_or(|(b, r, _)| (at, rank) >= (b, r)) {
+                best = Some((at, rank, *id));
+            }
+        }
+        Ok(best.map(|(_, _, id)| id))
     }
 
     fn put_checkpoint(&self, name: &str, document: &Value) -> Result<u64> {
@@ -274,14 +325,14 @@ impl SessionStore for MemoryStore {
     fn snapshot(&self) -> Result<Snapshot> {
         let inner = self.read();
         let mut entries = Vec::with_capacity(inner.ids.len());
-        for summary in inner.summaries() {
+        for summary in inner.summaries(None) {
             if let Some(evaluation) = inner.evaluations.get(&summary.evaluation_id) {
                 entries.extend(evaluation.entries.iter().cloned());
             }
         }
         let mut checkpoints: Vec<Checkpoint> = inner.checkpoints.values().cloned().collect();
         checkpoints.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(Snapshot::new(entries, checkpoints))
+        Ok(Snapshot::new(entries, checkpoints).with_sessions(inner.sessions()))
     }
 
     fn restore(&self, snapshot: &Snapshot) -> Result<()> {
@@ -291,14 +342,14 @@ impl SessionStore for MemoryStore {
 
     fn snapshot_json(&self) -> Result<String> {
         let inner = self.read();
-        let order = inner.summaries();
+        let order = inner.summaries(None);
         let entries = order
             .iter()
             .filter_map(|s| inner.evaluations.get(&s.evaluation_id))
             .flat_map(|e| e.entries.iter());
         let mut checkpoints: Vec<Checkpoint> = inner.checkpoints.values().cloned().collect();
         checkpoints.sort_by(|a, b| a.name.cmp(&b.name));
-        crate::snapshot_json::write(entries, &checkpoints, inner.bytes_hint)
+        crate::snapshot_json::write(entries, &inner.sessions(), &checkpoints, inner.bytes_hint)
     }
 
     fn restore_json(&self, json: &str) -> Result<()> {

@@ -36,7 +36,7 @@ pub enum RunOutcome {
 /// use curator_strategies::{CurationContext, SlidingWindow};
 ///
 /// let store = MemoryStore::new();
-/// let mut conversation = Conversation::start(&store, PromptRef::new("demo", "calc"), Message::system("Add."))?;
+/// let mut conversation = Conversation::open(&store, "calc-1", PromptRef::new("demo", "calc"), Message::system("Add."))?;
 /// conversation.add_user("2 + 2?")?;
 /// let outcome = run_blocking(
 ///     &mut conversation,

@@ -10,22 +10,35 @@
 //! never contains a raw newline: newlines in text are escaped), so that [`read`] can split the
 //! entries and parse them on all cores. A document laid out otherwise is read by serde alone.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use chrono::SecondsFormat;
-use curator_model::{Content, Entry, Message};
+use curator_model::{Content, Entry, EvaluationId, Message};
 
-use crate::{Checkpoint, Error, Result, StoreErrorKind};
+use crate::{Checkpoint, Error, Result, SessionKey, StoreErrorKind};
+
+/// What a snapshot document holds, as [`read`] found it (its version not checked yet).
+#[derive(Debug, PartialEq)]
+pub(crate) struct Parts {
+    /// The document's `version`.
+    pub(crate) version: u32,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) sessions: BTreeMap<EvaluationId, SessionKey>,
+    pub(crate) checkpoints: Vec<Checkpoint>,
+}
 
 /// The `format` field of every snapshot.
 pub const SNAPSHOT_FORMAT: &str = "curator.session.snapshot";
-/// The snapshot version this build writes and reads.
-pub const SNAPSHOT_VERSION: u32 = 1;
+/// The snapshot version this build writes; it also reads version 1 (before session keys).
+pub const SNAPSHOT_VERSION: u32 = 2;
 
 /// Writes a whole snapshot; `bytes` is a guess at its size. Large snapshots are written on
-/// several threads, each writing a run of entries, then joined in order.
+/// several threads, each writing a run of entries, then joined in order. Only session keys
+/// other than the default are listed.
 pub(crate) fn write<'a>(
     entries: impl Iterator<Item = &'a Entry>,
+    sessions: &BTreeMap<EvaluationId, SessionKey>,
     checkpoints: &[Checkpoint],
     bytes: usize,
 ) -> Result<String> {
@@ -79,7 +92,15 @@ pub(crate) fn write<'a>(
     if out.ends_with(',') {
         out.pop();
     }
-    out.push_str("\n],\"checkpoints\":");
+    out.push_str("\n],\"sessions\":{");
+    for (i, (evaluation, key)) in sessions.iter().filter(|(_, k)| !k.is_default()).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "\"{evaluation}\":");
+        escape(&mut out, key.as_str());
+    }
+    out.push_str("},\"checkpoints\":");
     out.push_str(&serde(checkpoints)?);
     out.push('}');
     Ok(out)
@@ -89,25 +110,40 @@ pub(crate) fn write<'a>(
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Tail {
+    #[serde(default)]
+    sessions: BTreeMap<EvaluationId, SessionKey>,
     checkpoints: Vec<Checkpoint>,
 }
 
-/// Reads a document laid out by [`write`], parsing its entries on several threads; `None`
-/// when the layout is not this writer's, or something does not parse (the caller then reads
-/// it with serde, which reports where).
-pub(crate) fn read(json: &str) -> Option<(Vec<Entry>, Vec<Checkpoint>)> {
-    let head =
-        format!("{{\"format\":\"{SNAPSHOT_FORMAT}\",\"version\":{SNAPSHOT_VERSION},\"entries\":[");
-    let body = json.strip_prefix(head.as_str())?;
-    let end = body.rfind("\n],\"checkpoints\":")?;
+/// Reads a document laid out by [`write`] (or by its version 1), parsing its entries on
+/// several threads; `None` when the layout is not this writer's, or when anything in it is
+/// not exactly what serde would accept (the caller then reads it with serde, which accepts or
+/// refuses it and says where). So this reader never accepts a text serde refuses, and reads
+/// what it accepts as serde would: every entry line but the last ends with one comma, the
+/// last with none, and each line is one entry as serde reads it.
+pub(crate) fn read(json: &str) -> Option<Parts> {
+    let (version, body) = [SNAPSHOT_VERSION, 1].into_iter().find_map(|version| {
+        let head =
+            format!("{{\"format\":\"{SNAPSHOT_FORMAT}\",\"version\":{version},\"entries\":[");
+        json.strip_prefix(head.as_str()).map(|body| (version, body))
+    })?;
+    let end = body.rfind("\n],")?;
     // Every entry starts a line: anything before the first newline is another layout.
     if end > 0 && !body.starts_with('\n') {
         return None;
     }
-    let tail = body.get(end + 3..)?; // `"checkpoints":[…]}`
+    let tail = body.get(end + 3..)?; // `"sessions":{…},"checkpoints":[…]}`
     let tail: Tail = serde_json::from_str(&format!("{{{tail}")).ok()?;
-    let lines: Vec<&str> =
-        body[..end].split('\n').skip(1).map(|l| l.strip_suffix(',').unwrap_or(l)).collect();
+    let mut lines: Vec<&str> = body[..end].split('\n').skip(1).collect();
+    // Commas: one after every entry but the last, none after the last.
+    if let Some((last, rest)) = lines.split_last_mut() {
+        for line in rest {
+            *line = line.strip_suffix(',')?;
+        }
+        if last.ends_with(',') {
+            return None;
+        }
+    }
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .min(4)
@@ -129,7 +165,7 @@ pub(crate) fn read(json: &str) -> Option<(Vec<Entry>, Vec<Checkpoint>)> {
     for part in parts {
         entries.extend(part?);
     }
-    Some((entries, tail.checkpoints))
+    Some(Parts { version, entries, sessions: tail.sessions, checkpoints: tail.checkpoints })
 }
 
 fn serde<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {

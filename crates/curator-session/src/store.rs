@@ -4,14 +4,15 @@ use chrono::{DateTime, Utc};
 use curator_model::{Entry, EvaluationId, PromptRef};
 use serde_json::Value;
 
-use crate::{Checkpoint, Result, Snapshot};
+use crate::{Checkpoint, Result, SessionKey, Snapshot};
 
 /// What an append did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Appended {
     /// The entry was new and is now recorded.
     New,
-    /// An entry with this message id was already recorded; nothing changed.
+    /// An entry with this message id was already recorded (by an earlier call whose outcome
+    /// was unknown, say); nothing changed.
     Duplicate,
 }
 
@@ -21,6 +22,8 @@ pub enum Appended {
 pub struct EvaluationSummary {
     /// The evaluation.
     pub evaluation_id: EvaluationId,
+    /// The session key it belongs to.
+    pub key: SessionKey,
     /// The prompt of its first entry that names one.
     pub prompt: Option<PromptRef>,
     /// Number of recorded messages.
@@ -34,14 +37,33 @@ pub struct EvaluationSummary {
 }
 
 impl EvaluationSummary {
-    /// A summary of an evaluation whose first message was at `first_at`, with no messages
-    /// counted yet (stores fill in the rest).
-    pub fn new(evaluation_id: EvaluationId, first_at: DateTime<Utc>) -> Self {
-        Self { evaluation_id, prompt: None, messages: 0, turns: 0, first_at, last_at: first_at }
+    /// A summary of an evaluation of `key` whose first message was at `first_at`, with no
+    /// messages counted yet (stores fill in the rest).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::EvaluationId;
+    /// use curator_session::{EvaluationSummary, SessionKey};
+    ///
+    /// let summary = EvaluationSummary::new(EvaluationId::new(), SessionKey::new("job-1"), chrono::Utc::now());
+    /// assert_eq!((summary.messages, summary.first_at), (0, summary.last_at));
+    /// ```
+    pub fn new(evaluation_id: EvaluationId, key: SessionKey, first_at: DateTime<Utc>) -> Self {
+        Self {
+            evaluation_id,
+            key,
+            prompt: None,
+            messages: 0,
+            turns: 0,
+            first_at,
+            last_at: first_at,
+        }
     }
 }
 
-/// The authoritative record of conversations: every message, appended the moment it exists.
+/// The authoritative record of conversations: every message, appended the moment it exists,
+/// each evaluation under the [`SessionKey`] its caller chose.
 ///
 /// Implementations must keep these rules, which the conformance suite
 /// (`curator_session::testing`, feature `testing`) checks:
@@ -50,27 +72,34 @@ impl EvaluationSummary {
 ///   id is ignored and reported as [`Appended::Duplicate`], never doubled. The check is O(1).
 /// - A different message claiming an `(evaluation, sequence)` that is taken is refused with
 ///   [`Error::SequenceTaken`](crate::Error::SequenceTaken).
+/// - An evaluation belongs to the key of its first append; an append under another key is
+///   refused with [`Error::KeyMismatch`](crate::Error::KeyMismatch).
 /// - A batch is atomic: all of it is recorded or none.
 /// - [`entries`](SessionStore::entries) returns an evaluation's entries ordered by sequence,
 ///   whatever order they were appended in.
+/// - [`latest_evaluation_of`](SessionStore::latest_evaluation_of) costs an index lookup, not a
+///   scan of the record, for persistent stores.
 /// - An append returns only once the entry is stored (durably, for persistent stores).
-/// - Restoring a snapshot replaces the store's content, or fails and changes nothing.
+/// - Restoring a snapshot checks it as [`Snapshot::validate`] does and replaces the store's
+///   content, or fails with [`Error::SnapshotRestore`](crate::Error::SnapshotRestore) and
+///   changes nothing.
 ///
 /// Methods take `&self`: stores synchronise internally, so one store can be shared.
 pub trait SessionStore: Send + Sync {
-    /// Appends one entry.
+    /// Appends one entry under `key`.
     ///
     /// # Errors
     ///
-    /// [`Error::SequenceTaken`](crate::Error::SequenceTaken), or a backend error.
-    fn append(&self, entry: &Entry) -> Result<Appended>;
+    /// [`Error::SequenceTaken`](crate::Error::SequenceTaken),
+    /// [`Error::KeyMismatch`](crate::Error::KeyMismatch), or a backend error.
+    fn append(&self, key: &SessionKey, entry: &Entry) -> Result<Appended>;
 
-    /// Appends entries atomically, reporting what happened to each.
+    /// Appends entries under `key` atomically, reporting what happened to each.
     ///
     /// # Errors
     ///
     /// As [`append`](SessionStore::append); on error nothing of the batch is recorded.
-    fn append_batch(&self, entries: &[Entry]) -> Result<Vec<Appended>>;
+    fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> Result<Vec<Appended>>;
 
     /// The entries of one evaluation, ordered by sequence (empty when unknown).
     ///
@@ -86,13 +115,96 @@ pub trait SessionStore: Send + Sync {
     /// A backend error.
     fn evaluations(&self) -> Result<Vec<EvaluationSummary>>;
 
-    /// The evaluation whose first message is the most recent.
+    /// The evaluations of one key, ordered by the time of their first message.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore, SessionKey, SessionStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// for key in ["alice", "bob", "alice"] {
+    ///     Conversation::start(&store, key, PromptRef::new("d", "a"), Message::system("s"))?;
+    /// }
+    /// assert_eq!(store.evaluations_of(&SessionKey::new("alice"))?.len(), 2);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A backend error.
+    fn evaluations_of(&self, key: &SessionKey) -> Result<Vec<EvaluationSummary>> {
+        Ok(self.evaluations()?.into_iter().filter(|e| &e.key == key).collect())
+    }
+
+    /// One evaluation's summary (`None` when the store holds no entry of it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{EvaluationId, Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore, SessionStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let id = Conversation::start(&store, "job-7", PromptRef::new("d", "a"), Message::system("s"))?.evaluation_id();
+    /// assert_eq!(store.evaluation(id)?.map(|e| e.key.to_string()), Some("job-7".to_owned()));
+    /// assert_eq!(store.evaluation(EvaluationId::new())?, None);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A backend error.
+    fn evaluation(&self, evaluation: EvaluationId) -> Result<Option<EvaluationSummary>> {
+        Ok(self.evaluations()?.into_iter().find(|e| e.evaluation_id == evaluation))
+    }
+
+    /// The evaluation whose first message is the most recent, whatever its key.
     ///
     /// # Errors
     ///
     /// A backend error.
     fn latest_evaluation(&self) -> Result<Option<EvaluationId>> {
         Ok(self.evaluations()?.last().map(|e| e.evaluation_id))
+    }
+
+    /// The most recently started evaluation of `key` recorded for `prompt`: the one
+    /// [`Conversation::open`](crate::Conversation::open) resumes. Only evaluations that have
+    /// their first message (sequence 0) count.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore, SessionKey, SessionStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let prompt = PromptRef::new("d", "a");
+    /// Conversation::start(&store, "alice", prompt.clone(), Message::system("s"))?;
+    /// let latest = Conversation::start(&store, "alice", prompt.clone(), Message::system("s"))?.evaluation_id();
+    /// Conversation::start(&store, "bob", prompt.clone(), Message::system("s"))?;
+    /// assert_eq!(store.latest_evaluation_of(&SessionKey::new("alice"), &prompt)?, Some(latest));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A backend error.
+    fn latest_evaluation_of(
+        &self,
+        key: &SessionKey,
+        prompt: &PromptRef,
+    ) -> Result<Option<EvaluationId>> {
+        let mut found = None;
+        for summary in self.evaluations_of(key)? {
+            if summary.prompt.as_ref() == Some(prompt)
+                && self.entries(summary.evaluation_id)?.first().is_some_and(|e| e.sequence == 0)
+            {
+                found = Some(summary.evaluation_id);
+            }
+        }
+        Ok(found)
     }
 
     /// Saves a new version of the checkpoint `name`, returning its version.
@@ -120,8 +232,8 @@ pub trait SessionStore: Send + Sync {
     ///
     /// # Errors
     ///
-    /// [`Error::SnapshotRestore`](crate::Error::SnapshotRestore) when the snapshot is not
-    /// consistent (duplicate ids, taken sequences); the store is then unchanged.
+    /// [`Error::SnapshotRestore`](crate::Error::SnapshotRestore) when the snapshot breaks a
+    /// rule of [`Snapshot::validate`]; the store is then unchanged.
     fn restore(&self, snapshot: &Snapshot) -> Result<()>;
 
     /// The snapshot as JSON text; stores may write it without building a [`Snapshot`].
@@ -147,11 +259,14 @@ pub trait SessionStore: Send + Sync {
 macro_rules! forward_store {
     ($($ty:ty),*) => {$(
         impl<S: SessionStore + ?Sized> SessionStore for $ty {
-            fn append(&self, entry: &Entry) -> Result<Appended> { (**self).append(entry) }
-            fn append_batch(&self, entries: &[Entry]) -> Result<Vec<Appended>> { (**self).append_batch(entries) }
+            fn append(&self, key: &SessionKey, entry: &Entry) -> Result<Appended> { (**self).append(key, entry) }
+            fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> Result<Vec<Appended>> { (**self).append_batch(key, entries) }
             fn entries(&self, evaluation: EvaluationId) -> Result<Vec<Entry>> { (**self).entries(evaluation) }
             fn evaluations(&self) -> Result<Vec<EvaluationSummary>> { (**self).evaluations() }
+            fn evaluations_of(&self, key: &SessionKey) -> Result<Vec<EvaluationSummary>> { (**self).evaluations_of(key) }
+            fn evaluation(&self, evaluation: EvaluationId) -> Result<Option<EvaluationSummary>> { (**self).evaluation(evaluation) }
             fn latest_evaluation(&self) -> Result<Option<EvaluationId>> { (**self).latest_evaluation() }
+            fn latest_evaluation_of(&self, key: &SessionKey, prompt: &PromptRef) -> Result<Option<EvaluationId>> { (**self).latest_evaluation_of(key, prompt) }
             fn put_checkpoint(&self, name: &str, document: &Value) -> Result<u64> { (**self).put_checkpoint(name, document) }
             fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>> { (**self).checkpoint(name) }
             fn snapshot(&self) -> Result<Snapshot> { (**self).snapshot() }

@@ -11,7 +11,22 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Why a session file could not be opened. Every variant but [`Error::Sqlite`] is detected
 /// before anything is written, so the file is left byte-for-byte as it was. Once open, the
 /// store reports failures as [`curator_session::Error::Store`], with the same
-/// [`StoreErrorKind`].
+/// [`StoreErrorKind`] as [`Error::kind`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_session::StoreErrorKind;
+/// use curator_sqlite::{Error, SqliteStore};
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("notes.txt");
+/// std::fs::write(&path, "not a database, just text that is long enough to look at")?;
+/// let error = SqliteStore::open(&path).unwrap_err();
+/// assert!(matches!(error, Error::NotADatabase { .. }));
+/// assert_eq!(error.kind(), StoreErrorKind::Corrupt);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -45,6 +60,18 @@ pub enum Error {
         /// The newest version this build knows.
         supported: i64,
     },
+    /// The file is a curator session file, but damaged (truncated, or a table or index that
+    /// does not read back); nothing was written to it.
+    #[error("{path}: the file is damaged: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, or what failed on it.
+        reason: String,
+        /// What SQLite reported, when it reported an error.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// SQLite (or the file system under it) failed.
     #[error("{path}: {context}: {kind}")]
     Sqlite {
@@ -62,8 +89,38 @@ pub enum Error {
 
 impl Error {
     /// Whether opening may succeed when tried again unchanged (the file was busy).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_sqlite::Error;
+    ///
+    /// assert!(!Error::NotADatabase { path: "x.db".into() }.is_retryable());
+    /// ```
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Sqlite { kind, .. } if kind.is_retryable())
+        self.kind().is_retryable()
+    }
+
+    /// What kind of failure this is, in the session layer's terms: a file that is not a
+    /// curator session file of this build is [`Corrupt`](StoreErrorKind::Corrupt) (not a
+    /// database, damaged) or [`Other`](StoreErrorKind::Other) (another application's, a newer
+    /// schema).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_session::StoreErrorKind;
+    /// use curator_sqlite::Error;
+    ///
+    /// let damaged = Error::Corrupt { path: "x.db".into(), reason: "truncated".into(), source: None };
+    /// assert_eq!(damaged.kind(), StoreErrorKind::Corrupt);
+    /// ```
+    pub fn kind(&self) -> StoreErrorKind {
+        match self {
+            Error::Sqlite { kind, .. } => *kind,
+            Error::NotADatabase { .. } | Error::Corrupt { .. } => StoreErrorKind::Corrupt,
+            Error::ForeignDatabase { .. } | Error::NewerSchema { .. } => StoreErrorKind::Other,
+        }
     }
 
     pub(crate) fn sqlite(
@@ -100,6 +157,12 @@ impl From<Error> for curator_session::Error {
                 kind,
                 message: format!("{}: {context}", path.display()),
                 source: Some(source),
+            },
+            Error::Corrupt { path, reason, source } => curator_session::Error::Store {
+                backend: "sqlite",
+                kind: StoreErrorKind::Corrupt,
+                message: format!("{}: {reason}", path.display()),
+                source,
             },
             other => {
                 curator_session::Error::Incompatible { backend: "sqlite", source: Box::new(other) }

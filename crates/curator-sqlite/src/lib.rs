@@ -22,11 +22,11 @@
 //! let dir = tempfile::tempdir()?;
 //! let store = SqliteStore::open_with(dir.path().join("agent.db"), Options::default().with_durability(Durability::Normal))?;
 //! let prompt = PromptRef::new("demo", "agent");
-//! let mut conversation = Conversation::start(&store, prompt.clone(), Message::system("s"))?;
+//! let mut conversation = Conversation::start(&store, "test", prompt.clone(), Message::system("s"))?;
 //! conversation.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")]))?;
 //! drop(conversation); // the process "dies" before the tool finishes
 //!
-//! let resumed = Conversation::resume(&store, &prompt)?;
+//! let resumed = Conversation::resume(&store, "test", &prompt)?;
 //! assert_eq!(resumed.tool_contexts()[0].call_id(), "c1");
 //! assert_eq!(store.integrity_check()?, "ok");
 //! Ok::<(), Box<dyn std::error::Error>>(())

@@ -6,13 +6,13 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use chrono::{DateTime, Utc};
 use curator_model::{Entry, EvaluationId, Message, MessageId, PromptRef};
 use curator_session::{
-    Appended, Checkpoint, EvaluationSummary, SessionStore, Snapshot, StoreErrorKind,
+    Appended, Checkpoint, EvaluationSummary, SessionKey, SessionStore, Snapshot, StoreErrorKind,
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 use serde_json::Value;
 
 use crate::error::kind_of;
-use crate::schema::{self, Found};
+use crate::schema::{self, Raw, Verdict};
 use crate::{Error, Options, Result};
 
 type SessionResult<T> = curator_session::Result<T>;
@@ -35,7 +35,7 @@ type SessionResult<T> = curator_session::Result<T>;
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("sessions.db");
 /// let store = SqliteStore::open(&path)?;
-/// let mut conversation = Conversation::start(&store, PromptRef::new("demo", "agent"), Message::system("Hello."))?;
+/// let mut conversation = Conversation::start(&store, "test", PromptRef::new("demo", "agent"), Message::system("Hello."))?;
 /// conversation.add_user("Hi!")?;
 /// drop(conversation);
 /// drop(store);
@@ -50,6 +50,12 @@ pub struct SqliteStore {
     conn: Mutex<Connection>,
     path: PathBuf,
     read_only: bool,
+    /// What rows say their session key is: the column, or the default key for a file of a
+    /// schema before keys, opened read-only (and so not migrated).
+    key_column: &'static str,
+    /// The evaluation (and its key) the latest append checked, so that the appends of one
+    /// conversation check their key once. Locked only while `conn` is.
+    verified: Mutex<Option<(EvaluationId, SessionKey)>>,
     /// Stops (after a last checkpoint) when the store is dropped. Declared after `conn` so
     /// that the connection, whose commit hook holds a wake-up sender, closes first: the
     /// thread only ends once every sender is gone.
@@ -60,41 +66,94 @@ fn open_error<'a>(path: &'a Path, context: &'static str) -> impl Fn(rusqlite::Er
     move |e| Error::sqlite(path, context, e)
 }
 
+/// Runs `f` until it does not fail as busy, or `timeout` has passed.
+fn retry_open<T>(timeout: std::time::Duration, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match f() {
+            Err(e) if e.is_retryable() && started.elapsed() < timeout => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A `file:` URI for `path` with `query`, percent-encoding what a URI cannot hold as is.
+fn uri(path: &Path, query: &str) -> String {
+    use std::fmt::Write as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut out = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out.push('?');
+    out.push_str(query);
+    out
+}
+
 impl SqliteStore {
     /// Opens (or creates) a session file with the default [`Options`] (full durability).
     ///
     /// # Errors
     ///
-    /// [`Error::NotADatabase`], [`Error::ForeignDatabase`] or [`Error::NewerSchema`] when the
-    /// file is not one this build can use (the file is then untouched), or [`Error::Sqlite`].
+    /// As [`open_with`](SqliteStore::open_with).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(path, Options::default())
     }
 
     /// Opens (or creates) a session file.
     ///
+    /// The file's header is read in one read transaction on a read-write connection, so a
+    /// journal left by a writer killed mid-write is rolled back first, and the header is one
+    /// consistent state even while other processes create or migrate the file. A file of this
+    /// build's schema is opened without writing anything (so a read-only or full disk, or
+    /// another writer holding the lock, does not stop it); a new or older one is created or
+    /// migrated in one `BEGIN IMMEDIATE` transaction that checks the header again.
+    ///
     /// # Errors
     ///
-    /// As [`open`](SqliteStore::open).
+    /// Before anything is written, the file untouched: [`Error::NotADatabase`],
+    /// [`Error::ForeignDatabase`] or [`Error::NewerSchema`] when the file is not one this
+    /// build can use; [`Error::Corrupt`] when it is damaged (truncated, or a table or index
+    /// that does not read back). [`Error::Sqlite`] otherwise, with a
+    /// [`kind`](Error::kind): [`Busy`](StoreErrorKind::Busy) (retryable) when a migration
+    /// waited for another writer longer than the busy timeout.
     pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Self> {
         let path = path.as_ref();
-        schema::inspect(path)?;
+        schema::raw_check(path)?;
         let mut conn = Connection::open(path).map_err(open_error(path, "opening"))?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(open_error(path, "setting the busy timeout"))?;
-        // SQLite answers a journal-mode change with "busy" at once, without waiting, while
-        // another process creates the file: retry until the busy timeout.
-        retry_busy(options.busy_timeout, || {
-            conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
-        })
-        .map_err(open_error(path, "switching to write-ahead logging"))?;
+        let timeout = options.busy_timeout;
+        let (_, verdict) = retry_open(timeout, || schema::read(path, &mut conn))?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .map_err(open_error(path, "reading the journal mode"))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            // A new file (or one another tool switched back): SQLite answers a journal-mode
+            // change with "busy" at once, without waiting, while another process creates the
+            // file, so retry until the busy timeout.
+            retry_open(timeout, || {
+                conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+                    .map_err(open_error(path, "switching to write-ahead logging"))
+            })?;
+        }
+        if verdict != Verdict::Current {
+            retry_open(timeout, || schema::migrate(path, &mut conn))?;
+        }
         conn.pragma_update(None, "synchronous", options.durability.pragma())
             .map_err(open_error(path, "setting durability"))?;
         // 32 MiB of page cache (the default is 2 MiB): a batch's index pages stay in memory
         // instead of spilling to the log and being read back.
         conn.pragma_update(None, "cache_size", -32_768)
             .map_err(open_error(path, "sizing the page cache"))?;
-        schema::migrate(path, &mut conn)?;
         let checkpointer = crate::checkpointer::Checkpointer::start(path, options);
         crate::checkpointer::Checkpointer::hook(checkpointer.as_ref(), &mut conn)
             .map_err(open_error(path, "installing the checkpoint hook"))?;
@@ -102,6 +161,8 @@ impl SqliteStore {
             conn: Mutex::new(conn),
             path: path.to_owned(),
             read_only: false,
+            key_column: "session_key",
+            verified: Mutex::new(None),
             _checkpointer: checkpointer,
         })
     }
@@ -109,30 +170,67 @@ impl SqliteStore {
     /// Opens an existing session file for reading only (for inspection tools): nothing is
     /// ever written, and writes through the store fail.
     ///
+    /// It works on read-only files and in read-only directories, and leaves nothing beside
+    /// the file: while another process has the file open (its `-wal` and `-shm` files are
+    /// there) it reads through them, seeing each write as it commits; otherwise it reads the
+    /// file as it is, without creating them. Files of an older schema are read as they are
+    /// (not migrated), their evaluations under the default key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_sqlite::SqliteStore;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("s.db");
+    /// drop(SqliteStore::open(&path)?);
+    /// let reader = SqliteStore::open_read_only(&path)?;
+    /// drop(reader);
+    /// assert!(!dir.path().join("s.db-wal").exists() && !dir.path().join("s.db-shm").exists());
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     ///
-    /// As [`open`](SqliteStore::open); [`Error::Sqlite`] when the file does not exist.
+    /// As [`open`](SqliteStore::open); [`Error::Sqlite`] of kind
+    /// [`NotFound`](StoreErrorKind::NotFound) when there is no session file.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        if let Found::New = schema::inspect(path)? {
-            return Err(Error::Sqlite {
-                path: path.to_owned(),
-                context: "opening read-only",
-                kind: StoreErrorKind::NotFound,
-                source: "no session file here".into(),
-            });
+        let not_found = || Error::Sqlite {
+            path: path.to_owned(),
+            context: "opening read-only",
+            kind: StoreErrorKind::NotFound,
+            source: "no session file here".into(),
+        };
+        if let Raw::Missing = schema::raw_check(path)? {
+            return Err(not_found());
         }
-        let conn = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        let shared =
+            schema::sibling(path, "-wal").exists() || schema::sibling(path, "-shm").exists();
+        let query = if shared { "mode=ro" } else { "mode=ro&immutable=1" };
+        let mut conn = Connection::open_with_flags(
+            uri(path, query),
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI,
         )
         .map_err(open_error(path, "opening read-only"))?;
-        conn.busy_timeout(Options::default().busy_timeout)
-            .map_err(open_error(path, "setting the busy timeout"))?;
+        let timeout = Options::default().busy_timeout;
+        conn.busy_timeout(timeout).map_err(open_error(path, "setting the busy timeout"))?;
+        let (header, verdict) = retry_open(timeout, || schema::read(path, &mut conn))?;
+        if verdict == Verdict::New {
+            return Err(not_found());
+        }
         Ok(Self {
             conn: Mutex::new(conn),
             path: path.to_owned(),
             read_only: true,
+            key_column: if header.version >= schema::KEYS_SINCE {
+                "session_key"
+            } else {
+                "'default'"
+            },
+            verified: Mutex::new(None),
             _checkpointer: None,
         })
     }
@@ -177,28 +275,61 @@ impl SqliteStore {
         }
         Ok(self.lock())
     }
-}
 
-/// Runs `f` until it does not fail with "busy" or "locked", or `timeout` has passed.
-fn retry_busy<T>(
-    timeout: std::time::Duration,
-    mut f: impl FnMut() -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
-    let started = std::time::Instant::now();
-    let mut pause = std::time::Duration::from_millis(1);
-    loop {
-        match f() {
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if matches!(
-                    e.code,
-                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-                ) && started.elapsed() < timeout =>
-            {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(std::time::Duration::from_millis(50));
-            }
-            other => return other,
-        }
+    fn verified(&self) -> MutexGuard<'_, Option<(EvaluationId, SessionKey)>> {
+        self.verified.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Summaries of the evaluations whose rows match `filter` (SQL on the table `e`).
+    fn summaries(
+        &self,
+        filter: &str,
+        params: &[&dyn rusqlite::ToSql],
+    ) -> SessionResult<Vec<EvaluationSummary>> {
+        let conn = self.lock();
+        let mut statement = conn
+            .prepare_cached(&format!(
+                "SELECT evaluation_id, MIN(created_ns), MAX(created_ns), COUNT(*), MAX(turn),
+                    (SELECT prompt_ns || char(0) || prompt_key FROM entries p
+                      WHERE p.evaluation_id = e.evaluation_id AND prompt_ns IS NOT NULL ORDER BY sequence LIMIT 1),
+                    {key}
+                 FROM entries e {filter} GROUP BY evaluation_id ORDER BY MIN(created_ns), MIN(rowid)",
+                key = self.key_column
+            ))
+            .map_err(store_error)?;
+        let rows = statement
+            .query_map(params, |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, String>(6)?,
+                ))
+            })
+            .map_err(store_error)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(store_error)?;
+        rows.into_iter()
+            .map(|(id, first, last, count, turns, prompt, key)| {
+                let id = uuid::Uuid::from_slice(&id)
+                    .map_err(|e| corrupt("bad evaluation id in the file".into(), e))?;
+                let prompt = prompt
+                    .and_then(|p| p.split_once('\0').map(|(ns, key)| PromptRef::new(ns, key)));
+                let mut summary = EvaluationSummary::new(
+                    EvaluationId::from_uuid(id),
+                    SessionKey::new(key),
+                    DateTime::from_timestamp_nanos(first),
+                );
+                summary.prompt = prompt;
+                summary.messages = u64::try_from(count).unwrap_or(0);
+                summary.turns = u32::try_from(turns).unwrap_or(0);
+                summary.last_at = DateTime::from_timestamp_nanos(last);
+                Ok(summary)
+            })
+            .collect()
     }
 }
 
@@ -224,6 +355,8 @@ const COLUMNS: &str =
 
 /// One row, read before it is checked and turned into an [`Entry`].
 struct RawEntry {
+    /// The session key, when it was selected (as column 8).
+    key: Option<String>,
     message_id: Vec<u8>,
     evaluation_id: Vec<u8>,
     sequence: i64,
@@ -233,10 +366,19 @@ struct RawEntry {
     message: String,
 }
 
+/// A row of [`COLUMNS`] and the session key after them.
+fn raw_keyed(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
+    let mut entry = raw(row)?;
+    entry.key = Some(row.get(8)?);
+    Ok(entry)
+}
+
+/// A row of [`COLUMNS`].
 fn raw(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
     let ns: Option<String> = row.get(4)?;
     let key: Option<String> = row.get(5)?;
     Ok(RawEntry {
+        key: None,
         message_id: row.get(0)?,
         evaluation_id: row.get(1)?,
         sequence: row.get(2)?,
@@ -249,23 +391,30 @@ fn raw(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
 
 impl RawEntry {
     fn into_entry(self) -> SessionResult<Entry> {
+        self.into_keyed().map(|(_, entry)| entry)
+    }
+
+    fn into_keyed(self) -> SessionResult<(Option<String>, Entry)> {
         let id = |bytes: &[u8], what: &str| {
             uuid::Uuid::from_slice(bytes).map_err(|e| corrupt(format!("bad {what} in the file"), e))
         };
         let message: Message = serde_json::from_str(&self.message).map_err(|e| {
             corrupt(format!("bad message at sequence {} in the file", self.sequence), e)
         })?;
-        Ok(Entry {
-            id: MessageId::from_uuid(id(&self.message_id, "message id")?),
-            evaluation_id: EvaluationId::from_uuid(id(&self.evaluation_id, "evaluation id")?),
-            sequence: u64::try_from(self.sequence)
-                .map_err(|_| corrupt_row(format!("negative sequence {}", self.sequence)))?,
-            turn: u32::try_from(self.turn)
-                .map_err(|_| corrupt_row(format!("bad turn {}", self.turn)))?,
-            prompt: self.prompt.map(|(ns, key)| PromptRef { ns, key }),
-            created_at: DateTime::from_timestamp_nanos(self.created_ns),
-            message,
-        })
+        Ok((
+            self.key,
+            Entry {
+                id: MessageId::from_uuid(id(&self.message_id, "message id")?),
+                evaluation_id: EvaluationId::from_uuid(id(&self.evaluation_id, "evaluation id")?),
+                sequence: u64::try_from(self.sequence)
+                    .map_err(|_| corrupt_row(format!("negative sequence {}", self.sequence)))?,
+                turn: u32::try_from(self.turn)
+                    .map_err(|_| corrupt_row(format!("bad turn {}", self.turn)))?,
+                prompt: self.prompt.map(|(ns, key)| PromptRef { ns, key }),
+                created_at: DateTime::from_timestamp_nanos(self.created_ns),
+                message,
+            },
+        ))
     }
 }
 
@@ -280,8 +429,45 @@ fn nanos(at: DateTime<Utc>) -> SessionResult<i64> {
     })
 }
 
-/// Inserts one entry inside an open transaction.
-fn insert(tx: &rusqlite::Transaction<'_>, entry: &Entry) -> SessionResult<Appended> {
+/// Refuses an append under `key` to an evaluation of another key. `verified` is the last
+/// evaluation found to be `key`'s (or new), so that a conversation's appends look once.
+fn check_key(
+    tx: &rusqlite::Transaction<'_>,
+    key: &SessionKey,
+    entry: &Entry,
+    verified: &mut Option<(EvaluationId, SessionKey)>,
+) -> SessionResult<()> {
+    if verified.as_ref().is_some_and(|(e, k)| *e == entry.evaluation_id && k == key) {
+        return Ok(());
+    }
+    let found: Option<String> = tx
+        .prepare_cached("SELECT session_key FROM entries WHERE evaluation_id = ?1 LIMIT 1")
+        .and_then(|mut s| {
+            s.query_row([entry.evaluation_id.as_uuid().as_bytes().as_slice()], |r| r.get(0))
+                .optional()
+        })
+        .map_err(store_error)?;
+    match found {
+        Some(found) if found != key.as_str() => Err(curator_session::Error::KeyMismatch {
+            evaluation: entry.evaluation_id,
+            expected: key.clone(),
+            found: SessionKey::new(found),
+        }),
+        _ => {
+            *verified = Some((entry.evaluation_id, key.clone()));
+            Ok(())
+        }
+    }
+}
+
+/// Inserts one entry under `key` inside an open transaction.
+fn insert(
+    tx: &rusqlite::Transaction<'_>,
+    key: &SessionKey,
+    entry: &Entry,
+    verified: &mut Option<(EvaluationId, SessionKey)>,
+) -> SessionResult<Appended> {
+    check_key(tx, key, entry, verified)?;
     let id = entry.id.as_uuid().as_bytes().as_slice();
     let evaluation = entry.evaluation_id.as_uuid().as_bytes().as_slice();
     let exists = tx
@@ -309,7 +495,7 @@ fn insert(tx: &rusqlite::Transaction<'_>, entry: &Entry) -> SessionResult<Append
     })?;
     let inserted = tx
         .prepare_cached(&format!(
-            "INSERT INTO entries ({COLUMNS}, role) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+            "INSERT INTO entries ({COLUMNS}, role, session_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
         ))
         .and_then(|mut s| {
             s.execute(params![
@@ -323,6 +509,7 @@ fn insert(tx: &rusqlite::Transaction<'_>, entry: &Entry) -> SessionResult<Append
                     .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
                 message,
                 entry.message.role().as_str(),
+                key.as_str(),
             ])
         });
     match inserted {
@@ -356,18 +543,26 @@ fn insert(tx: &rusqlite::Transaction<'_>, entry: &Entry) -> SessionResult<Append
 }
 
 impl SessionStore for SqliteStore {
-    fn append(&self, entry: &Entry) -> SessionResult<Appended> {
-        self.append_batch(std::slice::from_ref(entry))
+    fn append(&self, key: &SessionKey, entry: &Entry) -> SessionResult<Appended> {
+        self.append_batch(key, std::slice::from_ref(entry))
             .map(|outcomes| outcomes.first().copied().unwrap_or(Appended::Duplicate))
     }
 
-    fn append_batch(&self, entries: &[Entry]) -> SessionResult<Vec<Appended>> {
+    fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> SessionResult<Vec<Appended>> {
         let mut conn = self.writable()?;
+        let mut verified = self.verified();
         let tx =
             conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
-        let outcomes = entries.iter().map(|e| insert(&tx, e)).collect::<SessionResult<Vec<_>>>()?;
-        tx.commit().map_err(store_error)?;
-        Ok(outcomes)
+        let outcomes = entries
+            .iter()
+            .map(|e| insert(&tx, key, e, &mut verified))
+            .collect::<SessionResult<Vec<_>>>()
+            .and_then(|outcomes| tx.commit().map_err(store_error).map(|()| outcomes));
+        if outcomes.is_err() {
+            // What was checked may not have been committed: check again next time.
+            *verified = None;
+        }
+        outcomes
     }
 
     fn entries(&self, evaluation: EvaluationId) -> SessionResult<Vec<Entry>> {
@@ -386,46 +581,45 @@ impl SessionStore for SqliteStore {
     }
 
     fn evaluations(&self) -> SessionResult<Vec<EvaluationSummary>> {
+        self.summaries("", &[])
+    }
+
+    fn evaluations_of(&self, key: &SessionKey) -> SessionResult<Vec<EvaluationSummary>> {
+        self.summaries(&format!("WHERE {} = ?1", self.key_column), &[&key.as_str()])
+    }
+
+    fn evaluation(&self, evaluation: EvaluationId) -> SessionResult<Option<EvaluationSummary>> {
+        let id = evaluation.as_uuid().as_bytes().as_slice();
+        Ok(self.summaries("WHERE evaluation_id = ?1", &[&id])?.pop())
+    }
+
+    fn latest_evaluation_of(
+        &self,
+        key: &SessionKey,
+        prompt: &PromptRef,
+    ) -> SessionResult<Option<EvaluationId>> {
+        // One lookup in the partial index of first entries: the key and prompt, then the
+        // latest time (ties to the row written last).
+        let index =
+            if self.key_column == "session_key" { "INDEXED BY entries_by_session" } else { "" };
         let conn = self.lock();
-        let mut statement = conn
-            .prepare_cached(
-                "SELECT evaluation_id, MIN(created_ns), MAX(created_ns), COUNT(*), MAX(turn),
-                    (SELECT prompt_ns || char(0) || prompt_key FROM entries p
-                      WHERE p.evaluation_id = e.evaluation_id AND prompt_ns IS NOT NULL ORDER BY sequence LIMIT 1)
-                 FROM entries e GROUP BY evaluation_id ORDER BY MIN(created_ns), MIN(rowid)",
-            )
-            .map_err(store_error)?;
-        let rows = statement
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, Vec<u8>>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, Option<String>>(5)?,
-                ))
+        let id: Option<Vec<u8>> = conn
+            .prepare_cached(&format!(
+                "SELECT evaluation_id FROM entries {index}
+                 WHERE {} = ?1 AND prompt_ns = ?2 AND prompt_key = ?3 AND sequence = 0
+                 ORDER BY created_ns DESC, rowid DESC LIMIT 1",
+                self.key_column
+            ))
+            .and_then(|mut s| {
+                s.query_row(params![key.as_str(), prompt.ns, prompt.key], |r| r.get(0)).optional()
             })
-            .map_err(store_error)?
-            .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(store_error)?;
-        rows.into_iter()
-            .map(|(id, first, last, count, turns, prompt)| {
-                let id = uuid::Uuid::from_slice(&id)
-                    .map_err(|e| corrupt("bad evaluation id in the file".into(), e))?;
-                let prompt = prompt
-                    .and_then(|p| p.split_once('\0').map(|(ns, key)| PromptRef::new(ns, key)));
-                let mut summary = EvaluationSummary::new(
-                    EvaluationId::from_uuid(id),
-                    DateTime::from_timestamp_nanos(first),
-                );
-                summary.prompt = prompt;
-                summary.messages = u64::try_from(count).unwrap_or(0);
-                summary.turns = u32::try_from(turns).unwrap_or(0);
-                summary.last_at = DateTime::from_timestamp_nanos(last);
-                Ok(summary)
-            })
-            .collect()
+        id.map(|id| {
+            uuid::Uuid::from_slice(&id)
+                .map(EvaluationId::from_uuid)
+                .map_err(|e| corrupt("bad evaluation id in the file".into(), e))
+        })
+        .transpose()
     }
 
     fn put_checkpoint(&self, name: &str, document: &Value) -> SessionResult<u64> {
@@ -460,14 +654,22 @@ impl SessionStore for SqliteStore {
         let tx = conn.unchecked_transaction().map_err(store_error)?;
         let rows = tx
             .prepare(&format!(
-                "SELECT {COLUMNS} FROM entries e JOIN (
+                "SELECT {COLUMNS}, {} FROM entries e JOIN (
                     SELECT evaluation_id, MIN(created_ns) AS first, MIN(rowid) AS rank FROM entries GROUP BY evaluation_id
-                 ) o USING (evaluation_id) ORDER BY o.first, o.rank, e.sequence"
+                 ) o USING (evaluation_id) ORDER BY o.first, o.rank, e.sequence",
+                self.key_column
             ))
-            .and_then(|mut s| s.query_map([], raw)?.collect::<rusqlite::Result<Vec<_>>>())
+            .and_then(|mut s| s.query_map([], raw_keyed)?.collect::<rusqlite::Result<Vec<_>>>())
             .map_err(store_error)?;
-        let entries =
-            rows.into_iter().map(RawEntry::into_entry).collect::<SessionResult<Vec<_>>>()?;
+        let mut sessions = std::collections::BTreeMap::new();
+        let mut entries = Vec::with_capacity(rows.len());
+        for row in rows {
+            let (key, entry) = row.into_keyed()?;
+            if let Some(key) = key.filter(|k| k != SessionKey::DEFAULT) {
+                sessions.entry(entry.evaluation_id).or_insert_with(|| SessionKey::new(key));
+            }
+            entries.push(entry);
+        }
         let checkpoints = tx
             .prepare("SELECT name, version, document, saved_ns FROM checkpoints ORDER BY name")
             .and_then(|mut s| {
@@ -481,26 +683,38 @@ impl SessionStore for SqliteStore {
             .into_iter()
             .map(|(name, version, document, saved)| checkpoint(name, version, &document, saved))
             .collect::<SessionResult<Vec<_>>>()?;
-        Ok(Snapshot::new(entries, checkpoints))
+        Ok(Snapshot::new(entries, checkpoints).with_sessions(sessions))
     }
 
     fn restore(&self, snapshot: &Snapshot) -> SessionResult<()> {
+        // The same rules as every store: a snapshot that breaks one changes nothing.
         snapshot.validate()?;
         let mut conn = self.writable()?;
-        let tx =
-            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
-        tx.execute_batch("DELETE FROM entries; DELETE FROM checkpoints;").map_err(store_error)?;
-        for entry in &snapshot.entries {
-            insert(&tx, entry)?;
+        let mut verified = self.verified();
+        *verified = None;
+        let restored = (|| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(store_error)?;
+            tx.execute_batch("DELETE FROM entries; DELETE FROM checkpoints;")
+                .map_err(store_error)?;
+            for entry in &snapshot.entries {
+                insert(&tx, &snapshot.key_of(entry.evaluation_id), entry, &mut verified)?;
+            }
+            for c in &snapshot.checkpoints {
+                tx.execute(
+                    "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES (?1, ?2, ?3, ?4)",
+                    params![c.name, i64::try_from(c.version).unwrap_or(i64::MAX), c.document.to_string(), nanos(c.saved_at)?],
+                )
+                .map_err(store_error)?;
+            }
+            tx.commit().map_err(store_error)
+        })();
+        if restored.is_err() {
+            // What was checked was rolled back: check again next time.
+            *verified = None;
         }
-        for c in &snapshot.checkpoints {
-            tx.execute(
-                "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES (?1, ?2, ?3, ?4)",
-                params![c.name, i64::try_from(c.version).unwrap_or(i64::MAX), c.document.to_string(), nanos(c.saved_at)?],
-            )
-            .map_err(store_error)?;
-        }
-        tx.commit().map_err(store_error)
+        restored
     }
 }
 

@@ -18,8 +18,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use curator_model::{Message, PromptRef, ToolCall};
-use curator_session::{Conversation, SessionStore};
-use curator_sqlite::{Durability, Options, SqliteStore};
+use curator_session::{Conversation, NextStep, SessionKey, SessionStore, StoreErrorKind};
+use curator_sqlite::{Durability, Error, Options, SqliteStore};
 
 fn prompt() -> PromptRef {
     PromptRef::new("crash", "writer")
@@ -31,7 +31,8 @@ fn writer(path: &Path, limit: Option<u64>) {
     let store =
         SqliteStore::open_with(path, Options::default().with_durability(Durability::Normal))
             .unwrap();
-    let mut c = Conversation::start(&store, prompt(), Message::system("You write a lot.")).unwrap();
+    let mut c =
+        Conversation::start(&store, "test", prompt(), Message::system("You write a lot.")).unwrap();
     let mut out = std::io::stdout().lock();
     let ack = |c: &Conversation<&SqliteStore>, out: &mut std::io::StdoutLock<'_>| {
         writeln!(out, "{} {}", c.evaluation_id(), c.next_sequence() - 1).unwrap();
@@ -43,7 +44,7 @@ fn writer(path: &Path, limit: Option<u64>) {
         let call = ToolCall::new(format!("c{step}"), "work", format!(r#"{{"step":{step}}}"#));
         c.record_assistant(Message::assistant_with_calls(None, vec![call.clone()])).unwrap();
         ack(&c, &mut out);
-        c.record_tool_result(call.id(), Ok("result ".repeat(50).into())).unwrap();
+        c.record_tool_result(call.id(), Ok::<_, String>("result ".repeat(50))).unwrap();
         ack(&c, &mut out);
         step += 1;
     }
@@ -122,11 +123,15 @@ fn crash_test(check: &mut Check) {
         );
 
         // A resumed conversation continues: pending calls re-run, numbering goes on.
-        let mut resumed = Conversation::resume(&store, &prompt()).unwrap();
+        let mut resumed = Conversation::resume(&store, "test", &prompt()).unwrap();
+        check.expect(
+            resumed.evaluation_id() == evaluation,
+            format!("round {round}: resumed another evaluation"),
+        );
         let next = resumed.next_sequence();
         for context in resumed.tool_contexts() {
             resumed
-                .record_tool_result(context.call_id(), Ok("re-run after the crash".into()))
+                .record_tool_result(context.call_id(), Ok::<_, String>("re-run after the crash"))
                 .unwrap();
         }
         resumed.record_assistant(Message::assistant("done")).unwrap();
@@ -202,12 +207,409 @@ fn concurrency_test(check: &mut Check) {
     );
 }
 
+/// The creator: creates session files `0.db`, `1.db`, ... in a directory, one after the
+/// other, until it is killed, printing each file's name before it starts creating it.
+fn creator(dir: &Path) {
+    let mut out = std::io::stdout().lock();
+    for i in 0u64.. {
+        let path = dir.join(format!("{i}.db"));
+        writeln!(out, "{}", path.display()).unwrap();
+        out.flush().unwrap();
+        drop(
+            SqliteStore::open_with(&path, Options::default().with_durability(Durability::Normal))
+                .unwrap(),
+        );
+    }
+}
+
+/// Kills a process creating session files at pseudo-random moments, 300 times, and checks
+/// that every file opens afterwards (read-only, then read-write) and records: a kill while a
+/// file is being created never strands it.
+fn kill_during_creation_test(check: &mut Check) {
+    let exe = std::env::current_exe().unwrap();
+    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+    let (mut files, started) = (0, Instant::now());
+    for round in 0..300 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(&exe)
+            .env("CURATOR_SQLITE_CHILD", "creator")
+            .env("CURATOR_SQLITE_PATH", dir.path())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // The first name is printed once the child runs: kill it 0 to 6 ms later, which is
+        // one to a few creations in.
+        let _ = lines.next();
+        let wait = Duration::from_micros(seed % 6_000);
+        let clock = Instant::now();
+        while clock.elapsed() < wait {
+            std::hint::spin_loop();
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        drop(lines);
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "db"))
+            .collect();
+        names.sort();
+        for path in names {
+            files += 1;
+            match SqliteStore::open_read_only(&path) {
+                // A file killed before its schema was committed holds no session yet.
+                Ok(_) | Err(Error::Sqlite { kind: StoreErrorKind::NotFound, .. }) => {}
+                Err(e) => check.expect(
+                    false,
+                    format!("round {round}: {} does not open read-only: {e}", path.display()),
+                ),
+            }
+            match SqliteStore::open(&path) {
+                Ok(store) => {
+                    let recorded =
+                        Conversation::open(&store, "after", prompt(), Message::system("s"))
+                            .and_then(|mut c| c.add_user("still works"));
+                    check.expect(
+                        recorded.is_ok(),
+                        format!("round {round}: {} does not record: {recorded:?}", path.display()),
+                    );
+                }
+                Err(e) => check
+                    .expect(false, format!("round {round}: {} does not open: {e}", path.display())),
+            }
+        }
+    }
+    println!(
+        "kill during creation: 300 kills, {files} files, every one opens and records ({:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Opens the file at a given moment and records one message under its own key.
+fn opener(path: &Path, key: &str) {
+    let at: u128 = std::env::var("CURATOR_SQLITE_START").unwrap().parse().unwrap();
+    while std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+        < at
+    {
+        std::hint::spin_loop();
+    }
+    match SqliteStore::open(path) {
+        Ok(store) => {
+            let mut c = Conversation::open(&store, key, prompt(), Message::system("s")).unwrap();
+            c.add_user("here").unwrap();
+        }
+        Err(e) => {
+            eprintln!("open failed: {e:?}");
+            std::process::exit(3);
+        }
+    }
+}
+
+/// Eight processes open one new file at the same moment, 100 times: none is refused (no
+/// false `ForeignDatabase`), and each records.
+fn concurrent_creation_test(check: &mut Check) {
+    let exe = std::env::current_exe().unwrap();
+    let started = Instant::now();
+    for round in 0..100 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shared.db");
+        let start = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap()
+            + Duration::from_millis(60);
+        let children: Vec<_> = (0..8)
+            .map(|i| {
+                Command::new(&exe)
+                    .env("CURATOR_SQLITE_CHILD", "opener")
+                    .env("CURATOR_SQLITE_PATH", &path)
+                    .env("CURATOR_SQLITE_KEY", format!("opener-{i}"))
+                    .env("CURATOR_SQLITE_START", start.as_nanos().to_string())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            check.expect(
+                output.status.success(),
+                format!(
+                    "round {round}: an opener failed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                ),
+            );
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        let evaluations = store.evaluations().unwrap();
+        check.expect(
+            evaluations.len() == 8 && evaluations.iter().all(|e| e.messages == 2),
+            format!("round {round}: {} evaluations recorded, not 8", evaluations.len()),
+        );
+    }
+    println!(
+        "concurrent creation: 100 rounds of 8 processes opening one new file, no refusal ({:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// One agent worker with its own key: records, runs each tool call (logging when it starts
+/// and when its result is recorded), and stops when the model has answered.
+fn worker(path: &Path, key: &str, log: &Path) {
+    let store =
+        SqliteStore::open_with(path, Options::default().with_durability(Durability::Normal))
+            .unwrap();
+    let mut c =
+        Conversation::open(&store, key, prompt(), Message::system("You send emails.")).unwrap();
+    let mut log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    let mut out = std::io::stdout().lock();
+    loop {
+        match c.next_step() {
+            NextStep::WaitForUser => {
+                c.add_user(format!("work for {key}")).unwrap();
+            }
+            NextStep::CallModel => {
+                let turn = c.turn() + 1;
+                let reply = if turn <= 6 {
+                    Message::assistant_with_calls(
+                        None,
+                        vec![
+                            ToolCall::new(format!("{key}-{turn}-a"), "send_email", "{}"),
+                            ToolCall::new(format!("{key}-{turn}-b"), "send_email", "{}"),
+                        ],
+                    )
+                } else {
+                    Message::assistant("all sent")
+                };
+                c.record_assistant(reply).unwrap();
+            }
+            NextStep::RunTools(calls) => {
+                for call in calls {
+                    writeln!(log, "start {}", call.call_id()).unwrap();
+                    writeln!(out, "start {}", call.call_id()).unwrap();
+                    out.flush().unwrap();
+                    // The email goes out here.
+                    std::thread::sleep(Duration::from_millis(15));
+                    c.record_tool_result(call.call_id(), Ok::<_, String>("sent")).unwrap();
+                    writeln!(log, "recorded {}", call.call_id()).unwrap();
+                }
+            }
+            NextStep::Finished => return,
+            other => panic!("unexpected step {other:?}"),
+        }
+    }
+}
+
+/// Two workers share one file, each killed mid-tool-call four times and restarted with its
+/// own key: each resumes only its own conversation, every call interrupted by a kill runs
+/// again once per restart, no call whose result was recorded runs again, and nothing is lost.
+fn keyed_workers_test(check: &mut Check) {
+    let exe = std::env::current_exe().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("workers.db");
+    let handles: Vec<_> = ["alice", "bob"]
+        .into_iter()
+        .enumerate()
+        .map(|(w, key)| {
+            let (exe, path, log) =
+                (exe.clone(), path.clone(), dir.path().join(format!("{key}.log")));
+            std::thread::spawn(move || {
+                let (finished, kills) = run_killing(&exe, &path, key, &log, w as u64);
+                (key, log, finished, kills)
+            })
+        })
+        .collect();
+    let store = SqliteStore::open(&path).unwrap();
+    for handle in handles {
+        let (key, log, finished, kills) = handle.join().unwrap();
+        check.expect(finished, format!("{key}: the last run did not finish"));
+        let evaluations = store.evaluations_of(&SessionKey::new(key)).unwrap();
+        check.expect(
+            evaluations.len() == 1,
+            format!("{key}: {} evaluations, not 1", evaluations.len()),
+        );
+        let Some(evaluation) = evaluations.first() else { continue };
+        let record = store.entries(evaluation.evaluation_id).unwrap();
+        let messages: Vec<Message> = record.iter().map(|e| e.message.clone()).collect();
+        check.expect(
+            curator_model::validate::openai(&messages).is_ok(),
+            format!("{key}: the record is not valid"),
+        );
+        check.expect(
+            messages.last().is_some_and(|m| m.text() == "all sent"),
+            format!("{key}: the conversation did not finish"),
+        );
+        let calls: Vec<String> = messages
+            .iter()
+            .flat_map(|m| m.tool_calls().iter().map(|c| c.id().to_owned()))
+            .collect();
+        let results: Vec<String> =
+            messages.iter().filter_map(|m| m.tool_call_id().map(str::to_owned)).collect();
+        check.expect(calls.len() == 12, format!("{key}: {} calls recorded, not 12", calls.len()));
+        check.expect(
+            calls.iter().all(|c| c.starts_with(key)),
+            format!("{key}: ran another worker's call"),
+        );
+        let mut sorted = results.clone();
+        sorted.sort();
+        sorted.dedup();
+        check.expect(
+            sorted.len() == results.len() && results.len() == calls.len(),
+            format!("{key}: each call needs exactly one result"),
+        );
+        // The log: no call starts again once its result is recorded; every call is recorded.
+        let text = std::fs::read_to_string(&log).unwrap();
+        let mut recorded = std::collections::HashSet::new();
+        let mut reruns = 0;
+        let mut starts = std::collections::HashMap::<&str, u32>::new();
+        for line in text.lines() {
+            let (what, call) = line.split_once(' ').unwrap();
+            match what {
+                "start" => {
+                    check.expect(
+                        !recorded.contains(call),
+                        format!("{key}: {call} ran again after its result was recorded"),
+                    );
+                    let n = starts.entry(call).or_default();
+                    *n += 1;
+                    reruns += u32::from(*n > 1);
+                }
+                _ => {
+                    recorded.insert(call);
+                }
+            }
+        }
+        check.expect(
+            recorded.len() == 12,
+            format!("{key}: {} results recorded in the log, not 12", recorded.len()),
+        );
+        // A call runs again only after a kill interrupted it: one extra start per kill at most
+        // (a kill can interrupt the re-run of a call again).
+        check.expect(
+            reruns <= kills,
+            format!("{key}: {reruns} re-runs for {kills} kills: {starts:?}"),
+        );
+        println!(
+            "keyed worker {key}: killed {kills} times, {reruns} interrupted calls run again, 12 calls recorded once each"
+        );
+    }
+}
+
+/// Runs the worker of `key`, killing it during a tool call four times and restarting it,
+/// then lets it finish: whether the last run finished, and how many kills there were.
+fn run_killing(exe: &Path, path: &Path, key: &str, log: &Path, worker: u64) -> (bool, u32) {
+    let mut kills = 0;
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64 + worker;
+    loop {
+        let mut child = Command::new(exe)
+            .env("CURATOR_SQLITE_CHILD", "worker")
+            .env("CURATOR_SQLITE_PATH", path)
+            .env("CURATOR_SQLITE_KEY", key)
+            .env("CURATOR_SQLITE_LOG", log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        if kills == 4 {
+            for _ in lines.by_ref() {}
+            return (child.wait().unwrap().success(), kills);
+        }
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        // Kill during the n-th tool call of this run, while it runs (a call takes 15 ms).
+        let nth = 1 + seed % 3;
+        let mut started = 0;
+        while started < nth && lines.next().is_some_and(|l| l.is_ok()) {
+            started += 1;
+        }
+        std::thread::sleep(Duration::from_millis(seed % 10));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        kills += 1;
+    }
+}
+
+/// Reads a session file as another user, from a directory and a file it cannot write.
+fn read_only_reader(path: &Path) {
+    match SqliteStore::open_read_only(path) {
+        Ok(store) => println!("{}", store.evaluations().unwrap().len()),
+        Err(e) => {
+            eprintln!("open_read_only failed: {e:?}");
+            std::process::exit(3);
+        }
+    }
+}
+
+/// `open_read_only` works on a read-only file in a read-only directory and leaves nothing
+/// there. The reader runs as user `nobody` when this test runs as root (for whom no
+/// permission is ever missing); otherwise the permissions are simply taken away.
+fn read_only_directory_test(check: &mut Check) {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    use std::os::unix::process::CommandExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ro.db");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        let mut c = Conversation::open(&store, "ro", prompt(), Message::system("s")).unwrap();
+        c.add_user("read me").unwrap();
+    }
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    // The binary must be reachable by the reader: as `nobody`, run a copy of it.
+    let bin = tempfile::tempdir().unwrap();
+    let exe = if root {
+        let copy = bin.path().join("reader");
+        std::fs::copy(std::env::current_exe().unwrap(), &copy).unwrap();
+        std::fs::set_permissions(bin.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy
+    } else {
+        std::env::current_exe().unwrap()
+    };
+    let mut command = Command::new(&exe);
+    command.env("CURATOR_SQLITE_CHILD", "read-only").env("CURATOR_SQLITE_PATH", &path);
+    if root {
+        command.uid(65_534).gid(65_534);
+    }
+    let output = command.output().unwrap();
+    check.expect(
+        output.status.success() && String::from_utf8_lossy(&output.stdout).trim() == "1",
+        format!(
+            "open_read_only in a read-only directory failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    check.expect(left.len() == 1, format!("files left beside the database: {left:?}"));
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    println!("read-only directory: open_read_only reads, nothing left beside the file");
+}
+
 fn main() {
     if let Ok(mode) = std::env::var("CURATOR_SQLITE_CHILD") {
         let path = std::env::var("CURATOR_SQLITE_PATH").unwrap();
         let limit = std::env::var("CURATOR_SQLITE_LIMIT").ok().map(|l| l.parse().unwrap());
+        let key = std::env::var("CURATOR_SQLITE_KEY").unwrap_or_default();
         match mode.as_str() {
             "writer" | "bounded" => writer(Path::new(&path), limit),
+            "creator" => creator(Path::new(&path)),
+            "opener" => opener(Path::new(&path), &key),
+            "worker" => {
+                worker(
+                    Path::new(&path),
+                    &key,
+                    Path::new(&std::env::var("CURATOR_SQLITE_LOG").unwrap()),
+                );
+            }
+            "read-only" => read_only_reader(Path::new(&path)),
             other => panic!("unknown child mode {other}"),
         }
         return;
@@ -215,6 +617,10 @@ fn main() {
     let mut check = Check { failures: Vec::new() };
     crash_test(&mut check);
     concurrency_test(&mut check);
+    kill_during_creation_test(&mut check);
+    concurrent_creation_test(&mut check);
+    keyed_workers_test(&mut check);
+    read_only_directory_test(&mut check);
     if !check.failures.is_empty() {
         eprintln!("{} failure(s)", check.failures.len());
         std::process::exit(1);

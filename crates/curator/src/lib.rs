@@ -7,14 +7,15 @@
 //! |---|---|---|
 //! | [`model`] | `curator-model` | messages, tool calls, entries, OpenAI and Anthropic formats, validation |
 //! | [`strategies`] | `curator-strategies` | `HistoryManager`, windows, budgets, truncation, redaction, summarization, composition |
-//! | [`session`] | `curator-session` | the record: `SessionStore`, `MemoryStore`, the `Conversation` driver, resume, snapshots |
+//! | [`session`] | `curator-session` | the record: `SessionStore`, `MemoryStore`, session keys, the `Conversation` driver (open-or-resume, next step; async behind `tokio`), snapshots |
 //! | [`coalesce`] | `curator-coalesce` | code-executing agents: turns, values and their Clojure-like printing |
 //! | [`tasks`] | `curator-tasks` | task history by plan step (`TaskHistory`, `StepTurn`, `TaskEvent`), `summarize_step` / `expand_step` / `context_pressure` tools, compaction |
 //! | `sqlite` (feature `sqlite`, on by default) | `curator-sqlite` | `SqliteStore`: the durable, multi-process store on one file |
 //!
 //! Features: `sqlite` (default) adds the SQLite store; `tiktoken` switches on exact OpenAI
 //! token counts (`strategies::Bpe`); `openai-compatible` adds the summarizer that calls an
-//! OpenAI-compatible endpoint (`strategies::OpenAiCompatible`).
+//! OpenAI-compatible endpoint (`strategies::OpenAiCompatible`); `tokio` adds the async driver
+//! (`session::AsyncConversation`, `session::run_async`).
 //!
 //! # Examples
 //!
@@ -50,9 +51,17 @@ pub mod prelude {
     pub use curator_model::{
         Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall, ToolCallStatus,
     };
-    pub use curator_session::{Conversation, MemoryStore, ResumePolicy, SessionStore};
+    pub use curator_session::{
+        Conversation, MemoryStore, NextStep, ResumePolicy, SessionKey, SessionStore,
+    };
     pub use curator_strategies::{
         CharEstimate, CurationContext, History, HistoryManager, HistoryManagerExt, SlidingWindow,
         StrategyConfig, TokenBudget, TokenCounter, ToolResultTruncator, TurnLimit, View,
     };
 }
+
+/// The Rust examples of `docs/sessions.md`, compiled and run as doctests against this
+/// facade, so that the guide cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/sessions.md")]
+struct SessionsGuide;

@@ -69,6 +69,8 @@ const OWNED: &[(&str, &[&str])] = &[
     ("minijinja", &["curator-loop"]),
     ("criterion", &["curator-benches"]),
     ("anyhow", &["curator-cli", "xtask"]),
+    // The async face of the driver; stores stay synchronous.
+    ("tokio", &["curator-session"]),
 ];
 
 /// Every broken rule of the workspace `metadata` describes, one line each, naming the edge.

@@ -5,18 +5,22 @@ use std::path::Path;
 
 use anyhow::Result;
 use curator::model::{Message, pending_tool_calls};
-use curator::session::SessionStore;
+use curator::session::{SessionKey, SessionStore};
 
 use crate::output::plural;
 use crate::session_file;
 
-/// Evaluations with message counts, turns, first and last time, pending tool calls; the
-/// columns are as wide as their longest value.
-pub(crate) fn run(path: &Path) -> Result<String> {
+/// Evaluations (all, or those of one session key) with their key, message counts, turns,
+/// first and last time, pending tool calls; the columns are as wide as their longest value.
+pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
     let store = session_file::open_read_only(path)?;
-    let evaluations = store.evaluations()?;
+    let evaluations = match key {
+        Some(key) => store.evaluations_of(&SessionKey::new(key))?,
+        None => store.evaluations()?,
+    };
     let mut rows = vec![[
         "evaluation".to_owned(),
+        "key".to_owned(),
         "prompt".to_owned(),
         "messages".to_owned(),
         "turns".to_owned(),
@@ -33,6 +37,7 @@ pub(crate) fn run(path: &Path) -> Result<String> {
             .collect();
         rows.push([
             e.evaluation_id.to_string(),
+            e.key.to_string(),
             e.prompt.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
             e.messages.to_string(),
             e.turns.to_string(),
@@ -41,16 +46,17 @@ pub(crate) fn run(path: &Path) -> Result<String> {
             if pending.is_empty() { "none".to_owned() } else { pending.join(", ") },
         ]);
     }
-    let mut widths = [0; 7];
+    let mut widths = [0; 8];
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
     let mut out = String::new();
+    let scope = key.map(|k| format!(" of session `{k}`")).unwrap_or_default();
     let _ = writeln!(
         out,
-        "{}: {}",
+        "{}: {}{scope}",
         path.display(),
         plural(evaluations.len(), "evaluation", "evaluations")
     );
@@ -60,10 +66,10 @@ pub(crate) fn run(path: &Path) -> Result<String> {
             let pad = width - cell.chars().count();
             match i {
                 // Counts align right, text left; the last column is not padded.
-                2 | 3 => {
+                3 | 4 => {
                     let _ = write!(line, "{}{cell}  ", " ".repeat(pad));
                 }
-                6 => line.push_str(cell),
+                7 => line.push_str(cell),
                 _ => {
                     let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
                 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use curator::model::{EvaluationId, Message};
-use curator::session::SessionStore;
+use curator::session::{SessionKey, SessionStore};
 use curator::strategies::{CurationContext, History, TokenCounter, View};
 
 use crate::pipeline::Pipeline;
@@ -20,25 +20,45 @@ pub(crate) enum ViewKind {
     Curated,
 }
 
+/// Which evaluation to show: a given one, the latest of a session key, or the latest.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Which<'a> {
+    /// The evaluation id, when one is given.
+    pub(crate) evaluation: Option<&'a str>,
+    /// The session key the evaluation must belong to.
+    pub(crate) key: Option<&'a str>,
+}
+
 /// The record of one evaluation (the latest by default), or the curated view of it.
 pub(crate) fn run(
     path: &Path,
-    evaluation: Option<&str>,
+    which: Which<'_>,
     kind: ViewKind,
     raw: bool,
     usage: bool,
     pipeline: &Pipeline,
 ) -> Result<String> {
     let store = session_file::open_read_only(path)?;
-    let evaluation = match evaluation {
-        Some(id) => {
+    let key = which.key.map(SessionKey::new);
+    let evaluation = match (which.evaluation, &key) {
+        (Some(id), _) => {
             id.parse::<EvaluationId>().with_context(|| format!("bad evaluation id `{id}`"))?
         }
-        None => match store.latest_evaluation()? {
+        (None, Some(key)) => match store.evaluations_of(key)?.last() {
+            Some(summary) => summary.evaluation_id,
+            None => bail!("{} holds no evaluation of session `{key}`", path.display()),
+        },
+        (None, None) => match store.latest_evaluation()? {
             Some(id) => id,
             None => bail!("{} holds no evaluation", path.display()),
         },
     };
+    if let Some(key) = &key
+        && let Some(summary) = store.evaluation(evaluation)?
+        && &summary.key != key
+    {
+        bail!("evaluation {evaluation} belongs to session `{}`, not `{key}`", summary.key);
+    }
     let entries = store.entries(evaluation)?;
     if entries.is_empty() {
         bail!("{} holds no evaluation {evaluation}", path.display());

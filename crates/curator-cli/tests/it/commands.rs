@@ -247,3 +247,48 @@ fn replay_shows_progress_on_a_terminal_only() {
     let shown = text(&on_terminal.stdout);
     assert!(shown.contains("8/8 conversations") && shown.contains("[###"), "{shown}");
 }
+
+#[test]
+fn inspect_and_trace_filter_by_session_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = ["alice", "bob"]
+        .iter()
+        .map(|id| {
+            json!({"id": id, "messages": [
+                {"role": "system", "content": "You are an agent."},
+                {"role": "user", "content": format!("a task for {id}")},
+                {"role": "assistant", "content": format!("done for {id}")}
+            ]})
+            .to_string()
+        })
+        .collect();
+    let file = write(dir.path(), "runs.jsonl", &lines.join("\n"));
+    let db = dir.path().join("keys.db");
+    let out = curator(&["replay", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let db = db.to_str().unwrap();
+
+    let all = text(&curator(&["inspect", db]).stdout);
+    assert!(all.contains("2 evaluations"), "{all}");
+    let out = curator(&["inspect", db, "--key", "alice"]);
+    let alice = text(&out.stdout);
+    assert!(alice.contains("1 evaluation of session `alice`"), "{alice}");
+    assert!(!alice.contains("bob"), "{alice}");
+    assert!(text(&curator(&["inspect", db, "--key", "carol"]).stdout).contains("0 evaluations"));
+
+    let bob = text(&curator(&["trace", db, "--key", "bob"]).stdout);
+    assert!(bob.contains("a task for bob") && !bob.contains("alice"), "{bob}");
+    fails_with(&curator(&["trace", db, "--key", "carol"]), 2, "no evaluation of session `carol`");
+    // An evaluation of another key is refused.
+    let evaluation = alice
+        .lines()
+        .find(|l| l.contains("alice") && !l.contains("of session"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    fails_with(
+        &curator(&["trace", db, "--evaluation", &evaluation, "--key", "bob"]),
+        2,
+        "belongs to session `alice`, not `bob`",
+    );
+}

@@ -549,3 +549,84 @@ fn write_part(index: usize, k: usize, part: &Part) -> Result<Value> {
         }),
     }
 }
+
+/// Reads the assistant's reply out of a Messages API response
+/// (`{"type": "message", "role": "assistant", "content": [...], "stop_reason": ...}`): its
+/// content blocks become one assistant [`Message`] as [`to_messages`] reads an assistant
+/// turn (text, `tool_use` calls, other blocks kept). The response's other fields (`id`,
+/// `model`, `stop_reason`, `usage`) describe the call, not the message, and are not kept.
+///
+/// # Errors
+///
+/// [`Error::MissingField`] when there is no `content`, [`Error::UnsupportedValue`] when the
+/// `role` is not `assistant` (or `type` not `message`); then as [`to_messages`] (index 0).
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Role, formats::anthropic};
+/// use serde_json::json;
+///
+/// let response = json!({
+///     "id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+///     "content": [
+///         {"type": "text", "text": "Let me look."},
+///         {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}}
+///     ],
+///     "stop_reason": "tool_use", "usage": {"input_tokens": 10, "output_tokens": 5}
+/// });
+/// let reply = anthropic::response_message(&response)?;
+/// assert_eq!((reply.role(), reply.text().as_ref()), (Role::Assistant, "Let me look."));
+/// assert_eq!(reply.tool_calls()[0].arguments(), r#"{"city":"Paris"}"#);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn response_message(response: &Value) -> Result<Message> {
+    for (field, expected) in [("type", "message"), ("role", "assistant")] {
+        match response.get(field) {
+            None => {}
+            Some(Value::String(found)) if found == expected => {}
+            Some(other) => {
+                return Err(Error::UnsupportedValue {
+                    index: 0,
+                    field: field.into(),
+                    value: other.as_str().map_or_else(|| other.to_string(), str::to_owned),
+                });
+            }
+        }
+    }
+    let content = response
+        .get("content")
+        .ok_or_else(|| Error::MissingField { index: 0, field: "content".into() })?;
+    let turn = json!({"messages": [{"role": "assistant", "content": content}]});
+    let mut messages = to_messages(&turn)?;
+    match (messages.pop(), messages.is_empty()) {
+        (Some(message), true) => Ok(message),
+        // An empty content array reads as an assistant reply with no content.
+        (None, _) => Ok(Message::assistant("")),
+        (Some(_), false) => Err(Error::UnsupportedValue {
+            index: 0,
+            field: "content".into(),
+            value: "blocks that do not make one assistant message".into(),
+        }),
+    }
+}
+
+/// Parses a Messages API response from JSON text; see [`response_message`].
+///
+/// # Errors
+///
+/// [`Error::NotJson`] when the text is not JSON, then as [`response_message`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::formats::anthropic;
+///
+/// let reply = anthropic::parse_response(r#"{"role": "assistant", "content": [{"type": "text", "text": "Hi."}], "stop_reason": "end_turn"}"#)?;
+/// assert_eq!(reply.text(), "Hi.");
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn parse_response(json: &str) -> Result<Message> {
+    let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
+    response_message(&value)
+}

@@ -424,3 +424,92 @@ fn write_call(call: &ToolCall) -> Value {
     out.insert("function".into(), Value::Object(function));
     Value::Object(out)
 }
+
+/// Reads the assistant's reply out of a chat completion response
+/// (`{"choices": [{"message": {...}, "finish_reason": ...}], ...}`): the message of the first
+/// choice, as [`message_from_value`] reads it (provider fields such as `refusal` kept).
+///
+/// # Errors
+///
+/// [`Error::MissingField`] when there is no `choices[0].message`, [`Error::WrongType`] when
+/// `choices` is not an array or the message not an object, [`Error::UnsupportedValue`] when
+/// the message is not the assistant's; then as [`message_from_value`] (index 0).
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Role, formats::openai};
+/// use serde_json::json;
+///
+/// let response = json!({
+///     "id": "chatcmpl-1", "object": "chat.completion",
+///     "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+///         "role": "assistant", "content": null,
+///         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]
+///     }}]
+/// });
+/// let reply = openai::response_message(&response)?;
+/// assert_eq!((reply.role(), reply.tool_calls()[0].id()), (Role::Assistant, "call_1"));
+/// assert!(openai::response_message(&json!({"choices": []})).is_err());
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn response_message(response: &Value) -> Result<Message> {
+    let choices = response
+        .get("choices")
+        .ok_or_else(|| Error::MissingField { index: 0, field: "choices".into() })?;
+    let Value::Array(choices) = choices else {
+        return Err(Error::WrongType {
+            index: 0,
+            field: "choices".into(),
+            expected: "an array",
+            found: json_kind(choices),
+        });
+    };
+    let message = choices
+        .first()
+        .and_then(|choice| choice.get("message"))
+        .ok_or_else(|| Error::MissingField { index: 0, field: "choices[0].message".into() })?;
+    if !message.is_object() {
+        return Err(Error::WrongType {
+            index: 0,
+            field: "choices[0].message".into(),
+            expected: "an object",
+            found: json_kind(message),
+        });
+    }
+    match message.get("role").and_then(Value::as_str) {
+        Some("assistant") | None => {}
+        Some(other) => {
+            return Err(Error::UnsupportedValue {
+                index: 0,
+                field: "choices[0].message.role".into(),
+                value: other.to_owned(),
+            });
+        }
+    }
+    let mut message = message.clone();
+    if let Value::Object(fields) = &mut message {
+        fields.entry("role").or_insert_with(|| Value::String("assistant".into()));
+    }
+    message_from_value(0, &message)
+}
+
+/// Parses a chat completion response from JSON text; see [`response_message`].
+///
+/// # Errors
+///
+/// [`Error::NotJson`] when the text is not JSON, then as [`response_message`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::formats::openai;
+///
+/// let reply = openai::parse_response(r#"{"choices": [{"message": {"role": "assistant", "content": "Hi."}}]}"#)?;
+/// assert_eq!(reply.text(), "Hi.");
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn parse_response(json: &str) -> Result<Message> {
+    let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
+    response_message(&value)
+}

@@ -7,4 +7,5 @@ mod current;
 mod errors;
 mod openai;
 mod props;
+mod responses;
 mod validate;

@@ -15,7 +15,7 @@ fn prompt() -> PromptRef {
 #[test]
 fn the_sequence_diagram_of_the_spec() {
     let store = MemoryStore::new();
-    let mut c = Conversation::start(&store, prompt(), Message::system("system")).unwrap();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("system")).unwrap();
     let calls = c
         .record_assistant(Message::assistant_with_calls(
             None,
@@ -23,8 +23,8 @@ fn the_sequence_diagram_of_the_spec() {
         ))
         .unwrap();
     assert_eq!(calls.len(), 2);
-    c.record_tool_result("c1", Ok("Result 1".into())).unwrap();
-    c.record_tool_result("c2", Err("Result 2 failed".into())).unwrap();
+    c.record_tool_result("c1", Ok::<_, String>("Result 1")).unwrap();
+    c.record_tool_result("c2", Err::<String, _>("Result 2 failed")).unwrap();
     c.record_assistant(Message::assistant("Final response")).unwrap();
 
     let record = store.entries(c.evaluation_id()).unwrap();
@@ -55,8 +55,8 @@ fn the_sequence_diagram_of_the_spec() {
 #[test]
 fn several_evaluations_stay_apart() {
     let store = MemoryStore::new();
-    let mut first = Conversation::start(&store, prompt(), Message::system("one")).unwrap();
-    let mut second = Conversation::start(&store, prompt(), Message::system("two")).unwrap();
+    let mut first = Conversation::start(&store, "test", prompt(), Message::system("one")).unwrap();
+    let mut second = Conversation::start(&store, "test", prompt(), Message::system("two")).unwrap();
     first.add_user("for one").unwrap();
     second.add_user("for two").unwrap();
     second.add_user("again two").unwrap();
@@ -70,13 +70,13 @@ fn several_evaluations_stay_apart() {
 fn misuse_is_a_typed_error_and_records_nothing() {
     let store = MemoryStore::new();
     assert!(matches!(
-        Conversation::start(&store, prompt(), Message::user("not a system message")),
+        Conversation::start(&store, "test", prompt(), Message::user("not a system message")),
         Err(Error::WrongRole { expected: "system", .. })
     ));
-    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
     assert!(matches!(c.record_assistant(Message::user("u")), Err(Error::WrongRole { .. })));
     assert!(matches!(
-        c.record_tool_result("nope", Ok("x".into())),
+        c.record_tool_result("nope", Ok::<_, String>("x")),
         Err(Error::UnknownToolCall { .. })
     ));
     c.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c", "t", "{}")]))
@@ -96,7 +96,7 @@ fn misuse_is_a_typed_error_and_records_nothing() {
 fn every_recorded_message_is_reported() {
     let store = MemoryStore::new();
     let sink = Arc::new(MemorySink::default());
-    let mut c = Conversation::start(&store, prompt(), Message::system("s"))
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s"))
         .unwrap()
         .with_events(sink.clone());
     c.add_user("u").unwrap();
@@ -111,7 +111,7 @@ fn every_recorded_message_is_reported() {
 #[test]
 fn a_hundred_turns_under_a_window_of_five_keep_everything_recorded() {
     let store = MemoryStore::new();
-    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
     c.add_user("task").unwrap();
     let window = SlidingWindow::new(5);
     let ctx = CurationContext::default().with_preserve_task(false);
@@ -127,7 +127,7 @@ fn a_hundred_turns_under_a_window_of_five_keep_everything_recorded() {
             vec![ToolCall::new(&id, "step", "{}")],
         ))
         .unwrap();
-        c.record_tool_result(&id, Ok(format!("output {turn}").into())).unwrap();
+        c.record_tool_result(&id, Ok::<_, String>(format!("output {turn}"))).unwrap();
     }
     assert!(largest <= 6, "a request held {largest} messages");
     assert_eq!(store.entries(c.evaluation_id()).unwrap().len(), 2 + 200);
@@ -137,7 +137,7 @@ fn a_hundred_turns_under_a_window_of_five_keep_everything_recorded() {
 #[test]
 fn run_blocking_drives_provider_and_tools() {
     let store = MemoryStore::new();
-    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
     c.add_user("count to three with the tool").unwrap();
     let mut ran = Vec::new();
     let outcome = run_blocking(
@@ -207,7 +207,8 @@ fn a_resumed_conversation_shows_the_same_summarized_view_without_summarizing_aga
     };
     let first_view = {
         let summarize = strategy(&store, &calls);
-        let mut c = Conversation::start(store.clone(), prompt(), Message::system("s")).unwrap();
+        let mut c =
+            Conversation::start(store.clone(), "test", prompt(), Message::system("s")).unwrap();
         c.add_user("task").unwrap();
         for i in 0..20 {
             let id = format!("c{i}");
@@ -216,7 +217,7 @@ fn a_resumed_conversation_shows_the_same_summarized_view_without_summarizing_aga
                 vec![ToolCall::new(&id, "t", "{}")],
             ))
             .unwrap();
-            c.record_tool_result(&id, Ok(format!("r{i}").into())).unwrap();
+            c.record_tool_result(&id, Ok::<_, String>(format!("r{i}"))).unwrap();
             c.request(&summarize, &CurationContext::default()).unwrap();
         }
         c.request(&summarize, &CurationContext::default()).unwrap().to_messages()
@@ -227,7 +228,7 @@ fn a_resumed_conversation_shows_the_same_summarized_view_without_summarizing_aga
     // A new process: the same store, a new strategy and summarizer.
     let again = Arc::new(AtomicUsize::new(0));
     let summarize = strategy(&store, &again);
-    let resumed = Conversation::resume(store.clone(), &prompt()).unwrap();
+    let resumed = Conversation::resume(store.clone(), "test", &prompt()).unwrap();
     let view = resumed.request(&summarize, &CurationContext::default()).unwrap().to_messages();
     assert_eq!(view, first_view);
     assert_eq!(again.load(Ordering::Relaxed), 0);
@@ -236,7 +237,7 @@ fn a_resumed_conversation_shows_the_same_summarized_view_without_summarizing_aga
 #[test]
 fn a_reply_with_two_calls_of_one_id_is_refused_and_not_recorded() {
     let store = MemoryStore::new();
-    let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
     c.add_user("go").unwrap();
     let reply = Message::assistant_with_calls(
         None,
@@ -253,4 +254,67 @@ fn a_reply_with_two_calls_of_one_id_is_refused_and_not_recorded() {
     let messages: Vec<Message> =
         store.entries(c.evaluation_id()).unwrap().into_iter().map(|e| e.message).collect();
     validate::openai(&messages).unwrap();
+}
+
+#[test]
+fn next_step_says_what_to_do_in_every_state_and_after_a_resume() {
+    use curator_session::NextStep;
+    let store = MemoryStore::new();
+    let mut c = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    assert_eq!(c.next_step(), NextStep::WaitForUser);
+    c.add_user("go").unwrap();
+    assert_eq!(c.next_step(), NextStep::CallModel);
+    c.record_assistant(Message::assistant_with_calls(
+        None,
+        vec![ToolCall::new("a", "f", "{}"), ToolCall::new("b", "f", "{}")],
+    ))
+    .unwrap();
+    let run = |c: &Conversation<&MemoryStore>| match c.next_step() {
+        NextStep::RunTools(calls) => {
+            calls.iter().map(|t| (t.call_id().to_owned(), t.is_resume)).collect::<Vec<_>>()
+        }
+        other => panic!("expected RunTools, got {other:?}"),
+    };
+    assert_eq!(run(&c), [("a".to_owned(), false), ("b".to_owned(), false)]);
+    c.record_tool_result("a", Ok::<_, String>("done")).unwrap();
+    // The process dies here; the resumed driver knows what is left without looking.
+    let mut resumed = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    assert_eq!(run(&resumed), [("b".to_owned(), true)]);
+    resumed.record_tool_result("b", Err::<String, _>("failed")).unwrap();
+    assert_eq!(resumed.next_step(), NextStep::CallModel);
+    resumed.record_assistant(Message::assistant("all done")).unwrap();
+    assert_eq!(resumed.next_step(), NextStep::Finished);
+    // Finished is a state of the record: a later open says so too, and a new user message
+    // continues the conversation.
+    let mut again = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    assert_eq!(again.next_step(), NextStep::Finished);
+    again.add_user("one more thing").unwrap();
+    assert_eq!(again.next_step(), NextStep::CallModel);
+}
+
+#[test]
+fn tool_results_take_any_result_of_content() {
+    fn read_file(path: &str) -> Result<String, std::io::Error> {
+        std::fs::read_to_string(path)
+    }
+    let store = MemoryStore::new();
+    let mut c = Conversation::open(&store, "glue", prompt(), Message::system("s")).unwrap();
+    c.record_assistant(Message::assistant_with_calls(
+        None,
+        vec![
+            ToolCall::new("1", "f", "{}"),
+            ToolCall::new("2", "f", "{}"),
+            ToolCall::new("3", "read", "{}"),
+        ],
+    ))
+    .unwrap();
+    let typed: Result<&str, String> = Ok("text");
+    c.record_tool_result("1", typed).unwrap();
+    let parts: Result<curator_model::Content, &str> = Err("no such thing");
+    c.record_tool_result("2", parts).unwrap();
+    c.record_tool_result("3", read_file("/nonexistent/file").map_err(|e| e.to_string())).unwrap();
+    let record = c.history().messages();
+    assert_eq!((record[2].text(), record[2].is_error()), ("text".into(), false));
+    assert_eq!((record[3].text(), record[3].is_error()), ("no such thing".into(), true));
+    assert!(record[4].is_error());
 }

@@ -43,7 +43,7 @@ fn run(
         conversation
             .record_tool_result(
                 context.call_id(),
-                Ok(format!("result {}", context.call_id()).into()),
+                Ok::<_, String>(format!("result {}", context.call_id())),
             )
             .unwrap();
         if tick() {
@@ -58,7 +58,7 @@ fn run(
         for call in calls {
             *runs.entry(call.id().to_owned()).or_default() += 1;
             conversation
-                .record_tool_result(call.id(), Ok(format!("result {}", call.id()).into()))
+                .record_tool_result(call.id(), Ok::<_, String>(format!("result {}", call.id())))
                 .unwrap();
             if tick() {
                 return false;
@@ -77,7 +77,7 @@ fn shape(entries: &[Entry]) -> Vec<(u64, u32, Message)> {
 fn a_crash_at_every_point_resumes_to_the_same_record() {
     let reference = MemoryStore::new();
     let mut runs = HashMap::new();
-    let mut c = Conversation::start(&reference, prompt(), Message::system("s")).unwrap();
+    let mut c = Conversation::start(&reference, "test", prompt(), Message::system("s")).unwrap();
     assert!(run(&mut c, &mut runs, None));
     let expected = shape(&reference.entries(c.evaluation_id()).unwrap());
     let total_records = expected.len() - 1;
@@ -87,11 +87,12 @@ fn a_crash_at_every_point_resumes_to_the_same_record() {
         let store = MemoryStore::new();
         let mut runs = HashMap::new();
         {
-            let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+            let mut c =
+                Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
             assert!(!run(&mut c, &mut runs, Some(crash_after)));
         }
         let before: HashMap<String, usize> = runs.clone();
-        let mut resumed = Conversation::resume(&store, &prompt()).unwrap();
+        let mut resumed = Conversation::resume(&store, "test", &prompt()).unwrap();
         let pending: Vec<String> =
             resumed.tool_contexts().iter().map(|t| t.call_id().to_owned()).collect();
         assert!(resumed.tool_contexts().iter().all(|t| t.is_resume));
@@ -125,11 +126,11 @@ fn a_crash_at_every_point_resumes_to_the_same_record() {
 fn interrupted_calls_can_be_answered_instead_of_rerun() {
     let store = MemoryStore::new();
     {
-        let mut c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+        let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
         c.record_assistant(reply(1)).unwrap();
-        c.record_tool_result("a", Ok("A".into())).unwrap();
+        c.record_tool_result("a", Ok::<_, String>("A")).unwrap();
     }
-    let mut resumed = Conversation::resume(&store, &prompt()).unwrap();
+    let mut resumed = Conversation::resume(&store, "test", &prompt()).unwrap();
     assert_eq!(resumed.repair(ResumePolicy::AnswerInterrupted).unwrap(), vec![]);
     assert!(resumed.pending_tool_calls().is_empty());
     let record = store.entries(resumed.evaluation_id()).unwrap();
@@ -149,12 +150,18 @@ fn interrupted_calls_can_be_answered_instead_of_rerun() {
 fn resume_errors_are_typed() {
     let store = MemoryStore::new();
     assert!(matches!(
-        Conversation::resume(&store, &prompt()),
-        Err(Error::ConversationNotFound { evaluation: None })
+        Conversation::resume(&store, "test", &prompt()),
+        Err(Error::ConversationNotFound { evaluation: None, .. })
     ));
-    let c = Conversation::start(&store, prompt(), Message::system("s")).unwrap();
+    let c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
     let other = PromptRef::new("tests", "other");
-    match Conversation::resume(&store, &other) {
+    // Resuming is scoped to the key and the prompt: another prompt finds nothing to resume,
+    // and reopening this evaluation by id for another prompt is refused.
+    assert!(matches!(
+        Conversation::resume(&store, "test", &other),
+        Err(Error::ConversationNotFound { evaluation: None, .. })
+    ));
+    match Conversation::resume_evaluation(&store, "test", c.evaluation_id(), &other) {
         Err(Error::PromptMismatch { expected, found }) => {
             assert_eq!((expected, found), (other, Some(prompt())));
         }
@@ -162,8 +169,12 @@ fn resume_errors_are_typed() {
     }
     let missing = curator_model::EvaluationId::new();
     assert!(matches!(
-        Conversation::resume_evaluation(&store, missing, &prompt()),
-        Err(Error::ConversationNotFound { evaluation: Some(e) }) if e == missing
+        Conversation::resume_evaluation(&store, "test", missing, &prompt()),
+        Err(Error::ConversationNotFound { evaluation: Some(e), .. }) if e == missing
     ));
-    assert!(Conversation::resume_evaluation(&store, c.evaluation_id(), &prompt()).is_ok());
+    assert!(Conversation::resume_evaluation(&store, "test", c.evaluation_id(), &prompt()).is_ok());
+    assert!(matches!(
+        Conversation::resume_evaluation(&store, "someone else", c.evaluation_id(), &prompt()),
+        Err(Error::KeyMismatch { .. })
+    ));
 }

@@ -1,7 +1,23 @@
 //! Snapshots: lossless for arbitrary records, refused when corrupt.
 
 use curator_model::{Entry, EvaluationId};
-use curator_session::{Error, MemoryStore, SessionStore, Snapshot};
+use curator_model::{Message, Role};
+use curator_session::{Error, MemoryStore, SessionKey, SessionStore, Snapshot};
+
+/// A history as the driver records it: the system message first (added when the history has
+/// none), each assistant reply starting the next turn.
+fn recordable(messages: Vec<Message>) -> Vec<(Message, u32)> {
+    let mut out = Vec::new();
+    if messages.first().map(Message::role) != Some(Role::System) {
+        out.push((Message::system("s"), 0));
+    }
+    let mut turn = 0;
+    for message in messages {
+        turn += u32::from(message.role() == Role::Assistant);
+        out.push((message, turn));
+    }
+    out
+}
 use curator_testkit::arb;
 use proptest::prelude::*;
 
@@ -11,16 +27,12 @@ proptest! {
     #[test]
     fn snapshots_are_lossless(histories in prop::collection::vec(arb::history_with(6, true), 1..4)) {
         let store = MemoryStore::new();
-        for messages in histories {
+        for (n, messages) in histories.into_iter().enumerate() {
             let evaluation = EvaluationId::new();
-            let mut turn = 0;
-            for (i, message) in messages.into_iter().enumerate() {
-                if message.role() == curator_model::Role::Assistant {
-                    turn += 1;
-                }
-                let turn = if message.role() == curator_model::Role::Tool { turn.max(1) } else { turn };
+            let key = SessionKey::new(format!("key {}", n % 2));
+            for (i, (message, turn)) in recordable(messages).into_iter().enumerate() {
                 let entry = Entry::builder(evaluation, message).sequence(i as u64).turn(turn).build().unwrap();
-                store.append(&entry).unwrap();
+                store.append(&key, &entry).unwrap();
             }
         }
         let snapshot = store.snapshot().unwrap();
@@ -47,8 +59,8 @@ fn corrupt_snapshots_are_refused_with_a_reason() {
         "format is `something.else`",
     );
     refused(
-        r#"{"format": "curator.session.snapshot", "version": 2, "entries": [], "checkpoints": []}"#,
-        "version 2 is not supported",
+        r#"{"format": "curator.session.snapshot", "version": 3, "entries": [], "checkpoints": []}"#,
+        "version 3 is not supported",
     );
     refused(
         r#"{"format": "curator.session.snapshot", "version": 7, "entries": "changed shape"}"#,
@@ -59,9 +71,8 @@ fn corrupt_snapshots_are_refused_with_a_reason() {
         "not a valid snapshot",
     );
     let store = MemoryStore::new();
-    let entry =
-        Entry::builder(EvaluationId::new(), curator_model::Message::system("s")).build().unwrap();
-    store.append(&entry).unwrap();
+    let entry = Entry::builder(EvaluationId::new(), Message::system("s")).build().unwrap();
+    store.append(&SessionKey::default(), &entry).unwrap();
     let json = store.snapshot().unwrap().to_json().unwrap();
     let doubled = json.replace(
         r#""entries":["#,
@@ -81,19 +92,17 @@ proptest! {
     fn fast_snapshot_json_equals_serde(messages in arb::history_with(8, true), extra in any::<bool>()) {
         let store = MemoryStore::new();
         let evaluation = EvaluationId::new();
-        let mut turn = 0;
-        for (i, message) in messages.into_iter().enumerate() {
-            turn += u32::from(message.role() == curator_model::Role::Assistant);
+        for (i, (message, turn)) in recordable(messages).into_iter().enumerate() {
             let message = if extra && i == 0 {
                 curator_model::formats::openai::message_from_value(0, &serde_json::json!({"role": "system", "content": "s", "x": 1})).unwrap()
             } else {
                 message
             };
-            let mut builder = Entry::builder(evaluation, message).sequence(i as u64).turn(turn.max(u32::from(i > 0)));
-            if i % 2 == 0 {
-                builder = builder.prompt(curator_model::PromptRef::new("ns \"q\"", "k\n"));
-            }
-            store.append(&builder.build().unwrap()).unwrap();
+            let builder = Entry::builder(evaluation, message)
+                .sequence(i as u64)
+                .turn(turn)
+                .prompt(curator_model::PromptRef::new("ns \"q\"", "k\n"));
+            store.append(&SessionKey::new("k \"é\"\n"), &builder.build().unwrap()).unwrap();
         }
         store.put_checkpoint("c", &serde_json::json!({"a": [1, "é"]})).unwrap();
         let fast: serde_json::Value = serde_json::from_str(&store.snapshot_json().unwrap()).unwrap();

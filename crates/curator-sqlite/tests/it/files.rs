@@ -87,25 +87,29 @@ fn older_files_migrate_forward_keeping_their_data() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v1.db");
     curator_sqlite::create_at_version(&path, 1).unwrap();
+    let evaluation = EvaluationId::new();
     {
-        // Record into the version 1 file through a store, then take it back to version 1.
+        // A row as a version 1 build wrote it.
         let conn = rusqlite::Connection::open(&path).unwrap();
         assert_eq!(
             conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).unwrap(),
             1
         );
-    }
-    let store = SqliteStore::open(&path).unwrap();
-    let mut c =
-        Conversation::start(&store, PromptRef::new("m", "k"), Message::system("kept")).unwrap();
-    c.add_user("also kept").unwrap();
-    let evaluation = c.evaluation_id();
-    drop(c);
-    drop(store);
-    {
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("DROP INDEX entries_by_evaluation_time; PRAGMA user_version = 1;")
+        let entry = Entry::builder(evaluation, Message::system("kept"))
+            .prompt(PromptRef::new("m", "k"))
+            .build()
             .unwrap();
+        conn.execute(
+            "INSERT INTO entries (message_id, evaluation_id, sequence, turn, prompt_ns, prompt_key, created_ns, role, message)
+             VALUES (?1, ?2, 0, 0, 'm', 'k', ?3, 'system', ?4)",
+            rusqlite::params![
+                entry.id.as_uuid().as_bytes().as_slice(),
+                evaluation.as_uuid().as_bytes().as_slice(),
+                entry.created_at.timestamp_nanos_opt().unwrap(),
+                serde_json::to_string(&entry.message).unwrap()
+            ],
+        )
+        .unwrap();
     }
     let store = SqliteStore::open(&path).unwrap();
     let conn = rusqlite::Connection::open(&path).unwrap();
@@ -113,14 +117,23 @@ fn older_files_migrate_forward_keeping_their_data() {
         conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).unwrap(),
         SCHEMA_VERSION
     );
-    let index: i64 = conn
+    let indexes: i64 = conn
         .query_row(
-            "SELECT count(*) FROM sqlite_schema WHERE name = 'entries_by_evaluation_time'",
+            "SELECT count(*) FROM sqlite_schema WHERE name IN ('entries_by_evaluation_time', 'entries_by_session')",
             [],
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(index, 1);
+    assert_eq!(indexes, 2);
+    let mut c = Conversation::open(
+        &store,
+        curator_session::SessionKey::DEFAULT,
+        PromptRef::new("m", "k"),
+        Message::system("new"),
+    )
+    .unwrap();
+    assert_eq!((c.evaluation_id(), c.is_resumed()), (evaluation, true));
+    c.add_user("also kept").unwrap();
     assert_eq!(store.entries(evaluation).unwrap().len(), 2);
 }
 
@@ -144,7 +157,8 @@ fn durability_modes_are_applied() {
 fn read_only_stores_read_and_refuse_writes() {
     let temp = TempStore::new();
     let mut c =
-        Conversation::start(&temp.store, PromptRef::new("r", "o"), Message::system("s")).unwrap();
+        Conversation::start(&temp.store, "test", PromptRef::new("r", "o"), Message::system("s"))
+            .unwrap();
     let reader = SqliteStore::open_read_only(temp.store.path()).unwrap();
     // The reader sees what the writer commits, while the writer keeps writing.
     c.add_user("one").unwrap();
@@ -152,7 +166,10 @@ fn read_only_stores_read_and_refuse_writes() {
     c.add_user("two").unwrap();
     assert_eq!(reader.entries(c.evaluation_id()).unwrap().len(), 3);
     let entry = Entry::builder(EvaluationId::new(), Message::system("x")).build().unwrap();
-    assert!(matches!(reader.append(&entry), Err(curator_session::Error::Store { .. })));
+    assert!(matches!(
+        reader.append(&curator_session::SessionKey::default(), &entry),
+        Err(curator_session::Error::Store { .. })
+    ));
     assert!(reader.put_checkpoint("x", &serde_json::json!(1)).is_err());
 }
 
@@ -160,7 +177,8 @@ fn read_only_stores_read_and_refuse_writes() {
 fn snapshots_move_between_memory_and_sqlite() {
     let memory = MemoryStore::new();
     let mut c =
-        Conversation::start(&memory, PromptRef::new("s", "m"), Message::system("s")).unwrap();
+        Conversation::start(&memory, "test", PromptRef::new("s", "m"), Message::system("s"))
+            .unwrap();
     c.add_user("from memory").unwrap();
     memory.put_checkpoint("loop", &serde_json::json!({"i": 1})).unwrap();
     let json = memory.snapshot_json().unwrap();
@@ -179,7 +197,8 @@ fn snapshots_move_between_memory_and_sqlite() {
 fn a_bad_message_row_is_a_typed_error_not_a_panic() {
     let temp = TempStore::new();
     let c =
-        Conversation::start(&temp.store, PromptRef::new("b", "r"), Message::system("s")).unwrap();
+        Conversation::start(&temp.store, "test", PromptRef::new("b", "r"), Message::system("s"))
+            .unwrap();
     let conn = rusqlite::Connection::open(temp.store.path()).unwrap();
     conn.execute("UPDATE entries SET message = '{broken'", []).unwrap();
     let error = temp.store.entries(c.evaluation_id()).unwrap_err();
@@ -261,7 +280,10 @@ fn the_write_ahead_log_stays_small_when_writes_pause_and_bounded_when_they_do_no
         for _ in 0..n {
             let message = Message::user(format!("message {sequence} {}", "x".repeat(300)));
             store
-                .append(&Entry::builder(evaluation, message).sequence(sequence).build().unwrap())
+                .append(
+                    &curator_session::SessionKey::default(),
+                    &Entry::builder(evaluation, message).sequence(sequence).build().unwrap(),
+                )
                 .unwrap();
             sequence += 1;
         }

@@ -1,6 +1,8 @@
 //! Integration tests of curator-sqlite (the multi-process tests are in `tests/processes.rs`).
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
 
+mod asynchronous;
 mod conformance;
 mod files;
+mod opening;
 mod support;

@@ -1,7 +1,9 @@
 //! A store in a temporary directory that is removed with it.
 
-use curator_model::{Entry, EvaluationId};
-use curator_session::{Appended, Checkpoint, EvaluationSummary, SessionStore, Snapshot};
+use curator_model::{Entry, EvaluationId, PromptRef};
+use curator_session::{
+    Appended, Checkpoint, EvaluationSummary, SessionKey, SessionStore, Snapshot,
+};
 use curator_sqlite::SqliteStore;
 use serde_json::Value;
 
@@ -22,17 +24,39 @@ impl TempStore {
 type R<T> = curator_session::Result<T>;
 
 impl SessionStore for TempStore {
-    fn append(&self, entry: &Entry) -> R<Appended> {
-        self.store.append(entry)
+    fn append(&self, key: &SessionKey, entry: &Entry) -> R<Appended> {
+        self.store.append(key, entry)
     }
-    fn append_batch(&self, entries: &[Entry]) -> R<Vec<Appended>> {
-        self.store.append_batch(entries)
+    fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> R<Vec<Appended>> {
+        self.store.append_batch(key, entries)
     }
     fn entries(&self, evaluation: EvaluationId) -> R<Vec<Entry>> {
         self.store.entries(evaluation)
     }
     fn evaluations(&self) -> R<Vec<EvaluationSummary>> {
         self.store.evaluations()
+    }
+    fn evaluations_of(&self, key: &SessionKey) -> R<Vec<EvaluationSummary>> {
+        self.store.evaluations_of(key)
+    }
+    fn evaluation(&self, evaluation: EvaluationId) -> R<Option<EvaluationSummary>> {
+        self.store.evaluation(evaluation)
+    }
+    fn latest_evaluation(&self) -> R<Option<EvaluationId>> {
+        self.store.latest_evaluation()
+    }
+    fn latest_evaluation_of(
+        &self,
+        key: &SessionKey,
+        prompt: &PromptRef,
+    ) -> R<Option<EvaluationId>> {
+        self.store.latest_evaluation_of(key, prompt)
+    }
+    fn snapshot_json(&self) -> R<String> {
+        self.store.snapshot_json()
+    }
+    fn restore_json(&self, json: &str) -> R<()> {
+        self.store.restore_json(json)
     }
     fn put_checkpoint(&self, name: &str, document: &Value) -> R<u64> {
         self.store.put_checkpoint(name, document)

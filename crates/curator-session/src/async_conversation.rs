@@ -1,0 +1,365 @@
+//! `AsyncConversation` and `run_async` (feature `tokio`): the driver for async callers, whose
+//! store I/O runs on tokio's blocking threads, never on the runtime's own.
+
+use std::sync::Arc;
+
+use curator_model::{BoxError, Content, EvaluationId, Message, PromptRef, ToolCall};
+use curator_strategies::{CurationContext, HistoryManager};
+use tokio::sync::Mutex;
+
+use crate::{
+    Appended, Conversation, Error, NextStep, Result, ResumePolicy, RunOutcome, SessionKey,
+    SessionStore, StoreErrorKind, ToolContext, ToolOutcome,
+};
+
+/// A [`Conversation`] for async code: every call that reaches the store (opening, resuming,
+/// each record call) runs on tokio's blocking threads (`spawn_blocking`), so a store that
+/// waits (SQLite behind another process's write lock, a slow disk) never stalls the
+/// runtime's threads, even on a current-thread runtime. Curation runs in place (it does no
+/// I/O).
+///
+/// The driver sits behind an async mutex: a call whose future is dropped (a timeout, a
+/// cancelled task) still finishes its store call on the blocking thread and leaves the
+/// driver consistent for the next call. Record calls keep their idempotency: retrying one
+/// after an error re-sends the same entry.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, PromptRef, ToolCall};
+/// use curator_session::{AsyncConversation, MemoryStore, NextStep};
+///
+/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+/// let store = MemoryStore::new();
+/// let mut conversation = AsyncConversation::open(store, "user-42", PromptRef::new("demo", "agent"), Message::system("Be useful.")).await?;
+/// conversation.add_user("List the files.").await?;
+/// let calls = conversation.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")])).await?;
+/// conversation.record_tool_result(calls[0].id(), Ok::<_, String>("a.txt")).await?;
+/// assert_eq!(conversation.next_step().await, NextStep::CallModel);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct AsyncConversation<S> {
+    inner: Arc<Mutex<Conversation<S>>>,
+}
+
+/// Runs `f` on a blocking thread.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        Error::store(
+            "tokio",
+            StoreErrorKind::Other,
+            "the blocking store call failed",
+            Some(Box::new(e)),
+        )
+    })?
+}
+
+impl<S: SessionStore + 'static> AsyncConversation<S> {
+    /// Wraps a conversation that was opened synchronously.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{AsyncConversation, Conversation, MemoryStore};
+    ///
+    /// let conversation = Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// let id = conversation.evaluation_id();
+    /// let conversation = AsyncConversation::new(conversation);
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// assert_eq!(conversation.with(|c| c.evaluation_id()).await, id);
+    /// # });
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(conversation: Conversation<S>) -> Self {
+        Self { inner: Arc::new(Mutex::new(conversation)) }
+    }
+
+    /// [`Conversation::open`] on a blocking thread: resumes the latest evaluation of `key`
+    /// for `prompt`, or starts one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{AsyncConversation, MemoryStore, NextStep};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let c = AsyncConversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
+    /// assert_eq!(c.next_step().await, NextStep::WaitForUser);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::open`].
+    pub async fn open(
+        store: S,
+        key: impl Into<SessionKey>,
+        prompt: PromptRef,
+        system: Message,
+    ) -> Result<Self> {
+        let key = key.into();
+        blocking(move || Conversation::open(store, key, prompt, system)).await.map(Self::new)
+    }
+
+    /// [`Conversation::start`] on a blocking thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{AsyncConversation, MemoryStore, NextStep};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let c = AsyncConversation::start(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
+    /// assert_eq!(c.next_step().await, NextStep::WaitForUser);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::start`].
+    pub async fn start(
+        store: S,
+        key: impl Into<SessionKey>,
+        prompt: PromptRef,
+        system: Message,
+    ) -> Result<Self> {
+        let key = key.into();
+        blocking(move || Conversation::start(store, key, prompt, system)).await.map(Self::new)
+    }
+
+    /// [`Conversation::resume`] on a blocking thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{AsyncConversation, MemoryStore};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let store = Arc::new(MemoryStore::new());
+    /// let prompt = PromptRef::new("d", "a");
+    /// AsyncConversation::start(Arc::clone(&store), "k", prompt.clone(), Message::system("s")).await?;
+    /// assert!(AsyncConversation::resume(Arc::clone(&store), "k", prompt.clone()).await.is_ok());
+    /// assert!(AsyncConversation::resume(store, "other", prompt).await.is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::resume`].
+    pub async fn resume(store: S, key: impl Into<SessionKey>, prompt: PromptRef) -> Result<Self> {
+        let key = key.into();
+        blocking(move || Conversation::resume(store, key, &prompt)).await.map(Self::new)
+    }
+
+    /// [`Conversation::resume_evaluation`] on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::resume_evaluation`].
+    pub async fn resume_evaluation(
+        store: S,
+        key: impl Into<SessionKey>,
+        evaluation: EvaluationId,
+        prompt: PromptRef,
+    ) -> Result<Self> {
+        let key = key.into();
+        blocking(move || Conversation::resume_evaluation(store, key, evaluation, &prompt))
+            .await
+            .map(Self::new)
+    }
+
+    /// Runs `f` on the driver, on a blocking thread (for calls that reach the store).
+    async fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Conversation<S>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let mut guard = Arc::clone(&self.inner).lock_owned().await;
+        blocking(move || f(&mut guard)).await
+    }
+
+    /// Reads the driver in place (no store call): its history, evaluation, pending calls.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{AsyncConversation, MemoryStore};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let c = AsyncConversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
+    /// assert_eq!(c.with(|c| c.history().len()).await, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn with<T>(&self, f: impl FnOnce(&Conversation<S>) -> T) -> T {
+        f(&*self.inner.lock().await)
+    }
+
+    /// [`Conversation::next_step`].
+    pub async fn next_step(&self) -> NextStep {
+        self.with(Conversation::next_step).await
+    }
+
+    /// The curated request for the next provider call ([`Conversation::request`]), as owned
+    /// messages.
+    ///
+    /// # Errors
+    ///
+    /// The manager's error.
+    pub async fn request_messages(
+        &self,
+        manager: &dyn HistoryManager,
+        ctx: &CurationContext<'_>,
+    ) -> Result<Vec<Message>> {
+        let conversation = self.inner.lock().await;
+        Ok(conversation.request(manager, ctx)?.to_messages())
+    }
+
+    /// [`Conversation::add_user`] on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::add_user`].
+    pub async fn add_user(&mut self, content: impl Into<Content>) -> Result<Appended> {
+        let content = content.into();
+        self.call(move |c| c.add_user(content)).await
+    }
+
+    /// [`Conversation::record_assistant`] on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::record_assistant`].
+    pub async fn record_assistant(&mut self, reply: Message) -> Result<Vec<ToolCall>> {
+        self.call(move |c| c.record_assistant(reply)).await
+    }
+
+    /// [`Conversation::record_tool_result`] on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::record_tool_result`].
+    pub async fn record_tool_result<O, E>(
+        &mut self,
+        call_id: &str,
+        outcome: std::result::Result<O, E>,
+    ) -> Result<Appended>
+    where
+        O: Into<Content>,
+        E: Into<Content>,
+    {
+        let outcome: ToolOutcome = outcome.map(Into::into).map_err(Into::into);
+        let call_id = call_id.to_owned();
+        self.call(move |c| c.record_tool_result(&call_id, outcome)).await
+    }
+
+    /// [`Conversation::repair`] on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::repair`].
+    pub async fn repair(&mut self, policy: ResumePolicy) -> Result<Vec<ToolContext>> {
+        self.call(move |c| c.repair(policy)).await
+    }
+}
+
+impl<S> std::fmt::Debug for AsyncConversation<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.inner.try_lock() {
+            Ok(conversation) => f.debug_tuple("AsyncConversation").field(&*conversation).finish(),
+            Err(_) => f.debug_tuple("AsyncConversation").field(&"<busy>").finish(),
+        }
+    }
+}
+
+/// The async twin of [`run_blocking`](crate::run_blocking): runs an agent loop on
+/// `conversation` until the assistant answers without calling a tool, or for at most
+/// `max_turns` replies, with async provider and tool closures. Store I/O runs on blocking
+/// threads.
+///
+/// First, calls left waiting by a crash are run again (with `is_resume: true`). Then each
+/// turn: the record is curated by `manager`, `provider` is awaited with the view, its reply
+/// is recorded, and each tool call is awaited and its result recorded at once.
+///
+/// # Errors
+///
+/// [`Error::Provider`] when `provider` fails (what was recorded so far stays recorded), and
+/// the conversation's own errors.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, PromptRef, Role, ToolCall};
+/// use curator_session::{AsyncConversation, MemoryStore, RunOutcome, run_async};
+/// use curator_strategies::{CurationContext, SlidingWindow};
+///
+/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+/// let mut conversation = AsyncConversation::open(MemoryStore::new(), "calc-1", PromptRef::new("demo", "calc"), Message::system("Add.")).await?;
+/// conversation.add_user("2 + 2?").await?;
+/// let outcome = run_async(
+///     &mut conversation,
+///     &SlidingWindow::new(10),
+///     &CurationContext::default(),
+///     async |messages: &[Message]| Ok(if messages.last().map(Message::role) == Some(Role::Tool) {
+///         Message::assistant("It is 4.")
+///     } else {
+///         Message::assistant_with_calls(None, vec![ToolCall::new("c1", "add", r#"{"a":2,"b":2}"#)])
+///     }),
+///     async |_call: &curator_session::ToolContext| Ok("4".into()),
+///     5,
+/// ).await?;
+/// assert_eq!(outcome, RunOutcome::Finished(Message::assistant("It is 4.")));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub async fn run_async<S, P, T>(
+    conversation: &mut AsyncConversation<S>,
+    manager: &dyn HistoryManager,
+    ctx: &CurationContext<'_>,
+    mut provider: P,
+    mut tool: T,
+    max_turns: u32,
+) -> Result<RunOutcome>
+where
+    S: SessionStore + 'static,
+    P: AsyncFnMut(&[Message]) -> std::result::Result<Message, BoxError>,
+    T: AsyncFnMut(&ToolContext) -> ToolOutcome,
+{
+    run_tools(conversation, &mut tool).await?;
+    for _ in 0..max_turns {
+        let request = conversation.request_messages(manager, ctx).await?;
+        let reply = provider(&request).await.map_err(Error::Provider)?;
+        let calls = conversation.record_assistant(reply.clone()).await?;
+        if calls.is_empty() {
+            return Ok(RunOutcome::Finished(reply));
+        }
+        run_tools(conversation, &mut tool).await?;
+    }
+    Ok(RunOutcome::MaxTurns)
+}
+
+async fn run_tools<S: SessionStore + 'static>(
+    conversation: &mut AsyncConversation<S>,
+    tool: &mut impl AsyncFnMut(&ToolContext) -> ToolOutcome,
+) -> Result<()> {
+    for context in conversation.with(Conversation::tool_contexts).await {
+        let outcome = tool(&context).await;
+        conversation.record_tool_result(context.call_id(), outcome).await?;
+    }
+    Ok(())
+}
