@@ -277,7 +277,13 @@ impl HistoryManager for TokenBudget {
         let mut used = 0;
         let mut first = true;
         let mut newest_needs = 0;
+        let last = view.len().saturating_sub(1);
         let kept = keep_newest(&view, &head, false, |unit| {
+            // Calls still pending at the end are not sent (coherence removes them), so an
+            // assistant message of nothing else is not the newest unit that must go out.
+            if unit.start() == last && pending_only(view.structure(last)) {
+                return Take::Keep;
+            }
             let tokens = tally.range(unit.range());
             if used + tokens <= body_room {
                 used += tokens;
@@ -333,6 +339,14 @@ impl HistoryManager for TokenBudget {
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed("token_budget")
     }
+}
+
+/// Whether a message is an assistant message of tool calls and nothing else, which
+/// coherence removes when its calls are still pending at the end of the view.
+fn pending_only(message: &Message) -> bool {
+    message.role() == Role::Assistant
+        && message.has_tool_calls()
+        && message.content().is_none_or(curator_model::Content::is_empty)
 }
 
 /// `kept` with the pinned messages at `shortened` (source view indices) replaced.

@@ -148,3 +148,24 @@ fn edge_budgets_give_views_both_providers_accept_or_a_typed_error() {
         }
     }
 }
+
+/// A call still pending at the end is not sent (coherence removes it), so it must not take
+/// the place of the newest unit that is: found by the budget's property test.
+#[test]
+fn a_trailing_pending_call_does_not_take_the_newest_units_place() {
+    let calls = ["a", "b", "c"].map(|id| ToolCall::new(id, "read", "{}")).to_vec();
+    let input = vec![
+        Message::user("Read the three files and compare them."),
+        Message::assistant_with_calls(None, calls),
+        Message::tool_result("a", "alpha ".repeat(100)),
+        Message::tool_result("b", "beta ".repeat(100)),
+        Message::tool_result("c", "gamma ".repeat(100)),
+        Message::assistant_with_calls(None, vec![ToolCall::new("d", "read", "{}")]),
+    ];
+    let view = TokenBudget::new(300).curate_messages(&input, &CurationContext::default()).unwrap();
+    assert_eq!(view.len(), 5, "{view:#?}");
+    assert_eq!(view[4].tool_call_id(), Some("c"));
+    assert!(view[2].text().contains("tokens cut"));
+    validate::openai(&view).unwrap();
+    validate::anthropic(&view).unwrap();
+}
