@@ -189,21 +189,22 @@ impl TokenBudget {
         (systems, task)
     }
 
-    /// The pinned messages that did not get their full size, shortened to their rooms.
+    /// The pinned messages that did not get their full size, shortened to their rooms, with
+    /// their history positions.
     fn shorten_head(
         &self,
         view: &View<'_>,
-        rooms: Vec<(Pinned, u64)>,
-    ) -> Result<Vec<(usize, Message)>> {
+        rooms: impl Iterator<Item = (Pinned, u64)>,
+    ) -> Result<Vec<(Option<usize>, Message)>> {
         let mut shortened = Vec::new();
-        for (pinned, room) in rooms.into_iter().filter(|(p, room)| *room < p.full) {
+        for (pinned, room) in rooms.filter(|(p, room)| *room < p.full) {
             let message = shorten_message(&view.message(pinned.index), room, &*self.counter)
                 .ok_or(Error::BudgetTooSmall {
                     needed: pinned.floor,
                     available: self.available(),
                     what: "a pinned message shortened as far as it goes",
                 })?;
-            shortened.push((pinned.index, message));
+            shortened.push((view.pos(pinned.index), message));
         }
         Ok(shortened)
     }
@@ -309,8 +310,19 @@ impl HistoryManager for TokenBudget {
             Take::KeepAs(replacements)
         });
         drop(tally);
+        // Room the units left goes back to the head (rule 3): the task first, then the
+        // system messages.
+        let mut unused = body_room - used;
+        let rooms = task.into_iter().zip([task_room]).chain(systems.into_iter().zip(system_rooms));
+        let rooms = rooms.map(|(pinned, room)| {
+            let more = (pinned.full - room).min(unused);
+            unused -= more;
+            (pinned, room + more)
+        });
+        let shortened = self.shorten_head(&view, rooms)?;
         let had_conversation = view.structures().any(|m| m.role() != Role::System);
-        let kept = kept.unwrap_or_else(|| view.clone().repaired());
+        // When every unit fits, the view itself is kept (no copy of it is made).
+        let kept = kept.unwrap_or_else(|| view.repaired());
         if had_conversation && kept.structures().all(|m| m.role() == Role::System) {
             // Nothing but system messages would go out (nothing else pinned, and not even the
             // newest unit fits shortened): providers refuse a request with no message, so say
@@ -321,19 +333,7 @@ impl HistoryManager for TokenBudget {
                 what: "the newest message, shortened as far as it goes",
             });
         }
-        // Room the units left goes back to the head (rule 3): the task first, then the
-        // system messages.
-        let mut unused = body_room - used;
-        let mut rooms: Vec<(Pinned, u64)> = Vec::new();
-        for (pinned, room) in
-            task.into_iter().zip([task_room]).chain(systems.into_iter().zip(system_rooms))
-        {
-            let more = (pinned.full - room).min(unused);
-            unused -= more;
-            rooms.push((pinned, room + more));
-        }
-        let shortened = self.shorten_head(&view, rooms)?;
-        Ok(replace_head(kept, &view, shortened))
+        Ok(replace_head(kept, shortened))
     }
 
     fn name(&self) -> Cow<'_, str> {
@@ -349,17 +349,12 @@ fn pending_only(message: &Message) -> bool {
         && message.content().is_none_or(curator_model::Content::is_empty)
 }
 
-/// `kept` with the pinned messages at `shortened` (source view indices) replaced.
-fn replace_head<'h>(
-    kept: View<'h>,
-    source: &View<'h>,
-    shortened: Vec<(usize, Message)>,
-) -> View<'h> {
+/// `kept` with the pinned messages at `shortened` (history positions) replaced.
+fn replace_head(kept: View<'_>, shortened: Vec<(Option<usize>, Message)>) -> View<'_> {
     if shortened.is_empty() {
         return kept;
     }
-    let mut left: Vec<(Option<usize>, Message)> =
-        shortened.into_iter().map(|(index, message)| (source.pos(index), message)).collect();
+    let mut left = shortened;
     kept.replace(|entry| {
         let at = left.iter().position(|(pos, _)| pos.is_some() && *pos == entry.pos)?;
         Some(left.swap_remove(at).1)
