@@ -11,11 +11,13 @@
 //! | [`coalesce`] | `curator-coalesce` | code-executing agents: turns, values and their Clojure-like printing |
 //! | [`tasks`] | `curator-tasks` | task history by plan step (`TaskHistory`, `StepTurn`, `TaskEvent`), `summarize_step` / `expand_step` / `context_pressure` tools, compaction |
 //! | `sqlite` (feature `sqlite`, on by default) | `curator-sqlite` | `SqliteStore`: the durable, multi-process store on one file |
+//! | `r#loop` (feature `loop`) | `curator-loop` | conversational loops: turns, bounded history injected into agent steps, templates, redacted traces, pause and resume, the OpenAI-compatible chat step |
 //!
 //! Features: `sqlite` (default) adds the SQLite store; `tiktoken` switches on exact OpenAI
 //! token counts (`strategies::Bpe`); `openai-compatible` adds the summarizer that calls an
 //! OpenAI-compatible endpoint (`strategies::OpenAiCompatible`); `tokio` adds the async driver
-//! (`session::AsyncConversation`, `session::run_async`).
+//! (`session::AsyncConversation`, `session::run_async`, and `loop::AsyncLoop` with `loop`);
+//! `loop` adds conversational loops (`curator::r#loop`, see `docs/conversation-loop.md`).
 //!
 //! # Examples
 //!
@@ -39,6 +41,8 @@
 //! ```
 
 pub use curator_coalesce as coalesce;
+#[cfg(feature = "loop")]
+pub use curator_loop as r#loop;
 pub use curator_model as model;
 pub use curator_session as session;
 #[cfg(feature = "sqlite")]
@@ -65,3 +69,8 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/sessions.md")]
 struct SessionsGuide;
+
+/// The Rust examples of `docs/conversation-loop.md`, compiled and run as doctests.
+#[cfg(all(doctest, feature = "loop"))]
+#[doc = include_str!("../../../docs/conversation-loop.md")]
+struct ConversationLoopGuide;

@@ -18,6 +18,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("curator-session", &["curator-model", "curator-strategies"]),
     ("curator-sqlite", &["curator-model", "curator-strategies", "curator-session"]),
     ("curator-postgres", &["curator-model", "curator-strategies", "curator-session"]),
+    // Conversational loops: checkpoints in a session store, bounds and redaction from the
+    // strategies; never the SQLite store (a program chooses its store).
     ("curator-loop", &["curator-model", "curator-strategies", "curator-session"]),
     // Token counting only.
     ("curator-coalesce", &["curator-model", "curator-strategies"]),
@@ -69,8 +71,9 @@ const OWNED: &[(&str, &[&str])] = &[
     ("minijinja", &["curator-loop"]),
     ("criterion", &["curator-benches"]),
     ("anyhow", &["curator-cli", "xtask"]),
-    // The async face of the driver; stores stay synchronous.
-    ("tokio", &["curator-session"]),
+    // The async faces of the driver and of the loop; stores stay synchronous.
+    ("tokio", &["curator-session", "curator-loop"]),
+    ("ctrlc", &["curator-cli"]),
 ];
 
 /// Every broken rule of the workspace `metadata` describes, one line each, naming the edge.

@@ -1,0 +1,180 @@
+//! Building a [`ConversationLoop`]: its body, configuration, store and hooks.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use curator_session::{SessionKey, SessionStore, SessionSummaries};
+use curator_strategies::{MemorySummaryStore, Redactor, Summarizer, SummaryStore};
+
+use crate::config::{Defaults, LoopConfig};
+use crate::driver::{ConversationLoop, ExitCondition, Progress};
+use crate::error::{Error, Result};
+use crate::persist::Persister;
+use crate::step::Step;
+use crate::template::HistoryTemplate;
+use crate::trace::TraceSink;
+
+/// Builds a [`ConversationLoop`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_loop::{FnStep, Hitl, Injection, LoopBuilder, LoopConfig, StepOutcome};
+///
+/// let mut chat = LoopBuilder::new("support", LoopConfig::conversational())
+///     .step("agent", FnStep::agent(Injection::Messages, |call| {
+///         Ok(StepOutcome::text(format!("I have seen {} messages", call.messages.len())))
+///     }))
+///     .step("human", Hitl::new("Anything else?"))
+///     .build()?;
+/// assert!(chat.run("My parcel is late.")?.is_paused());
+/// let texts: Vec<String> = chat.turns().into_iter().map(|t| t.content).collect();
+/// assert_eq!(texts, ["My parcel is late.", "I have seen 1 messages"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct LoopBuilder {
+    name: String,
+    config: LoopConfig,
+    defaults: Defaults,
+    steps: Vec<(String, Box<dyn Step>)>,
+    summarizers: BTreeMap<String, Arc<dyn Summarizer>>,
+    store: Option<(Arc<dyn SessionStore>, SessionKey)>,
+    trace: Option<Arc<dyn TraceSink>>,
+    exit: Option<ExitCondition>,
+}
+
+impl std::fmt::Debug for LoopBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoopBuilder")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .field("steps", &self.steps.iter().map(|(n, _)| n).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoopBuilder {
+    /// A loop named `name` (the name keys its checkpoint) with `config`.
+    pub fn new(name: impl Into<String>, config: LoopConfig) -> Self {
+        Self {
+            name: name.into(),
+            config,
+            defaults: Defaults::default(),
+            steps: Vec::new(),
+            summarizers: BTreeMap::new(),
+            store: None,
+            trace: None,
+            exit: None,
+        }
+    }
+
+    /// Appends a step named `name` to the body.
+    #[must_use]
+    pub fn step(mut self, name: impl Into<String>, step: impl Step + 'static) -> Self {
+        self.steps.push((name.into(), Box::new(step)));
+        self
+    }
+
+    /// Lays the loop's history settings over application defaults.
+    #[must_use]
+    pub fn defaults(mut self, defaults: Defaults) -> Self {
+        self.defaults = defaults;
+        self
+    }
+
+    /// Registers a summarizer under `name`, for `history_management.summarizer`.
+    #[must_use]
+    pub fn summarizer(mut self, name: impl Into<String>, summarizer: impl Summarizer + 'static) -> Self {
+        self.summarizers.insert(name.into(), Arc::new(summarizer));
+        self
+    }
+
+    /// Checkpoints the loop in `store` under `key` after every iteration and at every pause,
+    /// and resumes from what is saved there when built.
+    #[must_use]
+    pub fn store(mut self, store: impl SessionStore + 'static, key: impl Into<SessionKey>) -> Self {
+        self.store = Some((Arc::new(store), key.into()));
+        self
+    }
+
+    /// Sends a redacted [`PromptTrace`](crate::PromptTrace) of each agent call to `sink`.
+    #[must_use]
+    pub fn trace(mut self, sink: impl TraceSink + 'static) -> Self {
+        self.trace = Some(Arc::new(sink));
+        self
+    }
+
+    /// Ends the loop after an iteration for which `condition` is true.
+    #[must_use]
+    pub fn exit_when(
+        mut self,
+        condition: impl FnMut(&Progress<'_>) -> bool + Send + 'static,
+    ) -> Self {
+        self.exit = Some(Box::new(condition));
+        self
+    }
+
+    /// Checks the body against the configuration and builds the loop, restoring its saved
+    /// state when a store holds one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] naming the key: a body without steps or with two steps of
+    /// one name, a `named_steps`, `user_named_steps` or `steps` entry naming no step, an
+    /// unknown summarizer or tokenizer; [`Error::Template`]; [`Error::Store`] or
+    /// [`Error::BadCheckpoint`] when the saved state cannot be read.
+    pub fn build(self) -> Result<ConversationLoop> {
+        let LoopBuilder { name, config, defaults, steps, summarizers, store, trace, exit } = self;
+        config.validate()?;
+        if steps.is_empty() {
+            return Err(Error::invalid("body", "a loop needs at least one step"));
+        }
+        let names: Vec<&str> = steps.iter().map(|(n, _)| n.as_str()).collect();
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                return Err(Error::invalid("body", format!("two steps are named `{n}`")));
+            }
+        }
+        let check = |key: &str, listed: &[String]| -> Result<()> {
+            match listed.iter().find(|l| !names.contains(&l.as_str())) {
+                Some(l) => Err(Error::invalid(
+                    key,
+                    format!("`{l}` is not a step of the body ({})", names.join(", ")),
+                )),
+                None => Ok(()),
+            }
+        };
+        check("named_steps", &config.named_steps)?;
+        check("user_named_steps", &config.user_named_steps)?;
+        let configured: Vec<String> = config.steps.keys().cloned().collect();
+        check("steps", &configured)?;
+        let history = config.effective_history(&defaults)?;
+        let persister = store.map(|(store, key)| Persister::new(store, &key, &name));
+        let summaries: Arc<dyn SummaryStore> = match &persister {
+            Some(p) => Arc::new(SessionSummaries::open(Arc::clone(p.store())).map_err(|source| {
+                Error::Store { checkpoint: curator_session::SUMMARIES_CHECKPOINT.to_owned(), source }
+            })?),
+            None => Arc::new(MemorySummaryStore::default()),
+        };
+        let bound = crate::bound::build(&history, &summarizers, summaries)?;
+        let template = match &config.history_template {
+            Some(source) => HistoryTemplate::new(source)?,
+            None => HistoryTemplate::default_template(),
+        };
+        let needs_redactor = trace.is_some() || config.redact.sent || config.redact.persisted;
+        let redactor = needs_redactor.then(Redactor::new);
+        let mut built = ConversationLoop::new(crate::driver::Parts {
+            name,
+            config,
+            steps,
+            bound,
+            template,
+            redactor,
+            trace,
+            exit,
+            persister,
+        });
+        built.restore()?;
+        Ok(built)
+    }
+}

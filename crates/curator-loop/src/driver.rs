@@ -1,0 +1,632 @@
+//! The loop driver: runs the body iteration by iteration, captures turns, injects bounded
+//! history into agent steps, traces what they are sent, checkpoints, pauses and resumes.
+
+use std::sync::Arc;
+
+use curator_model::Message;
+use curator_strategies::{CurationContext, History, HistoryManager, Redactor, View};
+
+use crate::config::{AiTurnSource, LoopConfig, UserTurnSource};
+use crate::error::{Error, Result};
+use crate::inject::inject;
+use crate::persist::Persister;
+use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
+use crate::template::HistoryTemplate;
+use crate::trace::{PromptTrace, TraceSink};
+use crate::turn::{ConversationTurn, LoopState, Paused};
+
+/// The exit condition of a loop, asked after every completed iteration.
+pub(crate) type ExitCondition = Box<dyn FnMut(&Progress<'_>) -> bool + Send>;
+
+/// What an exit condition sees after an iteration.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Progress<'a> {
+    /// Iterations completed, this one included.
+    pub iteration: u64,
+    /// This iteration's step outputs, in order, by step name.
+    pub outputs: &'a [(String, String)],
+    /// Turns in the history.
+    pub turns: usize,
+}
+
+impl Progress<'_> {
+    /// The output of the step named `step` in this iteration.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_loop::{FnStep, LoopBuilder, LoopConfig, StepOutcome};
+    ///
+    /// let mut count = 0;
+    /// let mut l = LoopBuilder::new("l", LoopConfig::default())
+    ///     .step("count", FnStep::plain(move |_| { count += 1; Ok(StepOutcome::text(count.to_string())) }))
+    ///     .exit_when(|p| p.output("count") == Some("3"))
+    ///     .build()?;
+    /// assert_eq!(l.run("")?.output(), Some("3"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn output(&self, step: &str) -> Option<&str> {
+        self.outputs.iter().rev().find(|(n, _)| n == step).map(|(_, o)| o.as_str())
+    }
+}
+
+/// Why a loop finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FinishReason {
+    /// The exit condition held.
+    ExitCondition,
+    /// `max_iterations` were made.
+    MaxIterations,
+}
+
+/// How a run of the loop ended. Pausing and aborting are control flow, never errors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoopOutcome {
+    /// The loop ended.
+    Finished {
+        /// Iterations completed in all (a resumed loop counts those before it).
+        iterations: u64,
+        /// Why.
+        reason: FinishReason,
+        /// The last step's output of the last iteration (the iteration input when none ran).
+        output: String,
+    },
+    /// A step waits for a human: call [`ConversationLoop::resume`] with the answer, in this
+    /// process or, from the checkpoint, in another.
+    Paused {
+        /// The waiting step.
+        step: String,
+        /// What it asks.
+        prompt: Option<String>,
+    },
+    /// A step stopped the loop; the iteration in flight was dropped.
+    Aborted {
+        /// The step.
+        step: String,
+        /// Its reason.
+        reason: String,
+    },
+}
+
+impl LoopOutcome {
+    /// Whether the loop paused for a human.
+    pub fn is_paused(&self) -> bool {
+        matches!(self, LoopOutcome::Paused { .. })
+    }
+
+    /// The final output of a finished loop.
+    pub fn output(&self) -> Option<&str> {
+        match self {
+            LoopOutcome::Finished { output, .. } => Some(output),
+            _ => None,
+        }
+    }
+}
+
+/// What the builder hands the driver.
+pub(crate) struct Parts {
+    pub(crate) name: String,
+    pub(crate) config: LoopConfig,
+    pub(crate) steps: Vec<(String, Box<dyn Step>)>,
+    pub(crate) bound: Option<Box<dyn HistoryManager>>,
+    pub(crate) template: HistoryTemplate,
+    pub(crate) redactor: Option<Redactor>,
+    pub(crate) trace: Option<Arc<dyn TraceSink>>,
+    pub(crate) exit: Option<ExitCondition>,
+    pub(crate) persister: Option<Persister>,
+}
+
+/// What each step of the body is, decided once from the configuration.
+#[derive(Clone, Copy, Debug)]
+struct Role_ {
+    kind: StepKind,
+    use_history: bool,
+    user_turn: bool,
+    assistant_turn: bool,
+}
+
+/// A conversational loop: a body of named [`Step`]s run iteration by iteration, keeping the
+/// conversation as turns, sending agent steps the bounded history, checkpointing after every
+/// iteration and pausing for humans. Built with [`LoopBuilder`](crate::LoopBuilder).
+///
+/// Each iteration is isolated: when a step fails (or a history strategy does), the turns the
+/// iteration added are dropped and the error is returned, naming the step; the history is as
+/// it was before the iteration. A step that pauses keeps what the iteration produced so far,
+/// and [`resume`](Self::resume) continues at that step. Turns are appended in the order they
+/// happen.
+pub struct ConversationLoop {
+    name: String,
+    config: LoopConfig,
+    steps: Vec<(String, Box<dyn Step>)>,
+    roles: Vec<Role_>,
+    bound: Option<Box<dyn HistoryManager>>,
+    template: HistoryTemplate,
+    redactor: Option<Redactor>,
+    trace: Option<Arc<dyn TraceSink>>,
+    trace_failures: u64,
+    exit: Option<ExitCondition>,
+    persister: Option<Persister>,
+    /// The turns as chat messages, with the strategies' caches (token counts, redactions).
+    history: History<'static>,
+    iteration: u64,
+    input: String,
+    paused: Option<Paused>,
+    /// Whether the last `drive` failed in the iteration it resumed.
+    resume_failed: bool,
+}
+
+impl std::fmt::Debug for ConversationLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConversationLoop")
+            .field("name", &self.name)
+            .field("steps", &self.steps.iter().map(|(n, _)| n).collect::<Vec<_>>())
+            .field("iteration", &self.iteration)
+            .field("turns", &self.history.len())
+            .field("paused", &self.paused)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How an iteration ended, short of an error.
+enum Iterated {
+    Done(Vec<(String, String)>),
+    Stopped(LoopOutcome),
+}
+
+impl ConversationLoop {
+    pub(crate) fn new(parts: Parts) -> Self {
+        let Parts { name, config, steps, bound, template, redactor, trace, exit, persister } =
+            parts;
+        let last = steps.len().saturating_sub(1);
+        let roles = steps
+            .iter()
+            .enumerate()
+            .map(|(i, (step_name, step))| {
+                let kind = step.kind();
+                let agent = matches!(kind, StepKind::Agent(_));
+                let on = config.conversation;
+                let named = |list: &[String]| list.iter().any(|n| n == step_name);
+                let user_turn = on
+                    && ((kind == StepKind::Human
+                        && config.user_turn_sources.contains(&UserTurnSource::Hitl))
+                        || (config.user_turn_sources.contains(&UserTurnSource::NamedSteps)
+                            && named(&config.user_named_steps)));
+                let assistant_turn = on
+                    && !user_turn
+                    && match config.ai_turn_source {
+                        AiTurnSource::Last => agent && i == last,
+                        AiTurnSource::AllAgents => agent,
+                        AiTurnSource::NamedSteps => named(&config.named_steps),
+                    };
+                let use_history = on
+                    && agent
+                    && config.steps.get(step_name).and_then(|s| s.use_history).unwrap_or(true);
+                Role_ { kind, use_history, user_turn, assistant_turn }
+            })
+            .collect();
+        Self {
+            name,
+            config,
+            steps,
+            roles,
+            bound,
+            template,
+            redactor,
+            trace,
+            trace_failures: 0,
+            exit,
+            persister,
+            history: History::new(),
+            iteration: 0,
+            input: String::new(),
+            paused: None,
+            resume_failed: false,
+        }
+    }
+
+    /// Reads the saved state, when the loop has a store that holds one.
+    pub(crate) fn restore(&mut self) -> Result<()> {
+        let Some(persister) = &mut self.persister else { return Ok(()) };
+        let Some(restored) = persister.load()? else { return Ok(()) };
+        let mut history = History::new();
+        for turn in &restored.turns {
+            history.push(turn.to_message());
+        }
+        self.history = history;
+        self.iteration = restored.iteration;
+        self.input = restored.input;
+        self.paused = restored.paused;
+        Ok(())
+    }
+
+    /// The loop's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Iterations completed.
+    pub fn iteration(&self) -> u64 {
+        self.iteration
+    }
+
+    /// Where the loop waits for a human, when it does.
+    pub fn paused(&self) -> Option<&Paused> {
+        self.paused.as_ref()
+    }
+
+    /// Number of turns.
+    pub fn turn_count(&self) -> usize {
+        self.history.len()
+    }
+
+    /// The turns, oldest first (copied).
+    pub fn turns(&self) -> Vec<ConversationTurn> {
+        self.history.messages().iter().filter_map(ConversationTurn::from_message).collect()
+    }
+
+    /// The whole state (copied): iteration, turns, pause.
+    pub fn state(&self) -> LoopState {
+        LoopState { iteration: self.iteration, turns: self.turns(), paused: self.paused.clone() }
+    }
+
+    /// How many traces a failing sink refused (the loop went on each time).
+    pub fn trace_failures(&self) -> u64 {
+        self.trace_failures
+    }
+
+    /// Runs iterations from the current state, with `input` as the next iteration's input
+    /// (and, on a fresh loop, as the seed of the first user turn), until the exit condition
+    /// holds, `max_iterations` are made, a step pauses or aborts.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongState`] when the loop is paused (call [`resume`](Self::resume));
+    /// [`Error::Step`] when a step fails (the iteration is rolled back);
+    /// [`Error::History`] or [`Error::Template`] when preparing an agent's request fails;
+    /// [`Error::Store`] when a checkpoint cannot be written.
+    pub fn run(&mut self, input: &str) -> Result<LoopOutcome> {
+        if let Some(paused) = &self.paused {
+            return Err(Error::WrongState {
+                state: format!("paused at step `{}`", paused.step_name),
+                hint: "call `resume` with the human's input",
+            });
+        }
+        input.clone_into(&mut self.input);
+        self.drive(None)
+    }
+
+    /// Continues a paused loop: the waiting step gets `human_input`, then the iteration and
+    /// the loop go on as [`run`](Self::run) does.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongState`] when the loop is not paused; otherwise as [`run`](Self::run).
+    /// After a failed resume the loop is paused as before, so the call can be retried.
+    pub fn resume(&mut self, human_input: &str) -> Result<LoopOutcome> {
+        let Some(paused) = self.paused.take() else {
+            return Err(Error::WrongState {
+                state: "not paused".to_owned(),
+                hint: "call `run` to start iterations",
+            });
+        };
+        let kept = paused.clone();
+        let result = self.drive(Some((paused, human_input)));
+        // A failure in the resumed iteration rolls it back to where the pause left it:
+        // paused again, so the call can be retried. A failure in a later iteration leaves
+        // the loop as `run` would.
+        if result.is_err() && self.resume_failed {
+            self.paused = Some(kept);
+        }
+        result
+    }
+
+    /// What the agent step `step` would be sent now for `input`: the history injected as
+    /// the step's configuration says (what `/history` shows in `curator chat`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] when no agent step has that name; [`Error::History`] or
+    /// [`Error::Template`] as when running.
+    pub fn preview(&self, step: &str, input: &str) -> Result<Vec<Message>> {
+        let i = self
+            .steps
+            .iter()
+            .position(|(n, _)| n == step)
+            .filter(|&i| matches!(self.roles[i].kind, StepKind::Agent(_)))
+            .ok_or_else(|| Error::invalid("step", format!("`{step}` is not an agent step of the body")))?;
+        let StepKind::Agent(injection) = self.roles[i].kind else { return Ok(Vec::new()) };
+        Ok(self.request(i, input, injection)?.0)
+    }
+
+    fn drive(&mut self, mut resume: Option<(Paused, &str)>) -> Result<LoopOutcome> {
+        self.resume_failed = false;
+        loop {
+            if resume.is_none() && self.iteration >= self.config.max_iterations {
+                return Ok(LoopOutcome::Finished {
+                    iterations: self.iteration,
+                    reason: FinishReason::MaxIterations,
+                    output: self.input.clone(),
+                });
+            }
+            let resumed = resume.take();
+            let is_resume = resumed.is_some();
+            let outcome = match resumed {
+                Some((paused, human)) => self.iterate(paused.step, paused.outputs, Some(human)),
+                None => self.iterate(0, Vec::new(), None),
+            };
+            let outputs = match outcome {
+                Ok(Iterated::Done(outputs)) => outputs,
+                Ok(Iterated::Stopped(outcome)) => return Ok(outcome),
+                Err(e) => {
+                    self.resume_failed = is_resume;
+                    return Err(e);
+                }
+            };
+            self.iteration += 1;
+            if let Some((_, last)) = outputs.last() {
+                last.clone_into(&mut self.input);
+            }
+            self.save()?;
+            let progress =
+                Progress { iteration: self.iteration, outputs: &outputs, turns: self.history.len() };
+            if self.exit.as_mut().is_some_and(|exit| exit(&progress)) {
+                return Ok(LoopOutcome::Finished {
+                    iterations: self.iteration,
+                    reason: FinishReason::ExitCondition,
+                    output: self.input.clone(),
+                });
+            }
+        }
+    }
+
+    fn save(&mut self) -> Result<()> {
+        let Some(persister) = &mut self.persister else { return Ok(()) };
+        persister.save(self.history.messages(), self.iteration, &self.input, self.paused.as_ref())
+    }
+
+    /// Drops the turns after the first `len` (a failed iteration's).
+    fn rollback(&mut self, len: usize) {
+        if self.history.len() > len {
+            // `History` is append-only (positions key its caches): a rollback, which only a
+            // failure causes, rebuilds it; counts are recomputed on the next bound.
+            self.history = History::from(self.history.messages()[..len].to_vec());
+        }
+    }
+
+    fn iterate(
+        &mut self,
+        from: usize,
+        mut outputs: Vec<(String, String)>,
+        human: Option<&str>,
+    ) -> Result<Iterated> {
+        let start = self.history.len();
+        if from == 0 && self.iteration == 0 && start == 0 {
+            self.seed();
+        }
+        let result = self.steps_from(from, &mut outputs, human);
+        match result {
+            Ok(None) => Ok(Iterated::Done(outputs)),
+            Ok(Some(StepOutcome::Pause { prompt })) => {
+                let step = outputs.len();
+                let step_name = self.steps[step].0.clone();
+                self.paused = Some(Paused { step, step_name: step_name.clone(), prompt: prompt.clone(), outputs });
+                self.save()?;
+                Ok(Iterated::Stopped(LoopOutcome::Paused { step: step_name, prompt }))
+            }
+            Ok(Some(StepOutcome::Abort { reason })) => {
+                self.rollback(start);
+                let step = self.steps[outputs.len()].0.clone();
+                Ok(Iterated::Stopped(LoopOutcome::Aborted { step, reason }))
+            }
+            Ok(Some(StepOutcome::Output(_))) => Ok(Iterated::Done(outputs)),
+            Err(e) => {
+                self.rollback(start);
+                Err(e)
+            }
+        }
+    }
+
+    /// The first user turn, from the loop's input.
+    fn seed(&mut self) {
+        let init = &self.config.init;
+        if !self.config.conversation || !init.from_initial_input || self.input.is_empty() {
+            return;
+        }
+        let text = match &init.prefix {
+            Some(prefix) => format!("{prefix}{}", self.input),
+            None => self.input.clone(),
+        };
+        let text = self.kept(text);
+        self.history.push(Message::user(text));
+    }
+
+    /// Turn text as kept: redacted when `redact.persisted` is on.
+    fn kept(&self, text: String) -> String {
+        match (&self.redactor, self.config.redact.persisted) {
+            (Some(redactor), true) => match redactor.redact(&text) {
+                std::borrow::Cow::Borrowed(_) => text,
+                std::borrow::Cow::Owned(redacted) => redacted,
+            },
+            _ => text,
+        }
+    }
+
+    /// Runs steps `from..`; `Ok(None)` when all completed, or the pause or abort that stopped
+    /// them (at step `outputs.len()`).
+    fn steps_from(
+        &mut self,
+        from: usize,
+        outputs: &mut Vec<(String, String)>,
+        human: Option<&str>,
+    ) -> Result<Option<StepOutcome>> {
+        let iteration = self.iteration + 1;
+        for i in from..self.steps.len() {
+            let input = outputs.last().map_or_else(|| self.input.clone(), |(_, o)| o.clone());
+            let role = self.roles[i];
+            let messages = match role.kind {
+                StepKind::Agent(injection) => {
+                    let (sent, traced) = self.request(i, &input, injection)?;
+                    if let Some(traced) = traced {
+                        self.emit(iteration, i, role.use_history, traced);
+                    }
+                    sent
+                }
+                _ => Vec::new(),
+            };
+            let call = StepCall {
+                iteration,
+                input: &input,
+                messages: &messages,
+                human_input: if i == from { human } else { None },
+            };
+            let (name, step) = &mut self.steps[i];
+            let outcome = step.run(call).map_err(|source| Error::Step {
+                step: name.clone(),
+                iteration,
+                source,
+            })?;
+            match outcome {
+                StepOutcome::Output(output) => {
+                    let name = name.clone();
+                    self.capture(role, &output);
+                    outputs.push((name, output.text));
+                }
+                stop => return Ok(Some(stop)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Appends the turn a step's output makes, if any.
+    fn capture(&mut self, role: Role_, output: &Output) {
+        if !role.user_turn && !role.assistant_turn {
+            return;
+        }
+        let mut text = output.text.clone();
+        if self.config.include_tool_artifacts {
+            for artifact in &output.artifacts {
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(artifact);
+            }
+        }
+        if text.trim().is_empty() {
+            return;
+        }
+        let text = self.kept(text);
+        self.history.push(if role.user_turn { Message::user(text) } else { Message::assistant(text) });
+    }
+
+    /// The messages agent step `i` is sent for `input`, and, when traces are on, the same
+    /// redacted.
+    fn request(
+        &self,
+        i: usize,
+        input: &str,
+        injection: Injection,
+    ) -> Result<(Vec<Message>, Option<Vec<Message>>)> {
+        let (name, step) = &self.steps[i];
+        let own = step.request(input);
+        let tracing = self.trace.is_some();
+        let redact_sent = self.config.redact.sent;
+        let ctx = CurationContext::default().with_preserve_system(false).with_preserve_task(false);
+        let history_error = |source| Error::History { step: name.clone(), source };
+        let bounded = match (&self.bound, self.roles[i].use_history) {
+            (Some(bound), true) => {
+                Some(bound.curate(View::full(&self.history), &ctx).map_err(history_error)?)
+            }
+            _ => None,
+        };
+        let redacted = match (&self.redactor, &bounded) {
+            (Some(redactor), Some(view)) if tracing || redact_sent => {
+                Some(redactor.curate(view.clone(), &ctx).map_err(history_error)?.to_messages())
+            }
+            (Some(_), None) if tracing || redact_sent => Some(Vec::new()),
+            _ => None,
+        };
+        let redacted_request = match (redacted, &self.redactor) {
+            (Some(history), Some(redactor)) => {
+                let own = own
+                    .iter()
+                    .map(|m| match redactor.redact(&m.text()) {
+                        std::borrow::Cow::Borrowed(_) => m.clone(),
+                        std::borrow::Cow::Owned(text) => m.clone_with_content(Some(text.into())),
+                    })
+                    .collect();
+                Some(inject(own, history, injection, &self.template)?)
+            }
+            _ => None,
+        };
+        if redact_sent && let Some(sent) = redacted_request {
+            let traced = tracing.then(|| sent.clone());
+            return Ok((sent, traced));
+        }
+        let history = bounded.map(|v| v.to_messages()).unwrap_or_default();
+        let sent = inject(own, history, injection, &self.template)?;
+        Ok((sent, redacted_request.filter(|_| tracing)))
+    }
+
+    /// Sends a trace; a failing sink is logged and counted, never fatal.
+    fn emit(&mut self, iteration: u64, i: usize, injected: bool, messages: Vec<Message>) {
+        let Some(sink) = &self.trace else { return };
+        let trace = PromptTrace {
+            loop_name: self.name.clone(),
+            iteration,
+            step: self.steps[i].0.clone(),
+            injected,
+            messages,
+        };
+        tracing::debug!(
+            target: "curator_loop",
+            loop_name = %trace.loop_name,
+            iteration,
+            step = %trace.step,
+            injected,
+            messages = trace.messages.len(),
+            "agent prompt"
+        );
+        if let Err(e) = sink.emit(&trace) {
+            self.trace_failures += 1;
+            tracing::warn!(target: "curator_loop", loop_name = %trace.loop_name, step = %trace.step, error = %e, "trace sink failed; the loop goes on");
+        }
+    }
+
+    /// Starts the loop afresh in memory: no turns, iteration 0 (what a nested loop does each
+    /// time its parent runs it). The checkpoint, if any, is overwritten at the next save.
+    pub fn reset(&mut self) {
+        self.history = History::new();
+        self.iteration = 0;
+        self.input.clear();
+        self.paused = None;
+    }
+}
+
+/// A loop is a step too: a nested loop runs as a plain step of its parent, with its own
+/// history, which never reaches the parent (only its final output does). Each run of the
+/// step starts the nested loop afresh; a pause inside it pauses the parent, and the parent's
+/// resume resumes it.
+impl Step for ConversationLoop {
+    fn kind(&self) -> StepKind {
+        StepKind::Plain
+    }
+
+    fn run(&mut self, call: StepCall<'_>) -> std::result::Result<StepOutcome, curator_model::BoxError> {
+        let outcome = match (&self.paused, call.human_input) {
+            (Some(_), Some(human)) => self.resume(human)?,
+            (Some(paused), None) => return Ok(StepOutcome::Pause { prompt: paused.prompt.clone() }),
+            (None, _) => {
+                self.reset();
+                self.run(call.input)?
+            }
+        };
+        Ok(match outcome {
+            LoopOutcome::Finished { output, .. } => StepOutcome::text(output),
+            LoopOutcome::Paused { prompt, .. } => StepOutcome::Pause { prompt },
+            LoopOutcome::Aborted { reason, .. } => StepOutcome::Abort { reason },
+        })
+    }
+}

@@ -1,0 +1,111 @@
+//! The error type of curator-loop.
+
+use curator_model::BoxError;
+
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while configuring, running or resuming a conversational loop.
+///
+/// Control flow (a pause for a human, an abort asked for by a step) is never an error: it is
+/// a [`LoopOutcome`](crate::LoopOutcome).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A configuration document that cannot be read: not TOML or JSON, an unknown key, a
+    /// value of the wrong type (the source, the parser's error, names the key).
+    #[error("cannot read the loop configuration ({format})")]
+    ConfigSyntax {
+        /// `toml` or `json`.
+        format: &'static str,
+        /// The parser's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A configuration that reads but cannot work: an impossible combination or a value out
+    /// of range.
+    #[error("invalid loop configuration: `{key}`: {reason}")]
+    InvalidConfig {
+        /// The key at fault, as a dotted path (`history_management.summarizer`).
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A history template that does not compile, or that failed to render.
+    #[error("history template: {reason}")]
+    Template {
+        /// What went wrong, with the line when the engine knows it.
+        reason: String,
+        /// The template engine's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A strategy of the history management failed (a summarizer with `on_error = propagate`,
+    /// a budget that cannot hold anything).
+    #[error("history management failed before step `{step}`")]
+    History {
+        /// The step the history was prepared for.
+        step: String,
+        /// The strategy's error.
+        #[source]
+        source: curator_strategies::Error,
+    },
+    /// A step failed: the iteration was rolled back and the history is as it was before it.
+    #[error("step `{step}` failed in iteration {iteration}")]
+    Step {
+        /// The step's name.
+        step: String,
+        /// The iteration (1 for the first).
+        iteration: u64,
+        /// The step's error.
+        #[source]
+        source: BoxError,
+    },
+    /// The session store failed to save or read the loop state.
+    #[error("session store, checkpoint `{checkpoint}`")]
+    Store {
+        /// The checkpoint being read or written.
+        checkpoint: String,
+        /// The store's error.
+        #[source]
+        source: curator_session::Error,
+    },
+    /// A checkpoint that does not hold a loop state this build can read, or one whose parts
+    /// disagree.
+    #[error("checkpoint `{checkpoint}` is not a usable loop state: {reason}")]
+    BadCheckpoint {
+        /// The checkpoint.
+        checkpoint: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `resume` on a loop that is not paused, or `run` on one that is.
+    #[error("the loop is {state}: {hint}")]
+    WrongState {
+        /// What the loop is (`paused at step \`ask\``, `not paused`).
+        state: String,
+        /// What to call instead.
+        hint: &'static str,
+    },
+    /// An HTTP chat step failed (feature `openai`).
+    #[error("chat completions at {url}: {reason}")]
+    Http {
+        /// The endpoint.
+        url: String,
+        /// What failed: the status and the start of the body, a timeout, a malformed answer.
+        reason: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The async face's blocking task ended without an answer (it panicked or the runtime
+    /// shut down).
+    #[error("the loop's blocking task did not finish")]
+    Join(#[source] BoxError),
+}
+
+impl Error {
+    pub(crate) fn invalid(key: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::InvalidConfig { key: key.into(), reason: reason.into() }
+    }
+}

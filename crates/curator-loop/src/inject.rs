@@ -1,0 +1,108 @@
+//! Injection: the bounded history put into an agent step's request, as messages or as a
+//! text block, never touching the step's system messages.
+
+use curator_model::{Message, Role};
+
+use crate::error::Result;
+use crate::step::Injection;
+use crate::template::HistoryTemplate;
+use crate::turn::ConversationTurn;
+
+/// The request an agent is sent: `own` (the step's system messages, then its own messages)
+/// with `history` (the bounded history, oldest first) injected.
+///
+/// A last own user message that repeats the newest history turn (the human's answer the
+/// step was handed as its input) is not sent twice.
+pub(crate) fn inject(
+    own: Vec<Message>,
+    history: Vec<Message>,
+    injection: Injection,
+    template: &HistoryTemplate,
+) -> Result<Vec<Message>> {
+    let systems = own.iter().take_while(|m| m.role() == Role::System).count();
+    let mut own = own.into_iter();
+    let mut out: Vec<Message> = Vec::with_capacity(systems + history.len() + 2);
+    out.extend(own.by_ref().take(systems));
+    let mut rest: Vec<Message> = own.collect();
+    if let (Some(last), Some(newest)) = (rest.last(), history.last())
+        && last.role() == Role::User
+        && newest.role() == Role::User
+        && last.text() == newest.text()
+    {
+        rest.pop();
+    }
+    match injection {
+        Injection::Messages => {
+            out.extend(history);
+            out.extend(rest);
+        }
+        Injection::Prompt if history.is_empty() => out.extend(rest),
+        Injection::Prompt => {
+            let turns: Vec<ConversationTurn> =
+                history.iter().filter_map(ConversationTurn::from_message).collect();
+            let block = template.render(&turns)?;
+            match rest.iter().rposition(|m| m.role() == Role::User) {
+                Some(i) => {
+                    let prompt = format!("{block}\n\n{}", rest[i].text());
+                    rest[i] = rest[i].clone_with_content(Some(prompt.into()));
+                }
+                None => rest.push(Message::user(block)),
+            }
+            out.extend(rest);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(own: Vec<Message>, history: Vec<Message>, injection: Injection, expected: &[(&str, &str)]) {
+        let out = inject(own, history, injection, &HistoryTemplate::default_template()).unwrap();
+        let got: Vec<(String, String)> =
+            out.iter().map(|m| (m.role().to_string(), m.text().into_owned())).collect();
+        let expected: Vec<(String, String)> =
+            expected.iter().map(|(r, t)| ((*r).to_owned(), (*t).to_owned())).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn messages_go_after_the_system_prompt_and_before_the_own_messages() {
+        check(
+            vec![Message::system("sys"), Message::user("now")],
+            vec![Message::user("a"), Message::assistant("b")],
+            Injection::Messages,
+            &[("system", "sys"), ("user", "a"), ("assistant", "b"), ("user", "now")],
+        );
+    }
+
+    #[test]
+    fn the_input_already_in_the_history_is_not_repeated() {
+        check(
+            vec![Message::system("sys"), Message::user("yes")],
+            vec![Message::assistant("ok?"), Message::user("yes")],
+            Injection::Messages,
+            &[("system", "sys"), ("assistant", "ok?"), ("user", "yes")],
+        );
+    }
+
+    #[test]
+    fn a_prompt_gets_the_block_before_it_and_the_system_prompt_is_untouched() {
+        check(
+            vec![Message::system("sys"), Message::user("now")],
+            vec![Message::user("a"), Message::assistant("b")],
+            Injection::Prompt,
+            &[
+                ("system", "sys"),
+                ("user", "<conversation_history>\nuser: a\nassistant: b\n</conversation_history>\n\nnow"),
+            ],
+        );
+    }
+
+    #[test]
+    fn no_history_leaves_the_request_as_it_was() {
+        check(vec![Message::user("now")], vec![], Injection::Messages, &[("user", "now")]);
+    }
+}

@@ -1,0 +1,183 @@
+//! Checkpointing a loop's state in a session store, incrementally: a small head document and
+//! the turns in fixed pages, of which an iteration rewrites only the last one or two.
+
+use std::sync::Arc;
+
+use curator_model::Message;
+use curator_session::{SessionKey, SessionStore};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::turn::{ConversationTurn, Paused};
+
+/// Turns per page: an iteration rewrites at most the page its new turns land in (and the
+/// next), so its cost does not grow with the conversation.
+pub(crate) const PAGE: usize = 32;
+
+/// The `format` of a loop checkpoint's head.
+pub const LOOP_CHECKPOINT_FORMAT: &str = "curator.loop";
+
+/// The head's version this build writes.
+const VERSION: u32 = 1;
+
+/// The head document: everything but the turns.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Head {
+    format: String,
+    version: u32,
+    iteration: u64,
+    turns: usize,
+    page: usize,
+    /// The next iteration's input.
+    input: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    paused: Option<Paused>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Page {
+    turns: Vec<ConversationTurn>,
+}
+
+/// What a checkpoint restores.
+#[derive(Debug)]
+pub(crate) struct Restored {
+    pub(crate) iteration: u64,
+    pub(crate) turns: Vec<ConversationTurn>,
+    pub(crate) input: String,
+    pub(crate) paused: Option<Paused>,
+}
+
+/// Where and how far a loop's state is saved.
+#[derive(Clone)]
+pub(crate) struct Persister {
+    store: Arc<dyn SessionStore>,
+    head: String,
+    /// Turns saved by the last save: pages before the one holding turn `saved` are final.
+    saved: usize,
+}
+
+impl std::fmt::Debug for Persister {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Persister").field("head", &self.head).field("saved", &self.saved).finish_non_exhaustive()
+    }
+}
+
+/// The checkpoint name of the head of loop `name` under `key`.
+pub(crate) fn head_name(key: &SessionKey, name: &str) -> String {
+    format!("{LOOP_CHECKPOINT_FORMAT}/{key}/{name}")
+}
+
+impl Persister {
+    pub(crate) fn new(store: Arc<dyn SessionStore>, key: &SessionKey, name: &str) -> Self {
+        Self { store, head: head_name(key, name), saved: 0 }
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.store
+    }
+
+    fn page_name(&self, page: usize) -> String {
+        format!("{}/turns/{page}", self.head)
+    }
+
+    fn put(&self, name: &str, document: &Value) -> Result<()> {
+        self.store
+            .put_checkpoint(name, document)
+            .map(|_| ())
+            .map_err(|source| Error::Store { checkpoint: name.to_owned(), source })
+    }
+
+    /// Saves the state: the pages holding turns not saved yet (from the page of the first
+    /// unsaved turn on), then the head. A crash between the two leaves the previous head,
+    /// which reads only the turns it counts, so the state read back is always one that was
+    /// saved whole.
+    pub(crate) fn save(
+        &mut self,
+        messages: &[Message],
+        iteration: u64,
+        input: &str,
+        paused: Option<&Paused>,
+    ) -> Result<()> {
+        let n = messages.len();
+        if n > 0 {
+            for page in self.saved.min(n) / PAGE..=(n - 1) / PAGE {
+                let turns: Vec<ConversationTurn> = messages[page * PAGE..n.min((page + 1) * PAGE)]
+                    .iter()
+                    .filter_map(ConversationTurn::from_message)
+                    .collect();
+                let document = serde_json::json!({ "turns": turns });
+                self.put(&self.page_name(page), &document)?;
+            }
+        }
+        let head = serde_json::json!({
+            "format": LOOP_CHECKPOINT_FORMAT,
+            "version": VERSION,
+            "iteration": iteration,
+            "turns": n,
+            "page": PAGE,
+            "input": input,
+            "paused": paused,
+        });
+        let head = match head {
+            Value::Object(mut map) => {
+                if paused.is_none() {
+                    map.remove("paused");
+                }
+                Value::Object(map)
+            }
+            other => other,
+        };
+        self.put(&self.head.clone(), &head)?;
+        self.saved = n;
+        Ok(())
+    }
+
+    /// Reads the saved state, or `None` when nothing was saved under this name.
+    pub(crate) fn load(&mut self) -> Result<Option<Restored>> {
+        let bad = |reason: String| Error::BadCheckpoint { checkpoint: self.head.clone(), reason };
+        let read = |name: &str| {
+            self.store
+                .checkpoint(name)
+                .map_err(|source| Error::Store { checkpoint: name.to_owned(), source })
+        };
+        let Some(head) = read(&self.head)? else { return Ok(None) };
+        let head: Head = serde_json::from_value(head.document).map_err(|e| bad(e.to_string()))?;
+        if head.format != LOOP_CHECKPOINT_FORMAT {
+            return Err(bad(format!("format is `{}`, not `{LOOP_CHECKPOINT_FORMAT}`", head.format)));
+        }
+        if head.version > VERSION {
+            return Err(bad(format!("version {} is newer than this build's {VERSION}", head.version)));
+        }
+        if head.page == 0 {
+            return Err(bad("page size 0".to_owned()));
+        }
+        let mut turns = Vec::with_capacity(head.turns);
+        let mut page = 0;
+        while turns.len() < head.turns {
+            let name = self.page_name(page);
+            let document = read(&name)?
+                .ok_or_else(|| bad(format!("page `{name}` is missing ({} turns counted)", head.turns)))?
+                .document;
+            let Page { turns: mut these } =
+                serde_json::from_value(document).map_err(|e| bad(format!("page `{name}`: {e}")))?;
+            // A page may hold turns of a save whose head never landed: they are not counted.
+            these.truncate(head.page.min(head.turns - turns.len()));
+            if these.is_empty() {
+                return Err(bad(format!("page `{name}` holds fewer turns than the head counts")));
+            }
+            turns.extend(these);
+            page += 1;
+        }
+        if head.page != PAGE {
+            // Pages of another size are read whole; this build rewrites from the start.
+            self.saved = 0;
+        } else {
+            self.saved = head.turns;
+        }
+        Ok(Some(Restored { iteration: head.iteration, turns, input: head.input, paused: head.paused }))
+    }
+}

@@ -1,0 +1,157 @@
+//! The conversation a loop keeps: turns and the serialisable loop state.
+
+use curator_model::{Message, Role};
+use serde::{Deserialize, Serialize};
+
+/// Who said a turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnRole {
+    /// The human (a human-in-the-loop step, the loop's initial input, a user-turn step).
+    User,
+    /// An agent step's reply.
+    Assistant,
+}
+
+impl TurnRole {
+    /// The role as a string: `user` or `assistant`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_loop::TurnRole;
+    ///
+    /// assert_eq!(TurnRole::Assistant.as_str(), "assistant");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TurnRole::User => "user",
+            TurnRole::Assistant => "assistant",
+        }
+    }
+}
+
+impl std::fmt::Display for TurnRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One turn of the conversation: who said it and what, as natural-language text (tool and
+/// function-call artifacts are not part of it unless the loop is configured to keep them).
+///
+/// # Examples
+///
+/// ```
+/// use curator_loop::{ConversationTurn, TurnRole};
+///
+/// let turn = ConversationTurn::user("Book a table for two.");
+/// assert_eq!(turn.role, TurnRole::User);
+/// assert_eq!(serde_json::to_string(&turn)?, r#"{"role":"user","content":"Book a table for two."}"#);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationTurn {
+    /// Who said it.
+    pub role: TurnRole,
+    /// What was said.
+    pub content: String,
+}
+
+impl ConversationTurn {
+    /// A turn of `role`.
+    pub fn new(role: TurnRole, content: impl Into<String>) -> Self {
+        Self { role, content: content.into() }
+    }
+
+    /// A user turn.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::new(TurnRole::User, content)
+    }
+
+    /// An assistant turn.
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new(TurnRole::Assistant, content)
+    }
+
+    /// The turn as a chat message (`user` or `assistant`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_loop::ConversationTurn;
+    /// use curator_model::Role;
+    ///
+    /// assert_eq!(ConversationTurn::assistant("hi").to_message().role(), Role::Assistant);
+    /// ```
+    pub fn to_message(&self) -> Message {
+        match self.role {
+            TurnRole::User => Message::user(self.content.as_str()),
+            TurnRole::Assistant => Message::assistant(self.content.as_str()),
+        }
+    }
+
+    /// The turn a message stands for: user and assistant messages are turns (their text);
+    /// system and tool messages are not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_loop::ConversationTurn;
+    /// use curator_model::Message;
+    ///
+    /// assert_eq!(ConversationTurn::from_message(&Message::user("a")), Some(ConversationTurn::user("a")));
+    /// assert_eq!(ConversationTurn::from_message(&Message::system("s")), None);
+    /// ```
+    pub fn from_message(message: &Message) -> Option<Self> {
+        let role = match message.role() {
+            Role::User => TurnRole::User,
+            Role::Assistant => TurnRole::Assistant,
+            _ => return None,
+        };
+        Some(Self::new(role, message.text().into_owned()))
+    }
+}
+
+/// Where a paused loop stopped: the iteration in flight and the step that waits for a human.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Paused {
+    /// The index of the human-in-the-loop step in the loop's body.
+    pub step: usize,
+    /// The step's name.
+    pub step_name: String,
+    /// What the step asked the human, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// The outputs of the steps that ran before it in this iteration, in order.
+    #[serde(default)]
+    pub outputs: Vec<(String, String)>,
+}
+
+/// A loop's state: the iteration counter, the turns, and where it paused. It serialises
+/// with serde; a [`ConversationLoop`](crate::ConversationLoop) checkpoints it incrementally
+/// (see [`ConversationLoop::state`](crate::ConversationLoop::state) for the whole of it).
+///
+/// # Examples
+///
+/// ```
+/// use curator_loop::{ConversationTurn, LoopState};
+///
+/// let state = LoopState { iteration: 2, turns: vec![ConversationTurn::user("hi")], paused: None };
+/// let json = serde_json::to_string(&state)?;
+/// assert_eq!(serde_json::from_str::<LoopState>(&json)?, state);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoopState {
+    /// Iterations completed (a paused iteration is not counted until it completes).
+    pub iteration: u64,
+    /// The conversation, oldest first.
+    pub turns: Vec<ConversationTurn>,
+    /// Where the loop waits for a human, when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<Paused>,
+}
