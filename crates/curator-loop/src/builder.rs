@@ -19,9 +19,11 @@ use crate::trace::TraceSink;
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{FnStep, Hitl, Injection, LoopBuilder, LoopConfig, StepOutcome};
+/// use curator_loop::{AiTurnSource, FnStep, Hitl, Injection, LoopBuilder, LoopConfig, StepOutcome};
 ///
-/// let mut chat = LoopBuilder::new("support", LoopConfig::conversational())
+/// let mut config = LoopConfig::conversational();
+/// config.ai_turn_source = AiTurnSource::AllAgents; // the final step is the human's
+/// let mut chat = LoopBuilder::new("support", config)
 ///     .step("agent", FnStep::agent(Injection::Messages, |call| {
 ///         Ok(StepOutcome::text(format!("I have seen {} messages", call.messages.len())))
 ///     }))
@@ -84,7 +86,11 @@ impl LoopBuilder {
 
     /// Registers a summarizer under `name`, for `history_management.summarizer`.
     #[must_use]
-    pub fn summarizer(mut self, name: impl Into<String>, summarizer: impl Summarizer + 'static) -> Self {
+    pub fn summarizer(
+        mut self,
+        name: impl Into<String>,
+        summarizer: impl Summarizer + 'static,
+    ) -> Self {
         self.summarizers.insert(name.into(), Arc::new(summarizer));
         self
     }
@@ -151,9 +157,14 @@ impl LoopBuilder {
         let history = config.effective_history(&defaults)?;
         let persister = store.map(|(store, key)| Persister::new(store, &key, &name));
         let summaries: Arc<dyn SummaryStore> = match &persister {
-            Some(p) => Arc::new(SessionSummaries::open(Arc::clone(p.store())).map_err(|source| {
-                Error::Store { checkpoint: curator_session::SUMMARIES_CHECKPOINT.to_owned(), source }
-            })?),
+            Some(p) => {
+                Arc::new(SessionSummaries::open(Arc::clone(p.store())).map_err(|source| {
+                    Error::Store {
+                        checkpoint: curator_session::SUMMARIES_CHECKPOINT.to_owned(),
+                        source,
+                    }
+                })?)
+            }
             None => Arc::new(MemorySummaryStore::default()),
         };
         let bound = crate::bound::build(&history, &summarizers, summaries)?;

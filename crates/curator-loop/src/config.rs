@@ -11,6 +11,9 @@ use crate::template::HistoryTemplate;
 
 /// The token budget when none is configured.
 pub const DEFAULT_MAX_TOKENS: u64 = 4_096;
+/// The smallest token budget other than 0: below it not even one turn, shortened as far as
+/// it goes, fits with its framing.
+pub const MIN_MAX_TOKENS: u64 = 64;
 /// The turn limit when none is configured.
 pub const DEFAULT_MAX_TURNS: usize = 20;
 /// The share of the threshold folded at a time by `summarize` when none is configured.
@@ -80,7 +83,8 @@ pub struct HistoryConfig {
     /// `truncate_tokens` (default), `truncate_turns` or `summarize`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<HistoryStrategy>,
-    /// The token budget of the injected history (default 4,096; 0 injects none).
+    /// The token budget of the injected history, a hard cap counting each message's framing
+    /// (default 4,096; at least 64; 0 injects none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// The turn limit (default 20; 0 injects none).
@@ -124,7 +128,21 @@ impl HistoryConfig {
         if let Some(ratio) = self.summarize_ratio
             && !(0.0..=1.0).contains(&ratio)
         {
-            return Err(Error::invalid(key("summarize_ratio"), format!("{ratio} is not between 0 and 1")));
+            return Err(Error::invalid(
+                key("summarize_ratio"),
+                format!("{ratio} is not between 0 and 1"),
+            ));
+        }
+        if let Some(max) = self.max_tokens
+            && max != 0
+            && max < MIN_MAX_TOKENS
+        {
+            return Err(Error::invalid(
+                key("max_tokens"),
+                format!(
+                    "{max} is below {MIN_MAX_TOKENS}, the least that holds a shortened turn (0 sends no history)"
+                ),
+            ));
         }
         match self.strategy.unwrap_or_default() {
             HistoryStrategy::Summarize => match &self.summarizer {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use curator_model::Message;
+use curator_model::{Message, Role};
 use curator_strategies::{CurationContext, History, HistoryManager, Redactor, View};
 
 use crate::config::{AiTurnSource, LoopConfig, UserTurnSource};
@@ -336,7 +336,9 @@ impl ConversationLoop {
             .iter()
             .position(|(n, _)| n == step)
             .filter(|&i| matches!(self.roles[i].kind, StepKind::Agent(_)))
-            .ok_or_else(|| Error::invalid("step", format!("`{step}` is not an agent step of the body")))?;
+            .ok_or_else(|| {
+                Error::invalid("step", format!("`{step}` is not an agent step of the body"))
+            })?;
         let StepKind::Agent(injection) = self.roles[i].kind else { return Ok(Vec::new()) };
         Ok(self.request(i, input, injection)?.0)
     }
@@ -370,8 +372,11 @@ impl ConversationLoop {
                 last.clone_into(&mut self.input);
             }
             self.save()?;
-            let progress =
-                Progress { iteration: self.iteration, outputs: &outputs, turns: self.history.len() };
+            let progress = Progress {
+                iteration: self.iteration,
+                outputs: &outputs,
+                turns: self.history.len(),
+            };
             if self.exit.as_mut().is_some_and(|exit| exit(&progress)) {
                 return Ok(LoopOutcome::Finished {
                     iterations: self.iteration,
@@ -412,7 +417,12 @@ impl ConversationLoop {
             Ok(Some(StepOutcome::Pause { prompt })) => {
                 let step = outputs.len();
                 let step_name = self.steps[step].0.clone();
-                self.paused = Some(Paused { step, step_name: step_name.clone(), prompt: prompt.clone(), outputs });
+                self.paused = Some(Paused {
+                    step,
+                    step_name: step_name.clone(),
+                    prompt: prompt.clone(),
+                    outputs,
+                });
                 self.save()?;
                 Ok(Iterated::Stopped(LoopOutcome::Paused { step: step_name, prompt }))
             }
@@ -518,7 +528,11 @@ impl ConversationLoop {
             return;
         }
         let text = self.kept(text);
-        self.history.push(if role.user_turn { Message::user(text) } else { Message::assistant(text) });
+        self.history.push(if role.user_turn {
+            Message::user(text)
+        } else {
+            Message::assistant(text)
+        });
     }
 
     /// The messages agent step `i` is sent for `input`, and, when traces are on, the same
@@ -531,6 +545,14 @@ impl ConversationLoop {
     ) -> Result<(Vec<Message>, Option<Vec<Message>>)> {
         let (name, step) = &self.steps[i];
         let own = step.request(input);
+        let repeat = match (own.last(), self.history.messages().last()) {
+            (Some(mine), Some(newest)) => {
+                mine.role() == Role::User
+                    && newest.role() == Role::User
+                    && mine.text() == newest.text()
+            }
+            _ => false,
+        };
         let tracing = self.trace.is_some();
         let redact_sent = self.config.redact.sent;
         let ctx = CurationContext::default().with_preserve_system(false).with_preserve_task(false);
@@ -557,7 +579,7 @@ impl ConversationLoop {
                         std::borrow::Cow::Owned(text) => m.clone_with_content(Some(text.into())),
                     })
                     .collect();
-                Some(inject(own, history, injection, &self.template)?)
+                Some(inject(own, history, injection, &self.template, repeat)?)
             }
             _ => None,
         };
@@ -566,7 +588,7 @@ impl ConversationLoop {
             return Ok((sent, traced));
         }
         let history = bounded.map(|v| v.to_messages()).unwrap_or_default();
-        let sent = inject(own, history, injection, &self.template)?;
+        let sent = inject(own, history, injection, &self.template, repeat)?;
         Ok((sent, redacted_request.filter(|_| tracing)))
     }
 
@@ -614,10 +636,15 @@ impl Step for ConversationLoop {
         StepKind::Plain
     }
 
-    fn run(&mut self, call: StepCall<'_>) -> std::result::Result<StepOutcome, curator_model::BoxError> {
+    fn run(
+        &mut self,
+        call: StepCall<'_>,
+    ) -> std::result::Result<StepOutcome, curator_model::BoxError> {
         let outcome = match (&self.paused, call.human_input) {
             (Some(_), Some(human)) => self.resume(human)?,
-            (Some(paused), None) => return Ok(StepOutcome::Pause { prompt: paused.prompt.clone() }),
+            (Some(paused), None) => {
+                return Ok(StepOutcome::Pause { prompt: paused.prompt.clone() });
+            }
             (None, _) => {
                 self.reset();
                 self.run(call.input)?

@@ -11,24 +11,22 @@ use crate::turn::ConversationTurn;
 /// The request an agent is sent: `own` (the step's system messages, then its own messages)
 /// with `history` (the bounded history, oldest first) injected.
 ///
-/// A last own user message that repeats the newest history turn (the human's answer the
-/// step was handed as its input) is not sent twice.
+/// With `repeat` (the step's last own message is a user message repeating the newest turn
+/// of the record: the human's answer the step was handed as its input), that message is not
+/// sent twice: the history holds it (shortened, when the budget had to).
 pub(crate) fn inject(
     own: Vec<Message>,
     history: Vec<Message>,
     injection: Injection,
     template: &HistoryTemplate,
+    repeat: bool,
 ) -> Result<Vec<Message>> {
     let systems = own.iter().take_while(|m| m.role() == Role::System).count();
     let mut own = own.into_iter();
     let mut out: Vec<Message> = Vec::with_capacity(systems + history.len() + 2);
     out.extend(own.by_ref().take(systems));
     let mut rest: Vec<Message> = own.collect();
-    if let (Some(last), Some(newest)) = (rest.last(), history.last())
-        && last.role() == Role::User
-        && newest.role() == Role::User
-        && last.text() == newest.text()
-    {
+    if repeat && !history.is_empty() {
         rest.pop();
     }
     match injection {
@@ -59,8 +57,15 @@ mod tests {
     use super::*;
 
     #[track_caller]
-    fn check(own: Vec<Message>, history: Vec<Message>, injection: Injection, expected: &[(&str, &str)]) {
-        let out = inject(own, history, injection, &HistoryTemplate::default_template()).unwrap();
+    fn check(
+        own: Vec<Message>,
+        history: Vec<Message>,
+        injection: Injection,
+        expected: &[(&str, &str)],
+    ) {
+        let repeat = matches!((own.last(), history.last()), (Some(a), Some(b)) if a.role() == Role::User && b.role() == Role::User && a.text() == b.text());
+        let out =
+            inject(own, history, injection, &HistoryTemplate::default_template(), repeat).unwrap();
         let got: Vec<(String, String)> =
             out.iter().map(|m| (m.role().to_string(), m.text().into_owned())).collect();
         let expected: Vec<(String, String)> =
@@ -96,7 +101,10 @@ mod tests {
             Injection::Prompt,
             &[
                 ("system", "sys"),
-                ("user", "<conversation_history>\nuser: a\nassistant: b\n</conversation_history>\n\nnow"),
+                (
+                    "user",
+                    "<conversation_history>\nuser: a\nassistant: b\n</conversation_history>\n\nnow",
+                ),
             ],
         );
     }

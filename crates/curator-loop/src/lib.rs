@@ -63,8 +63,8 @@ pub use async_loop::AsyncLoop;
 pub use builder::LoopBuilder;
 pub use config::{
     AiTurnSource, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_SUMMARIZE_RATIO, Defaults,
-    HistoryConfig, HistoryStrategy, InitConfig, LoopConfig, RedactConfig, StepConfig,
-    UserTurnSource,
+    HistoryConfig, HistoryStrategy, InitConfig, LoopConfig, MIN_MAX_TOKENS, RedactConfig,
+    StepConfig, UserTurnSource,
 };
 pub use driver::{ConversationLoop, FinishReason, LoopOutcome, Progress};
 pub use error::{Error, Result};

@@ -139,8 +139,9 @@ impl OpenAiChat {
             reason,
             source,
         };
-        let wire = openai::from_messages(messages)
-            .map_err(|e| fail("the messages cannot be written for OpenAI".into(), Some(Box::new(e))))?;
+        let wire = openai::from_messages(messages).map_err(|e| {
+            fail("the messages cannot be written for OpenAI".into(), Some(Box::new(e)))
+        })?;
         let mut body = json!({ "model": self.model, "messages": wire });
         if let Some(t) = self.temperature {
             body["temperature"] = json!(t);
@@ -157,7 +158,9 @@ impl OpenAiChat {
         }
         let timeout = self.timeout;
         let transport = |e: ureq::Error, what: &str| match e {
-            ureq::Error::Timeout(_) => fail(format!("no answer within {timeout:?}"), Some(Box::new(e))),
+            ureq::Error::Timeout(_) => {
+                fail(format!("no answer within {timeout:?}"), Some(Box::new(e)))
+            }
             other => fail(what.to_owned(), Some(Box::new(other))),
         };
         let mut response =

@@ -62,7 +62,10 @@ pub(crate) struct Persister {
 
 impl std::fmt::Debug for Persister {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Persister").field("head", &self.head).field("saved", &self.saved).finish_non_exhaustive()
+        f.debug_struct("Persister")
+            .field("head", &self.head)
+            .field("saved", &self.saved)
+            .finish_non_exhaustive()
     }
 }
 
@@ -147,10 +150,16 @@ impl Persister {
         let Some(head) = read(&self.head)? else { return Ok(None) };
         let head: Head = serde_json::from_value(head.document).map_err(|e| bad(e.to_string()))?;
         if head.format != LOOP_CHECKPOINT_FORMAT {
-            return Err(bad(format!("format is `{}`, not `{LOOP_CHECKPOINT_FORMAT}`", head.format)));
+            return Err(bad(format!(
+                "format is `{}`, not `{LOOP_CHECKPOINT_FORMAT}`",
+                head.format
+            )));
         }
         if head.version > VERSION {
-            return Err(bad(format!("version {} is newer than this build's {VERSION}", head.version)));
+            return Err(bad(format!(
+                "version {} is newer than this build's {VERSION}",
+                head.version
+            )));
         }
         if head.page == 0 {
             return Err(bad("page size 0".to_owned()));
@@ -160,7 +169,9 @@ impl Persister {
         while turns.len() < head.turns {
             let name = self.page_name(page);
             let document = read(&name)?
-                .ok_or_else(|| bad(format!("page `{name}` is missing ({} turns counted)", head.turns)))?
+                .ok_or_else(|| {
+                    bad(format!("page `{name}` is missing ({} turns counted)", head.turns))
+                })?
                 .document;
             let Page { turns: mut these } =
                 serde_json::from_value(document).map_err(|e| bad(format!("page `{name}`: {e}")))?;
@@ -178,6 +189,11 @@ impl Persister {
         } else {
             self.saved = head.turns;
         }
-        Ok(Some(Restored { iteration: head.iteration, turns, input: head.input, paused: head.paused }))
+        Ok(Some(Restored {
+            iteration: head.iteration,
+            turns,
+            input: head.input,
+            paused: head.paused,
+        }))
     }
 }

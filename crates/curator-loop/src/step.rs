@@ -214,7 +214,10 @@ where
 
 impl<F> std::fmt::Debug for FnStep<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FnStep").field("kind", &self.kind).field("system", &self.system).finish_non_exhaustive()
+        f.debug_struct("FnStep")
+            .field("kind", &self.kind)
+            .field("system", &self.system)
+            .finish_non_exhaustive()
     }
 }
 

@@ -5,11 +5,13 @@
 //! - [`arb`]: proptest generators of provider-valid message lists.
 //! - [`projection`]: the part of a message both providers can express, for comparing
 //!   messages across formats.
+//! - [`chat_server`]: a loopback HTTP server that speaks OpenAI chat completions.
 
 #![expect(clippy::print_stderr, reason = "tests print why they skip")]
 #![expect(clippy::panic, reason = "a missing (under CI) or broken fixture must fail the test")]
 
 pub mod arb;
+pub mod chat_server;
 pub mod corpus;
 pub mod projection;
 pub mod synthetic;

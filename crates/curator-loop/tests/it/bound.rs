@@ -1,0 +1,170 @@
+//! Bounding the injected history: by turns, by exact tokens (a hard cap), by summaries.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use curator_loop::{AiTurnSource, Hitl, Injection, LoopBuilder, LoopConfig, Step};
+use curator_model::Message;
+use curator_strategies::{FnSummarizer, Tokenizer};
+
+use crate::support::{Calls, agent, texts};
+
+/// `[agent, human]` run for `iterations` iterations, the human answering "answer {i}";
+/// returns what the agent was sent.
+fn converse(config: &str, iterations: usize, step: (impl Step + 'static, Calls)) -> Calls {
+    let mut config = LoopConfig::from_toml(config).unwrap();
+    config.ai_turn_source = AiTurnSource::AllAgents;
+    let (step, calls) = step;
+    let mut l = LoopBuilder::new("b", config)
+        .step("agent", step)
+        .step("human", Hitl::new("?"))
+        .summarizer("count", counting_summarizer(Arc::new(AtomicUsize::new(0))))
+        .build()
+        .unwrap();
+    l.run("start").unwrap();
+    for i in 1..iterations {
+        l.resume(&format!("answer {i}")).unwrap();
+    }
+    calls
+}
+
+fn counting_summarizer(
+    count: Arc<AtomicUsize>,
+) -> FnSummarizer<
+    impl Fn(Option<&str>, &[&Message]) -> Result<String, curator_model::BoxError> + Send + Sync,
+> {
+    FnSummarizer::new("count", 7, move |previous, messages| {
+        count.fetch_add(1, Ordering::SeqCst);
+        Ok(format!("{}+{}", previous.unwrap_or("0"), messages.len()))
+    })
+}
+
+/// The history part of a request: what comes after the system prompt.
+fn history(call: &[Message]) -> &[Message] {
+    &call[1..]
+}
+
+#[test]
+fn truncate_turns_keeps_the_newest_turns() {
+    let calls = converse(
+        "conversation = true\n[history_management]\nstrategy = \"truncate_turns\"\nmax_turns = 3",
+        6,
+        agent("agent", Injection::Messages),
+    );
+    let calls = calls.lock().unwrap();
+    let last = calls.last().unwrap();
+    assert_eq!(texts(history(last)), ["user: answer 4", "assistant: agent 5", "user: answer 5"]);
+}
+
+#[test]
+fn truncate_tokens_is_a_hard_cap_with_exact_counts() {
+    let counter = Tokenizer::O200k.counter().unwrap();
+    for max in [64_u64, 120, 400] {
+        let calls = converse(
+            &format!("conversation = true\n[history_management]\nmax_tokens = {max}"),
+            30,
+            agent("agent", Injection::Messages),
+        );
+        for call in calls.lock().unwrap().iter() {
+            let sent: u64 = history(call).iter().map(|m| counter.count_message(m)).sum::<u64>()
+                + counter.reply_priming();
+            assert!(sent <= max, "{sent} tokens sent under a budget of {max}");
+            // The newest turn is always among those kept.
+            let newest = history(call).last().unwrap().text();
+            assert!(newest == "start" || newest.starts_with("answer "), "{newest}");
+        }
+    }
+}
+
+#[test]
+fn an_oversize_newest_turn_is_shortened_and_marked() {
+    let mut config =
+        LoopConfig::from_toml("conversation = true\n[history_management]\nmax_tokens = 100")
+            .unwrap();
+    config.ai_turn_source = AiTurnSource::AllAgents;
+    let (step, calls) = agent("agent", Injection::Messages);
+    let mut l = LoopBuilder::new("b", config)
+        .step("agent", step)
+        .step("human", Hitl::new("?"))
+        .build()
+        .unwrap();
+    let long = "word ".repeat(5_000);
+    l.run(&long).unwrap();
+    let calls = calls.lock().unwrap();
+    let sent = history(&calls[0]);
+    assert_eq!(sent.len(), 1);
+    let text = sent[0].text();
+    assert!(text.len() < 1_000, "shortened: {} bytes", text.len());
+    assert!(text.contains("cut by curator"), "marked: {text}");
+    // The record keeps the turn whole.
+    assert_eq!(l.turns()[0].content, long);
+}
+
+#[test]
+fn summarize_folds_old_turns_once_and_bounds_the_rest() {
+    let count = Arc::new(AtomicUsize::new(0));
+    let mut config = LoopConfig::from_toml(
+        "conversation = true\n[history_management]\nstrategy = \"summarize\"\nsummarizer = \"count\"\nmax_turns = 6\nsummarize_ratio = 0.5",
+    )
+    .unwrap();
+    config.ai_turn_source = AiTurnSource::AllAgents;
+    let (step, calls) = agent("agent", Injection::Messages);
+    let mut l = LoopBuilder::new("s", config)
+        .step("agent", step)
+        .step("human", Hitl::new("?"))
+        .summarizer("count", counting_summarizer(Arc::clone(&count)))
+        .build()
+        .unwrap();
+    l.run("start").unwrap();
+    let iterations = 40;
+    for i in 1..iterations {
+        l.resume(&format!("answer {i}")).unwrap();
+    }
+    let calls = calls.lock().unwrap();
+    let last = history(calls.last().unwrap());
+    // A summary, then at most `max_turns` turns.
+    assert!(last.len() <= 7, "{} messages", last.len());
+    assert!(last[0].text().starts_with("[Summary of"), "{}", last[0].text());
+    assert_eq!(last.last().unwrap().text(), "answer 39");
+    // Each folded chunk (3 turns) is summarized once, not once per call: about 80 turns
+    // make about 25 chunks, over 40 calls.
+    let folds = count.load(Ordering::SeqCst);
+    assert!((20..=27).contains(&folds), "{folds} summarizer calls");
+}
+
+#[test]
+fn the_extractive_summary_keeps_the_users_words_as_the_users() {
+    let mut config = LoopConfig::from_toml(
+        "conversation = true\n[history_management]\nstrategy = \"summarize\"\nsummarizer = \"extractive\"\nmax_turns = 4",
+    )
+    .unwrap();
+    config.ai_turn_source = AiTurnSource::AllAgents;
+    let (step, calls) = agent("agent", Injection::Messages);
+    let mut l = LoopBuilder::new("s", config)
+        .step("agent", step)
+        .step("human", Hitl::new("?"))
+        .build()
+        .unwrap();
+    l.run("I need a visa for Japan").unwrap();
+    for i in 1..8 {
+        l.resume(&format!("my passport is number {i}")).unwrap();
+    }
+    let calls = calls.lock().unwrap();
+    let summary = history(calls.last().unwrap())[0].text().into_owned();
+    assert!(summary.contains("User asked: I need a visa for Japan"), "{summary}");
+    assert!(summary.contains("User said: my passport is number 1"), "{summary}");
+    assert!(!summary.contains("Last assistant note: my passport"), "{summary}");
+}
+
+#[test]
+fn a_limit_of_zero_sends_no_history() {
+    let calls = converse(
+        "conversation = true\n[history_management]\nstrategy = \"truncate_turns\"\nmax_turns = 0",
+        3,
+        agent("agent", Injection::Messages),
+    );
+    assert_eq!(
+        texts(calls.lock().unwrap().last().unwrap()),
+        ["system: You are the agent.", "user: answer 2"]
+    );
+}

@@ -1,0 +1,148 @@
+//! Configuration: unknown keys, impossible combinations, defaults and precedence, both
+//! formats, template errors at load.
+
+use curator_loop::{
+    Defaults, Error, FnStep, HistoryStrategy, Injection, LoopBuilder, LoopConfig, StepOutcome,
+};
+
+#[track_caller]
+fn invalid(result: Result<impl std::fmt::Debug, Error>, key: &str) {
+    match result {
+        Err(Error::InvalidConfig { key: k, .. }) => assert_eq!(k, key),
+        other => panic!("expected an invalid `{key}`, got {other:?}"),
+    }
+}
+
+#[track_caller]
+fn syntax_naming(result: Result<impl std::fmt::Debug, Error>, word: &str) {
+    match result {
+        Err(e @ Error::ConfigSyntax { .. }) => {
+            let chain = format!("{e}: {}", std::error::Error::source(&e).unwrap());
+            assert!(chain.contains(word), "{chain}");
+        }
+        other => panic!("expected a syntax error naming `{word}`, got {other:?}"),
+    }
+}
+
+#[test]
+fn unknown_keys_are_refused_in_both_formats_naming_the_key() {
+    syntax_naming(LoopConfig::from_toml("conversaton = true"), "conversaton");
+    syntax_naming(
+        LoopConfig::from_json(r#"{"history_management": {"max_tokenz": 5}}"#),
+        "max_tokenz",
+    );
+    syntax_naming(LoopConfig::from_toml("[steps.a]\nuse_histroy = true"), "use_histroy");
+    syntax_naming(LoopConfig::from_toml("ai_turn_source = \"first\""), "first");
+    syntax_naming(
+        Defaults::from_toml("[conversation.history_management]\nstratgy = \"x\""),
+        "stratgy",
+    );
+}
+
+#[test]
+fn impossible_combinations_are_refused_at_load_naming_the_key() {
+    invalid(LoopConfig::from_toml("ai_turn_source = \"named_steps\""), "named_steps");
+    invalid(LoopConfig::from_toml("user_turn_sources = [\"named_steps\"]"), "user_named_steps");
+    invalid(
+        LoopConfig::from_toml("[history_management]\nstrategy = \"summarize\""),
+        "history_management.summarizer",
+    );
+    invalid(
+        LoopConfig::from_json(r#"{"history_management": {"summarize_ratio": 1.5}}"#),
+        "history_management.summarize_ratio",
+    );
+    invalid(
+        LoopConfig::from_toml("[history_management]\nmax_tokens = 10"),
+        "history_management.max_tokens",
+    );
+    invalid(
+        Defaults::from_toml("[conversation.history_management]\nstrategy = \"summarize\""),
+        "conversation.history_management.summarizer",
+    );
+}
+
+#[test]
+fn a_bad_template_is_reported_at_load() {
+    let err = LoopConfig::from_toml("history_template = \"{% for t in history %}{{ t.role }}\"")
+        .unwrap_err();
+    assert!(matches!(err, Error::Template { .. }), "{err:?}");
+    let err = LoopConfig::from_toml("history_template = \"{{ t.nothing }}\"").unwrap_err();
+    assert!(matches!(err, Error::Template { .. }), "{err:?}");
+}
+
+#[test]
+fn the_body_is_checked_against_the_configuration_when_built() {
+    let step = || FnStep::agent(Injection::Messages, |_| Ok(StepOutcome::text("x")));
+    let config =
+        LoopConfig::from_toml("ai_turn_source = \"named_steps\"\nnamed_steps = [\"nope\"]")
+            .unwrap();
+    invalid(LoopBuilder::new("l", config).step("a", step()).build(), "named_steps");
+    let config = LoopConfig::from_toml("[steps.nope]\nuse_history = false").unwrap();
+    invalid(LoopBuilder::new("l", config).step("a", step()).build(), "steps");
+    invalid(LoopBuilder::new("l", LoopConfig::default()).build(), "body");
+    invalid(
+        LoopBuilder::new("l", LoopConfig::default()).step("a", step()).step("a", step()).build(),
+        "body",
+    );
+    let config = LoopConfig::from_toml(
+        "[history_management]\nstrategy = \"summarize\"\nsummarizer = \"gpt\"",
+    )
+    .unwrap();
+    invalid(
+        LoopBuilder::new("l", config).step("a", step()).build(),
+        "history_management.summarizer",
+    );
+}
+
+#[test]
+fn loop_settings_override_defaults_and_explicit_falsy_values_are_kept() {
+    let defaults = Defaults::from_toml(
+        "[conversation.history_management]\nstrategy = \"truncate_turns\"\nmax_turns = 30\nmax_tokens = 9000\nsummarize_ratio = 0.4",
+    )
+    .unwrap();
+    let config =
+        LoopConfig::from_toml("[history_management]\nmax_turns = 0\nsummarize_ratio = 0.0")
+            .unwrap();
+    let effective = config.effective_history(&defaults).unwrap();
+    assert_eq!(effective.strategy, Some(HistoryStrategy::TruncateTurns));
+    assert_eq!(effective.max_turns, Some(0));
+    assert_eq!(effective.summarize_ratio, Some(0.0));
+    assert_eq!(effective.max_tokens, Some(9000));
+    // A summarize strategy at the loop level may take its summarizer from the defaults, and
+    // the combination is checked once laid together.
+    let defaults =
+        Defaults::from_toml("[conversation.history_management]\nsummarizer = \"extractive\"")
+            .unwrap();
+    let config = LoopConfig::from_toml("[history_management]\nstrategy = \"summarize\"");
+    invalid(config, "history_management.summarizer"); // alone, it cannot work
+    let config = LoopConfig::from_json(
+        r#"{"history_management": {"strategy": "summarize", "summarizer": "extractive"}}"#,
+    )
+    .unwrap();
+    assert!(config.effective_history(&defaults).is_ok());
+}
+
+#[test]
+fn toml_and_json_read_the_same_configuration() {
+    let toml = LoopConfig::from_toml(
+        r#"
+conversation = true
+ai_turn_source = "named_steps"
+named_steps = ["clarify", "finalize"]
+user_turn_sources = ["hitl"]
+max_iterations = 12
+[history_management]
+strategy = "summarize"
+summarizer = "extractive"
+summarize_ratio = 0.4
+max_turns = 10
+[steps.extract]
+use_history = false
+[redact]
+sent = true
+"#,
+    )
+    .unwrap();
+    let json = LoopConfig::from_json(&serde_json::to_string(&toml).unwrap()).unwrap();
+    assert_eq!(json, toml);
+}

@@ -1,0 +1,91 @@
+//! The OpenAI-compatible chat step against a real loopback server.
+
+use std::time::Duration;
+
+use curator_loop::{Error, Hitl, LoopBuilder, LoopConfig, LoopOutcome, OpenAiChat};
+use curator_model::Message;
+use curator_testkit::chat_server::{ChatServer, Reply};
+
+fn chat(server: &ChatServer) -> curator_loop::ConversationLoop {
+    LoopBuilder::new("chat", LoopConfig::conversational())
+        .step("user", Hitl::default())
+        .step(
+            "assistant",
+            OpenAiChat::new(server.url(), "test-model")
+                .with_system("Be brief.")
+                .with_api_key("k")
+                .with_timeout(Duration::from_millis(1_500)),
+        )
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_conversation_over_http_sends_the_history_each_turn() {
+    let server = ChatServer::counting("reply");
+    let mut l = chat(&server);
+    assert!(l.run("").unwrap().is_paused());
+    assert!(l.resume("Hello").unwrap().is_paused());
+    assert!(l.resume("And again").unwrap().is_paused());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0]["model"], "test-model");
+    assert_eq!(
+        requests[1]["messages"],
+        serde_json::json!([
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hello"},
+            {"role": "assistant", "content": "reply 1 (2 messages)"},
+            {"role": "user", "content": "And again"},
+        ])
+    );
+    assert_eq!(l.turns().last().unwrap().content, "reply 2 (4 messages)");
+}
+
+#[track_caller]
+fn fails_with(reply: Reply, words: &str) {
+    let server = ChatServer::start(move |_, _| reply.clone());
+    let mut l = chat(&server);
+    l.run("").unwrap();
+    let err = l.resume("Hello").unwrap_err();
+    let Error::Step { step, source, .. } = &err else { panic!("{err:?}") };
+    assert_eq!(step, "assistant");
+    let http = source.downcast_ref::<Error>().unwrap();
+    assert!(matches!(http, Error::Http { .. }), "{http:?}");
+    assert!(http.to_string().contains(words), "{http}");
+    // The iteration is rolled back and the loop waits for the same answer again.
+    assert!(l.turns().is_empty());
+    assert!(l.paused().is_some());
+}
+
+#[test]
+fn failures_are_typed_and_leave_the_history_as_it_was() {
+    fails_with(Reply::Status(500, "model crashed".into()), "HTTP 500: model crashed");
+    fails_with(Reply::Status(200, "not json".into()), "not JSON");
+    fails_with(Reply::Status(200, r#"{"choices": []}"#.into()), "not a chat completion");
+    fails_with(Reply::Slow(Duration::from_secs(5), "late".into()), "no answer within");
+    fails_with(Reply::BrokenOff, "broke off");
+}
+
+#[test]
+fn an_unreachable_server_is_a_typed_error() {
+    let err = OpenAiChat::new("http://127.0.0.1:9/v1/", "m")
+        .with_connect_timeout(Duration::from_millis(500))
+        .complete(&[Message::user("hi")])
+        .unwrap_err();
+    let Error::Http { url, .. } = &err else { panic!("{err:?}") };
+    assert_eq!(url, "http://127.0.0.1:9/v1/chat/completions");
+}
+
+#[test]
+fn the_async_face_runs_the_same_loop() {
+    let server = ChatServer::counting("async");
+    let l = curator_loop::AsyncLoop::new(chat(&server));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        assert!(l.run("").await.unwrap().is_paused());
+        let outcome = l.resume("Hi").await.unwrap();
+        assert_eq!(outcome, LoopOutcome::Paused { step: "user".into(), prompt: None });
+        assert_eq!(l.turns().await.len(), 2);
+    });
+}

@@ -1,0 +1,162 @@
+//! End to end: what a recording agent is sent, in both injection modes, with and without
+//! `use_history`.
+
+use curator_loop::{AiTurnSource, Hitl, Injection, LoopBuilder, LoopConfig, Output, StepOutcome};
+
+use crate::support::{Recording, agent, texts, turns};
+
+fn config(toml: &str) -> LoopConfig {
+    let mut config = LoopConfig::from_toml(toml).unwrap();
+    config.ai_turn_source = AiTurnSource::AllAgents;
+    config
+}
+
+/// Runs `[agent, human]` for two iterations, the human answering "to Rome", and returns
+/// what the agent was sent each time.
+fn two_iterations(config: LoopConfig, injection: Injection) -> Vec<Vec<String>> {
+    let (step, calls) = agent("agent", injection);
+    let mut l = LoopBuilder::new("trip", config)
+        .step("agent", step)
+        .step("human", Hitl::new("?"))
+        .build()
+        .unwrap();
+    assert!(l.run("Plan a trip").unwrap().is_paused());
+    assert!(l.resume("to Rome").unwrap().is_paused());
+    let calls = calls.lock().unwrap();
+    calls.iter().map(|c| texts(c)).collect()
+}
+
+#[test]
+fn messages_mode_sends_the_history_as_messages_after_the_system_prompt() {
+    let calls = two_iterations(config("conversation = true"), Injection::Messages);
+    assert_eq!(calls[0], ["system: You are the agent.", "user: Plan a trip"]);
+    assert_eq!(
+        calls[1],
+        [
+            "system: You are the agent.",
+            "user: Plan a trip",
+            "assistant: agent 1",
+            "user: to Rome", // the step's input, already the newest turn: sent once
+        ]
+    );
+}
+
+#[test]
+fn prompt_mode_sends_a_delimited_block_and_keeps_the_system_prompt() {
+    let calls = two_iterations(config("conversation = true"), Injection::Prompt);
+    assert_eq!(
+        calls[1],
+        [
+            "system: You are the agent.",
+            "user: <conversation_history>\nuser: Plan a trip\nassistant: agent 1\nuser: to Rome\n</conversation_history>",
+        ]
+    );
+}
+
+#[test]
+fn a_custom_template_renders_the_block() {
+    let calls = two_iterations(
+        config(
+            r#"conversation = true
+history_template = "{% for t in history %}<turn role=\"{{ t.role }}\">{{ t.content }}</turn>{% endfor %}""#,
+        ),
+        Injection::Prompt,
+    );
+    assert_eq!(
+        calls[1][1],
+        r#"user: <turn role="user">Plan a trip</turn><turn role="assistant">agent 1</turn><turn role="user">to Rome</turn>"#
+    );
+}
+
+#[test]
+fn use_history_off_sends_no_history_in_either_mode() {
+    for injection in [Injection::Messages, Injection::Prompt] {
+        let calls = two_iterations(
+            config("conversation = true\n[steps.agent]\nuse_history = false"),
+            injection,
+        );
+        assert_eq!(calls[1], ["system: You are the agent.", "user: to Rome"], "{injection:?}");
+    }
+}
+
+#[test]
+fn a_loop_without_conversation_captures_and_injects_nothing() {
+    let (step, calls) = agent("agent", Injection::Messages);
+    let mut l = LoopBuilder::new("plain", LoopConfig::default())
+        .step("agent", step)
+        .step("human", Hitl::new("?"))
+        .build()
+        .unwrap();
+    l.run("Plan a trip").unwrap();
+    l.resume("to Rome").unwrap();
+    assert!(turns(&l).is_empty());
+    assert_eq!(texts(&calls.lock().unwrap()[1]), ["system: You are the agent.", "user: to Rome"]);
+}
+
+#[test]
+fn tool_call_artifacts_are_left_out_unless_kept_by_option() {
+    for keep in [false, true] {
+        let (step, calls) = Recording::new(Injection::Messages, |_, _| {
+            Ok(StepOutcome::Output(
+                Output::text("Checking the weather.")
+                    .with_artifact(r#"{"tool_call":{"name":"weather","arguments":"{}"}}"#),
+            ))
+        });
+        let mut config = config("conversation = true");
+        config.include_tool_artifacts = keep;
+        let mut l = LoopBuilder::new("tools", config)
+            .step("agent", step)
+            .step("human", Hitl::new("?"))
+            .build()
+            .unwrap();
+        l.run("Weather?").unwrap();
+        l.resume("ok").unwrap();
+        let sent = texts(&calls.lock().unwrap()[1]);
+        let expected = if keep {
+            "assistant: Checking the weather.\n{\"tool_call\":{\"name\":\"weather\",\"arguments\":\"{}\"}}"
+        } else {
+            "assistant: Checking the weather."
+        };
+        assert_eq!(sent[2], expected, "keep = {keep}");
+    }
+}
+
+#[test]
+fn seeding_takes_a_prefix_and_can_be_switched_off() {
+    let (step, calls) = agent("agent", Injection::Messages);
+    let mut l =
+        LoopBuilder::new("seed", config("conversation = true\n[init]\nprefix = \"User: \""))
+            .step("agent", step)
+            .step("human", Hitl::new("?"))
+            .build()
+            .unwrap();
+    l.run("hello").unwrap();
+    assert_eq!(turns(&l), ["user: User: hello", "assistant: agent 1"]);
+    assert_eq!(texts(&calls.lock().unwrap()[0])[1], "user: User: hello");
+
+    let (step, _) = agent("agent", Injection::Messages);
+    let mut l =
+        LoopBuilder::new("seed", config("conversation = true\n[init]\nfrom_initial_input = false"))
+            .step("agent", step)
+            .step("human", Hitl::new("?"))
+            .build()
+            .unwrap();
+    l.run("hello").unwrap();
+    assert_eq!(turns(&l), ["assistant: agent 1"]);
+}
+
+#[test]
+fn preview_shows_what_the_next_call_sends() {
+    let (step, _) = agent("agent", Injection::Messages);
+    let mut l = LoopBuilder::new("p", config("conversation = true"))
+        .step("agent", step)
+        .step("human", Hitl::new("?"))
+        .build()
+        .unwrap();
+    l.run("hi").unwrap();
+    assert_eq!(
+        texts(&l.preview("agent", "").unwrap()),
+        ["system: You are the agent.", "user: hi", "assistant: agent 1", "user: "]
+    );
+    assert!(l.preview("human", "").is_err());
+}

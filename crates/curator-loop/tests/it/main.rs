@@ -1,0 +1,13 @@
+//! Integration tests of curator-loop.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests fail loudly")]
+
+mod bound;
+mod config;
+mod http;
+mod inject;
+mod persist;
+mod processes;
+mod props;
+mod support;
+mod trace;
+mod turns;

@@ -1,0 +1,276 @@
+//! Turn capture: sources, order, isolation of iterations, control flow, nested loops.
+
+use curator_loop::{
+    AiTurnSource, Error, FinishReason, FnStep, Hitl, Injection, LoopBuilder, LoopConfig,
+    LoopOutcome, StepOutcome, UserTurnSource,
+};
+
+use crate::support::{agent, texts, turns};
+
+fn conversational(source: AiTurnSource, named: &[&str]) -> LoopConfig {
+    let mut config = LoopConfig::conversational();
+    config.ai_turn_source = source;
+    config.named_steps = named.iter().map(|s| (*s).to_owned()).collect();
+    config.max_iterations = 1;
+    config
+}
+
+fn plain(text: &'static str) -> impl curator_loop::Step {
+    FnStep::plain(move |_| Ok(StepOutcome::text(text)))
+}
+
+#[track_caller]
+fn check(config: LoopConfig, with_plain_last: bool, expected: &[&str]) {
+    let (a1, _) = agent("a1", Injection::Messages);
+    let (a2, _) = agent("a2", Injection::Messages);
+    let mut builder = LoopBuilder::new("l", config).step("a1", a1).step("a2", a2);
+    if with_plain_last {
+        builder = builder.step("format", plain("formatted"));
+    }
+    let mut l = builder.build().unwrap();
+    assert!(matches!(
+        l.run("go").unwrap(),
+        LoopOutcome::Finished { reason: FinishReason::MaxIterations, .. }
+    ));
+    assert_eq!(turns(&l), expected);
+}
+
+#[test]
+fn last_takes_the_final_agent_step() {
+    check(conversational(AiTurnSource::Last, &[]), false, &["user: go", "assistant: a2 1"]);
+}
+
+#[test]
+fn last_adds_nothing_when_the_final_step_is_not_an_agent() {
+    check(conversational(AiTurnSource::Last, &[]), true, &["user: go"]);
+}
+
+#[test]
+fn all_agents_takes_each_agent_in_order() {
+    check(
+        conversational(AiTurnSource::AllAgents, &[]),
+        true,
+        &["user: go", "assistant: a1 1", "assistant: a2 1"],
+    );
+}
+
+#[test]
+fn named_steps_take_exactly_the_listed_steps_agent_or_not() {
+    check(
+        conversational(AiTurnSource::NamedSteps, &["a1"]),
+        true,
+        &["user: go", "assistant: a1 1"],
+    );
+    check(
+        conversational(AiTurnSource::NamedSteps, &["format"]),
+        true,
+        &["user: go", "assistant: formatted"],
+    );
+}
+
+#[test]
+fn named_user_turn_sources_make_user_turns() {
+    let mut config = conversational(AiTurnSource::Last, &[]);
+    config.user_turn_sources = vec![UserTurnSource::NamedSteps];
+    config.user_named_steps = vec!["collect".into()];
+    let (a, _) = agent("a", Injection::Messages);
+    let mut l = LoopBuilder::new("l", config)
+        .step("collect", plain("form data"))
+        .step("human", Hitl::new("?")) // not a source here
+        .step("a", a)
+        .build()
+        .unwrap();
+    assert!(l.run("go").unwrap().is_paused());
+    l.resume("ignored as a turn").unwrap();
+    assert_eq!(turns(&l), ["user: go", "user: form data", "assistant: a 1"]);
+}
+
+#[test]
+fn a_question_and_its_answer_are_recorded_in_the_order_they_happened() {
+    let mut config = conversational(AiTurnSource::AllAgents, &[]);
+    config.max_iterations = 3;
+    let (clarify, calls) = agent("question", Injection::Messages);
+    let (summarize, _) = agent("summary", Injection::Messages);
+    let mut l = LoopBuilder::new("l", config)
+        .step("clarify", clarify)
+        .step("human", Hitl::new("?"))
+        .step("summarize", summarize)
+        .build()
+        .unwrap();
+    assert!(l.run("Need a flight").unwrap().is_paused());
+    assert!(l.resume("Tuesday").unwrap().is_paused());
+    assert_eq!(
+        turns(&l),
+        [
+            "user: Need a flight",
+            "assistant: question 1",
+            "user: Tuesday",
+            "assistant: summary 1",
+            "assistant: question 2"
+        ]
+    );
+    // The human's answer is a user turn, never an assistant one, in what the agent is sent.
+    assert_eq!(texts(&calls.lock().unwrap()[1])[3], "user: Tuesday");
+}
+
+#[test]
+fn a_failed_step_rolls_the_iteration_back_and_names_itself() {
+    let mut config = conversational(AiTurnSource::AllAgents, &[]);
+    config.max_iterations = 5;
+    let (a, _) = agent("a", Injection::Messages);
+    let mut n = 0;
+    let mut l = LoopBuilder::new("l", config)
+        .step("a", a)
+        .step(
+            "flaky",
+            FnStep::plain(move |_| {
+                n += 1;
+                if n == 2 { Err("disk full".into()) } else { Ok(StepOutcome::text("ok")) }
+            }),
+        )
+        .build()
+        .unwrap();
+    let err = l.run("go").unwrap_err();
+    match &err {
+        Error::Step { step, iteration, source } => {
+            assert_eq!((step.as_str(), *iteration), ("flaky", 2));
+            assert_eq!(source.to_string(), "disk full");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Iteration 2's assistant turn ("a 2") is gone: the history is as iteration 1 left it.
+    assert_eq!(turns(&l), ["user: go", "assistant: a 1"]);
+    assert_eq!(l.iteration(), 1);
+    // The loop goes on from there.
+    assert!(l.run("again").is_ok());
+    assert_eq!(turns(&l)[2], "assistant: a 3");
+}
+
+#[test]
+fn a_reply_that_fails_midway_adds_no_partial_turn() {
+    let config = conversational(AiTurnSource::AllAgents, &[]);
+    let mut streamed = String::new();
+    let mut l = LoopBuilder::new("l", config)
+        .step(
+            "stream",
+            FnStep::agent(Injection::Messages, move |_| {
+                for chunk in ["The answer", " is"] {
+                    streamed.push_str(chunk); // what a streaming client shows as it arrives
+                }
+                Err(format!("stream broke after {:?}", streamed).into())
+            }),
+        )
+        .build()
+        .unwrap();
+    assert!(matches!(l.run("q").unwrap_err(), Error::Step { .. }));
+    assert!(turns(&l).is_empty());
+}
+
+#[test]
+fn a_failure_in_a_resumed_iteration_leaves_the_loop_paused_for_a_retry() {
+    let mut config = conversational(AiTurnSource::AllAgents, &[]);
+    config.max_iterations = 1;
+    let mut fail = true;
+    let mut l = LoopBuilder::new("l", config)
+        .step("human", Hitl::new("?"))
+        .step(
+            "a",
+            FnStep::agent(Injection::Messages, move |_| {
+                if std::mem::take(&mut fail) {
+                    Err("model down".into())
+                } else {
+                    Ok(StepOutcome::text("hi"))
+                }
+            }),
+        )
+        .build()
+        .unwrap();
+    assert!(l.run("").unwrap().is_paused());
+    assert!(l.resume("hello").is_err());
+    assert_eq!(l.paused().map(|p| p.step_name.as_str()), Some("human"));
+    assert!(turns(&l).is_empty());
+    assert!(matches!(l.resume("hello").unwrap(), LoopOutcome::Finished { .. }));
+    assert_eq!(turns(&l), ["user: hello", "assistant: hi"]);
+}
+
+#[test]
+fn pause_and_abort_are_outcomes_not_errors() {
+    let config = conversational(AiTurnSource::AllAgents, &[]);
+    let (a, _) = agent("a", Injection::Messages);
+    let mut l = LoopBuilder::new("l", config)
+        .step("a", a)
+        .step("guard", FnStep::plain(|_| Ok(StepOutcome::Abort { reason: "policy".into() })))
+        .build()
+        .unwrap();
+    assert_eq!(
+        l.run("go").unwrap(),
+        LoopOutcome::Aborted { step: "guard".into(), reason: "policy".into() }
+    );
+    assert!(turns(&l).is_empty(), "the aborted iteration is dropped");
+    assert!(matches!(l.resume("x").unwrap_err(), Error::WrongState { .. }));
+
+    let mut l = LoopBuilder::new("l", LoopConfig::conversational())
+        .step("human", Hitl::new("Name?"))
+        .build()
+        .unwrap();
+    assert_eq!(
+        l.run("").unwrap(),
+        LoopOutcome::Paused { step: "human".into(), prompt: Some("Name?".into()) }
+    );
+    assert!(matches!(l.run("").unwrap_err(), Error::WrongState { .. }));
+}
+
+#[test]
+fn the_exit_condition_and_max_iterations_end_the_loop() {
+    let mut config = conversational(AiTurnSource::Last, &[]);
+    config.max_iterations = 10;
+    let (a, _) = agent("a", Injection::Messages);
+    let mut l =
+        LoopBuilder::new("l", config).step("a", a).exit_when(|p| p.iteration == 3).build().unwrap();
+    assert_eq!(
+        l.run("go").unwrap(),
+        LoopOutcome::Finished {
+            iterations: 3,
+            reason: FinishReason::ExitCondition,
+            output: "a 3".into()
+        }
+    );
+    let mut config = conversational(AiTurnSource::Last, &[]);
+    config.max_iterations = 0;
+    let (a, calls) = agent("a", Injection::Messages);
+    let mut l = LoopBuilder::new("l", config).step("a", a).build().unwrap();
+    assert!(matches!(l.run("go").unwrap(), LoopOutcome::Finished { iterations: 0, .. }));
+    assert!(calls.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_nested_loop_keeps_its_own_history() {
+    let mut inner_config = conversational(AiTurnSource::AllAgents, &[]);
+    inner_config.max_iterations = 2;
+    let (inner_agent, inner_calls) = agent("inner", Injection::Messages);
+    let inner = LoopBuilder::new("inner", inner_config).step("think", inner_agent).build().unwrap();
+
+    let mut outer_config = conversational(AiTurnSource::AllAgents, &[]);
+    outer_config.max_iterations = 2;
+    let (outer_agent, outer_calls) = agent("outer", Injection::Messages);
+    let mut outer = LoopBuilder::new("outer", outer_config)
+        .step("research", inner)
+        .step("answer", outer_agent)
+        .build()
+        .unwrap();
+    outer.run("Question").unwrap();
+    // The outer history holds its own turns only: the inner loop's are not there.
+    assert_eq!(turns(&outer), ["user: Question", "assistant: outer 1", "assistant: outer 2"]);
+    // Only the nested loop's final output reaches the outer loop, as the next step's input.
+    for call in outer_calls.lock().unwrap().iter() {
+        assert!(texts(call).iter().all(|t| !t.contains("inner 1")), "{call:?}");
+    }
+    assert_eq!(texts(&outer_calls.lock().unwrap()[0]).last().unwrap(), "user: inner 2");
+    // The inner loop saw its own conversation, started afresh on each outer iteration.
+    let inner_calls = inner_calls.lock().unwrap();
+    assert_eq!(
+        texts(&inner_calls[1]),
+        ["system: You are the agent.", "user: Question", "assistant: inner 1", "user: inner 1"]
+    );
+    assert_eq!(texts(&inner_calls[2]), ["system: You are the agent.", "user: outer 1"]);
+}

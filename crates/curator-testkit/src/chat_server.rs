@@ -1,0 +1,137 @@
+//! A loopback HTTP server that speaks OpenAI chat completions, for testing HTTP agent steps
+//! and `curator chat` against a real socket.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// How the server answers one request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A chat completion whose message content is this text.
+    Text(String),
+    /// A status and a body, as given.
+    Status(u16, String),
+    /// Waits this long, then answers with the text (a slow model).
+    Slow(Duration, String),
+    /// Announces a long body, sends the start of a completion, then closes the connection.
+    BrokenOff,
+}
+
+/// The function that picks the reply to a request body (the parsed JSON) and its number.
+pub type Responder = dyn Fn(usize, &Value) -> Reply + Send + Sync;
+
+/// A running server; requests received are kept, in order.
+#[derive(Debug)]
+pub struct ChatServer {
+    addr: SocketAddr,
+    requests: Arc<Mutex<Vec<Value>>>,
+    _thread: JoinHandle<()>,
+}
+
+impl ChatServer {
+    /// Starts a server on a free loopback port, answering each request with `respond`.
+    ///
+    /// # Panics
+    ///
+    /// When no loopback port can be bound.
+    pub fn start(respond: impl Fn(usize, &Value) -> Reply + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("local addr: {e}"));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&requests);
+        let respond: Arc<Responder> = Arc::new(respond);
+        let thread = std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let kept = Arc::clone(&kept);
+                let respond = Arc::clone(&respond);
+                std::thread::spawn(move || serve(stream, &kept, &*respond));
+            }
+        });
+        Self { addr, requests, _thread: thread }
+    }
+
+    /// A server that answers every request with `"{prefix} {n}"` (n counting from 1) and
+    /// echoes the number of messages it was sent: `"{prefix} {n} ({m} messages)"`.
+    pub fn counting(prefix: &'static str) -> Self {
+        Self::start(move |n, body| {
+            let m = body["messages"].as_array().map_or(0, Vec::len);
+            Reply::Text(format!("{prefix} {n} ({m} messages)"))
+        })
+    }
+
+    /// The base URL (`http://127.0.0.1:PORT`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The request bodies received so far.
+    pub fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+fn serve(stream: TcpStream, kept: &Mutex<Vec<Value>>, respond: &Responder) {
+    let mut reader = BufReader::new(stream);
+    let mut length = 0;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let header = line.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let n = {
+        let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.push(body.clone());
+        kept.len()
+    };
+    let mut stream = reader.into_inner();
+    let completion = |text: &str| {
+        json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "model": body["model"],
+               "choices": [{"index": 0, "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": text}}]})
+        .to_string()
+    };
+    let (status, payload) = match respond(n, &body) {
+        Reply::Text(text) => (200, completion(&text)),
+        Reply::Status(status, body) => (status, body),
+        Reply::Slow(wait, text) => {
+            std::thread::sleep(wait);
+            (200, completion(&text))
+        }
+        Reply::BrokenOff => {
+            let start = &completion("cut")[..20];
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{start}"
+            );
+            let _ = stream.flush();
+            return;
+        }
+    };
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+        payload.len()
+    );
+    let _ = stream.flush();
+}
