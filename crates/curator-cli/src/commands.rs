@@ -1,6 +1,7 @@
 //! One module per command of `curator`; what they share lives in the modules beside this one
 //! (`input`, `pipeline`, `replayed`, `report`, `session_file`).
 
+pub(crate) mod chat;
 pub(crate) mod curate;
 pub(crate) mod demo;
 pub(crate) mod inspect;

@@ -1,6 +1,6 @@
 //! `curator`: see what curation does to your own agent conversations.
 //!
-//! `curator curate`, `replay`, `inspect`, `trace` and `demo`; run `curator --help`. This file
+//! `curator curate`, `replay`, `inspect`, `trace`, `demo` and `chat`; run `curator --help`. This file
 //! holds the command line and sends each command to its module in `commands/`.
 #![expect(clippy::cast_precision_loss, reason = "counts become percentages and chart coordinates")]
 
@@ -20,7 +20,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::commands::trace::ViewKind;
-use crate::commands::{curate, demo, inspect, replay, trace};
+use crate::commands::{chat, curate, demo, inspect, replay, trace};
 use crate::input::{Format, Source};
 use crate::output::note;
 use crate::pipeline::PipelineArgs;
@@ -128,6 +128,9 @@ enum Command {
     /// Replay an example agent session that ships with curator and record it to a temporary
     /// session file.
     Demo,
+    /// Talk with a model behind an OpenAI-compatible server; Ctrl-C pauses, the same command
+    /// resumes.
+    Chat(chat::ChatArgs),
 }
 
 /// Runs one command.
@@ -192,6 +195,7 @@ fn run(command: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo => demo::run(),
+        Command::Chat(args) => chat::run(&args),
     }
 }
 

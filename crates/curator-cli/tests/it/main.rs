@@ -7,6 +7,7 @@
     reason = "test helpers fail loudly"
 )]
 
+mod chat;
 mod commands;
 mod files;
 mod input;

@@ -1,0 +1,226 @@
+//! `curator chat`: an interactive conversation with an OpenAI-compatible model, on a
+//! conversational loop whose human-in-the-loop step is the person at the terminal. The loop
+//! is checkpointed in a SQLite file after every exchange, so Ctrl-C (or a closed terminal)
+//! pauses it and the same command resumes it.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use curator::r#loop::{
+    ConversationLoop, Error as LoopError, HistoryStrategy, Hitl, LoopBuilder, LoopConfig,
+    LoopOutcome, OpenAiChat, TurnRole,
+};
+use curator::sqlite::SqliteStore;
+
+use crate::output::{note, out, outln};
+use crate::pipeline::TokenizerArg;
+
+/// The loop's name in the session file: one chat loop per session key.
+const LOOP_NAME: &str = "chat";
+/// The human's step and the model's.
+const USER: &str = "user";
+const ASSISTANT: &str = "assistant";
+
+/// How the chat bounds the history it sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum StrategyArg {
+    /// The newest turns within --max-tokens.
+    TruncateTokens,
+    /// The newest --max-turns turns.
+    TruncateTurns,
+    /// Old turns folded into an extractive summary, then bounded.
+    Summarize,
+}
+
+/// The options of `curator chat`.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct ChatArgs {
+    /// The server: scheme, host and port (`http://localhost:11434`), with or without `/v1`.
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: String,
+    /// The model name the server knows.
+    #[arg(long)]
+    pub(crate) model: String,
+    /// The session: the same name resumes the same conversation.
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub(crate) session: String,
+    /// The SQLite file the conversation is kept in.
+    #[arg(long, value_name = "FILE", default_value = "curator-chat.db")]
+    pub(crate) db: PathBuf,
+    /// The system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) system: Option<String>,
+    /// The environment variable holding the API key, sent as a bearer token when set.
+    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
+    pub(crate) api_key_env: String,
+    /// Seconds to wait for a reply.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    pub(crate) timeout: u64,
+    /// A loop configuration (TOML or JSON: `history_management`, `history_template`,
+    /// `redact`, …); the flags below override its history settings.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// How the history is bounded (default: truncate_tokens).
+    #[arg(long, value_enum)]
+    pub(crate) strategy: Option<StrategyArg>,
+    /// The token budget of the history sent (default 4096).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_tokens: Option<u64>,
+    /// The turn limit (with truncate_turns, or summarize without --max-tokens).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_turns: Option<usize>,
+    /// How tokens are counted (default o200k).
+    #[arg(long, value_enum)]
+    pub(crate) tokenizer: Option<TokenizerArg>,
+}
+
+/// The loop configuration: the file's, or a conversational default, with the flags over it.
+fn config(args: &ChatArgs) -> Result<LoopConfig> {
+    let mut config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let is_json =
+                path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
+            if is_json { LoopConfig::from_json(&text) } else { LoopConfig::from_toml(&text) }
+                .with_context(|| format!("in {}", path.display()))?
+        }
+        None => LoopConfig::conversational(),
+    };
+    config.conversation = true;
+    // A chat goes on as long as the person does.
+    config.max_iterations = u64::MAX;
+    let history = &mut config.history_management;
+    if let Some(strategy) = args.strategy {
+        history.strategy = Some(match strategy {
+            StrategyArg::TruncateTokens => HistoryStrategy::TruncateTokens,
+            StrategyArg::TruncateTurns => HistoryStrategy::TruncateTurns,
+            StrategyArg::Summarize => HistoryStrategy::Summarize,
+        });
+        if strategy == StrategyArg::Summarize && history.summarizer.is_none() {
+            history.summarizer = Some("extractive".to_owned());
+        }
+    }
+    history.max_tokens = args.max_tokens.or(history.max_tokens);
+    history.max_turns = args.max_turns.or(history.max_turns);
+    history.tokenizer = args.tokenizer.map(Into::into).or(history.tokenizer);
+    config.validate()?;
+    Ok(config)
+}
+
+fn build(args: &ChatArgs) -> Result<ConversationLoop> {
+    let mut model = OpenAiChat::new(&args.base_url, &args.model)
+        .with_timeout(Duration::from_secs(args.timeout.max(1)));
+    if let Some(system) = &args.system {
+        model = model.with_system(system);
+    }
+    if let Ok(key) = std::env::var(&args.api_key_env)
+        && !key.is_empty()
+    {
+        model = model.with_api_key(key);
+    }
+    let store = SqliteStore::open(&args.db)
+        .with_context(|| format!("cannot open the session file {}", args.db.display()))?;
+    Ok(LoopBuilder::new(LOOP_NAME, config(args)?)
+        .step(USER, Hitl::new("you"))
+        .step(ASSISTANT, model)
+        .store(store, args.session.as_str())
+        .build()?)
+}
+
+fn say(role: TurnRole, text: &str) -> std::io::Result<()> {
+    let who = match role {
+        TurnRole::User => "you",
+        TurnRole::Assistant => "assistant",
+    };
+    outln!("{who}> {text}")
+}
+
+fn paused_note(session: &str, db: &Path) -> String {
+    format!(
+        "[paused: session `{session}` is saved in {}; run the same command to resume]",
+        db.display()
+    )
+}
+
+/// Runs the chat until end of input, `/quit`, or Ctrl-C.
+pub(crate) fn run(args: &ChatArgs) -> Result<ExitCode> {
+    let mut chat = build(args)?;
+    let note_text = paused_note(&args.session, &args.db);
+    // The loop is checkpointed at every pause for the person: Ctrl-C only has to leave.
+    // What a reply in flight would have added is lost, as the loop's contract says.
+    ctrlc::set_handler(move || {
+        note!("\n{note_text}");
+        std::process::exit(130);
+    })
+    .context("cannot install the Ctrl-C handler")?;
+
+    let turns = chat.turns();
+    if turns.is_empty() {
+        outln!(
+            "curator chat: session `{}` with {} at {} (/history shows what the model is sent, /quit leaves)",
+            args.session,
+            args.model,
+            args.base_url
+        )?;
+    } else {
+        outln!("curator chat: resumed session `{}` ({} turns)", args.session, turns.len())?;
+        for turn in &turns {
+            say(turn.role, &turn.content)?;
+        }
+    }
+    if chat.paused().is_none() {
+        // A new session (or one stopped between exchanges): run to the person's step.
+        let outcome = chat.run("")?;
+        if !outcome.is_paused() {
+            anyhow::bail!("the chat loop ended without waiting for you: {outcome:?}");
+        }
+    }
+    let stdin = std::io::stdin();
+    let mut line = String::new();
+    loop {
+        out(format_args!("you> "))?;
+        std::io::Write::flush(&mut std::io::stdout())?;
+        line.clear();
+        if stdin.lock().read_line(&mut line)? == 0 {
+            outln!()?;
+            note!("{}", paused_note(&args.session, &args.db));
+            return Ok(ExitCode::SUCCESS);
+        }
+        let text = line.trim();
+        match text {
+            "" => {}
+            "/quit" | "/exit" => {
+                note!("{}", paused_note(&args.session, &args.db));
+                return Ok(ExitCode::SUCCESS);
+            }
+            "/history" => {
+                let messages = chat.preview(ASSISTANT, "")?;
+                outln!(
+                    "--- what the model is sent next ({} messages, then your message):",
+                    messages.len()
+                )?;
+                for m in &messages {
+                    outln!("[{}] {}", m.role(), m.text())?;
+                }
+                outln!("---")?;
+            }
+            _ => match chat.resume(text) {
+                Ok(LoopOutcome::Paused { .. }) => {
+                    if let Some(reply) =
+                        chat.turns().last().filter(|t| t.role == TurnRole::Assistant)
+                    {
+                        say(TurnRole::Assistant, &reply.content)?;
+                    }
+                }
+                Ok(other) => anyhow::bail!("the chat loop ended: {other:?}"),
+                // The exchange failed and was rolled back: the person can try again.
+                Err(e @ LoopError::Step { .. }) => note!("error: {:#}", anyhow::Error::from(e)),
+                Err(e) => return Err(e.into()),
+            },
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! `curator chat` in a real terminal (tmux), against a loopback OpenAI-compatible server:
+//! two exchanges, Ctrl-C, the same command again, and the history is there.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use curator_testkit::chat_server::ChatServer;
+
+/// A tmux server of our own (its own socket), killed when the test ends.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(dir: &Path) -> Option<Self> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "tmux is required under CI (.ci/run installs it)"
+            );
+            eprintln!("skipped: tmux is not installed");
+            return None;
+        }
+        let socket = format!("curator-chat-test-{}", std::process::id());
+        let tmux = Self { socket };
+        // A plain shell in a wide window, in the test's folder, as a person would have.
+        let shell = format!("cd {} && exec sh", dir.display());
+        tmux.run(&["new-session", "-d", "-s", "chat", "-x", "200", "-y", "50", &shell]);
+        Some(tmux)
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux").args(["-L", &self.socket]).args(args).output().unwrap();
+        assert!(
+            output.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn type_line(&self, line: &str) {
+        self.run(&["send-keys", "-t", "chat", "-l", line]);
+        self.run(&["send-keys", "-t", "chat", "Enter"]);
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "chat", "-S", "-200"])
+    }
+
+    /// Waits until the screen shows `text` `times` times.
+    #[track_caller]
+    fn wait_for(&self, text: &str, times: usize) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let screen = self.screen();
+            if screen.matches(text).count() >= times {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "`{text}` not shown {times} times:\n{screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
+    }
+}
+
+#[test]
+fn two_turns_ctrl_c_restart_and_the_history_is_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(tmux) = Tmux::start(dir.path()) else { return };
+    let server = ChatServer::counting("reply");
+    let command = format!(
+        "{} chat --base-url {} --model test-model --session trip --db chat.db --system 'Be brief.'",
+        env!("CARGO_BIN_EXE_curator"),
+        server.url()
+    );
+    tmux.type_line(&command);
+    tmux.wait_for("you>", 1);
+    tmux.type_line("Plan a weekend in Rome");
+    tmux.wait_for("assistant> reply 1 (2 messages)", 1);
+    tmux.type_line("Add a museum on Sunday");
+    tmux.wait_for("assistant> reply 2 (4 messages)", 1);
+    tmux.run(&["send-keys", "-t", "chat", "C-c"]);
+    tmux.wait_for("[paused: session `trip`", 1);
+
+    // The same command again: the conversation is there, shown and sent.
+    tmux.run(&["send-keys", "-t", "chat", "clear", "Enter"]);
+    std::thread::sleep(Duration::from_millis(200));
+    tmux.type_line(&command);
+    let screen = tmux.wait_for("resumed session `trip` (4 turns)", 1);
+    for line in [
+        "you> Plan a weekend in Rome",
+        "assistant> reply 1 (2 messages)",
+        "you> Add a museum on Sunday",
+        "assistant> reply 2 (4 messages)",
+    ] {
+        assert!(screen.contains(line), "{line} missing after the restart:\n{screen}");
+    }
+    tmux.type_line("/history");
+    let screen = tmux.wait_for("--- what the model is sent next (5 messages", 1);
+    assert!(screen.contains("[system] Be brief."), "{screen}");
+    assert!(screen.contains("[assistant] reply 2 (4 messages)"), "{screen}");
+    tmux.type_line("And a restaurant");
+    tmux.wait_for("assistant> reply 3 (6 messages)", 1);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2]["messages"][1]["content"], "Plan a weekend in Rome");
+    assert_eq!(requests[2]["messages"][5]["content"], "And a restaurant");
+    tmux.type_line("/quit");
+    tmux.wait_for("[paused: session `trip`", 1);
+}
