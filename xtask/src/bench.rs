@@ -195,6 +195,24 @@ pub(crate) fn collect_custom(dir: &Path, since: SystemTime) -> Result<Vec<Measur
             }
         }
     }
+    let conversations = dir.join("conversation.json");
+    if fresh(&conversations) {
+        for row in read(&conversations)?.as_array().into_iter().flatten() {
+            let (scenario, history) =
+                (row["scenario"].as_str().unwrap_or("?"), row["history"].as_u64().unwrap_or(0));
+            for stat in ["p50", "p99", "wall_p50", "wall_p99"] {
+                if row.get(format!("{stat}_ns")).is_none() {
+                    continue;
+                }
+                out.push(Measured {
+                    scenario: format!("conversation/{scenario}/{history}/{stat}"),
+                    value: row[format!("{stat}_ns")].as_f64().unwrap_or(f64::NAN),
+                    unit: Unit::Nanoseconds,
+                    relative_target: None,
+                });
+            }
+        }
+    }
     let allocations = dir.join("allocations.json");
     if fresh(&allocations) {
         for row in read(&allocations)?.as_array().into_iter().flatten() {
@@ -375,6 +393,11 @@ mod tests {
             json!([{"strategy": "sliding_window", "short": {"blocks": 10}, "long": {"blocks": 12}}]).to_string(),
         )
         .unwrap();
+        std::fs::write(
+            dir.join("conversation.json"),
+            json!([{"scenario": "truncate_tokens_template", "history": 10000, "iterations": 500, "p50_ns": 40_000, "p99_ns": 250_000}]).to_string(),
+        )
+        .unwrap();
         let rows = evaluate(collect_custom(&dir, SystemTime::UNIX_EPOCH).unwrap());
         let verdicts: Vec<_> = rows.iter().map(|r| (r.measured.scenario.as_str(), r.met)).collect();
         assert_eq!(
@@ -382,6 +405,8 @@ mod tests {
             [
                 ("loop/sqlite/1000/p50", Some(true)),
                 ("loop/sqlite/1000/p99", Some(false)),
+                ("conversation/truncate_tokens_template/10000/p50", Some(true)),
+                ("conversation/truncate_tokens_template/10000/p99", Some(false)),
                 ("alloc/sliding_window/10k/blocks_with_10x_contents", Some(false)),
             ]
         );

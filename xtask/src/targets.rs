@@ -104,6 +104,16 @@ pub(crate) const TARGETS: &[Target] = &[
     },
     Target { pattern: "loop/*/*/p50", max_ns: 5.0 * MS, why: "the spec's 5 ms per iteration" },
     Target {
+        pattern: "conversation/*/*/p99",
+        max_ns: 200.0 * US,
+        why: "conversational loop overhead p99, flat in history length (issue 19)",
+    },
+    Target {
+        pattern: "conversation/*/*/p50",
+        max_ns: 200.0 * US,
+        why: "conversational loop overhead p50",
+    },
+    Target {
         pattern: "summarize/memoised_then_budget/10k",
         max_ns: 1.0 * MS,
         why: "memoised summary, then a token budget",

@@ -8,10 +8,10 @@ use curator_strategies::{CurationContext, History, HistoryManager, Redactor, Vie
 
 use crate::config::{AiTurnSource, LoopConfig, UserTurnSource};
 use crate::error::{Error, Result};
-use crate::inject::inject;
+use crate::inject::{Injected, inject};
 use crate::persist::Persister;
 use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
-use crate::template::HistoryTemplate;
+use crate::template::{HistoryTemplate, turn_value};
 use crate::trace::{PromptTrace, TraceSink};
 use crate::turn::{ConversationTurn, LoopState, Paused};
 
@@ -156,6 +156,8 @@ pub struct ConversationLoop {
     paused: Option<Paused>,
     /// Whether the last `drive` failed in the iteration it resumed.
     resume_failed: bool,
+    /// Template values of history positions, made once each (see `injected`).
+    values: std::cell::RefCell<Vec<Option<minijinja::Value>>>,
 }
 
 impl std::fmt::Debug for ConversationLoop {
@@ -224,6 +226,7 @@ impl ConversationLoop {
             input: String::new(),
             paused: None,
             resume_failed: false,
+            values: std::cell::RefCell::default(),
         }
     }
 
@@ -236,6 +239,7 @@ impl ConversationLoop {
             history.push(turn.to_message());
         }
         self.history = history;
+        self.values.get_mut().clear();
         self.iteration = restored.iteration;
         self.input = restored.input;
         self.paused = restored.paused;
@@ -398,6 +402,7 @@ impl ConversationLoop {
             // `History` is append-only (positions key its caches): a rollback, which only a
             // failure causes, rebuilds it; counts are recomputed on the next bound.
             self.history = History::from(self.history.messages()[..len].to_vec());
+            self.values.get_mut().truncate(len);
         }
     }
 
@@ -565,13 +570,13 @@ impl ConversationLoop {
         };
         let redacted = match (&self.redactor, &bounded) {
             (Some(redactor), Some(view)) if tracing || redact_sent => {
-                Some(redactor.curate(view.clone(), &ctx).map_err(history_error)?.to_messages())
+                Some(Some(redactor.curate(view.clone(), &ctx).map_err(history_error)?))
             }
-            (Some(_), None) if tracing || redact_sent => Some(Vec::new()),
+            (Some(_), None) if tracing || redact_sent => Some(None),
             _ => None,
         };
         let redacted_request = match (redacted, &self.redactor) {
-            (Some(history), Some(redactor)) => {
+            (Some(view), Some(redactor)) => {
                 let own = own
                     .iter()
                     .map(|m| match redactor.redact(&m.text()) {
@@ -579,7 +584,7 @@ impl ConversationLoop {
                         std::borrow::Cow::Owned(text) => m.clone_with_content(Some(text.into())),
                     })
                     .collect();
-                Some(inject(own, history, injection, &self.template, repeat)?)
+                Some(inject(own, self.injected(view.as_ref(), injection)?, repeat))
             }
             _ => None,
         };
@@ -587,9 +592,41 @@ impl ConversationLoop {
             let traced = tracing.then(|| sent.clone());
             return Ok((sent, traced));
         }
-        let history = bounded.map(|v| v.to_messages()).unwrap_or_default();
-        let sent = inject(own, history, injection, &self.template, repeat)?;
+        let sent = inject(own, self.injected(bounded.as_ref(), injection)?, repeat);
         Ok((sent, redacted_request.filter(|_| tracing)))
+    }
+
+    /// The bounded history in the form `injection` takes. A turn the view shows unchanged
+    /// is turned into a template value once over the loop's life (memoised by position),
+    /// so rendering costs the template's run, not a copy of every kept turn.
+    fn injected(&self, view: Option<&View<'_>>, injection: Injection) -> Result<Injected> {
+        let Some(view) = view.filter(|v| !v.is_empty()) else {
+            return Ok(match injection {
+                Injection::Prompt => Injected::Block(None),
+                _ => Injected::Messages(Vec::new()),
+            });
+        };
+        if injection != Injection::Prompt {
+            return Ok(Injected::Messages(view.to_messages()));
+        }
+        let mut cache = self.values.borrow_mut();
+        let values = view
+            .iter()
+            .map(|entry| {
+                let fresh = || turn_value(entry.message.role().as_str(), &entry.message.text());
+                match (entry.pos, entry.message.is_borrowed()) {
+                    (Some(pos), true) => {
+                        if cache.len() <= pos {
+                            cache.resize(pos + 1, None);
+                        }
+                        cache[pos].get_or_insert_with(fresh).clone()
+                    }
+                    _ => fresh(),
+                }
+            })
+            .collect();
+        drop(cache);
+        Ok(Injected::Block(Some(self.template.render_values(values)?)))
     }
 
     /// Sends a trace; a failing sink is logged and counted, never fatal.
@@ -621,6 +658,7 @@ impl ConversationLoop {
     /// time its parent runs it). The checkpoint, if any, is overwritten at the next save.
     pub fn reset(&mut self) {
         self.history = History::new();
+        self.values.get_mut().clear();
         self.iteration = 0;
         self.input.clear();
         self.paused = None;

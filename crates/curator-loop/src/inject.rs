@@ -3,42 +3,39 @@
 
 use curator_model::{Message, Role};
 
-use crate::error::Result;
-use crate::step::Injection;
-use crate::template::HistoryTemplate;
-use crate::turn::ConversationTurn;
+/// The history put into a request: messages, or the rendered block (`None` when there is no
+/// history to render).
+pub(crate) enum Injected {
+    Messages(Vec<Message>),
+    Block(Option<String>),
+}
 
 /// The request an agent is sent: `own` (the step's system messages, then its own messages)
-/// with `history` (the bounded history, oldest first) injected.
+/// with the bounded history injected.
 ///
 /// With `repeat` (the step's last own message is a user message repeating the newest turn
 /// of the record: the human's answer the step was handed as its input), that message is not
 /// sent twice: the history holds it (shortened, when the budget had to).
-pub(crate) fn inject(
-    own: Vec<Message>,
-    history: Vec<Message>,
-    injection: Injection,
-    template: &HistoryTemplate,
-    repeat: bool,
-) -> Result<Vec<Message>> {
+pub(crate) fn inject(own: Vec<Message>, history: Injected, repeat: bool) -> Vec<Message> {
     let systems = own.iter().take_while(|m| m.role() == Role::System).count();
     let mut own = own.into_iter();
-    let mut out: Vec<Message> = Vec::with_capacity(systems + history.len() + 2);
+    let mut out: Vec<Message> = Vec::with_capacity(systems + 2);
     out.extend(own.by_ref().take(systems));
     let mut rest: Vec<Message> = own.collect();
-    if repeat && !history.is_empty() {
+    let has_history = match &history {
+        Injected::Messages(messages) => !messages.is_empty(),
+        Injected::Block(block) => block.is_some(),
+    };
+    if repeat && has_history {
         rest.pop();
     }
-    match injection {
-        Injection::Messages => {
+    match history {
+        Injected::Messages(history) => {
             out.extend(history);
             out.extend(rest);
         }
-        Injection::Prompt if history.is_empty() => out.extend(rest),
-        Injection::Prompt => {
-            let turns: Vec<ConversationTurn> =
-                history.iter().filter_map(ConversationTurn::from_message).collect();
-            let block = template.render(&turns)?;
+        Injected::Block(None) => out.extend(rest),
+        Injected::Block(Some(block)) => {
             match rest.iter().rposition(|m| m.role() == Role::User) {
                 Some(i) => {
                     let prompt = format!("{block}\n\n{}", rest[i].text());
@@ -49,12 +46,15 @@ pub(crate) fn inject(
             out.extend(rest);
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::step::Injection;
+    use crate::template::HistoryTemplate;
+    use crate::turn::ConversationTurn;
 
     #[track_caller]
     fn check(
@@ -64,8 +64,16 @@ mod tests {
         expected: &[(&str, &str)],
     ) {
         let repeat = matches!((own.last(), history.last()), (Some(a), Some(b)) if a.role() == Role::User && b.role() == Role::User && a.text() == b.text());
-        let out =
-            inject(own, history, injection, &HistoryTemplate::default_template(), repeat).unwrap();
+        let history = match injection {
+            Injection::Prompt if history.is_empty() => Injected::Block(None),
+            Injection::Prompt => {
+                let turns: Vec<ConversationTurn> =
+                    history.iter().filter_map(ConversationTurn::from_message).collect();
+                Injected::Block(Some(HistoryTemplate::default_template().render(&turns).unwrap()))
+            }
+            _ => Injected::Messages(history),
+        };
+        let out = inject(own, history, repeat);
         let got: Vec<(String, String)> =
             out.iter().map(|m| (m.role().to_string(), m.text().into_owned())).collect();
         let expected: Vec<(String, String)> =

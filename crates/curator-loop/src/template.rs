@@ -91,19 +91,20 @@ impl HistoryTemplate {
     /// [`Error::Template`] when the template fails on these turns (it ran out of fuel, a
     /// filter failed).
     pub fn render(&self, turns: &[ConversationTurn]) -> Result<String> {
+        self.render_values(turns.iter().map(|t| turn_value(t.role.as_str(), &t.content)).collect())
+    }
+
+    /// Renders a history already made of template values ([`turn_value`]).
+    pub(crate) fn render_values(&self, history: Vec<Value>) -> Result<String> {
         let template = self.env.get_template(NAME).map_err(template_error)?;
-        // Only the turns' two fields are exposed: the template sees nothing else.
-        let history: Value = turns
-            .iter()
-            .map(|t| {
-                Value::from_pairs([
-                    ("role", Value::from(t.role.as_str())),
-                    ("content", Value::from(t.content.as_str())),
-                ])
-            })
-            .collect();
+        let history = Value::from(history);
         template.render(minijinja::context! { history }).map_err(template_error)
     }
+}
+
+/// A turn as the template sees it: its two fields and nothing else.
+pub(crate) fn turn_value(role: &str, content: &str) -> Value {
+    Value::from_pairs([("role", Value::from(role)), ("content", Value::from(content))])
 }
 
 fn template_error(e: minijinja::Error) -> Error {

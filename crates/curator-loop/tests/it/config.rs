@@ -146,3 +146,19 @@ sent = true
     let json = LoopConfig::from_json(&serde_json::to_string(&toml).unwrap()).unwrap();
     assert_eq!(json, toml);
 }
+
+#[test]
+fn the_toml_examples_of_the_guide_load() {
+    let guide = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/conversation-loop.md"),
+    )
+    .unwrap();
+    let blocks: Vec<&str> =
+        guide.split("```toml\n").skip(1).map(|rest| rest.split("\n```").next().unwrap()).collect();
+    assert_eq!(blocks.len(), 2);
+    let defaults = Defaults::from_toml(blocks[0]).unwrap();
+    assert_eq!(defaults.history_management.max_tokens, Some(2000));
+    let config = LoopConfig::from_toml(blocks[1]).unwrap();
+    assert_eq!(config.effective_history(&defaults).unwrap().max_tokens, Some(1200));
+    assert!(config.redact.sent);
+}

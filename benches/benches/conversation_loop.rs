@@ -1,0 +1,129 @@
+//! Conversational loop overhead: what `curator-loop` adds to each iteration.
+//!
+//! A 100-iteration loop of a user-turn step and a prompt-only agent step, with
+//! `truncate_tokens` (4,096 exact o200k tokens) and the default template: each iteration
+//! captures the user's turn, bounds the history, renders it, injects it into the agent's
+//! prompt, captures the reply and checkpoints the state to a `MemoryStore`. The agent hands
+//! back a prepared reply (no model call). Histories start at 10, 100, 1,000 and 10,000
+//! turns; each iteration is timed on its own, and p50 and p99 over all iterations are
+//! written to `target/curator-bench/conversation.json` for `cargo xtask bench`.
+//!
+//! Each iteration is timed twice: wall-clock, and the thread's on-CPU time
+//! (`CLOCK_THREAD_CPUTIME_ID`). On a shared machine a thread is preempted for a whole
+//! scheduler slice (4 ms here) now and then, and one iteration in a hundred that waits for
+//! the CPU is enough to make the wall-clock p99 a measure of the machine's load; the on-CPU
+//! time is what the loop itself costs. Both are reported; the target applies to the on-CPU
+//! percentiles (`conversation/<scenario>/<turns>/p99`), the wall-clock ones are reported as
+//! `…/wall_p99`.
+#![expect(
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::cast_precision_loss,
+    reason = "a bench program that reports what it measures"
+)]
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cpu_time::ThreadTime;
+
+use curator_benches::{percentile, quick, report_dir};
+use curator_loop::{
+    ConversationLoop, FnStep, Injection, LoopBuilder, LoopConfig, StepOutcome, UserTurnSource,
+};
+use curator_session::MemoryStore;
+
+/// What the user says and the agent answers, cycling: prose of 100 to 400 characters.
+fn texts() -> Vec<String> {
+    let sentence = "The build fails on the parser tests after the last refactor of the lexer. ";
+    (0..16).map(|i| sentence.repeat(1 + i % 5)).collect()
+}
+
+fn build() -> ConversationLoop {
+    let mut config = LoopConfig::from_toml(
+        "conversation = true\nai_turn_source = \"last\"\nmax_iterations = 100000000\n[history_management]\nstrategy = \"truncate_tokens\"\nmax_tokens = 4096\n[init]\nfrom_initial_input = false",
+    )
+    .expect("config");
+    config.user_turn_sources = vec![UserTurnSource::NamedSteps];
+    config.user_named_steps = vec!["user".into()];
+    let say = texts();
+    let answer = texts();
+    let (mut i, mut j) = (0, 0);
+    LoopBuilder::new("bench", config)
+        .step(
+            "user",
+            FnStep::plain(move |_| {
+                i += 1;
+                Ok(StepOutcome::text(say[i % say.len()].clone()))
+            }),
+        )
+        .step(
+            "agent",
+            FnStep::agent(Injection::Prompt, move |call| {
+                std::hint::black_box(call.messages);
+                j += 1;
+                Ok(StepOutcome::text(answer[(j * 7) % answer.len()].clone()))
+            })
+            .with_system("You are a coding assistant."),
+        )
+        .store(Arc::new(MemoryStore::new()), "bench")
+        .exit_when(|_| true) // one iteration per `run`, so each can be timed
+        .build()
+        .expect("build")
+}
+
+/// Runs `iterations` iterations, returning each one's (on-CPU, wall-clock) duration in
+/// nanoseconds.
+fn run(l: &mut ConversationLoop, iterations: usize) -> Vec<(u64, u64)> {
+    let ns = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    (0..iterations)
+        .map(|_| {
+            let cpu = ThreadTime::now();
+            let wall = Instant::now();
+            l.run("next").expect("iteration");
+            (ns(cpu.elapsed()), ns(wall.elapsed()))
+        })
+        .collect()
+}
+
+fn main() {
+    let sizes: &[usize] = if quick() { &[10, 1_000] } else { &[10, 100, 1_000, 10_000] };
+    let runs = if quick() { 2 } else { 5 };
+    let mut rows = Vec::new();
+    for &size in sizes {
+        let (mut times, mut walls) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let mut l = build();
+            run(&mut l, size / 2); // two turns an iteration: the history to start from
+            assert_eq!(l.turn_count(), size / 2 * 2);
+            run(&mut l, 10); // warm-up, as earlier iterations would have
+            for (cpu, wall) in run(&mut l, 100) {
+                times.push(cpu);
+                walls.push(wall);
+            }
+        }
+        times.sort_unstable();
+        walls.sort_unstable();
+        let (p50, p99) = (percentile(&times, 50), percentile(&times, 99));
+        let (wall_p50, wall_p99) = (percentile(&walls, 50), percentile(&walls, 99));
+        let us = |ns: u64| ns as f64 / 1e3;
+        println!(
+            "conversation/truncate_tokens_template/{size}: on-CPU p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs; wall-clock p50 {:.1} µs, p99 {:.1} µs; {} iterations",
+            us(p50),
+            us(p99),
+            us(times.last().copied().unwrap_or(0)),
+            us(wall_p50),
+            us(wall_p99),
+            times.len()
+        );
+        rows.push(serde_json::json!({"scenario": "truncate_tokens_template", "history": size, "iterations": times.len(),
+            "p50_ns": p50, "p99_ns": p99, "wall_p50_ns": wall_p50, "wall_p99_ns": wall_p99}));
+    }
+    let dir = report_dir();
+    std::fs::create_dir_all(&dir).expect("report dir");
+    std::fs::write(
+        dir.join("conversation.json"),
+        serde_json::to_string_pretty(&rows).expect("json"),
+    )
+    .expect("write report");
+}
