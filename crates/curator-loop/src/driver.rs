@@ -418,7 +418,8 @@ impl ConversationLoop {
         }
         let result = self.steps_from(from, &mut outputs, human);
         match result {
-            Ok(None) => Ok(Iterated::Done(outputs)),
+            // `steps_from` returns outputs as `None`: an `Output` never stops it.
+            Ok(None | Some(StepOutcome::Output(_))) => Ok(Iterated::Done(outputs)),
             Ok(Some(StepOutcome::Pause { prompt })) => {
                 let step = outputs.len();
                 let step_name = self.steps[step].0.clone();
@@ -436,7 +437,6 @@ impl ConversationLoop {
                 let step = self.steps[outputs.len()].0.clone();
                 Ok(Iterated::Stopped(LoopOutcome::Aborted { step, reason }))
             }
-            Ok(Some(StepOutcome::Output(_))) => Ok(Iterated::Done(outputs)),
             Err(e) => {
                 self.rollback(start);
                 Err(e)
@@ -509,7 +509,7 @@ impl ConversationLoop {
                     self.capture(role, &output);
                     outputs.push((name, output.text));
                 }
-                stop => return Ok(Some(stop)),
+                other => return Ok(Some(other)),
             }
         }
         Ok(None)

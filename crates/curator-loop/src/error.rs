@@ -82,7 +82,7 @@ pub enum Error {
     /// `resume` on a loop that is not paused, or `run` on one that is.
     #[error("the loop is {state}: {hint}")]
     WrongState {
-        /// What the loop is (`paused at step \`ask\``, `not paused`).
+        /// What the loop is: paused at a step, or not paused.
         state: String,
         /// What to call instead.
         hint: &'static str,

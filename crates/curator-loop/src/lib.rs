@@ -74,4 +74,4 @@ pub use persist::LOOP_CHECKPOINT_FORMAT;
 pub use step::{FnStep, Hitl, Injection, Output, Step, StepCall, StepKind, StepOutcome};
 pub use template::{DEFAULT_TEMPLATE, HistoryTemplate};
 pub use trace::{MemoryTraces, PromptTrace, TraceSink};
-pub use turn::{ConversationTurn, LoopState, Paused, TurnRole};
+pub use turn::{ConversationRole, ConversationTurn, LoopState, Paused};

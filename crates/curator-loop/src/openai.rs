@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
 
 /// An agent step that sends its messages to `POST {base_url}/v1/chat/completions` (OpenAI,
-/// vLLM, Ollama, llama.cpp's server, LiteLLM, …) through a blocking HTTP client, and answers
+/// vLLM, Ollama, llama.cpp's server, `LiteLLM`, …) through a blocking HTTP client, and answers
 /// with the first choice's message: its text, and its tool calls as artifacts.
 ///
 /// The history is injected as chat messages, after the step's system prompt. Failures are
@@ -69,7 +69,7 @@ impl OpenAiChat {
             model: model.into(),
             api_key: None,
             system: None,
-            timeout: Duration::from_secs(120),
+            timeout: Duration::from_mins(2),
             connect_timeout: Duration::from_secs(10),
             temperature: None,
         }

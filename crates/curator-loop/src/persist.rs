@@ -183,12 +183,8 @@ impl Persister {
             turns.extend(these);
             page += 1;
         }
-        if head.page != PAGE {
-            // Pages of another size are read whole; this build rewrites from the start.
-            self.saved = 0;
-        } else {
-            self.saved = head.turns;
-        }
+        // Pages of another size are read whole; this build then rewrites from the start.
+        self.saved = if head.page == PAGE { head.turns } else { 0 };
         Ok(Some(Restored {
             iteration: head.iteration,
             turns,

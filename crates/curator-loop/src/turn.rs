@@ -6,32 +6,32 @@ use serde::{Deserialize, Serialize};
 /// Who said a turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum TurnRole {
+pub enum ConversationRole {
     /// The human (a human-in-the-loop step, the loop's initial input, a user-turn step).
     User,
     /// An agent step's reply.
     Assistant,
 }
 
-impl TurnRole {
+impl ConversationRole {
     /// The role as a string: `user` or `assistant`.
     ///
     /// # Examples
     ///
     /// ```
-    /// use curator_loop::TurnRole;
+    /// use curator_loop::ConversationRole;
     ///
-    /// assert_eq!(TurnRole::Assistant.as_str(), "assistant");
+    /// assert_eq!(ConversationRole::Assistant.as_str(), "assistant");
     /// ```
     pub const fn as_str(self) -> &'static str {
         match self {
-            TurnRole::User => "user",
-            TurnRole::Assistant => "assistant",
+            ConversationRole::User => "user",
+            ConversationRole::Assistant => "assistant",
         }
     }
 }
 
-impl std::fmt::Display for TurnRole {
+impl std::fmt::Display for ConversationRole {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
@@ -43,10 +43,10 @@ impl std::fmt::Display for TurnRole {
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{ConversationTurn, TurnRole};
+/// use curator_loop::{ConversationTurn, ConversationRole};
 ///
 /// let turn = ConversationTurn::user("Book a table for two.");
-/// assert_eq!(turn.role, TurnRole::User);
+/// assert_eq!(turn.role, ConversationRole::User);
 /// assert_eq!(serde_json::to_string(&turn)?, r#"{"role":"user","content":"Book a table for two."}"#);
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -54,25 +54,25 @@ impl std::fmt::Display for TurnRole {
 #[serde(deny_unknown_fields)]
 pub struct ConversationTurn {
     /// Who said it.
-    pub role: TurnRole,
+    pub role: ConversationRole,
     /// What was said.
     pub content: String,
 }
 
 impl ConversationTurn {
     /// A turn of `role`.
-    pub fn new(role: TurnRole, content: impl Into<String>) -> Self {
+    pub fn new(role: ConversationRole, content: impl Into<String>) -> Self {
         Self { role, content: content.into() }
     }
 
     /// A user turn.
     pub fn user(content: impl Into<String>) -> Self {
-        Self::new(TurnRole::User, content)
+        Self::new(ConversationRole::User, content)
     }
 
     /// An assistant turn.
     pub fn assistant(content: impl Into<String>) -> Self {
-        Self::new(TurnRole::Assistant, content)
+        Self::new(ConversationRole::Assistant, content)
     }
 
     /// The turn as a chat message (`user` or `assistant`).
@@ -87,8 +87,8 @@ impl ConversationTurn {
     /// ```
     pub fn to_message(&self) -> Message {
         match self.role {
-            TurnRole::User => Message::user(self.content.as_str()),
-            TurnRole::Assistant => Message::assistant(self.content.as_str()),
+            ConversationRole::User => Message::user(self.content.as_str()),
+            ConversationRole::Assistant => Message::assistant(self.content.as_str()),
         }
     }
 
@@ -106,8 +106,8 @@ impl ConversationTurn {
     /// ```
     pub fn from_message(message: &Message) -> Option<Self> {
         let role = match message.role() {
-            Role::User => TurnRole::User,
-            Role::Assistant => TurnRole::Assistant,
+            Role::User => ConversationRole::User,
+            Role::Assistant => ConversationRole::Assistant,
             _ => return None,
         };
         Some(Self::new(role, message.text().into_owned()))

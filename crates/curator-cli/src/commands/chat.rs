@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use curator::r#loop::{
-    ConversationLoop, Error as LoopError, HistoryStrategy, Hitl, LoopBuilder, LoopConfig,
-    LoopOutcome, OpenAiChat, TurnRole,
+    ConversationLoop, ConversationRole, Error as LoopError, HistoryStrategy, Hitl, LoopBuilder,
+    LoopConfig, LoopOutcome, OpenAiChat,
 };
 use curator::sqlite::SqliteStore;
 
@@ -63,13 +63,13 @@ pub(crate) struct ChatArgs {
     /// `redact`, …); the flags below override its history settings.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
-    /// How the history is bounded (default: truncate_tokens).
+    /// How the history is bounded (default: truncate-tokens).
     #[arg(long, value_enum)]
     pub(crate) strategy: Option<StrategyArg>,
     /// The token budget of the history sent (default 4096).
     #[arg(long, value_name = "N")]
     pub(crate) max_tokens: Option<u64>,
-    /// The turn limit (with truncate_turns, or summarize without --max-tokens).
+    /// The turn limit (with truncate-turns, or summarize without --max-tokens).
     #[arg(long, value_name = "N")]
     pub(crate) max_turns: Option<usize>,
     /// How tokens are counted (default o200k).
@@ -131,10 +131,10 @@ fn build(args: &ChatArgs) -> Result<ConversationLoop> {
         .build()?)
 }
 
-fn say(role: TurnRole, text: &str) -> std::io::Result<()> {
+fn say(role: ConversationRole, text: &str) -> std::io::Result<()> {
     let who = match role {
-        TurnRole::User => "you",
-        TurnRole::Assistant => "assistant",
+        ConversationRole::User => "you",
+        ConversationRole::Assistant => "assistant",
     };
     outln!("{who}> {text}")
 }
@@ -211,9 +211,9 @@ pub(crate) fn run(args: &ChatArgs) -> Result<ExitCode> {
             _ => match chat.resume(text) {
                 Ok(LoopOutcome::Paused { .. }) => {
                     if let Some(reply) =
-                        chat.turns().last().filter(|t| t.role == TurnRole::Assistant)
+                        chat.turns().last().filter(|t| t.role == ConversationRole::Assistant)
                     {
-                        say(TurnRole::Assistant, &reply.content)?;
+                        say(ConversationRole::Assistant, &reply.content)?;
                     }
                 }
                 Ok(other) => anyhow::bail!("the chat loop ended: {other:?}"),

@@ -52,7 +52,7 @@ impl Tmux {
     /// Waits until the screen shows `text` `times` times.
     #[track_caller]
     fn wait_for(&self, text: &str, times: usize) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_mins(1);
         loop {
             let screen = self.screen();
             if screen.matches(text).count() >= times {

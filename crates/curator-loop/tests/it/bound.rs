@@ -28,15 +28,19 @@ fn converse(config: &str, iterations: usize, step: (impl Step + 'static, Calls))
     calls
 }
 
-fn counting_summarizer(
-    count: Arc<AtomicUsize>,
-) -> FnSummarizer<
-    impl Fn(Option<&str>, &[&Message]) -> Result<String, curator_model::BoxError> + Send + Sync,
-> {
-    FnSummarizer::new("count", 7, move |previous, messages| {
-        count.fetch_add(1, Ordering::SeqCst);
-        Ok(format!("{}+{}", previous.unwrap_or("0"), messages.len()))
-    })
+/// A summarizer closure's type.
+type SummaryFn =
+    dyn Fn(Option<&str>, &[&Message]) -> Result<String, curator_model::BoxError> + Send + Sync;
+
+fn counting_summarizer(count: Arc<AtomicUsize>) -> FnSummarizer<Box<SummaryFn>> {
+    FnSummarizer::new(
+        "count",
+        7,
+        Box::new(move |previous: Option<&str>, messages: &[&Message]| {
+            count.fetch_add(1, Ordering::SeqCst);
+            Ok(format!("{}+{}", previous.unwrap_or("0"), messages.len()))
+        }),
+    )
 }
 
 /// The history part of a request: what comes after the system prompt.

@@ -36,7 +36,7 @@ proptest! {
             .unwrap();
         l.run("first").unwrap();
         let counter = Tokenizer::O200k.counter().unwrap();
-        let record: Vec<String> = texts(&l.turns().iter().map(|t| t.to_message()).collect::<Vec<_>>());
+        let record: Vec<String> = texts(&l.turns().iter().map(curator_loop::ConversationTurn::to_message).collect::<Vec<_>>());
         for call in calls.lock().unwrap().iter() {
             let history = &call[1..];
             let sent: u64 = history.iter().map(|m| counter.count_message(m)).sum::<u64>() + 3;

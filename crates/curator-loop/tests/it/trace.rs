@@ -37,13 +37,13 @@ fn traces_hold_what_was_sent_after_injection_with_secrets_redacted() {
         (second.loop_name.as_str(), second.iteration, second.step.as_str(), second.injected),
         ("t", 2, "agent", true)
     );
-    let traced = texts(&second.messages);
+    let redacted = texts(&second.messages);
     let sent = texts(&calls.lock().unwrap()[1]);
-    assert_eq!(traced.len(), sent.len(), "the trace is the injected message set");
+    assert_eq!(redacted.len(), sent.len(), "the trace is the injected message set");
     assert!(sent[1].contains(KEY), "the agent is sent the original by default");
-    assert!(!traced.iter().any(|t| t.contains(KEY)), "{traced:?}");
-    assert!(traced[1].contains("[REDACTED:"), "{traced:?}");
-    assert_eq!(traced[3], "user: and use region eu-west-1");
+    assert!(!redacted.iter().any(|t| t.contains(KEY)), "{redacted:?}");
+    assert!(redacted[1].contains("[REDACTED:"), "{redacted:?}");
+    assert_eq!(redacted[3], "user: and use region eu-west-1");
 }
 
 #[derive(Debug)]

@@ -157,7 +157,7 @@ fn a_reply_that_fails_midway_adds_no_partial_turn() {
                 for chunk in ["The answer", " is"] {
                     streamed.push_str(chunk); // what a streaming client shows as it arrives
                 }
-                Err(format!("stream broke after {:?}", streamed).into())
+                Err(format!("stream broke after {streamed:?}").into())
             }),
         )
         .build()
