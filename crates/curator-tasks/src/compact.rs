@@ -5,7 +5,7 @@ use curator_strategies::{Extractive, Summarizer, TokenCounter};
 
 use crate::error::{Error, Result};
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
-use crate::history::{ConversationRole, StepHistory, TaskHistory, Visibility};
+use crate::history::{StepHistory, TaskHistory, TurnRole, Visibility};
 use crate::render::HistorySection;
 
 /// The default utilisation above which [`check_and_compact`] summarizes a step.
@@ -135,7 +135,7 @@ impl<'a> Budget<'a> {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{StepHistory, StepTurn, ConversationRole, step_messages};
+/// use curator_tasks::{StepHistory, StepTurn, TurnRole, step_messages};
 ///
 /// let messages = step_messages(&StepHistory::new(1, "Test"));
 /// assert!(messages.is_empty());
@@ -145,11 +145,9 @@ pub fn step_messages(step: &StepHistory) -> Vec<Message> {
     let mut messages = Vec::with_capacity(step.turns().len());
     for turn in step.turns() {
         match (turn.role, &turn.tool_call_id) {
-            (ConversationRole::User, _) => messages.push(Message::user(turn.content.as_str())),
-            (ConversationRole::Assistant, _) => {
-                messages.push(Message::assistant(turn.content.as_str()))
-            }
-            (ConversationRole::Tool, Some(call_id)) => {
+            (TurnRole::User, _) => messages.push(Message::user(turn.content.as_str())),
+            (TurnRole::Assistant, _) => messages.push(Message::assistant(turn.content.as_str())),
+            (TurnRole::Tool, Some(call_id)) => {
                 let name = turn.tool_name.as_deref().unwrap_or("tool");
                 messages.push(Message::assistant_with_calls(
                     None,
@@ -157,7 +155,7 @@ pub fn step_messages(step: &StepHistory) -> Vec<Message> {
                 ));
                 messages.push(Message::tool_result(call_id.as_str(), turn.content.as_str()));
             }
-            (ConversationRole::Tool, None) => {
+            (TurnRole::Tool, None) => {
                 let name = turn.tool_name.as_deref().unwrap_or("tool");
                 messages.push(Message::user(format!("[tool:{name}] {}", turn.content)));
             }
@@ -178,12 +176,12 @@ pub fn step_messages(step: &StepHistory) -> Vec<Message> {
 /// ```
 /// use curator_strategies::CharEstimate;
 /// use curator_tasks::{
-///     Budget, StepTurn, TaskEvent, TaskHistory, ConversationRole, Visibility, check_and_compact,
+///     Budget, StepTurn, TaskEvent, TaskHistory, TurnRole, Visibility, check_and_compact,
 /// };
 ///
 /// let mut history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?.apply(&TaskEvent::SetActiveStep { step_id: 1 })?;
 /// for id in 1..=40 {
-///     history = history.apply(&TaskEvent::append(StepTurn::new(id, ConversationRole::Assistant, "ran the suite again, 3 failures left")))?;
+///     history = history.apply(&TaskEvent::append(StepTurn::new(id, TurnRole::Assistant, "ran the suite again, 3 failures left")))?;
 /// }
 /// history = history.apply(&TaskEvent::SetActiveStep { step_id: 2 })?;
 /// let counter = CharEstimate::default();

@@ -71,9 +71,9 @@ impl TaskEvent {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{StepTurn, TaskEvent, ConversationRole};
+    /// use curator_tasks::{StepTurn, TaskEvent, TurnRole};
     ///
-    /// let event = TaskEvent::append(StepTurn::new(1, ConversationRole::User, "hi"));
+    /// let event = TaskEvent::append(StepTurn::new(1, TurnRole::User, "hi"));
     /// assert!(matches!(event, TaskEvent::AppendTurn { step_id: None, .. }));
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -127,10 +127,10 @@ impl TaskHistory {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{Error, StepTurn, TaskEvent, TaskHistory, ConversationRole};
+    /// use curator_tasks::{Error, StepTurn, TaskEvent, TaskHistory, TurnRole};
     ///
     /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
-    /// let rejected = history.apply(&TaskEvent::append(StepTurn::new(1, ConversationRole::User, "hi")));
+    /// let rejected = history.apply(&TaskEvent::append(StepTurn::new(1, TurnRole::User, "hi")));
     /// assert!(matches!(rejected, Err(Error::NoActiveStep)));
     /// let rejected = history.apply(&TaskEvent::SetActiveStep { step_id: 9 });
     /// assert_eq!(rejected.unwrap_err().to_string(), "step 9 not found; known steps: 1");
@@ -242,7 +242,7 @@ impl TaskHistory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::ConversationRole;
+    use crate::history::TurnRole;
 
     fn history() -> TaskHistory {
         TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")]).unwrap()
@@ -253,13 +253,12 @@ mod tests {
         let start = history();
         let active = start.apply(&TaskEvent::SetActiveStep { step_id: 1 }).unwrap();
         assert_eq!(active.active_step_id(), Some(1));
-        let appended = active
-            .apply(&TaskEvent::append(StepTurn::new(1, ConversationRole::User, "go")))
-            .unwrap();
+        let appended =
+            active.apply(&TaskEvent::append(StepTurn::new(1, TurnRole::User, "go"))).unwrap();
         let explicit = appended
             .apply(&TaskEvent::AppendTurn {
                 step_id: Some(2),
-                turn: StepTurn::new(2, ConversationRole::Assistant, "tagging"),
+                turn: StepTurn::new(2, TurnRole::Assistant, "tagging"),
             })
             .unwrap();
         assert_eq!(explicit.step(1).unwrap().turns().len(), 1);
@@ -286,20 +285,19 @@ mod tests {
     #[test]
     fn rejected_events_name_the_problem() {
         let start = history().apply(&TaskEvent::SetActiveStep { step_id: 1 }).unwrap();
-        let with_turn = start
-            .apply(&TaskEvent::append(StepTurn::new(5, ConversationRole::User, "go")))
-            .unwrap();
+        let with_turn =
+            start.apply(&TaskEvent::append(StepTurn::new(5, TurnRole::User, "go"))).unwrap();
         let cases: Vec<(TaskEvent, &str)> = vec![
             (TaskEvent::SetActiveStep { step_id: 7 }, "step 7 not found; known steps: 1, 2"),
             (
                 TaskEvent::AppendTurn {
                     step_id: Some(7),
-                    turn: StepTurn::new(9, ConversationRole::User, "x"),
+                    turn: StepTurn::new(9, TurnRole::User, "x"),
                 },
                 "step 7 not found; known steps: 1, 2",
             ),
             (
-                TaskEvent::append(StepTurn::new(5, ConversationRole::User, "again")),
+                TaskEvent::append(StepTurn::new(5, TurnRole::User, "again")),
                 "turn 5 is out of order in step 1, whose last turn is 5",
             ),
             (
@@ -324,7 +322,7 @@ mod tests {
             assert_eq!(with_turn.apply(&event).unwrap_err().to_string(), message, "{event:?}");
         }
         assert!(matches!(
-            history().apply(&TaskEvent::append(StepTurn::new(1, ConversationRole::User, "x"))),
+            history().apply(&TaskEvent::append(StepTurn::new(1, TurnRole::User, "x"))),
             Err(Error::NoActiveStep)
         ));
         let mut bad_seed = history();

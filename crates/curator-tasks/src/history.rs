@@ -12,7 +12,7 @@ pub type StepId = u32;
 /// Who produced a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ConversationRole {
+pub enum TurnRole {
     /// The user, or the harness speaking for them.
     User,
     /// The model.
@@ -21,7 +21,7 @@ pub enum ConversationRole {
     Tool,
 }
 
-impl ConversationRole {
+impl TurnRole {
     /// The role as text: `user`, `assistant`, `tool`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -32,7 +32,7 @@ impl ConversationRole {
     }
 }
 
-impl fmt::Display for ConversationRole {
+impl fmt::Display for TurnRole {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -43,9 +43,9 @@ impl fmt::Display for ConversationRole {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{StepTurn, ConversationRole};
+/// use curator_tasks::{StepTurn, TurnRole};
 ///
-/// let turn = StepTurn::new(3, ConversationRole::Tool, "12 files").with_tool("ls", "call_1");
+/// let turn = StepTurn::new(3, TurnRole::Tool, "12 files").with_tool("ls", "call_1");
 /// assert_eq!(turn.tool_name.as_deref(), Some("ls"));
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -54,7 +54,7 @@ pub struct StepTurn {
     /// The turn's id; increasing within a step.
     pub turn_id: u64,
     /// Who produced it.
-    pub role: ConversationRole,
+    pub role: TurnRole,
     /// Its text.
     pub content: String,
     /// For a tool turn, the tool's name.
@@ -74,12 +74,12 @@ impl StepTurn {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{StepTurn, ConversationRole};
+    /// use curator_tasks::{StepTurn, TurnRole};
     ///
-    /// assert_eq!(StepTurn::new(1, ConversationRole::User, "Fix the build").content, "Fix the build");
+    /// assert_eq!(StepTurn::new(1, TurnRole::User, "Fix the build").content, "Fix the build");
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(turn_id: u64, role: ConversationRole, content: impl Into<String>) -> Self {
+    pub fn new(turn_id: u64, role: TurnRole, content: impl Into<String>) -> Self {
         Self {
             turn_id,
             role,
@@ -95,9 +95,9 @@ impl StepTurn {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{StepTurn, ConversationRole};
+    /// use curator_tasks::{StepTurn, TurnRole};
     ///
-    /// let turn = StepTurn::new(2, ConversationRole::Tool, "ok").with_tool("cargo_test", "call_9");
+    /// let turn = StepTurn::new(2, TurnRole::Tool, "ok").with_tool("cargo_test", "call_9");
     /// assert_eq!(turn.tool_call_id.as_deref(), Some("call_9"));
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -114,9 +114,9 @@ impl StepTurn {
     ///
     /// ```
     /// use chrono::DateTime;
-    /// use curator_tasks::{StepTurn, ConversationRole};
+    /// use curator_tasks::{StepTurn, TurnRole};
     ///
-    /// let turn = StepTurn::new(1, ConversationRole::User, "hi").at(DateTime::UNIX_EPOCH);
+    /// let turn = StepTurn::new(1, TurnRole::User, "hi").at(DateTime::UNIX_EPOCH);
     /// assert_eq!(turn.created_at, DateTime::UNIX_EPOCH);
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -212,11 +212,11 @@ impl StepHistory {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{StepTurn, TaskEvent, TaskHistory, ConversationRole};
+/// use curator_tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole};
 ///
 /// let history = TaskHistory::new("Ship the release", [(1, "Run the tests"), (2, "Tag")])?;
 /// let history = history.apply(&TaskEvent::SetActiveStep { step_id: 1 })?;
-/// let history = history.apply(&TaskEvent::append(StepTurn::new(1, ConversationRole::Assistant, "Running cargo test")))?;
+/// let history = history.apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Assistant, "Running cargo test")))?;
 /// assert_eq!(history.step(1).map(|step| step.turns().len()), Some(1));
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

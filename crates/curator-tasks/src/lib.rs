@@ -17,11 +17,11 @@
 //! # Examples
 //!
 //! ```
-//! use curator_tasks::{StepTurn, TaskEvent, TaskHistory, ConversationRole};
+//! use curator_tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole};
 //!
 //! let history = TaskHistory::new("Ship the release", [(1, "Run the tests"), (2, "Tag")])?
 //!     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?
-//!     .apply(&TaskEvent::append(StepTurn::new(1, ConversationRole::Assistant, "All 212 tests pass.")))?;
+//!     .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Assistant, "All 212 tests pass.")))?;
 //! assert_eq!(history.step(1).map(|step| step.turns().len()), Some(1));
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -38,7 +38,7 @@ mod tools;
 pub use compact::{Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact, step_messages};
 pub use error::{Error, Result};
 pub use event::{MAX_SUMMARY_CHARS, TaskEvent};
-pub use history::{ConversationRole, StepHistory, StepId, StepTurn, TaskHistory, Visibility};
+pub use history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
 pub use persist::{TASK_HISTORY_CHECKPOINT, load, save};
 pub use plan::{Plan, PlanStep, PlanSync, StepStatus, sync_plan};
 pub use render::{CONDENSED_TURNS, HistorySection, StepVisibilityResolver};

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::history::{ConversationRole, StepHistory, StepId, StepTurn, TaskHistory, Visibility};
+use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
 
 /// How many turns a condensed step shows.
 pub const CONDENSED_TURNS: usize = 3;
@@ -82,11 +82,11 @@ impl StepVisibilityResolver {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{HistorySection, StepTurn, TaskEvent, TaskHistory, ConversationRole};
+/// use curator_tasks::{HistorySection, StepTurn, TaskEvent, TaskHistory, TurnRole};
 ///
 /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?
 ///     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?
-///     .apply(&TaskEvent::append(StepTurn::new(1, ConversationRole::Assistant, "Running the tests")))?;
+///     .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Assistant, "Running the tests")))?;
 /// let markdown = HistorySection::new().markdown(&history);
 /// assert!(markdown.starts_with("## Task History\n\n**Objective**: Ship\n"));
 /// assert!(markdown.ends_with("### 1. Test [active]\n\n**Assistant**: Running the tests"));
@@ -300,7 +300,7 @@ fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&StepTurn> {
     let candidates = turns
         .first()
         .into_iter()
-        .chain(turns.iter().filter(|turn| turn.role == ConversationRole::Tool))
+        .chain(turns.iter().filter(|turn| turn.role == TurnRole::Tool))
         .chain(turns.last());
     for turn in candidates {
         if key.len() == CONDENSED_TURNS {
@@ -315,16 +315,16 @@ fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&StepTurn> {
 
 fn markdown_turn(out: &mut String, turn: &StepTurn) {
     match (turn.role, &turn.tool_name) {
-        (ConversationRole::Tool, Some(name)) => {
+        (TurnRole::Tool, Some(name)) => {
             let _ = writeln!(out, "**[{name}]**: {}", turn.content);
         }
-        (ConversationRole::Tool, None) => {
+        (TurnRole::Tool, None) => {
             let _ = writeln!(out, "**[tool]**: {}", turn.content);
         }
-        (ConversationRole::User, _) => {
+        (TurnRole::User, _) => {
             let _ = writeln!(out, "**User**: {}", turn.content);
         }
-        (ConversationRole::Assistant, _) => {
+        (TurnRole::Assistant, _) => {
             let _ = writeln!(out, "**Assistant**: {}", turn.content);
         }
     }

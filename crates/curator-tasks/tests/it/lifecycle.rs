@@ -4,9 +4,8 @@ use curator_model::Message;
 use curator_session::{MemoryStore, SessionStore};
 use curator_strategies::{CharEstimate, Summarizer};
 use curator_tasks::{
-    Budget, ConversationRole, Error, HistorySection, Plan, StepStatus, StepTurn,
-    TASK_HISTORY_CHECKPOINT, TaskEvent, TaskHistory, Visibility, check_and_compact, load, save,
-    step_messages, sync_plan,
+    Budget, Error, HistorySection, Plan, StepStatus, StepTurn, TASK_HISTORY_CHECKPOINT, TaskEvent,
+    TaskHistory, TurnRole, Visibility, check_and_compact, load, save, step_messages, sync_plan,
 };
 
 use crate::render::worked;
@@ -40,7 +39,7 @@ fn plan_changes_become_history_events() {
     assert_eq!(sync.events, [TaskEvent::SetActiveStep { step_id: 1 }]);
     let history = applied(history, &sync.events);
     let history = history
-        .apply(&TaskEvent::append(StepTurn::new(1, ConversationRole::Assistant, "tests pass")))
+        .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Assistant, "tests pass")))
         .unwrap();
 
     // A step is added and the next one starts; the finished one is a compaction candidate.

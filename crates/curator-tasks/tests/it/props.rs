@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use curator_tasks::{
-    ConversationRole, HistorySection, StepHistory, StepTurn, TaskEvent, TaskHistory, Visibility,
+    HistorySection, StepHistory, StepTurn, TaskEvent, TaskHistory, TurnRole, Visibility,
 };
 use proptest::prelude::*;
 
@@ -34,9 +34,7 @@ fn event(history: &TaskHistory, action: Action) -> TaskEvent {
         }
         Action::Activate(id) => TaskEvent::SetActiveStep { step_id: id },
         Action::Append { step, role, content, id_step_back } => {
-            let role =
-                [ConversationRole::User, ConversationRole::Assistant, ConversationRole::Tool]
-                    [usize::from(role)];
+            let role = [TurnRole::User, TurnRole::Assistant, TurnRole::Tool][usize::from(role)];
             let id = history.next_turn_id().saturating_sub(u64::from(id_step_back));
             TaskEvent::AppendTurn { step_id: step, turn: StepTurn::new(id, role, content) }
         }

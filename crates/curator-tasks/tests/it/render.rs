@@ -1,8 +1,7 @@
 //! Golden renderings for every visibility level, and the cache-friendly layout.
 
 use curator_tasks::{
-    ConversationRole, HistorySection, StepTurn, StepVisibilityResolver, TaskEvent, TaskHistory,
-    Visibility,
+    HistorySection, StepTurn, StepVisibilityResolver, TaskEvent, TaskHistory, TurnRole, Visibility,
 };
 
 #[expect(clippy::unwrap_used, reason = "a fixture of valid events; a failure is a test failure")]
@@ -11,18 +10,18 @@ pub(crate) fn worked() -> TaskHistory {
         TaskHistory::new("Fix the flaky test", [(1, "Reproduce"), (2, "Fix"), (3, "Verify")])
             .unwrap();
     let mut id = 0;
-    let mut turn = |role: ConversationRole, content: &str| {
+    let mut turn = |role: TurnRole, content: &str| {
         id += 1;
         StepTurn::new(id, role, content)
     };
     let step_one = [
-        turn(ConversationRole::User, "The parser test fails one run in ten."),
-        turn(ConversationRole::Assistant, "Running it 50 times."),
-        turn(ConversationRole::Tool, "5 of 50 runs failed").with_tool("cargo_test", "call_1"),
-        turn(ConversationRole::Assistant, "It depends on HashMap order."),
-        turn(ConversationRole::Tool, "seed 42 fails").with_tool("cargo_test", "call_2"),
+        turn(TurnRole::User, "The parser test fails one run in ten."),
+        turn(TurnRole::Assistant, "Running it 50 times."),
+        turn(TurnRole::Tool, "5 of 50 runs failed").with_tool("cargo_test", "call_1"),
+        turn(TurnRole::Assistant, "It depends on HashMap order."),
+        turn(TurnRole::Tool, "seed 42 fails").with_tool("cargo_test", "call_2"),
     ];
-    let step_two = [turn(ConversationRole::Assistant, "Switching to BTreeMap.")];
+    let step_two = [turn(TurnRole::Assistant, "Switching to BTreeMap.")];
     history = history.apply(&TaskEvent::SetActiveStep { step_id: 1 }).unwrap();
     for t in step_one {
         history = history.apply(&TaskEvent::append(t)).unwrap();
@@ -144,8 +143,7 @@ fn only_the_tail_changes_as_the_active_step_grows() {
     let before = worked();
     let after = before
         .apply(&TaskEvent::append(
-            StepTurn::new(99, ConversationRole::Tool, "all green")
-                .with_tool("cargo_test", "call_3"),
+            StepTurn::new(99, TurnRole::Tool, "all green").with_tool("cargo_test", "call_3"),
         ))
         .unwrap();
     let (before, after) =
