@@ -13,7 +13,7 @@ use crate::turn::{ConversationTurn, Paused};
 
 /// Turns per page: an iteration rewrites at most the page its new turns land in (and the
 /// next), so its cost does not grow with the conversation.
-pub(crate) const PAGE: usize = 32;
+pub(crate) const PAGE: usize = 16;
 
 /// The `format` of a loop checkpoint's head.
 pub const LOOP_CHECKPOINT_FORMAT: &str = "curator.loop";
@@ -108,9 +108,16 @@ impl Persister {
         let n = messages.len();
         if n > 0 {
             for page in self.saved.min(n) / PAGE..=(n - 1) / PAGE {
-                let turns: Vec<ConversationTurn> = messages[page * PAGE..n.min((page + 1) * PAGE)]
+                // The page's JSON is built straight from the messages (the turns' own
+                // serialisation), with no intermediate copy.
+                let turns: Vec<Value> = messages[page * PAGE..n.min((page + 1) * PAGE)]
                     .iter()
-                    .filter_map(ConversationTurn::from_message)
+                    .map(|m| {
+                        let mut turn = serde_json::Map::with_capacity(2);
+                        turn.insert("role".to_owned(), Value::from(m.role().as_str()));
+                        turn.insert("content".to_owned(), Value::from(m.text().into_owned()));
+                        Value::Object(turn)
+                    })
                     .collect();
                 let document = serde_json::json!({ "turns": turns });
                 self.put(&self.page_name(page), &document)?;

@@ -1,6 +1,9 @@
 //! Rendering the history as a text block for prompt-only agents, through a sandboxed
 //! minijinja template.
 
+use std::sync::Arc;
+
+use minijinja::value::{Enumerator, Object};
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 
 use crate::error::{Error, Result};
@@ -102,9 +105,36 @@ impl HistoryTemplate {
     }
 }
 
+/// A turn as the template sees it: a map of its two fields and nothing else. An object
+/// rather than a map value: looking up `role` or `content` is a match, not a search, and the
+/// strings are made once.
+#[derive(Debug)]
+struct TurnObject {
+    role: Value,
+    content: Value,
+}
+
+impl Object for TurnObject {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        self.get_value_by_str(key.as_str()?)
+    }
+
+    fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
+        match key {
+            "role" => Some(self.role.clone()),
+            "content" => Some(self.content.clone()),
+            _ => None,
+        }
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Str(&["role", "content"])
+    }
+}
+
 /// A turn as the template sees it: its two fields and nothing else.
 pub(crate) fn turn_value(role: &str, content: &str) -> Value {
-    Value::from_pairs([("role", Value::from(role)), ("content", Value::from(content))])
+    Value::from_object(TurnObject { role: Value::from(role), content: Value::from(content) })
 }
 
 fn template_error(e: minijinja::Error) -> Error {

@@ -97,7 +97,7 @@ fn a_crash_mid_iteration_loses_only_that_iteration() {
     let before = l.state();
     assert_eq!(before.iteration, 39);
     drop(l);
-    // 40 turns span two pages of 32: read back whole.
+    // 40 turns span three pages of 16: read back whole.
     let again = LoopBuilder::new("work", config)
         .step("agent", echo_agent())
         .step("crash", FnStep::plain(|_| Ok(StepOutcome::text("ok"))))
