@@ -300,7 +300,7 @@ impl<'h> View<'h> {
         let Some(memo) = memo.filter(|_| !message.is_borrowed()) else {
             return counts.at(pos as usize);
         };
-        let key = counter.cache_key();
+        let key = counts.key;
         if let Some((k, n)) = memo.tokens.get()
             && *k == key
         {
