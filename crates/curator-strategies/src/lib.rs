@@ -58,6 +58,7 @@ mod observed;
 mod redact;
 mod shorten;
 mod summarize;
+pub mod terms;
 mod tokens;
 mod trim;
 mod truncate;

@@ -9,9 +9,9 @@ use super::selection::View;
 /// What a stretch of history positions must satisfy for the history's index to speak for it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Need {
-    /// It follows the coherence rules on its own ([`History::coherent`]).
+    /// It follows the coherence rules on its own ([`History::coherent`](crate::History::coherent)).
     Coherent,
-    /// It pairs as in the history ([`History::pairs_alone`]).
+    /// It pairs as in the history ([`History::pairs_alone`](crate::History::pairs_alone)).
     Pairing,
 }
 
