@@ -66,6 +66,11 @@ pub(crate) struct PipelineArgs {
     /// Fit the view into N tokens.
     #[arg(long = "max-tokens", value_name = "N")]
     pub(crate) max_tokens: Option<u64>,
+    /// With --max-tokens: besides the newest messages, keep the older ones most relevant
+    /// to the task and the newest (BM25 over distinctive terms), and leave a note of what was
+    /// left out (the `relevance_budget` strategy).
+    #[arg(long, requires = "max_tokens")]
+    pub(crate) relevance: bool,
     /// Keep the last N provider round-trips.
     #[arg(long = "max-turns", value_name = "N")]
     pub(crate) max_turns: Option<usize>,
@@ -154,11 +159,22 @@ impl PipelineArgs {
             steps.push(StrategyConfig::TurnLimit { max_turns });
         }
         if let Some(max_tokens) = self.max_tokens {
-            steps.push(StrategyConfig::TokenBudget {
-                max_tokens,
-                reserve: self.reserve,
-                tokenizer,
-                head_share: 0.5,
+            steps.push(if self.relevance {
+                StrategyConfig::RelevanceBudget {
+                    max_tokens,
+                    reserve: self.reserve,
+                    tokenizer,
+                    head_share: 0.5,
+                    recent_share: 0.5,
+                    fold_note: true,
+                }
+            } else {
+                StrategyConfig::TokenBudget {
+                    max_tokens,
+                    reserve: self.reserve,
+                    tokenizer,
+                    head_share: 0.5,
+                }
             });
         }
         Ok(StrategyConfig::Compose { steps })
@@ -228,7 +244,8 @@ fn with_reserve(mut config: StrategyConfig, extra: u64) -> StrategyConfig {
 
 fn add_reserve(config: &mut StrategyConfig, extra: u64) {
     match config {
-        StrategyConfig::TokenBudget { reserve, .. } => *reserve += extra,
+        StrategyConfig::TokenBudget { reserve, .. }
+        | StrategyConfig::RelevanceBudget { reserve, .. } => *reserve += extra,
         StrategyConfig::Compose { steps } => steps.iter_mut().for_each(|s| add_reserve(s, extra)),
         StrategyConfig::Summarize { then: Some(then), .. } => add_reserve(then, extra),
         _ => {}

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use crate::{
     CharEstimate, ClearOldToolResults, Error, HistoryManager, HistoryManagerExt, OnError,
-    Passthrough, Redactor, Result, SlidingWindow, TokenBudget, TokenCounter, ToolFilter,
-    ToolResultTruncator, TurnLimit,
+    Passthrough, Redactor, RelevanceBudget, Result, SlidingWindow, TokenBudget, TokenCounter,
+    ToolFilter, ToolResultTruncator, TurnLimit,
 };
 
 /// A strategy (or a pipeline of them) described as data, tagged by `strategy`.
@@ -16,6 +16,7 @@ use crate::{
 /// | `sliding_window` | `window_size` |
 /// | `tool_result_truncator` | `max_length`, `suffix` (optional) |
 /// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`), `head_share` (0.5) |
+/// | `relevance_budget` | as `token_budget`, and `recent_share` (0.5), `fold_note` (true) |
 /// | `turn_limit` | `max_turns` |
 /// | `tool_filter` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]) |
@@ -83,7 +84,26 @@ pub enum StrategyConfig {
         #[serde(default = "half")]
         head_share: f64,
     },
-
+    /// [`RelevanceBudget`].
+    RelevanceBudget {
+        /// The budget.
+        max_tokens: u64,
+        /// Tokens held back for tool schemas and the reply.
+        #[serde(default)]
+        reserve: u64,
+        /// How tokens are counted.
+        #[serde(default)]
+        tokenizer: Tokenizer,
+        /// The most the head (system messages and task) may take, as a share of the budget.
+        #[serde(default = "half")]
+        head_share: f64,
+        /// The share of the body's room for the newest units.
+        #[serde(default = "half")]
+        recent_share: f64,
+        /// Whether to leave the folded-history note.
+        #[serde(default = "yes")]
+        fold_note: bool,
+    },
     /// [`TurnLimit`]; also accepted as `truncate_turns`.
     #[serde(alias = "truncate_turns")]
     TurnLimit {
@@ -253,6 +273,21 @@ impl StrategyConfig {
                 TokenBudget::new(*max_tokens)
                     .with_reserve(*reserve)
                     .with_head_share(*head_share)?
+                    .with_shared_counter(tokenizer.counter()?),
+            ),
+            StrategyConfig::RelevanceBudget {
+                max_tokens,
+                reserve,
+                tokenizer,
+                head_share,
+                recent_share,
+                fold_note,
+            } => Box::new(
+                RelevanceBudget::new(*max_tokens)
+                    .with_reserve(*reserve)
+                    .with_head_share(*head_share)?
+                    .with_recent_share(*recent_share)?
+                    .with_fold_note(*fold_note)
                     .with_shared_counter(tokenizer.counter()?),
             ),
             StrategyConfig::TurnLimit { max_turns } => Box::new(TurnLimit::new(*max_turns)),

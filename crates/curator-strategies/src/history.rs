@@ -4,12 +4,13 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard};
 
 use curator_model::pairing::{Link, Pairer, Step};
 use curator_model::{Message, Role, ToolCall};
 
 use crate::TokenCounter;
+use crate::term_index::TermIndex;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -38,7 +39,7 @@ impl std::hash::Hasher for FxHasher {
     }
 }
 
-type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
+pub(crate) type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
 
 /// Marks a tool message that answers no call: it heads no unit and belongs to none.
 const ORPHAN: u32 = u32::MAX;
@@ -119,6 +120,8 @@ pub struct History<'m> {
     /// (copied on write only while one is alive).
     tokens: RwLock<HashMap<u64, Arc<Vec<u64>>, FxBuild>>,
     memo: RwLock<HashMap<(u64, u32), Arc<Memo>, FxBuild>>,
+    /// Term statistics, built the first time a strategy asks (see [`TermIndex`]).
+    terms: RwLock<TermIndex>,
 }
 
 /// A memoised transformation of one history message, with its token count once asked.
@@ -156,6 +159,7 @@ impl<'m> History<'m> {
             marks,
             tokens: RwLock::default(),
             memo: RwLock::default(),
+            terms: RwLock::default(),
         }
     }
 
@@ -295,6 +299,25 @@ impl<'m> History<'m> {
             sums.push(last + counter.count_message(message));
         }
         Counts { sums: Arc::clone(entry), key }
+    }
+
+    /// The term index, brought up to date with every message first (each message is read
+    /// once over the life of the history).
+    pub(crate) fn term_index(&self) -> RwLockReadGuard<'_, TermIndex> {
+        let n = self.messages.len();
+        {
+            let index = self.terms.read().unwrap_or_else(PoisonError::into_inner);
+            if index.indexed() >= n {
+                return index;
+            }
+        }
+        let mut index = self.terms.write().unwrap_or_else(PoisonError::into_inner);
+        while index.indexed() < n {
+            let pos = index.indexed();
+            index.push(&self.messages[pos]);
+        }
+        drop(index);
+        self.terms.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The memoised result of the transformation chain `chain` at `pos`.
