@@ -113,11 +113,16 @@ mod tests {
     #[test]
     fn postings_count_each_position_once_with_its_frequency() {
         let mut index = TermIndex::default();
-        index.push(&Message::user("read src/lib.rs then src/lib.rs again"));
+        // A text names each term once; a string argument names it twice (as a quoted value
+        // and as text).
+        index.push(&Message::assistant_with_calls(
+            Some("read src/lib.rs then src/lib.rs again".into()),
+            vec![curator_model::ToolCall::new("c", "open", r#"{"path": "lib.rs"}"#)],
+        ));
         index.push(&Message::assistant("no terms here"));
         index.push(&Message::assistant("parse_binary in lib.rs"));
         let lib = index.id("lib.rs").unwrap_or(u32::MAX);
-        assert_eq!(index.postings(lib), [(0, 2), (2, 1)]);
+        assert_eq!(index.postings(lib), [(0, 3), (2, 1)]);
         assert_eq!(index.terms_at(1), [] as [u32; 0]);
         assert_eq!(index.indexed(), 3);
         let texts: Vec<&str> = index.terms_at(2).iter().map(|&id| index.text(id)).collect();
