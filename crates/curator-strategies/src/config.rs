@@ -19,7 +19,7 @@ use crate::{
 /// | `relevance_budget` | as `token_budget`, and `recent_share` (0.5), `fold_note` (true) |
 /// | `turn_limit` | `max_turns` |
 /// | `tool_filter` | `tools` |
-/// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]) |
+/// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]), `essentials` (200) |
 /// | `redactor` | `builtin` (true), `patterns` (kind → regex) |
 /// | `summarize` | `summarizer` (`extractive`, required), `threshold_messages` or `threshold_tokens`, `keep_recent` (10), `summarize_ratio` (0.5), `max_summary_chars` (4000), `on_error` (`fallback`), `then` (a bound) |
 /// | `compose` | `steps`: a list of the above, run in order |
@@ -120,12 +120,15 @@ pub enum StrategyConfig {
     ClearOldToolResults {
         /// Newest results left intact.
         keep_last: usize,
-        /// Placeholder text with `{tool}` and `{chars}`.
+        /// Placeholder text with `{tool}`, `{chars}` and `{essentials}`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         placeholder: Option<String>,
         /// Tools never cleared.
         #[serde(default)]
         exclude: Vec<String>,
+        /// The most characters of a cleared result's essentials kept (0: none).
+        #[serde(default = "essentials")]
+        essentials: usize,
     },
     /// [`Redactor`]; also accepted as `redact`.
     #[serde(alias = "redact")]
@@ -176,6 +179,10 @@ fn yes() -> bool {
 
 fn ten() -> usize {
     10
+}
+
+fn essentials() -> usize {
+    200
 }
 
 fn half() -> f64 {
@@ -294,9 +301,10 @@ impl StrategyConfig {
             StrategyConfig::ToolFilter { tools } => {
                 Box::new(ToolFilter::names(tools.iter().cloned()))
             }
-            StrategyConfig::ClearOldToolResults { keep_last, placeholder, exclude } => {
-                let mut clear =
-                    ClearOldToolResults::new(*keep_last).with_exclude(exclude.iter().cloned());
+            StrategyConfig::ClearOldToolResults { keep_last, placeholder, exclude, essentials } => {
+                let mut clear = ClearOldToolResults::new(*keep_last)
+                    .with_exclude(exclude.iter().cloned())
+                    .with_essentials(*essentials);
                 if let Some(placeholder) = placeholder {
                     clear = clear.with_placeholder(placeholder.clone());
                 }

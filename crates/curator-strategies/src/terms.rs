@@ -297,6 +297,86 @@ fn strings(value: &Value, each: &mut impl FnMut(&str)) {
     }
 }
 
+/// Words that mark a line as reporting a failure.
+const ERROR_MARKS: &[&str] =
+    &["error", "Error", "ERROR", "FAILED", "failed", "panicked", "Traceback", "Exception", "fatal"];
+
+/// The longest line [`essentials`] quotes, in characters.
+const MAX_LINE: usize = 120;
+
+/// What a long text (a tool result) must not lose when it is cleared or summarized, in at
+/// most about `max_chars` characters: its first line, the lines that report a failure (up to
+/// three), its last line, then the distinctive [`terms`] those lines do not already show.
+/// Lines are joined with ` | ` and cut to 120 characters; empty for a blank text.
+///
+/// # Examples
+///
+/// ```
+/// use curator_strategies::terms::essentials;
+///
+/// let output = "running 14 tests\ntest parse_binary ... FAILED\nthread panicked at src/parser.rs:214\nok\ntest result: FAILED. 13 passed; 1 failed";
+/// assert_eq!(
+///     essentials(output, 300),
+///     "running 14 tests | test parse_binary ... FAILED | thread panicked at src/parser.rs:214 | test result: FAILED. 13 passed; 1 failed"
+/// );
+/// ```
+pub fn essentials(text: &str, max_chars: usize) -> String {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let (Some(first), Some(last)) = (lines.first(), lines.last()) else { return String::new() };
+    let mut picked: Vec<&str> = vec![first];
+    let middle = lines.get(1..lines.len().saturating_sub(1)).unwrap_or_default();
+    for line in middle.iter().filter(|l| ERROR_MARKS.iter().any(|m| l.contains(m))) {
+        if picked.len() >= 4 {
+            break;
+        }
+        picked.push(line);
+    }
+    if lines.len() > 1 {
+        picked.push(last);
+    }
+    let mut out = String::new();
+    for line in picked {
+        let cut = cut_chars(line, MAX_LINE);
+        let sep = if out.is_empty() { 0 } else { 3 };
+        if out.chars().count() + sep + cut.chars().count() > max_chars {
+            break;
+        }
+        if !out.is_empty() {
+            out.push_str(" | ");
+        }
+        out.push_str(&cut);
+    }
+    let prefix = if out.is_empty() { "terms: " } else { " | terms: " };
+    let mut more = Vec::new();
+    let mut size = out.chars().count() + prefix.len();
+    for term in terms(text) {
+        if out.contains(term) {
+            continue;
+        }
+        let cost = term.chars().count() + 2;
+        if size + cost > max_chars {
+            break;
+        }
+        size += cost;
+        more.push(term);
+    }
+    if !more.is_empty() {
+        out.push_str(prefix);
+        out.push_str(&more.join(", "));
+    }
+    out
+}
+
+/// `line` cut to `max` characters, with an ellipsis when cut.
+fn cut_chars(line: &str, max: usize) -> String {
+    if line.chars().count() <= max {
+        return line.to_owned();
+    }
+    let mut cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,6 +400,33 @@ mod tests {
         check("parser::tests::case_17 failed", &["parser::tests::case_17", "case_17"]);
         check("self.parse_binary(prec + 1)", &["parse_binary"]);
         check("Look at /workspace/exprs and ./run.sh", &["/workspace/exprs", "./run.sh", "run.sh"]);
+    }
+
+    #[test]
+    fn essentials_keep_first_last_and_error_lines_then_terms_within_the_size() {
+        assert_eq!(essentials("  \n ", 100), "");
+        assert_eq!(essentials("only line", 100), "only line");
+        let text = "compiling\nwarning: unused\nerror[E0308]: mismatched types in parse_binary\ndone in 4.21s";
+        assert_eq!(
+            essentials(text, 200),
+            "compiling | error[E0308]: mismatched types in parse_binary | done in 4.21s"
+        );
+        // Terms the kept lines do not show fill what is left.
+        let text = "header\nsee src/lexer.rs and tokenize_all\nfooter";
+        assert_eq!(
+            essentials(text, 200),
+            "header | footer | terms: src/lexer.rs, lexer.rs, tokenize_all"
+        );
+        // Never much over the size.
+        let long = format!("{}\n{}", "a".repeat(500), "b".repeat(500));
+        assert!(essentials(&long, 130).chars().count() <= 130);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn essentials_never_pass_their_size(text in "(\\PC{0,40}\n?){0,12}", max in 0usize..300) {
+            proptest::prop_assert!(essentials(&text, max).chars().count() <= max);
+        }
     }
 
     #[test]

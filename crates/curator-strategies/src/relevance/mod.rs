@@ -9,8 +9,9 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
 
-use curator_model::Message;
+use curator_model::{Message, Role};
 
+use crate::budget::pending_only;
 use crate::history::FxBuild;
 use crate::{
     CurationContext, Error, Event, HistoryManager, RelevanceKept, Result, ScoredUnit, TokenBudget,
@@ -149,7 +150,7 @@ impl RelevanceBudget {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
+    /// use curator_model::{Message, Role};
     /// use curator_strategies::RelevanceBudget;
     ///
     /// assert!(!RelevanceBudget::is_note(&Message::user("hello")));
@@ -197,14 +198,19 @@ impl HistoryManager for RelevanceBudget {
         let mut kept: Vec<Range<usize>> = Vec::new();
         let mut used = 0;
         let mut next = None;
+        // Calls still pending at the end are not sent (coherence removes them), so an
+        // assistant message of nothing else is not the newest unit that must go out.
+        let last = view.len().saturating_sub(1);
+        let mut newest_taken = false;
         for unit in units.by_ref() {
             let tokens = tally.range(unit.range());
-            if !kept.is_empty() && used + tokens > recent_room {
+            if newest_taken && used + tokens > recent_room {
                 next = Some(unit);
                 break;
             }
             used += tokens;
             kept.push(unit.range());
+            newest_taken |= !(unit.start() == last && pending_only(view.structure(last)));
         }
         let Some(next) = next else {
             drop(tally);
@@ -263,7 +269,11 @@ impl HistoryManager for RelevanceBudget {
         } else {
             fold::note(&view, &dropped, &kept, note_room, counter)
         };
-        let selected = assemble(&view, head.len(), &kept, note);
+        // The note comes after the pinned head and the task, so that the task stays the
+        // first user message (later strategies pin it by that).
+        let task = head.pinned().iter().find(|&&i| view.structure(i).role() != Role::System);
+        let first_body = task.map_or(head.len(), |&t| head.len().max(t + 1));
+        let selected = assemble(&view, first_body, &kept, note);
         if let Some(sink) = ctx.events {
             let units = scored
                 .into_iter()
