@@ -137,6 +137,22 @@ pub enum Error {
         source: Option<BoxError>,
     },
 
+    /// Another worker holds a live claim on the session (see
+    /// [`ClaimStore`](crate::ClaimStore)): it is driving it now.
+    #[error("session `{key}` is claimed by another worker{}", .expires_in.map(|d| format!(" (its lease runs out in {:.1} s unless renewed)", d.as_secs_f64())).unwrap_or_default())]
+    Claimed {
+        /// The session key.
+        key: SessionKey,
+        /// How long the other claim's lease still runs, when the store knows.
+        expires_in: Option<std::time::Duration>,
+    },
+    /// A claim's lease ran out and another worker claimed the session: this worker must stop
+    /// driving it.
+    #[error("the claim on session `{key}` was lost: its lease ran out and another worker claimed it")]
+    ClaimLost {
+        /// The session key.
+        key: SessionKey,
+    },
     /// A different message claims a sequence number that is taken.
     #[error("evaluation {evaluation}: sequence {sequence} is already taken by message {existing}")]
     SequenceTaken {
