@@ -27,6 +27,11 @@ pub enum StoreErrorKind {
     Busy,
     /// The disk or the database is full.
     Full,
+    /// The store's server cannot be reached: the connection was lost or refused (a server
+    /// restarting, a network failure). Retrying later may succeed; whether a write that was
+    /// under way when the connection was lost committed is unknown, so retry it with the same
+    /// entry (the driver does: appends are idempotent by message id).
+    Unavailable,
     /// The stored data is damaged.
     Corrupt,
     /// The file, database or record asked for does not exist.
@@ -43,7 +48,7 @@ pub enum StoreErrorKind {
 impl StoreErrorKind {
     /// Whether an operation that failed this way may succeed when tried again unchanged.
     pub fn is_retryable(self) -> bool {
-        self == StoreErrorKind::Busy
+        matches!(self, StoreErrorKind::Busy | StoreErrorKind::Unavailable)
     }
 }
 
@@ -52,6 +57,7 @@ impl std::fmt::Display for StoreErrorKind {
         f.write_str(match self {
             StoreErrorKind::Busy => "busy or locked by another writer",
             StoreErrorKind::Full => "the disk or database is full",
+            StoreErrorKind::Unavailable => "the server is unavailable (connection lost or refused)",
             StoreErrorKind::Corrupt => "the stored data is damaged",
             StoreErrorKind::NotFound => "not found",
             StoreErrorKind::ReadOnly => "read-only",
