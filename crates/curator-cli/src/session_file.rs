@@ -7,8 +7,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use curator::model::{Entry, EvaluationId, Message, PromptRef, Role};
-use curator::session::{SessionKey, SessionStore};
 use curator::postgres::{Options, PgStore};
+use curator::session::{SessionKey, SessionStore};
 use curator::sqlite::SqliteStore;
 
 /// The prompt namespace `curator replay` records conversations under; the key is the
@@ -17,9 +17,7 @@ const NAMESPACE: &str = "replay";
 
 /// The PostgreSQL URL `location` is, if it is one.
 fn url(location: &Path) -> Option<&str> {
-    location
-        .to_str()
-        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+    location.to_str().filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
 }
 
 /// How to name `location` in messages: a file's path, or a URL without its password.

@@ -81,7 +81,9 @@ impl ClaimStore for PgStore {
                     PgLease { pool: Arc::clone(&self.pool), key: key.clone(), holder, lease };
                 Ok(Claim::new(key.clone(), lease, Box::new(handle)))
             }
-            Some(expires_in) => Err(curator_session::Error::Claimed { key: key.clone(), expires_in }),
+            Some(expires_in) => {
+                Err(curator_session::Error::Claimed { key: key.clone(), expires_in })
+            }
         }
     }
 }

@@ -34,7 +34,9 @@ pub enum Error {
     },
     /// The schema holds tables but no curator schema version: it belongs to another
     /// application, and nothing was written to it.
-    #[error("schema `{schema}` holds {tables} tables of another application (no curator schema version)")]
+    #[error(
+        "schema `{schema}` holds {tables} tables of another application (no curator schema version)"
+    )]
     ForeignSchema {
         /// The schema.
         schema: String,

@@ -66,7 +66,12 @@ impl std::fmt::Debug for Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(config: postgres::Config, schema: String, size: usize, wait: Duration) -> Self {
+    pub(crate) fn new(
+        config: postgres::Config,
+        schema: String,
+        size: usize,
+        wait: Duration,
+    ) -> Self {
         Self {
             config,
             schema,
@@ -108,8 +113,11 @@ impl Pool {
                 return Err(Error::Postgres {
                     context: "waiting for a free connection of the pool",
                     kind: StoreErrorKind::Busy,
-                    source: format!("all {} connections stayed in use for {:?}", self.size, self.wait)
-                        .into(),
+                    source: format!(
+                        "all {} connections stayed in use for {:?}",
+                        self.size, self.wait
+                    )
+                    .into(),
                 });
             }
             state = self

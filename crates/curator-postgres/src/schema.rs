@@ -122,19 +122,20 @@ pub(crate) fn prepare(pool: &Pool) -> Result<bool> {
         tx.commit().map_err(|e| Error::postgres("ending a read", e))?;
         return Ok(false);
     }
-    let from = match found {
-        Found::Version(v) => usize::try_from(v).unwrap_or(0),
-        _ => {
-            tx.batch_execute("CREATE TABLE schema_version (version integer NOT NULL)")
-                .map_err(|e| Error::postgres("creating the version table", e))?;
-            0
-        }
+    let from = if let Found::Version(v) = found {
+        usize::try_from(v).unwrap_or(0)
+    } else {
+        tx.batch_execute("CREATE TABLE schema_version (version integer NOT NULL)")
+            .map_err(|e| Error::postgres("creating the version table", e))?;
+        0
     };
     for (step, sql) in MIGRATIONS.iter().enumerate().skip(from) {
         tx.batch_execute(sql).map_err(|e| Error::postgres("migrating the schema", e))?;
         let version = i32::try_from(step + 1).unwrap_or(i32::MAX);
         tx.execute("DELETE FROM schema_version", &[])
-            .and_then(|_| tx.execute("INSERT INTO schema_version (version) VALUES ($1)", &[&version]))
+            .and_then(|_| {
+                tx.execute("INSERT INTO schema_version (version) VALUES ($1)", &[&version])
+            })
             .map_err(|e| Error::postgres("recording the schema version", e))?;
     }
     tx.commit().map_err(|e| Error::postgres("committing the migration", e))?;

@@ -59,7 +59,8 @@ const VERIFIED_MAX: usize = 4_096;
 const CHUNK: usize = 2_000;
 
 /// The columns [`entry`] reads, of the table `e`.
-const COLUMNS: &str = "e.message_id, e.evaluation_id, e.sequence, e.turn, e.prompt_ns, e.prompt_key,
+const COLUMNS: &str =
+    "e.message_id, e.evaluation_id, e.sequence, e.turn, e.prompt_ns, e.prompt_key,
     e.created_ns, e.message";
 
 const INSERT_ONE: &str = "INSERT INTO entries
@@ -110,15 +111,17 @@ macro_rules! summaries {
 }
 
 const ALL: &str = summaries!("");
-const OF_KEY: &str =
-    summaries!("WHERE evaluation_id IN (SELECT evaluation_id FROM evaluations WHERE session_key = $1)");
+const OF_KEY: &str = summaries!(
+    "WHERE evaluation_id IN (SELECT evaluation_id FROM evaluations WHERE session_key = $1)"
+);
 const ONE: &str = summaries!("WHERE evaluation_id = $1");
 
 const LATEST_OF: &str = "SELECT evaluation_id FROM evaluations
     WHERE session_key = $1 AND prompt_ns = $2 AND prompt_key = $3 AND started_ns IS NOT NULL
     ORDER BY started_ns DESC, rank DESC LIMIT 1";
 
-const LATEST: &str = "SELECT e.evaluation_id FROM entries e JOIN evaluations v USING (evaluation_id)
+const LATEST: &str =
+    "SELECT e.evaluation_id FROM entries e JOIN evaluations v USING (evaluation_id)
     GROUP BY e.evaluation_id, v.rank ORDER BY min(e.created_ns) DESC, v.rank DESC LIMIT 1";
 
 impl PgStore {
@@ -144,13 +147,9 @@ impl PgStore {
     /// otherwise, of kind [`Unavailable`](StoreErrorKind::Unavailable) (retryable) when the
     /// server cannot be reached.
     pub fn open(options: Options) -> Result<Self> {
-        let wait = options.connect_timeout();
-        let pool = Pool::new(
-            options.config.clone(),
-            options.schema().to_owned(),
-            options.pool_size(),
-            wait,
-        );
+        let (wait, schema, size) =
+            (options.connect_timeout(), options.schema().to_owned(), options.pool_size());
+        let pool = Pool::new(options.config, schema, size, wait);
         schema::prepare(&pool)?;
         Ok(Self { pool: Arc::new(pool), verified: Mutex::new(HashMap::new()) })
     }
@@ -408,7 +407,12 @@ struct Statements {
 impl Statements {
     fn prepare(conn: &mut Conn) -> Result<Self, Failure> {
         let mut p = |sql| conn.prepare(sql).during("preparing an append");
-        Ok(Self { register: p(REGISTER)?, mismatch: p(MISMATCH)?, insert_many: p(INSERT_MANY)?, started: p(STARTED)? })
+        Ok(Self {
+            register: p(REGISTER)?,
+            mismatch: p(MISMATCH)?,
+            insert_many: p(INSERT_MANY)?,
+            started: p(STARTED)?,
+        })
     }
 }
 
@@ -464,9 +468,8 @@ fn summary(row: &Row) -> SessionResult<EvaluationSummary> {
 }
 
 fn checkpoint(name: String, version: i64, document: &str, saved: i64) -> SessionResult<Checkpoint> {
-    let document = serde_json::from_str(document).map_err(|e| {
-        corrupt(format!("bad checkpoint `{name}` in the store"), Some(Box::new(e)))
-    })?;
+    let document = serde_json::from_str(document)
+        .map_err(|e| corrupt(format!("bad checkpoint `{name}` in the store"), Some(Box::new(e))))?;
     let mut checkpoint = Checkpoint::new(name, document, DateTime::from_timestamp_nanos(saved));
     checkpoint.version = u64::try_from(version).unwrap_or(0);
     Ok(checkpoint)
@@ -564,7 +567,8 @@ impl SessionStore for PgStore {
     fn latest_evaluation(&self) -> SessionResult<Option<EvaluationId>> {
         run(&self.pool, |conn| {
             let statement = conn.prepare(LATEST).during("finding the latest evaluation")?;
-            let row = conn.client.query_opt(&statement, &[]).during("finding the latest evaluation")?;
+            let row =
+                conn.client.query_opt(&statement, &[]).during("finding the latest evaluation")?;
             row.map(|r| uuid_of(&r, 0).map(EvaluationId::from_uuid)).transpose()
         })
     }
@@ -657,7 +661,10 @@ impl SessionStore for PgStore {
                 entries.push(e);
             }
             let rows = tx
-                .query("SELECT name, version, document, saved_ns FROM checkpoints ORDER BY name", &[])
+                .query(
+                    "SELECT name, version, document, saved_ns FROM checkpoints ORDER BY name",
+                    &[],
+                )
                 .during("reading the snapshot's checkpoints")?;
             let mut checkpoints = Vec::with_capacity(rows.len());
             for r in &rows {

@@ -73,12 +73,13 @@ fn racer(count: usize) {
     for i in 0..count {
         let id = MessageId::new();
         loop {
-            let entry = Entry::builder(evaluation, Message::user(format!("{} {i}", std::process::id())))
-                .id(id)
-                .sequence(next)
-                .prompt(prompt())
-                .build()
-                .unwrap();
+            let entry =
+                Entry::builder(evaluation, Message::user(format!("{} {i}", std::process::id())))
+                    .id(id)
+                    .sequence(next)
+                    .prompt(prompt())
+                    .build()
+                    .unwrap();
             match store.append(&key, &entry) {
                 Ok(_) => {
                     say(&mut out, &id.to_string());
@@ -203,10 +204,15 @@ fn eight_workers_test(server: &PgServer, check: &mut Check) {
     let limit = 300;
     let children: Vec<Child> = (0..8)
         .map(|i| {
-            spawn(server, schema, "appender", &[
-                ("CURATOR_PG_KEY", format!("worker-{i}")),
-                ("CURATOR_PG_LIMIT", limit.to_string()),
-            ])
+            spawn(
+                server,
+                schema,
+                "appender",
+                &[
+                    ("CURATOR_PG_KEY", format!("worker-{i}")),
+                    ("CURATOR_PG_LIMIT", limit.to_string()),
+                ],
+            )
         })
         .collect();
     let store = store(server, schema);
@@ -244,7 +250,9 @@ fn eight_workers_test(server: &PgServer, check: &mut Check) {
         );
         acknowledged += acks.len();
     }
-    println!("eight workers, eight sessions at once: {acknowledged} messages acknowledged, all present");
+    println!(
+        "eight workers, eight sessions at once: {acknowledged} messages acknowledged, all present"
+    );
 }
 
 /// Two processes append to one evaluation, racing for its places: every acknowledged
@@ -263,11 +271,16 @@ fn same_evaluation_test(server: &PgServer, check: &mut Check) {
     let count = 250;
     let children: Vec<Child> = (0..2)
         .map(|_| {
-            spawn(server, schema, "racer", &[
-                ("CURATOR_PG_KEY", key.to_string()),
-                ("CURATOR_PG_EVALUATION", evaluation.to_string()),
-                ("CURATOR_PG_LIMIT", count.to_string()),
-            ])
+            spawn(
+                server,
+                schema,
+                "racer",
+                &[
+                    ("CURATOR_PG_KEY", key.to_string()),
+                    ("CURATOR_PG_EVALUATION", evaluation.to_string()),
+                    ("CURATOR_PG_LIMIT", count.to_string()),
+                ],
+            )
         })
         .collect();
     let mut acked: Vec<String> = Vec::new();
@@ -319,7 +332,7 @@ impl Lines {
 
     /// The next line, waiting up to 60 s.
     fn next(&self) -> Option<String> {
-        self.0.recv_timeout(Duration::from_secs(60)).ok()
+        self.0.recv_timeout(Duration::from_mins(1)).ok()
     }
 }
 
@@ -333,13 +346,18 @@ fn agent_child(
     wait: Duration,
     hang: &str,
 ) -> (Child, Lines) {
-    let mut child = spawn(server, schema, "agent", &[
-        ("CURATOR_PG_KEY", key.to_owned()),
-        ("CURATOR_PG_LEASE_MS", lease.as_millis().to_string()),
-        ("CURATOR_PG_WAIT_MS", wait.as_millis().to_string()),
-        ("CURATOR_PG_HANG", hang.to_owned()),
-        ("CURATOR_PG_LOG", log.display().to_string()),
-    ]);
+    let mut child = spawn(
+        server,
+        schema,
+        "agent",
+        &[
+            ("CURATOR_PG_KEY", key.to_owned()),
+            ("CURATOR_PG_LEASE_MS", lease.as_millis().to_string()),
+            ("CURATOR_PG_WAIT_MS", wait.as_millis().to_string()),
+            ("CURATOR_PG_HANG", hang.to_owned()),
+            ("CURATOR_PG_LOG", log.display().to_string()),
+        ],
+    );
     let lines = Lines::of(child.stdout.take().unwrap());
     (child, lines)
 }
@@ -355,16 +373,18 @@ fn kill_and_take_over_test(server: &PgServer, check: &mut Check) {
     for round in 0..3 {
         let key = format!("ticket-{round}");
         let log = dir.path().join(format!("{key}.log"));
-        let claimed_after = |line: Option<String>| -> Option<u128> {
-            line?.strip_prefix("claimed ")?.parse().ok()
-        };
+        let claimed_after =
+            |line: Option<String>| -> Option<u128> { line?.strip_prefix("claimed ")?.parse().ok() };
 
         // The first worker runs c1, starts c2 and is killed in the middle of it.
         let (mut first, lines) =
             agent_child(server, schema, &key, &log, lease, Duration::ZERO, "c2");
         check.expect(claimed_after(lines.next()).is_some(), format!("{key}: first not claimed"));
         let said = lines.next();
-        check.expect(said.as_deref() == Some(&format!("in-call {key}-c2")), format!("{key}: {said:?}"));
+        check.expect(
+            said.as_deref() == Some(&format!("in-call {key}-c2")),
+            format!("{key}: {said:?}"),
+        );
         first.kill().unwrap();
         first.wait().unwrap();
 
@@ -376,7 +396,10 @@ fn kill_and_take_over_test(server: &PgServer, check: &mut Check) {
             format!("{key}: the resumer claimed after {waited:?} ms, before the lease ran out"),
         );
         let said = lines.next();
-        check.expect(said.as_deref() == Some(&format!("in-call {key}-c3")), format!("{key}: {said:?}"));
+        check.expect(
+            said.as_deref() == Some(&format!("in-call {key}-c3")),
+            format!("{key}: {said:?}"),
+        );
 
         // A racer is refused while the resumer lives.
         let (racer, lines) = agent_child(server, schema, &key, &log, lease, Duration::ZERO, "");
@@ -395,7 +418,8 @@ fn kill_and_take_over_test(server: &PgServer, check: &mut Check) {
             format!("{key}: the third worker claimed after {waited:?} ms"),
         );
         let said = lines.next();
-        check.expect(said.as_deref() == Some("finished"), format!("{key}: the third said {said:?}"));
+        check
+            .expect(said.as_deref() == Some("finished"), format!("{key}: the third said {said:?}"));
         let output = third.wait_with_output().unwrap();
         check.expect(
             output.status.success(),
@@ -422,7 +446,10 @@ fn kill_and_take_over_test(server: &PgServer, check: &mut Check) {
             format!("{key}: results recorded {results:?}"),
         );
         check.expect(c.next_step() == NextStep::Finished, format!("{key}: not finished"));
-        check.expect(curator_model::validate::openai(&messages).is_ok(), format!("{key}: invalid record"));
+        check.expect(
+            curator_model::validate::openai(&messages).is_ok(),
+            format!("{key}: invalid record"),
+        );
         println!(
             "{key}: killed mid-call twice; resumed after each lease, each pending call re-run once, a racer refused"
         );

@@ -154,7 +154,9 @@ pub enum Error {
     },
     /// A claim's lease ran out and another worker claimed the session: this worker must stop
     /// driving it.
-    #[error("the claim on session `{key}` was lost: its lease ran out and another worker claimed it")]
+    #[error(
+        "the claim on session `{key}` was lost: its lease ran out and another worker claimed it"
+    )]
     ClaimLost {
         /// The session key.
         key: SessionKey,

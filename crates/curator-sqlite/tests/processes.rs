@@ -597,11 +597,11 @@ fn read_only_directory_test(check: &mut Check) {
 fn claimer(path: &Path, key: &str) {
     use curator_session::ClaimStore as _;
     let store = SqliteStore::open(path).unwrap();
-    let claim = store.claim(&SessionKey::new(key), Duration::from_secs(3_600)).unwrap();
+    let claim = store.claim(&SessionKey::new(key), Duration::from_hours(1)).unwrap();
     println!("claimed");
     std::io::stdout().flush().unwrap();
     loop {
-        std::thread::sleep(Duration::from_secs(60));
+        std::thread::sleep(Duration::from_mins(1));
         claim.renew().unwrap();
     }
 }
@@ -634,7 +634,10 @@ fn claims_test(check: &mut Check) {
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let taken = store.claim(&key, Duration::from_secs(1));
-        check.expect(taken.is_ok(), format!("round {round}: a killed worker's claim held: {taken:?}"));
+        check.expect(
+            taken.is_ok(),
+            format!("round {round}: a killed worker's claim held: {taken:?}"),
+        );
     }
     println!("claims: a live worker's claim refused, a killed worker's taken at once (5 rounds)");
 }

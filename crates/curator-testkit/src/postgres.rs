@@ -10,6 +10,7 @@
 //! found, [`PgServer::start`] prints why and returns `None` so that the test skips, unless
 //! the `CI` variable is `true` (or `1`): then it panics, since a skipped test checks nothing.
 
+use std::fmt::Write as _;
 use std::io::Write as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -101,10 +102,10 @@ fn unprivileged_user() -> String {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
+    match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+        Ok(address) => address.port(),
+        Err(e) => panic!("no free loopback port: {e}"),
+    }
 }
 
 impl PgServer {
@@ -160,14 +161,19 @@ impl PgServer {
         };
         server.watch();
         if let Some(user) = &server.run_as {
-            server.run(Command::new("chown").arg(user).arg(&server.dir), "chown");
+            Self::run(Command::new("chown").arg(user).arg(&server.dir), "chown");
         }
         let mut initdb = server.command("initdb");
-        initdb
-            .arg("-D")
-            .arg(server.data())
-            .args(["-U", "curator", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C"]);
-        server.run(&mut initdb, "initdb");
+        initdb.arg("-D").arg(server.data()).args([
+            "-U",
+            "curator",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--locale=C",
+        ]);
+        Self::run(&mut initdb, "initdb");
         let mut last = String::new();
         for _ in 0..5 {
             server.port = free_port();
@@ -197,7 +203,7 @@ impl PgServer {
         }
     }
 
-    fn run(&self, command: &mut Command, what: &str) {
+    fn run(command: &mut Command, what: &str) {
         let output = command
             .stdin(Stdio::null())
             .output()
@@ -244,7 +250,7 @@ impl PgServer {
             shell_quote(&self.data().to_string_lossy())
         );
         for (name, value) in &self.settings {
-            options.push_str(&format!(" -c {name}={}", shell_quote(value)));
+            let _ = write!(options, " -c {name}={}", shell_quote(value));
         }
         let log = self.dir.join("server.log");
         let output = self
@@ -302,7 +308,7 @@ impl PgServer {
     pub fn stop(&self) {
         let mut stop = self.command("pg_ctl");
         stop.arg("-D").arg(self.data()).args(["stop", "-m", "fast", "-w"]);
-        self.run(&mut stop, "pg_ctl stop");
+        Self::run(&mut stop, "pg_ctl stop");
     }
 
     /// Starts the server again after [`stop`](PgServer::stop), on the same port.

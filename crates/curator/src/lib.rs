@@ -42,9 +42,9 @@
 
 pub use curator_coalesce as coalesce;
 pub use curator_model as model;
-pub use curator_session as session;
 #[cfg(feature = "postgres")]
 pub use curator_postgres as postgres;
+pub use curator_session as session;
 #[cfg(feature = "sqlite")]
 pub use curator_sqlite as sqlite;
 pub use curator_strategies as strategies;

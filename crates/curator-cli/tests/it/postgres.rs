@@ -26,7 +26,11 @@ fn replay_inspect_and_trace_take_a_postgres_url() {
     let file = write(dir.path(), "runs.jsonl", &lines.join("\n"));
     let out = curator(&["replay", file.to_str().unwrap(), "--db", &url]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("recorded 2 conversations into postgres://"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("recorded 2 conversations into postgres://"),
+        "{}",
+        text(&out.stderr)
+    );
     // Recording again skips what is there.
     let again = curator(&["replay", file.to_str().unwrap(), "--db", &url]);
     assert!(text(&again.stderr).contains("2 already there, skipped"), "{}", text(&again.stderr));

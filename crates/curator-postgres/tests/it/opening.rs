@@ -29,11 +29,10 @@ fn a_new_schema_is_created_with_its_version_and_reopened_without_writes() {
         ),
     );
     let url = format!("postgres://reader_{schema}@127.0.0.1:{}/postgres", server.port());
-    let reader = PgStore::open(Options::from_url(&url).unwrap().with_schema(&schema).unwrap()).unwrap();
+    let reader =
+        PgStore::open(Options::from_url(&url).unwrap().with_schema(&schema).unwrap()).unwrap();
     assert!(reader.evaluations().unwrap().is_empty());
-    let e = reader
-        .put_checkpoint("x", &serde_json::json!(1))
-        .unwrap_err();
+    let e = reader.put_checkpoint("x", &serde_json::json!(1)).unwrap_err();
     assert!(
         matches!(e, curator_session::Error::Store { kind: StoreErrorKind::ReadOnly, .. }),
         "{e:?}"
@@ -70,10 +69,8 @@ fn another_applications_schema_is_refused_and_left_alone() {
         Err(Error::ForeignSchema { tables: 2, .. }) => {}
         other => panic!("expected ForeignSchema, got {other:?}"),
     }
-    let tables = server.psql(
-        "postgres",
-        &format!("SELECT count(*) FROM pg_tables WHERE schemaname = '{schema}'"),
-    );
+    let tables = server
+        .psql("postgres", &format!("SELECT count(*) FROM pg_tables WHERE schemaname = '{schema}'"));
     assert_eq!(tables, "2", "nothing was created");
 }
 
@@ -100,7 +97,10 @@ fn unreachable_servers_and_bad_settings_are_typed() {
     let e = PgStore::connect(&url).unwrap_err();
     assert_eq!(e.kind(), StoreErrorKind::Unavailable, "{e:?}");
     assert!(e.is_retryable());
-    assert!(matches!(Options::from_url("postgres://h/db?sslmode=sometimes"), Err(Error::Config { .. })));
+    assert!(matches!(
+        Options::from_url("postgres://h/db?sslmode=sometimes"),
+        Err(Error::Config { .. })
+    ));
     assert!(matches!(
         Options::from_url("postgres://u@h/db").unwrap().with_schema("a-b"),
         Err(Error::Config { .. })

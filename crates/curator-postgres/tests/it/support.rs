@@ -5,8 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use curator_model::{Entry, EvaluationId, PromptRef};
 use curator_postgres::{Options, PgStore};
 use curator_session::{
-    Appended, Checkpoint, Claim, ClaimStore, EvaluationSummary, SessionKey, SessionStore,
-    Snapshot,
+    Appended, Checkpoint, Claim, ClaimStore, EvaluationSummary, SessionKey, SessionStore, Snapshot,
 };
 use curator_testkit::postgres::PgServer;
 use serde_json::Value;

@@ -73,11 +73,7 @@ impl SessionStore for TempStore {
 }
 
 impl curator_session::ClaimStore for TempStore {
-    fn claim(
-        &self,
-        key: &SessionKey,
-        lease: std::time::Duration,
-    ) -> R<curator_session::Claim> {
+    fn claim(&self, key: &SessionKey, lease: std::time::Duration) -> R<curator_session::Claim> {
         self.store.claim(key, lease)
     }
 }
