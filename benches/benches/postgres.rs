@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use curator_model::{Entry, EvaluationId, Message, PromptRef};
-use curator_postgres::{Options, PgStore};
+use curator_postgres::{PgOptions, PgStore};
 use curator_session::{ClaimStore, Conversation, SessionKey, SessionStore};
 use curator_testkit::postgres::{DURABLE, PgServer};
 
@@ -33,7 +33,7 @@ fn server() -> Option<&'static PgServer> {
 fn store(schema: &str) -> Option<PgStore> {
     let server = server()?;
     let options =
-        Options::from_url(&server.url()).expect("url").with_schema(schema).expect("schema");
+        PgOptions::from_url(&server.url()).expect("url").with_schema(schema).expect("schema");
     Some(PgStore::open(options).expect("open"))
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use curator::model::{Entry, EvaluationId, Message, PromptRef, Role};
-use curator::postgres::{Options, PgStore};
+use curator::postgres::{PgOptions, PgStore};
 use curator::session::{SessionKey, SessionStore};
 use curator::sqlite::SqliteStore;
 
@@ -36,7 +36,7 @@ pub(crate) fn name(location: &Path) -> String {
 
 /// Opens a PostgreSQL store (creating its tables when the schema has none).
 fn open_postgres(url: &str, location: &Path) -> Result<PgStore> {
-    let options = Options::from_url(url)
+    let options = PgOptions::from_url(url)
         .with_context(|| format!("cannot use the database URL {}", name(location)))?
         .with_pool_size(1);
     PgStore::open(options).with_context(|| format!("cannot open the database {}", name(location)))

@@ -13,10 +13,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// # Examples
 ///
 /// ```
-/// use curator_postgres::{Error, Options};
+/// use curator_postgres::{Error, PgOptions};
 /// use curator_session::StoreErrorKind;
 ///
-/// let error = Options::from_url("postgres://db.example/x?sslmode=sometimes").unwrap_err();
+/// let error = PgOptions::from_url("postgres://db.example/x?sslmode=sometimes").unwrap_err();
 /// assert!(matches!(error, Error::Config { .. }));
 /// assert_eq!(error.kind(), StoreErrorKind::Other);
 /// ```

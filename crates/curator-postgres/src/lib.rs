@@ -8,7 +8,7 @@
 //! layer.
 //!
 //! - [`PgStore::connect`] takes a URL (or a `key=value` string), completed from the standard
-//!   `PG*` environment variables; [`PgStore::open`] takes [`Options`] (schema, pool size,
+//!   `PG*` environment variables; [`PgStore::open`] takes [`PgOptions`] (schema, pool size,
 //!   connect timeout).
 //! - The tables live in one schema (`curator` by default) whose version is kept in a
 //!   `schema_version` table: a missing or older schema is created or migrated when opened,
@@ -48,6 +48,6 @@ mod schema;
 mod store;
 
 pub use error::{Error, Result};
-pub use options::{DEFAULT_SCHEMA, Options};
-pub use schema::SCHEMA_VERSION;
+pub use options::{DEFAULT_SCHEMA, PgOptions};
+pub use schema::PG_SCHEMA_VERSION;
 pub use store::PgStore;

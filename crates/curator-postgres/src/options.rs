@@ -19,9 +19,9 @@ use crate::{Error, Result};
 ///
 /// ```
 /// use std::time::Duration;
-/// use curator_postgres::Options;
+/// use curator_postgres::PgOptions;
 ///
-/// let options = Options::from_url("postgres://agent@db.internal:6543/records")?
+/// let options = PgOptions::from_url("postgres://agent@db.internal:6543/records")?
 ///     .with_schema("support_bot")?
 ///     .with_pool_size(8)
 ///     .with_connect_timeout(Duration::from_secs(5));
@@ -30,7 +30,7 @@ use crate::{Error, Result};
 /// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct Options {
+pub struct PgOptions {
     pub(crate) config: postgres::Config,
     schema: String,
     pool_size: usize,
@@ -43,7 +43,7 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-impl Options {
+impl PgOptions {
     /// Settings from a URL or `key=value` string, completed from the `PG*` variables.
     ///
     /// # Errors
@@ -63,7 +63,7 @@ impl Options {
     ///
     /// ```
     /// // PGHOST, PGPORT, PGUSER, PGDATABASE... (or libpq's defaults).
-    /// let options = curator_postgres::Options::from_env();
+    /// let options = curator_postgres::PgOptions::from_env();
     /// # let _ = options;
     /// ```
     ///

@@ -8,7 +8,7 @@ use crate::pool::Pool;
 use crate::{Error, Result};
 
 /// The schema version this build writes; the `schema_version` table holds a schema's version.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const PG_SCHEMA_VERSION: i32 = 1;
 
 /// Forward migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -85,12 +85,12 @@ fn judge(schema: &str, found: &Found) -> Result<bool> {
     match *found {
         Found::Missing => Ok(true),
         Found::Foreign(tables) => Err(Error::ForeignSchema { schema: schema.to_owned(), tables }),
-        Found::Version(v) if v > SCHEMA_VERSION => Err(Error::NewerSchema {
+        Found::Version(v) if v > PG_SCHEMA_VERSION => Err(Error::NewerSchema {
             schema: schema.to_owned(),
             found: v,
-            supported: SCHEMA_VERSION,
+            supported: PG_SCHEMA_VERSION,
         }),
-        Found::Version(v) => Ok(v < SCHEMA_VERSION),
+        Found::Version(v) => Ok(v < PG_SCHEMA_VERSION),
     }
 }
 

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::conn::{During, Failure, run};
 use crate::error::corrupt;
 use crate::pool::{Conn, Pool};
-use crate::{Options, Result, schema};
+use crate::{PgOptions, Result, schema};
 
 type SessionResult<T> = curator_session::Result<T>;
 
@@ -24,7 +24,7 @@ type SessionResult<T> = curator_session::Result<T>;
 /// machines, with [claims](curator_session::ClaimStore) so that two workers never drive one
 /// session at once.
 ///
-/// The tables live in one schema (`curator` unless [`Options::with_schema`] chooses
+/// The tables live in one schema (`curator` unless [`PgOptions::with_schema`] chooses
 /// another): `entries` (one row per recorded message, `UNIQUE(message_id)` and
 /// `UNIQUE(evaluation_id, sequence)`), `evaluations` (the key each belongs to, and its first
 /// message's prompt and time, indexed for opening by key), `checkpoints` and `claims`. A
@@ -126,13 +126,13 @@ const LATEST: &str =
 
 impl PgStore {
     /// Connects with settings from a URL (completed from the `PG*` variables; see
-    /// [`Options::from_url`]) and opens the store in the default schema.
+    /// [`PgOptions::from_url`]) and opens the store in the default schema.
     ///
     /// # Errors
     ///
-    /// As [`Options::from_url`] and [`open`](PgStore::open).
+    /// As [`PgOptions::from_url`] and [`open`](PgStore::open).
     pub fn connect(url: &str) -> Result<Self> {
-        Self::open(Options::from_url(url)?)
+        Self::open(PgOptions::from_url(url)?)
     }
 
     /// Opens the store: connects, reads the schema's version, and creates or migrates the
@@ -146,7 +146,7 @@ impl PgStore {
     /// schema is not one this build can use; [`Error::Postgres`](crate::Error::Postgres)
     /// otherwise, of kind [`Unavailable`](StoreErrorKind::Unavailable) (retryable) when the
     /// server cannot be reached.
-    pub fn open(options: Options) -> Result<Self> {
+    pub fn open(options: PgOptions) -> Result<Self> {
         let (wait, schema, size) =
             (options.connect_timeout(), options.schema().to_owned(), options.pool_size());
         let pool = Pool::new(options.config, schema, size, wait);

@@ -19,7 +19,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use curator_model::{Entry, EvaluationId, Message, MessageId, PromptRef, ToolCall};
-use curator_postgres::{Options, PgStore};
+use curator_postgres::{PgOptions, PgStore};
 use curator_session::{ClaimStore, Conversation, Error, NextStep, SessionKey, SessionStore};
 use curator_testkit::postgres::PgServer;
 
@@ -34,7 +34,7 @@ fn var(name: &str) -> String {
 /// The store the child's environment names.
 fn child_store() -> PgStore {
     let options =
-        Options::from_url(&var("CURATOR_PG_URL")).unwrap().with_schema(&var("CURATOR_PG_SCHEMA"));
+        PgOptions::from_url(&var("CURATOR_PG_URL")).unwrap().with_schema(&var("CURATOR_PG_SCHEMA"));
     PgStore::open(options.unwrap()).unwrap()
 }
 
@@ -195,7 +195,7 @@ fn spawn(server: &PgServer, schema: &str, mode: &str, env: &[(&str, String)]) ->
 }
 
 fn store(server: &PgServer, schema: &str) -> PgStore {
-    PgStore::open(Options::from_url(&server.url()).unwrap().with_schema(schema).unwrap()).unwrap()
+    PgStore::open(PgOptions::from_url(&server.url()).unwrap().with_schema(schema).unwrap()).unwrap()
 }
 
 /// Eight workers append to eight sessions at once; every acknowledged message is there.

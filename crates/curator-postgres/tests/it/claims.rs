@@ -30,7 +30,7 @@ fn a_lapsed_claim_is_taken_over_and_its_holder_told() {
 fn claims_are_shared_by_stores_on_one_schema() {
     let Some(store) = crate::support::store() else { return };
     let server = curator_testkit::postgres::PgServer::shared().unwrap();
-    let options = curator_postgres::Options::from_url(&server.url())
+    let options = curator_postgres::PgOptions::from_url(&server.url())
         .unwrap()
         .with_schema(store.schema())
         .unwrap();

@@ -1,14 +1,14 @@
 //! Opening: connection settings, a newer or foreign schema refused before anything is
 //! written, concurrent creators, the version recorded.
 
-use curator_postgres::{Error, Options, PgStore, SCHEMA_VERSION};
+use curator_postgres::{Error, PG_SCHEMA_VERSION, PgOptions, PgStore};
 use curator_session::{SessionStore, StoreErrorKind};
 use curator_testkit::postgres::PgServer;
 
 use crate::support::fresh_schema;
 
-fn options(server: &PgServer, schema: &str) -> Options {
-    Options::from_url(&server.url()).unwrap().with_schema(schema).unwrap()
+fn options(server: &PgServer, schema: &str) -> PgOptions {
+    PgOptions::from_url(&server.url()).unwrap().with_schema(schema).unwrap()
 }
 
 #[test]
@@ -18,7 +18,7 @@ fn a_new_schema_is_created_with_its_version_and_reopened_without_writes() {
     let store = PgStore::open(options(server, &schema)).unwrap();
     assert_eq!(store.schema(), schema);
     let version = server.psql("postgres", &format!("SELECT version FROM {schema}.schema_version"));
-    assert_eq!(version, SCHEMA_VERSION.to_string());
+    assert_eq!(version, PG_SCHEMA_VERSION.to_string());
     // Reopening a current schema writes nothing: it works for a user who may only read.
     server.psql(
         "postgres",
@@ -30,7 +30,7 @@ fn a_new_schema_is_created_with_its_version_and_reopened_without_writes() {
     );
     let url = format!("postgres://reader_{schema}@127.0.0.1:{}/postgres", server.port());
     let reader =
-        PgStore::open(Options::from_url(&url).unwrap().with_schema(&schema).unwrap()).unwrap();
+        PgStore::open(PgOptions::from_url(&url).unwrap().with_schema(&schema).unwrap()).unwrap();
     assert!(reader.evaluations().unwrap().is_empty());
     let e = reader.put_checkpoint("x", &serde_json::json!(1)).unwrap_err();
     assert!(
@@ -47,7 +47,7 @@ fn a_newer_schema_is_refused_and_left_alone() {
     server.psql("postgres", &format!("UPDATE {schema}.schema_version SET version = 99"));
     match PgStore::open(options(server, &schema)) {
         Err(Error::NewerSchema { found: 99, supported, .. }) => {
-            assert_eq!(supported, SCHEMA_VERSION);
+            assert_eq!(supported, PG_SCHEMA_VERSION);
         }
         other => panic!("expected NewerSchema, got {other:?}"),
     }
@@ -98,20 +98,21 @@ fn unreachable_servers_and_bad_settings_are_typed() {
     assert_eq!(e.kind(), StoreErrorKind::Unavailable, "{e:?}");
     assert!(e.is_retryable());
     assert!(matches!(
-        Options::from_url("postgres://h/db?sslmode=sometimes"),
+        PgOptions::from_url("postgres://h/db?sslmode=sometimes"),
         Err(Error::Config { .. })
     ));
     assert!(matches!(
-        Options::from_url("postgres://u@h/db").unwrap().with_schema("a-b"),
+        PgOptions::from_url("postgres://u@h/db").unwrap().with_schema("a-b"),
         Err(Error::Config { .. })
     ));
 }
 
 #[test]
 fn the_url_says_where_and_the_pool_size_is_kept() {
-    let options = Options::from_url("postgres://agent@db.internal:6543/records?connect_timeout=3")
-        .unwrap()
-        .with_pool_size(0);
+    let options =
+        PgOptions::from_url("postgres://agent@db.internal:6543/records?connect_timeout=3")
+            .unwrap()
+            .with_pool_size(0);
     assert_eq!(options.pool_size(), 1, "a pool has at least one connection");
     assert_eq!(options.connect_timeout(), std::time::Duration::from_secs(3));
     assert_eq!(options.schema(), curator_postgres::DEFAULT_SCHEMA);

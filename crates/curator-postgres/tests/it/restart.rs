@@ -2,7 +2,7 @@
 //! again, and nothing acknowledged is lost.
 
 use curator_model::{Message, PromptRef};
-use curator_postgres::{Options, PgStore};
+use curator_postgres::{PgOptions, PgStore};
 use curator_session::{Conversation, SessionStore, StoreErrorKind};
 use curator_testkit::postgres::PgServer;
 
@@ -10,7 +10,8 @@ use curator_testkit::postgres::PgServer;
 fn a_restart_between_appends_is_retryable_and_loses_nothing() {
     // A server of its own: restarting the shared one would break the other tests.
     let Some(server) = PgServer::start() else { return };
-    let store = PgStore::open(Options::from_url(&server.url()).unwrap().with_pool_size(3)).unwrap();
+    let store =
+        PgStore::open(PgOptions::from_url(&server.url()).unwrap().with_pool_size(3)).unwrap();
     // Three connections in the pool, so that stale idle ones would fail later calls too.
     std::thread::scope(|scope| {
         for _ in 0..3 {

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use curator_model::{Entry, EvaluationId, PromptRef};
-use curator_postgres::{Options, PgStore};
+use curator_postgres::{PgOptions, PgStore};
 use curator_session::{
     Appended, Checkpoint, Claim, ClaimStore, EvaluationSummary, SessionKey, SessionStore, Snapshot,
 };
@@ -21,7 +21,7 @@ pub(crate) fn fresh_schema() -> String {
 /// (the harness said why).
 pub(crate) fn store() -> Option<PgStore> {
     let server = PgServer::shared()?;
-    let options = Options::from_url(&server.url()).unwrap().with_schema(&fresh_schema()).unwrap();
+    let options = PgOptions::from_url(&server.url()).unwrap().with_schema(&fresh_schema()).unwrap();
     Some(PgStore::open(options).unwrap())
 }
 
