@@ -90,6 +90,11 @@ pub(crate) const TARGETS: &[Target] = &[
         max_ns: 1.0 * MS,
         why: "a key's latest evaluation in 1M rows: an index lookup",
     },
+    Target {
+        pattern: "postgres/latest_of_key/1m",
+        max_ns: 1.0 * MS,
+        why: "a key's latest evaluation among 1M rows: an index lookup",
+    },
     Target { pattern: "session/snapshot/10k", max_ns: 20.0 * MS, why: "snapshot of 10k messages" },
     Target { pattern: "session/restore/10k", max_ns: 20.0 * MS, why: "restore of 10k messages" },
     Target {

@@ -11,6 +11,8 @@
 //!   next ([`NextStep`]), and resumes after a crash with exactly the unfinished tool calls
 //!   pending. Every evaluation belongs to a [`SessionKey`] the caller chooses, and
 //!   [`Conversation::open`] resumes a key's conversation or starts one.
+//! - [`ClaimStore`]: claims, so that two workers never drive (and re-run the tool calls of)
+//!   one session at once.
 //! - [`run_blocking`]: a ready-made loop over provider and tool closures.
 //! - Feature `tokio`: `AsyncConversation` and `run_async`, the same driver for async code,
 //!   its store I/O on tokio's blocking threads.
@@ -46,6 +48,7 @@
 #[cfg(feature = "tokio")]
 mod async_conversation;
 mod checkpoint;
+mod claim;
 mod conversation;
 mod error;
 mod key;
@@ -61,6 +64,7 @@ pub mod testing;
 #[cfg(feature = "tokio")]
 pub use async_conversation::{AsyncConversation, run_async};
 pub use checkpoint::Checkpoint;
+pub use claim::{Claim, ClaimStore, Lease};
 pub use conversation::{Conversation, NextStep, ResumePolicy, ToolContext, ToolOutcome};
 pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
 pub use key::SessionKey;

@@ -5,11 +5,13 @@
 //! - [`arb`]: proptest generators of provider-valid message lists.
 //! - [`projection`]: the part of a message both providers can express, for comparing
 //!   messages across formats.
+//! - [`postgres`]: a throwaway PostgreSQL server (`initdb`, `pg_ctl`) for tests and benches.
 
 #![expect(clippy::print_stderr, reason = "tests print why they skip")]
 #![expect(clippy::panic, reason = "a missing (under CI) or broken fixture must fail the test")]
 
 pub mod arb;
 pub mod corpus;
+pub mod postgres;
 pub mod projection;
 pub mod synthetic;

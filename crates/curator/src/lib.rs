@@ -11,8 +11,10 @@
 //! | [`coalesce`] | `curator-coalesce` | code-executing agents: turns, values and their Clojure-like printing |
 //! | [`tasks`] | `curator-tasks` | task history by plan step (`TaskHistory`, `StepTurn`, `TaskEvent`), `summarize_step` / `expand_step` / `context_pressure` tools, compaction |
 //! | `sqlite` (feature `sqlite`, on by default) | `curator-sqlite` | `SqliteStore`: the durable, multi-process store on one file |
+//! | `postgres` (feature `postgres`) | `curator-postgres` | `PgStore`: one record shared by workers on many machines, with claims |
 //!
-//! Features: `sqlite` (default) adds the SQLite store; `tiktoken` switches on exact OpenAI
+//! Features: `sqlite` (default) adds the SQLite store; `postgres` adds the PostgreSQL store;
+//! `tiktoken` switches on exact OpenAI
 //! token counts (`strategies::Bpe`); `openai-compatible` adds the summarizer that calls an
 //! OpenAI-compatible endpoint (`strategies::OpenAiCompatible`); `tokio` adds the async driver
 //! (`session::AsyncConversation`, `session::run_async`).
@@ -40,6 +42,8 @@
 
 pub use curator_coalesce as coalesce;
 pub use curator_model as model;
+#[cfg(feature = "postgres")]
+pub use curator_postgres as postgres;
 pub use curator_session as session;
 #[cfg(feature = "sqlite")]
 pub use curator_sqlite as sqlite;
@@ -52,7 +56,7 @@ pub mod prelude {
         Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall, ToolCallStatus,
     };
     pub use curator_session::{
-        Conversation, MemoryStore, NextStep, ResumePolicy, SessionKey, SessionStore,
+        ClaimStore, Conversation, MemoryStore, NextStep, ResumePolicy, SessionKey, SessionStore,
     };
     pub use curator_strategies::{
         CharEstimate, CurationContext, History, HistoryManager, HistoryManagerExt, SlidingWindow,
