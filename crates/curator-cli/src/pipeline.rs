@@ -40,7 +40,8 @@ pub(crate) enum SummarizerArg {
 
 /// Pipeline options. Flags compose in this order, whatever order they are given in:
 /// redact, truncate tool results, summarize, window, turns, token budget. With no flag and no
-/// `--config`, the default pipeline is `--redact --truncate-tools 2000 --max-tokens 32000`.
+/// `--config`, the default pipeline is `--redact --truncate-tools 2000 --max-tokens 32000
+/// --relevance`.
 /// Every token budget reserves `--reserve N` tokens plus the tokens of the input's `tools`
 /// schemas, when it has them (counted with the same counter, see [`Pipelines`]).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -121,11 +122,13 @@ impl PipelineArgs {
                         patterns: std::collections::BTreeMap::default(),
                     },
                     StrategyConfig::ToolResultTruncator { max_length: 2_000, suffix: None },
-                    StrategyConfig::TokenBudget {
+                    StrategyConfig::RelevanceBudget {
                         max_tokens: 32_000,
                         reserve: self.reserve,
                         tokenizer,
                         head_share: 0.5,
+                        recent_share: 0.5,
+                        fold_note: true,
                     },
                 ],
             });
