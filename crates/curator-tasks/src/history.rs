@@ -19,15 +19,19 @@ pub enum TurnRole {
     Assistant,
     /// A tool's result.
     Tool,
+    /// A tool call the model made: `tool_name` names the tool, `tool_call_id` the call, and
+    /// `content` holds the arguments as the provider sent them.
+    ToolCall,
 }
 
 impl TurnRole {
-    /// The role as text: `user`, `assistant`, `tool`.
+    /// The role as text: `user`, `assistant`, `tool`, `tool_call`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
             Self::Assistant => "assistant",
             Self::Tool => "tool",
+            Self::ToolCall => "tool_call",
         }
     }
 }
@@ -88,6 +92,26 @@ impl StepTurn {
             tool_call_id: None,
             created_at: Utc::now(),
         }
+    }
+
+    /// A tool call the model made, with its arguments as the provider sent them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{StepTurn, TurnRole};
+    ///
+    /// let call = StepTurn::tool_call(4, "cargo_test", "call_9", r#"{"package":"auth"}"#);
+    /// assert_eq!((call.role, call.content.as_str()), (TurnRole::ToolCall, r#"{"package":"auth"}"#));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tool_call(
+        turn_id: u64,
+        name: impl Into<String>,
+        call_id: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        Self::new(turn_id, TurnRole::ToolCall, arguments).with_tool(name, call_id)
     }
 
     /// The same turn as the result of a tool call.

@@ -35,7 +35,9 @@ mod plan;
 mod render;
 mod tools;
 
-pub use compact::{Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact, step_messages};
+pub use compact::{
+    Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact, essentials, step_messages,
+};
 pub use error::{Error, Result};
 pub use event::{MAX_SUMMARY_CHARS, TaskEvent};
 pub use history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};

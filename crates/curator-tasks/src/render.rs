@@ -1,5 +1,6 @@
 //! The task history as a prompt section: Markdown or plain text, laid out for prompt caching.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -188,44 +189,19 @@ impl HistorySection {
     pub fn markdown(&self, history: &TaskHistory) -> String {
         let mut out = String::with_capacity(4096);
         let hashes = "#".repeat(self.level);
-        let _ = write!(out, "{hashes} {}\n\n**Objective**: {}\n", self.title, history.objective());
+        let _ = write!(
+            out,
+            "{hashes} {}\n\n**Objective**: {}\n",
+            self.title,
+            escaped(history.objective())
+        );
         if history.steps.is_empty() {
             out.push_str("\n_No history recorded._");
             return out;
         }
         for (number, step) in ordered(history) {
             let active = history.active_step_id() == Some(step.step_id());
-            let marker = if active { " [active]" } else { "" };
-            let _ = write!(out, "\n{hashes}# {number}. {}{marker}\n", step.step_title());
-            match self.visibility(step) {
-                Visibility::Title => {}
-                Visibility::Summary => {
-                    let summary = step.summary().unwrap_or_default();
-                    let _ = write!(
-                        out,
-                        "\n{summary}\n\n_Call `expand_step({})` for full conversation._\n",
-                        step.step_id()
-                    );
-                }
-                visibility => {
-                    let turns = shown_turns(step, visibility);
-                    if !turns.is_empty() {
-                        out.push('\n');
-                    }
-                    for turn in &turns {
-                        markdown_turn(&mut out, turn);
-                    }
-                    if turns.len() < step.turns().len() {
-                        let _ = write!(
-                            out,
-                            "\n_{} of {} turns shown. Call `expand_step({})` for full conversation._\n",
-                            turns.len(),
-                            step.turns().len(),
-                            step.step_id()
-                        );
-                    }
-                }
-            }
+            self.markdown_step(&mut out, number, step, active, self.visibility(step));
         }
         out.truncate(out.trim_end().len());
         out
@@ -256,7 +232,7 @@ impl HistorySection {
             match self.visibility(step) {
                 Visibility::Title => {}
                 Visibility::Summary => {
-                    let _ = writeln!(out, "[Summary] {}", step.summary().unwrap_or_default());
+                    let _ = writeln!(out, "[Summary] {}", escaped(step.summary().unwrap_or_default()));
                     out.push_str("[Call `expand_step` with this step_id for full history]\n");
                 }
                 visibility => {
@@ -267,6 +243,58 @@ impl HistorySection {
             }
         }
         out.truncate(out.trim_end().len());
+        out
+    }
+
+    /// One step's Markdown: its heading, then its turns or summary as `visibility` shows them.
+    fn markdown_step(
+        &self,
+        out: &mut String,
+        number: usize,
+        step: &StepHistory,
+        active: bool,
+        visibility: Visibility,
+    ) {
+        let hashes = "#".repeat(self.level + 1);
+        let marker = if active { " [active]" } else { "" };
+        let _ = write!(out, "\n{hashes} {number}. {}{marker}\n", escaped(step.step_title()));
+        match visibility {
+            Visibility::Title => {}
+            Visibility::Summary => {
+                let summary = step.summary().unwrap_or_default();
+                let _ = write!(
+                    out,
+                    "\n{}\n\n_Call `expand_step({})` for full conversation._\n",
+                    escaped(summary),
+                    step.step_id()
+                );
+            }
+            visibility => {
+                let turns = shown_turns(step, visibility);
+                if !turns.is_empty() {
+                    out.push('\n');
+                }
+                for turn in &turns {
+                    markdown_turn(out, turn);
+                }
+                if turns.len() < step.turns().len() {
+                    let _ = write!(
+                        out,
+                        "\n_{} of {} turns shown. Call `expand_step({})` for full conversation._\n",
+                        turns.len(),
+                        step.turns().len(),
+                        step.step_id()
+                    );
+                }
+            }
+        }
+    }
+
+    /// One step's Markdown at `visibility`, alone (to compare a summary with the turns it
+    /// would replace).
+    pub(crate) fn step_markdown(&self, step: &StepHistory, visibility: Visibility) -> String {
+        let mut out = String::new();
+        self.markdown_step(&mut out, 1, step, false, visibility);
         out
     }
 
@@ -314,32 +342,59 @@ fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&StepTurn> {
 }
 
 fn markdown_turn(out: &mut String, turn: &StepTurn) {
-    match (turn.role, &turn.tool_name) {
-        (TurnRole::Tool, Some(name)) => {
-            let _ = writeln!(out, "**[{name}]**: {}", turn.content);
+    let content = escaped(&turn.content);
+    let name = turn.tool_name.as_deref().unwrap_or("tool");
+    let _ = match turn.role {
+        TurnRole::Tool => writeln!(out, "**[{name}]**: {content}"),
+        TurnRole::ToolCall => writeln!(out, "**Call [{name}]**: {content}"),
+        TurnRole::User => writeln!(out, "**User**: {content}"),
+        TurnRole::Assistant => writeln!(out, "**Assistant**: {content}"),
+    };
+}
+
+/// `text` with every line that Markdown would read as a heading (up to three spaces, then
+/// `#`) escaped as `\#`, so that text the model or a tool wrote can never open a step of
+/// its own in the section (a summary holding `### 2. Fix [active]` would otherwise render
+/// a second active step).
+fn escaped(text: &str) -> Cow<'_, str> {
+    let heading = |line: &str| {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        indent <= 3 && line[indent..].starts_with('#')
+    };
+    if !text.split('\n').any(heading) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for (index, line) in text.split('\n').enumerate() {
+        if index > 0 {
+            out.push('\n');
         }
-        (TurnRole::Tool, None) => {
-            let _ = writeln!(out, "**[tool]**: {}", turn.content);
-        }
-        (TurnRole::User, _) => {
-            let _ = writeln!(out, "**User**: {}", turn.content);
-        }
-        (TurnRole::Assistant, _) => {
-            let _ = writeln!(out, "**Assistant**: {}", turn.content);
+        if heading(line) {
+            let indent = line.len() - line.trim_start_matches(' ').len();
+            out.push_str(&line[..indent]);
+            out.push('\\');
+            out.push_str(&line[indent..]);
+        } else {
+            out.push_str(line);
         }
     }
+    Cow::Owned(out)
 }
 
 fn text_turn(out: &mut String, turn: &StepTurn) {
     out.push_str("  [");
-    match &turn.tool_name {
-        Some(name) => {
+    match (&turn.tool_name, turn.role) {
+        (Some(name), TurnRole::ToolCall) => {
+            out.push_str("call:");
+            out.push_str(name);
+        }
+        (Some(name), _) => {
             out.push_str("tool:");
             out.push_str(name);
         }
-        None => out.push_str(turn.role.as_str()),
+        (None, role) => out.push_str(role.as_str()),
     }
     out.push_str("] ");
-    out.push_str(&turn.content);
+    out.push_str(&escaped(&turn.content));
     out.push('\n');
 }

@@ -3,4 +3,5 @@
 mod lifecycle;
 mod props;
 mod render;
+mod review;
 mod tools;
