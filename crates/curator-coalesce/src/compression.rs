@@ -278,24 +278,31 @@ impl<'de> Deserialize<'de> for CompressionConfig {
     }
 }
 
-/// The names of the compression strategies.
+/// The names of the compression strategies: `single_user_coalesced` (or the spec's
+/// `SingleUserCoalesced`) and `uncompressed` (or `Uncompressed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StrategyName {
     /// [`SingleUserCoalesced`].
+    #[serde(alias = "SingleUserCoalesced")]
     SingleUserCoalesced,
     /// [`Uncompressed`].
+    #[serde(alias = "Uncompressed")]
     Uncompressed,
 }
 
 /// A strategy with its options: `{"strategy": "single_user_coalesced", "println_limit": 10}`.
+/// An option the strategy does not have is refused, `uncompressed` taking none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "strategy", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ConfiguredStrategy {
     /// [`SingleUserCoalesced`] with options.
+    #[serde(alias = "SingleUserCoalesced")]
     SingleUserCoalesced(SingleUserCoalesced),
-    /// [`Uncompressed`], which has no options.
-    Uncompressed,
+    /// [`Uncompressed`], which has no options (an empty struct variant, so that serde
+    /// refuses fields under it; a unit variant would ignore them).
+    #[serde(alias = "Uncompressed")]
+    Uncompressed {},
 }
 
 impl CompressionConfig {
@@ -319,7 +326,7 @@ impl CompressionConfig {
             }
             Self::Enabled(false)
             | Self::Named(StrategyName::Uncompressed)
-            | Self::Configured(ConfiguredStrategy::Uncompressed) => Box::new(Uncompressed),
+            | Self::Configured(ConfiguredStrategy::Uncompressed {}) => Box::new(Uncompressed),
         }
     }
 }

@@ -35,6 +35,7 @@
 mod compression;
 mod error;
 mod format;
+mod from_json;
 mod namespace;
 mod render;
 mod resolve;

@@ -248,9 +248,10 @@ pub fn essentials(step: &StepHistory) -> String {
             TurnRole::ToolCall => tools[index].1 += 1,
             TurnRole::Tool => {
                 // A result without a recorded call counts as one call.
-                let called = step.turns().iter().any(|t| {
-                    t.role == TurnRole::ToolCall && t.tool_call_id == turn.tool_call_id
-                });
+                let called = step
+                    .turns()
+                    .iter()
+                    .any(|t| t.role == TurnRole::ToolCall && t.tool_call_id == turn.tool_call_id);
                 if !called || turn.tool_call_id.is_none() {
                     tools[index].1 += 1;
                 }
@@ -306,8 +307,18 @@ fn clipped(line: &str) -> String {
 /// a result, or a number (a count or a measure, not the digits of a version or a path). A result with none of them keeps its first line.
 fn outcome_lines(content: &str) -> Vec<String> {
     const MARKERS: [&str; 12] = [
-        "error", "fail", "panic", "warn", "pass", "result", "success", "denied", "not found",
-        "exception", "abort", "exit",
+        "error",
+        "fail",
+        "panic",
+        "warn",
+        "pass",
+        "result",
+        "success",
+        "denied",
+        "not found",
+        "exception",
+        "abort",
+        "exit",
     ];
     // A count or a measure (`14`, `0.5`, `98%`), not the digits of a version or a path.
     let number = |word: &str| {
@@ -429,11 +440,6 @@ pub(crate) fn shorter(
     if summarized < full {
         Ok(())
     } else {
-        Err(Error::SummaryNotShorter {
-            step_id: step.step_id(),
-            summary: summarized,
-            full,
-            unit,
-        })
+        Err(Error::SummaryNotShorter { step_id: step.step_id(), summary: summarized, full, unit })
     }
 }

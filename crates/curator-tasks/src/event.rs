@@ -374,7 +374,10 @@ mod tests {
                 "step 1 is the active step and cannot be summarized while it receives turns; \
                  summarize a completed step, or finish this one first",
             ),
-            (TaskEvent::ExpandStep { step_id: 2 }, "step 2 is not summarized: its turns already show in full"),
+            (
+                TaskEvent::ExpandStep { step_id: 2 },
+                "step 2 is not summarized: its turns already show in full",
+            ),
             (
                 TaskEvent::RenameStep { step_id: 7, title: "x".into() },
                 "step 7 not found; known steps: 1, 2",

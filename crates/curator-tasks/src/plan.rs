@@ -177,10 +177,9 @@ pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> PlanSync {
     }
     // A step renamed twice in one plan keeps the last title; one event per step is enough.
     sync.events.dedup_by(|later, earlier| match (later, earlier) {
-        (
-            TaskEvent::RenameStep { step_id: a, .. },
-            TaskEvent::RenameStep { step_id: b, .. },
-        ) => a == b,
+        (TaskEvent::RenameStep { step_id: a, .. }, TaskEvent::RenameStep { step_id: b, .. }) => {
+            a == b
+        }
         _ => false,
     });
     if !new_steps.is_empty() {

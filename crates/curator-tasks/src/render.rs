@@ -232,7 +232,8 @@ impl HistorySection {
             match self.visibility(step) {
                 Visibility::Title => {}
                 Visibility::Summary => {
-                    let _ = writeln!(out, "[Summary] {}", escaped(step.summary().unwrap_or_default()));
+                    let _ =
+                        writeln!(out, "[Summary] {}", escaped(step.summary().unwrap_or_default()));
                     out.push_str("[Call `expand_step` with this step_id for full history]\n");
                 }
                 visibility => {

@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use curator_strategies::TokenCounter;
 
-use crate::error::{Error, Result};
 use crate::compact::shorter;
+use crate::error::{Error, Result};
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, StepId, TaskHistory, Visibility};
 use crate::render::{HistorySection, StepVisibilityResolver};

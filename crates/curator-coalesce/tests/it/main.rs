@@ -5,5 +5,6 @@ mod config;
 mod golden;
 mod props;
 mod render_props;
+mod review;
 mod trace;
 mod vocabulary;

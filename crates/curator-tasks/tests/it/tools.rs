@@ -118,8 +118,12 @@ fn the_active_step_cannot_be_summarized() {
     // A later failure stays visible.
     let history = history
         .apply(&TaskEvent::append(
-            curator_tasks::StepTurn::new(9, curator_tasks::TurnRole::Tool, "FAILED: test_login panicked")
-                .with_tool("cargo_test", "call_9"),
+            curator_tasks::StepTurn::new(
+                9,
+                curator_tasks::TurnRole::Tool,
+                "FAILED: test_login panicked",
+            )
+            .with_tool("cargo_test", "call_9"),
         ))
         .unwrap();
     assert!(HistorySection::new().markdown(&history).contains("FAILED: test_login panicked"));
@@ -132,7 +136,10 @@ fn a_summary_longer_than_the_step_is_refused() {
     let long = "Reproduced the flaky parser test. ".repeat(20);
     let error =
         summarize_step(&history, &format!(r#"{{"step_id": 1, "summary": "{long}"}}"#)).unwrap_err();
-    assert!(matches!(error, Error::SummaryNotShorter { step_id: 1, unit: "characters", .. }), "{error}");
+    assert!(
+        matches!(error, Error::SummaryNotShorter { step_id: 1, unit: "characters", .. }),
+        "{error}"
+    );
     assert!(error.to_string().contains("keep only the outcomes"), "{error}");
 }
 
