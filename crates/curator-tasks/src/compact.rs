@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, TaskHistory, TurnRole, Visibility};
 use crate::render::HistorySection;
+use crate::tools::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP};
 
 /// The default utilisation above which [`check_and_compact`] summarizes a step.
 pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
@@ -206,7 +207,8 @@ const ESSENTIAL_LINES_PER_TOOL: usize = 3;
 /// The summary compaction writes when no summarizer is given: what the step was asked, each
 /// tool once (with how many times it was called) followed by the outcome lines of its
 /// results (lines with an error, a failure, a pass, a result or a number), and the last
-/// thing the assistant said. Tool results keep their essentials; repeated calls collapse.
+/// thing the assistant said. Tool results keep their essentials; repeated calls collapse;
+/// the task tools' own calls are left out.
 ///
 /// # Examples
 ///
@@ -236,6 +238,10 @@ pub fn essentials(step: &StepHistory) -> String {
     let mut tools: Vec<(&str, usize, Vec<String>)> = Vec::new();
     for turn in step.turns() {
         let name = turn.tool_name.as_deref().unwrap_or("tool");
+        // The task tools manage the context; their answers say nothing about the task.
+        if matches!(name, SUMMARIZE_STEP | EXPAND_STEP | CONTEXT_PRESSURE) {
+            continue;
+        }
         let index = match tools.iter().position(|(known, _, _)| *known == name) {
             Some(index) => index,
             None if matches!(turn.role, TurnRole::Tool | TurnRole::ToolCall) => {
@@ -352,7 +358,8 @@ fn outcome_lines(content: &str) -> Vec<String> {
 ///
 /// A completed step is one with turns that is not the active step and comes before it in
 /// the plan (any step but the active one when none is active). The summary is
-/// [`essentials`] unless the budget names a summarizer; a summary that would not make the
+/// the step's own when it has one (it was expanded), else [`essentials`] unless the budget
+/// names a summarizer; a summary that would not make the
 /// step shorter (counted by the budget's counter, the step rendered as the section renders
 /// it) is refused and the next candidate is tried.
 ///
@@ -400,9 +407,11 @@ pub fn check_and_compact(history: &TaskHistory, budget: &Budget<'_>) -> Result<O
     let section = budget.section.unwrap_or(&default_section);
     let mut refused = None;
     for (_, step) in candidates {
-        let summary = match budget.summarizer {
-            None => essentials(step),
-            Some(summarizer) => {
+        let summary = match (step.summary(), budget.summarizer) {
+            // Expanded earlier: its summary (the model's own, often) still covers it.
+            (Some(summary), _) => summary.to_owned(),
+            (None, None) => essentials(step),
+            (None, Some(summarizer)) => {
                 let messages = step_messages(step);
                 let refs: Vec<&Message> = messages.iter().collect();
                 let summary = summarizer

@@ -52,8 +52,9 @@ pub enum TaskEvent {
         /// Its new title.
         title: String,
     },
-    /// Append a turn to the named step, or to the active one. A turn appended to a
-    /// summarized step shows it in full again: the summary does not cover the new turn.
+    /// Append a turn to the named step, or to the active one. A turn appended to a step
+    /// with a summary drops the summary (it does not cover the new turn) and shows the step
+    /// in full.
     AppendTurn {
         /// The step; `None` for the active step.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,7 +193,8 @@ impl TaskHistory {
                         });
                     }
                     step.turns.push(turn.clone());
-                    if step.visibility == Visibility::Summary {
+                    // The summary does not cover the new turn: the step shows in full.
+                    if step.summary.take().is_some() {
                         step.visibility = Visibility::Full;
                     }
                     Ok(())

@@ -27,6 +27,7 @@
 //! ```
 
 mod compact;
+mod conversation;
 mod error;
 mod event;
 mod history;
@@ -38,6 +39,7 @@ mod tools;
 pub use compact::{
     Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact, essentials, step_messages,
 };
+pub use conversation::{DEFAULT_WINDOW, TaskConversation, TaskOutcome};
 pub use error::{Error, Result};
 pub use event::{MAX_SUMMARY_CHARS, TaskEvent};
 pub use history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};

@@ -206,9 +206,9 @@ fn strict_schema(schema: &Value) -> Value {
     }
 }
 
-const SUMMARIZE_STEP: &str = "summarize_step";
-const EXPAND_STEP: &str = "expand_step";
-const CONTEXT_PRESSURE: &str = "context_pressure";
+pub(crate) const SUMMARIZE_STEP: &str = "summarize_step";
+pub(crate) const EXPAND_STEP: &str = "expand_step";
+pub(crate) const CONTEXT_PRESSURE: &str = "context_pressure";
 
 /// A tool's arguments read as the JSON object its schema asks for. An empty string counts
 /// as `{}`, and arguments wrapped in a Markdown code fence (```` ```json ... ``` ````, as

@@ -1,5 +1,6 @@
 //! Integration tests of curator-tasks.
 
+mod driver;
 mod lifecycle;
 mod props;
 mod render;
