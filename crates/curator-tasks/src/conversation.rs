@@ -479,6 +479,113 @@ impl<S: SessionStore> TaskConversation<S> {
     }
 }
 
+#[cfg(feature = "tokio")]
+impl<S: SessionStore + 'static> TaskConversation<S> {
+    /// [`open`](TaskConversation::open) for async code: opens on a blocking thread and
+    /// returns the adapter in an [`AsyncDriver`](curator_session::AsyncDriver), whose
+    /// [`call`](curator_session::AsyncDriver::call) runs each step (recording, answering the
+    /// task tools, saving) on blocking threads too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::{Conversation, MemoryStore};
+    /// use curator_tasks::{Plan, StepStatus, TaskConversation};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let plan = Plan::new("Ship", [(1, "Test")]).with_status(1, StepStatus::InProgress);
+    /// let agent = TaskConversation::open_async(MemoryStore::new(), "job-1", PromptRef::new("d", "a"), Message::system("s"), plan).await?;
+    /// agent.call(|a| a.add_user("Run the tests.")).await?;
+    /// assert_eq!(agent.with(|a| a.history().next_turn_id()).await, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::open`] and [`open`](TaskConversation::open).
+    pub async fn open_async(
+        store: S,
+        key: impl Into<curator_session::SessionKey>,
+        prompt: curator_model::PromptRef,
+        system: Message,
+        plan: Plan,
+    ) -> Result<curator_session::AsyncDriver<Self>> {
+        let key = key.into();
+        curator_session::AsyncDriver::open(move || {
+            Self::open(Conversation::open(store, key, prompt, system)?, &plan)
+        })
+        .await
+    }
+
+    /// [`run_blocking`](TaskConversation::run_blocking) for async code: the provider and the
+    /// tools are awaited, every step that reaches the store runs on blocking threads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::MemoryStore;
+    /// use curator_tasks::{Plan, StepStatus, TaskConversation, TaskOutcome};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let plan = Plan::new("Ship", [(1, "Test")]).with_status(1, StepStatus::InProgress);
+    /// let agent = TaskConversation::open_async(MemoryStore::new(), "job-1", PromptRef::new("d", "a"), Message::system("s"), plan).await?;
+    /// let outcome = TaskConversation::run_async(
+    ///     &agent,
+    ///     async |_request: &[Message]| Ok(Message::assistant("Nothing to do.")),
+    ///     async |_call: &curator_session::ToolContext| Ok("unused".into()),
+    ///     3,
+    /// ).await?;
+    /// assert!(matches!(outcome, TaskOutcome::Finished(_)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`run_blocking`](TaskConversation::run_blocking).
+    pub async fn run_async<P, T>(
+        agent: &curator_session::AsyncDriver<Self>,
+        mut provider: P,
+        mut tool: T,
+        max_turns: u32,
+    ) -> Result<TaskOutcome>
+    where
+        P: AsyncFnMut(&[Message]) -> std::result::Result<Message, BoxError>,
+        T: AsyncFnMut(&ToolContext) -> ToolOutcome,
+    {
+        Self::run_tools_async(agent, &mut tool).await?;
+        for _ in 0..max_turns {
+            let request = agent.call(Self::request).await?;
+            let reply = provider(&request).await.map_err(|source| Error::Provider { source })?;
+            let calls = reply.tool_calls().len();
+            let recorded = reply.clone();
+            agent.call(move |a| a.record_assistant(recorded)).await?;
+            if calls == 0 {
+                return Ok(TaskOutcome::Finished(reply));
+            }
+            Self::run_tools_async(agent, &mut tool).await?;
+        }
+        Ok(TaskOutcome::MaxTurns)
+    }
+
+    async fn run_tools_async(
+        agent: &curator_session::AsyncDriver<Self>,
+        tool: &mut impl AsyncFnMut(&ToolContext) -> ToolOutcome,
+    ) -> Result<()> {
+        for context in agent.with(Self::tool_contexts).await {
+            let outcome = tool(&context).await;
+            let call_id = context.call_id().to_owned();
+            agent.call(move |a| a.record_tool_result(&call_id, outcome)).await?;
+        }
+        Ok(())
+    }
+}
+
 /// Whether `name` is one of the three tools the adapter answers.
 fn is_task_tool(name: &str) -> bool {
     matches!(name, SUMMARIZE_STEP | EXPAND_STEP | CONTEXT_PRESSURE)

@@ -270,3 +270,79 @@ fn a_four_step_task_with_every_tool_compaction_and_a_crash() {
     assert_eq!(record.len(), 16);
     curator_model::validate::openai(record).unwrap();
 }
+
+/// A scripted model: a reply for each call, by the number of calls so far.
+fn scripted(call: usize) -> Message {
+    match call {
+        0 => calls(&[("c1", "cargo_test", "{}")]),
+        // The active step cannot be summarized: the model gets the reason as the answer.
+        1 => calls(&[
+            ("p1", "context_pressure", "{}"),
+            ("s1", "summarize_step", r#"{"step_id": 1, "summary": "Tests ran."}"#),
+        ]),
+        _ => Message::assistant("All 14 tests pass."),
+    }
+}
+
+#[expect(clippy::unnecessary_wraps, reason = "the shape of a tool closure, which may fail")]
+fn tool(context: &curator_session::ToolContext) -> curator_session::ToolOutcome {
+    Ok(format!("{}: test result: ok. 14 passed", context.call.name()).into())
+}
+
+#[test]
+fn the_async_face_sends_what_the_blocking_one_sends() {
+    let prompt = PromptRef::new("demo", "fixer");
+    let blocking_store = curator_session::MemoryStore::new();
+    let conversation =
+        Conversation::open(&blocking_store, "job-1", prompt.clone(), Message::system(SYSTEM))
+            .unwrap();
+    let mut agent = TaskConversation::open(conversation, &plan()).unwrap();
+    agent.add_user("Run the tests.").unwrap();
+    let mut blocking = Vec::new();
+    let outcome = agent
+        .run_blocking(
+            |request| {
+                blocking.push(request.to_vec());
+                Ok(scripted(blocking.len() - 1))
+            },
+            tool,
+            5,
+        )
+        .unwrap();
+    assert!(matches!(outcome, curator_tasks::TaskOutcome::Finished(_)));
+    assert_eq!(blocking.len(), 3);
+    let last = blocking[2][1].text();
+    assert!(
+        last.contains("**[summarize_step]**: step 1 is the active step and cannot be summarized"),
+        "{last}"
+    );
+
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let asynchronous = runtime.block_on(async {
+        let agent = TaskConversation::open_async(
+            curator_session::MemoryStore::new(),
+            "job-1",
+            prompt,
+            Message::system(SYSTEM),
+            plan(),
+        )
+        .await
+        .unwrap();
+        agent.call(|a| a.add_user("Run the tests.")).await.unwrap();
+        let mut requests: Vec<Vec<Message>> = Vec::new();
+        let outcome = TaskConversation::run_async(
+            &agent,
+            async |request: &[Message]| {
+                requests.push(request.to_vec());
+                Ok(scripted(requests.len() - 1))
+            },
+            async |context: &curator_session::ToolContext| tool(context),
+            5,
+        )
+        .await
+        .unwrap();
+        assert!(matches!(outcome, curator_tasks::TaskOutcome::Finished(_)));
+        requests
+    });
+    assert_eq!(asynchronous, blocking);
+}
