@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::format::{Limits, to_clojure};
 use crate::namespace::Run;
 use crate::render::{self, HistoryLimits};
-use crate::turn::{TurnResult, Turns};
+use crate::turn::{Turn, TurnResult, Turns};
 
 /// A pure render function from a run's turns to the messages for the next provider call.
 ///
@@ -173,31 +173,7 @@ impl Compression for Uncompressed {
         messages.push(Message::user(opening.trim_end()));
         for (index, turn) in turns.iter().enumerate() {
             messages.push(Message::assistant(turn.program()));
-            let mut text = match turn.result() {
-                TurnResult::Returned(value) => {
-                    format!("Result: {}", to_clojure(value, Limits::UNLIMITED))
-                }
-                TurnResult::Failed(error) => format!("Error: {error}"),
-            };
-            if !turn.tool_calls().is_empty() {
-                text.push_str("\n\n;; Tool calls made:");
-                for call in turn.tool_calls() {
-                    let _ = write!(
-                        text,
-                        "
-;   {}({})",
-                        call.name,
-                        to_clojure(&call.args, Limits::UNLIMITED)
-                    );
-                }
-            }
-            if !turn.prints().is_empty() {
-                text.push_str("\n\n;; Output:");
-                for print in turn.prints() {
-                    text.push('\n');
-                    text.push_str(print);
-                }
-            }
+            let mut text = execution_report(turn);
             if index + 1 == turns.len() {
                 let _ = write!(text, "\n\nTurns left: {}", render::turns_left(run, turns));
             }
@@ -205,6 +181,30 @@ impl Compression for Uncompressed {
         }
         messages
     }
+}
+
+/// What happened when a turn's program ran, as the full history shows it: `Result: {value}`
+/// or `Error: {error}`, every tool call and all output, unbounded.
+pub(crate) fn execution_report(turn: &Turn) -> String {
+    let mut text = match turn.result() {
+        TurnResult::Returned(value) => format!("Result: {}", to_clojure(value, Limits::UNLIMITED)),
+        TurnResult::Failed(error) => format!("Error: {error}"),
+    };
+    if !turn.tool_calls().is_empty() {
+        text.push_str("\n\n;; Tool calls made:");
+        for call in turn.tool_calls() {
+            let _ =
+                write!(text, "\n;   {}({})", call.name, to_clojure(&call.args, Limits::UNLIMITED));
+        }
+    }
+    if !turn.prints().is_empty() {
+        text.push_str("\n\n;; Output:");
+        for print in turn.prints() {
+            text.push('\n');
+            text.push_str(print);
+        }
+    }
+    text
 }
 
 /// Which compression a run uses, as configuration writes it: `false` (the default: full

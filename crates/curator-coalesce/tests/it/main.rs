@@ -2,6 +2,7 @@
 
 mod arb;
 mod config;
+mod driver;
 mod golden;
 mod props;
 mod render_props;
