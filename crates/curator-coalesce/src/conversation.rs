@@ -267,8 +267,7 @@ impl<S: SessionStore> CoalescedConversation<S> {
                 None => {
                     let request = self.request();
                     let reply = provider(&request).map_err(|source| Error::Provider { source })?;
-                    self.record_reply(reply)?;
-                    self.pending_program().unwrap_or_default()
+                    self.record_reply(reply)?
                 }
             };
             let turn = u32::try_from(self.turns.len() + 1).unwrap_or(u32::MAX);
@@ -278,6 +277,95 @@ impl<S: SessionStore> CoalescedConversation<S> {
                 }
                 Executed::Finished(done) => {
                     let turn = self.record_execution(done)?.clone();
+                    return Ok(CoalescedOutcome::Finished(Box::new(turn)));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl<S: SessionStore + 'static> CoalescedConversation<S> {
+    /// [`open`](CoalescedConversation::open) for async code: opens on a blocking thread and
+    /// returns the adapter in an [`AsyncDriver`](curator_session::AsyncDriver), whose
+    /// [`call`](curator_session::AsyncDriver::call) runs each record on blocking threads too.
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::open`] and [`open`](CoalescedConversation::open).
+    pub async fn open_async(
+        store: S,
+        key: impl Into<curator_session::SessionKey>,
+        prompt: curator_model::PromptRef,
+        run: Run,
+        compression: impl Compression + 'static,
+    ) -> Result<curator_session::AsyncDriver<Self>> {
+        let key = key.into();
+        curator_session::AsyncDriver::open(move || {
+            let system = Message::system(run.system.as_str());
+            Self::open(Conversation::open(store, key, prompt, system)?, run, compression)
+        })
+        .await
+    }
+
+    /// [`run_blocking`](CoalescedConversation::run_blocking) for async code: the provider
+    /// and the executor are awaited, every record runs on blocking threads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_coalesce::{CoalescedConversation, CoalescedOutcome, Executed, Run, SingleUserCoalesced, TurnDraft};
+    /// use curator_model::{Message, PromptRef};
+    /// use curator_session::MemoryStore;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let run = Run::new("You write PTC-Lisp.", "Add 1 and 2");
+    /// let agent = CoalescedConversation::open_async(MemoryStore::new(), "job-1", PromptRef::new("d", "lisp"), run, SingleUserCoalesced::default()).await?;
+    /// let outcome = CoalescedConversation::run_async(
+    ///     &agent,
+    ///     async |_request: &[Message]| Ok(Message::assistant("(+ 1 2)")),
+    ///     async |draft: TurnDraft| Ok(Executed::Finished(draft)),
+    /// ).await?;
+    /// assert!(matches!(outcome, CoalescedOutcome::Finished(turn) if turn.program() == "(+ 1 2)"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`run_blocking`](CoalescedConversation::run_blocking).
+    pub async fn run_async<P, X>(
+        agent: &curator_session::AsyncDriver<Self>,
+        mut provider: P,
+        mut execute: X,
+    ) -> Result<CoalescedOutcome>
+    where
+        P: AsyncFnMut(&[Message]) -> std::result::Result<Message, BoxError>,
+        X: AsyncFnMut(TurnDraft) -> std::result::Result<Executed, BoxError>,
+    {
+        let mut draft = agent.with(Self::pending_program).await;
+        loop {
+            let draft_now = match draft.take() {
+                Some(draft) => draft,
+                None if agent.with(Self::turns_left).await == 0 => {
+                    return Ok(CoalescedOutcome::OutOfTurns);
+                }
+                None => {
+                    let request = agent.with(Self::request).await;
+                    let reply =
+                        provider(&request).await.map_err(|source| Error::Provider { source })?;
+                    agent.call(move |a| a.record_reply(reply)).await?
+                }
+            };
+            let turn = agent.with(|a| u32::try_from(a.turns.len() + 1).unwrap_or(u32::MAX)).await;
+            match execute(draft_now).await.map_err(|source| Error::Execution { turn, source })? {
+                Executed::Continue(done) => {
+                    agent.call(move |a| a.record_execution(done).map(|_| ())).await?;
+                }
+                Executed::Finished(done) => {
+                    let turn =
+                        agent.call(move |a| a.record_execution(done).map(Clone::clone)).await?;
                     return Ok(CoalescedOutcome::Finished(Box::new(turn)));
                 }
             }

@@ -258,3 +258,63 @@ fn a_run_resumes_after_a_crash_before_and_after_execution() {
         record[5].text()
     );
 }
+
+#[test]
+fn the_async_face_sends_what_the_blocking_one_sends() {
+    let compression = SingleUserCoalesced::default().with_println_limit(2).with_tool_call_limit(2);
+    let store = MemoryStore::new();
+    let conversation = Conversation::open(
+        &store,
+        "job-1",
+        PromptRef::new("demo", "lisp"),
+        Message::system("You write PTC-Lisp."),
+    )
+    .unwrap();
+    let mut agent = CoalescedConversation::open(conversation, run(), compression).unwrap();
+    let mut blocking: Vec<Vec<Message>> = Vec::new();
+    let mut turn = 0;
+    agent
+        .run_blocking(
+            |request| {
+                blocking.push(request.to_vec());
+                Ok::<_, BoxError>(Message::assistant(PROGRAMS[blocking.len() - 1]))
+            },
+            |draft| {
+                turn += 1;
+                Ok(executed(turn - 1, draft))
+            },
+        )
+        .unwrap();
+
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let asynchronous = runtime.block_on(async {
+        let agent = CoalescedConversation::open_async(
+            MemoryStore::new(),
+            "job-1",
+            PromptRef::new("demo", "lisp"),
+            run(),
+            compression,
+        )
+        .await
+        .unwrap();
+        let mut requests: Vec<Vec<Message>> = Vec::new();
+        let mut turn = 0;
+        let outcome = CoalescedConversation::run_async(
+            &agent,
+            async |request: &[Message]| {
+                requests.push(request.to_vec());
+                Ok::<_, BoxError>(Message::assistant(PROGRAMS[requests.len() - 1]))
+            },
+            async |draft: TurnDraft| {
+                turn += 1;
+                Ok(executed(turn - 1, draft))
+            },
+        )
+        .await
+        .unwrap();
+        assert!(matches!(outcome, CoalescedOutcome::Finished(_)));
+        requests
+    });
+    assert_eq!(blocking.len(), 6);
+    assert_eq!(asynchronous, blocking);
+}
