@@ -364,8 +364,7 @@ impl<S: SessionStore + 'static> CoalescedConversation<S> {
                     agent.call(move |a| a.record_execution(done).map(|_| ())).await?;
                 }
                 Executed::Finished(done) => {
-                    let turn =
-                        agent.call(move |a| a.record_execution(done).map(Clone::clone)).await?;
+                    let turn = agent.call(move |a| a.record_execution(done).cloned()).await?;
                     return Ok(CoalescedOutcome::Finished(Box::new(turn)));
                 }
             }
