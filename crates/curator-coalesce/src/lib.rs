@@ -65,7 +65,3 @@ pub use format::{ELLIPSIS, Limits, to_clojure};
 pub use turn::{Definition, RecordedToolCall, Turn, TurnDraft, TurnResult, Turns};
 pub use value::{Function, Value};
 
-/// The examples of `docs/coalesce.md`, run as doctests so that the guide stays true.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/coalesce.md")]
-pub struct CoalesceGuide;

@@ -51,7 +51,3 @@ pub use tools::{
     ToolDefinition, URGENT_AT, context_pressure, expand_step, summarize_step,
 };
 
-/// The examples of `docs/task-history.md`, run as doctests so that the guide stays true.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/task-history.md")]
-pub struct TaskHistoryGuide;
