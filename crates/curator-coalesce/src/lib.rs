@@ -64,4 +64,3 @@ pub use error::{Error, Result};
 pub use format::{ELLIPSIS, Limits, to_clojure};
 pub use turn::{Definition, RecordedToolCall, Turn, TurnDraft, TurnResult, Turns};
 pub use value::{Function, Value};
-

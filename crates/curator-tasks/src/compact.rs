@@ -6,7 +6,7 @@ use curator_strategies::{Summarizer, TokenCounter};
 use crate::error::{Error, Result};
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, TaskHistory, TurnRole, Visibility};
-use crate::render::HistorySection;
+use crate::render::{HistorySection, shorter};
 use crate::tools::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP};
 
 /// The default utilisation above which [`check_and_compact`] summarizes a step.
@@ -432,23 +432,4 @@ pub fn check_and_compact(history: &TaskHistory, budget: &Budget<'_>) -> Result<O
         }
     }
     refused.map_or(Ok(None), Err)
-}
-
-/// Checks that `step` rendered with `summary` is smaller, by `size`, than `step` in full.
-pub(crate) fn shorter(
-    section: &HistorySection,
-    step: &StepHistory,
-    summary: &str,
-    unit: &'static str,
-    size: impl Fn(&str) -> u64,
-) -> Result<()> {
-    let full = size(&section.step_markdown(step, Visibility::Full));
-    let mut summarized = step.clone();
-    summarized.summary = Some(summary.to_owned());
-    let summarized = size(&section.step_markdown(&summarized, Visibility::Summary));
-    if summarized < full {
-        Ok(())
-    } else {
-        Err(Error::SummaryNotShorter { step_id: step.step_id(), summary: summarized, full, unit })
-    }
 }

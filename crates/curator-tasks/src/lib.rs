@@ -50,4 +50,3 @@ pub use tools::{
     CONSIDER_SUMMARIZING_AT, ContextPressure, Expansion, Recommendation, Summarized,
     ToolDefinition, URGENT_AT, context_pressure, expand_step, summarize_step,
 };
-

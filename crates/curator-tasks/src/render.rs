@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::error::{Error, Result};
 use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
 
 /// How many turns a condensed step shows.
@@ -398,4 +399,23 @@ fn text_turn(out: &mut String, turn: &StepTurn) {
     out.push_str("] ");
     out.push_str(&escaped(&turn.content));
     out.push('\n');
+}
+
+/// Checks that `step` rendered with `summary` is smaller, by `size`, than `step` in full.
+pub(crate) fn shorter(
+    section: &HistorySection,
+    step: &StepHistory,
+    summary: &str,
+    unit: &'static str,
+    size: impl Fn(&str) -> u64,
+) -> Result<()> {
+    let full = size(&section.step_markdown(step, Visibility::Full));
+    let mut summarized = step.clone();
+    summarized.summary = Some(summary.to_owned());
+    let summarized = size(&section.step_markdown(&summarized, Visibility::Summary));
+    if summarized < full {
+        Ok(())
+    } else {
+        Err(Error::SummaryNotShorter { step_id: step.step_id(), summary: summarized, full, unit })
+    }
 }

@@ -5,11 +5,10 @@ use serde_json::{Value, json};
 
 use curator_strategies::TokenCounter;
 
-use crate::compact::shorter;
 use crate::error::{Error, Result};
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, StepId, TaskHistory, Visibility};
-use crate::render::{HistorySection, StepVisibilityResolver};
+use crate::render::{HistorySection, StepVisibilityResolver, shorter};
 
 /// A tool as the model is told about it: name, description and a JSON Schema of its parameters.
 ///
