@@ -36,8 +36,9 @@ pub enum CoalescedOutcome {
 
 /// A [`Conversation`] for an agent that answers with programs: each reply is recorded, the
 /// caller runs its program and hands back the [`TurnDraft`], and every request is built from
-/// the turns by a [`Compression`] (by default [`SingleUserCoalesced`]: the static SYSTEM
-/// message and one USER message).
+/// the turns by a [`Compression`] (by default
+/// [`SingleUserCoalesced`](crate::SingleUserCoalesced): the static SYSTEM message and one
+/// USER message).
 ///
 /// **The record** reads like the full history: the system message, a user message with the
 /// mission and the `tool/` and `data/` namespaces, then per turn the model's reply as it
