@@ -363,7 +363,8 @@ fn escaped(text: &str) -> Cow<'_, str> {
         let indent = line.len() - line.trim_start_matches(' ').len();
         indent <= 3 && line[indent..].starts_with('#')
     };
-    if !text.split('\n').any(heading) {
+    // Most text holds no `#` at all: one fast scan, no line splitting.
+    if !text.contains('#') || !text.split('\n').any(heading) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
