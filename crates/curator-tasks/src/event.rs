@@ -273,6 +273,7 @@ impl TaskHistory {
         let index = self.position(step_id)?;
         let mut step = StepHistory::clone(&self.steps[index]);
         change(&mut step)?;
+        step.plain = std::sync::OnceLock::new();
         let mut next = self.clone();
         next.steps[index] = Arc::new(step);
         Ok(next)

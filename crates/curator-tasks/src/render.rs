@@ -194,7 +194,7 @@ impl HistorySection {
             out,
             "{hashes} {}\n\n**Objective**: {}\n",
             self.title,
-            escaped(history.objective())
+            escaped(history.objective(), false)
         );
         if history.steps.is_empty() {
             out.push_str("\n_No history recorded._");
@@ -233,13 +233,14 @@ impl HistorySection {
             match self.visibility(step) {
                 Visibility::Title => {}
                 Visibility::Summary => {
-                    let _ =
-                        writeln!(out, "[Summary] {}", escaped(step.summary().unwrap_or_default()));
+                    let summary = step.summary().unwrap_or_default();
+                    let _ = writeln!(out, "[Summary] {}", escaped(summary, step.is_plain()));
                     out.push_str("[Call `expand_step` with this step_id for full history]\n");
                 }
                 visibility => {
+                    let plain = step.is_plain();
                     for turn in shown_turns(step, visibility) {
-                        text_turn(&mut out, turn);
+                        text_turn(&mut out, turn, plain);
                     }
                 }
             }
@@ -259,7 +260,8 @@ impl HistorySection {
     ) {
         let hashes = "#".repeat(self.level + 1);
         let marker = if active { " [active]" } else { "" };
-        let _ = write!(out, "\n{hashes} {number}. {}{marker}\n", escaped(step.step_title()));
+        let plain = step.is_plain();
+        let _ = write!(out, "\n{hashes} {number}. {}{marker}\n", escaped(step.step_title(), plain));
         match visibility {
             Visibility::Title => {}
             Visibility::Summary => {
@@ -267,7 +269,7 @@ impl HistorySection {
                 let _ = write!(
                     out,
                     "\n{}\n\n_Call `expand_step({})` for full conversation._\n",
-                    escaped(summary),
+                    escaped(summary, plain),
                     step.step_id()
                 );
             }
@@ -277,7 +279,7 @@ impl HistorySection {
                     out.push('\n');
                 }
                 for turn in &turns {
-                    markdown_turn(out, turn);
+                    markdown_turn(out, turn, plain);
                 }
                 if turns.len() < step.turns().len() {
                     let _ = write!(
@@ -343,8 +345,8 @@ fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&StepTurn> {
     key
 }
 
-fn markdown_turn(out: &mut String, turn: &StepTurn) {
-    let content = escaped(&turn.content);
+fn markdown_turn(out: &mut String, turn: &StepTurn, plain: bool) {
+    let content = escaped(&turn.content, plain);
     let name = turn.tool_name.as_deref().unwrap_or("tool");
     let _ = match turn.role {
         TurnRole::Tool => writeln!(out, "**[{name}]**: {content}"),
@@ -357,14 +359,17 @@ fn markdown_turn(out: &mut String, turn: &StepTurn) {
 /// `text` with every line that Markdown would read as a heading (up to three spaces, then
 /// `#`) escaped as `\#`, so that text the model or a tool wrote can never open a step of
 /// its own in the section (a summary holding `### 2. Fix [active]` would otherwise render
-/// a second active step).
-fn escaped(text: &str) -> Cow<'_, str> {
+/// a second active step). `plain` says the text is known to hold no `#`.
+fn escaped(text: &str, plain: bool) -> Cow<'_, str> {
+    if plain {
+        return Cow::Borrowed(text);
+    }
     let heading = |line: &str| {
         let indent = line.len() - line.trim_start_matches(' ').len();
         indent <= 3 && line[indent..].starts_with('#')
     };
-    // Most text holds no `#` at all: one fast scan, no line splitting.
-    if !text.contains('#') || !text.split('\n').any(heading) {
+    // Most text holds no `#` at all: one SIMD scan, no line splitting.
+    if memchr::memchr(b'#', text.as_bytes()).is_none() || !text.split('\n').any(heading) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
@@ -384,7 +389,7 @@ fn escaped(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-fn text_turn(out: &mut String, turn: &StepTurn) {
+fn text_turn(out: &mut String, turn: &StepTurn, plain: bool) {
     out.push_str("  [");
     match (&turn.tool_name, turn.role) {
         (Some(name), TurnRole::ToolCall) => {
@@ -398,7 +403,7 @@ fn text_turn(out: &mut String, turn: &StepTurn) {
         (None, role) => out.push_str(role.as_str()),
     }
     out.push_str("] ");
-    out.push_str(&escaped(&turn.content));
+    out.push_str(&escaped(&turn.content, plain));
     out.push('\n');
 }
 
@@ -413,6 +418,7 @@ pub(crate) fn shorter(
     let full = size(&section.step_markdown(step, Visibility::Full));
     let mut summarized = step.clone();
     summarized.summary = Some(summary.to_owned());
+    summarized.plain = std::sync::OnceLock::new();
     let summarized = size(&section.step_markdown(&summarized, Visibility::Summary));
     if summarized < full {
         Ok(())
