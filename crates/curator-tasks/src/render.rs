@@ -258,10 +258,11 @@ impl HistorySection {
         active: bool,
         visibility: Visibility,
     ) {
-        let hashes = "#".repeat(self.level + 1);
         let marker = if active { " [active]" } else { "" };
         let plain = step.is_plain();
-        let _ = write!(out, "\n{hashes} {number}. {}{marker}\n", escaped(step.step_title(), plain));
+        out.push('\n');
+        out.extend(std::iter::repeat_n('#', self.level + 1));
+        let _ = write!(out, " {number}. {}{marker}\n", escaped(step.step_title(), plain));
         match visibility {
             Visibility::Title => {}
             Visibility::Summary => {
@@ -345,15 +346,26 @@ fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&StepTurn> {
     key
 }
 
+// Pieces pushed one by one rather than through `write!`: the section is rendered before
+// every provider call, and this is its innermost loop.
 fn markdown_turn(out: &mut String, turn: &StepTurn, plain: bool) {
-    let content = escaped(&turn.content, plain);
     let name = turn.tool_name.as_deref().unwrap_or("tool");
-    let _ = match turn.role {
-        TurnRole::Tool => writeln!(out, "**[{name}]**: {content}"),
-        TurnRole::ToolCall => writeln!(out, "**Call [{name}]**: {content}"),
-        TurnRole::User => writeln!(out, "**User**: {content}"),
-        TurnRole::Assistant => writeln!(out, "**Assistant**: {content}"),
-    };
+    match turn.role {
+        TurnRole::Tool => {
+            out.push_str("**[");
+            out.push_str(name);
+            out.push_str("]**: ");
+        }
+        TurnRole::ToolCall => {
+            out.push_str("**Call [");
+            out.push_str(name);
+            out.push_str("]**: ");
+        }
+        TurnRole::User => out.push_str("**User**: "),
+        TurnRole::Assistant => out.push_str("**Assistant**: "),
+    }
+    out.push_str(&escaped(&turn.content, plain));
+    out.push('\n');
 }
 
 /// `text` with every line that Markdown would read as a heading (up to three spaces, then
