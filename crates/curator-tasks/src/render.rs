@@ -262,7 +262,7 @@ impl HistorySection {
         let plain = step.is_plain();
         out.push('\n');
         out.extend(std::iter::repeat_n('#', self.level + 1));
-        let _ = write!(out, " {number}. {}{marker}\n", escaped(step.step_title(), plain));
+        let _ = writeln!(out, " {number}. {}{marker}", escaped(step.step_title(), plain));
         match visibility {
             Visibility::Title => {}
             Visibility::Summary => {
