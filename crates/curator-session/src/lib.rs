@@ -15,7 +15,8 @@
 //!   one session at once.
 //! - [`run_blocking`]: a ready-made loop over provider and tool closures.
 //! - Feature `tokio`: `AsyncConversation` and `run_async`, the same driver for async code,
-//!   its store I/O on tokio's blocking threads.
+//!   its store I/O on tokio's blocking threads; `AsyncDriver` does the same for any driver
+//!   that holds a conversation (the task-history and coalescing adapters).
 //!
 //! # Examples
 //!
@@ -62,7 +63,7 @@ mod summaries;
 pub mod testing;
 
 #[cfg(feature = "tokio")]
-pub use async_conversation::{AsyncConversation, run_async};
+pub use async_conversation::{AsyncConversation, AsyncDriver, run_async};
 pub use checkpoint::Checkpoint;
 pub use claim::{Claim, ClaimStore, Lease};
 pub use conversation::{Conversation, NextStep, ResumePolicy, ToolContext, ToolOutcome};

@@ -69,3 +69,13 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/sessions.md")]
 struct SessionsGuide;
+
+/// The Rust examples of `docs/task-history.md`, run as doctests against this facade.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/task-history.md")]
+struct TaskHistoryGuide;
+
+/// The Rust examples of `docs/coalesce.md`, run as doctests against this facade.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/coalesce.md")]
+struct CoalesceGuide;

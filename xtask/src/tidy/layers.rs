@@ -19,8 +19,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("curator-sqlite", &["curator-model", "curator-strategies", "curator-session"]),
     ("curator-postgres", &["curator-model", "curator-strategies", "curator-session"]),
     ("curator-loop", &["curator-model", "curator-strategies", "curator-session"]),
-    // Token counting only.
-    ("curator-coalesce", &["curator-model", "curator-strategies"]),
+    // Token counting; the session driver for `CoalescedConversation` (#16 plugs it in).
+    ("curator-coalesce", &["curator-model", "curator-strategies", "curator-session"]),
     // Counting and summarizers, checkpoints.
     ("curator-tasks", &["curator-model", "curator-strategies", "curator-session"]),
     (
