@@ -51,6 +51,7 @@ mod context;
 mod error;
 mod events;
 mod filter;
+mod fx;
 mod history;
 mod manager;
 mod map;

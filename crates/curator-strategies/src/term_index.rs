@@ -10,13 +10,14 @@ use std::collections::HashMap;
 
 use curator_model::Message;
 
-use crate::history::FxBuild;
 use crate::terms::message_terms;
 
 /// The term index of the first [`indexed`](TermIndex::indexed) messages of a history.
 #[derive(Debug, Default)]
 pub(crate) struct TermIndex {
-    ids: HashMap<Box<str>, u32, FxBuild>,
+    /// Term texts come from what tools returned, so they are hashed with the standard
+    /// (keyed) hasher, not the fast one.
+    ids: HashMap<Box<str>, u32>,
     /// Each term's text, by id.
     texts: Vec<Box<str>>,
     /// For each term id, the positions it occurs at (rising) with its count there.

@@ -75,6 +75,11 @@ struct SessionsGuide;
 #[doc = include_str!("../../../docs/task-history.md")]
 struct TaskHistoryGuide;
 
+/// The Rust examples of `docs/strategies.md`, run as doctests against this facade.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/strategies.md")]
+struct StrategiesGuide;
+
 /// The Rust examples of `docs/coalesce.md`, run as doctests against this facade.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/coalesce.md")]

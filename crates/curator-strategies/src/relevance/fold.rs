@@ -6,7 +6,7 @@ use std::ops::Range;
 use curator_model::{Message, Role, ToolCall};
 use serde_json::Value;
 
-use crate::history::FxBuild;
+use crate::fx::FxBuild;
 use crate::{TokenCounter, View};
 
 /// How every folded-history note begins.

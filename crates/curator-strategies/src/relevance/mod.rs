@@ -12,7 +12,7 @@ use std::sync::Arc;
 use curator_model::{Message, Role};
 
 use crate::budget::pending_only;
-use crate::history::FxBuild;
+use crate::fx::FxBuild;
 use crate::{
     CurationContext, Error, Event, HistoryManager, RelevanceKept, Result, ScoredUnit, TokenBudget,
     TokenCounter, View,

@@ -6,7 +6,7 @@ use std::ops::Range;
 use curator_model::Role;
 
 use crate::View;
-use crate::history::FxBuild;
+use crate::fx::FxBuild;
 
 /// BM25's term-frequency saturation.
 const K1: f64 = 1.2;
