@@ -11,8 +11,8 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use curator_benches::{history, sizes, touch, warm};
 use curator_strategies::{
     Bpe, ClearOldToolResults, CurationContext, Encoding, Extractive, History, HistoryManager,
-    HistoryManagerExt, Passthrough, Redactor, SlidingWindow, Summarize, Threshold, TokenBudget,
-    ToolFilter, ToolResultTruncator, TurnLimit, View,
+    HistoryManagerExt, Passthrough, Redactor, RelevanceBudget, SlidingWindow, Summarize, Threshold,
+    TokenBudget, ToolFilter, ToolResultTruncator, TurnLimit, View,
 };
 
 fn strategies() -> Vec<(&'static str, Box<dyn HistoryManager>)> {
@@ -21,6 +21,7 @@ fn strategies() -> Vec<(&'static str, Box<dyn HistoryManager>)> {
         ("sliding_window", Box::new(SlidingWindow::new(50))),
         ("truncate_turns", Box::new(TurnLimit::new(20))),
         ("truncate_tokens", Box::new(TokenBudget::new(32_000))),
+        ("relevance_budget", Box::new(RelevanceBudget::new(32_000))),
         ("truncate_tool_results", Box::new(ToolResultTruncator::new(2_000).expect("valid"))),
         ("clear_old_tool_results", Box::new(ClearOldToolResults::new(5))),
         ("filter_tools", Box::new(ToolFilter::names(["search"]))),

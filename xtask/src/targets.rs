@@ -59,6 +59,16 @@ pub(crate) const TARGETS: &[Target] = &[
         max_ns: 20.0 * US,
         why: "one AppendTurn on 20 steps of 50 turns",
     },
+    Target {
+        pattern: "strategy/relevance_budget/10k",
+        max_ns: 300.0 * US,
+        why: "relevance-aware retention, issue 18",
+    },
+    Target {
+        pattern: "strategy/relevance_budget/100k",
+        max_ns: 1.0 * MS,
+        why: "relevance-aware retention, issue 18",
+    },
     Target { pattern: "strategy/*/1k", max_ns: 100.0 * US, why: "every strategy at 1k messages" },
     Target {
         pattern: "strategy/truncate_tokens_exact_growing/10k",
@@ -79,6 +89,11 @@ pub(crate) const TARGETS: &[Target] = &[
         pattern: "sqlite/latest_of_key/1m",
         max_ns: 1.0 * MS,
         why: "a key's latest evaluation in 1M rows: an index lookup",
+    },
+    Target {
+        pattern: "postgres/latest_of_key/1m",
+        max_ns: 1.0 * MS,
+        why: "a key's latest evaluation among 1M rows: an index lookup",
     },
     Target { pattern: "session/snapshot/10k", max_ns: 20.0 * MS, why: "snapshot of 10k messages" },
     Target { pattern: "session/restore/10k", max_ns: 20.0 * MS, why: "restore of 10k messages" },

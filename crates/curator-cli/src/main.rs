@@ -75,9 +75,10 @@ enum Command {
         /// The price, in US dollars per million input tokens, for the report's cost.
         #[arg(long, value_name = "USD", default_value_t = report::DEFAULT_PRICE)]
         price: f64,
-        /// Also record the conversations into this SQLite session file (a conversation
-        /// already there, by its id, is skipped).
-        #[arg(long, value_name = "FILE")]
+        /// Also record the conversations into this SQLite session file, or the PostgreSQL
+        /// database of this `postgres://` URL (a conversation already there, by its id, is
+        /// skipped).
+        #[arg(long, value_name = "FILE|URL")]
         db: Option<PathBuf>,
         /// With --db, record a conversation already there again, under a new id (`ID (2)`).
         #[arg(long, requires = "db")]
@@ -96,7 +97,8 @@ enum Command {
     },
     /// List the evaluations of a session file.
     Inspect {
-        /// A SQLite session file.
+        /// A SQLite session file, or a PostgreSQL database's `postgres://` URL.
+        #[arg(value_name = "FILE|URL")]
         db: PathBuf,
         /// Only the evaluations of this session key.
         #[arg(long)]
@@ -104,7 +106,8 @@ enum Command {
     },
     /// Show the record of one evaluation, or the view a pipeline would send.
     Trace {
-        /// A SQLite session file.
+        /// A SQLite session file, or a PostgreSQL database's `postgres://` URL.
+        #[arg(value_name = "FILE|URL")]
         db: PathBuf,
         /// The evaluation (the latest by default).
         #[arg(long)]

@@ -40,7 +40,8 @@ pub(crate) enum SummarizerArg {
 
 /// Pipeline options. Flags compose in this order, whatever order they are given in:
 /// redact, truncate tool results, summarize, window, turns, token budget. With no flag and no
-/// `--config`, the default pipeline is `--redact --truncate-tools 2000 --max-tokens 32000`.
+/// `--config`, the default pipeline is `--redact --truncate-tools 2000 --max-tokens 32000
+/// --relevance`.
 /// Every token budget reserves `--reserve N` tokens plus the tokens of the input's `tools`
 /// schemas, when it has them (counted with the same counter, see [`Pipelines`]).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -66,6 +67,11 @@ pub(crate) struct PipelineArgs {
     /// Fit the view into N tokens.
     #[arg(long = "max-tokens", value_name = "N")]
     pub(crate) max_tokens: Option<u64>,
+    /// With --max-tokens: besides the newest messages, keep the older ones most relevant
+    /// to the task and the newest (BM25 over distinctive terms), and leave a note of what was
+    /// left out (the `relevance_budget` strategy).
+    #[arg(long, requires = "max_tokens")]
+    pub(crate) relevance: bool,
     /// Keep the last N provider round-trips.
     #[arg(long = "max-turns", value_name = "N")]
     pub(crate) max_turns: Option<usize>,
@@ -116,11 +122,13 @@ impl PipelineArgs {
                         patterns: std::collections::BTreeMap::default(),
                     },
                     StrategyConfig::ToolResultTruncator { max_length: 2_000, suffix: None },
-                    StrategyConfig::TokenBudget {
+                    StrategyConfig::RelevanceBudget {
                         max_tokens: 32_000,
                         reserve: self.reserve,
                         tokenizer,
                         head_share: 0.5,
+                        recent_share: 0.5,
+                        fold_note: true,
                     },
                 ],
             });
@@ -154,11 +162,22 @@ impl PipelineArgs {
             steps.push(StrategyConfig::TurnLimit { max_turns });
         }
         if let Some(max_tokens) = self.max_tokens {
-            steps.push(StrategyConfig::TokenBudget {
-                max_tokens,
-                reserve: self.reserve,
-                tokenizer,
-                head_share: 0.5,
+            steps.push(if self.relevance {
+                StrategyConfig::RelevanceBudget {
+                    max_tokens,
+                    reserve: self.reserve,
+                    tokenizer,
+                    head_share: 0.5,
+                    recent_share: 0.5,
+                    fold_note: true,
+                }
+            } else {
+                StrategyConfig::TokenBudget {
+                    max_tokens,
+                    reserve: self.reserve,
+                    tokenizer,
+                    head_share: 0.5,
+                }
             });
         }
         Ok(StrategyConfig::Compose { steps })
@@ -228,7 +247,8 @@ fn with_reserve(mut config: StrategyConfig, extra: u64) -> StrategyConfig {
 
 fn add_reserve(config: &mut StrategyConfig, extra: u64) {
     match config {
-        StrategyConfig::TokenBudget { reserve, .. } => *reserve += extra,
+        StrategyConfig::TokenBudget { reserve, .. }
+        | StrategyConfig::RelevanceBudget { reserve, .. } => *reserve += extra,
         StrategyConfig::Compose { steps } => steps.iter_mut().for_each(|s| add_reserve(s, extra)),
         StrategyConfig::Summarize { then: Some(then), .. } => add_reserve(then, extra),
         _ => {}

@@ -1,10 +1,13 @@
-//! Session files: opening one to read, and recording replayed conversations into one.
+//! Session stores named on the command line: a SQLite session file, or a PostgreSQL database
+//! by its `postgres://` URL; opening one to read, and recording replayed conversations into
+//! one.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use curator::model::{Entry, EvaluationId, Message, PromptRef, Role};
+use curator::postgres::{PgOptions, PgStore};
 use curator::session::{SessionKey, SessionStore};
 use curator::sqlite::SqliteStore;
 
@@ -12,10 +15,42 @@ use curator::sqlite::SqliteStore;
 /// conversation's id.
 const NAMESPACE: &str = "replay";
 
-/// Opens a session file without writing to it.
-pub(crate) fn open_read_only(path: &Path) -> Result<SqliteStore> {
-    SqliteStore::open_read_only(path)
-        .with_context(|| format!("cannot open session file {}", path.display()))
+/// The PostgreSQL URL `location` is, if it is one.
+fn url(location: &Path) -> Option<&str> {
+    location.to_str().filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
+/// How to name `location` in messages: a file's path, or a URL without its password.
+pub(crate) fn name(location: &Path) -> String {
+    match url(location) {
+        Some(url) => match (url.find("://"), url.rfind('@')) {
+            (Some(scheme), Some(at)) if url[scheme + 3..at].contains(':') => {
+                let user_end = scheme + 3 + url[scheme + 3..at].find(':').unwrap_or(0);
+                format!("{}:***{}", &url[..user_end], &url[at..])
+            }
+            _ => url.to_owned(),
+        },
+        None => location.display().to_string(),
+    }
+}
+
+/// Opens a PostgreSQL store (creating its tables when the schema has none).
+fn open_postgres(url: &str, location: &Path) -> Result<PgStore> {
+    let options = PgOptions::from_url(url)
+        .with_context(|| format!("cannot use the database URL {}", name(location)))?
+        .with_pool_size(1);
+    PgStore::open(options).with_context(|| format!("cannot open the database {}", name(location)))
+}
+
+/// Opens a session store to read: a SQLite file read-only (nothing written), or a
+/// PostgreSQL database by its URL.
+pub(crate) fn open_read_only(location: &Path) -> Result<Box<dyn SessionStore>> {
+    if let Some(url) = url(location) {
+        return Ok(Box::new(open_postgres(url, location)?));
+    }
+    let store = SqliteStore::open_read_only(location)
+        .with_context(|| format!("cannot open session file {}", location.display()))?;
+    Ok(Box::new(store))
 }
 
 /// What became of one conversation.
@@ -27,10 +62,10 @@ pub(crate) enum Recorded {
     Skipped { evaluation: EvaluationId },
 }
 
-/// Records conversations into a SQLite session file, one evaluation each, recognising the
-/// conversations it already holds by their id.
+/// Records conversations into a session store (a SQLite file or a PostgreSQL database), one
+/// evaluation each, recognising the conversations it already holds by their id.
 pub(crate) struct Recorder {
-    store: SqliteStore,
+    store: Box<dyn SessionStore>,
     /// Conversation ids already recorded, with their evaluation.
     known: HashMap<String, EvaluationId>,
     /// Record a conversation already there again, under a new id (`ID (2)`), instead of
@@ -45,10 +80,15 @@ impl std::fmt::Debug for Recorder {
 }
 
 impl Recorder {
-    /// Opens (or creates) the file and reads which conversations it holds.
+    /// Opens (or creates) the store and reads which conversations it holds.
     pub(crate) fn open(path: &Path, again: bool) -> Result<Self> {
-        let store = SqliteStore::open(path)
-            .with_context(|| format!("cannot open session file {}", path.display()))?;
+        let store: Box<dyn SessionStore> = match url(path) {
+            Some(url) => Box::new(open_postgres(url, path)?),
+            None => Box::new(
+                SqliteStore::open(path)
+                    .with_context(|| format!("cannot open session file {}", path.display()))?,
+            ),
+        };
         let known = store
             .evaluations()?
             .into_iter()

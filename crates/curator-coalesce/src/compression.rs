@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::format::{Limits, to_clojure};
 use crate::namespace::Run;
 use crate::render::{self, HistoryLimits};
-use crate::turn::{TurnResult, Turns};
+use crate::turn::{Turn, TurnResult, Turns};
 
 /// A pure render function from a run's turns to the messages for the next provider call.
 ///
@@ -173,31 +173,7 @@ impl Compression for Uncompressed {
         messages.push(Message::user(opening.trim_end()));
         for (index, turn) in turns.iter().enumerate() {
             messages.push(Message::assistant(turn.program()));
-            let mut text = match turn.result() {
-                TurnResult::Returned(value) => {
-                    format!("Result: {}", to_clojure(value, Limits::UNLIMITED))
-                }
-                TurnResult::Failed(error) => format!("Error: {error}"),
-            };
-            if !turn.tool_calls().is_empty() {
-                text.push_str("\n\n;; Tool calls made:");
-                for call in turn.tool_calls() {
-                    let _ = write!(
-                        text,
-                        "
-;   {}({})",
-                        call.name,
-                        to_clojure(&call.args, Limits::UNLIMITED)
-                    );
-                }
-            }
-            if !turn.prints().is_empty() {
-                text.push_str("\n\n;; Output:");
-                for print in turn.prints() {
-                    text.push('\n');
-                    text.push_str(print);
-                }
-            }
+            let mut text = execution_report(turn);
             if index + 1 == turns.len() {
                 let _ = write!(text, "\n\nTurns left: {}", render::turns_left(run, turns));
             }
@@ -205,6 +181,30 @@ impl Compression for Uncompressed {
         }
         messages
     }
+}
+
+/// What happened when a turn's program ran, as the full history shows it: `Result: {value}`
+/// or `Error: {error}`, every tool call and all output, unbounded.
+pub(crate) fn execution_report(turn: &Turn) -> String {
+    let mut text = match turn.result() {
+        TurnResult::Returned(value) => format!("Result: {}", to_clojure(value, Limits::UNLIMITED)),
+        TurnResult::Failed(error) => format!("Error: {error}"),
+    };
+    if !turn.tool_calls().is_empty() {
+        text.push_str("\n\n;; Tool calls made:");
+        for call in turn.tool_calls() {
+            let _ =
+                write!(text, "\n;   {}({})", call.name, to_clojure(&call.args, Limits::UNLIMITED));
+        }
+    }
+    if !turn.prints().is_empty() {
+        text.push_str("\n\n;; Output:");
+        for print in turn.prints() {
+            text.push('\n');
+            text.push_str(print);
+        }
+    }
+    text
 }
 
 /// Which compression a run uses, as configuration writes it: `false` (the default: full
@@ -278,24 +278,31 @@ impl<'de> Deserialize<'de> for CompressionConfig {
     }
 }
 
-/// The names of the compression strategies.
+/// The names of the compression strategies: `single_user_coalesced` (or the spec's
+/// `SingleUserCoalesced`) and `uncompressed` (or `Uncompressed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StrategyName {
     /// [`SingleUserCoalesced`].
+    #[serde(alias = "SingleUserCoalesced")]
     SingleUserCoalesced,
     /// [`Uncompressed`].
+    #[serde(alias = "Uncompressed")]
     Uncompressed,
 }
 
 /// A strategy with its options: `{"strategy": "single_user_coalesced", "println_limit": 10}`.
+/// An option the strategy does not have is refused, `uncompressed` taking none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "strategy", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ConfiguredStrategy {
     /// [`SingleUserCoalesced`] with options.
+    #[serde(alias = "SingleUserCoalesced")]
     SingleUserCoalesced(SingleUserCoalesced),
-    /// [`Uncompressed`], which has no options.
-    Uncompressed,
+    /// [`Uncompressed`], which has no options (an empty struct variant, so that serde
+    /// refuses fields under it; a unit variant would ignore them).
+    #[serde(alias = "Uncompressed")]
+    Uncompressed {},
 }
 
 impl CompressionConfig {
@@ -319,7 +326,7 @@ impl CompressionConfig {
             }
             Self::Enabled(false)
             | Self::Named(StrategyName::Uncompressed)
-            | Self::Configured(ConfiguredStrategy::Uncompressed) => Box::new(Uncompressed),
+            | Self::Configured(ConfiguredStrategy::Uncompressed {}) => Box::new(Uncompressed),
         }
     }
 }

@@ -3,8 +3,9 @@
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What can go wrong when a program's names are resolved.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// What can go wrong when a program's names are resolved, or when a run is recorded
+/// through a session conversation.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// No user definition, tool or input has this name.
@@ -18,5 +19,57 @@ pub enum Error {
     Ambiguous {
         /// The bare name.
         name: String,
+    },
+    /// Recording the conversation a run follows failed.
+    #[error("recording the conversation failed")]
+    Conversation {
+        /// The session's error.
+        #[from]
+        source: curator_session::Error,
+    },
+    /// Saving or reading the run's turns beside the record failed.
+    #[error("the turns checkpoint `{name}` cannot be {action}")]
+    Checkpoint {
+        /// The checkpoint name.
+        name: String,
+        /// `read` or `written`.
+        action: &'static str,
+        /// The store's or the parser's error.
+        source: curator_model::BoxError,
+    },
+    /// The record holds more executions than the saved turns: the turns of this evaluation
+    /// were lost or belong to another run.
+    #[error(
+        "the record holds {recorded} executions but the checkpoint `{name}` only {saved} turns"
+    )]
+    TurnsBehindRecord {
+        /// The checkpoint name.
+        name: String,
+        /// Executions in the record.
+        recorded: usize,
+        /// Turns in the checkpoint.
+        saved: usize,
+    },
+    /// A reply that calls provider tools: a code-executing agent answers with a program.
+    #[error(
+        "the reply calls {calls} provider tool(s); a code-executing agent answers with a program"
+    )]
+    ToolCallsInReply {
+        /// How many calls it made.
+        calls: usize,
+    },
+    /// The provider call of a loop failed; what was recorded so far stays recorded.
+    #[error("the provider call failed")]
+    Provider {
+        /// The provider's error.
+        source: curator_model::BoxError,
+    },
+    /// The caller's execution of a program failed (not the program: the interpreter).
+    #[error("executing turn {turn} failed")]
+    Execution {
+        /// The turn being executed.
+        turn: u32,
+        /// The executor's error.
+        source: curator_model::BoxError,
     },
 }

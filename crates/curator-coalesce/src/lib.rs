@@ -1,8 +1,9 @@
 //! History for code-executing agents: the turns of a run, the values its programs produce,
 //! and the `SingleUserCoalesced` compressor that renders them for the model.
 //!
-//! This crate sits on `curator-model` (messages) and uses `curator-strategies` for token
-//! counting only. The format reference is `docs/coalesce.md`.
+//! This crate sits on `curator-model` (messages), uses `curator-strategies` for token
+//! counting only, and `curator-session` for [`CoalescedConversation`], the adapter that
+//! runs an agent through the session driver. The format reference is `docs/coalesce.md`.
 //!
 //! - [`Value`] and [`Function`]: what an agent program produces, with Clojure-like
 //!   printing ([`to_clojure`], bounded by [`Limits`]) and the spec's type vocabulary
@@ -15,6 +16,8 @@
 //!   full history), chosen by [`CompressionConfig`].
 //! - [`Run::resolve`]: the auto-fallback rule for bare names.
 //! - [`Trace`]: the turns view, the compressed view and token usage.
+//! - [`CoalescedConversation`]: a session conversation whose requests are built from the
+//!   turns by a compression, with crash resume.
 //!
 //! # Examples
 //!
@@ -33,8 +36,10 @@
 //! ```
 
 mod compression;
+mod conversation;
 mod error;
 mod format;
+mod from_json;
 mod namespace;
 mod render;
 mod resolve;
@@ -47,6 +52,9 @@ pub use compression::{
     Compression, CompressionConfig, ConfiguredStrategy, SingleUserCoalesced, StrategyName,
     Uncompressed,
 };
+pub use conversation::{
+    CoalescedConversation, CoalescedOutcome, Executed, TURNS_CHECKPOINT, extract_program,
+};
 pub use namespace::{DataEntry, Run, ToolSpec};
 pub use render::COMMENT_COLUMN;
 pub use resolve::Resolved;
@@ -56,8 +64,3 @@ pub use error::{Error, Result};
 pub use format::{ELLIPSIS, Limits, to_clojure};
 pub use turn::{Definition, RecordedToolCall, Turn, TurnDraft, TurnResult, Turns};
 pub use value::{Function, Value};
-
-/// The examples of `docs/coalesce.md`, run as doctests so that the guide stays true.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/coalesce.md")]
-pub struct CoalesceGuide;

@@ -150,7 +150,8 @@ fn failure_section(out: &mut String, turns: &Turns) {
 /// The namespaces only: mission, `tool/` and `data/` (what uncompressed mode opens with).
 pub(crate) fn mission_and_namespaces(run: &Run) -> String {
     let mut out = String::with_capacity(256);
-    out.push_str(&run.mission);
+    // Trailing line breaks of the mission would add to the one blank line between sections.
+    out.push_str(run.mission.trim_end_matches(['\n', '\r']));
     out.push('\n');
     tool_section(&mut out, run);
     data_section(&mut out, run);

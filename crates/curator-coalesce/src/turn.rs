@@ -211,10 +211,28 @@ impl Turn {
 /// assert_eq!(turns.last().map(|turn| turn.number()), Some(2));
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(transparent)]
 pub struct Turns {
     turns: Vec<Turn>,
+}
+
+// By hand, so that turns read back keep the rule `push` keeps: a turn's number is its
+// position, from 1.
+impl<'de> Deserialize<'de> for Turns {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let turns = Vec::<Turn>::deserialize(deserializer)?;
+        for (index, turn) in turns.iter().enumerate() {
+            let position = u32::try_from(index).map_or(u32::MAX, |i| i.saturating_add(1));
+            if turn.number != position {
+                return Err(serde::de::Error::custom(format_args!(
+                    "turn {position} is numbered {}; turns are numbered by their position, from 1",
+                    turn.number
+                )));
+            }
+        }
+        Ok(Self { turns })
+    }
 }
 
 impl Turns {

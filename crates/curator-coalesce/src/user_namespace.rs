@@ -16,6 +16,11 @@ pub(crate) struct UserDefinition<'a> {
 
 /// The definitions of every successful turn, oldest first; a redefined name keeps the place
 /// of its first definition and takes the latest value.
+///
+/// A turn's `memory` is the namespace after it (a snapshot), so a name it lists with the
+/// value it already had was not defined by it: the name keeps the sample rule of the turn
+/// that gave it that value. Callers that pass only what each turn defined get the same
+/// result.
 pub(crate) fn accumulate(turns: &Turns) -> Vec<UserDefinition<'_>> {
     let mut entries: Vec<UserDefinition<'_>> = Vec::new();
     for turn in turns.iter().filter(|turn| turn.success()) {
@@ -23,6 +28,7 @@ pub(crate) fn accumulate(turns: &Turns) -> Vec<UserDefinition<'_>> {
         for definition in turn.memory() {
             let entry = UserDefinition { name: &definition.name, value: &definition.value, sample };
             match entries.iter_mut().find(|existing| existing.name == definition.name) {
+                Some(existing) if existing.value == &definition.value => {}
                 Some(existing) => *existing = entry,
                 None => entries.push(entry),
             }

@@ -27,6 +27,11 @@ pub enum StoreErrorKind {
     Busy,
     /// The disk or the database is full.
     Full,
+    /// The store's server cannot be reached: the connection was lost or refused (a server
+    /// restarting, a network failure). Retrying later may succeed; whether a write that was
+    /// under way when the connection was lost committed is unknown, so retry it with the same
+    /// entry (the driver does: appends are idempotent by message id).
+    Unavailable,
     /// The stored data is damaged.
     Corrupt,
     /// The file, database or record asked for does not exist.
@@ -43,7 +48,7 @@ pub enum StoreErrorKind {
 impl StoreErrorKind {
     /// Whether an operation that failed this way may succeed when tried again unchanged.
     pub fn is_retryable(self) -> bool {
-        self == StoreErrorKind::Busy
+        matches!(self, StoreErrorKind::Busy | StoreErrorKind::Unavailable)
     }
 }
 
@@ -52,6 +57,7 @@ impl std::fmt::Display for StoreErrorKind {
         f.write_str(match self {
             StoreErrorKind::Busy => "busy or locked by another writer",
             StoreErrorKind::Full => "the disk or database is full",
+            StoreErrorKind::Unavailable => "the server is unavailable (connection lost or refused)",
             StoreErrorKind::Corrupt => "the stored data is damaged",
             StoreErrorKind::NotFound => "not found",
             StoreErrorKind::ReadOnly => "read-only",
@@ -137,6 +143,24 @@ pub enum Error {
         source: Option<BoxError>,
     },
 
+    /// Another worker holds a live claim on the session (see
+    /// [`ClaimStore`](crate::ClaimStore)): it is driving it now.
+    #[error("session `{key}` is claimed by another worker{}", .expires_in.map(|d| format!(" (its lease runs out in {:.1} s unless renewed)", d.as_secs_f64())).unwrap_or_default())]
+    Claimed {
+        /// The session key.
+        key: SessionKey,
+        /// How long the other claim's lease still runs, when the store knows.
+        expires_in: Option<std::time::Duration>,
+    },
+    /// A claim's lease ran out and another worker claimed the session: this worker must stop
+    /// driving it.
+    #[error(
+        "the claim on session `{key}` was lost: its lease ran out and another worker claimed it"
+    )]
+    ClaimLost {
+        /// The session key.
+        key: SessionKey,
+    },
     /// A different message claims a sequence number that is taken.
     #[error("evaluation {evaluation}: sequence {sequence} is already taken by message {existing}")]
     SequenceTaken {

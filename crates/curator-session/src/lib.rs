@@ -11,9 +11,12 @@
 //!   next ([`NextStep`]), and resumes after a crash with exactly the unfinished tool calls
 //!   pending. Every evaluation belongs to a [`SessionKey`] the caller chooses, and
 //!   [`Conversation::open`] resumes a key's conversation or starts one.
+//! - [`ClaimStore`]: claims, so that two workers never drive (and re-run the tool calls of)
+//!   one session at once.
 //! - [`run_blocking`]: a ready-made loop over provider and tool closures.
 //! - Feature `tokio`: `AsyncConversation` and `run_async`, the same driver for async code,
-//!   its store I/O on tokio's blocking threads.
+//!   its store I/O on tokio's blocking threads; `AsyncDriver` does the same for any driver
+//!   that holds a conversation (the task-history and coalescing adapters).
 //!
 //! # Examples
 //!
@@ -46,6 +49,7 @@
 #[cfg(feature = "tokio")]
 mod async_conversation;
 mod checkpoint;
+mod claim;
 mod conversation;
 mod error;
 mod key;
@@ -59,8 +63,9 @@ mod summaries;
 pub mod testing;
 
 #[cfg(feature = "tokio")]
-pub use async_conversation::{AsyncConversation, run_async};
+pub use async_conversation::{AsyncConversation, AsyncDriver, run_async};
 pub use checkpoint::Checkpoint;
+pub use claim::{Claim, ClaimStore, Lease};
 pub use conversation::{Conversation, NextStep, ResumePolicy, ToolContext, ToolOutcome};
 pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
 pub use key::SessionKey;

@@ -31,6 +31,16 @@ use crate::{
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     inner: RwLock<Inner>,
+    /// Live claims by key (see [`ClaimStore`](crate::ClaimStore)), shared with the claims'
+    /// handles so that a claim outlives the borrow it was made through.
+    claims: std::sync::Arc<std::sync::Mutex<Claims>>,
+}
+
+/// The claims of a [`MemoryStore`]: the holder and end of each key's lease.
+#[derive(Debug, Default)]
+struct Claims {
+    held: HashMap<SessionKey, (u64, std::time::Instant)>,
+    next_holder: u64,
 }
 
 /// Hashes UUID keys by folding their two halves: the second half of a version 4 or 7 id is
@@ -359,5 +369,59 @@ impl SessionStore for MemoryStore {
         fresh.bytes_hint = json.len() + json.len() / 8;
         *self.write() = fresh;
         Ok(())
+    }
+}
+
+/// One claim on a [`MemoryStore`].
+#[derive(Debug)]
+struct MemoryLease {
+    claims: std::sync::Arc<std::sync::Mutex<Claims>>,
+    key: SessionKey,
+    holder: u64,
+    lease: std::time::Duration,
+}
+
+impl MemoryLease {
+    fn claims(&self) -> std::sync::MutexGuard<'_, Claims> {
+        self.claims.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl crate::Lease for MemoryLease {
+    fn renew(&self) -> Result<()> {
+        match self.claims().held.get_mut(&self.key) {
+            Some((holder, until)) if *holder == self.holder => {
+                *until = std::time::Instant::now() + self.lease;
+                Ok(())
+            }
+            _ => Err(Error::ClaimLost { key: self.key.clone() }),
+        }
+    }
+
+    fn release(&self) -> Result<()> {
+        let mut claims = self.claims();
+        if claims.held.get(&self.key).is_some_and(|(holder, _)| *holder == self.holder) {
+            claims.held.remove(&self.key);
+        }
+        Ok(())
+    }
+}
+
+/// Claims within one process: a claim lasts until it is released, dropped, or its lease runs
+/// out without a renewal (a worker thread that died).
+impl crate::ClaimStore for MemoryStore {
+    fn claim(&self, key: &SessionKey, lease: std::time::Duration) -> Result<crate::Claim> {
+        let mut claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        if let Some((_, until)) = claims.held.get(key)
+            && *until > now
+        {
+            return Err(Error::Claimed { key: key.clone(), expires_in: Some(*until - now) });
+        }
+        claims.next_holder += 1;
+        let holder = claims.next_holder;
+        claims.held.insert(key.clone(), (holder, now + lease));
+        let handle = MemoryLease { claims: self.claims.clone(), key: key.clone(), holder, lease };
+        Ok(crate::Claim::new(key.clone(), lease, Box::new(handle)))
     }
 }

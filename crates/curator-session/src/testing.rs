@@ -36,10 +36,17 @@ fn key() -> SessionKey {
 }
 
 /// Generates one `#[test]` per conformance check, each on a fresh store from `$factory`.
+///
+/// `store_conformance_tests!(when GUARD, FACTORY)` runs each check only when `GUARD` (an
+/// expression evaluated in each test) is true: for stores that need a server the harness
+/// may not find (the guard prints why it skips).
 #[macro_export]
 macro_rules! store_conformance_tests {
     ($factory:expr) => {
-        $crate::store_conformance_tests!(@tests $factory;
+        $crate::store_conformance_tests!(when true, $factory);
+    };
+    (when $guard:expr, $factory:expr) => {
+        $crate::store_conformance_tests!(@tests $guard, $factory;
             appends_are_idempotent_by_message_id,
             a_taken_sequence_is_refused,
             entries_come_back_in_sequence_order,
@@ -59,13 +66,32 @@ macro_rules! store_conformance_tests {
             version_1_snapshots_restore_under_the_default_key
         );
     };
-    (@tests $factory:expr; $($check:ident),*) => {
+    (@tests $guard:expr, $factory:expr; $($check:ident),*) => {
         $(
             #[test]
             fn $check() {
-                $crate::testing::$check(&$factory);
+                if $guard {
+                    $crate::testing::$check(&$factory);
+                }
             }
         )*
+    };
+}
+
+/// Generates one `#[test]` per claim check, each on a fresh store from `$factory`, for
+/// stores that implement [`ClaimStore`](crate::ClaimStore); `when GUARD, FACTORY` as for
+/// [`store_conformance_tests!`](crate::store_conformance_tests!).
+#[macro_export]
+macro_rules! claim_conformance_tests {
+    ($factory:expr) => {
+        $crate::claim_conformance_tests!(when true, $factory);
+    };
+    (when $guard:expr, $factory:expr) => {
+        $crate::store_conformance_tests!(@tests $guard, $factory;
+            claims_are_exclusive_per_key,
+            a_claim_ends_when_released_or_dropped,
+            a_waiting_claim_gets_the_key_once_it_is_released
+        );
     };
 }
 
@@ -617,4 +643,59 @@ pub fn version_1_snapshots_restore_under_the_default_key<S: SessionStore>(factor
     let other = factory();
     other.restore_json(&serde_json::to_string_pretty(&relaid).unwrap()).unwrap();
     assert_eq!(other.snapshot().unwrap(), copy.snapshot().unwrap());
+}
+
+const LEASE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// One live claim per key: a second claim on it is refused with `Claimed`, other keys are
+/// free, and a live claim renews.
+pub fn claims_are_exclusive_per_key<S: crate::ClaimStore>(factory: &dyn Fn() -> S) {
+    let store = factory();
+    let (job, other) = (SessionKey::new("job"), SessionKey::new("other job"));
+    let claim = store.claim(&job, LEASE).unwrap();
+    assert_eq!(claim.key(), &job);
+    match store.claim(&job, LEASE) {
+        Err(Error::Claimed { key, .. }) => assert_eq!(key, job),
+        other => panic!("a second claim on a claimed key: expected Claimed, got {other:?}"),
+    }
+    let second = store.claim(&other, LEASE).unwrap();
+    claim.renew().unwrap();
+    second.renew().unwrap();
+    assert!(
+        matches!(store.claim(&other, LEASE), Err(Error::Claimed { .. })),
+        "the other key is claimed too now"
+    );
+}
+
+/// A claim ends when it is released or dropped, and the key can be claimed again.
+pub fn a_claim_ends_when_released_or_dropped<S: crate::ClaimStore>(factory: &dyn Fn() -> S) {
+    let store = factory();
+    let job = SessionKey::new("job");
+    let claim = store.claim(&job, LEASE).unwrap();
+    claim.release().unwrap();
+    let again = store.claim(&job, LEASE).unwrap();
+    drop(again);
+    let third = store.claim(&job, LEASE).unwrap();
+    assert!(matches!(store.claim(&job, LEASE), Err(Error::Claimed { .. })));
+    drop(third);
+}
+
+/// `claim_within` waits for another worker's claim to be released, and gives up with
+/// `Claimed` when it is not released in time.
+pub fn a_waiting_claim_gets_the_key_once_it_is_released<S: crate::ClaimStore>(
+    factory: &dyn Fn() -> S,
+) {
+    let store = factory();
+    let job = SessionKey::new("job");
+    let held = store.claim(&job, LEASE).unwrap();
+    let short = std::time::Duration::from_millis(100);
+    assert!(matches!(store.claim_within(&job, LEASE, short), Err(Error::Claimed { .. })));
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(150));
+            drop(held);
+        });
+        let claim = store.claim_within(&job, LEASE, std::time::Duration::from_secs(10)).unwrap();
+        claim.renew().unwrap();
+    });
 }

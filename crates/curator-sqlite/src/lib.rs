@@ -33,6 +33,7 @@
 //! ```
 
 mod checkpointer;
+mod claims;
 mod error;
 mod options;
 mod schema;

@@ -593,6 +593,55 @@ fn read_only_directory_test(check: &mut Check) {
     println!("read-only directory: open_read_only reads, nothing left beside the file");
 }
 
+/// A worker that claims the session `key` and holds the claim until it is killed.
+fn claimer(path: &Path, key: &str) {
+    use curator_session::ClaimStore as _;
+    let store = SqliteStore::open(path).unwrap();
+    let claim = store.claim(&SessionKey::new(key), Duration::from_hours(1)).unwrap();
+    println!("claimed");
+    std::io::stdout().flush().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_mins(1));
+        claim.renew().unwrap();
+    }
+}
+
+/// A claim holds against other processes while its worker lives, and ends the moment the
+/// worker is killed (the operating system drops its lock), whatever its lease.
+fn claims_test(check: &mut Check) {
+    use curator_session::ClaimStore as _;
+    let exe = std::env::current_exe().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("claims.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let key = SessionKey::new("ticket-7");
+    for round in 0..5 {
+        let mut child = Command::new(&exe)
+            .env("CURATOR_SQLITE_CHILD", "claimer")
+            .env("CURATOR_SQLITE_PATH", &path)
+            .env("CURATOR_SQLITE_KEY", key.as_str())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let said = lines.next().and_then(Result::ok);
+        check.expect(said.as_deref() == Some("claimed"), format!("round {round}: {said:?}"));
+        let refused = store.claim(&key, Duration::from_secs(1));
+        check.expect(
+            matches!(refused, Err(curator_session::Error::Claimed { .. })),
+            format!("round {round}: a live worker's claim was not refused: {refused:?}"),
+        );
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let taken = store.claim(&key, Duration::from_secs(1));
+        check.expect(
+            taken.is_ok(),
+            format!("round {round}: a killed worker's claim held: {taken:?}"),
+        );
+    }
+    println!("claims: a live worker's claim refused, a killed worker's taken at once (5 rounds)");
+}
+
 fn main() {
     if let Ok(mode) = std::env::var("CURATOR_SQLITE_CHILD") {
         let path = std::env::var("CURATOR_SQLITE_PATH").unwrap();
@@ -610,6 +659,7 @@ fn main() {
                 );
             }
             "read-only" => read_only_reader(Path::new(&path)),
+            "claimer" => claimer(Path::new(&path), &key),
             other => panic!("unknown child mode {other}"),
         }
         return;
@@ -621,6 +671,7 @@ fn main() {
     concurrent_creation_test(&mut check);
     keyed_workers_test(&mut check);
     read_only_directory_test(&mut check);
+    claims_test(&mut check);
     if !check.failures.is_empty() {
         eprintln!("{} failure(s)", check.failures.len());
         std::process::exit(1);

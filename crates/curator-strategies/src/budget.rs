@@ -343,7 +343,7 @@ impl HistoryManager for TokenBudget {
 
 /// Whether a message is an assistant message of tool calls and nothing else, which
 /// coherence removes when its calls are still pending at the end of the view.
-fn pending_only(message: &Message) -> bool {
+pub(crate) fn pending_only(message: &Message) -> bool {
     message.role() == Role::Assistant
         && message.has_tool_calls()
         && message.content().is_none_or(curator_model::Content::is_empty)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use curator_model::{Content, Message, Role};
 
 use crate::map::{chain_key, stable_hash};
+use crate::terms::essentials;
 use crate::{CurationContext, History, HistoryManager, MessageMap, Result, View};
 
 /// Replaces the content of all but the newest `keep_last` tool results with a short
@@ -14,8 +15,12 @@ use crate::{CurationContext, History, HistoryManager, MessageMap, Result, View};
 /// in place. The model learns that a result existed and was cleared; the record keeps it.
 ///
 /// The placeholder may use `{tool}` (the tool's name, from the result's `name` or the call it
-/// answers) and `{chars}` (the characters cleared). Tools named in `exclude` are never
-/// cleared, nor counted among the newest.
+/// answers), `{chars}` (the characters cleared) and `{essentials}`: what the result must not
+/// lose (its first, last and error lines, then its distinctive terms; see
+/// [`essentials`](crate::terms::essentials)), at most 200 characters by default
+/// ([`with_essentials`](ClearOldToolResults::with_essentials)). The default placeholder
+/// ends with them (`; it held: …`); a placeholder of your own carries them where it says
+/// `{essentials}`. Tools named in `exclude` are never cleared, nor counted among the newest.
 ///
 /// # Examples
 ///
@@ -26,13 +31,16 @@ use crate::{CurationContext, History, HistoryManager, MessageMap, Result, View};
 /// let messages = vec![
 ///     Message::user("go"),
 ///     Message::assistant_with_calls(None, vec![ToolCall::new("1", "read_file", "{}")]),
-///     Message::tool_result("1", "x".repeat(500)),
+///     Message::tool_result("1", format!("test parse_binary ... FAILED\n{}test result: FAILED. 13 passed; 1 failed", "ok\n".repeat(200))),
 ///     Message::assistant_with_calls(None, vec![ToolCall::new("2", "read_file", "{}")]),
 ///     Message::tool_result("2", "latest"),
 /// ];
 /// let view = ClearOldToolResults::new(1).curate_messages(&messages, &CurationContext::default())?;
 /// assert_eq!(view.len(), 5);
-/// assert_eq!(view[2].text(), "[cleared: result of `read_file`, 500 characters]");
+/// assert_eq!(
+///     view[2].text(),
+///     "[cleared: result of `read_file`, 669 characters; it held: test parse_binary ... FAILED | test result: FAILED. 13 passed; 1 failed]"
+/// );
 /// assert_eq!(view[4].text(), "latest");
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -41,7 +49,14 @@ pub struct ClearOldToolResults {
     keep_last: usize,
     placeholder: Arc<str>,
     exclude: Arc<BTreeSet<String>>,
+    essentials: usize,
 }
+
+/// The default placeholder; the essentials, when there are any, go before its `]`.
+const DEFAULT_PLACEHOLDER: &str = "[cleared: result of `{tool}`, {chars} characters]";
+
+/// The most characters of essentials a placeholder carries by default.
+const ESSENTIALS: usize = 200;
 
 impl ClearOldToolResults {
     /// Keeps the newest `keep_last` tool results, clearing older ones with the default
@@ -49,9 +64,17 @@ impl ClearOldToolResults {
     pub fn new(keep_last: usize) -> Self {
         Self {
             keep_last,
-            placeholder: Arc::from("[cleared: result of `{tool}`, {chars} characters]"),
+            placeholder: Arc::from(DEFAULT_PLACEHOLDER),
             exclude: Arc::default(),
+            essentials: ESSENTIALS,
         }
+    }
+
+    /// Keeps at most `max_chars` characters of each cleared result's essentials (0: none).
+    #[must_use]
+    pub fn with_essentials(mut self, max_chars: usize) -> Self {
+        self.essentials = max_chars;
+        self
     }
 
     /// Uses `placeholder` (with `{tool}` and `{chars}`) instead of the default.
@@ -91,6 +114,7 @@ struct Clear {
     key: u64,
     placeholder: Arc<str>,
     exclude: Arc<BTreeSet<String>>,
+    essentials: usize,
 }
 
 impl MessageMap for Clear {
@@ -104,7 +128,21 @@ impl MessageMap for Clear {
             return None;
         }
         let chars = message.content().map_or(0, Content::text_chars);
-        let text = self.placeholder.replace("{tool}", tool).replace("{chars}", &chars.to_string());
+        let mut text =
+            self.placeholder.replace("{tool}", tool).replace("{chars}", &chars.to_string());
+        let held = if self.essentials > 0 {
+            essentials(&message.text(), self.essentials)
+        } else {
+            String::new()
+        };
+        if text.contains("{essentials}") {
+            text = text.replace("{essentials}", &held);
+        } else if !held.is_empty()
+            && &*self.placeholder == DEFAULT_PLACEHOLDER
+            && let Some(open) = text.strip_suffix(']')
+        {
+            text = format!("{open}; it held: {held}]");
+        }
         Some(message.clone_with_content(Some(Content::Text(text))))
     }
 
@@ -139,13 +177,15 @@ impl HistoryManager for ClearOldToolResults {
         if boundary == 0 {
             return Ok(view);
         }
-        let mut parts: Vec<&[u8]> = vec![b"clear", self.placeholder.as_bytes()];
+        let size = self.essentials.to_le_bytes();
+        let mut parts: Vec<&[u8]> = vec![b"clear", self.placeholder.as_bytes(), &size];
         parts.extend(self.exclude.iter().map(String::as_bytes));
         let clear = Clear {
             boundary,
             key: stable_hash(&parts),
             placeholder: Arc::clone(&self.placeholder),
             exclude: Arc::clone(&self.exclude),
+            essentials: self.essentials,
         };
         Ok(view.with_map(Arc::new(clear)))
     }

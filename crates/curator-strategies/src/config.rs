@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use crate::{
     CharEstimate, ClearOldToolResults, Error, HistoryManager, HistoryManagerExt, OnError,
-    Passthrough, Redactor, Result, SlidingWindow, TokenBudget, TokenCounter, ToolFilter,
-    ToolResultTruncator, TurnLimit,
+    Passthrough, Redactor, RelevanceBudget, Result, SlidingWindow, TokenBudget, TokenCounter,
+    ToolFilter, ToolResultTruncator, TurnLimit,
 };
 
 /// A strategy (or a pipeline of them) described as data, tagged by `strategy`.
@@ -16,9 +16,10 @@ use crate::{
 /// | `sliding_window` | `window_size` |
 /// | `tool_result_truncator` | `max_length`, `suffix` (optional) |
 /// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`), `head_share` (0.5) |
+/// | `relevance_budget` | as `token_budget`, and `recent_share` (0.5), `fold_note` (true) |
 /// | `turn_limit` | `max_turns` |
 /// | `tool_filter` | `tools` |
-/// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]) |
+/// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]), `essentials` (200) |
 /// | `redactor` | `builtin` (true), `patterns` (kind → regex) |
 /// | `summarize` | `summarizer` (`extractive`, required), `threshold_messages` or `threshold_tokens`, `keep_recent` (10), `summarize_ratio` (0.5), `max_summary_chars` (4000), `on_error` (`fallback`), `then` (a bound) |
 /// | `compose` | `steps`: a list of the above, run in order |
@@ -83,7 +84,26 @@ pub enum StrategyConfig {
         #[serde(default = "half")]
         head_share: f64,
     },
-
+    /// [`RelevanceBudget`].
+    RelevanceBudget {
+        /// The budget.
+        max_tokens: u64,
+        /// Tokens held back for tool schemas and the reply.
+        #[serde(default)]
+        reserve: u64,
+        /// How tokens are counted.
+        #[serde(default)]
+        tokenizer: Tokenizer,
+        /// The most the head (system messages and task) may take, as a share of the budget.
+        #[serde(default = "half")]
+        head_share: f64,
+        /// The share of the body's room for the newest units.
+        #[serde(default = "half")]
+        recent_share: f64,
+        /// Whether to leave the folded-history note.
+        #[serde(default = "yes")]
+        fold_note: bool,
+    },
     /// [`TurnLimit`]; also accepted as `truncate_turns`.
     #[serde(alias = "truncate_turns")]
     TurnLimit {
@@ -100,12 +120,15 @@ pub enum StrategyConfig {
     ClearOldToolResults {
         /// Newest results left intact.
         keep_last: usize,
-        /// Placeholder text with `{tool}` and `{chars}`.
+        /// Placeholder text with `{tool}`, `{chars}` and `{essentials}`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         placeholder: Option<String>,
         /// Tools never cleared.
         #[serde(default)]
         exclude: Vec<String>,
+        /// The most characters of a cleared result's essentials kept (0: none).
+        #[serde(default = "essentials")]
+        essentials: usize,
     },
     /// [`Redactor`]; also accepted as `redact`.
     #[serde(alias = "redact")]
@@ -156,6 +179,10 @@ fn yes() -> bool {
 
 fn ten() -> usize {
     10
+}
+
+fn essentials() -> usize {
+    200
 }
 
 fn half() -> f64 {
@@ -255,13 +282,29 @@ impl StrategyConfig {
                     .with_head_share(*head_share)?
                     .with_shared_counter(tokenizer.counter()?),
             ),
+            StrategyConfig::RelevanceBudget {
+                max_tokens,
+                reserve,
+                tokenizer,
+                head_share,
+                recent_share,
+                fold_note,
+            } => Box::new(
+                RelevanceBudget::new(*max_tokens)
+                    .with_reserve(*reserve)
+                    .with_head_share(*head_share)?
+                    .with_recent_share(*recent_share)?
+                    .with_fold_note(*fold_note)
+                    .with_shared_counter(tokenizer.counter()?),
+            ),
             StrategyConfig::TurnLimit { max_turns } => Box::new(TurnLimit::new(*max_turns)),
             StrategyConfig::ToolFilter { tools } => {
                 Box::new(ToolFilter::names(tools.iter().cloned()))
             }
-            StrategyConfig::ClearOldToolResults { keep_last, placeholder, exclude } => {
-                let mut clear =
-                    ClearOldToolResults::new(*keep_last).with_exclude(exclude.iter().cloned());
+            StrategyConfig::ClearOldToolResults { keep_last, placeholder, exclude, essentials } => {
+                let mut clear = ClearOldToolResults::new(*keep_last)
+                    .with_exclude(exclude.iter().cloned())
+                    .with_essentials(*essentials);
                 if let Some(placeholder) = placeholder {
                     clear = clear.with_placeholder(placeholder.clone());
                 }

@@ -98,6 +98,45 @@ pub enum Event {
     SummaryFailed(SummaryFailed),
     /// A summary was cut to its maximum length.
     SummaryTruncated(SummaryTruncated),
+    /// [`RelevanceBudget`](crate::RelevanceBudget) kept older units for their relevance.
+    RelevanceKept(RelevanceKept),
+}
+
+/// What [`RelevanceBudget`](crate::RelevanceBudget) kept of the older history for its
+/// relevance to the present, and why: each unit's BM25 score.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct RelevanceKept {
+    /// The units kept, best first.
+    pub units: Vec<ScoredUnit>,
+    /// When.
+    pub timestamp: DateTime<Utc>,
+}
+
+impl RelevanceKept {
+    /// The event for `units`, now.
+    pub fn new(units: Vec<ScoredUnit>) -> Self {
+        Self { units, timestamp: Utc::now() }
+    }
+}
+
+/// One older unit kept for its relevance.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ScoredUnit {
+    /// History position of its first message (`None` for a message a strategy wrote).
+    pub position: Option<usize>,
+    /// Its number of messages.
+    pub messages: usize,
+    /// Its BM25 score against the task and the newest units.
+    pub score: f64,
+}
+
+impl ScoredUnit {
+    /// A unit starting at history position `position`, of `messages` messages, scored `score`.
+    pub fn new(position: Option<usize>, messages: usize, score: f64) -> Self {
+        Self { position, messages, score }
+    }
 }
 
 /// Receives events. Implementations must be cheap and must not fail: observability never

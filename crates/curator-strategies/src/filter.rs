@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
-use curator_model::pairing::{Link, pairing};
 use curator_model::{Content, Message};
 
 use crate::{CurationContext, HistoryManager, Result, View};
@@ -72,15 +71,13 @@ impl HistoryManager for ToolFilter {
         if !view.structures().any(filtered) {
             return Ok(view);
         }
-        let structures: Vec<&Message> = view.structures().collect();
+        let answered = view.answered_calls();
         let mut edit = view.edit();
-        for step in pairing(&structures) {
-            let (index, structure) = (step.index, structures[step.index]);
-            match step.link {
+        for (index, (structure, call)) in view.structures().zip(&answered).enumerate() {
+            match call {
                 // A result goes with its call.
-                Link::Answers(call)
-                    if call.get(&structures).is_some_and(|c| (self.matches)(c.name())) => {}
-                Link::Opens { .. } if filtered(structure) => {
+                Some(call) if (self.matches)(call.name()) => {}
+                _ if filtered(structure) => {
                     let kept = Message::clone(&view.message(index))
                         .retain_tool_calls(|c| !(self.matches)(c.name()));
                     if kept.has_tool_calls() || !kept.content().is_none_or(Content::is_empty) {

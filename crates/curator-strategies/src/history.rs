@@ -4,44 +4,38 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard};
 
 use curator_model::pairing::{Link, Pairer, Step};
-use curator_model::{Message, Role};
+use curator_model::{Message, Role, ToolCall};
 
 use crate::TokenCounter;
+use crate::fx::FxBuild;
+use crate::term_index::TermIndex;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// A fast hasher for the caches' integer keys (the keys are not attacker-chosen text, so
-/// `SipHash`'s protection is not needed; the multiply-rotate mix of rustc's `FxHasher` is).
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-impl std::hash::Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.write_u64(u64::from(*byte));
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
-
 /// Marks a tool message that answers no call: it heads no unit and belongs to none.
 const ORPHAN: u32 = u32::MAX;
+
+/// Set in a mark when calls are open at that position.
+const OPEN: u32 = 1 << 31;
+
+/// The mark after a message, from the mark before it and its pairing step.
+fn mark(before: u32, step: &Step, pairer: &Pairer) -> u32 {
+    let bad = before & !OPEN;
+    let bad = if step.link == Link::Orphan || step.closed_calls() { bad + 1 } else { bad };
+    if pairer.open().is_empty() { bad } else { bad | OPEN }
+}
+
+/// The index of the call a message answers among its unit head's calls, from its pairing
+/// step; `ORPHAN` when it answers none.
+fn call(step: &Step) -> u32 {
+    match step.link {
+        Link::Answers(call) => call.call as u32,
+        _ => ORPHAN,
+    }
+}
 
 /// The unit head of the message at `pos`, from its pairing step: the position of the
 /// assistant message whose call a tool message answers, the message itself otherwise.
@@ -85,14 +79,23 @@ pub struct History<'m> {
     /// a tool message answers, or the message itself; `ORPHAN` for a tool message that
     /// answers no call.
     heads: Vec<u32>,
+    /// For each position: the index, in its unit head's calls, of the call a tool message
+    /// answers; `ORPHAN` for every other message.
+    calls: Vec<u32>,
     /// The pairing rule's state after the last message (which calls are open).
     pairer: Pairer,
     /// Positions of the system messages, ascending.
     systems: Vec<u32>,
+    /// For each position `i` (and one past the end): the number of messages before `i` that
+    /// coherence would change (orphans, and messages that close calls unanswered), with
+    /// [`OPEN`] set when calls are open before `i`. See [`History::coherent`].
+    marks: Vec<u32>,
     /// Prefix sums of token counts per counter key, shared with the [`Counts`] handed out
     /// (copied on write only while one is alive).
     tokens: RwLock<HashMap<u64, Arc<Vec<u64>>, FxBuild>>,
     memo: RwLock<HashMap<(u64, u32), Arc<Memo>, FxBuild>>,
+    /// Term statistics, built the first time a strategy asks (see [`TermIndex`]).
+    terms: RwLock<TermIndex>,
 }
 
 /// A memoised transformation of one history message, with its token count once asked.
@@ -106,10 +109,16 @@ pub(crate) struct Memo {
 impl<'m> History<'m> {
     fn with_messages(messages: Cow<'m, [Message]>) -> Self {
         let mut heads = Vec::with_capacity(messages.len());
+        let mut calls = Vec::with_capacity(messages.len());
         let mut pairer = Pairer::new();
         let mut systems = Vec::new();
+        let mut marks = Vec::with_capacity(messages.len() + 1);
+        marks.push(0);
         for (pos, message) in messages.iter().enumerate() {
-            heads.push(head(pos, &pairer.step(pos, message, |i| &messages[i])));
+            let step = pairer.step(pos, message, |i| &messages[i]);
+            heads.push(head(pos, &step));
+            calls.push(call(&step));
+            marks.push(mark(marks[pos], &step, &pairer));
             if message.role() == Role::System {
                 systems.push(pos as u32);
             }
@@ -118,10 +127,13 @@ impl<'m> History<'m> {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             messages,
             heads,
+            calls,
             pairer,
             systems,
+            marks,
             tokens: RwLock::default(),
             memo: RwLock::default(),
+            terms: RwLock::default(),
         }
     }
 
@@ -136,10 +148,44 @@ impl<'m> History<'m> {
         let messages = &self.messages;
         let step = self.pairer.step(pos, &message, |i| &messages[i]);
         self.heads.push(head(pos, &step));
+        self.calls.push(call(&step));
+        let before = self.marks.last().copied().unwrap_or(0);
+        self.marks.push(mark(before, &step, &self.pairer));
         if message.role() == Role::System {
             self.systems.push(pos as u32);
         }
         self.messages.to_mut().push(message);
+    }
+
+    /// Whether the history's messages at `range`, shown on their own, pair as they do in the
+    /// history: no call is open where the range starts, nor, unless `open_end`, where it
+    /// ends. O(1).
+    pub(crate) fn pairs_alone(&self, range: std::ops::Range<usize>, open_end: bool) -> bool {
+        match (self.marks.get(range.start), self.marks.get(range.end)) {
+            (Some(&start), Some(&end)) => start & OPEN == 0 && (open_end || end & OPEN == 0),
+            _ => false,
+        }
+    }
+
+    /// The call the tool message at `pos` answers, by the pairing rule over the whole history.
+    pub(crate) fn answered_call(&self, pos: usize) -> Option<&ToolCall> {
+        let (&head, &call) = (self.heads.get(pos)?, self.calls.get(pos)?);
+        if call == ORPHAN {
+            return None;
+        }
+        self.messages.get(head as usize)?.tool_calls().get(call as usize)
+    }
+
+    /// Whether the history's messages at `range`, shown on their own, already follow the
+    /// coherence rules: no call is open where the range starts or ends, and no message in
+    /// it is an orphan or closes calls unanswered. Such ranges, and any sequence of them
+    /// with messages that neither call tools nor answer calls between them, need no repair;
+    /// the pairing inside them is the history's. O(1).
+    pub(crate) fn coherent(&self, range: std::ops::Range<usize>) -> bool {
+        match (self.marks.get(range.start), self.marks.get(range.end)) {
+            (Some(&start), Some(&end)) => start & OPEN == 0 && end & OPEN == 0 && start == end,
+            _ => false,
+        }
     }
 
     /// Positions of the system messages, ascending.
@@ -215,7 +261,7 @@ impl<'m> History<'m> {
             if let Some(sums) = cache.get(&key)
                 && sums.len() > n
             {
-                return Counts { sums: Arc::clone(sums) };
+                return Counts { sums: Arc::clone(sums), key };
             }
         }
         let mut cache = self.tokens.write().unwrap_or_else(PoisonError::into_inner);
@@ -226,7 +272,26 @@ impl<'m> History<'m> {
             let last = *sums.last().unwrap_or(&0);
             sums.push(last + counter.count_message(message));
         }
-        Counts { sums: Arc::clone(entry) }
+        Counts { sums: Arc::clone(entry), key }
+    }
+
+    /// The term index, brought up to date with every message first (each message is read
+    /// once over the life of the history).
+    pub(crate) fn term_index(&self) -> RwLockReadGuard<'_, TermIndex> {
+        let n = self.messages.len();
+        {
+            let index = self.terms.read().unwrap_or_else(PoisonError::into_inner);
+            if index.indexed() >= n {
+                return index;
+            }
+        }
+        let mut index = self.terms.write().unwrap_or_else(PoisonError::into_inner);
+        while index.indexed() < n {
+            let pos = index.indexed();
+            index.push(&self.messages[pos]);
+        }
+        drop(index);
+        self.terms.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The memoised result of the transformation chain `chain` at `pos`.
@@ -251,6 +316,8 @@ impl<'m> History<'m> {
 #[derive(Debug)]
 pub(crate) struct Counts {
     sums: Arc<Vec<u64>>,
+    /// The counter's [`cache_key`](TokenCounter::cache_key), asked once.
+    pub(crate) key: u64,
 }
 
 impl Counts {

@@ -51,13 +51,17 @@ mod context;
 mod error;
 mod events;
 mod filter;
+mod fx;
 mod history;
 mod manager;
 mod map;
 mod observed;
 mod redact;
+mod relevance;
 mod shorten;
 mod summarize;
+mod term_index;
+pub mod terms;
 mod tokens;
 mod trim;
 mod truncate;
@@ -72,8 +76,8 @@ pub use config::{StrategyConfig, SummarizerConfig, Tokenizer};
 pub use context::CurationContext;
 pub use error::{Error, Result};
 pub use events::{
-    ConversationRecorded, Event, EventSink, HistoryCurated, MemorySink, SummaryFailed,
-    SummaryTruncated,
+    ConversationRecorded, Event, EventSink, HistoryCurated, MemorySink, RelevanceKept, ScoredUnit,
+    SummaryFailed, SummaryTruncated,
 };
 pub use filter::ToolFilter;
 pub use history::History;
@@ -81,6 +85,7 @@ pub use manager::{HistoryManager, Passthrough, Then};
 pub use map::MessageMap;
 pub use observed::Observed;
 pub use redact::Redactor;
+pub use relevance::{MAX_NOTE_TOKENS, RelevanceBudget};
 #[cfg(feature = "openai-compatible")]
 pub use summarize::OpenAiCompatible;
 pub use summarize::{

@@ -51,6 +51,45 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
+    /// A summary of the step that is still receiving turns: every later turn would be hidden
+    /// behind it.
+    #[error(
+        "step {step_id} is the active step and cannot be summarized while it receives turns; \
+         summarize a completed step, or finish this one first"
+    )]
+    ActiveStep {
+        /// The active step.
+        step_id: StepId,
+    },
+    /// An expand of a step that is not summarized: it already shows in full.
+    #[error("step {step_id} is not summarized: its turns already show in full")]
+    NotSummarized {
+        /// The step.
+        step_id: StepId,
+    },
+    /// A summary that would not make the step shorter than its turns shown in full.
+    #[error(
+        "the summary of step {step_id} is not shorter than the step it replaces ({summary} \
+         {unit} against {full}); keep only the outcomes, errors and numbers"
+    )]
+    SummaryNotShorter {
+        /// The step.
+        step_id: StepId,
+        /// The size of the step rendered with the summary.
+        summary: u64,
+        /// The size of the step rendered in full.
+        full: u64,
+        /// What the sizes count: `characters` or `tokens`.
+        unit: &'static str,
+    },
+    /// A history read from a document that holds a summary the reducer would refuse.
+    #[error("step {step_id} holds an invalid summary: {problem}")]
+    StoredSummary {
+        /// The step.
+        step_id: StepId,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// Tool arguments that are not what the tool's schema asks for.
     #[error("invalid arguments for {tool}: {reason}")]
     InvalidArguments {
@@ -77,6 +116,19 @@ pub enum Error {
         name: String,
         /// The store's error.
         source: curator_session::Error,
+    },
+    /// Recording the conversation a task history follows failed.
+    #[error("recording the conversation failed")]
+    Conversation {
+        /// The session's error.
+        #[from]
+        source: curator_session::Error,
+    },
+    /// The provider call of a loop failed; what was recorded so far stays recorded.
+    #[error("the provider call failed")]
+    Provider {
+        /// The provider's error.
+        source: curator_model::BoxError,
     },
     /// A checkpoint that does not hold a task history.
     #[error("task history checkpoint `{name}` cannot be read: {source}")]

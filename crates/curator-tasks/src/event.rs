@@ -43,7 +43,18 @@ pub enum TaskEvent {
         /// The step.
         step_id: StepId,
     },
-    /// Append a turn to the named step, or to the active one.
+    /// Stop sending turns to any step (every step of the plan is done).
+    ClearActiveStep,
+    /// Give a step a new title (the plan renamed it).
+    RenameStep {
+        /// The step.
+        step_id: StepId,
+        /// Its new title.
+        title: String,
+    },
+    /// Append a turn to the named step, or to the active one. A turn appended to a step
+    /// with a summary drops the summary (it does not cover the new turn) and shows the step
+    /// in full.
     AppendTurn {
         /// The step; `None` for the active step.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -51,14 +62,15 @@ pub enum TaskEvent {
         /// The turn.
         turn: StepTurn,
     },
-    /// Replace a step's turns by a summary in renderings (the turns are kept).
+    /// Replace a step's turns by a summary in renderings (the turns are kept). The active
+    /// step cannot be summarized.
     SummarizeStep {
         /// The step.
         step_id: StepId,
         /// The summary, trimmed, 1 to [`MAX_SUMMARY_CHARS`] characters.
         summary: String,
     },
-    /// Show a summarized step in full again.
+    /// Show a summarized step in full again (the summary is kept).
     ExpandStep {
         /// The step.
         step_id: StepId,
@@ -163,6 +175,11 @@ impl TaskHistory {
                 self.position(*step_id)?;
                 Ok(Self { active_step_id: Some(*step_id), ..self.clone() })
             }
+            TaskEvent::ClearActiveStep => Ok(Self { active_step_id: None, ..self.clone() }),
+            TaskEvent::RenameStep { step_id, title } => self.with_step(*step_id, |step| {
+                step.step_title.clone_from(title);
+                Ok(())
+            }),
             TaskEvent::AppendTurn { step_id, turn } => {
                 let step_id = step_id.or(self.active_step_id).ok_or(Error::NoActiveStep)?;
                 self.with_step(step_id, |step| {
@@ -176,10 +193,18 @@ impl TaskHistory {
                         });
                     }
                     step.turns.push(turn.clone());
+                    // The summary does not cover the new turn: the step shows in full.
+                    if step.summary.take().is_some() {
+                        step.visibility = Visibility::Full;
+                    }
                     Ok(())
                 })
             }
             TaskEvent::SummarizeStep { step_id, summary } => {
+                if self.active_step_id == Some(*step_id) {
+                    self.position(*step_id)?;
+                    return Err(Error::ActiveStep { step_id: *step_id });
+                }
                 let summary = checked_summary(summary)?;
                 self.with_step(*step_id, |step| {
                     step.summary = Some(summary);
@@ -188,18 +213,50 @@ impl TaskHistory {
                 })
             }
             TaskEvent::ExpandStep { step_id } => self.with_step(*step_id, |step| {
+                if step.visibility != Visibility::Summary || step.summary.is_none() {
+                    return Err(Error::NotSummarized { step_id: *step_id });
+                }
                 step.visibility = Visibility::Full;
                 Ok(())
             }),
         }
     }
 
-    /// The rules a history read from elsewhere must keep: unique step ids, and an active
-    /// step that exists.
+    /// The rules a history read from elsewhere must keep, the ones the reducer keeps: unique
+    /// step ids, turn ids increasing within each step, summaries the reducer would accept
+    /// (trimmed, 1 to [`MAX_SUMMARY_CHARS`] characters), and an active step that exists.
     pub(crate) fn check(&self) -> Result<()> {
         let mut seen = std::collections::HashSet::with_capacity(self.steps.len());
         if let Some(step) = self.steps.iter().find(|step| !seen.insert(step.step_id)) {
             return Err(Error::DuplicateStep { step_id: step.step_id });
+        }
+        for step in &self.steps {
+            for pair in step.turns.windows(2) {
+                if pair[1].turn_id <= pair[0].turn_id {
+                    return Err(Error::TurnOutOfOrder {
+                        step_id: step.step_id,
+                        turn_id: pair[1].turn_id,
+                        last: pair[0].turn_id,
+                    });
+                }
+            }
+            if let Some(summary) = &step.summary {
+                match checked_summary(summary) {
+                    Ok(trimmed) if trimmed == *summary => {}
+                    Ok(_) => {
+                        return Err(Error::StoredSummary {
+                            step_id: step.step_id,
+                            problem: "it has leading or trailing whitespace".to_owned(),
+                        });
+                    }
+                    Err(error) => {
+                        return Err(Error::StoredSummary {
+                            step_id: step.step_id,
+                            problem: error.to_string(),
+                        });
+                    }
+                }
+            }
         }
         if let Some(active) = self.active_step_id {
             self.position(active)?;
@@ -216,6 +273,7 @@ impl TaskHistory {
         let index = self.position(step_id)?;
         let mut step = StepHistory::clone(&self.steps[index]);
         change(&mut step)?;
+        step.plain = std::sync::OnceLock::new();
         let mut next = self.clone();
         next.steps[index] = Arc::new(step);
         Ok(next)
@@ -266,13 +324,19 @@ mod tests {
         assert!(active.step(1).unwrap().turns().is_empty(), "the old version is unchanged");
 
         let summarized = explicit
-            .apply(&TaskEvent::SummarizeStep { step_id: 1, summary: "  done  ".into() })
+            .apply(&TaskEvent::SummarizeStep { step_id: 2, summary: "  done  ".into() })
             .unwrap();
-        assert_eq!(summarized.step(1).unwrap().summary(), Some("done"));
-        assert_eq!(summarized.step(1).unwrap().visibility(), Visibility::Summary);
-        let expanded = summarized.apply(&TaskEvent::ExpandStep { step_id: 1 }).unwrap();
-        assert_eq!(expanded.step(1).unwrap().visibility(), Visibility::Full);
-        assert_eq!(expanded.step(1).unwrap().turns(), explicit.step(1).unwrap().turns());
+        assert_eq!(summarized.step(2).unwrap().summary(), Some("done"));
+        assert_eq!(summarized.step(2).unwrap().visibility(), Visibility::Summary);
+        let expanded = summarized.apply(&TaskEvent::ExpandStep { step_id: 2 }).unwrap();
+        assert_eq!(expanded.step(2).unwrap().visibility(), Visibility::Full);
+        assert_eq!(expanded.step(2).unwrap().turns(), explicit.step(2).unwrap().turns());
+        let renamed = expanded
+            .apply(&TaskEvent::RenameStep { step_id: 2, title: "Tag and push".into() })
+            .unwrap();
+        assert_eq!(renamed.step(2).unwrap().step_title(), "Tag and push");
+        let cleared = renamed.apply(&TaskEvent::ClearActiveStep).unwrap();
+        assert_eq!(cleared.active_step_id(), None);
 
         let added = expanded
             .apply(&TaskEvent::AddSteps { steps: vec![StepHistory::new(3, "Announce")] })
@@ -301,12 +365,25 @@ mod tests {
                 "turn 5 is out of order in step 1, whose last turn is 5",
             ),
             (
-                TaskEvent::SummarizeStep { step_id: 1, summary: " \n ".into() },
+                TaskEvent::SummarizeStep { step_id: 2, summary: " \n ".into() },
                 "summary must not be empty",
             ),
             (
-                TaskEvent::SummarizeStep { step_id: 1, summary: "x".repeat(1_001) },
+                TaskEvent::SummarizeStep { step_id: 2, summary: "x".repeat(1_001) },
                 "summary must be at most 1000 characters (got 1001)",
+            ),
+            (
+                TaskEvent::SummarizeStep { step_id: 1, summary: "ok".into() },
+                "step 1 is the active step and cannot be summarized while it receives turns; \
+                 summarize a completed step, or finish this one first",
+            ),
+            (
+                TaskEvent::ExpandStep { step_id: 2 },
+                "step 2 is not summarized: its turns already show in full",
+            ),
+            (
+                TaskEvent::RenameStep { step_id: 7, title: "x".into() },
+                "step 7 not found; known steps: 1, 2",
             ),
             (
                 TaskEvent::SummarizeStep { step_id: 3, summary: "ok".into() },

@@ -1,7 +1,7 @@
 //! The task history: steps of a plan, each with its turns, summary and visibility.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -19,15 +19,19 @@ pub enum TurnRole {
     Assistant,
     /// A tool's result.
     Tool,
+    /// A tool call the model made: `tool_name` names the tool, `tool_call_id` the call, and
+    /// `content` holds the arguments as the provider sent them.
+    ToolCall,
 }
 
 impl TurnRole {
-    /// The role as text: `user`, `assistant`, `tool`.
+    /// The role as text: `user`, `assistant`, `tool`, `tool_call`.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
             Self::Assistant => "assistant",
             Self::Tool => "tool",
+            Self::ToolCall => "tool_call",
         }
     }
 }
@@ -90,6 +94,26 @@ impl StepTurn {
         }
     }
 
+    /// A tool call the model made, with its arguments as the provider sent them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::{StepTurn, TurnRole};
+    ///
+    /// let call = StepTurn::tool_call(4, "cargo_test", "call_9", r#"{"package":"auth"}"#);
+    /// assert_eq!((call.role, call.content.as_str()), (TurnRole::ToolCall, r#"{"package":"auth"}"#));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tool_call(
+        turn_id: u64,
+        name: impl Into<String>,
+        call_id: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        Self::new(turn_id, TurnRole::ToolCall, arguments).with_tool(name, call_id)
+    }
+
     /// The same turn as the result of a tool call.
     ///
     /// # Examples
@@ -143,7 +167,7 @@ pub enum Visibility {
 }
 
 /// The conversation of one plan step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepHistory {
     pub(crate) step_id: StepId,
     pub(crate) step_title: String,
@@ -152,7 +176,26 @@ pub struct StepHistory {
     pub(crate) summary: Option<String>,
     #[serde(default)]
     pub(crate) visibility: Visibility,
+    /// Whether no text of the step holds a `#` (so rendering need not look for headings to
+    /// escape), found on the first render. A step is shared between history versions and
+    /// replaced when it changes, so a finished step is scanned once; the reducer resets it
+    /// on every change.
+    #[serde(skip)]
+    pub(crate) plain: OnceLock<bool>,
 }
+
+// By hand: the rendering cache is not part of a step's value.
+impl PartialEq for StepHistory {
+    fn eq(&self, other: &Self) -> bool {
+        self.step_id == other.step_id
+            && self.step_title == other.step_title
+            && self.turns == other.turns
+            && self.summary == other.summary
+            && self.visibility == other.visibility
+    }
+}
+
+impl Eq for StepHistory {}
 
 impl StepHistory {
     /// An empty step.
@@ -174,6 +217,7 @@ impl StepHistory {
             turns: Vec::new(),
             summary: None,
             visibility: Visibility::Full,
+            plain: OnceLock::new(),
         }
     }
 
@@ -201,6 +245,17 @@ impl StepHistory {
     /// after an expand.
     pub fn visibility(&self) -> Visibility {
         self.visibility
+    }
+
+    /// Whether none of the step's text (title, summary, turns) holds a `#`: then no line
+    /// of it can read as a Markdown heading. Computed once per step value.
+    pub(crate) fn is_plain(&self) -> bool {
+        let plain = |text: &str| memchr::memchr(b'#', text.as_bytes()).is_none();
+        *self.plain.get_or_init(|| {
+            plain(&self.step_title)
+                && self.summary.as_deref().is_none_or(plain)
+                && self.turns.iter().all(|turn| plain(&turn.content))
+        })
     }
 }
 

@@ -27,6 +27,7 @@
 //! ```
 
 mod compact;
+mod conversation;
 mod error;
 mod event;
 mod history;
@@ -35,7 +36,10 @@ mod plan;
 mod render;
 mod tools;
 
-pub use compact::{Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact, step_messages};
+pub use compact::{
+    Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact, essentials, step_messages,
+};
+pub use conversation::{DEFAULT_WINDOW, TaskConversation, TaskOutcome};
 pub use error::{Error, Result};
 pub use event::{MAX_SUMMARY_CHARS, TaskEvent};
 pub use history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
@@ -46,8 +50,3 @@ pub use tools::{
     CONSIDER_SUMMARIZING_AT, ContextPressure, Expansion, Recommendation, Summarized,
     ToolDefinition, URGENT_AT, context_pressure, expand_step, summarize_step,
 };
-
-/// The examples of `docs/task-history.md`, run as doctests so that the guide stays true.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/task-history.md")]
-pub struct TaskHistoryGuide;

@@ -107,8 +107,14 @@ pub struct PlanSync {
     pub completed: Vec<StepId>,
 }
 
-/// The events that bring `history` in line with `plan`: a `Seed` when there is no history
-/// yet, `AddSteps` for steps the history lacks, `SetActiveStep` for the step in progress.
+/// The events that bring `history` in line with `plan`:
+///
+/// - a `Seed` when there is no history yet, or when the plan's objective is not the
+///   history's (a new plan is a new task: its steps start empty, even where ids repeat);
+/// - `AddSteps` for steps the history lacks, `RenameStep` for steps whose title changed;
+/// - `SetActiveStep` for the step in progress, or `ClearActiveStep` when no step is in
+///   progress and the active one is done (every step finished: none receives turns, and
+///   the last one can be compacted like the others).
 ///
 /// # Examples
 ///
@@ -125,6 +131,9 @@ pub struct PlanSync {
 ///     history = history.apply(&event)?;
 /// }
 /// assert_eq!(history.active_step_id(), Some(2));
+///
+/// let plan = plan.with_status(1, StepStatus::Done).with_status(2, StepStatus::Done);
+/// assert_eq!(sync_plan(Some(&history), &plan).events, [TaskEvent::ClearActiveStep]);
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> PlanSync {
@@ -134,7 +143,7 @@ pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> PlanSync {
         .iter()
         .find(|step| step.status == StepStatus::InProgress)
         .map(|step| step.step_id);
-    let Some(history) = history else {
+    let Some(history) = history.filter(|history| history.objective() == plan.objective) else {
         let mut seeded = TaskHistory {
             objective: plan.objective.clone(),
             active_step_id: None,
@@ -153,17 +162,40 @@ pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> PlanSync {
     };
     let mut new_steps: Vec<StepHistory> = Vec::new();
     for step in &plan.steps {
-        if history.step(step.step_id).is_none()
-            && !new_steps.iter().any(|new| new.step_id == step.step_id)
-        {
-            new_steps.push(StepHistory::new(step.step_id, step.title.clone()));
+        match history.step(step.step_id) {
+            Some(kept) if kept.step_title() != step.title => {
+                sync.events.push(TaskEvent::RenameStep {
+                    step_id: step.step_id,
+                    title: step.title.clone(),
+                });
+            }
+            None if !new_steps.iter().any(|new| new.step_id == step.step_id) => {
+                new_steps.push(StepHistory::new(step.step_id, step.title.clone()));
+            }
+            Some(_) | None => {}
         }
     }
+    // A step renamed twice in one plan keeps the last title; one event per step is enough.
+    sync.events.dedup_by(|later, earlier| match (later, earlier) {
+        (TaskEvent::RenameStep { step_id: a, .. }, TaskEvent::RenameStep { step_id: b, .. }) => {
+            a == b
+        }
+        _ => false,
+    });
     if !new_steps.is_empty() {
         sync.events.push(TaskEvent::AddSteps { steps: new_steps });
     }
-    if let Some(step_id) = in_progress.filter(|&id| history.active_step_id() != Some(id)) {
-        sync.events.push(TaskEvent::SetActiveStep { step_id });
+    let status = |step_id: StepId| {
+        plan.steps.iter().find(|step| step.step_id == step_id).map(|step| step.status)
+    };
+    match (in_progress, history.active_step_id()) {
+        (Some(step_id), active) if active != Some(step_id) => {
+            sync.events.push(TaskEvent::SetActiveStep { step_id });
+        }
+        (None, Some(active)) if status(active) == Some(StepStatus::Done) => {
+            sync.events.push(TaskEvent::ClearActiveStep);
+        }
+        _ => {}
     }
     sync.completed = plan
         .steps

@@ -1,8 +1,10 @@
 //! The task history as a prompt section: Markdown or plain text, laid out for prompt caching.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::error::{Error, Result};
 use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
 
 /// How many turns a condensed step shows.
@@ -188,44 +190,19 @@ impl HistorySection {
     pub fn markdown(&self, history: &TaskHistory) -> String {
         let mut out = String::with_capacity(4096);
         let hashes = "#".repeat(self.level);
-        let _ = write!(out, "{hashes} {}\n\n**Objective**: {}\n", self.title, history.objective());
+        let _ = write!(
+            out,
+            "{hashes} {}\n\n**Objective**: {}\n",
+            self.title,
+            escaped(history.objective(), false)
+        );
         if history.steps.is_empty() {
             out.push_str("\n_No history recorded._");
             return out;
         }
         for (number, step) in ordered(history) {
             let active = history.active_step_id() == Some(step.step_id());
-            let marker = if active { " [active]" } else { "" };
-            let _ = write!(out, "\n{hashes}# {number}. {}{marker}\n", step.step_title());
-            match self.visibility(step) {
-                Visibility::Title => {}
-                Visibility::Summary => {
-                    let summary = step.summary().unwrap_or_default();
-                    let _ = write!(
-                        out,
-                        "\n{summary}\n\n_Call `expand_step({})` for full conversation._\n",
-                        step.step_id()
-                    );
-                }
-                visibility => {
-                    let turns = shown_turns(step, visibility);
-                    if !turns.is_empty() {
-                        out.push('\n');
-                    }
-                    for turn in &turns {
-                        markdown_turn(&mut out, turn);
-                    }
-                    if turns.len() < step.turns().len() {
-                        let _ = write!(
-                            out,
-                            "\n_{} of {} turns shown. Call `expand_step({})` for full conversation._\n",
-                            turns.len(),
-                            step.turns().len(),
-                            step.step_id()
-                        );
-                    }
-                }
-            }
+            self.markdown_step(&mut out, number, step, active, self.visibility(step));
         }
         out.truncate(out.trim_end().len());
         out
@@ -256,17 +233,73 @@ impl HistorySection {
             match self.visibility(step) {
                 Visibility::Title => {}
                 Visibility::Summary => {
-                    let _ = writeln!(out, "[Summary] {}", step.summary().unwrap_or_default());
+                    let summary = step.summary().unwrap_or_default();
+                    let _ = writeln!(out, "[Summary] {}", escaped(summary, step.is_plain()));
                     out.push_str("[Call `expand_step` with this step_id for full history]\n");
                 }
                 visibility => {
+                    let plain = step.is_plain();
                     for turn in shown_turns(step, visibility) {
-                        text_turn(&mut out, turn);
+                        text_turn(&mut out, turn, plain);
                     }
                 }
             }
         }
         out.truncate(out.trim_end().len());
+        out
+    }
+
+    /// One step's Markdown: its heading, then its turns or summary as `visibility` shows them.
+    fn markdown_step(
+        &self,
+        out: &mut String,
+        number: usize,
+        step: &StepHistory,
+        active: bool,
+        visibility: Visibility,
+    ) {
+        let marker = if active { " [active]" } else { "" };
+        let plain = step.is_plain();
+        out.push('\n');
+        out.extend(std::iter::repeat_n('#', self.level + 1));
+        let _ = writeln!(out, " {number}. {}{marker}", escaped(step.step_title(), plain));
+        match visibility {
+            Visibility::Title => {}
+            Visibility::Summary => {
+                let summary = step.summary().unwrap_or_default();
+                let _ = write!(
+                    out,
+                    "\n{}\n\n_Call `expand_step({})` for full conversation._\n",
+                    escaped(summary, plain),
+                    step.step_id()
+                );
+            }
+            visibility => {
+                let turns = shown_turns(step, visibility);
+                if !turns.is_empty() {
+                    out.push('\n');
+                }
+                for turn in &turns {
+                    markdown_turn(out, turn, plain);
+                }
+                if turns.len() < step.turns().len() {
+                    let _ = write!(
+                        out,
+                        "\n_{} of {} turns shown. Call `expand_step({})` for full conversation._\n",
+                        turns.len(),
+                        step.turns().len(),
+                        step.step_id()
+                    );
+                }
+            }
+        }
+    }
+
+    /// One step's Markdown at `visibility`, alone (to compare a summary with the turns it
+    /// would replace).
+    pub(crate) fn step_markdown(&self, step: &StepHistory, visibility: Visibility) -> String {
+        let mut out = String::new();
+        self.markdown_step(&mut out, 1, step, false, visibility);
         out
     }
 
@@ -313,33 +346,95 @@ fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&StepTurn> {
     key
 }
 
-fn markdown_turn(out: &mut String, turn: &StepTurn) {
-    match (turn.role, &turn.tool_name) {
-        (TurnRole::Tool, Some(name)) => {
-            let _ = writeln!(out, "**[{name}]**: {}", turn.content);
+// Pieces pushed one by one rather than through `write!`: the section is rendered before
+// every provider call, and this is its innermost loop.
+fn markdown_turn(out: &mut String, turn: &StepTurn, plain: bool) {
+    let name = turn.tool_name.as_deref().unwrap_or("tool");
+    match turn.role {
+        TurnRole::Tool => {
+            out.push_str("**[");
+            out.push_str(name);
+            out.push_str("]**: ");
         }
-        (TurnRole::Tool, None) => {
-            let _ = writeln!(out, "**[tool]**: {}", turn.content);
+        TurnRole::ToolCall => {
+            out.push_str("**Call [");
+            out.push_str(name);
+            out.push_str("]**: ");
         }
-        (TurnRole::User, _) => {
-            let _ = writeln!(out, "**User**: {}", turn.content);
-        }
-        (TurnRole::Assistant, _) => {
-            let _ = writeln!(out, "**Assistant**: {}", turn.content);
-        }
+        TurnRole::User => out.push_str("**User**: "),
+        TurnRole::Assistant => out.push_str("**Assistant**: "),
     }
+    out.push_str(&escaped(&turn.content, plain));
+    out.push('\n');
 }
 
-fn text_turn(out: &mut String, turn: &StepTurn) {
+/// `text` with every line that Markdown would read as a heading (up to three spaces, then
+/// `#`) escaped as `\#`, so that text the model or a tool wrote can never open a step of
+/// its own in the section (a summary holding `### 2. Fix [active]` would otherwise render
+/// a second active step). `plain` says the text is known to hold no `#`.
+fn escaped(text: &str, plain: bool) -> Cow<'_, str> {
+    if plain {
+        return Cow::Borrowed(text);
+    }
+    let heading = |line: &str| {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        indent <= 3 && line[indent..].starts_with('#')
+    };
+    // Most text holds no `#` at all: one SIMD scan, no line splitting.
+    if memchr::memchr(b'#', text.as_bytes()).is_none() || !text.split('\n').any(heading) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for (index, line) in text.split('\n').enumerate() {
+        if index > 0 {
+            out.push('\n');
+        }
+        if heading(line) {
+            let indent = line.len() - line.trim_start_matches(' ').len();
+            out.push_str(&line[..indent]);
+            out.push('\\');
+            out.push_str(&line[indent..]);
+        } else {
+            out.push_str(line);
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn text_turn(out: &mut String, turn: &StepTurn, plain: bool) {
     out.push_str("  [");
-    match &turn.tool_name {
-        Some(name) => {
+    match (&turn.tool_name, turn.role) {
+        (Some(name), TurnRole::ToolCall) => {
+            out.push_str("call:");
+            out.push_str(name);
+        }
+        (Some(name), _) => {
             out.push_str("tool:");
             out.push_str(name);
         }
-        None => out.push_str(turn.role.as_str()),
+        (None, role) => out.push_str(role.as_str()),
     }
     out.push_str("] ");
-    out.push_str(&turn.content);
+    out.push_str(&escaped(&turn.content, plain));
     out.push('\n');
+}
+
+/// Checks that `step` rendered with `summary` is smaller, by `size`, than `step` in full.
+pub(crate) fn shorter(
+    section: &HistorySection,
+    step: &StepHistory,
+    summary: &str,
+    unit: &'static str,
+    size: impl Fn(&str) -> u64,
+) -> Result<()> {
+    let full = size(&section.step_markdown(step, Visibility::Full));
+    let mut summarized = step.clone();
+    summarized.summary = Some(summary.to_owned());
+    summarized.plain = std::sync::OnceLock::new();
+    let summarized = size(&section.step_markdown(&summarized, Visibility::Summary));
+    if summarized < full {
+        Ok(())
+    } else {
+        Err(Error::SummaryNotShorter { step_id: step.step_id(), summary: summarized, full, unit })
+    }
 }

@@ -1,8 +1,6 @@
 //! The tools the model manages its context with: `summarize_step`, `expand_step` and
 //! `context_pressure`, with their OpenAI function definitions and argument validation.
 
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use curator_strategies::TokenCounter;
@@ -10,7 +8,7 @@ use curator_strategies::TokenCounter;
 use crate::error::{Error, Result};
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, StepId, TaskHistory, Visibility};
-use crate::render::StepVisibilityResolver;
+use crate::render::{HistorySection, StepVisibilityResolver, shorter};
 
 /// A tool as the model is told about it: name, description and a JSON Schema of its parameters.
 ///
@@ -106,39 +104,213 @@ impl ToolDefinition {
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters}
         })
     }
+
+    /// The definition as an OpenAI function tool in strict mode (`"strict": true`): the
+    /// provider then constrains the model's arguments to the schema. Strict mode takes a
+    /// subset of JSON Schema (every property required, `additionalProperties: false` on
+    /// every object, no length or range keywords), so the schema drops `minimum`,
+    /// `minLength` and `maxLength`; the handlers still check them and answer the model when
+    /// they are broken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::ToolDefinition;
+    ///
+    /// let [summarize, _, _] = ToolDefinition::all();
+    /// let tool = summarize.to_openai_strict();
+    /// assert_eq!(tool["function"]["strict"], true);
+    /// assert!(tool["function"]["parameters"]["properties"]["summary"].get("maxLength").is_none());
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_openai_strict(&self) -> Value {
+        json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": strict_schema(&self.parameters),
+                "strict": true
+            }
+        })
+    }
+
+    /// The definition as an Anthropic tool: `{name, description, input_schema}`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_tasks::ToolDefinition;
+    ///
+    /// let [_, expand, _] = ToolDefinition::all();
+    /// let tool = expand.to_anthropic();
+    /// assert_eq!(tool["name"], "expand_step");
+    /// assert_eq!(tool["input_schema"]["type"], "object");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_anthropic(&self) -> Value {
+        json!({"name": self.name, "description": self.description, "input_schema": self.parameters})
+    }
 }
 
-const SUMMARIZE_STEP: &str = "summarize_step";
-const EXPAND_STEP: &str = "expand_step";
-const CONTEXT_PRESSURE: &str = "context_pressure";
+/// The keywords OpenAI's strict mode does not take, dropped from a schema at every depth.
+const UNSUPPORTED_IN_STRICT: [&str; 8] = [
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+];
 
-/// Parses a tool's raw JSON arguments; an empty string counts as `{}`.
-fn arguments<T: DeserializeOwned>(tool: &'static str, raw: &str) -> Result<T> {
-    let raw = if raw.trim().is_empty() { "{}" } else { raw };
-    serde_json::from_str(raw).map_err(|error| Error::InvalidArguments {
-        tool,
-        reason: error.to_string(),
-        source: Some(error),
-    })
+/// `schema` without the keywords strict mode refuses, every property required.
+fn strict_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut out = serde_json::Map::with_capacity(map.len());
+            for (key, value) in map {
+                if UNSUPPORTED_IN_STRICT.contains(&key.as_str()) {
+                    continue;
+                }
+                let value = if key == "properties" {
+                    match value {
+                        Value::Object(properties) => Value::Object(
+                            properties
+                                .iter()
+                                .map(|(name, schema)| (name.clone(), strict_schema(schema)))
+                                .collect(),
+                        ),
+                        other => other.clone(),
+                    }
+                } else {
+                    strict_schema(value)
+                };
+                out.insert(key.clone(), value);
+            }
+            if out.get("type").and_then(Value::as_str) == Some("object") {
+                let names: Vec<Value> = out
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|properties| properties.keys().cloned().map(Value::String).collect())
+                    .unwrap_or_default();
+                out.insert("required".to_owned(), Value::Array(names));
+                out.insert("additionalProperties".to_owned(), Value::Bool(false));
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(strict_schema).collect()),
+        other => other.clone(),
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SummarizeArgs {
-    step_id: StepId,
-    summary: String,
+pub(crate) const SUMMARIZE_STEP: &str = "summarize_step";
+pub(crate) const EXPAND_STEP: &str = "expand_step";
+pub(crate) const CONTEXT_PRESSURE: &str = "context_pressure";
+
+/// A tool's arguments read as the JSON object its schema asks for. An empty string counts
+/// as `{}`, and arguments wrapped in a Markdown code fence (```` ```json ... ``` ````, as
+/// models sometimes write them) are read inside the fence. Every error is worded for the
+/// model, in the schema's terms.
+struct Arguments {
+    tool: &'static str,
+    fields: serde_json::Map<String, Value>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExpandArgs {
-    step_id: StepId,
-    reason: String,
+impl Arguments {
+    fn parse(tool: &'static str, raw: &str, expected: &[&str]) -> Result<Self> {
+        let text = unfenced(raw);
+        let text = if text.trim().is_empty() { "{}" } else { text };
+        let value: Value = serde_json::from_str(text).map_err(|error| Error::InvalidArguments {
+            tool,
+            reason: format!("the arguments are not valid JSON ({error})"),
+            source: Some(error),
+        })?;
+        let Value::Object(fields) = value else {
+            return Err(invalid(
+                tool,
+                format!(
+                    "the arguments must be a JSON object with {}, not {}",
+                    field_list(expected),
+                    json_kind(&value)
+                ),
+            ));
+        };
+        if let Some(unknown) = fields.keys().find(|key| !expected.contains(&key.as_str())) {
+            return Err(invalid(
+                tool,
+                if expected.is_empty() {
+                    format!("unknown field `{unknown}`; this tool takes no arguments")
+                } else {
+                    format!("unknown field `{unknown}`; the fields are {}", field_list(expected))
+                },
+            ));
+        }
+        if let Some(missing) = expected.iter().find(|name| !fields.contains_key(**name)) {
+            return Err(invalid(tool, format!("missing field `{missing}`")));
+        }
+        Ok(Self { tool, fields })
+    }
+
+    fn step_id(&self, name: &str) -> Result<StepId> {
+        let value = &self.fields[name];
+        value.as_u64().and_then(|id| StepId::try_from(id).ok()).ok_or_else(|| {
+            invalid(
+                self.tool,
+                format!(
+                    "`{name}` must be a whole number from 0 to {}, not {}",
+                    StepId::MAX,
+                    shown(value)
+                ),
+            )
+        })
+    }
+
+    fn text(&self, name: &str) -> Result<&str> {
+        let value = &self.fields[name];
+        value.as_str().ok_or_else(|| {
+            invalid(self.tool, format!("`{name}` must be a string, not {}", shown(value)))
+        })
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoArgs {}
+fn invalid(tool: &'static str, reason: String) -> Error {
+    Error::InvalidArguments { tool, reason, source: None }
+}
+
+/// The text inside a Markdown code fence wrapping the whole of `raw`, or `raw` itself.
+fn unfenced(raw: &str) -> &str {
+    let trimmed = raw.trim();
+    let Some(rest) = trimmed.strip_prefix("```") else { return raw };
+    let Some(inner) = rest.strip_suffix("```") else { return raw };
+    // The info string (`json`) runs to the end of the first line.
+    inner.split_once('\n').map_or(inner, |(_, body)| body)
+}
+
+fn field_list(names: &[&str]) -> String {
+    if names.is_empty() {
+        return "no fields".to_owned();
+    }
+    names.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(" and ")
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A value as the error quotes it: short JSON, or its kind when long.
+fn shown(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() <= 40 { text } else { json_kind(value).to_owned() }
+}
 
 /// What a valid `summarize_step` call asks for: the event to apply and the answer for the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,9 +326,12 @@ pub struct Summarized {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{TaskHistory, summarize_step};
+/// use curator_tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole, summarize_step};
 ///
-/// let history = TaskHistory::new("Ship", [(1, "Test")])?;
+/// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?
+///     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?
+///     .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Tool, "running 212 tests\ntest result: ok. 212 passed").with_tool("cargo_test", "c1")))?
+///     .apply(&TaskEvent::SetActiveStep { step_id: 2 })?;
 /// let done = summarize_step(&history, r#"{"step_id": 1, "summary": " Tests pass. "}"#)?;
 /// let history = history.apply(&done.event)?;
 /// assert_eq!(history.step(1).and_then(|step| step.summary()), Some("Tests pass."));
@@ -169,15 +344,23 @@ pub struct Summarized {
 /// # Errors
 ///
 /// [`Error::InvalidArguments`] for arguments that are not `{step_id, summary}`;
-/// [`Error::UnknownStep`], [`Error::EmptySummary`], [`Error::SummaryTooLong`]. Each message is
-/// meant to be returned to the model as the tool's answer.
+/// [`Error::UnknownStep`], [`Error::EmptySummary`], [`Error::SummaryTooLong`];
+/// [`Error::ActiveStep`] for the step still receiving turns; [`Error::SummaryNotShorter`]
+/// when the step rendered with the summary would not have fewer characters than in full.
+/// Each message is meant to be returned to the model as the tool's answer.
 pub fn summarize_step(history: &TaskHistory, raw_arguments: &str) -> Result<Summarized> {
-    let args: SummarizeArgs = arguments(SUMMARIZE_STEP, raw_arguments)?;
-    history.position(args.step_id)?;
-    let summary = checked_summary(&args.summary)?;
+    let args = Arguments::parse(SUMMARIZE_STEP, raw_arguments, &["step_id", "summary"])?;
+    let step_id = args.step_id("step_id")?;
+    let summary = checked_summary(args.text("summary")?)?;
+    let step = history.step(step_id).ok_or_else(|| history.unknown(step_id))?;
+    if history.active_step_id() == Some(step_id) {
+        return Err(Error::ActiveStep { step_id });
+    }
+    let size = |text: &str| text.chars().count() as u64;
+    shorter(&HistorySection::new(), step, &summary, "characters", size)?;
     Ok(Summarized {
-        message: format!("Step {} summarized.", args.step_id),
-        event: TaskEvent::SummarizeStep { step_id: args.step_id, summary },
+        message: format!("Step {step_id} summarized."),
+        event: TaskEvent::SummarizeStep { step_id, summary },
     })
 }
 
@@ -190,6 +373,8 @@ pub struct Expansion {
     pub step: StepHistory,
     /// Why the model asked.
     pub reason: String,
+    /// The tool's answer for the model: which step now shows in full.
+    pub message: String,
     /// `ExpandStep`, to apply to the history.
     pub event: TaskEvent,
 }
@@ -220,14 +405,26 @@ impl Expansion {
 /// # Errors
 ///
 /// [`Error::InvalidArguments`] for arguments that are not `{step_id, reason}`;
-/// [`Error::UnknownStep`].
+/// [`Error::UnknownStep`]; [`Error::NotSummarized`] for a step that already shows in full.
 pub fn expand_step(history: &TaskHistory, raw_arguments: &str) -> Result<Expansion> {
-    let args: ExpandArgs = arguments(EXPAND_STEP, raw_arguments)?;
-    let step = history.step(args.step_id).ok_or_else(|| history.unknown(args.step_id))?;
+    let args = Arguments::parse(EXPAND_STEP, raw_arguments, &["step_id", "reason"])?;
+    let step_id = args.step_id("step_id")?;
+    let reason = args.text("reason")?.to_owned();
+    let step = history.step(step_id).ok_or_else(|| history.unknown(step_id))?;
+    if step.visibility() != Visibility::Summary || step.summary().is_none() {
+        return Err(Error::NotSummarized { step_id });
+    }
+    let turns = step.turns().len();
     Ok(Expansion {
+        message: format!(
+            "Step {step_id} ({}) expanded: its {turns} turn{} show{} in full in the task history.",
+            step.step_title(),
+            if turns == 1 { "" } else { "s" },
+            if turns == 1 { "s" } else { "" },
+        ),
         step: step.clone(),
-        reason: args.reason,
-        event: TaskEvent::ExpandStep { step_id: args.step_id },
+        reason,
+        event: TaskEvent::ExpandStep { step_id },
     })
 }
 
@@ -312,6 +509,6 @@ pub fn context_pressure(
     context: &str,
     max_tokens: u64,
 ) -> Result<ContextPressure> {
-    let NoArgs {} = arguments(CONTEXT_PRESSURE, raw_arguments)?;
+    Arguments::parse(CONTEXT_PRESSURE, raw_arguments, &[])?;
     Ok(ContextPressure::new(counter.count_text(context), max_tokens))
 }

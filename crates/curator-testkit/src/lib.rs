@@ -6,6 +6,7 @@
 //! - [`projection`]: the part of a message both providers can express, for comparing
 //!   messages across formats.
 //! - [`chat_server`]: a loopback HTTP server that speaks OpenAI chat completions.
+//! - [`postgres`]: a throwaway PostgreSQL server (`initdb`, `pg_ctl`) for tests and benches.
 
 #![expect(clippy::print_stderr, reason = "tests print why they skip")]
 #![expect(clippy::panic, reason = "a missing (under CI) or broken fixture must fail the test")]
@@ -13,5 +14,6 @@
 pub mod arb;
 pub mod chat_server;
 pub mod corpus;
+pub mod postgres;
 pub mod projection;
 pub mod synthetic;

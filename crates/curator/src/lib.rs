@@ -11,9 +11,11 @@
 //! | [`coalesce`] | `curator-coalesce` | code-executing agents: turns, values and their Clojure-like printing |
 //! | [`tasks`] | `curator-tasks` | task history by plan step (`TaskHistory`, `StepTurn`, `TaskEvent`), `summarize_step` / `expand_step` / `context_pressure` tools, compaction |
 //! | `sqlite` (feature `sqlite`, on by default) | `curator-sqlite` | `SqliteStore`: the durable, multi-process store on one file |
+//! | `postgres` (feature `postgres`) | `curator-postgres` | `PgStore`: one record shared by workers on many machines, with claims |
 //! | `r#loop` (feature `loop`) | `curator-loop` | conversational loops: turns, bounded history injected into agent steps, templates, redacted traces, pause and resume, the OpenAI-compatible chat step |
 //!
-//! Features: `sqlite` (default) adds the SQLite store; `tiktoken` switches on exact OpenAI
+//! Features: `sqlite` (default) adds the SQLite store; `postgres` adds the PostgreSQL store;
+//! `tiktoken` switches on exact OpenAI
 //! token counts (`strategies::Bpe`); `openai-compatible` adds the summarizer that calls an
 //! OpenAI-compatible endpoint (`strategies::OpenAiCompatible`); `tokio` adds the async driver
 //! (`session::AsyncConversation`, `session::run_async`, and `loop::AsyncLoop` with `loop`);
@@ -44,6 +46,8 @@ pub use curator_coalesce as coalesce;
 #[cfg(feature = "loop")]
 pub use curator_loop as r#loop;
 pub use curator_model as model;
+#[cfg(feature = "postgres")]
+pub use curator_postgres as postgres;
 pub use curator_session as session;
 #[cfg(feature = "sqlite")]
 pub use curator_sqlite as sqlite;
@@ -56,7 +60,7 @@ pub mod prelude {
         Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall, ToolCallStatus,
     };
     pub use curator_session::{
-        Conversation, MemoryStore, NextStep, ResumePolicy, SessionKey, SessionStore,
+        ClaimStore, Conversation, MemoryStore, NextStep, ResumePolicy, SessionKey, SessionStore,
     };
     pub use curator_strategies::{
         CharEstimate, CurationContext, History, HistoryManager, HistoryManagerExt, SlidingWindow,
@@ -69,6 +73,21 @@ pub mod prelude {
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/sessions.md")]
 struct SessionsGuide;
+
+/// The Rust examples of `docs/task-history.md`, run as doctests against this facade.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/task-history.md")]
+struct TaskHistoryGuide;
+
+/// The Rust examples of `docs/strategies.md`, run as doctests against this facade.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/strategies.md")]
+struct StrategiesGuide;
+
+/// The Rust examples of `docs/coalesce.md`, run as doctests against this facade.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/coalesce.md")]
+struct CoalesceGuide;
 
 /// The Rust examples of `docs/conversation-loop.md`, compiled and run as doctests.
 #[cfg(all(doctest, feature = "loop"))]

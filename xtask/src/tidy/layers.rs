@@ -21,8 +21,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Conversational loops: checkpoints in a session store, bounds and redaction from the
     // strategies; never the SQLite store (a program chooses its store).
     ("curator-loop", &["curator-model", "curator-strategies", "curator-session"]),
-    // Token counting only.
-    ("curator-coalesce", &["curator-model", "curator-strategies"]),
+    // Token counting; the session driver for `CoalescedConversation` (#16 plugs it in).
+    ("curator-coalesce", &["curator-model", "curator-strategies", "curator-session"]),
     // Counting and summarizers, checkpoints.
     ("curator-tasks", &["curator-model", "curator-strategies", "curator-session"]),
     (

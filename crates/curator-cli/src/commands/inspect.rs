@@ -57,7 +57,7 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
     let _ = writeln!(
         out,
         "{}: {}{scope}",
-        path.display(),
+        session_file::name(path),
         plural(evaluations.len(), "evaluation", "evaluations")
     );
     for row in &rows {

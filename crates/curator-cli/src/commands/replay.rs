@@ -226,7 +226,7 @@ fn replay_all(
         note!(
             "recorded {} into {}{}",
             plural(new_ones, "conversation", "conversations"),
-            to.path.display(),
+            crate::session_file::name(to.path),
             if skipped > 0 {
                 format!(" ({skipped} already there, skipped)")
             } else {

@@ -46,11 +46,11 @@ pub(crate) fn run(
         }
         (None, Some(key)) => match store.evaluations_of(key)?.last() {
             Some(summary) => summary.evaluation_id,
-            None => bail!("{} holds no evaluation of session `{key}`", path.display()),
+            None => bail!("{} holds no evaluation of session `{key}`", session_file::name(path)),
         },
         (None, None) => match store.latest_evaluation()? {
             Some(id) => id,
-            None => bail!("{} holds no evaluation", path.display()),
+            None => bail!("{} holds no evaluation", session_file::name(path)),
         },
     };
     if let Some(key) = &key
@@ -61,7 +61,7 @@ pub(crate) fn run(
     }
     let entries = store.entries(evaluation)?;
     if entries.is_empty() {
-        bail!("{} holds no evaluation {evaluation}", path.display());
+        bail!("{} holds no evaluation {evaluation}", session_file::name(path));
     }
     let history = History::from(entries.iter().map(|e| e.message.clone()).collect::<Vec<_>>());
     let mut out = String::new();

@@ -13,6 +13,7 @@ mod files;
 mod input;
 mod memory;
 mod pipes;
+mod postgres;
 mod report;
 
 use std::path::{Path, PathBuf};

@@ -2,8 +2,10 @@
 
 mod arb;
 mod config;
+mod driver;
 mod golden;
 mod props;
 mod render_props;
+mod review;
 mod trace;
 mod vocabulary;

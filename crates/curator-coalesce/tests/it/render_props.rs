@@ -24,7 +24,8 @@ proptest! {
             .with_tool_call_limit(tool_call_limit);
         let text = compression.user_message(&run, &turns);
         prop_assert_eq!(&text, &compression.user_message(&run, &turns), "deterministic");
-        prop_assert!(text.starts_with(&format!("{}\n", run.mission)), "the mission comes first");
+        let mission = run.mission.trim_end_matches(['\n', '\r']);
+        prop_assert!(text.starts_with(&format!("{mission}\n")), "the mission comes first, without trailing line breaks");
         let turns_left = u64::from(run.max_turns).saturating_sub(turns.len() as u64);
         prop_assert!(text.ends_with(&format!("\n\nTurns left: {turns_left}")), "turns left comes last");
 

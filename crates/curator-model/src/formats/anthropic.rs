@@ -8,7 +8,11 @@
 //!
 //! Reading turns each `tool_result` block into its own tool [`Message`] and the other blocks
 //! of a user message into user messages, keeping their order; a `tool_use` block becomes a
-//! [`ToolCall`] whose arguments are the compact JSON text of `input`. Writing merges
+//! [`ToolCall`] whose arguments are the compact JSON text of `input`: as written when read
+//! from text ([`parse`], [`parse_response`]), so that numbers keep their form and precision,
+//! and as `serde_json::Value` prints it when read from a value ([`to_messages`]), which turns
+//! integers beyond 64 bits into floats and `1e2` into `100.0`. [`to_json`] writes each
+//! `input` from its call's argument text in the same way. Writing merges
 //! consecutive messages of one side into one turn, as the API itself does. Blocks curator
 //! does not model (thinking, documents, …) and block fields (`cache_control`, `citations`)
 //! are kept and written back, so `Anthropic → Message → Anthropic` gives equal JSON except
@@ -47,8 +51,10 @@
 
 use std::borrow::Borrow;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use super::exact;
 use super::object::Object;
 use crate::error::json_kind;
 use crate::provider_fields::fields_for;
@@ -116,7 +122,7 @@ impl Request {
 /// ```
 pub fn parse(json: &str) -> Result<Vec<Message>> {
     let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
-    to_messages(&value)
+    read_request(&value, &exact::request_inputs(json))
 }
 
 /// Reads a request object (`system` and `messages`; other request fields are ignored) or a
@@ -145,6 +151,12 @@ pub fn parse(json: &str) -> Result<Vec<Message>> {
 /// assert_eq!(err.to_string(), "message 1: missing field `content[0].id`");
 /// ```
 pub fn to_messages(value: &Value) -> Result<Vec<Message>> {
+    read_request(value, &[])
+}
+
+/// Reads a request; `inputs` holds, per message, the text of its `tool_use` inputs when the
+/// request was read from text (see [`exact`]).
+fn read_request(value: &Value, inputs: &[Vec<&RawValue>]) -> Result<Vec<Message>> {
     let (system, messages) = match value {
         Value::Array(messages) => (None, messages),
         Value::Object(request) => match request.get("messages") {
@@ -190,12 +202,18 @@ pub fn to_messages(value: &Value) -> Result<Vec<Message>> {
         }
     }
     for (index, value) in messages.iter().enumerate() {
-        read_message(index, value, &mut out)?;
+        let texts = inputs.get(index).map_or(&[][..], Vec::as_slice);
+        read_message(index, value, texts, &mut out)?;
     }
     Ok(out)
 }
 
-fn read_message(index: usize, value: &Value, out: &mut Vec<Message>) -> Result<()> {
+fn read_message(
+    index: usize,
+    value: &Value,
+    inputs: &[&RawValue],
+    out: &mut Vec<Message>,
+) -> Result<()> {
     let obj = Object::new(index, "", value)?;
     let role = match obj.str("role")? {
         "user" => Role::User,
@@ -222,7 +240,7 @@ fn read_message(index: usize, value: &Value, out: &mut Vec<Message>) -> Result<(
             let path = format!("content[{k}]");
             let b = Object::new(index, path.as_str(), block)?;
             match b.opt_str("type")? {
-                Some("tool_use") => calls.push(read_tool_use(&b)?),
+                Some("tool_use") => calls.push(read_tool_use(&b, inputs.get(calls.len()))?),
                 Some("tool_result") => {
                     return Err(Error::UnexpectedField {
                         index,
@@ -263,7 +281,9 @@ fn read_message(index: usize, value: &Value, out: &mut Vec<Message>) -> Result<(
     Ok(())
 }
 
-fn read_tool_use(b: &Object<'_>) -> Result<ToolCall> {
+/// Reads a `tool_use` block; `text` is its `input` as written, when known, which becomes the
+/// call's arguments (so that no number is rewritten).
+fn read_tool_use(b: &Object<'_>, text: Option<&&RawValue>) -> Result<ToolCall> {
     let id = b.str("id")?;
     let name = b.str("name")?;
     let input = b.get("input").ok_or_else(|| b.missing("input"))?;
@@ -272,7 +292,15 @@ fn read_tool_use(b: &Object<'_>) -> Result<ToolCall> {
     }
     let extra =
         ProviderFields::non_empty(Format::Anthropic, b.rest(&["type", "id", "name", "input"]));
-    Ok(ToolCall::from_json(id, name, input).with_extra(extra))
+    // The text is the same input unless the two readings disagree on the block order,
+    // which only malformed text (duplicate keys) can cause: then the value is used.
+    let call = match text {
+        Some(text) if serde_json::from_str::<Value>(text.get()).is_ok_and(|v| v == *input) => {
+            ToolCall::new(id, name, exact::compact(text))
+        }
+        _ => ToolCall::from_json(id, name, input),
+    };
+    Ok(call.with_extra(extra))
 }
 
 fn read_tool_result(b: &Object<'_>) -> Result<Message> {
@@ -388,6 +416,71 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
         i = end;
     }
     Ok(Request { system, messages: out })
+}
+
+/// Writes `messages` as the JSON text of an Anthropic request (`messages`, and `system` when
+/// there is one), as [`from_messages`] builds it, but with each `tool_use` `input` written
+/// from its call's argument text rather than through `serde_json::Value`: a number stays as
+/// it was written (`123456789012345678901234567890` and `1e2` are not rewritten as floats).
+/// Use it, or [`Request::to_value`] when numbers are ordinary, to send the request.
+///
+/// # Errors
+///
+/// As [`from_messages`].
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, ToolCall, formats::anthropic};
+///
+/// let messages = vec![
+///     Message::user("order it"),
+///     Message::assistant_with_calls(None, vec![ToolCall::new("t1", "order", r#"{"sku":123456789012345678901234567890,"qty":1e2}"#)]),
+/// ];
+/// let json = anthropic::to_json(&messages)?;
+/// assert!(json.contains(r#""input":{"sku":123456789012345678901234567890,"qty":1e2}"#));
+/// // And back: the call's arguments are the text as written.
+/// assert_eq!(anthropic::parse(&json)?, messages);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn to_json<M: Borrow<Message>>(messages: &[M]) -> Result<String> {
+    let request = from_messages(messages)?;
+    let mut calls = messages
+        .iter()
+        .map(Borrow::borrow)
+        .filter(|m| m.role() == Role::Assistant)
+        .flat_map(Message::tool_calls)
+        .peekable();
+    let mut inputs = Vec::new();
+    for (m, message) in request.messages.iter().enumerate() {
+        let Some(Value::Array(blocks)) = message.get("content") else { continue };
+        for (b, block) in blocks.iter().enumerate() {
+            if block.get("type").and_then(Value::as_str) != Some("tool_use") {
+                continue;
+            }
+            let id = block.get("id").and_then(Value::as_str);
+            let Some(call) = calls.next_if(|c| Some(c.id()) == id) else { continue };
+            let text = call.arguments().trim();
+            // The text that reads as this block's input (so never a verbatim block that
+            // happens to share the id); empty arguments are `{}` either way.
+            if !text.is_empty()
+                && serde_json::from_str::<Value>(text).is_ok_and(|v| Some(&v) == block.get("input"))
+                && let Ok(raw) = RawValue::from_string(text.to_owned())
+            {
+                inputs.push((m, b, raw));
+            }
+        }
+    }
+    let spliced = exact::Spliced {
+        system: request.system.as_ref(),
+        messages: &request.messages,
+        inputs: &inputs,
+    };
+    serde_json::to_string(&spliced).map_err(|e| Error::InvalidArguments {
+        index: 0,
+        field: "request".into(),
+        reason: e.to_string(),
+    })
 }
 
 fn write_system<M: Borrow<Message>>(system: &[M]) -> Result<Option<Value>> {
@@ -581,6 +674,10 @@ fn write_part(index: usize, k: usize, part: &Part) -> Result<Value> {
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn response_message(response: &Value) -> Result<Message> {
+    read_response(response, &[])
+}
+
+fn read_response(response: &Value, inputs: &[&RawValue]) -> Result<Message> {
     for (field, expected) in [("type", "message"), ("role", "assistant")] {
         match response.get(field) {
             None => {}
@@ -598,7 +695,7 @@ pub fn response_message(response: &Value) -> Result<Message> {
         .get("content")
         .ok_or_else(|| Error::MissingField { index: 0, field: "content".into() })?;
     let turn = json!({"messages": [{"role": "assistant", "content": content}]});
-    let mut messages = to_messages(&turn)?;
+    let mut messages = read_request(&turn, &[inputs.to_vec()])?;
     match (messages.pop(), messages.is_empty()) {
         (Some(message), true) => Ok(message),
         // An empty content array reads as an assistant reply with no content.
@@ -628,5 +725,5 @@ pub fn response_message(response: &Value) -> Result<Message> {
 /// ```
 pub fn parse_response(json: &str) -> Result<Message> {
     let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
-    response_message(&value)
+    read_response(&value, &exact::response_inputs(json))
 }

@@ -2,10 +2,14 @@
 //!
 //! Both directions are lossless for a format's own messages: every field curator does not
 //! model is kept as [`ProviderFields`](crate::ProviderFields) and written back, content parts
-//! it does not know are kept verbatim, and tool-call arguments keep their exact text. Across
+//! it does not know are kept verbatim, and tool-call arguments keep their exact text (read
+//! and write JSON text, not `serde_json::Value`, to keep the numbers of Anthropic's
+//! `tool_use` inputs as written: see [`anthropic::to_json`]). Provider fields and verbatim
+//! parts go through `serde_json::Value`, whose numbers are 64-bit integers or doubles. Across
 //! formats, what one provider cannot express is left out (see each module).
 
 pub mod anthropic;
 pub mod openai;
 
+mod exact;
 mod object;

@@ -5,6 +5,7 @@ mod anthropic;
 mod corpus;
 mod current;
 mod errors;
+mod numbers;
 mod openai;
 mod props;
 mod responses;

@@ -71,3 +71,9 @@ impl SessionStore for TempStore {
         self.store.restore(snapshot)
     }
 }
+
+impl curator_session::ClaimStore for TempStore {
+    fn claim(&self, key: &SessionKey, lease: std::time::Duration) -> R<curator_session::Claim> {
+        self.store.claim(key, lease)
+    }
+}

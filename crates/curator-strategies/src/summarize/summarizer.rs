@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use curator_model::{BoxError, Message, Role};
 
 use crate::map::stable_hash;
+use crate::terms::essentials;
 use crate::{Error, Result};
 
 /// Turns a run of messages (and, when there is one, the summary of what came before them)
@@ -132,6 +133,28 @@ impl Summarizer for Extractive {
         if !errors.is_empty() {
             let _ = write!(out, "\nErrors: {}", errors.join("; "));
         }
+        // What the newest results held: first, last and failure lines, then their terms.
+        let name_of = |id: Option<&str>| {
+            messages
+                .iter()
+                .flat_map(|m| m.tool_calls())
+                .find(|c| Some(c.id()) == id)
+                .map_or("tool", |c| c.name())
+        };
+        let mut results: Vec<String> = messages
+            .iter()
+            .rev()
+            .filter(|m| m.role() == Role::Tool && !m.is_error())
+            .filter_map(|m| {
+                let held = essentials(&m.text(), 200);
+                (!held.is_empty()).then(|| format!("{}: {held}", name_of(m.tool_call_id())))
+            })
+            .take(5)
+            .collect();
+        results.reverse();
+        if !results.is_empty() {
+            let _ = write!(out, "\nResults: {}", results.join("; "));
+        }
         if let Some(last) = messages
             .iter()
             .rev()
@@ -148,7 +171,7 @@ impl Summarizer for Extractive {
     }
 
     fn key(&self) -> u64 {
-        stable_hash(&[b"extractive", &self.max_chars.to_le_bytes()])
+        stable_hash(&[b"extractive-2", &self.max_chars.to_le_bytes()])
     }
 
     fn name(&self) -> Cow<'_, str> {

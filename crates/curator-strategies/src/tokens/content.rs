@@ -107,16 +107,26 @@ fn anthropic_tokens(width: u32, height: u32) -> u64 {
 /// // An image of unknown size costs the most it could; a known one what it does.
 /// assert_eq!(unknown.count_message(&message) - known.count_message(&message), 1_445 - 255);
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ContentRules {
     images: ImageRules,
     sizes: Arc<BTreeMap<String, (u32, u32)>>,
+    /// [`cache_key`](ContentRules::cache_key), kept up to date by every constructor.
+    key: u64,
+}
+
+impl Default for ContentRules {
+    fn default() -> Self {
+        Self::new(ImageRules::default())
+    }
 }
 
 impl ContentRules {
     /// Rules with these image rules and no known sizes.
     pub fn new(images: ImageRules) -> Self {
-        Self { images, sizes: Arc::default() }
+        let mut rules = Self { images, sizes: Arc::default(), key: 0 };
+        rules.key = rules.compute_key();
+        rules
     }
 
     /// Declares the pixel size of the image at `url`, so that it is counted by its size
@@ -124,6 +134,7 @@ impl ContentRules {
     #[must_use]
     pub fn with_image_size(mut self, url: impl Into<String>, width: u32, height: u32) -> Self {
         Arc::make_mut(&mut self.sizes).insert(url.into(), (width, height));
+        self.key = self.compute_key();
         self
     }
 
@@ -133,7 +144,12 @@ impl ContentRules {
     }
 
     /// A key that changes whenever the rules count differently, for token caches.
+    /// A key that differs between rules that count differently; O(1).
     pub(crate) fn cache_key(&self) -> u64 {
+        self.key
+    }
+
+    fn compute_key(&self) -> u64 {
         let mut parts: Vec<Vec<u8>> =
             vec![b"content".to_vec(), format!("{:?}", self.images).into_bytes()];
         for (url, (w, h)) in self.sizes.iter() {

@@ -107,6 +107,9 @@ impl<'h> View<'h> {
     /// view itself when nothing breaks the rules.
     #[must_use]
     pub fn repaired(self) -> Self {
+        if self.coherent_by_history() {
+            return self;
+        }
         let repairs = coherence::plan(self.structures(), |i| self.structure(i));
         if repairs.is_empty() {
             return self;

@@ -61,6 +61,11 @@ impl Items {
         &self.items[item].0
     }
 
+    /// The items, front to back.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Item> + '_ {
+        self.items.iter().map(|(item, _)| item)
+    }
+
     /// Number of items (not messages).
     #[cfg(test)]
     pub(super) fn count(&self) -> usize {

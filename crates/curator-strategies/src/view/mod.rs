@@ -5,6 +5,7 @@
 mod edit;
 mod entry;
 mod items;
+mod paired;
 mod selection;
 mod shape;
 mod tally;

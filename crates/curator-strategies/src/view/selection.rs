@@ -99,6 +99,12 @@ impl<'h> View<'h> {
         self.slot_pos(self.items.locate(index)?)
     }
 
+    /// The view index of the message at history position `pos`, if the view shows it.
+    /// O(items).
+    pub(crate) fn index_of(&self, pos: usize) -> Option<usize> {
+        self.items.index_of_pos(u32::try_from(pos).ok()?)
+    }
+
     /// The message at view index `index` as far as structure goes (role, tool calls, the
     /// answered call's id), which maps never change: reading it runs no transformation.
     ///
@@ -300,7 +306,7 @@ impl<'h> View<'h> {
         let Some(memo) = memo.filter(|_| !message.is_borrowed()) else {
             return counts.at(pos as usize);
         };
-        let key = counter.cache_key();
+        let key = counts.key;
         if let Some((k, n)) = memo.tokens.get()
             && *k == key
         {

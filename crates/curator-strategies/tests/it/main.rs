@@ -14,6 +14,7 @@ mod http;
 mod pairing;
 mod props;
 mod redact;
+mod relevance;
 mod starve;
 mod summarize;
 mod transform;

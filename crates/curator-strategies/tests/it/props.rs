@@ -2,7 +2,8 @@
 
 use curator_model::{Message, Role, validate};
 use curator_strategies::{
-    CharEstimate, CurationContext, Error, HistoryManagerExt, StrategyConfig, TokenCounter,
+    CharEstimate, CurationContext, Error, HistoryManagerExt, RelevanceBudget, StrategyConfig,
+    TokenCounter,
 };
 use curator_testkit::arb;
 use proptest::prelude::*;
@@ -24,12 +25,27 @@ fn leaf() -> impl Strategy<Value = StrategyConfig> {
                 head_share: 0.5,
             }
         }),
+        (0u64..3_000, 0u64..300, 0.0f64..=1.0, any::<bool>()).prop_map(
+            |(max_tokens, reserve, recent_share, fold_note)| StrategyConfig::RelevanceBudget {
+                max_tokens,
+                reserve,
+                tokenizer: curator_strategies::Tokenizer::Estimate,
+                head_share: 0.5,
+                recent_share,
+                fold_note,
+            }
+        ),
         (0usize..6).prop_map(|max_turns| StrategyConfig::TurnLimit { max_turns }),
         prop::collection::vec(tool.clone(), 0..3)
             .prop_map(|tools| StrategyConfig::ToolFilter { tools }),
-        (0usize..4, prop::collection::vec(tool, 0..2)).prop_map(|(keep_last, exclude)| {
-            StrategyConfig::ClearOldToolResults { keep_last, placeholder: None, exclude }
-        }),
+        (0usize..4, prop::collection::vec(tool, 0..2), 0usize..300).prop_map(
+            |(keep_last, exclude, essentials)| StrategyConfig::ClearOldToolResults {
+                keep_last,
+                placeholder: None,
+                exclude,
+                essentials,
+            }
+        ),
         Just(StrategyConfig::Redactor {
             builtin: true,
             patterns: std::collections::BTreeMap::default()
@@ -73,10 +89,12 @@ fn head(messages: &[Message]) -> (usize, Option<&Message>) {
 }
 
 /// Whether `view` is a subsequence of `input`, allowing changed content, removed calls and
-/// inserted summaries.
+/// inserted summaries and folded-history notes.
 fn is_subsequence(view: &[Message], input: &[Message]) -> bool {
     let mut rest = input.iter();
-    view.iter().filter(|v| !v.text().starts_with("[Summary of the ")).all(|v| {
+    let written =
+        |v: &Message| v.text().starts_with("[Summary of the ") || RelevanceBudget::is_note(v);
+    view.iter().filter(|v| !written(v)).all(|v| {
         rest.any(|m| {
             m.role() == v.role()
                 && m.tool_call_id() == v.tool_call_id()

@@ -70,6 +70,10 @@ proptest! {
         if let Some(active) = history.active_step_id() {
             prop_assert!(history.step(active).is_some());
         }
+        // What the reducer builds, `load` accepts as it is.
+        let store = curator_session::MemoryStore::new();
+        curator_tasks::save(&store, "h", &history).unwrap_or_else(|e| unreachable!("{e}"));
+        prop_assert_eq!(curator_tasks::load(&store, "h").unwrap_or_else(|e| unreachable!("{e}")), Some(history));
     }
 
     #[test]
@@ -81,6 +85,12 @@ proptest! {
         let section = HistorySection::new();
         for step in history.steps().filter(|step| step.visibility() == Visibility::Full) {
             let id = step.step_id();
+            if history.active_step_id() == Some(id) {
+                let refused = history.apply(&TaskEvent::SummarizeStep { step_id: id, summary: summary.clone() });
+                let refused_active = matches!(refused, Err(curator_tasks::Error::ActiveStep { step_id }) if step_id == id);
+                prop_assert!(refused_active, "the active step was summarized");
+                continue;
+            }
             let summarized = history.apply(&TaskEvent::SummarizeStep { step_id: id, summary: summary.clone() }).unwrap_or_else(|e| unreachable!("{e}"));
             let hint = format!("expand_step({id})");
             prop_assert!(section.markdown(&summarized).contains(&hint));

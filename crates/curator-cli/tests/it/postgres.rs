@@ -1,0 +1,51 @@
+//! `replay --db`, `inspect` and `trace` on a PostgreSQL database named by its URL, against a
+//! real server that the test harness starts.
+
+use curator_testkit::postgres::PgServer;
+use serde_json::json;
+
+use crate::{curator, fails_with, text, write};
+
+#[test]
+fn replay_inspect_and_trace_take_a_postgres_url() {
+    let Some(server) = PgServer::shared() else { return };
+    server.psql("postgres", "CREATE DATABASE cli_records");
+    let url = server.url_for("cli_records");
+    let dir = tempfile::tempdir().unwrap();
+    let lines: Vec<String> = ["alice", "bob"]
+        .iter()
+        .map(|id| {
+            json!({"id": id, "messages": [
+                {"role": "system", "content": "You are an agent."},
+                {"role": "user", "content": format!("a task for {id}")},
+                {"role": "assistant", "content": format!("done for {id}")}
+            ]})
+            .to_string()
+        })
+        .collect();
+    let file = write(dir.path(), "runs.jsonl", &lines.join("\n"));
+    let out = curator(&["replay", file.to_str().unwrap(), "--db", &url]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("recorded 2 conversations into postgres://"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Recording again skips what is there.
+    let again = curator(&["replay", file.to_str().unwrap(), "--db", &url]);
+    assert!(text(&again.stderr).contains("2 already there, skipped"), "{}", text(&again.stderr));
+
+    let all = text(&curator(&["inspect", &url]).stdout);
+    assert!(all.contains("2 evaluations"), "{all}");
+    let alice = text(&curator(&["inspect", &url, "--key", "alice"]).stdout);
+    assert!(alice.contains("1 evaluation of session `alice`") && !alice.contains("bob"), "{alice}");
+    let bob = text(&curator(&["trace", &url, "--key", "bob"]).stdout);
+    assert!(bob.contains("a task for bob") && !bob.contains("alice"), "{bob}");
+
+    // A password never appears in what the command prints.
+    let secret = format!("postgres://curator:hunter2@127.0.0.1:{}/cli_records", server.port());
+    let out = curator(&["inspect", &secret]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("hunter2") && text(&out.stdout).contains(":***@"));
+    fails_with(&curator(&["trace", &url, "--key", "carol"]), 2, "no evaluation of session `carol`");
+}

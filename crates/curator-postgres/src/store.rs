@@ -1,0 +1,729 @@
+//! `PgStore`: the session store on PostgreSQL.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use chrono::{DateTime, Utc};
+use curator_model::{Entry, EvaluationId, Message, MessageId, PromptRef};
+use curator_session::{
+    Appended, Checkpoint, EvaluationSummary, SessionKey, SessionStore, Snapshot, StoreErrorKind,
+};
+use postgres::Row;
+use postgres::types::ToSql;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::conn::{During, Failure, run};
+use crate::error::corrupt;
+use crate::pool::{Conn, Pool};
+use crate::{PgOptions, Result, schema};
+
+type SessionResult<T> = curator_session::Result<T>;
+
+/// A [`SessionStore`] on PostgreSQL: one durable record shared by agent workers on many
+/// machines, with [claims](curator_session::ClaimStore) so that two workers never drive one
+/// session at once.
+///
+/// The tables live in one schema (`curator` unless [`PgOptions::with_schema`] chooses
+/// another): `entries` (one row per recorded message, `UNIQUE(message_id)` and
+/// `UNIQUE(evaluation_id, sequence)`), `evaluations` (the key each belongs to, and its first
+/// message's prompt and time, indexed for opening by key), `checkpoints` and `claims`. A
+/// batch is one transaction; a single append to an evaluation the store has checked is one
+/// statement. Connections come from a small pool, so one store serves many conversations of
+/// one process.
+///
+/// # Examples
+///
+/// ```no_run
+/// use curator_model::{Message, PromptRef};
+/// use curator_postgres::PgStore;
+/// use curator_session::Conversation;
+///
+/// let store = PgStore::connect("postgres://agent@db.internal/records")?;
+/// let mut conversation = Conversation::open(&store, "ticket-7", PromptRef::new("support", "triage"), Message::system("Be brief."))?;
+/// conversation.add_user("My order is late.")?;
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct PgStore {
+    pub(crate) pool: Arc<Pool>,
+    /// Evaluations whose key this store checked in a committed append, so that the appends
+    /// of a conversation check it once.
+    verified: Mutex<HashMap<EvaluationId, SessionKey>>,
+}
+
+/// How many evaluations the key cache remembers before it starts over.
+const VERIFIED_MAX: usize = 4_096;
+
+/// How many entries one statement inserts while restoring.
+const CHUNK: usize = 2_000;
+
+/// The columns [`entry`] reads, of the table `e`.
+const COLUMNS: &str =
+    "e.message_id, e.evaluation_id, e.sequence, e.turn, e.prompt_ns, e.prompt_key,
+    e.created_ns, e.message";
+
+const INSERT_ONE: &str = "INSERT INTO entries
+    (message_id, evaluation_id, sequence, turn, prompt_ns, prompt_key, created_ns, role, message)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (message_id) DO NOTHING";
+
+const INSERT_MANY: &str = "INSERT INTO entries
+    (message_id, evaluation_id, sequence, turn, prompt_ns, prompt_key, created_ns, role, message)
+    SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::bigint[], $4::integer[], $5::text[],
+                         $6::text[], $7::bigint[], $8::text[], $9::text[])
+    ON CONFLICT (message_id) DO NOTHING RETURNING message_id";
+
+const REGISTER: &str = "INSERT INTO evaluations (evaluation_id, session_key)
+    SELECT unnest($1::uuid[]), $2 ON CONFLICT (evaluation_id) DO NOTHING";
+
+const MISMATCH: &str = "SELECT evaluation_id, session_key FROM evaluations
+    WHERE evaluation_id = ANY($1) AND session_key <> $2 LIMIT 1";
+
+const STARTED: &str = "UPDATE evaluations SET prompt_ns = $2, prompt_key = $3, started_ns = $4
+    WHERE evaluation_id = $1";
+
+const HOLDER: &str = "SELECT x.i, e.message_id
+    FROM unnest($1::uuid[], $2::bigint[], $3::uuid[]) WITH ORDINALITY AS x(evaluation_id, sequence, message_id, i)
+    JOIN entries e ON e.evaluation_id = x.evaluation_id AND e.sequence = x.sequence
+    WHERE e.message_id <> x.message_id ORDER BY x.i LIMIT 1";
+
+const ENTRIES: &str = "SELECT e.message_id, e.evaluation_id, e.sequence, e.turn, e.prompt_ns,
+    e.prompt_key, e.created_ns, e.message FROM entries e WHERE evaluation_id = $1 ORDER BY sequence";
+
+/// Summaries of evaluations: `{filter}` narrows the entries aggregated.
+macro_rules! summaries {
+    ($filter:literal) => {
+        concat!(
+            "SELECT s.evaluation_id, v.session_key, s.first_ns, s.last_ns, s.messages, s.turns,
+                    p.prompt_ns, p.prompt_key
+             FROM (SELECT evaluation_id, min(created_ns) AS first_ns, max(created_ns) AS last_ns,
+                          count(*) AS messages, max(turn) AS turns
+                   FROM entries ",
+            $filter,
+            " GROUP BY evaluation_id) s
+             JOIN evaluations v USING (evaluation_id)
+             LEFT JOIN LATERAL (SELECT prompt_ns, prompt_key FROM entries p
+                   WHERE p.evaluation_id = s.evaluation_id AND p.prompt_ns IS NOT NULL
+                   ORDER BY p.sequence LIMIT 1) p ON true
+             ORDER BY s.first_ns, v.rank"
+        )
+    };
+}
+
+const ALL: &str = summaries!("");
+const OF_KEY: &str = summaries!(
+    "WHERE evaluation_id IN (SELECT evaluation_id FROM evaluations WHERE session_key = $1)"
+);
+const ONE: &str = summaries!("WHERE evaluation_id = $1");
+
+const LATEST_OF: &str = "SELECT evaluation_id FROM evaluations
+    WHERE session_key = $1 AND prompt_ns = $2 AND prompt_key = $3 AND started_ns IS NOT NULL
+    ORDER BY started_ns DESC, rank DESC LIMIT 1";
+
+const LATEST: &str =
+    "SELECT e.evaluation_id FROM entries e JOIN evaluations v USING (evaluation_id)
+    GROUP BY e.evaluation_id, v.rank ORDER BY min(e.created_ns) DESC, v.rank DESC LIMIT 1";
+
+impl PgStore {
+    /// Connects with settings from a URL (completed from the `PG*` variables; see
+    /// [`PgOptions::from_url`]) and opens the store in the default schema.
+    ///
+    /// # Errors
+    ///
+    /// As [`PgOptions::from_url`] and [`open`](PgStore::open).
+    pub fn connect(url: &str) -> Result<Self> {
+        Self::open(PgOptions::from_url(url)?)
+    }
+
+    /// Opens the store: connects, reads the schema's version, and creates or migrates the
+    /// tables only when they are missing or older (in one transaction, under an advisory lock,
+    /// so that workers starting together agree). A current schema is opened without writing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ForeignSchema`](crate::Error::ForeignSchema) or
+    /// [`Error::NewerSchema`](crate::Error::NewerSchema), with nothing written, when the
+    /// schema is not one this build can use; [`Error::Postgres`](crate::Error::Postgres)
+    /// otherwise, of kind [`Unavailable`](StoreErrorKind::Unavailable) (retryable) when the
+    /// server cannot be reached.
+    pub fn open(options: PgOptions) -> Result<Self> {
+        let (wait, schema, size) =
+            (options.connect_timeout(), options.schema().to_owned(), options.pool_size());
+        let pool = Pool::new(options.config, schema, size, wait);
+        schema::prepare(&pool)?;
+        Ok(Self { pool: Arc::new(pool), verified: Mutex::new(HashMap::new()) })
+    }
+
+    /// The schema the tables live in.
+    pub fn schema(&self) -> &str {
+        self.pool.schema()
+    }
+
+    fn verified(&self) -> MutexGuard<'_, HashMap<EvaluationId, SessionKey>> {
+        self.verified.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn is_verified(&self, key: &SessionKey, evaluation: EvaluationId) -> bool {
+        self.verified().get(&evaluation).is_some_and(|k| k == key)
+    }
+
+    fn remember(&self, key: &SessionKey, evaluations: impl IntoIterator<Item = EvaluationId>) {
+        let mut verified = self.verified();
+        if verified.len() > VERIFIED_MAX {
+            verified.clear();
+        }
+        for evaluation in evaluations {
+            verified.insert(evaluation, key.clone());
+        }
+    }
+
+    fn summaries(
+        &self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> SessionResult<Vec<EvaluationSummary>> {
+        let rows = run(&self.pool, |conn| {
+            let statement = conn.prepare(sql).during("listing evaluations")?;
+            conn.client.query(&statement, params).during("listing evaluations")
+        })?;
+        rows.iter().map(summary).collect()
+    }
+}
+
+/// The columns of a batch, for one `unnest` insert.
+#[derive(Default)]
+struct Columns {
+    ids: Vec<Uuid>,
+    evaluations: Vec<Uuid>,
+    sequences: Vec<i64>,
+    turns: Vec<i32>,
+    prompt_ns: Vec<Option<String>>,
+    prompt_keys: Vec<Option<String>>,
+    created: Vec<i64>,
+    roles: Vec<&'static str>,
+    messages: Vec<String>,
+}
+
+impl Columns {
+    fn of(entries: &[Entry]) -> SessionResult<Self> {
+        let mut c = Columns::default();
+        for entry in entries {
+            let row = RowValues::of(entry)?;
+            c.ids.push(row.id);
+            c.evaluations.push(row.evaluation);
+            c.sequences.push(row.sequence);
+            c.turns.push(row.turn);
+            c.prompt_ns.push(row.prompt_ns);
+            c.prompt_keys.push(row.prompt_key);
+            c.created.push(row.created);
+            c.roles.push(row.role);
+            c.messages.push(row.message);
+        }
+        Ok(c)
+    }
+}
+
+/// One entry as the columns of its row.
+struct RowValues {
+    id: Uuid,
+    evaluation: Uuid,
+    sequence: i64,
+    turn: i32,
+    prompt_ns: Option<String>,
+    prompt_key: Option<String>,
+    created: i64,
+    role: &'static str,
+    message: String,
+}
+
+fn other(what: String, cause: Option<curator_model::BoxError>) -> curator_session::Error {
+    curator_session::Error::store("postgres", StoreErrorKind::Other, what, cause)
+}
+
+pub(crate) fn nanos(at: DateTime<Utc>) -> SessionResult<i64> {
+    at.timestamp_nanos_opt().ok_or_else(|| {
+        other(format!("time {at} is outside the range the store holds (1677 to 2262)"), None)
+    })
+}
+
+impl RowValues {
+    fn of(entry: &Entry) -> SessionResult<Self> {
+        let message = serde_json::to_string(&entry.message)
+            .map_err(|e| other("cannot serialise the message".into(), Some(Box::new(e))))?;
+        Ok(Self {
+            id: *entry.id.as_uuid(),
+            evaluation: *entry.evaluation_id.as_uuid(),
+            sequence: i64::try_from(entry.sequence).map_err(|e| {
+                other(format!("sequence {} is too large", entry.sequence), Some(Box::new(e)))
+            })?,
+            turn: i32::try_from(entry.turn).map_err(|e| {
+                other(format!("turn {} is too large", entry.turn), Some(Box::new(e)))
+            })?,
+            prompt_ns: entry.prompt.as_ref().map(|p| p.ns.clone()),
+            prompt_key: entry.prompt.as_ref().map(|p| p.key.clone()),
+            created: nanos(entry.created_at)?,
+            role: entry.message.role().as_str(),
+            message,
+        })
+    }
+}
+
+/// Refuses a batch that puts two messages at one place before PostgreSQL sees it (inside one
+/// statement the second would be refused without a way to name the first).
+fn check_places(entries: &[Entry]) -> SessionResult<()> {
+    let mut ids = HashSet::new();
+    let mut places: HashMap<(EvaluationId, u64), MessageId> = HashMap::new();
+    for entry in entries {
+        if !ids.insert(entry.id) {
+            continue;
+        }
+        match places.get(&(entry.evaluation_id, entry.sequence)) {
+            Some(&existing) => {
+                return Err(curator_session::Error::SequenceTaken {
+                    evaluation: entry.evaluation_id,
+                    sequence: entry.sequence,
+                    existing,
+                });
+            }
+            None => {
+                places.insert((entry.evaluation_id, entry.sequence), entry.id);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn is_unique_violation(e: &postgres::Error) -> bool {
+    e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION)
+}
+
+/// After a batch was refused for a taken place: which entry met which message.
+fn taken(conn: &mut Conn, entries: &[Entry]) -> Result<curator_session::Error, Failure> {
+    let c = Columns::of(entries)?;
+    let statement = conn.prepare(HOLDER).during("finding the message at a taken place")?;
+    let row = conn
+        .client
+        .query_opt(&statement, &[&c.evaluations, &c.sequences, &c.ids])
+        .during("finding the message at a taken place")?;
+    let Some(row) = row else {
+        // The place was held by a transaction that rolled back since: trying again may work.
+        return Ok(curator_session::Error::store(
+            "postgres",
+            StoreErrorKind::Busy,
+            "a concurrent append held the same place and gave it up",
+            None,
+        ));
+    };
+    let index: i64 = row.try_get(0).during("reading a row")?;
+    let existing: Uuid = row.try_get(1).during("reading a row")?;
+    let entry = usize::try_from(index - 1).ok().and_then(|i| entries.get(i));
+    Ok(match entry {
+        Some(entry) => curator_session::Error::SequenceTaken {
+            evaluation: entry.evaluation_id,
+            sequence: entry.sequence,
+            existing: MessageId::from_uuid(existing),
+        },
+        None => corrupt(format!("the taken place's row {index} is not in the batch"), None),
+    })
+}
+
+/// Inserts `entries` under `key` inside `tx`; returns what happened to each.
+fn insert(
+    tx: &mut postgres::Transaction<'_>,
+    statements: &Statements,
+    key: &SessionKey,
+    entries: &[Entry],
+    check_key: &[Uuid],
+) -> Result<Vec<Appended>, Failure> {
+    if !check_key.is_empty() {
+        tx.execute(&statements.register, &[&check_key, &key.as_str()])
+            .during("registering the evaluation")?;
+        if let Some(row) = tx
+            .query_opt(&statements.mismatch, &[&check_key, &key.as_str()])
+            .during("checking the evaluation's key")?
+        {
+            let evaluation: Uuid = row.try_get(0).during("reading a row")?;
+            let found: String = row.try_get(1).during("reading a row")?;
+            return Err(Failure::Session(curator_session::Error::KeyMismatch {
+                evaluation: EvaluationId::from_uuid(evaluation),
+                expected: key.clone(),
+                found: SessionKey::new(found),
+            }));
+        }
+    }
+    let c = Columns::of(entries)?;
+    let rows = tx
+        .query(
+            &statements.insert_many,
+            &[
+                &c.ids,
+                &c.evaluations,
+                &c.sequences,
+                &c.turns,
+                &c.prompt_ns,
+                &c.prompt_keys,
+                &c.created,
+                &c.roles,
+                &c.messages,
+            ],
+        )
+        .during("appending entries")?;
+    let mut new: HashSet<Uuid> = HashSet::with_capacity(rows.len());
+    for row in &rows {
+        new.insert(row.try_get(0).during("reading a row")?);
+    }
+    let mut outcomes = Vec::with_capacity(entries.len());
+    for entry in entries {
+        // A repeated id in the batch: the first is new, the rest are duplicates.
+        if new.remove(entry.id.as_uuid()) {
+            outcomes.push(Appended::New);
+            if entry.sequence == 0 {
+                tx.execute(
+                    &statements.started,
+                    &[
+                        entry.evaluation_id.as_uuid(),
+                        &entry.prompt.as_ref().map(|p| p.ns.as_str()),
+                        &entry.prompt.as_ref().map(|p| p.key.as_str()),
+                        &nanos(entry.created_at)?,
+                    ],
+                )
+                .during("recording the evaluation's start")?;
+            }
+        } else {
+            outcomes.push(Appended::Duplicate);
+        }
+    }
+    Ok(outcomes)
+}
+
+/// The statements of a batch, prepared before its transaction starts.
+struct Statements {
+    register: postgres::Statement,
+    mismatch: postgres::Statement,
+    insert_many: postgres::Statement,
+    started: postgres::Statement,
+}
+
+impl Statements {
+    fn prepare(conn: &mut Conn) -> Result<Self, Failure> {
+        let mut p = |sql| conn.prepare(sql).during("preparing an append");
+        Ok(Self {
+            register: p(REGISTER)?,
+            mismatch: p(MISMATCH)?,
+            insert_many: p(INSERT_MANY)?,
+            started: p(STARTED)?,
+        })
+    }
+}
+
+fn uuid_of(row: &Row, column: usize) -> Result<Uuid, Failure> {
+    row.try_get(column).during("reading a row")
+}
+
+/// An [`Entry`] from a row of [`COLUMNS`].
+fn entry(row: &Row) -> Result<Entry, Failure> {
+    let sequence: i64 = row.try_get(2).during("reading a row")?;
+    let turn: i32 = row.try_get(3).during("reading a row")?;
+    let ns: Option<String> = row.try_get(4).during("reading a row")?;
+    let key: Option<String> = row.try_get(5).during("reading a row")?;
+    let created: i64 = row.try_get(6).during("reading a row")?;
+    let message: &str = row.try_get(7).during("reading a row")?;
+    let message: Message = serde_json::from_str(message).map_err(|e| {
+        corrupt(format!("bad message at sequence {sequence} in the store"), Some(Box::new(e)))
+    })?;
+    Ok(Entry {
+        id: MessageId::from_uuid(uuid_of(row, 0)?),
+        evaluation_id: EvaluationId::from_uuid(uuid_of(row, 1)?),
+        sequence: u64::try_from(sequence)
+            .map_err(|_| corrupt(format!("negative sequence {sequence}"), None))?,
+        turn: u32::try_from(turn).map_err(|_| corrupt(format!("bad turn {turn}"), None))?,
+        prompt: ns.zip(key).map(|(ns, key)| PromptRef { ns, key }),
+        created_at: DateTime::from_timestamp_nanos(created),
+        message,
+    })
+}
+
+fn summary(row: &Row) -> SessionResult<EvaluationSummary> {
+    let read = || -> Result<EvaluationSummary, postgres::Error> {
+        let id: Uuid = row.try_get(0)?;
+        let key: String = row.try_get(1)?;
+        let first: i64 = row.try_get(2)?;
+        let last: i64 = row.try_get(3)?;
+        let messages: i64 = row.try_get(4)?;
+        let turns: i32 = row.try_get(5)?;
+        let ns: Option<String> = row.try_get(6)?;
+        let prompt_key: Option<String> = row.try_get(7)?;
+        let mut summary = EvaluationSummary::new(
+            EvaluationId::from_uuid(id),
+            SessionKey::new(key),
+            DateTime::from_timestamp_nanos(first),
+        );
+        summary.prompt = ns.zip(prompt_key).map(|(ns, key)| PromptRef { ns, key });
+        summary.messages = u64::try_from(messages).unwrap_or(0);
+        summary.turns = u32::try_from(turns).unwrap_or(0);
+        summary.last_at = DateTime::from_timestamp_nanos(last);
+        Ok(summary)
+    };
+    read().map_err(|e| corrupt("a summary row this build cannot read".into(), Some(Box::new(e))))
+}
+
+fn checkpoint(name: String, version: i64, document: &str, saved: i64) -> SessionResult<Checkpoint> {
+    let document = serde_json::from_str(document)
+        .map_err(|e| corrupt(format!("bad checkpoint `{name}` in the store"), Some(Box::new(e))))?;
+    let mut checkpoint = Checkpoint::new(name, document, DateTime::from_timestamp_nanos(saved));
+    checkpoint.version = u64::try_from(version).unwrap_or(0);
+    Ok(checkpoint)
+}
+
+impl SessionStore for PgStore {
+    fn append(&self, key: &SessionKey, entry: &Entry) -> SessionResult<Appended> {
+        if entry.sequence == 0 || !self.is_verified(key, entry.evaluation_id) {
+            return self
+                .append_batch(key, std::slice::from_ref(entry))
+                .map(|outcomes| outcomes.first().copied().unwrap_or(Appended::Duplicate));
+        }
+        // A conversation's next message: one statement, committed on its own.
+        let row = RowValues::of(entry)?;
+        run(&self.pool, |conn| {
+            let statement = conn.prepare(INSERT_ONE).during("appending an entry")?;
+            let inserted = conn.client.execute(
+                &statement,
+                &[
+                    &row.id,
+                    &row.evaluation,
+                    &row.sequence,
+                    &row.turn,
+                    &row.prompt_ns,
+                    &row.prompt_key,
+                    &row.created,
+                    &row.role,
+                    &row.message,
+                ],
+            );
+            match inserted {
+                Ok(1) => Ok(Appended::New),
+                Ok(_) => Ok(Appended::Duplicate),
+                Err(e) if is_unique_violation(&e) => {
+                    Err(Failure::Session(taken(conn, std::slice::from_ref(entry))?))
+                }
+                Err(e) => Err(Failure::Pg("appending an entry", e)),
+            }
+        })
+    }
+
+    fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> SessionResult<Vec<Appended>> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        check_places(entries)?;
+        let mut unchecked: Vec<Uuid> = Vec::new();
+        for entry in entries {
+            if !self.is_verified(key, entry.evaluation_id)
+                && !unchecked.contains(entry.evaluation_id.as_uuid())
+            {
+                unchecked.push(*entry.evaluation_id.as_uuid());
+            }
+        }
+        let outcomes = run(&self.pool, |conn| {
+            let statements = Statements::prepare(conn)?;
+            let mut tx = conn.client.transaction().during("starting a batch")?;
+            match insert(&mut tx, &statements, key, entries, &unchecked) {
+                Ok(outcomes) => {
+                    tx.commit().during("committing a batch")?;
+                    Ok(outcomes)
+                }
+                Err(Failure::Pg(_, e)) if is_unique_violation(&e) => {
+                    tx.rollback().during("rolling back a batch")?;
+                    Err(Failure::Session(taken(conn, entries)?))
+                }
+                Err(other) => Err(other),
+            }
+        })?;
+        self.remember(key, unchecked.into_iter().map(EvaluationId::from_uuid));
+        Ok(outcomes)
+    }
+
+    fn entries(&self, evaluation: EvaluationId) -> SessionResult<Vec<Entry>> {
+        run(&self.pool, |conn| {
+            let statement = conn.prepare(ENTRIES).during("reading entries")?;
+            let rows =
+                conn.client.query(&statement, &[evaluation.as_uuid()]).during("reading entries")?;
+            rows.iter().map(entry).collect()
+        })
+    }
+
+    fn evaluations(&self) -> SessionResult<Vec<EvaluationSummary>> {
+        self.summaries(ALL, &[])
+    }
+
+    fn evaluations_of(&self, key: &SessionKey) -> SessionResult<Vec<EvaluationSummary>> {
+        self.summaries(OF_KEY, &[&key.as_str()])
+    }
+
+    fn evaluation(&self, evaluation: EvaluationId) -> SessionResult<Option<EvaluationSummary>> {
+        Ok(self.summaries(ONE, &[evaluation.as_uuid()])?.pop())
+    }
+
+    fn latest_evaluation(&self) -> SessionResult<Option<EvaluationId>> {
+        run(&self.pool, |conn| {
+            let statement = conn.prepare(LATEST).during("finding the latest evaluation")?;
+            let row =
+                conn.client.query_opt(&statement, &[]).during("finding the latest evaluation")?;
+            row.map(|r| uuid_of(&r, 0).map(EvaluationId::from_uuid)).transpose()
+        })
+    }
+
+    fn latest_evaluation_of(
+        &self,
+        key: &SessionKey,
+        prompt: &PromptRef,
+    ) -> SessionResult<Option<EvaluationId>> {
+        run(&self.pool, |conn| {
+            let statement = conn.prepare(LATEST_OF).during("finding the session's evaluation")?;
+            let row = conn
+                .client
+                .query_opt(&statement, &[&key.as_str(), &prompt.ns, &prompt.key])
+                .during("finding the session's evaluation")?;
+            row.map(|r| uuid_of(&r, 0).map(EvaluationId::from_uuid)).transpose()
+        })
+    }
+
+    fn put_checkpoint(&self, name: &str, document: &Value) -> SessionResult<u64> {
+        let saved = nanos(Utc::now())?;
+        let document = document.to_string();
+        let version: i64 = run(&self.pool, |conn| {
+            let statement = conn
+                .prepare(
+                    "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES ($1, 1, $2, $3)
+                     ON CONFLICT (name) DO UPDATE SET version = checkpoints.version + 1,
+                        document = excluded.document, saved_ns = excluded.saved_ns
+                     RETURNING version",
+                )
+                .during("saving a checkpoint")?;
+            let row = conn
+                .client
+                .query_one(&statement, &[&name, &document, &saved])
+                .during("saving a checkpoint")?;
+            row.try_get(0).during("reading a row")
+        })?;
+        Ok(u64::try_from(version).unwrap_or(0))
+    }
+
+    fn checkpoint(&self, name: &str) -> SessionResult<Option<Checkpoint>> {
+        let row = run(&self.pool, |conn| {
+            let statement = conn
+                .prepare("SELECT version, document, saved_ns FROM checkpoints WHERE name = $1")
+                .during("reading a checkpoint")?;
+            let row = conn.client.query_opt(&statement, &[&name]).during("reading a checkpoint")?;
+            row.map(|r| -> Result<(i64, String, i64), Failure> {
+                Ok((
+                    r.try_get(0).during("reading a row")?,
+                    r.try_get(1).during("reading a row")?,
+                    r.try_get(2).during("reading a row")?,
+                ))
+            })
+            .transpose()
+        })?;
+        row.map(|(version, document, saved)| checkpoint(name.to_owned(), version, &document, saved))
+            .transpose()
+    }
+
+    fn snapshot(&self) -> SessionResult<Snapshot> {
+        run(&self.pool, |conn| {
+            // One repeatable-read transaction: a consistent picture while others append.
+            let mut tx = conn
+                .client
+                .build_transaction()
+                .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .during("starting a snapshot")?;
+            let rows = tx
+                .query(
+                    &format!(
+                        "SELECT {COLUMNS}, v.session_key FROM entries e
+                         JOIN (SELECT evaluation_id, min(created_ns) AS first FROM entries GROUP BY evaluation_id) o
+                           USING (evaluation_id)
+                         JOIN evaluations v USING (evaluation_id)
+                         ORDER BY o.first, v.rank, e.sequence"
+                    ),
+                    &[],
+                )
+                .during("reading the snapshot's entries")?;
+            let mut sessions = BTreeMap::new();
+            let mut entries = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let e = entry(row)?;
+                let key: String = row.try_get(8).during("reading a row")?;
+                if key != SessionKey::DEFAULT {
+                    sessions.entry(e.evaluation_id).or_insert_with(|| SessionKey::new(key));
+                }
+                entries.push(e);
+            }
+            let rows = tx
+                .query(
+                    "SELECT name, version, document, saved_ns FROM checkpoints ORDER BY name",
+                    &[],
+                )
+                .during("reading the snapshot's checkpoints")?;
+            let mut checkpoints = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let document: &str = r.try_get(2).during("reading a row")?;
+                checkpoints.push(checkpoint(
+                    r.try_get(0).during("reading a row")?,
+                    r.try_get(1).during("reading a row")?,
+                    document,
+                    r.try_get(3).during("reading a row")?,
+                )?);
+            }
+            tx.commit().during("ending a snapshot")?;
+            Ok(Snapshot::new(entries, checkpoints).with_sessions(sessions))
+        })
+    }
+
+    fn restore(&self, snapshot: &Snapshot) -> SessionResult<()> {
+        // The same rules as every store: a snapshot that breaks one changes nothing.
+        snapshot.validate()?;
+        self.verified().clear();
+        run(&self.pool, |conn| {
+            let statements = Statements::prepare(conn)?;
+            let mut tx = conn.client.transaction().during("starting a restore")?;
+            tx.batch_execute("TRUNCATE entries, evaluations, checkpoints")
+                .during("emptying the store")?;
+            let mut registered: HashSet<EvaluationId> = HashSet::new();
+            for chunk in snapshot.entries.chunks(CHUNK) {
+                // Runs of one key, in the snapshot's order (which orders the evaluations).
+                let mut start = 0;
+                while start < chunk.len() {
+                    let key = snapshot.key_of(chunk[start].evaluation_id);
+                    let mut end = start + 1;
+                    while end < chunk.len() && snapshot.key_of(chunk[end].evaluation_id) == key {
+                        end += 1;
+                    }
+                    let run = &chunk[start..end];
+                    let mut new = Vec::new();
+                    for e in run {
+                        if registered.insert(e.evaluation_id) {
+                            new.push(*e.evaluation_id.as_uuid());
+                        }
+                    }
+                    insert(&mut tx, &statements, &key, run, &new)?;
+                    start = end;
+                }
+            }
+            for c in &snapshot.checkpoints {
+                tx.execute(
+                    "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES ($1, $2, $3, $4)",
+                    &[
+                        &c.name,
+                        &i64::try_from(c.version).unwrap_or(i64::MAX),
+                        &c.document.to_string(),
+                        &nanos(c.saved_at)?,
+                    ],
+                )
+                .during("restoring a checkpoint")?;
+            }
+            tx.commit().during("committing the restore")
+        })
+    }
+}

@@ -1,0 +1,43 @@
+//! Claims that outlive their worker: taken over once the lease runs out, and the old holder
+//! told it lost the claim.
+
+use std::time::Duration;
+
+use curator_session::{ClaimStore, Error, SessionKey};
+
+#[test]
+fn a_lapsed_claim_is_taken_over_and_its_holder_told() {
+    let Some(store) = crate::support::store() else { return };
+    let key = SessionKey::new("job");
+    let stale = store.claim(&key, Duration::from_millis(300)).unwrap();
+    stale.renew().unwrap();
+    match store.claim(&key, Duration::from_secs(5)) {
+        Err(Error::Claimed { expires_in: Some(left), .. }) => {
+            assert!(left <= Duration::from_millis(300), "{left:?}");
+        }
+        other => panic!("expected Claimed with the time left, got {other:?}"),
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    let fresh = store.claim(&key, Duration::from_secs(5)).unwrap();
+    assert!(matches!(stale.renew(), Err(Error::ClaimLost { .. })));
+    // Releasing the lost claim leaves the new holder's row alone.
+    stale.release().unwrap();
+    fresh.renew().unwrap();
+    assert!(matches!(store.claim(&key, Duration::from_secs(5)), Err(Error::Claimed { .. })));
+}
+
+#[test]
+fn claims_are_shared_by_stores_on_one_schema() {
+    let Some(store) = crate::support::store() else { return };
+    let server = curator_testkit::postgres::PgServer::shared().unwrap();
+    let options = curator_postgres::PgOptions::from_url(&server.url())
+        .unwrap()
+        .with_schema(store.schema())
+        .unwrap();
+    let other = curator_postgres::PgStore::open(options).unwrap();
+    let key = SessionKey::new("shared");
+    let claim = store.claim(&key, Duration::from_secs(30)).unwrap();
+    assert!(matches!(other.claim(&key, Duration::from_secs(30)), Err(Error::Claimed { .. })));
+    drop(claim);
+    other.claim(&key, Duration::from_secs(30)).unwrap();
+}

@@ -1,0 +1,119 @@
+//! Opening: connection settings, a newer or foreign schema refused before anything is
+//! written, concurrent creators, the version recorded.
+
+use curator_postgres::{Error, PG_SCHEMA_VERSION, PgOptions, PgStore};
+use curator_session::{SessionStore, StoreErrorKind};
+use curator_testkit::postgres::PgServer;
+
+use crate::support::fresh_schema;
+
+fn options(server: &PgServer, schema: &str) -> PgOptions {
+    PgOptions::from_url(&server.url()).unwrap().with_schema(schema).unwrap()
+}
+
+#[test]
+fn a_new_schema_is_created_with_its_version_and_reopened_without_writes() {
+    let Some(server) = PgServer::shared() else { return };
+    let schema = fresh_schema();
+    let store = PgStore::open(options(server, &schema)).unwrap();
+    assert_eq!(store.schema(), schema);
+    let version = server.psql("postgres", &format!("SELECT version FROM {schema}.schema_version"));
+    assert_eq!(version, PG_SCHEMA_VERSION.to_string());
+    // Reopening a current schema writes nothing: it works for a user who may only read.
+    server.psql(
+        "postgres",
+        &format!(
+            "DROP ROLE IF EXISTS reader_{schema}; CREATE ROLE reader_{schema} LOGIN;
+             GRANT USAGE ON SCHEMA {schema} TO reader_{schema};
+             GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO reader_{schema};"
+        ),
+    );
+    let url = format!("postgres://reader_{schema}@127.0.0.1:{}/postgres", server.port());
+    let reader =
+        PgStore::open(PgOptions::from_url(&url).unwrap().with_schema(&schema).unwrap()).unwrap();
+    assert!(reader.evaluations().unwrap().is_empty());
+    let e = reader.put_checkpoint("x", &serde_json::json!(1)).unwrap_err();
+    assert!(
+        matches!(e, curator_session::Error::Store { kind: StoreErrorKind::ReadOnly, .. }),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_newer_schema_is_refused_and_left_alone() {
+    let Some(server) = PgServer::shared() else { return };
+    let schema = fresh_schema();
+    drop(PgStore::open(options(server, &schema)).unwrap());
+    server.psql("postgres", &format!("UPDATE {schema}.schema_version SET version = 99"));
+    match PgStore::open(options(server, &schema)) {
+        Err(Error::NewerSchema { found: 99, supported, .. }) => {
+            assert_eq!(supported, PG_SCHEMA_VERSION);
+        }
+        other => panic!("expected NewerSchema, got {other:?}"),
+    }
+    let version = server.psql("postgres", &format!("SELECT version FROM {schema}.schema_version"));
+    assert_eq!(version, "99");
+    let e: curator_session::Error = PgStore::open(options(server, &schema)).unwrap_err().into();
+    assert!(matches!(e, curator_session::Error::Incompatible { backend: "postgres", .. }));
+}
+
+#[test]
+fn another_applications_schema_is_refused_and_left_alone() {
+    let Some(server) = PgServer::shared() else { return };
+    let schema = fresh_schema();
+    server.psql(
+        "postgres",
+        &format!("CREATE SCHEMA {schema}; CREATE TABLE {schema}.orders (id int); CREATE TABLE {schema}.entries (x int);"),
+    );
+    match PgStore::open(options(server, &schema)) {
+        Err(Error::ForeignSchema { tables: 2, .. }) => {}
+        other => panic!("expected ForeignSchema, got {other:?}"),
+    }
+    let tables = server
+        .psql("postgres", &format!("SELECT count(*) FROM pg_tables WHERE schemaname = '{schema}'"));
+    assert_eq!(tables, "2", "nothing was created");
+}
+
+#[test]
+fn workers_creating_one_schema_at_once_all_open_it() {
+    let Some(server) = PgServer::shared() else { return };
+    let schema = fresh_schema();
+    let opened: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| scope.spawn(|| PgStore::open(options(server, &schema)).map(drop)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for result in opened {
+        result.unwrap();
+    }
+}
+
+#[test]
+fn unreachable_servers_and_bad_settings_are_typed() {
+    // A port nothing listens on: the server is unavailable, which is worth retrying.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("postgres://curator@127.0.0.1:{port}/postgres?connect_timeout=2");
+    let e = PgStore::connect(&url).unwrap_err();
+    assert_eq!(e.kind(), StoreErrorKind::Unavailable, "{e:?}");
+    assert!(e.is_retryable());
+    assert!(matches!(
+        PgOptions::from_url("postgres://h/db?sslmode=sometimes"),
+        Err(Error::Config { .. })
+    ));
+    assert!(matches!(
+        PgOptions::from_url("postgres://u@h/db").unwrap().with_schema("a-b"),
+        Err(Error::Config { .. })
+    ));
+}
+
+#[test]
+fn the_url_says_where_and_the_pool_size_is_kept() {
+    let options =
+        PgOptions::from_url("postgres://agent@db.internal:6543/records?connect_timeout=3")
+            .unwrap()
+            .with_pool_size(0);
+    assert_eq!(options.pool_size(), 1, "a pool has at least one connection");
+    assert_eq!(options.connect_timeout(), std::time::Duration::from_secs(3));
+    assert_eq!(options.schema(), curator_postgres::DEFAULT_SCHEMA);
+}

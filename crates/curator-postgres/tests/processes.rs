@@ -1,0 +1,481 @@
+//! Many workers, one record, with real processes against a real server.
+//!
+//! This binary is its own child: run with `CURATOR_PG_CHILD=<mode>` it is a worker; run
+//! without, it is the parent that starts a PostgreSQL server (`curator_testkit::postgres`),
+//! starts workers, kills them with SIGKILL and checks the record. (A harness-less test,
+//! because the parent needs its own `main` to re-run itself as a child.)
+#![allow(
+    clippy::unwrap_used,
+    clippy::panic,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test program"
+)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use curator_model::{Entry, EvaluationId, Message, MessageId, PromptRef, ToolCall};
+use curator_postgres::{PgOptions, PgStore};
+use curator_session::{ClaimStore, Conversation, Error, NextStep, SessionKey, SessionStore};
+use curator_testkit::postgres::PgServer;
+
+fn prompt() -> PromptRef {
+    PromptRef::new("workers", "agent")
+}
+
+fn var(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
+}
+
+/// The store the child's environment names.
+fn child_store() -> PgStore {
+    let options =
+        PgOptions::from_url(&var("CURATOR_PG_URL")).unwrap().with_schema(&var("CURATOR_PG_SCHEMA"));
+    PgStore::open(options.unwrap()).unwrap()
+}
+
+fn say(out: &mut std::io::StdoutLock<'_>, line: &str) {
+    writeln!(out, "{line}").unwrap();
+    out.flush().unwrap();
+}
+
+/// A worker with its own key: records `limit` messages, printing each sequence once its
+/// record call returned.
+fn appender(limit: u64) {
+    let store = child_store();
+    let key = var("CURATOR_PG_KEY");
+    let mut c = Conversation::open(&store, key.as_str(), prompt(), Message::system("s")).unwrap();
+    let mut out = std::io::stdout().lock();
+    say(&mut out, &format!("{} {}", c.evaluation_id(), c.next_sequence() - 1));
+    while c.next_sequence() < limit {
+        if c.next_step() == NextStep::CallModel {
+            c.record_assistant(Message::assistant(format!("reply {}", c.turn()))).unwrap();
+        } else {
+            c.add_user(format!("message {}", c.next_sequence())).unwrap();
+        }
+        say(&mut out, &format!("{} {}", c.evaluation_id(), c.next_sequence() - 1));
+    }
+}
+
+/// A writer racing another process for the places of one evaluation: each message takes the
+/// next free sequence, and a taken one is tried again at the next (same message id). Prints
+/// each message id once its append returned `New`.
+fn racer(count: usize) {
+    let store = child_store();
+    let key = SessionKey::new(var("CURATOR_PG_KEY"));
+    let evaluation: EvaluationId = var("CURATOR_PG_EVALUATION").parse().unwrap();
+    let mut out = std::io::stdout().lock();
+    let mut next = 1;
+    for i in 0..count {
+        let id = MessageId::new();
+        loop {
+            let entry =
+                Entry::builder(evaluation, Message::user(format!("{} {i}", std::process::id())))
+                    .id(id)
+                    .sequence(next)
+                    .prompt(prompt())
+                    .build()
+                    .unwrap();
+            match store.append(&key, &entry) {
+                Ok(_) => {
+                    say(&mut out, &id.to_string());
+                    next += 1;
+                    break;
+                }
+                Err(Error::SequenceTaken { .. }) => next += 1,
+                Err(e) if e.is_retryable() => {}
+                Err(e) => panic!("append failed: {e:?}"),
+            }
+        }
+    }
+}
+
+/// An agent worker that claims its session, then drives it: two tool calls in the first
+/// turn, one in the second, then an answer. Each call's start is logged (the side effect
+/// that must not happen twice); the call named by `CURATOR_PG_HANG` never finishes (the
+/// worker keeps renewing its claim until it is killed).
+fn agent() {
+    let store = child_store();
+    let key = SessionKey::new(var("CURATOR_PG_KEY"));
+    let lease = Duration::from_millis(var("CURATOR_PG_LEASE_MS").parse().unwrap());
+    let wait = Duration::from_millis(var("CURATOR_PG_WAIT_MS").parse().unwrap());
+    let hang = std::env::var("CURATOR_PG_HANG").unwrap_or_default();
+    let log = var("CURATOR_PG_LOG");
+    let mut out = std::io::stdout().lock();
+    let asked = Instant::now();
+    let claim = match store.claim_within(&key, lease, wait) {
+        Ok(claim) => claim,
+        Err(Error::Claimed { .. }) => {
+            say(&mut out, "refused");
+            return;
+        }
+        Err(e) => panic!("claim failed: {e:?}"),
+    };
+    say(&mut out, &format!("claimed {}", asked.elapsed().as_millis()));
+    let mut c = Conversation::open(&store, key.clone(), prompt(), Message::system("s")).unwrap();
+    let mut log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    loop {
+        match c.next_step() {
+            NextStep::WaitForUser => {
+                c.add_user("send the emails").unwrap();
+            }
+            NextStep::CallModel => {
+                let k = key.as_str();
+                let reply = match c.turn() + 1 {
+                    1 => Message::assistant_with_calls(
+                        None,
+                        vec![
+                            ToolCall::new(format!("{k}-c1"), "send_email", "{}"),
+                            ToolCall::new(format!("{k}-c2"), "send_email", "{}"),
+                        ],
+                    ),
+                    2 => Message::assistant_with_calls(
+                        None,
+                        vec![ToolCall::new(format!("{k}-c3"), "send_email", "{}")],
+                    ),
+                    _ => Message::assistant("done"),
+                };
+                c.record_assistant(reply).unwrap();
+            }
+            NextStep::RunTools(calls) => {
+                for call in calls {
+                    claim.renew().unwrap();
+                    writeln!(log, "start {} {}", call.call_id(), std::process::id()).unwrap();
+                    log.flush().unwrap();
+                    if call.call_id().ends_with(&hang) && !hang.is_empty() {
+                        say(&mut out, &format!("in-call {}", call.call_id()));
+                        loop {
+                            std::thread::sleep(lease / 4);
+                            claim.renew().unwrap();
+                        }
+                    }
+                    c.record_tool_result(call.call_id(), Ok::<_, String>("sent")).unwrap();
+                }
+            }
+            NextStep::Finished => {
+                say(&mut out, "finished");
+                claim.release().unwrap();
+                return;
+            }
+            other => panic!("unexpected step {other:?}"),
+        }
+    }
+}
+
+struct Check {
+    failures: Vec<String>,
+}
+
+impl Check {
+    fn expect(&mut self, ok: bool, what: String) {
+        if !ok {
+            eprintln!("FAILED: {what}");
+            self.failures.push(what);
+        }
+    }
+}
+
+/// Starts a child in `mode` with `env`, its output piped.
+fn spawn(server: &PgServer, schema: &str, mode: &str, env: &[(&str, String)]) -> Child {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .env("CURATOR_PG_CHILD", mode)
+        .env("CURATOR_PG_URL", server.url())
+        .env("CURATOR_PG_SCHEMA", schema)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.spawn().unwrap()
+}
+
+fn store(server: &PgServer, schema: &str) -> PgStore {
+    PgStore::open(PgOptions::from_url(&server.url()).unwrap().with_schema(schema).unwrap()).unwrap()
+}
+
+/// Eight workers append to eight sessions at once; every acknowledged message is there.
+fn eight_workers_test(server: &PgServer, check: &mut Check) {
+    let schema = "eight_workers";
+    let limit = 300;
+    let children: Vec<Child> = (0..8)
+        .map(|i| {
+            spawn(
+                server,
+                schema,
+                "appender",
+                &[
+                    ("CURATOR_PG_KEY", format!("worker-{i}")),
+                    ("CURATOR_PG_LIMIT", limit.to_string()),
+                ],
+            )
+        })
+        .collect();
+    let store = store(server, schema);
+    let mut acknowledged = 0;
+    for (i, child) in children.into_iter().enumerate() {
+        let output = child.wait_with_output().unwrap();
+        check.expect(
+            output.status.success(),
+            format!("worker {i} failed: {}", String::from_utf8_lossy(&output.stderr)),
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let acks: Vec<(&str, u64)> = stdout
+            .lines()
+            .map(|l| {
+                let (e, s) = l.split_once(' ').unwrap();
+                (e, s.parse().unwrap())
+            })
+            .collect();
+        let Some(&(evaluation, _)) = acks.first() else {
+            check.expect(false, format!("worker {i} acknowledged nothing"));
+            continue;
+        };
+        let evaluation: EvaluationId = evaluation.parse().unwrap();
+        let recorded: Vec<u64> =
+            store.entries(evaluation).unwrap().iter().map(|e| e.sequence).collect();
+        let sequences: Vec<u64> = acks.iter().map(|a| a.1).collect();
+        check.expect(
+            recorded == sequences && recorded.len() as u64 == limit,
+            format!("worker {i}: {} acknowledged, {} recorded", sequences.len(), recorded.len()),
+        );
+        let summary = store.evaluation(evaluation).unwrap().unwrap();
+        check.expect(
+            summary.key == SessionKey::new(format!("worker-{i}")),
+            format!("worker {i}: recorded under {}", summary.key),
+        );
+        acknowledged += acks.len();
+    }
+    println!(
+        "eight workers, eight sessions at once: {acknowledged} messages acknowledged, all present"
+    );
+}
+
+/// Two processes append to one evaluation, racing for its places: every acknowledged
+/// message is there exactly once, and the sequences have no gap.
+fn same_evaluation_test(server: &PgServer, check: &mut Check) {
+    let schema = "same_evaluation";
+    let store = store(server, schema);
+    let key = SessionKey::new("shared");
+    let evaluation = EvaluationId::new();
+    store
+        .append(
+            &key,
+            &Entry::builder(evaluation, Message::system("s")).prompt(prompt()).build().unwrap(),
+        )
+        .unwrap();
+    let count = 250;
+    let children: Vec<Child> = (0..2)
+        .map(|_| {
+            spawn(
+                server,
+                schema,
+                "racer",
+                &[
+                    ("CURATOR_PG_KEY", key.to_string()),
+                    ("CURATOR_PG_EVALUATION", evaluation.to_string()),
+                    ("CURATOR_PG_LIMIT", count.to_string()),
+                ],
+            )
+        })
+        .collect();
+    let mut acked: Vec<String> = Vec::new();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        check.expect(
+            output.status.success(),
+            format!("a racer failed: {}", String::from_utf8_lossy(&output.stderr)),
+        );
+        acked.extend(String::from_utf8_lossy(&output.stdout).lines().map(str::to_owned));
+    }
+    let entries = store.entries(evaluation).unwrap();
+    let mut times: HashMap<String, usize> = HashMap::new();
+    for e in &entries {
+        *times.entry(e.id.to_string()).or_default() += 1;
+    }
+    let wrong: Vec<&String> = acked.iter().filter(|id| times.get(*id) != Some(&1)).collect();
+    check.expect(wrong.is_empty(), format!("acknowledged but not there exactly once: {wrong:?}"));
+    let sequences: Vec<u64> = entries.iter().map(|e| e.sequence).collect();
+    check.expect(
+        sequences == (0..sequences.len() as u64).collect::<Vec<_>>(),
+        "the sequences have a gap".into(),
+    );
+    check.expect(
+        acked.len() == 2 * count && entries.len() == acked.len() + 1,
+        format!("{} acknowledged, {} recorded", acked.len(), entries.len()),
+    );
+    println!(
+        "two processes, one evaluation: {} messages acknowledged, each recorded exactly once",
+        acked.len()
+    );
+}
+
+/// The lines a child prints, read on a thread so that the parent can wait for one.
+struct Lines(std::sync::mpsc::Receiver<String>);
+
+impl Lines {
+    fn of(stdout: ChildStdout) -> Self {
+        let (send, receive) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self(receive)
+    }
+
+    /// The next line, waiting up to 60 s.
+    fn next(&self) -> Option<String> {
+        self.0.recv_timeout(Duration::from_mins(1)).ok()
+    }
+}
+
+/// Starts an agent, returning it and its lines.
+fn agent_child(
+    server: &PgServer,
+    schema: &str,
+    key: &str,
+    log: &Path,
+    lease: Duration,
+    wait: Duration,
+    hang: &str,
+) -> (Child, Lines) {
+    let mut child = spawn(
+        server,
+        schema,
+        "agent",
+        &[
+            ("CURATOR_PG_KEY", key.to_owned()),
+            ("CURATOR_PG_LEASE_MS", lease.as_millis().to_string()),
+            ("CURATOR_PG_WAIT_MS", wait.as_millis().to_string()),
+            ("CURATOR_PG_HANG", hang.to_owned()),
+            ("CURATOR_PG_LOG", log.display().to_string()),
+        ],
+    );
+    let lines = Lines::of(child.stdout.take().unwrap());
+    (child, lines)
+}
+
+/// A worker killed mid-tool-call is resumed by another process once its lease runs out,
+/// which re-runs exactly the pending call; a second resumer racing the live one is refused;
+/// the resumer, killed mid-call in turn, is taken over by a third worker after its lease.
+fn kill_and_take_over_test(server: &PgServer, check: &mut Check) {
+    let schema = "take_over";
+    let dir = tempfile::tempdir().unwrap();
+    let lease = Duration::from_millis(1_500);
+    let wait = Duration::from_secs(30);
+    for round in 0..3 {
+        let key = format!("ticket-{round}");
+        let log = dir.path().join(format!("{key}.log"));
+        let claimed_after =
+            |line: Option<String>| -> Option<u128> { line?.strip_prefix("claimed ")?.parse().ok() };
+
+        // The first worker runs c1, starts c2 and is killed in the middle of it.
+        let (mut first, lines) =
+            agent_child(server, schema, &key, &log, lease, Duration::ZERO, "c2");
+        check.expect(claimed_after(lines.next()).is_some(), format!("{key}: first not claimed"));
+        let said = lines.next();
+        check.expect(
+            said.as_deref() == Some(&format!("in-call {key}-c2")),
+            format!("{key}: {said:?}"),
+        );
+        first.kill().unwrap();
+        first.wait().unwrap();
+
+        // The resumer waits for the dead worker's lease, then re-runs only c2, and hangs in c3.
+        let (mut second, lines) = agent_child(server, schema, &key, &log, lease, wait, "c3");
+        let waited = claimed_after(lines.next());
+        check.expect(
+            waited.is_some_and(|ms| ms >= 800),
+            format!("{key}: the resumer claimed after {waited:?} ms, before the lease ran out"),
+        );
+        let said = lines.next();
+        check.expect(
+            said.as_deref() == Some(&format!("in-call {key}-c3")),
+            format!("{key}: {said:?}"),
+        );
+
+        // A racer is refused while the resumer lives.
+        let (racer, lines) = agent_child(server, schema, &key, &log, lease, Duration::ZERO, "");
+        let said = lines.next();
+        check.expect(said.as_deref() == Some("refused"), format!("{key}: the racer said {said:?}"));
+        let output = racer.wait_with_output().unwrap();
+        check.expect(output.status.success(), format!("{key}: the racer failed"));
+
+        // The resumer dies too; a third worker takes over after its lease and finishes.
+        second.kill().unwrap();
+        second.wait().unwrap();
+        let (third, lines) = agent_child(server, schema, &key, &log, lease, wait, "");
+        let waited = claimed_after(lines.next());
+        check.expect(
+            waited.is_some_and(|ms| ms >= 800),
+            format!("{key}: the third worker claimed after {waited:?} ms"),
+        );
+        let said = lines.next();
+        check
+            .expect(said.as_deref() == Some("finished"), format!("{key}: the third said {said:?}"));
+        let output = third.wait_with_output().unwrap();
+        check.expect(
+            output.status.success(),
+            format!("{key}: the third failed: {}", String::from_utf8_lossy(&output.stderr)),
+        );
+
+        // c1 ran once; c2 and c3 ran twice (once by the worker killed in them, once after).
+        let log = std::fs::read_to_string(&log).unwrap();
+        let starts = |call: &str| {
+            log.lines().filter(|l| l.split(' ').nth(1) == Some(&format!("{key}-{call}"))).count()
+        };
+        check.expect(
+            (starts("c1"), starts("c2"), starts("c3")) == (1, 2, 2),
+            format!("{key}: calls started {:?}", (starts("c1"), starts("c2"), starts("c3"))),
+        );
+        let store = store(server, schema);
+        let c = Conversation::resume(&store, key.as_str(), &prompt()).unwrap();
+        let record = store.entries(c.evaluation_id()).unwrap();
+        let messages: Vec<Message> = record.iter().map(|e| e.message.clone()).collect();
+        let results: Vec<String> =
+            messages.iter().filter_map(Message::tool_call_id).map(str::to_owned).collect();
+        check.expect(
+            results == [format!("{key}-c1"), format!("{key}-c2"), format!("{key}-c3")],
+            format!("{key}: results recorded {results:?}"),
+        );
+        check.expect(c.next_step() == NextStep::Finished, format!("{key}: not finished"));
+        check.expect(
+            curator_model::validate::openai(&messages).is_ok(),
+            format!("{key}: invalid record"),
+        );
+        println!(
+            "{key}: killed mid-call twice; resumed after each lease, each pending call re-run once, a racer refused"
+        );
+    }
+}
+
+fn main() {
+    if let Ok(mode) = std::env::var("CURATOR_PG_CHILD") {
+        let limit = || var("CURATOR_PG_LIMIT").parse().unwrap();
+        match mode.as_str() {
+            "appender" => appender(limit()),
+            "racer" => racer(limit() as usize),
+            "agent" => agent(),
+            other => panic!("unknown child mode {other}"),
+        }
+        return;
+    }
+    let Some(server) = PgServer::start() else { return };
+    let mut check = Check { failures: Vec::new() };
+    eight_workers_test(&server, &mut check);
+    same_evaluation_test(&server, &mut check);
+    kill_and_take_over_test(&server, &mut check);
+    drop(server);
+    if !check.failures.is_empty() {
+        eprintln!("{} failure(s)", check.failures.len());
+        std::process::exit(1);
+    }
+    println!("processes: all checks passed");
+}

@@ -1,0 +1,313 @@
+//! `RelevanceBudget`: a token budget that keeps, besides the newest units, the older units
+//! that matter most to the present, and leaves a note of what it folded away.
+
+mod fold;
+mod score;
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::Arc;
+
+use curator_model::{Message, Role};
+
+use crate::budget::pending_only;
+use crate::fx::FxBuild;
+use crate::{
+    CurationContext, Error, Event, HistoryManager, RelevanceKept, Result, ScoredUnit, TokenBudget,
+    TokenCounter, View,
+};
+
+/// The most tokens the folded-history note takes, whatever the budget.
+pub const MAX_NOTE_TOKENS: u64 = 1_000;
+
+/// Keeps the pinned head, the newest units, and then the older units most relevant to the
+/// present, within a token budget; what it leaves out is listed in one compact note.
+///
+/// # Rules
+///
+/// With `available`, the head's share and the head's shortening as in [`TokenBudget`]
+/// (which this strategy runs last, so every [`TokenBudget`] guarantee holds):
+///
+/// 1. When everything fits, nothing changes.
+/// 2. **The newest units** take `recent_share` (½ by default) of the body's room (what the
+///    head leaves), newest first and contiguous; the newest unit is always among them.
+/// 3. **The folded-history note** takes up to 5% of the body's room (at most
+///    [`MAX_NOTE_TOKENS`]): a user message, right after the head, that lists the tool calls
+///    and the distinctive [`terms`](crate::terms) of the units left out, newest first, that
+///    the view no longer shows, so that the model knows what existed and can ask for it.
+/// 4. **Older units by relevance** fill the rest: each older unit is scored by BM25 against
+///    the task and the newest units (the query), over distinctive terms; units are taken by
+///    score (the newer first on ties) while they fit, whole and in their original order.
+///    Room they leave goes to more of the newest units.
+///
+/// Term statistics live in the [`History`](crate::History) and are updated as messages are
+/// appended (each message is read once), so a call costs the postings of the query's terms
+/// and the units it keeps, not a re-index of the history. Deterministic: the same view gives
+/// the same result.
+///
+/// # Errors
+///
+/// As [`TokenBudget`]: [`Error::BudgetTooSmall`] when not even the head fits.
+///
+/// # Examples
+///
+/// An early tool result holds the path the newest message asks about: recency alone drops
+/// it, relevance keeps it.
+///
+/// ```
+/// use curator_model::{Message, ToolCall};
+/// use curator_strategies::{CurationContext, HistoryManagerExt, RelevanceBudget};
+///
+/// let mut messages = vec![
+///     Message::system("You are a coding agent."),
+///     Message::user("Fix the failing parser test."),
+///     Message::assistant_with_calls(None, vec![ToolCall::new("c0", "find", r#"{"name": "parser"}"#)]),
+///     Message::tool_result("c0", "src/grammar/parser_core.rs"),
+/// ];
+/// for i in 1..40 {
+///     messages.push(Message::assistant_with_calls(None, vec![ToolCall::new(format!("c{i}"), "run", "{}")]));
+///     messages.push(Message::tool_result(format!("c{i}"), "output line ".repeat(20)));
+/// }
+/// messages.push(Message::user("Now open parser_core.rs again."));
+/// let view = RelevanceBudget::new(1_000).curate_messages(&messages, &CurationContext::default())?;
+/// assert!(view.iter().any(|m| m.text() == "src/grammar/parser_core.rs"));
+/// assert_eq!(view.last(), messages.last());
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct RelevanceBudget {
+    budget: TokenBudget,
+    recent_share: f64,
+    fold_note: bool,
+}
+
+impl RelevanceBudget {
+    /// A budget of `max_tokens` (see [`TokenBudget::new`]), half of the body for the newest
+    /// units, with the folded-history note.
+    pub fn new(max_tokens: u64) -> Self {
+        Self { budget: TokenBudget::new(max_tokens), recent_share: 0.5, fold_note: true }
+    }
+
+    /// Holds back `reserve` tokens for tool schemas and the reply.
+    #[must_use]
+    pub fn with_reserve(mut self, reserve: u64) -> Self {
+        self.budget = self.budget.with_reserve(reserve);
+        self
+    }
+
+    /// Lets the head take at most `share` of the budget; see [`TokenBudget::with_head_share`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOption`] for a share outside 0 to 1.
+    pub fn with_head_share(mut self, share: f64) -> Result<Self> {
+        self.budget = self.budget.with_head_share(share)?;
+        Ok(self)
+    }
+
+    /// Gives the newest units `share` of the body's room (the rest goes to older units by
+    /// relevance, and the note).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOption`] for a share outside 0 to 1.
+    pub fn with_recent_share(mut self, share: f64) -> Result<Self> {
+        if !(0.0..=1.0).contains(&share) {
+            return Err(Error::InvalidOption {
+                strategy: "relevance_budget",
+                option: "recent_share",
+                reason: format!("is {share}, not between 0 and 1"),
+            });
+        }
+        self.recent_share = share;
+        Ok(self)
+    }
+
+    /// Whether to leave the folded-history note (on by default).
+    #[must_use]
+    pub fn with_fold_note(mut self, on: bool) -> Self {
+        self.fold_note = on;
+        self
+    }
+
+    /// Counts with `counter`.
+    #[must_use]
+    pub fn with_counter(mut self, counter: impl TokenCounter + 'static) -> Self {
+        self.budget = self.budget.with_counter(counter);
+        self
+    }
+
+    /// Counts with a shared counter.
+    #[must_use]
+    pub fn with_shared_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.budget = self.budget.with_shared_counter(counter);
+        self
+    }
+
+    /// Whether `message` is a folded-history note (rule 3) this strategy wrote.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, Role};
+    /// use curator_strategies::RelevanceBudget;
+    ///
+    /// assert!(!RelevanceBudget::is_note(&Message::user("hello")));
+    /// ```
+    pub fn is_note(message: &Message) -> bool {
+        fold::is_note(message)
+    }
+
+    /// The token budget that bounds the result.
+    pub fn budget(&self) -> &TokenBudget {
+        &self.budget
+    }
+
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "a share of a token count"
+    )]
+    fn share(share: f64, tokens: u64) -> u64 {
+        (share * tokens as f64).floor() as u64
+    }
+}
+
+impl HistoryManager for RelevanceBudget {
+    fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
+        let counter = self.budget.counter();
+        let available = self.budget.available().saturating_sub(counter.reply_priming());
+        let tally = view.tally(counter);
+        if tally.range(0..view.len()) <= available {
+            drop(tally);
+            return self.budget.curate(view, ctx);
+        }
+        let head = view.head(ctx);
+        let head_tokens: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();
+        let head_room = head_tokens.min(Self::share(self.budget.head_share(), available));
+        let body_room = available.saturating_sub(head_room);
+        let note_room = if self.fold_note { (body_room / 10).min(MAX_NOTE_TOKENS) } else { 0 };
+        let room = body_room - note_room;
+        let recent_room = Self::share(self.recent_share, room);
+
+        // The newest units (rule 2): the newest always, then while they fit.
+        let pinned_alone = |u: &crate::Unit| u.len() == 1 && head.is_pinned(u.start());
+        let mut units = view.units_rev(head.len()).filter(|u| !pinned_alone(u));
+        let mut kept: Vec<Range<usize>> = Vec::new();
+        let mut used = 0;
+        let mut next = None;
+        // Calls still pending at the end are not sent (coherence removes them), so an
+        // assistant message of nothing else is not the newest unit that must go out.
+        let last = view.len().saturating_sub(1);
+        let mut newest_taken = false;
+        for unit in units.by_ref() {
+            let tokens = tally.range(unit.range());
+            if newest_taken && used + tokens > recent_room {
+                next = Some(unit);
+                break;
+            }
+            used += tokens;
+            kept.push(unit.range());
+            newest_taken |= !(unit.start() == last && pending_only(view.structure(last)));
+        }
+        let Some(next) = next else {
+            drop(tally);
+            return self.budget.curate(view, ctx);
+        };
+        let cut = next.range().end;
+
+        // Older units by relevance (rule 4), then more of the newest with what is left.
+        let query: Vec<usize> =
+            head.pinned().iter().copied().chain(kept.iter().flat_map(Clone::clone)).collect();
+        let ranked = score::rank(&view, &query, head.len(), cut);
+        let mut chosen: HashSet<usize, FxBuild> = HashSet::default();
+        let mut scored = Vec::new();
+        for (unit, score) in &ranked {
+            if unit.clone().any(|i| head.is_pinned(i)) {
+                continue;
+            }
+            let tokens = tally.range(unit.clone());
+            if used + tokens <= room {
+                used += tokens;
+                chosen.insert(unit.start);
+                kept.push(unit.clone());
+                scored.push((view.pos(unit.start), unit.len(), *score));
+            }
+        }
+        let mut dropped: Vec<Range<usize>> = Vec::new();
+        let mut scanned = 0;
+        let mut filling = true;
+        for unit in std::iter::once(next).chain(units) {
+            if chosen.contains(&unit.start()) {
+                continue;
+            }
+            if filling {
+                let tokens = tally.range(unit.range());
+                if used + tokens <= room {
+                    used += tokens;
+                    kept.push(unit.range());
+                    continue;
+                }
+                filling = false;
+            }
+            // Units left out, newest first, as far as the note reads them.
+            if !self.fold_note || scanned >= fold::MAX_SCANNED {
+                break;
+            }
+            scanned += unit.len();
+            dropped.push(unit.range());
+        }
+        drop(tally);
+
+        // The view: head, note, chosen older units and the newest, in their order.
+        kept.extend(head.pinned().iter().map(|&i| i..i + 1));
+        kept.sort_unstable_by_key(|r| r.start);
+        let note = if dropped.is_empty() {
+            None
+        } else {
+            fold::note(&view, &dropped, &kept, note_room, counter)
+        };
+        // The note comes after the pinned head and the task, so that the task stays the
+        // first user message (later strategies pin it by that).
+        let task = head.pinned().iter().find(|&&i| view.structure(i).role() != Role::System);
+        let first_body = task.map_or(head.len(), |&t| head.len().max(t + 1));
+        let selected = assemble(&view, first_body, &kept, note);
+        if let Some(sink) = ctx.events {
+            let units = scored
+                .into_iter()
+                .map(|(position, messages, score)| ScoredUnit::new(position, messages, score))
+                .collect();
+            sink.emit(&Event::RelevanceKept(RelevanceKept::new(units)));
+        }
+        self.budget.curate(selected, ctx)
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("relevance_budget")
+    }
+}
+
+/// The view of the `kept` ranges (in order), with `note` before the first range of the body
+/// (which starts at `first_body`), coherence restored.
+fn assemble<'h>(
+    view: &View<'h>,
+    first_body: usize,
+    kept: &[Range<usize>],
+    mut note: Option<Message>,
+) -> View<'h> {
+    let mut edit = view.edit();
+    for range in kept {
+        if range.start >= first_body
+            && let Some(note) = note.take()
+        {
+            edit.insert(note);
+        }
+        edit.keep(range.clone());
+    }
+    if let Some(note) = note {
+        edit.insert(note);
+    }
+    edit.finish()
+}

@@ -1,0 +1,133 @@
+//! Term statistics of a history, kept up to date as messages are appended.
+//!
+//! Each history message is read for its distinctive [`terms`](crate::terms) once, the first
+//! time a strategy asks after it was appended; the index then holds, per term, the positions
+//! it occurs at (with how often), and per position the terms it holds. Scoring a query
+//! against the history costs the postings of the query's terms, not a re-read of the
+//! messages.
+
+use std::collections::HashMap;
+
+use curator_model::Message;
+
+use crate::terms::message_terms;
+
+/// The term index of the first [`indexed`](TermIndex::indexed) messages of a history.
+#[derive(Debug, Default)]
+pub(crate) struct TermIndex {
+    /// Term texts come from what tools returned, so they are hashed with the standard
+    /// (keyed) hasher, not the fast one.
+    ids: HashMap<Box<str>, u32>,
+    /// Each term's text, by id.
+    texts: Vec<Box<str>>,
+    /// For each term id, the positions it occurs at (rising) with its count there.
+    postings: Vec<Vec<(u32, u32)>>,
+    /// For each position, the ids of its distinct terms in order of first occurrence, as
+    /// `starts[pos]..starts[pos + 1]` into `terms`.
+    terms: Vec<u32>,
+    starts: Vec<u32>,
+    /// For each position, its number of term occurrences.
+    lens: Vec<u32>,
+    total_len: u64,
+}
+
+impl TermIndex {
+    /// Number of positions indexed.
+    pub(crate) fn indexed(&self) -> usize {
+        self.lens.len()
+    }
+
+    /// Indexes `message` as the next position.
+    pub(crate) fn push(&mut self, message: &Message) {
+        let pos = self.lens.len() as u32;
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        let mut len = 0u32;
+        let first = self.terms.len();
+        message_terms(message, &mut |term| {
+            len += 1;
+            let id = if let Some(&id) = self.ids.get(term) {
+                id
+            } else {
+                let id = self.texts.len() as u32;
+                self.ids.insert(term.into(), id);
+                self.texts.push(term.into());
+                self.postings.push(Vec::new());
+                id
+            };
+            let postings = &mut self.postings[id as usize];
+            match postings.last_mut() {
+                Some((p, count)) if *p == pos => *count += 1,
+                _ => {
+                    postings.push((pos, 1));
+                    self.terms.push(id);
+                }
+            }
+        });
+        debug_assert!(self.terms.len() >= first);
+        self.starts.push(self.terms.len() as u32);
+        self.lens.push(len);
+        self.total_len += u64::from(len);
+    }
+
+    /// The id of `term`, if any indexed message holds it.
+    #[cfg(test)]
+    pub(crate) fn id(&self, term: &str) -> Option<u32> {
+        self.ids.get(term).copied()
+    }
+
+    /// The text of term `id`.
+    pub(crate) fn text(&self, id: u32) -> &str {
+        self.texts.get(id as usize).map_or("", |t| t)
+    }
+
+    /// The distinct terms of the message at `pos`, in order of first occurrence.
+    pub(crate) fn terms_at(&self, pos: usize) -> &[u32] {
+        match (self.starts.get(pos), self.starts.get(pos + 1)) {
+            (Some(&a), Some(&b)) => &self.terms[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
+    /// Where term `id` occurs, with how often.
+    pub(crate) fn postings(&self, id: u32) -> &[(u32, u32)] {
+        self.postings.get(id as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// Number of term occurrences in the message at `pos`.
+    pub(crate) fn len_at(&self, pos: usize) -> u32 {
+        self.lens.get(pos).copied().unwrap_or(0)
+    }
+
+    /// Mean number of term occurrences per message.
+    #[expect(clippy::cast_precision_loss, reason = "a mean of counts")]
+    pub(crate) fn mean_len(&self) -> f64 {
+        if self.lens.is_empty() { 0.0 } else { self.total_len as f64 / self.lens.len() as f64 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postings_count_each_position_once_with_its_frequency() {
+        let mut index = TermIndex::default();
+        // A text names each term once; a string argument names it twice (as a quoted value
+        // and as text).
+        index.push(&Message::assistant_with_calls(
+            Some("read src/lib.rs then src/lib.rs again".into()),
+            vec![curator_model::ToolCall::new("c", "open", r#"{"path": "lib.rs"}"#)],
+        ));
+        index.push(&Message::assistant("no terms here"));
+        index.push(&Message::assistant("parse_binary in lib.rs"));
+        let lib = index.id("lib.rs").unwrap_or(u32::MAX);
+        assert_eq!(index.postings(lib), [(0, 3), (2, 1)]);
+        assert_eq!(index.terms_at(1), [] as [u32; 0]);
+        assert_eq!(index.indexed(), 3);
+        let texts: Vec<&str> = index.terms_at(2).iter().map(|&id| index.text(id)).collect();
+        assert_eq!(texts, ["parse_binary", "lib.rs"]);
+        assert_eq!(index.len_at(0), 4);
+    }
+}

@@ -1,0 +1,438 @@
+//! Distinctive terms: the identifiers, paths, numbers and quoted values a conversation
+//! refers back to.
+//!
+//! Long agent runs come back to the file path read forty steps ago, the id a tool returned
+//! early, the error the agent is still fixing. [`terms`] picks such terms out of text by a
+//! fixed, documented rule (no model, no vocabulary), and [`message_terms`] out of everything a
+//! message shows the model. `curator replay` measures *evidence kept* with them.
+
+use std::collections::HashSet;
+
+use curator_model::Message;
+use serde_json::Value;
+
+/// Terms longer than this are not distinctive (base64 blobs, minified code).
+const MAX_TERM: usize = 128;
+
+/// Very common tokens that the rule would otherwise take for distinctive.
+const COMMON: &[&str] = &[
+    "__init__",
+    "__main__",
+    "__name__",
+    "__file__",
+    "utf-8",
+    "utf8",
+    "0.0",
+    "1.0",
+    "100",
+    "200",
+    "404",
+    "500",
+    "1000",
+    "/dev/null",
+    "/tmp",
+    "/usr/bin/env",
+    "e.g",
+    "i.e",
+    "x86_64",
+    "self.",
+];
+
+/// The distinctive terms of a text, each once, in order of first occurrence.
+///
+/// A term is one of:
+/// - a URL (`http://`, `https://`, `file://` up to the next space);
+/// - a file path: a word with `/` that starts with `/`, `./`, `../` or `~/`, or has at least
+///   two `/`, or a `/` and a file extension; and a file name `stem.ext` (extension of one to
+///   five letters or digits starting with a letter), also taken from the end of a path;
+/// - a number of at least three digits (`214`), or with a decimal point or version dots
+///   (`4.21`, `0.3.1`);
+/// - an identifier of at least three characters (letters, digits, `_`) with an inner `_`
+///   (`parse_binary`), a lower-case letter followed by a capital (`parseBinary`, `HashMap`),
+///   or both letters and digits when it starts with a letter (`case17`, `E0308`) or has at
+///   least seven characters (`5f1c2a9`, a hash; `21s` is not a term); a path of identifiers joined by `::`
+///   (`parser::tests::case_17`) is a term as a whole and each of its parts is checked;
+/// - a quoted value: 3 to 64 characters between matching `"`, `'` or backticks on one line
+///   (a quote that follows a letter or digit, as in *don't*, opens nothing), holding a letter
+///   or digit.
+///
+/// Words are split at white space and at `()[]{}<>,;="'` and backticks; dots, slashes and
+/// colons then split a word into the parts checked as identifiers and numbers. Excluded:
+/// terms longer than 128 characters and a short list of very common tokens (`__init__`,
+/// `utf-8`, `100`, `/dev/null`, ...).
+/// The rule is documented in `docs/cli.md`; the unit tests hold worked examples.
+///
+/// # Examples
+///
+/// ```
+/// use curator_strategies::terms::terms;
+///
+/// let text = "The bug is in parse_binary at src/parser.rs:214, see \"cancel my booking\".";
+/// assert_eq!(terms(text), ["cancel my booking", "parse_binary", "src/parser.rs", "parser.rs", "214"]);
+/// ```
+pub fn terms(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    let mut emit = |term| {
+        if term_ok(term) && seen.insert(term) {
+            out.push(term);
+        }
+    };
+    quoted(text, &mut emit);
+    for word in text.split(|c: char| c.is_whitespace() || "()[]{}<>,;=\"'`|".contains(c)) {
+        let word = word.trim_end_matches(['.', ':', '!', '?', '-', '*']);
+        let word = word.trim_start_matches([':', '#', '*', '-', '@', '$']);
+        if word.len() < 3 {
+            continue;
+        }
+        if ["http://", "https://", "file://"].iter().any(|p| word.starts_with(p)) {
+            emit(word);
+            continue;
+        }
+        if is_path(word) {
+            // The path without a trailing `:line:column`, and its file name.
+            let path = word.split(':').next().unwrap_or(word);
+            emit(path);
+            if let Some(name) = path.rsplit('/').next().filter(|n| is_file_name(n)) {
+                emit(name);
+            }
+        } else if is_file_name(word) {
+            emit(word);
+        }
+        if is_number(word) {
+            emit(word);
+            continue;
+        }
+        for part in word.split(['/', '\\', '@', '#', '+', '!', '?', '*', '%', '&', '$', '~']) {
+            for segment in split_single_colons(part) {
+                if segment.contains("::") {
+                    let parts: Vec<&str> = segment.split("::").collect();
+                    if parts.len() > 1 && parts.iter().all(|p| is_identifier_chars(p)) {
+                        emit(segment);
+                    }
+                    for p in parts {
+                        dotted(p, &mut emit);
+                    }
+                } else {
+                    dotted(segment, &mut emit);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn term_ok(term: &str) -> bool {
+    term.len() <= MAX_TERM && !COMMON.contains(&term)
+}
+
+/// Splits at `:` that is not part of `::`.
+fn split_single_colons(part: &str) -> Vec<&str> {
+    let bytes = part.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b':' {
+            if bytes.get(i + 1) == Some(&b':') {
+                i += 2;
+                continue;
+            }
+            out.push(&part[start..i]);
+            start = i + 1;
+        }
+        i += 1;
+    }
+    out.push(&part[start..]);
+    out
+}
+
+/// Checks the parts of a dotted word (`self.parse_binary`), keeping numbers whole.
+fn dotted<'a>(part: &'a str, emit: &mut impl FnMut(&'a str)) {
+    let part = part.trim_matches(['.', '-']);
+    if is_number(part) {
+        emit(part);
+        return;
+    }
+    for piece in part.split('.') {
+        for piece in piece.split('-') {
+            if is_identifier(piece) || is_number(piece) {
+                emit(piece);
+            }
+        }
+    }
+}
+
+fn is_identifier_chars(word: &str) -> bool {
+    !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_identifier(word: &str) -> bool {
+    if word.len() < 3 || !is_identifier_chars(word) {
+        return false;
+    }
+    let bytes = word.as_bytes();
+    let inner_underscore = word.trim_matches('_').contains('_');
+    let camel = bytes.windows(2).any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+    let letters = bytes.iter().any(u8::is_ascii_alphabetic);
+    let digits = bytes.iter().any(u8::is_ascii_digit);
+    // Letters and digits: a name (`case17`, `E0308`), or a hash (`5f1c2a9`); not a
+    // quantity with its unit (`21s`, `12ms`).
+    let mixed = letters && digits && (bytes[0].is_ascii_alphabetic() || word.len() >= 7);
+    inner_underscore || camel || mixed
+}
+
+fn is_number(word: &str) -> bool {
+    let digits = word.strip_prefix(['-', '+']).unwrap_or(word);
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return false;
+    }
+    let groups: Vec<&str> = digits.split('.').collect();
+    if groups.iter().any(|g| g.is_empty()) {
+        return false;
+    }
+    groups.len() > 1 || digits.len() >= 3
+}
+
+fn is_file_name(word: &str) -> bool {
+    let Some((stem, ext)) = word.rsplit_once('.') else { return false };
+    !stem.is_empty()
+        && stem.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        && stem.chars().any(|c| c.is_ascii_alphanumeric())
+        && (1..=5).contains(&ext.len())
+        && ext.starts_with(|c: char| c.is_ascii_alphabetic())
+        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        && !stem.ends_with('.')
+}
+
+fn is_path(word: &str) -> bool {
+    if !word.contains('/') || !word.chars().any(|c| c.is_ascii_alphanumeric()) {
+        return false;
+    }
+    let rooted = ["/", "./", "../", "~/"].iter().any(|p| word.starts_with(p))
+        && word.len() > 2
+        && word[1..].contains(|c: char| c.is_ascii_alphanumeric());
+    let path = word.split(':').next().unwrap_or(word);
+    let slashes = path.matches('/').count();
+    let segments_alnum = path.split('/').filter(|s| s.chars().any(|c| c.is_ascii_alphanumeric()));
+    rooted
+        || (segments_alnum.count() >= 2
+            && (slashes >= 2 || path.rsplit('/').next().is_some_and(is_file_name)))
+}
+
+/// Emits the quoted values of a text.
+fn quoted<'a>(text: &'a str, emit: &mut impl FnMut(&'a str)) {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let (at, c) = chars[i];
+        let opens = matches!(c, '"' | '\'' | '`') && (i == 0 || !chars[i - 1].1.is_alphanumeric());
+        if !opens {
+            i += 1;
+            continue;
+        }
+        let close = chars[i + 1..]
+            .iter()
+            .take(66)
+            .position(|&(_, d)| d == c || d == '\n')
+            .map(|k| i + 1 + k);
+        match close {
+            Some(end) if chars[end].1 == c => {
+                let after_ok = chars.get(end + 1).is_none_or(|&(_, d)| !d.is_alphanumeric());
+                let value = text[at + c.len_utf8()..chars[end].0].trim();
+                if after_ok
+                    && (3..=64).contains(&value.chars().count())
+                    && value.chars().any(char::is_alphanumeric)
+                {
+                    emit(value);
+                }
+                i = if after_ok { end + 1 } else { i + 1 };
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+/// Calls `each` with the terms of what a message shows the model: its text, and each tool
+/// call's name and arguments (string values of JSON arguments are read as text; each short
+/// one is also a quoted value). A term may come more than once.
+///
+/// # Examples
+///
+/// ```
+/// use curator_model::{Message, ToolCall};
+/// use curator_strategies::terms::message_terms;
+///
+/// let call = ToolCall::new("c1", "read_file", r#"{"path": "src/lib.rs"}"#);
+/// let mut found = Vec::new();
+/// message_terms(&Message::assistant_with_calls(None, vec![call]), &mut |t| found.push(t.to_owned()));
+/// assert_eq!(found, ["read_file", "src/lib.rs", "src/lib.rs", "lib.rs"]);
+/// ```
+pub fn message_terms(message: &Message, each: &mut impl FnMut(&str)) {
+    terms(&message.text()).into_iter().for_each(&mut *each);
+    for call in message.tool_calls() {
+        terms(call.name()).into_iter().for_each(&mut *each);
+        match call.arguments_json() {
+            Ok(value) => strings(&value, &mut |s| {
+                let value = s.trim();
+                if (3..=64).contains(&value.chars().count())
+                    && !value.contains('\n')
+                    && term_ok(value)
+                {
+                    each(value);
+                }
+                terms(s).into_iter().for_each(&mut *each);
+            }),
+            Err(_) => terms(call.arguments()).into_iter().for_each(&mut *each),
+        }
+    }
+}
+
+fn strings(value: &Value, each: &mut impl FnMut(&str)) {
+    match value {
+        Value::String(s) => each(s),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, each)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, each)),
+        _ => {}
+    }
+}
+
+/// Words that mark a line as reporting a failure.
+const ERROR_MARKS: &[&str] =
+    &["error", "Error", "ERROR", "FAILED", "failed", "panicked", "Traceback", "Exception", "fatal"];
+
+/// The longest line [`essentials`] quotes, in characters.
+const MAX_LINE: usize = 120;
+
+/// What a long text (a tool result) must not lose when it is cleared or summarized, in at
+/// most about `max_chars` characters: its first line, the lines that report a failure (up to
+/// three), its last line, then the distinctive [`terms`] those lines do not already show.
+/// Lines are joined with ` | ` and cut to 120 characters; empty for a blank text.
+///
+/// # Examples
+///
+/// ```
+/// use curator_strategies::terms::essentials;
+///
+/// let output = "running 14 tests\ntest parse_binary ... FAILED\nthread panicked at src/parser.rs:214\nok\ntest result: FAILED. 13 passed; 1 failed";
+/// assert_eq!(
+///     essentials(output, 300),
+///     "running 14 tests | test parse_binary ... FAILED | thread panicked at src/parser.rs:214 | test result: FAILED. 13 passed; 1 failed"
+/// );
+/// ```
+pub fn essentials(text: &str, max_chars: usize) -> String {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let (Some(first), Some(last)) = (lines.first(), lines.last()) else { return String::new() };
+    let mut picked: Vec<&str> = vec![first];
+    let middle = lines.get(1..lines.len().saturating_sub(1)).unwrap_or_default();
+    for line in middle.iter().filter(|l| ERROR_MARKS.iter().any(|m| l.contains(m))) {
+        if picked.len() >= 4 {
+            break;
+        }
+        picked.push(line);
+    }
+    if lines.len() > 1 {
+        picked.push(last);
+    }
+    let mut out = String::new();
+    for line in picked {
+        let cut = cut_chars(line, MAX_LINE);
+        let sep = if out.is_empty() { 0 } else { 3 };
+        if out.chars().count() + sep + cut.chars().count() > max_chars {
+            break;
+        }
+        if !out.is_empty() {
+            out.push_str(" | ");
+        }
+        out.push_str(&cut);
+    }
+    let prefix = if out.is_empty() { "terms: " } else { " | terms: " };
+    let mut more = Vec::new();
+    let mut size = out.chars().count() + prefix.len();
+    for term in terms(text) {
+        if out.contains(term) {
+            continue;
+        }
+        let cost = term.chars().count() + 2;
+        if size + cost > max_chars {
+            break;
+        }
+        size += cost;
+        more.push(term);
+    }
+    if !more.is_empty() {
+        out.push_str(prefix);
+        out.push_str(&more.join(", "));
+    }
+    out
+}
+
+/// `line` cut to `max` characters, with an ellipsis when cut.
+fn cut_chars(line: &str, max: usize) -> String {
+    if line.chars().count() <= max {
+        return line.to_owned();
+    }
+    let mut cut: String = line.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(text: &str, expected: &[&str]) {
+        assert_eq!(terms(text), expected, "terms of {text:?}");
+    }
+
+    #[test]
+    fn the_rule_picks_identifiers_paths_numbers_and_quoted_values() {
+        check(
+            "The bug is in parse_binary at src/parser.rs:214 (see https://example.org/a).",
+            &["parse_binary", "src/parser.rs", "parser.rs", "214", "https://example.org/a"],
+        );
+        check("call parseBinary or HashMap::new", &["parseBinary", "HashMap::new", "HashMap"]);
+        check("error E0308 in case17", &["E0308", "case17"]);
+        check("took 4.21s, version 0.3.1", &["0.3.1"]);
+        check("took 4.21 s", &["4.21"]);
+        check("the user said \"cancel my booking\" and don't 'go'", &["cancel my booking"]);
+        check("parser::tests::case_17 failed", &["parser::tests::case_17", "case_17"]);
+        check("self.parse_binary(prec + 1)", &["parse_binary"]);
+        check("Look at /workspace/exprs and ./run.sh", &["/workspace/exprs", "./run.sh", "run.sh"]);
+    }
+
+    #[test]
+    fn essentials_keep_first_last_and_error_lines_then_terms_within_the_size() {
+        assert_eq!(essentials("  \n ", 100), "");
+        assert_eq!(essentials("only line", 100), "only line");
+        let text = "compiling\nwarning: unused\nerror[E0308]: mismatched types in parse_binary\ndone in 4.21s";
+        assert_eq!(
+            essentials(text, 200),
+            "compiling | error[E0308]: mismatched types in parse_binary | done in 4.21s"
+        );
+        // Terms the kept lines do not show fill what is left.
+        let text = "header\nsee src/lexer.rs and tokenize_all\nfooter";
+        assert_eq!(
+            essentials(text, 200),
+            "header | footer | terms: src/lexer.rs, lexer.rs, tokenize_all"
+        );
+        // Never much over the size.
+        let long = format!("{}\n{}", "a".repeat(500), "b".repeat(500));
+        assert!(essentials(&long, 130).chars().count() <= 130);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn essentials_never_pass_their_size(text in "(\\PC{0,40}\n?){0,12}", max in 0usize..300) {
+            proptest::prop_assert!(essentials(&text, max).chars().count() <= max);
+        }
+    }
+
+    #[test]
+    fn plain_words_and_common_tokens_are_not_terms() {
+        check("The quick brown fox jumps over the lazy dog, and/or the cat.", &[]);
+        check("HTTP 200 and 404 at 100% with utf-8 in __init__ 42", &[]);
+        check("FAILED ok test result", &[]);
+    }
+}

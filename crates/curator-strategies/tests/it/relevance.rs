@@ -1,0 +1,178 @@
+//! `RelevanceBudget`: its promises for all inputs, and what it keeps and folds.
+
+use curator_model::{Message, Role, ToolCall, validate};
+use curator_strategies::{
+    CharEstimate, CurationContext, Error, Event, History, HistoryManager, HistoryManagerExt,
+    MemorySink, RelevanceBudget, TokenBudget, TokenCounter, View,
+};
+use curator_testkit::arb;
+use proptest::prelude::*;
+
+/// The view's history positions (`None` for a message the strategy wrote) and messages.
+fn curate(input: &[Message], budget: u64) -> Result<(Vec<Option<usize>>, Vec<Message>), Error> {
+    let history = History::from(input);
+    let view =
+        RelevanceBudget::new(budget).curate(View::full(&history), &CurationContext::default())?;
+    Ok((view.iter().map(|e| e.pos).collect(), view.to_messages()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn every_view_is_valid_bounded_ordered_deterministic_and_keeps_the_newest(
+        input in arb::history(),
+        budget in 0u64..3_000,
+    ) {
+        let counter = CharEstimate::default();
+        let first = curate(&input, budget);
+        let again = curate(&input, budget);
+        prop_assert_eq!(
+            first.as_ref().map_err(ToString::to_string),
+            again.as_ref().map_err(ToString::to_string),
+            "not deterministic"
+        );
+        match first {
+            Err(Error::BudgetTooSmall { needed, available, .. }) => {
+                prop_assert!(needed > available, "{needed} <= {available}");
+            }
+            Err(other) => prop_assert!(false, "unexpected error {other}"),
+            Ok((positions, view)) => {
+                prop_assert_eq!(validate::openai(&view), Ok(()), "{:#?}", view);
+                prop_assert_eq!(validate::anthropic(&view), Ok(()), "{:#?}", view);
+                let tokens: u64 = view.iter().map(|m| counter.count_message(m)).sum::<u64>()
+                    + counter.reply_priming();
+                prop_assert!(tokens <= budget, "{tokens} > {budget}");
+                // An order-preserving subsequence of the history, apart from one note.
+                let known: Vec<usize> = positions.iter().flatten().copied().collect();
+                prop_assert!(known.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+                let written: Vec<&Message> =
+                    positions.iter().zip(&view).filter(|(p, _)| p.is_none()).map(|(_, m)| m).collect();
+                prop_assert!(written.len() <= 1, "{written:#?}");
+                prop_assert!(written.iter().all(|m| m.role() == Role::User));
+                // The newest message that can be sent is the view's last when the budget
+                // leaves the body room for it.
+                let sendable = {
+                    let history = History::from(input.as_slice());
+                    View::full(&history).repaired().to_messages()
+                };
+                let newest: u64 = input.iter().rev().take(4).map(|m| 60 + 30 * m.tool_calls().len() as u64).sum();
+                let head: u64 = input.iter().take(2).map(|m| counter.count_message(m)).sum();
+                if budget / 2 > newest + 3 && budget > 2 * head.min(budget) && sendable.len() > 2 {
+                    let (Some(got), Some(want)) = (view.last(), sendable.last()) else { return Ok(()) };
+                    prop_assert_eq!((got.role(), got.tool_call_id()), (want.role(), want.tool_call_id()));
+                }
+            }
+        }
+    }
+}
+
+/// A run whose first tool result names the file the last message asks about, then forty
+/// steps of unrelated output.
+fn long_run() -> Vec<Message> {
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Fix the failing parser test."),
+        Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new("c0", "find", r#"{"name": "parser"}"#)],
+        ),
+        Message::tool_result("c0", "src/grammar/parser_core.rs"),
+    ];
+    for i in 1..40 {
+        let args = format!(r#"{{"command": "step_{i}"}}"#);
+        messages.push(Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new(format!("c{i}"), "run", args)],
+        ));
+        messages
+            .push(Message::tool_result(format!("c{i}"), format!("output of step_{i} ").repeat(12)));
+    }
+    messages.push(Message::user("Now open parser_core.rs again."));
+    messages
+}
+
+#[test]
+fn an_old_result_the_present_refers_to_is_kept_where_recency_drops_it() {
+    let messages = long_run();
+    let ctx = CurationContext::default();
+    let recency = TokenBudget::new(1_000).curate_messages(&messages, &ctx).unwrap();
+    let relevance = RelevanceBudget::new(1_000).curate_messages(&messages, &ctx).unwrap();
+    let holds = |view: &[Message]| view.iter().any(|m| m.text() == "src/grammar/parser_core.rs");
+    assert!(!holds(&recency));
+    assert!(holds(&relevance));
+    // Kept whole with its call, in its place: right after the head and the note.
+    let at = relevance.iter().position(|m| m.text() == "src/grammar/parser_core.rs").unwrap();
+    assert_eq!(relevance[at - 1].tool_calls()[0].id(), "c0");
+    assert!(RelevanceBudget::is_note(&relevance[2]), "{:#?}", relevance[2]);
+}
+
+#[test]
+fn the_note_lists_the_calls_and_terms_left_out_and_nothing_the_view_shows() {
+    let messages = long_run();
+    let view = RelevanceBudget::new(1_000)
+        .curate_messages(&messages, &CurationContext::default())
+        .unwrap();
+    let note = view.iter().find(|m| RelevanceBudget::is_note(m)).unwrap().text().into_owned();
+    assert!(note.starts_with("[curator left out "), "{note}");
+    assert!(note.contains(r#"run("step_"#), "{note}");
+    // A step left out is named; a step the view still shows is not.
+    let shown: Vec<String> = (1..40)
+        .map(|i| format!("step_{i}"))
+        .filter(|s| {
+            view.iter().any(|m| !RelevanceBudget::is_note(m) && m.text().contains(&format!("{s} ")))
+        })
+        .collect();
+    assert!(!shown.is_empty());
+    let dropped = (1..40).map(|i| format!("step_{i}")).find(|s| !shown.contains(s)).unwrap();
+    assert!(note.contains(&dropped), "{dropped} not in {note}");
+    for s in &shown {
+        assert!(
+            !note.contains(&format!("{s},")) && !note.contains(&format!("{s}.")),
+            "{s} in {note}"
+        );
+    }
+    let counter = CharEstimate::default();
+    let tokens: u64 =
+        view.iter().map(|m| counter.count_message(m)).sum::<u64>() + counter.reply_priming();
+    assert!(tokens <= 1_000);
+}
+
+#[test]
+fn without_the_note_nothing_is_written() {
+    let view = RelevanceBudget::new(1_000)
+        .with_fold_note(false)
+        .curate_messages(&long_run(), &CurationContext::default())
+        .unwrap();
+    assert!(!view.iter().any(RelevanceBudget::is_note));
+}
+
+#[test]
+fn events_say_which_older_units_were_kept_and_their_scores() {
+    let messages = long_run();
+    let history = History::from(messages.as_slice());
+    let sink = MemorySink::default();
+    let ctx = CurationContext::default().with_events(&sink);
+    RelevanceBudget::new(1_000).curate(View::full(&history), &ctx).unwrap();
+    let kept: Vec<_> = sink
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::RelevanceKept(kept) => Some(kept),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kept.len(), 1);
+    let first = &kept[0].units[0];
+    assert_eq!((first.position, first.messages), (Some(2), 2));
+    assert!(first.score > 0.0);
+}
+
+#[test]
+fn bad_shares_are_refused_naming_the_option() {
+    let error = RelevanceBudget::new(100).with_recent_share(1.5).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "relevance_budget: option `recent_share` is 1.5, not between 0 and 1"
+    );
+}
