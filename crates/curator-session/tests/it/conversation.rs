@@ -172,6 +172,17 @@ fn run_blocking_drives_provider_and_tools() {
         |_| Ok("x".into()),
         0,
     );
+    // Finished: nothing to do, whatever max_turns says, and the provider is not called.
+    assert_eq!(outcome.unwrap(), RunOutcome::Finished(Message::assistant("three")));
+    c.add_user("and to four?").unwrap();
+    let outcome = run_blocking(
+        &mut c,
+        &SlidingWindow::new(50),
+        &CurationContext::default(),
+        |_| Ok(Message::assistant_with_calls(None, vec![ToolCall::new("again", "count", "{}")])),
+        |_| Ok("x".into()),
+        0,
+    );
     assert_eq!(outcome.unwrap(), RunOutcome::MaxTurns);
     let failed = run_blocking(
         &mut c,
