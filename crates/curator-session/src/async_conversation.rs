@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use curator_model::{BoxError, Content, EvaluationId, Message, PromptRef, ToolCall};
+use curator_model::{BoxError, Content, EvaluationId, Message, MessageId, PromptRef, ToolCall};
 use curator_strategies::{CurationContext, HistoryManager};
 use tokio::sync::Mutex;
 
@@ -238,6 +238,41 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     pub async fn add_user(&mut self, content: impl Into<Content>) -> Result<Appended> {
         let content = content.into();
         self.call(move |c| c.add_user(content)).await
+    }
+
+    /// [`Conversation::add_user_with_id`] on a blocking thread: the call to retry when a
+    /// first try may have been recorded (its future dropped by a timeout, say), with the same
+    /// id, so that the message is recorded once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator_model::{Message, MessageId, PromptRef};
+    /// use curator_session::{AsyncConversation, MemoryStore};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
+    /// let mut c = AsyncConversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
+    /// let id = MessageId::new();
+    /// if tokio::time::timeout(Duration::from_secs(5), c.add_user_with_id(id, "hi")).await.is_err() {
+    ///     c.add_user_with_id(id, "hi").await?; // recorded once, whatever the first try did
+    /// }
+    /// assert_eq!(c.with(|c| c.history().len()).await, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::add_user_with_id`].
+    pub async fn add_user_with_id(
+        &mut self,
+        id: MessageId,
+        content: impl Into<Content>,
+    ) -> Result<Appended> {
+        let content = content.into();
+        self.call(move |c| c.add_user_with_id(id, content)).await
     }
 
     /// [`Conversation::record_assistant`] on a blocking thread.

@@ -178,10 +178,17 @@ pub enum Error {
         /// The repeated id.
         call_id: String,
     },
-    /// A tool result for a call that is not waiting for one.
-    #[error("no pending tool call with id `{call_id}`")]
+    /// A tool result for a call that the record does not hold.
+    #[error("no tool call with id `{call_id}` is waiting for a result")]
     UnknownToolCall {
         /// The id given.
+        call_id: String,
+    },
+    /// A tool result for a call whose result is recorded already, and differs from it (the
+    /// same result again is a retry, reported as a duplicate).
+    #[error("tool call `{call_id}` already has a different result recorded")]
+    AlreadyAnswered {
+        /// The id of the answered call.
         call_id: String,
     },
     /// A message that cannot be recorded while tool calls wait for their results: the record

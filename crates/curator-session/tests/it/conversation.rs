@@ -3,9 +3,11 @@
 use std::sync::Arc;
 
 use curator_model::{
-    Message, PromptRef, Role, ToolCall, ToolCallStatus, tool_call_states, validate,
+    Message, MessageId, PromptRef, Role, ToolCall, ToolCallStatus, tool_call_states, validate,
 };
-use curator_session::{Conversation, Error, MemoryStore, RunOutcome, SessionStore, run_blocking};
+use curator_session::{
+    Appended, Conversation, Error, MemoryStore, RunOutcome, SessionStore, run_blocking,
+};
 use curator_strategies::{CurationContext, Event, MemorySink, SlidingWindow};
 
 fn prompt() -> PromptRef {
@@ -328,4 +330,52 @@ fn tool_results_take_any_result_of_content() {
     assert_eq!((record[2].text(), record[2].is_error()), ("text".into(), false));
     assert_eq!((record[3].text(), record[3].is_error()), ("no such thing".into(), true));
     assert!(record[4].is_error());
+}
+
+/// A record call retried although it succeeded (its acknowledgement was lost, as when an
+/// async caller's future is dropped by a timeout): nothing is recorded twice.
+#[test]
+fn record_calls_retried_after_they_succeeded_record_nothing_twice() {
+    let store = MemoryStore::new();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
+    // A user message is retried under the id it was first sent with.
+    let id = MessageId::new();
+    assert_eq!(c.add_user_with_id(id, "check a").unwrap(), Appended::New);
+    assert_eq!(c.add_user_with_id(id, "check a").unwrap(), Appended::Duplicate);
+    assert_eq!(c.next_sequence(), 2);
+    // The same reply again, right after it: a retry, its calls returned again.
+    let reply = Message::assistant_with_calls(None, vec![ToolCall::new("a", "check", "{}")]);
+    assert_eq!(c.record_assistant(reply.clone()).unwrap().len(), 1);
+    assert_eq!(c.record_assistant(reply.clone()).unwrap().len(), 1);
+    assert_eq!(c.last_appended(), Some(Appended::Duplicate));
+    // The same result for an answered call is a duplicate; a different one is refused.
+    assert_eq!(c.record_tool_result("a", Ok::<_, String>("fine")).unwrap(), Appended::New);
+    assert_eq!(c.record_tool_result("a", Ok::<_, String>("fine")).unwrap(), Appended::Duplicate);
+    assert!(matches!(
+        c.record_tool_result("a", Err::<String, _>("broken")),
+        Err(Error::AlreadyAnswered { call_id }) if call_id == "a"
+    ));
+    assert!(matches!(
+        c.record_tool_result("zz", Ok::<_, String>("?")),
+        Err(Error::UnknownToolCall { call_id }) if call_id == "zz"
+    ));
+    // Once its results follow it, the reply is no longer the latest: recording it again is
+    // not a retry, and its call ids are taken.
+    c.record_assistant(Message::assistant("a is fine")).unwrap();
+    c.record_assistant(Message::assistant("a is fine")).unwrap();
+    assert_eq!(c.last_appended(), Some(Appended::Duplicate));
+    let record: Vec<Message> =
+        store.entries(c.evaluation_id()).unwrap().into_iter().map(|e| e.message).collect();
+    assert_eq!(record.len(), 5, "{record:#?}");
+    validate::openai(&record).unwrap();
+
+    // After a reopen the record is where the retry looks, too.
+    let mut again = Conversation::open(&store, "test", prompt(), Message::system("s")).unwrap();
+    assert_eq!(
+        again.record_tool_result("a", Ok::<_, String>("fine")).unwrap(),
+        Appended::Duplicate
+    );
+    again.record_assistant(Message::assistant("a is fine")).unwrap();
+    assert_eq!(again.add_user_with_id(id, "check a").unwrap(), Appended::Duplicate);
+    assert_eq!(store.entries(c.evaluation_id()).unwrap().len(), 5);
 }
