@@ -17,10 +17,18 @@ pub(crate) fn out_str(text: &str) -> io::Result<()> {
     io::stdout().lock().write_all(text.as_bytes())
 }
 
-/// Whether an error (or one of its causes) is a write into a closed pipe.
+/// Whether an error (or one of its causes) is a write into a closed pipe: an `io::Error`, or
+/// a `serde_json::Error` from writing JSON straight into stdout (which keeps the `io::Error`
+/// inside, out of the error chain).
 pub(crate) fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
-        cause.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+        let kind = match cause.downcast_ref::<io::Error>() {
+            Some(e) => Some(e.kind()),
+            None => {
+                cause.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind)
+            }
+        };
+        kind == Some(io::ErrorKind::BrokenPipe)
     })
 }
 
@@ -82,5 +90,7 @@ mod tests {
             .context("cannot write the table");
         assert!(is_broken_pipe(&error));
         assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
+        let json = serde_json::Error::io(io::Error::from(io::ErrorKind::BrokenPipe));
+        assert!(is_broken_pipe(&anyhow::Error::from(json)));
     }
 }

@@ -42,3 +42,14 @@ fn trace_raw_into_a_closed_pipe_exits_quietly() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
 }
+
+#[test]
+fn curate_into_a_closed_pipe_exits_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    // Far more than a pipe holds once curated (a line per conversation, each over 6 KB).
+    let file = write(dir.path(), "many.jsonl", &lines(60, 12));
+    let (code, stderr) =
+        read_one_line_then_close(&["curate", file.to_str().unwrap(), "--window", "4"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+}
