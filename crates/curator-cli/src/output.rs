@@ -32,6 +32,26 @@ pub(crate) fn is_broken_pipe(error: &anyhow::Error) -> bool {
     })
 }
 
+/// Whether stdout is a pipe (or socket) whose reader has gone, asked without writing: a
+/// zero-timeout `poll`, which reports an error condition on a pipe with no reader left. A
+/// command that prints its results only at the end (`curator replay | head -1`) checks it
+/// between conversations, to stop instead of working for nobody.
+#[cfg(unix)]
+pub(crate) fn stdout_closed() -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+    let stdout = io::stdout();
+    let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+    poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 }))
+        .is_ok_and(|_| fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP))
+}
+
+/// Whether stdout's reader has gone; unknown (so `false`) off Unix.
+#[cfg(not(unix))]
+pub(crate) fn stdout_closed() -> bool {
+    false
+}
+
 /// Prints a line to stdout, returning the `io::Result` (use with `?`).
 macro_rules! outln {
     () => { $crate::output::out(format_args!("\n")) };
