@@ -161,8 +161,13 @@ pub enum Error {
         /// The session key.
         key: SessionKey,
     },
-    /// A different message claims a sequence number that is taken.
-    #[error("evaluation {evaluation}: sequence {sequence} is already taken by message {existing}")]
+    /// A different message claims a sequence number that is taken: most likely another
+    /// writer (a second process or driver on the same session key) recorded into this
+    /// conversation since this driver read it. One process may drive a key at a time: a
+    /// [`ClaimStore`](crate::ClaimStore) claim makes sure of it.
+    #[error(
+        "evaluation {evaluation}: sequence {sequence} is already taken by message {existing}: another writer is recording this conversation (one process may drive a session key at a time: claim the key)"
+    )]
     SequenceTaken {
         /// The evaluation.
         evaluation: EvaluationId,

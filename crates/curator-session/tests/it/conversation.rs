@@ -379,3 +379,19 @@ fn record_calls_retried_after_they_succeeded_record_nothing_twice() {
     assert_eq!(again.add_user_with_id(id, "check a").unwrap(), Appended::Duplicate);
     assert_eq!(store.entries(c.evaluation_id()).unwrap().len(), 5);
 }
+
+/// Two drivers on one key: the second writer's append is refused, and the error says what
+/// most likely happened.
+#[test]
+fn two_writers_on_one_conversation_are_told_apart() {
+    let store = MemoryStore::new();
+    let mut first = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    let mut second = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    first.add_user("from the first").unwrap();
+    let refused = second.add_user("from the second").unwrap_err();
+    assert!(matches!(refused, Error::SequenceTaken { sequence: 1, .. }), "{refused:?}");
+    assert!(
+        refused.to_string().contains("another writer is recording this conversation"),
+        "{refused}"
+    );
+}
