@@ -154,6 +154,7 @@ pub(crate) fn run(
             let (document, broken) = match curate_one(conversation, pipeline, options) {
                 Ok(done) => done,
                 Err(error) => {
+                    let error = crate::pipeline::explain(error, pipeline.tools_tokens);
                     note!("{}: conversation {id}: {error:#}", source.name());
                     unreadable += 1;
                     continue;

@@ -193,6 +193,7 @@ fn replay_all(
                     Ok(done) => done,
                     Err(error) => {
                         progress.break_line();
+                        let error = crate::pipeline::explain(error, pipeline.tools_tokens);
                         note!("{name}: conversation {id}: {error:#}");
                         unreadable += 1;
                         continue;
