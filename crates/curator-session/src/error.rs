@@ -205,7 +205,7 @@ pub enum Error {
     },
     /// A message of the wrong kind for the record call (a user message given as the
     /// assistant's reply, say).
-    #[error("{call}: expected a {expected} message, got a {found} message")]
+    #[error("{call}: expected {} message, got {} message", with_article(expected), with_article(&found.to_string()))]
     WrongRole {
         /// The call that was made.
         call: &'static str,
@@ -246,6 +246,13 @@ pub enum Error {
     /// A message or entry could not be built.
     #[error(transparent)]
     Model(#[from] curator_model::Error),
+}
+
+/// `an assistant`, `a user`: a role's name with its indefinite article (by sound: the `u` of
+/// `user` takes `a`).
+fn with_article(word: &str) -> String {
+    let article = if word.starts_with(['a', 'e', 'i', 'o']) { "an" } else { "a" };
+    format!("{article} {word}")
 }
 
 impl Error {

@@ -395,3 +395,16 @@ fn two_writers_on_one_conversation_are_told_apart() {
         "{refused}"
     );
 }
+
+#[test]
+fn wrong_role_errors_read_as_english() {
+    let store = MemoryStore::new();
+    let mut c = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    let error = c.record_assistant(Message::user("hi")).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "record_assistant: expected an assistant message, got a user message"
+    );
+    let error = Conversation::start(&store, "job", prompt(), Message::assistant("x")).unwrap_err();
+    assert_eq!(error.to_string(), "start: expected a system message, got an assistant message");
+}
