@@ -312,3 +312,27 @@ fn messages_say_it_once_and_missing_inputs_stop_before_any_output() {
         assert_eq!(text(&out.stdout), "", "{command} printed before failing");
     }
 }
+
+#[test]
+fn inspect_shows_control_characters_in_keys_escaped() {
+    use curator::model::{Message, PromptRef};
+    use curator::session::Conversation;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    {
+        let store = curator::sqlite::SqliteStore::open(&db).unwrap();
+        Conversation::open(
+            &store,
+            "line one\nline\ttwo",
+            PromptRef::new("d", "a"),
+            Message::system("s"),
+        )
+        .unwrap();
+    }
+    let out = curator(&["inspect", db.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(r"line one\nline\ttwo"), "{stdout}");
+    assert_eq!(stdout.lines().count(), 3, "a title, the header and one row: {stdout}");
+}
