@@ -6,10 +6,10 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use curator_model::{Message, PromptRef, Role, ToolCall};
+use curator_model::{Content, Message, PromptRef, Role, ToolCall};
 use curator_session::{
     AsyncConversation, Conversation, MemoryStore, NextStep, RunOutcome, SessionStore, ToolContext,
-    ToolOutcome, run_async, run_blocking,
+    run_async, run_blocking,
 };
 use curator_strategies::{CurationContext, Passthrough};
 
@@ -59,9 +59,9 @@ impl Counts {
         model(request)
     }
 
-    fn tool(&self, context: &ToolContext) -> ToolOutcome {
+    fn tool(&self, context: &ToolContext) -> Content {
         *self.tools.borrow_mut().entry(context.call_id().to_owned()).or_default() += 1;
-        Ok(format!("{} is fine", context.call_id()).into())
+        format!("{} is fine", context.call_id()).into()
     }
 
     fn each_tool_ran_once(&self) -> bool {
@@ -86,8 +86,8 @@ fn crash_after(store: &MemoryStore, records: usize, counts: &Counts) {
             }
             _ => {
                 let context = c.tool_contexts().remove(0);
-                let outcome = counts.tool(&context);
-                c.record_tool_result(context.call_id(), outcome).unwrap();
+                let output = counts.tool(&context);
+                c.record_tool_result(context.call_id(), Ok::<_, String>(output)).unwrap();
             }
         }
     }
@@ -112,7 +112,7 @@ fn run_blocking_follows_next_step_after_a_crash_at_every_state() {
                 &Passthrough,
                 &CurationContext::default(),
                 |request| Ok(counts.provider(request)),
-                |context| counts.tool(context),
+                |context| Ok(counts.tool(context)),
                 5,
             )
             .unwrap()
@@ -149,7 +149,7 @@ fn run_blocking_stops_at_max_turns_after_running_the_last_replys_calls() {
         &Passthrough,
         &CurationContext::default(),
         |request| Ok(counts.provider(request)),
-        |context| counts.tool(context),
+        |context| Ok(counts.tool(context)),
         1,
     )
     .unwrap();
@@ -177,7 +177,7 @@ fn run_async_follows_next_step_after_a_crash_at_every_state() {
                     &Passthrough,
                     &CurationContext::default(),
                     async |request: &[Message]| Ok(counts.provider(request)),
-                    async |context: &ToolContext| counts.tool(context),
+                    async |context: &ToolContext| Ok(counts.tool(context)),
                     5,
                 )
                 .await
