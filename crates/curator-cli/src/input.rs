@@ -532,7 +532,7 @@ pub(crate) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         } else {
             // Said before anything is read or printed, rather than as one unreadable input
             // among the others under an empty table.
-            bail!("{}: no such file or folder", path.display());
+            bail!("cannot read {}: no such file or folder", path.display());
         }
     }
     Ok(files)
