@@ -527,8 +527,12 @@ pub(crate) fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             if files.len() == before {
                 bail!("{} holds no .json or .jsonl file", path.display());
             }
-        } else {
+        } else if path.exists() {
             files.push(path.clone());
+        } else {
+            // Said before anything is read or printed, rather than as one unreadable input
+            // among the others under an empty table.
+            bail!("cannot read {}: no such file or folder", path.display());
         }
     }
     Ok(files)

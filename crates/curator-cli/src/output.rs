@@ -17,11 +17,39 @@ pub(crate) fn out_str(text: &str) -> io::Result<()> {
     io::stdout().lock().write_all(text.as_bytes())
 }
 
-/// Whether an error (or one of its causes) is a write into a closed pipe.
+/// Whether an error (or one of its causes) is a write into a closed pipe: an `io::Error`, or
+/// a `serde_json::Error` from writing JSON straight into stdout (which keeps the `io::Error`
+/// inside, out of the error chain).
 pub(crate) fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
-        cause.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+        let kind = match cause.downcast_ref::<io::Error>() {
+            Some(e) => Some(e.kind()),
+            None => {
+                cause.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind)
+            }
+        };
+        kind == Some(io::ErrorKind::BrokenPipe)
     })
+}
+
+/// Whether stdout is a pipe (or socket) whose reader has gone, asked without writing: a
+/// zero-timeout `poll`, which reports an error condition on a pipe with no reader left. A
+/// command that prints its results only at the end (`curator replay | head -1`) checks it
+/// between conversations, to stop instead of working for nobody.
+#[cfg(unix)]
+pub(crate) fn stdout_closed() -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+    let stdout = io::stdout();
+    let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+    poll(&mut fds, Some(&Timespec { tv_sec: 0, tv_nsec: 0 }))
+        .is_ok_and(|_| fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP))
+}
+
+/// Whether stdout's reader has gone; unknown (so `false`) off Unix.
+#[cfg(not(unix))]
+pub(crate) fn stdout_closed() -> bool {
+    false
 }
 
 /// Prints a line to stdout, returning the `io::Result` (use with `?`).
@@ -82,5 +110,7 @@ mod tests {
             .context("cannot write the table");
         assert!(is_broken_pipe(&error));
         assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
+        let json = serde_json::Error::io(io::Error::from(io::ErrorKind::BrokenPipe));
+        assert!(is_broken_pipe(&anyhow::Error::from(json)));
     }
 }

@@ -273,3 +273,21 @@ fn read_config(path: &std::path::Path) -> Result<StrategyConfig> {
 pub(crate) fn describe(config: &StrategyConfig) -> String {
     serde_json::to_string(config).unwrap_or_default()
 }
+
+/// A curation error in the command line's terms: the CLI adds the input's `tools` schemas to
+/// every budget's reserve, so a budget too small for what must be sent says that the schemas
+/// took part of it (`tools_tokens`, when the conversation has any).
+pub(crate) fn explain(error: anyhow::Error, tools_tokens: u64) -> anyhow::Error {
+    let too_small = error.chain().find_map(|cause| match cause.downcast_ref() {
+        Some(curator::strategies::Error::BudgetTooSmall { needed, available, what }) => {
+            Some((*needed, *available, *what))
+        }
+        _ => None,
+    });
+    match too_small {
+        Some((needed, available, what)) if tools_tokens > 0 => anyhow::anyhow!(
+            "token budget of {available} tokens (after the reserve and the tools' schemas, which take {tools_tokens}) cannot hold {what} ({needed} tokens)"
+        ),
+        _ => error,
+    }
+}

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use curator_model::{BoxError, Content, EvaluationId, Message, PromptRef, ToolCall};
+use curator_model::{BoxError, Content, EvaluationId, Message, MessageId, PromptRef, ToolCall};
 use curator_strategies::{CurationContext, HistoryManager};
 use tokio::sync::Mutex;
 
+use crate::run::finished;
 use crate::{
     Appended, Conversation, Error, NextStep, Result, ResumePolicy, RunOutcome, SessionKey,
     SessionStore, StoreErrorKind, ToolContext, ToolOutcome,
@@ -239,6 +240,41 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
         self.call(move |c| c.add_user(content)).await
     }
 
+    /// [`Conversation::add_user_with_id`] on a blocking thread: the call to retry when a
+    /// first try may have been recorded (its future dropped by a timeout, say), with the same
+    /// id, so that the message is recorded once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator_model::{Message, MessageId, PromptRef};
+    /// use curator_session::{AsyncConversation, MemoryStore};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
+    /// let mut c = AsyncConversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
+    /// let id = MessageId::new();
+    /// if tokio::time::timeout(Duration::from_secs(5), c.add_user_with_id(id, "hi")).await.is_err() {
+    ///     c.add_user_with_id(id, "hi").await?; // recorded once, whatever the first try did
+    /// }
+    /// assert_eq!(c.with(|c| c.history().len()).await, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Conversation::add_user_with_id`].
+    pub async fn add_user_with_id(
+        &mut self,
+        id: MessageId,
+        content: impl Into<Content>,
+    ) -> Result<Appended> {
+        let content = content.into();
+        self.call(move |c| c.add_user_with_id(id, content)).await
+    }
+
     /// [`Conversation::record_assistant`] on a blocking thread.
     ///
     /// # Errors
@@ -398,9 +434,11 @@ impl<S> std::fmt::Debug for AsyncConversation<S> {
 /// `max_turns` replies, with async provider and tool closures. Store I/O runs on blocking
 /// threads.
 ///
-/// First, calls left waiting by a crash are run again (with `is_resume: true`). Then each
-/// turn: the record is curated by `manager`, `provider` is awaited with the view, its reply
-/// is recorded, and each tool call is awaited and its result recorded at once.
+/// Like `run_blocking`, it does what [`Conversation::next_step`] says: runs only the calls
+/// still waiting for a result (after a resume with `is_resume: true`), awaits `provider` with
+/// the curated record only when the model must answer, returns [`RunOutcome::Finished`] with
+/// the recorded answer without calling the provider when the conversation has finished, and
+/// [`RunOutcome::WaitingForUser`] at once when only the system message is recorded.
 ///
 /// # Errors
 ///
@@ -447,26 +485,26 @@ where
     P: AsyncFnMut(&[Message]) -> std::result::Result<Message, BoxError>,
     T: AsyncFnMut(&ToolContext) -> ToolOutcome,
 {
-    run_tools(conversation, &mut tool).await?;
-    for _ in 0..max_turns {
-        let request = conversation.request_messages(manager, ctx).await?;
-        let reply = provider(&request).await.map_err(Error::Provider)?;
-        let calls = conversation.record_assistant(reply.clone()).await?;
-        if calls.is_empty() {
-            return Ok(RunOutcome::Finished(reply));
+    let mut turns = 0;
+    loop {
+        match conversation.next_step().await {
+            NextStep::RunTools(contexts) => {
+                for context in contexts {
+                    let outcome = tool(&context).await;
+                    conversation.record_tool_result(context.call_id(), outcome).await?;
+                }
+            }
+            NextStep::CallModel if turns < max_turns => {
+                turns += 1;
+                let request = conversation.request_messages(manager, ctx).await?;
+                let reply = provider(&request).await.map_err(Error::Provider)?;
+                conversation.record_assistant(reply).await?;
+            }
+            NextStep::CallModel => return Ok(RunOutcome::MaxTurns),
+            NextStep::Finished => {
+                return Ok(conversation.with(|c| finished(c.history().messages())).await);
+            }
+            NextStep::WaitForUser => return Ok(RunOutcome::WaitingForUser),
         }
-        run_tools(conversation, &mut tool).await?;
     }
-    Ok(RunOutcome::MaxTurns)
-}
-
-async fn run_tools<S: SessionStore + 'static>(
-    conversation: &mut AsyncConversation<S>,
-    tool: &mut impl AsyncFnMut(&ToolContext) -> ToolOutcome,
-) -> Result<()> {
-    for context in conversation.with(Conversation::tool_contexts).await {
-        let outcome = tool(&context).await;
-        conversation.record_tool_result(context.call_id(), outcome).await?;
-    }
-    Ok(())
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use curator_model::{Content, Entry, EvaluationId, Message, PromptRef, Role, ToolCall};
+use curator_model::{Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall};
 use curator_strategies::{
     ConversationRecorded, CurationContext, Event, EventSink, History, HistoryManager, View,
 };
@@ -92,6 +92,13 @@ pub enum ResumePolicy {
 /// [`Appended::Duplicate`] and the driver moves on. A different record call instead first
 /// asks the store whether the kept entry landed, and continues after it if it did.
 ///
+/// A record call retried although it succeeded (its answer was lost: an async caller's
+/// future dropped by a timeout) records nothing twice either: the same reply again right
+/// after it, or the same result for a call already answered, is [`Appended::Duplicate`] (a
+/// different result is [`Error::AlreadyAnswered`]). A user message may be sent twice on
+/// purpose, so its retries are recognised by id: give it one with
+/// [`add_user_with_id`](Conversation::add_user_with_id) and retry with the same id.
+///
 /// # Examples
 ///
 /// ```
@@ -177,7 +184,7 @@ impl<S: SessionStore> Conversation<S> {
             });
         }
         let mut conversation = Self::empty(store, key.into(), EvaluationId::new(), prompt);
-        conversation.commit(system)?;
+        conversation.commit(system, None)?;
         Ok(conversation)
     }
 
@@ -415,14 +422,50 @@ impl<S: SessionStore> Conversation<S> {
     /// # Errors
     ///
     /// [`Error::PendingToolCalls`] while calls wait for results; a store error (the entry is
-    /// kept: calling again with the same content re-sends it).
+    /// kept: calling again with the same content re-sends it). A call that succeeded but
+    /// whose answer was lost (a dropped future) cannot be told from a second message with
+    /// the same text: to retry such calls, use [`add_user_with_id`](Conversation::add_user_with_id).
     pub fn add_user(&mut self, content: impl Into<Content>) -> Result<Appended> {
-        let message = Message::user(content);
+        self.add_user_message(Message::user(content), None)
+    }
+
+    /// Records a user message under a message id the caller chose, so that a retry is
+    /// recognised whatever happened to the first try: when the id is already recorded (the
+    /// first try succeeded, even if its answer was lost, or was recorded before a crash),
+    /// nothing is recorded and the call returns [`Appended::Duplicate`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_model::{Message, MessageId, PromptRef};
+    /// use curator_session::{Appended, Conversation, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// let id = MessageId::new(); // kept by the caller until the call is acknowledged
+    /// assert_eq!(c.add_user_with_id(id, "hi")?, Appended::New);
+    /// assert_eq!(c.add_user_with_id(id, "hi")?, Appended::Duplicate); // a retry
+    /// assert_eq!(c.history().len(), 2);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`add_user`](Conversation::add_user).
+    pub fn add_user_with_id(
+        &mut self,
+        id: MessageId,
+        content: impl Into<Content>,
+    ) -> Result<Appended> {
+        self.add_user_message(Message::user(content), Some(id))
+    }
+
+    fn add_user_message(&mut self, message: Message, id: Option<MessageId>) -> Result<Appended> {
         if let Some(appended) = self.retry(&message)? {
             return Ok(appended);
         }
         self.require_no_pending()?;
-        self.commit(message)
+        self.commit(message, id)
     }
 
     /// The curated view of the record for the next provider call. The record is unchanged.
@@ -476,7 +519,9 @@ impl<S: SessionStore> Conversation<S> {
     /// [`Error::PendingToolCalls`] while earlier calls wait for results;
     /// [`Error::DuplicateToolCallId`] for a reply that makes two calls with one id (nothing
     /// is recorded); a store error (the entry is kept: calling again with the same reply
-    /// re-sends it).
+    /// re-sends it). The reply recorded last, given again while nothing but results to its
+    /// calls follows it, is a retry: nothing is recorded, its calls are returned again and
+    /// [`last_appended`](Conversation::last_appended) is [`Appended::Duplicate`].
     pub fn record_assistant(&mut self, reply: Message) -> Result<Vec<ToolCall>> {
         if reply.role() != Role::Assistant {
             return Err(Error::WrongRole {
@@ -489,13 +534,17 @@ impl<S: SessionStore> Conversation<S> {
         if self.retry(&reply)?.is_some() {
             return Ok(calls);
         }
+        if self.history.messages().iter().rev().find(|m| m.role() != Role::Tool) == Some(&reply) {
+            self.last_appended = Some(Appended::Duplicate);
+            return Ok(calls);
+        }
         self.require_no_pending()?;
         for (i, call) in calls.iter().enumerate() {
             if calls[..i].iter().any(|earlier| earlier.id() == call.id()) {
                 return Err(Error::DuplicateToolCallId { call_id: call.id().to_owned() });
             }
         }
-        self.commit(reply)?;
+        self.commit(reply, None)?;
         Ok(calls)
     }
 
@@ -523,8 +572,10 @@ impl<S: SessionStore> Conversation<S> {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownToolCall`] when no pending call has this id; a store error (the entry
-    /// is kept: calling again with the same outcome re-sends it).
+    /// [`Error::UnknownToolCall`] when no call has this id; for a call already answered,
+    /// the same result again is a retry (nothing recorded, [`Appended::Duplicate`]) and a
+    /// different one is [`Error::AlreadyAnswered`]; a store error (the entry is kept: calling
+    /// again with the same outcome re-sends it).
     pub fn record_tool_result<O, E>(
         &mut self,
         call_id: &str,
@@ -538,14 +589,43 @@ impl<S: SessionStore> Conversation<S> {
             Ok(content) => Message::tool_result(call_id, content),
             Err(content) => Message::tool_error(call_id, content),
         };
-        let name = self.pending_call(call_id)?.name().to_owned();
-        let message = message.with_name(name);
+        let Some(call) = self.pending.iter().find(|c| c.id() == call_id) else {
+            return self.answered_again(call_id, message);
+        };
+        let message = message.with_name(call.name().to_owned());
         if let Some(appended) = self.retry(&message)? {
             return Ok(appended);
         }
         // A kept entry that did land may have answered the call meanwhile.
-        self.pending_call(call_id)?;
-        self.commit(message)
+        if !self.pending.iter().any(|c| c.id() == call_id) {
+            return self.answered_again(call_id, message);
+        }
+        self.commit(message, None)
+    }
+
+    /// A result for a call that is not pending: a retry when the call's recorded result is
+    /// the same, else [`Error::AlreadyAnswered`], or [`Error::UnknownToolCall`] when no
+    /// result for it is recorded.
+    fn answered_again(&mut self, call_id: &str, message: Message) -> Result<Appended> {
+        let recorded = self
+            .history
+            .messages()
+            .iter()
+            .rev()
+            .find(|m| m.role() == Role::Tool && m.tool_call_id() == Some(call_id));
+        let Some(recorded) = recorded else {
+            return Err(Error::UnknownToolCall { call_id: call_id.to_owned() });
+        };
+        let message = match recorded.name() {
+            Some(name) => message.with_name(name.to_owned()),
+            None => message,
+        };
+        if *recorded == message {
+            self.last_appended = Some(Appended::Duplicate);
+            Ok(Appended::Duplicate)
+        } else {
+            Err(Error::AlreadyAnswered { call_id: call_id.to_owned() })
+        }
     }
 
     /// The calls waiting for results, as contexts to run them with.
@@ -707,13 +787,6 @@ impl<S: SessionStore> Conversation<S> {
         }
     }
 
-    fn pending_call(&self, call_id: &str) -> Result<&ToolCall> {
-        self.pending
-            .iter()
-            .find(|c| c.id() == call_id)
-            .ok_or_else(|| Error::UnknownToolCall { call_id: call_id.to_owned() })
-    }
-
     /// Settles an entry kept from a failed record call before the next one. The same
     /// message again is a retry: the kept entry is re-sent as is, and `Some` says what the
     /// store did. Any other message first asks the store whether the kept entry landed: if it
@@ -722,7 +795,7 @@ impl<S: SessionStore> Conversation<S> {
     fn retry(&mut self, message: &Message) -> Result<Option<Appended>> {
         let Some(staged) = self.staged.take() else { return Ok(None) };
         if &staged.message == message {
-            return self.send(staged).map(Some);
+            return self.send(staged, true).map(Some);
         }
         let recorded = match self.store.entries(self.evaluation) {
             Ok(entries) => entries.iter().any(|e| e.id == staged.id),
@@ -739,24 +812,31 @@ impl<S: SessionStore> Conversation<S> {
     }
 
     /// Builds the entry of a new message (the next sequence; an assistant reply starts the
-    /// next turn) and sends it.
-    fn commit(&mut self, message: Message) -> Result<Appended> {
+    /// next turn; the caller's message id, if it gave one) and sends it.
+    fn commit(&mut self, message: Message, id: Option<MessageId>) -> Result<Appended> {
         let turn = if message.role() == Role::Assistant { self.turn + 1 } else { self.turn };
         let mut builder =
             Entry::builder(self.evaluation, message).sequence(self.next_sequence).turn(turn);
         if let Some(prompt) = &self.prompt {
             builder = builder.prompt(prompt.clone());
         }
-        self.send(builder.build()?)
+        if let Some(id) = id {
+            builder = builder.id(id);
+        }
+        self.send(builder.build()?, false)
     }
 
     /// Appends an entry to the store, then (only once it is stored) applies it; on error the
-    /// entry is kept for a retry.
-    fn send(&mut self, entry: Entry) -> Result<Appended> {
+    /// entry is kept for a retry. A duplicate is applied only when it is a kept entry sent
+    /// again (`staged`: the failed call had committed it); a new entry whose caller-given id is
+    /// recorded already was applied when that id was first recorded (or read on resume).
+    fn send(&mut self, entry: Entry, staged: bool) -> Result<Appended> {
         match self.store.append(&self.key, &entry) {
             Ok(appended) => {
                 self.last_appended = Some(appended);
-                self.apply(entry);
+                if appended == Appended::New || staged {
+                    self.apply(entry);
+                }
                 Ok(appended)
             }
             Err(e) => {

@@ -161,8 +161,13 @@ pub enum Error {
         /// The session key.
         key: SessionKey,
     },
-    /// A different message claims a sequence number that is taken.
-    #[error("evaluation {evaluation}: sequence {sequence} is already taken by message {existing}")]
+    /// A different message claims a sequence number that is taken: most likely another
+    /// writer (a second process or driver on the same session key) recorded into this
+    /// conversation since this driver read it. One process may drive a key at a time: a
+    /// [`ClaimStore`](crate::ClaimStore) claim makes sure of it.
+    #[error(
+        "evaluation {evaluation}: sequence {sequence} is already taken by message {existing}: another writer is recording this conversation (one process may drive a session key at a time: claim the key)"
+    )]
     SequenceTaken {
         /// The evaluation.
         evaluation: EvaluationId,
@@ -178,10 +183,17 @@ pub enum Error {
         /// The repeated id.
         call_id: String,
     },
-    /// A tool result for a call that is not waiting for one.
-    #[error("no pending tool call with id `{call_id}`")]
+    /// A tool result for a call that the record does not hold.
+    #[error("no tool call with id `{call_id}` is waiting for a result")]
     UnknownToolCall {
         /// The id given.
+        call_id: String,
+    },
+    /// A tool result for a call whose result is recorded already, and differs from it (the
+    /// same result again is a retry, reported as a duplicate).
+    #[error("tool call `{call_id}` already has a different result recorded")]
+    AlreadyAnswered {
+        /// The id of the answered call.
         call_id: String,
     },
     /// A message that cannot be recorded while tool calls wait for their results: the record
@@ -193,7 +205,7 @@ pub enum Error {
     },
     /// A message of the wrong kind for the record call (a user message given as the
     /// assistant's reply, say).
-    #[error("{call}: expected a {expected} message, got a {found} message")]
+    #[error("{call}: expected {} message, got {} message", with_article(expected), with_article(&found.to_string()))]
     WrongRole {
         /// The call that was made.
         call: &'static str,
@@ -234,6 +246,13 @@ pub enum Error {
     /// A message or entry could not be built.
     #[error(transparent)]
     Model(#[from] curator_model::Error),
+}
+
+/// `an assistant`, `a user`: a role's name with its indefinite article (by sound: the `u` of
+/// `user` takes `a`).
+fn with_article(word: &str) -> String {
+    let article = if word.starts_with(['a', 'e', 'i', 'o']) { "an" } else { "a" };
+    format!("{article} {word}")
 }
 
 impl Error {

@@ -1,9 +1,9 @@
 //! `run_blocking`: drive a conversation with a provider closure and a tool closure.
 
-use curator_model::Message;
+use curator_model::{Message, Role};
 use curator_strategies::{CurationContext, HistoryManager};
 
-use crate::{Conversation, Error, Result, SessionStore, ToolContext, ToolOutcome};
+use crate::{Conversation, Error, NextStep, Result, SessionStore, ToolContext, ToolOutcome};
 
 /// How a [`run_blocking`] loop ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -13,15 +13,29 @@ pub enum RunOutcome {
     Finished(Message),
     /// `max_turns` assistant replies were recorded and the last one still called tools.
     MaxTurns,
+    /// Only the system message is recorded ([`NextStep::WaitForUser`]): there is no task to
+    /// send the model yet. Nothing was called or recorded; record the user's message
+    /// ([`Conversation::add_user`]) and run the loop again.
+    WaitingForUser,
 }
 
 /// Runs an agent loop on `conversation` until the assistant answers without calling a tool,
 /// or for at most `max_turns` replies.
 ///
-/// First, calls left waiting by a crash are run again (with `is_resume: true`). Then each
-/// turn: the record is curated by `manager`, `provider` is called with the view, its reply is
-/// recorded, and each tool call is run by `tool` and its result recorded at once. Callers
-/// that need their own loop (async, streaming, parallel tools) use [`Conversation`] directly.
+/// It does what [`Conversation::next_step`] says, so it can be called on a conversation in
+/// any state, freshly opened after a crash or not:
+///
+/// - [`NextStep::RunTools`]: runs the calls still waiting for a result (only those; after a
+///   resume with `is_resume: true`) and records each result at once;
+/// - [`NextStep::CallModel`]: curates the record with `manager`, calls `provider` with the
+///   view and records its reply (at most `max_turns` times);
+/// - [`NextStep::Finished`]: returns [`RunOutcome::Finished`] with the recorded answer,
+///   without calling the provider (a conversation reopened after it finished is not sent
+///   again);
+/// - [`NextStep::WaitForUser`]: returns [`RunOutcome::WaitingForUser`] at once.
+///
+/// Callers that need their own loop (streaming, parallel tools) use [`Conversation`]
+/// directly.
 ///
 /// # Errors
 ///
@@ -66,26 +80,34 @@ where
     P: FnMut(&[Message]) -> std::result::Result<Message, Box<dyn std::error::Error + Send + Sync>>,
     T: FnMut(&ToolContext) -> ToolOutcome,
 {
-    run_tools(conversation, &mut tool)?;
-    for _ in 0..max_turns {
-        let request = conversation.request(manager, ctx)?.to_messages();
-        let reply = provider(&request).map_err(Error::Provider)?;
-        let calls = conversation.record_assistant(reply.clone())?;
-        if calls.is_empty() {
-            return Ok(RunOutcome::Finished(reply));
+    let mut turns = 0;
+    loop {
+        match conversation.next_step() {
+            NextStep::RunTools(contexts) => {
+                for context in contexts {
+                    let outcome = tool(&context);
+                    conversation.record_tool_result(context.call_id(), outcome)?;
+                }
+            }
+            NextStep::CallModel if turns < max_turns => {
+                turns += 1;
+                let request = conversation.request(manager, ctx)?.to_messages();
+                let reply = provider(&request).map_err(Error::Provider)?;
+                conversation.record_assistant(reply)?;
+            }
+            NextStep::CallModel => return Ok(RunOutcome::MaxTurns),
+            NextStep::Finished => return Ok(finished(conversation.history().messages())),
+            NextStep::WaitForUser => return Ok(RunOutcome::WaitingForUser),
         }
-        run_tools(conversation, &mut tool)?;
     }
-    Ok(RunOutcome::MaxTurns)
 }
 
-fn run_tools<S: SessionStore>(
-    conversation: &mut Conversation<S>,
-    tool: &mut impl FnMut(&ToolContext) -> ToolOutcome,
-) -> Result<()> {
-    for context in conversation.tool_contexts() {
-        let outcome = tool(&context);
-        conversation.record_tool_result(context.call_id(), outcome)?;
+/// The outcome of a conversation whose next step is [`NextStep::Finished`]: its latest
+/// message, the assistant's answer.
+pub(crate) fn finished(record: &[Message]) -> RunOutcome {
+    match record.last() {
+        Some(answer) if answer.role() == Role::Assistant => RunOutcome::Finished(answer.clone()),
+        // `next_step` says finished only after an assistant reply; this is never reached.
+        _ => RunOutcome::WaitingForUser,
     }
-    Ok(())
 }

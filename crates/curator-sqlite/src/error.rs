@@ -72,8 +72,11 @@ pub enum Error {
         #[source]
         source: Option<BoxError>,
     },
-    /// SQLite (or the file system under it) failed.
-    #[error("{path}: {context}: {kind}")]
+    /// SQLite (or the file system under it) failed. Of kind
+    /// [`ReadOnly`](StoreErrorKind::ReadOnly) when [`open`](crate::SqliteStore::open) met a
+    /// file or folder it cannot write (its message then names
+    /// [`open_read_only`](crate::SqliteStore::open_read_only), which reads such files).
+    #[error("{path}: {context}: {kind}{}", read_only_hint(*.kind))]
     Sqlite {
         /// The file.
         path: PathBuf,
@@ -132,6 +135,16 @@ impl Error {
     }
 }
 
+/// What to do about a file that cannot be written, appended to an opening error of kind
+/// `ReadOnly`.
+fn read_only_hint(kind: StoreErrorKind) -> &'static str {
+    if kind == StoreErrorKind::ReadOnly {
+        " (the file or its folder cannot be written; `SqliteStore::open_read_only` reads it without writing)"
+    } else {
+        ""
+    }
+}
+
 /// The kind of a SQLite failure, from its error code.
 pub(crate) fn kind_of(e: &rusqlite::Error) -> StoreErrorKind {
     use rusqlite::ErrorCode as C;
@@ -155,7 +168,7 @@ impl From<Error> for curator_session::Error {
             Error::Sqlite { path, context, kind, source } => curator_session::Error::Store {
                 backend: "sqlite",
                 kind,
-                message: format!("{}: {context}", path.display()),
+                message: format!("{}: {context}{}", path.display(), read_only_hint(kind)),
                 source: Some(source),
             },
             Error::Corrupt { path, reason, source } => curator_session::Error::Store {
@@ -168,5 +181,30 @@ impl From<Error> for curator_session::Error {
                 curator_session::Error::Incompatible { backend: "sqlite", source: Box::new(other) }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_only_file_points_to_open_read_only() {
+        let error = Error::Sqlite {
+            path: "s.db".into(),
+            context: "reading the header",
+            kind: StoreErrorKind::ReadOnly,
+            source: "attempt to write a readonly database".into(),
+        };
+        assert!(error.to_string().starts_with("s.db: reading the header: read-only (the file or its folder cannot be written; `SqliteStore::open_read_only`"), "{error}");
+        let session = curator_session::Error::from(error);
+        assert_eq!(session.to_string().matches("open_read_only").count(), 1, "{session}");
+        let busy = Error::Sqlite {
+            path: "s.db".into(),
+            context: "migrating",
+            kind: StoreErrorKind::Busy,
+            source: "locked".into(),
+        };
+        assert_eq!(busy.to_string(), "s.db: migrating: busy or locked by another writer");
     }
 }

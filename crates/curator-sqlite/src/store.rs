@@ -113,9 +113,13 @@ impl SqliteStore {
     /// The file's header is read in one read transaction on a read-write connection, so a
     /// journal left by a writer killed mid-write is rolled back first, and the header is one
     /// consistent state even while other processes create or migrate the file. A file of this
-    /// build's schema is opened without writing anything (so a read-only or full disk, or
-    /// another writer holding the lock, does not stop it); a new or older one is created or
-    /// migrated in one `BEGIN IMMEDIATE` transaction that checks the header again.
+    /// build's schema is opened without writing into it (so a full disk, or another writer
+    /// holding the lock, does not stop it); a new or older one is created or migrated in one
+    /// `BEGIN IMMEDIATE` transaction that checks the header again. The connection still
+    /// writes beside the file (the `-wal` and `-shm` files; rolling back a journal a killed
+    /// writer left), so a read-only file or folder is refused with kind
+    /// [`ReadOnly`](StoreErrorKind::ReadOnly): [`open_read_only`](SqliteStore::open_read_only)
+    /// reads those.
     ///
     /// # Errors
     ///
@@ -124,7 +128,8 @@ impl SqliteStore {
     /// build can use; [`Error::Corrupt`] when it is damaged (truncated, or a table or index
     /// that does not read back). [`Error::Sqlite`] otherwise, with a
     /// [`kind`](Error::kind): [`Busy`](StoreErrorKind::Busy) (retryable) when a migration
-    /// waited for another writer longer than the busy timeout.
+    /// waited for another writer longer than the busy timeout,
+    /// [`ReadOnly`](StoreErrorKind::ReadOnly) when the file or its folder cannot be written.
     pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Self> {
         let path = path.as_ref();
         schema::raw_check(path)?;
@@ -269,7 +274,7 @@ impl SqliteStore {
             return Err(curator_session::Error::store(
                 "sqlite",
                 StoreErrorKind::ReadOnly,
-                "the store was opened read-only",
+                "writing (the store was opened with `open_read_only`)",
                 None,
             ));
         }

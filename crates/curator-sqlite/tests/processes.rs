@@ -541,6 +541,11 @@ fn read_only_reader(path: &Path) {
             std::process::exit(3);
         }
     }
+    // A read-write open cannot work here; its error says what to use instead.
+    match SqliteStore::open(path) {
+        Ok(_) => println!("open succeeded"),
+        Err(e) => println!("{:?} {e}", e.kind()),
+    }
 }
 
 /// `open_read_only` works on a read-only file in a read-only directory and leaves nothing
@@ -576,12 +581,19 @@ fn read_only_directory_test(check: &mut Check) {
         command.uid(65_534).gid(65_534);
     }
     let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut lines = stdout.lines();
     check.expect(
-        output.status.success() && String::from_utf8_lossy(&output.stdout).trim() == "1",
+        output.status.success() && lines.next() == Some("1"),
         format!(
             "open_read_only in a read-only directory failed: {}",
             String::from_utf8_lossy(&output.stderr)
         ),
+    );
+    let open = lines.next().unwrap_or_default();
+    check.expect(
+        open.starts_with("ReadOnly ") && open.contains("open_read_only"),
+        format!("open in a read-only directory should point to open_read_only: {open}"),
     );
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()

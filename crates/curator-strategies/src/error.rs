@@ -21,7 +21,7 @@ pub enum Error {
     },
     /// A token budget smaller than what must always be sent.
     #[error(
-        "token budget of {available} tokens (after the reserve) cannot hold {what}, which needs {needed}"
+        "token budget of {available} tokens (after the reserve) cannot hold {what} ({needed} tokens)"
     )]
     BudgetTooSmall {
         /// Tokens that must be sent at least (with the reply priming).

@@ -32,26 +32,63 @@ pub(crate) struct Options<'a> {
     pub(crate) check: bool,
 }
 
-/// Where one source's curated conversations go.
-fn destination(source: &Source, several: bool, output: Option<&Path>) -> Result<Box<dyn Write>> {
+/// The file one source's curated conversations go to (`None`: stdout).
+fn destination(source: &Source, several: bool, output: Option<&Path>) -> Result<Option<PathBuf>> {
     match (output, several) {
-        (None, false) => Ok(Box::new(BufWriter::new(std::io::stdout().lock()))),
+        (None, false) => Ok(None),
         (None, true) => bail!("several inputs: give --output FOLDER to write one file per input"),
-        (Some(path), false) if !path.is_dir() => create(path),
+        (Some(path), false) if !path.is_dir() => Ok(Some(path.to_owned())),
         (Some(folder), _) => {
-            std::fs::create_dir_all(folder)
-                .with_context(|| format!("cannot create folder {}", folder.display()))?;
             let name = match source {
                 Source::File(path) => path.file_name().map(PathBuf::from),
                 Source::Text { name, .. } => Some(PathBuf::from(name)),
             };
             let name = name.ok_or_else(|| anyhow::anyhow!("{} has no file name", source.name()))?;
-            create(&folder.join(name))
+            Ok(Some(folder.join(name)))
         }
     }
 }
 
-fn create(path: &Path) -> Result<Box<dyn Write>> {
+/// Refuses, before anything is written, an output file that is one of the inputs: creating it
+/// would empty the input while it is still being read.
+fn refuse_overwriting_inputs(sources: &[Source], outputs: &[Option<PathBuf>]) -> Result<()> {
+    for output in outputs.iter().flatten() {
+        for source in sources {
+            if let Source::File(input) = source
+                && same_file(input, output)
+            {
+                bail!(
+                    "--output {} is one of the inputs ({}): writing it would destroy the input; write elsewhere",
+                    output.display(),
+                    input.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether two paths name one existing file: the same canonical path, or (on Unix) the same
+/// inode, as a hard link is.
+fn same_file(a: &Path, b: &Path) -> bool {
+    if let (Ok(a), Ok(b)) = (a.canonicalize(), b.canonicalize())
+        && a == b
+    {
+        return true;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(a), Ok(b)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return (a.dev(), a.ino()) == (b.dev(), b.ino());
+        }
+    }
+    false
+}
+
+/// Opens a destination for writing.
+fn create(path: Option<&Path>) -> Result<Box<dyn Write>> {
+    let Some(path) = path else { return Ok(Box::new(BufWriter::new(std::io::stdout().lock()))) };
     let file = File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(Box::new(BufWriter::new(file)))
 }
@@ -81,9 +118,18 @@ pub(crate) fn run(
             bail!("two inputs are named {}: curate them one at a time", path.display());
         }
     }
+    let outputs = sources
+        .iter()
+        .map(|source| destination(source, several, options.output))
+        .collect::<Result<Vec<_>>>()?;
+    refuse_overwriting_inputs(sources, &outputs)?;
+    if several && let Some(folder) = options.output {
+        std::fs::create_dir_all(folder)
+            .with_context(|| format!("cannot create folder {}", folder.display()))?;
+    }
     let mut pipelines = args.pipelines()?;
     let (mut violations, mut unreadable) = (0, 0);
-    for source in sources {
+    for (source, output) in sources.iter().zip(&outputs) {
         let reader = match source.open(options.format) {
             Ok(reader) => reader,
             Err(error) => {
@@ -93,7 +139,7 @@ pub(crate) fn run(
             }
         };
         let layout = reader.layout();
-        let mut out = destination(source, several, options.output)?;
+        let mut out = create(output.as_deref())?;
         for item in reader {
             let conversation = match item {
                 Ok(conversation) => conversation,
@@ -108,6 +154,7 @@ pub(crate) fn run(
             let (document, broken) = match curate_one(conversation, pipeline, options) {
                 Ok(done) => done,
                 Err(error) => {
+                    let error = crate::pipeline::explain(error, pipeline.tools_tokens);
                     note!("{}: conversation {id}: {error:#}", source.name());
                     unreadable += 1;
                     continue;

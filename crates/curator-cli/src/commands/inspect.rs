@@ -33,12 +33,12 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
             store.entries(e.evaluation_id)?.into_iter().map(|e| e.message).collect();
         let pending: Vec<String> = pending_tool_calls(&messages)
             .iter()
-            .map(|c| format!("{} ({})", c.id(), c.name()))
+            .map(|c| visible(&format!("{} ({})", c.id(), c.name())))
             .collect();
         rows.push([
             e.evaluation_id.to_string(),
-            e.key.to_string(),
-            e.prompt.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
+            visible(e.key.as_str()),
+            e.prompt.as_ref().map_or_else(|| "-".to_owned(), |p| visible(&p.to_string())),
             e.messages.to_string(),
             e.turns.to_string(),
             e.first_at.format("%Y-%m-%d %H:%M:%S").to_string(),
@@ -53,7 +53,7 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
         }
     }
     let mut out = String::new();
-    let scope = key.map(|k| format!(" of session `{k}`")).unwrap_or_default();
+    let scope = key.map(|k| format!(" of session `{}`", visible(k))).unwrap_or_default();
     let _ = writeln!(
         out,
         "{}: {}{scope}",
@@ -78,4 +78,18 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
         let _ = writeln!(out, "{}", line.trim_end());
     }
     Ok(out)
+}
+
+/// A name as one line of the table: control characters (a newline or a tab in a session
+/// key) written as escapes, so that they neither break the row nor hide in it.
+fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

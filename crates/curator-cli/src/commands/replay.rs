@@ -97,6 +97,11 @@ pub(crate) fn run(
     options: &Options<'_>,
 ) -> Result<ExitCode> {
     let mut pipelines = args.pipelines()?;
+    if !options.json {
+        // Printed first, so that a reader that wants only the start (`| head -1`) has it at
+        // once and, by going away, lets the replay stop early.
+        outln!("pipeline: {}", describe(&pipelines.plain().config))?;
+    }
     let Replays { replays, unreadable } = replay_all(sources, &mut pipelines, options)?;
     let rows = options.rows.unwrap_or(if sources.len() > 1 {
         Rows::File
@@ -134,7 +139,6 @@ pub(crate) fn run(
         let text = serde_json::to_string_pretty(&document)?;
         outln!("{text}")?;
     } else {
-        outln!("pipeline: {}", describe(config))?;
         crate::output::out_str(&replayed::table(&replays, rows))?;
     }
     Ok(if unreadable > 0 {
@@ -189,6 +193,7 @@ fn replay_all(
                     Ok(done) => done,
                     Err(error) => {
                         progress.break_line();
+                        let error = crate::pipeline::explain(error, pipeline.tools_tokens);
                         note!("{name}: conversation {id}: {error:#}");
                         unreadable += 1;
                         continue;
@@ -219,6 +224,12 @@ fn replay_all(
             }
             replays.push(replayed);
             progress.update(replays.len());
+            // Only stdout wants the results: when its reader has gone, stop (as a write into
+            // the closed pipe would), and `main` exits quietly.
+            if options.report.is_none() && options.db.is_none() && crate::output::stdout_closed() {
+                progress.break_line();
+                return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe).into());
+            }
         }
     }
     progress.break_line();

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use curator::model::{EvaluationId, Message};
 use curator::session::{SessionKey, SessionStore};
 use curator::strategies::{CurationContext, History, TokenCounter, View};
@@ -42,7 +42,8 @@ pub(crate) fn run(
     let key = which.key.map(SessionKey::new);
     let evaluation = match (which.evaluation, &key) {
         (Some(id), _) => {
-            id.parse::<EvaluationId>().with_context(|| format!("bad evaluation id `{id}`"))?
+            // The parse error names the id and what is wrong with it.
+            id.parse::<EvaluationId>()?
         }
         (None, Some(key)) => match store.evaluations_of(key)?.last() {
             Some(summary) => summary.evaluation_id,

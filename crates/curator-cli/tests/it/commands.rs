@@ -292,3 +292,47 @@ fn inspect_and_trace_filter_by_session_key() {
         "belongs to session `alice`, not `bob`",
     );
 }
+
+#[test]
+fn messages_say_it_once_and_missing_inputs_stop_before_any_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "conv.json", &conversation(2).to_string());
+    let db = dir.path().join("s.db");
+    assert!(
+        curator(&["replay", file.to_str().unwrap(), "--db", db.to_str().unwrap()]).status.success()
+    );
+    let out = curator(&["trace", db.to_str().unwrap(), "--evaluation", "123"]);
+    fails_with(&out, 2, "invalid evaluation id `123`");
+    assert_eq!(text(&out.stderr).matches("123").count(), 1, "{}", text(&out.stderr));
+
+    let missing = dir.path().join("missing.jsonl");
+    for command in ["replay", "curate"] {
+        let out = curator(&[command, file.to_str().unwrap(), missing.to_str().unwrap()]);
+        fails_with(&out, 2, "missing.jsonl");
+        assert_eq!(text(&out.stdout), "", "{command} printed before failing");
+    }
+}
+
+#[test]
+fn inspect_shows_control_characters_in_keys_escaped() {
+    use curator::model::{Message, PromptRef};
+    use curator::session::Conversation;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    {
+        let store = curator::sqlite::SqliteStore::open(&db).unwrap();
+        Conversation::open(
+            &store,
+            "line one\nline\ttwo",
+            PromptRef::new("d", "a"),
+            Message::system("s"),
+        )
+        .unwrap();
+    }
+    let out = curator(&["inspect", db.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(r"line one\nline\ttwo"), "{stdout}");
+    assert_eq!(stdout.lines().count(), 3, "a title, the header and one row: {stdout}");
+}

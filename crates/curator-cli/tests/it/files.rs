@@ -189,3 +189,39 @@ fn the_demo_session_is_long_enough_that_the_budget_binds() {
     let scored = doc["evidence"]["scored"].as_u64().unwrap();
     assert!(scored > 50, "the demo's replies use what the tools showed: {}", doc["evidence"]);
 }
+
+#[test]
+fn curate_refuses_to_write_over_one_of_its_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "in.jsonl", &lines(3, 2));
+    let other = write(dir.path(), "other.json", &conversation(2).to_string());
+    let before = std::fs::read(&input).unwrap();
+    let input_name = input.to_str().unwrap();
+    // The same path, the same file by another path, a hard link, and a folder that holds it.
+    let same_by_another_path = dir.path().join(".").join("in.jsonl");
+    let link = dir.path().join("link.jsonl");
+    std::fs::hard_link(&input, &link).unwrap();
+    for output in [&input, &same_by_another_path, &link] {
+        let out = curator(&["curate", input_name, "--window", "2", "-o", output.to_str().unwrap()]);
+        fails_with(&out, 2, "is one of the inputs");
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(input_name) && stderr.contains(output.to_str().unwrap()),
+            "{stderr}"
+        );
+    }
+    let folder = dir.path().to_str().unwrap();
+    fails_with(&curator(&["curate", input_name, "-o", folder]), 2, "is one of the inputs");
+    fails_with(
+        &curator(&["curate", other.to_str().unwrap(), input_name, "-o", folder]),
+        2,
+        "is one of the inputs",
+    );
+    assert_eq!(std::fs::read(&input).unwrap(), before, "the input is unchanged");
+    assert_eq!(std::fs::read(&link).unwrap(), before);
+    // Another file is fine.
+    let elsewhere = dir.path().join("out.jsonl");
+    let out = curator(&["curate", input_name, "--window", "2", "-o", elsewhere.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap().lines().count(), 3);
+}

@@ -162,3 +162,21 @@ fn a_conversation_the_pipeline_cannot_curate_is_named_and_the_others_go_on() {
     fails_with(&out, 2, "conversation tooled: ");
     assert_eq!(text(&out.stdout).lines().count(), 1);
 }
+
+#[test]
+fn a_budget_too_small_says_the_tools_schemas_take_part_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tooled = write(dir.path(), "tools.json", &with_tools(8_000).to_string());
+    let tools_tokens =
+        replay_json(&tooled, &[])["conversations"][0]["tools_tokens"].as_u64().unwrap();
+    // Ten tokens left after the schemas: not enough for the system message.
+    let budget = (tools_tokens + 10).to_string();
+    let out = curator(&["replay", tooled.to_str().unwrap(), "--max-tokens", &budget]);
+    let explained = format!(
+        "token budget of 10 tokens (after the reserve and the tools' schemas, which take {tools_tokens}) cannot hold the system messages ("
+    );
+    fails_with(&out, 2, &explained);
+    assert!(!text(&out.stderr).contains("needs"), "{}", text(&out.stderr));
+    let out = curator(&["curate", tooled.to_str().unwrap(), "--max-tokens", &budget]);
+    fails_with(&out, 2, &explained);
+}

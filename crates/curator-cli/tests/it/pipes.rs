@@ -42,3 +42,29 @@ fn trace_raw_into_a_closed_pipe_exits_quietly() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
 }
+
+#[test]
+fn curate_into_a_closed_pipe_exits_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    // Far more than a pipe holds once curated (a line per conversation, each over 6 KB).
+    let file = write(dir.path(), "many.jsonl", &lines(60, 12));
+    let (code, stderr) =
+        read_one_line_then_close(&["curate", file.to_str().unwrap(), "--window", "4"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+}
+
+#[test]
+fn replay_stops_early_when_its_reader_has_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    // Many conversations, then one that cannot be read: a replay that ran to the end would
+    // report it and exit 2. The reader closes the pipe after the first line, long before the
+    // replay reaches the last line.
+    let mut text_lines = lines(200, 2);
+    text_lines.push_str("{\"id\": \"last\", \"messages\": [{\"role\": \"nobody\"}]}\n");
+    let file = write(dir.path(), "many.jsonl", &text_lines);
+    let (code, stderr) =
+        read_one_line_then_close(&["replay", file.to_str().unwrap(), "--tokenizer", "estimate"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("last"), "the replay went on to the end: {stderr}");
+}

@@ -83,3 +83,41 @@ fn a_cancelled_record_call_leaves_the_driver_consistent() {
         assert_eq!(c.with(curator_session::Conversation::next_sequence).await, record.len() as u64);
     });
 }
+
+#[test]
+fn a_record_call_retried_after_a_timeout_records_once() {
+    let store = Arc::new(MemoryStore::new());
+    runtime().block_on(async {
+        let mut c =
+            AsyncConversation::open(Arc::clone(&store), "job", prompt(), Message::system("s"))
+                .await
+                .unwrap();
+        // The first try times out (its store call may or may not complete); the retry reuses
+        // the message id, so the message is recorded once either way.
+        let id = curator_model::MessageId::new();
+        let first =
+            tokio::time::timeout(std::time::Duration::ZERO, c.add_user_with_id(id, "hello")).await;
+        let retry = c.add_user_with_id(id, "hello").await.unwrap();
+        let evaluation = c.with(curator_session::Conversation::evaluation_id).await;
+        let record = store.entries(evaluation).unwrap();
+        assert_eq!(record.len(), 2, "{first:?}, {retry:?}: {record:#?}");
+        assert_eq!(record[1].id, id);
+        // A tool result and a reply retried the same way.
+        let reply = Message::assistant_with_calls(None, vec![ToolCall::new("a", "f", "{}")]);
+        drop(
+            tokio::time::timeout(std::time::Duration::ZERO, c.record_assistant(reply.clone()))
+                .await,
+        );
+        c.record_assistant(reply).await.unwrap();
+        drop(
+            tokio::time::timeout(
+                std::time::Duration::ZERO,
+                c.record_tool_result("a", Ok::<_, String>("ok")),
+            )
+            .await,
+        );
+        c.record_tool_result("a", Ok::<_, String>("ok")).await.unwrap();
+        assert_eq!(store.entries(evaluation).unwrap().len(), 4);
+        assert_eq!(c.next_step().await, NextStep::CallModel);
+    });
+}

@@ -3,9 +3,11 @@
 use std::sync::Arc;
 
 use curator_model::{
-    Message, PromptRef, Role, ToolCall, ToolCallStatus, tool_call_states, validate,
+    Message, MessageId, PromptRef, Role, ToolCall, ToolCallStatus, tool_call_states, validate,
 };
-use curator_session::{Conversation, Error, MemoryStore, RunOutcome, SessionStore, run_blocking};
+use curator_session::{
+    Appended, Conversation, Error, MemoryStore, RunOutcome, SessionStore, run_blocking,
+};
 use curator_strategies::{CurationContext, Event, MemorySink, SlidingWindow};
 
 fn prompt() -> PromptRef {
@@ -172,6 +174,17 @@ fn run_blocking_drives_provider_and_tools() {
         |_| Ok("x".into()),
         0,
     );
+    // Finished: nothing to do, whatever max_turns says, and the provider is not called.
+    assert_eq!(outcome.unwrap(), RunOutcome::Finished(Message::assistant("three")));
+    c.add_user("and to four?").unwrap();
+    let outcome = run_blocking(
+        &mut c,
+        &SlidingWindow::new(50),
+        &CurationContext::default(),
+        |_| Ok(Message::assistant_with_calls(None, vec![ToolCall::new("again", "count", "{}")])),
+        |_| Ok("x".into()),
+        0,
+    );
     assert_eq!(outcome.unwrap(), RunOutcome::MaxTurns);
     let failed = run_blocking(
         &mut c,
@@ -317,4 +330,81 @@ fn tool_results_take_any_result_of_content() {
     assert_eq!((record[2].text(), record[2].is_error()), ("text".into(), false));
     assert_eq!((record[3].text(), record[3].is_error()), ("no such thing".into(), true));
     assert!(record[4].is_error());
+}
+
+/// A record call retried although it succeeded (its acknowledgement was lost, as when an
+/// async caller's future is dropped by a timeout): nothing is recorded twice.
+#[test]
+fn record_calls_retried_after_they_succeeded_record_nothing_twice() {
+    let store = MemoryStore::new();
+    let mut c = Conversation::start(&store, "test", prompt(), Message::system("s")).unwrap();
+    // A user message is retried under the id it was first sent with.
+    let id = MessageId::new();
+    assert_eq!(c.add_user_with_id(id, "check a").unwrap(), Appended::New);
+    assert_eq!(c.add_user_with_id(id, "check a").unwrap(), Appended::Duplicate);
+    assert_eq!(c.next_sequence(), 2);
+    // The same reply again, right after it: a retry, its calls returned again.
+    let reply = Message::assistant_with_calls(None, vec![ToolCall::new("a", "check", "{}")]);
+    assert_eq!(c.record_assistant(reply.clone()).unwrap().len(), 1);
+    assert_eq!(c.record_assistant(reply.clone()).unwrap().len(), 1);
+    assert_eq!(c.last_appended(), Some(Appended::Duplicate));
+    // The same result for an answered call is a duplicate; a different one is refused.
+    assert_eq!(c.record_tool_result("a", Ok::<_, String>("fine")).unwrap(), Appended::New);
+    assert_eq!(c.record_tool_result("a", Ok::<_, String>("fine")).unwrap(), Appended::Duplicate);
+    assert!(matches!(
+        c.record_tool_result("a", Err::<String, _>("broken")),
+        Err(Error::AlreadyAnswered { call_id }) if call_id == "a"
+    ));
+    assert!(matches!(
+        c.record_tool_result("zz", Ok::<_, String>("?")),
+        Err(Error::UnknownToolCall { call_id }) if call_id == "zz"
+    ));
+    // Once its results follow it, the reply is no longer the latest: recording it again is
+    // not a retry, and its call ids are taken.
+    c.record_assistant(Message::assistant("a is fine")).unwrap();
+    c.record_assistant(Message::assistant("a is fine")).unwrap();
+    assert_eq!(c.last_appended(), Some(Appended::Duplicate));
+    let record: Vec<Message> =
+        store.entries(c.evaluation_id()).unwrap().into_iter().map(|e| e.message).collect();
+    assert_eq!(record.len(), 5, "{record:#?}");
+    validate::openai(&record).unwrap();
+
+    // After a reopen the record is where the retry looks, too.
+    let mut again = Conversation::open(&store, "test", prompt(), Message::system("s")).unwrap();
+    assert_eq!(
+        again.record_tool_result("a", Ok::<_, String>("fine")).unwrap(),
+        Appended::Duplicate
+    );
+    again.record_assistant(Message::assistant("a is fine")).unwrap();
+    assert_eq!(again.add_user_with_id(id, "check a").unwrap(), Appended::Duplicate);
+    assert_eq!(store.entries(c.evaluation_id()).unwrap().len(), 5);
+}
+
+/// Two drivers on one key: the second writer's append is refused, and the error says what
+/// most likely happened.
+#[test]
+fn two_writers_on_one_conversation_are_told_apart() {
+    let store = MemoryStore::new();
+    let mut first = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    let mut second = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    first.add_user("from the first").unwrap();
+    let refused = second.add_user("from the second").unwrap_err();
+    assert!(matches!(refused, Error::SequenceTaken { sequence: 1, .. }), "{refused:?}");
+    assert!(
+        refused.to_string().contains("another writer is recording this conversation"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn wrong_role_errors_read_as_english() {
+    let store = MemoryStore::new();
+    let mut c = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
+    let error = c.record_assistant(Message::user("hi")).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "record_assistant: expected an assistant message, got a user message"
+    );
+    let error = Conversation::start(&store, "job", prompt(), Message::assistant("x")).unwrap_err();
+    assert_eq!(error.to_string(), "start: expected a system message, got an assistant message");
 }

@@ -5,4 +5,5 @@ mod asynchronous;
 mod conformance;
 mod conversation;
 mod crash;
+mod run;
 mod snapshot;

@@ -166,10 +166,12 @@ fn read_only_stores_read_and_refuse_writes() {
     c.add_user("two").unwrap();
     assert_eq!(reader.entries(c.evaluation_id()).unwrap().len(), 3);
     let entry = Entry::builder(EvaluationId::new(), Message::system("x")).build().unwrap();
-    assert!(matches!(
-        reader.append(&curator_session::SessionKey::default(), &entry),
-        Err(curator_session::Error::Store { .. })
-    ));
+    let refused = reader.append(&curator_session::SessionKey::default(), &entry).unwrap_err();
+    assert!(matches!(refused, curator_session::Error::Store { .. }));
+    assert_eq!(
+        refused.to_string(),
+        "session store (sqlite): writing (the store was opened with `open_read_only`): read-only"
+    );
     assert!(reader.put_checkpoint("x", &serde_json::json!(1)).is_err());
 }
 
