@@ -23,8 +23,9 @@ const MAX_ARGUMENT: usize = 60;
 
 /// The note for the units at `dropped` (view index ranges, newest first), given what the
 /// view keeps (`kept`): the tool calls the dropped units made and the distinctive terms they
-/// held that the kept messages do not, newest first, as many as fit `room` tokens. `None`
-/// when nothing was dropped or not even the note's opening fits.
+/// held that the kept messages do not (the calls newest first, the terms most returned to
+/// first), as many as fit `room` tokens. `None` when nothing was dropped or not even the
+/// note's opening fits.
 pub(super) fn note(
     view: &View<'_>,
     dropped: &[Range<usize>],

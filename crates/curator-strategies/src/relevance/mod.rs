@@ -32,10 +32,11 @@ pub const MAX_NOTE_TOKENS: u64 = 1_000;
 /// 1. When everything fits, nothing changes.
 /// 2. **The newest units** take `recent_share` (½ by default) of the body's room (what the
 ///    head leaves), newest first and contiguous; the newest unit is always among them.
-/// 3. **The folded-history note** takes up to 5% of the body's room (at most
-///    [`MAX_NOTE_TOKENS`]): a user message, right after the head, that lists the tool calls
-///    and the distinctive [`terms`](crate::terms) of the units left out, newest first, that
-///    the view no longer shows, so that the model knows what existed and can ask for it.
+/// 3. **The folded-history note** takes up to a tenth of the body's room (at most
+///    [`MAX_NOTE_TOKENS`]): a user message, right after the task, that lists the tool calls
+///    the units left out made (up to 12) and the distinctive [`terms`](crate::terms) they
+///    held that the view no longer shows, the ones the conversation came back to most often
+///    first, so that the model knows what existed and can ask for it again.
 /// 4. **Older units by relevance** fill the rest: each older unit is scored by BM25 against
 ///    the task and the newest units (the query), over distinctive terms; units are taken by
 ///    score (the newer first on ties) while they fit, whole and in their original order.
