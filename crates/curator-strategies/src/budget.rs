@@ -140,14 +140,8 @@ impl TokenBudget {
         &*self.counter
     }
 
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_precision_loss,
-        reason = "a share of a token count"
-    )]
     fn share_of(&self, tokens: u64) -> u64 {
-        (self.head_share * tokens as f64).floor() as u64
+        share(self.head_share, tokens)
     }
 
     /// The pinned system messages and task with their sizes; when the head is over its
@@ -208,6 +202,17 @@ impl TokenBudget {
         }
         Ok(shortened)
     }
+}
+
+/// `share` (0 to 1) of `tokens`, rounded down.
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss,
+    reason = "a share of a token count"
+)]
+pub(crate) fn share(share: f64, tokens: u64) -> u64 {
+    (share * tokens as f64).floor() as u64
 }
 
 /// One pinned message, as the budget sees it: its view index, its full size and the least

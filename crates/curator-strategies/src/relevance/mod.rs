@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use curator_model::{Message, Role};
 
-use crate::budget::pending_only;
+use crate::budget::{pending_only, share};
 use crate::fx::FxBuild;
 use crate::{
     CurationContext, Error, Event, HistoryManager, RelevanceKept, Result, ScoredUnit, TokenBudget,
@@ -164,16 +164,6 @@ impl RelevanceBudget {
     pub fn budget(&self) -> &TokenBudget {
         &self.budget
     }
-
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_precision_loss,
-        reason = "a share of a token count"
-    )]
-    fn share(share: f64, tokens: u64) -> u64 {
-        (share * tokens as f64).floor() as u64
-    }
 }
 
 impl HistoryManager for RelevanceBudget {
@@ -187,11 +177,11 @@ impl HistoryManager for RelevanceBudget {
         }
         let head = view.head(ctx);
         let head_tokens: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();
-        let head_room = head_tokens.min(Self::share(self.budget.head_share(), available));
+        let head_room = head_tokens.min(share(self.budget.head_share(), available));
         let body_room = available.saturating_sub(head_room);
         let note_room = if self.fold_note { (body_room / 10).min(MAX_NOTE_TOKENS) } else { 0 };
         let room = body_room - note_room;
-        let recent_room = Self::share(self.recent_share, room);
+        let recent_room = share(self.recent_share, room);
 
         // The newest units (rule 2): the newest always, then while they fit.
         let pinned_alone = |u: &crate::Unit| u.len() == 1 && head.is_pinned(u.start());
