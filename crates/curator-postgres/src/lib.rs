@@ -13,6 +13,8 @@
 //! - The tables live in one schema (`curator` by default) whose version is kept in a
 //!   `schema_version` table: a missing or older schema is created or migrated when opened,
 //!   a newer one or another application's tables are refused with a typed [`Error`].
+//! - Connections are encrypted with the `tls` feature (rustls), as libpq's `sslmode` and
+//!   `sslrootcert` say ([`SslMode`]); without it, the modes that insist on TLS are refused.
 //! - Claims are lease rows timed by the server's clock: a worker that dies loses its claim
 //!   when its lease runs out.
 //! - A lost connection (a server restart) is a retryable error of kind
@@ -43,11 +45,14 @@ mod claims;
 mod conn;
 mod error;
 mod options;
+mod params;
 mod pool;
 mod schema;
 mod store;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use error::{Error, Result};
-pub use options::{DEFAULT_SCHEMA, PgOptions};
+pub use options::{DEFAULT_SCHEMA, PgOptions, RootCertificates, SslMode};
 pub use schema::PG_SCHEMA_VERSION;
 pub use store::PgStore;

@@ -1,19 +1,132 @@
 //! Connection settings: a URL or the standard `PG*` environment variables, the schema that
-//! holds the tables, the pool's size.
+//! holds the tables, the pool's size, and whether connections are encrypted.
 
+use std::path::{Path, PathBuf};
 use std::str::FromStr as _;
 use std::time::Duration;
 
+use crate::params::take_tls_params;
 use crate::{Error, Result};
+
+/// Whether connections are encrypted with TLS, and what is checked of the server's
+/// certificate: libpq's `sslmode`, read from the URL (`?sslmode=verify-full`) or `PGSSLMODE`.
+///
+/// Encryption needs the crate's `tls` feature (the facade's `postgres-tls`); without it,
+/// `prefer` connects unencrypted and the modes that insist on TLS are refused when the
+/// settings are read.
+///
+/// | mode | encrypted | certificate checked |
+/// |---|---|---|
+/// | `disable` | never | - |
+/// | `prefer` (default) | when the server offers TLS (and the build has it) | against the root certificates when some are given (`sslrootcert`, `PGSSLROOTCERT`, `~/.postgresql/root.crt`), else not |
+/// | `require` | always | as for `prefer` |
+/// | `verify-ca` | always | signed by a trusted authority |
+/// | `verify-full` | always | signed by a trusted authority, and issued for the host name connected to |
+///
+/// # Examples
+///
+/// ```
+/// use curator_postgres::SslMode;
+///
+/// let mode: SslMode = "verify-full".parse()?;
+/// assert_eq!((mode, mode.as_str()), (SslMode::VerifyFull, "verify-full"));
+/// assert!("sometimes".parse::<SslMode>().is_err());
+/// Ok::<(), curator_postgres::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SslMode {
+    /// Never encrypt.
+    Disable,
+    /// Encrypt when the server offers it.
+    #[default]
+    Prefer,
+    /// Always encrypt; check the certificate only against root certificates given.
+    Require,
+    /// Always encrypt, and check that a trusted authority signed the server's certificate.
+    VerifyCa,
+    /// As `VerifyCa`, and check that the certificate names the host connected to.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// libpq's name of the mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+
+    /// Whether a connection must be encrypted.
+    pub fn requires_tls(self) -> bool {
+        matches!(self, SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull)
+    }
+}
+
+impl std::fmt::Display for SslMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for SslMode {
+    type Err = Error;
+
+    /// # Errors
+    ///
+    /// [`Error::Config`] for a name libpq does not know (`allow` is read as `prefer`).
+    fn from_str(s: &str) -> Result<Self> {
+        Ok(match s {
+            "disable" => SslMode::Disable,
+            "allow" | "prefer" => SslMode::Prefer,
+            "require" => SslMode::Require,
+            "verify-ca" => SslMode::VerifyCa,
+            "verify-full" => SslMode::VerifyFull,
+            other => {
+                return Err(Error::Config {
+                    reason: format!(
+                        "sslmode `{other}`: use disable, prefer, require, verify-ca or verify-full"
+                    ),
+                    source: None,
+                });
+            }
+        })
+    }
+}
+
+/// The authorities whose certificates are trusted: libpq's `sslrootcert`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RootCertificates {
+    /// The certificates in a PEM file.
+    File(PathBuf),
+    /// The operating system's trusted authorities (`sslrootcert=system`).
+    System,
+}
+
+impl RootCertificates {
+    fn from_setting(value: &str) -> Self {
+        if value == "system" {
+            RootCertificates::System
+        } else {
+            RootCertificates::File(PathBuf::from(value))
+        }
+    }
+}
 
 /// How to reach PostgreSQL and where the store's tables live.
 ///
 /// Settings come from a URL (`postgres://user:password@host:port/database?...`) or a
 /// `key=value` connection string, as libpq reads them; whatever the URL leaves out is taken
 /// from the standard environment variables (`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`,
-/// `PGDATABASE`, `PGAPPNAME`, `PGCONNECT_TIMEOUT`, `PGSSLMODE`), and then from libpq's
-/// defaults (the local socket folder `/var/run/postgresql` when it exists, else
-/// `localhost`; port 5432; the `USER` of the process; a database named as the user).
+/// `PGDATABASE`, `PGAPPNAME`, `PGCONNECT_TIMEOUT`, `PGSSLMODE`, `PGSSLROOTCERT`), and then
+/// from libpq's defaults (the local socket folder `/var/run/postgresql` when it exists, else
+/// `localhost`; port 5432; the `USER` of the process; a database named as the user;
+/// `sslmode=prefer`). Encryption is described at [`SslMode`].
 ///
 /// # Examples
 ///
@@ -34,6 +147,8 @@ pub struct PgOptions {
     pub(crate) config: postgres::Config,
     schema: String,
     pool_size: usize,
+    ssl_mode: SslMode,
+    root_certificates: Option<RootCertificates>,
 }
 
 /// The schema the tables live in unless another is chosen.
@@ -48,13 +163,16 @@ impl PgOptions {
     ///
     /// # Errors
     ///
-    /// [`Error::Config`] when the text cannot be read, or no user can be found.
+    /// [`Error::Config`] when the text cannot be read, no user can be found, or the
+    /// `sslmode` insists on TLS and the build leaves TLS out (the `tls` feature).
     pub fn from_url(url: &str) -> Result<Self> {
-        let config = postgres::Config::from_str(url).map_err(|e| Error::Config {
+        let (rest, tls) = take_tls_params(url)?;
+        let config = postgres::Config::from_str(&rest).map_err(|e| Error::Config {
             reason: "cannot read the connection URL".into(),
             source: Some(Box::new(e)),
         })?;
-        Self::complete(config)
+        let ssl_mode = tls.ssl_mode.as_deref().map(str::parse).transpose()?;
+        Self::complete(config, ssl_mode, tls.root_certificates.as_deref())
     }
 
     /// Settings from the `PG*` environment variables alone.
@@ -71,11 +189,16 @@ impl PgOptions {
     ///
     /// [`Error::Config`] when a variable cannot be used or no user can be found.
     pub fn from_env() -> Result<Self> {
-        Self::complete(postgres::Config::new())
+        Self::complete(postgres::Config::new(), None, None)
     }
 
-    /// Fills in from the environment and libpq's defaults what `config` leaves out.
-    fn complete(mut config: postgres::Config) -> Result<Self> {
+    /// Fills in from the environment and libpq's defaults what `config` (and the TLS
+    /// settings read beside it) leave out.
+    fn complete(
+        mut config: postgres::Config,
+        ssl_mode: Option<SslMode>,
+        root_certificates: Option<&str>,
+    ) -> Result<Self> {
         let bad = |name: &str, value: &str| Error::Config {
             reason: format!("{name}={value} cannot be used"),
             source: None,
@@ -87,7 +210,7 @@ impl PgOptions {
                         config.host(host);
                     }
                 }
-                None if std::path::Path::new("/var/run/postgresql").is_dir() => {
+                None if Path::new("/var/run/postgresql").is_dir() => {
                     config.host("/var/run/postgresql");
                 }
                 None => {
@@ -127,15 +250,25 @@ impl PgOptions {
             };
             config.connect_timeout(Duration::from_secs(timeout));
         }
-        if let Some(mode) = env("PGSSLMODE") {
-            config.ssl_mode(match mode.as_str() {
-                "disable" => postgres::config::SslMode::Disable,
-                "prefer" => postgres::config::SslMode::Prefer,
-                "require" => postgres::config::SslMode::Require,
-                _ => return Err(bad("PGSSLMODE", &mode)),
-            });
-        }
-        Ok(Self { config, schema: DEFAULT_SCHEMA.to_owned(), pool_size: 4 })
+        let ssl_mode = match ssl_mode {
+            Some(mode) => mode,
+            None => match env("PGSSLMODE") {
+                Some(mode) => mode.parse().map_err(|_| bad("PGSSLMODE", &mode))?,
+                None => SslMode::Prefer,
+            },
+        };
+        let root_certificates = root_certificates
+            .map(str::to_owned)
+            .or_else(|| env("PGSSLROOTCERT"))
+            .map(|value| RootCertificates::from_setting(&value));
+        let options = Self {
+            config,
+            schema: DEFAULT_SCHEMA.to_owned(),
+            pool_size: 4,
+            ssl_mode: SslMode::Prefer,
+            root_certificates,
+        };
+        options.with_ssl_mode(ssl_mode)
     }
 
     /// Keeps the tables in `schema` (created when missing) instead of `curator`: a name of
@@ -175,6 +308,69 @@ impl PgOptions {
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
         self.config.connect_timeout(timeout);
         self
+    }
+
+    /// Encrypts connections as `mode` says (see [`SslMode`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator_postgres::{PgOptions, SslMode};
+    ///
+    /// let options = PgOptions::from_url("postgres://agent@db.internal/records")?
+    ///     .with_ssl_mode(SslMode::Disable)?;
+    /// assert_eq!(options.ssl_mode(), SslMode::Disable);
+    /// # Ok::<(), curator_postgres::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when `mode` insists on TLS and this build leaves TLS out (the
+    /// crate's `tls` feature).
+    pub fn with_ssl_mode(mut self, mode: SslMode) -> Result<Self> {
+        if mode.requires_tls() && !cfg!(feature = "tls") {
+            return Err(Error::Config {
+                reason: format!(
+                    "sslmode={mode} needs TLS, which this build leaves out: enable the `tls` \
+                     feature of curator-postgres (`postgres-tls` of curator)"
+                ),
+                source: None,
+            });
+        }
+        self.config.ssl_mode(match mode {
+            SslMode::Disable => postgres::config::SslMode::Disable,
+            SslMode::Prefer => postgres::config::SslMode::Prefer,
+            _ => postgres::config::SslMode::Require,
+        });
+        self.ssl_mode = mode;
+        Ok(self)
+    }
+
+    /// Trusts the authorities whose certificates are in the PEM file at `path` (libpq's
+    /// `sslrootcert`); the file is read when the store is opened.
+    #[must_use]
+    pub fn with_root_certificates(mut self, path: impl AsRef<Path>) -> Self {
+        self.root_certificates = Some(RootCertificates::File(path.as_ref().to_path_buf()));
+        self
+    }
+
+    /// Trusts the operating system's authorities (libpq's `sslrootcert=system`), as for a
+    /// managed server with a certificate from a public authority.
+    #[must_use]
+    pub fn with_system_root_certificates(mut self) -> Self {
+        self.root_certificates = Some(RootCertificates::System);
+        self
+    }
+
+    /// How connections are encrypted.
+    pub fn ssl_mode(&self) -> SslMode {
+        self.ssl_mode
+    }
+
+    /// The authorities trusted, when some were given (else `~/.postgresql/root.crt` is used
+    /// when it exists, as libpq does).
+    pub fn root_certificates(&self) -> Option<&RootCertificates> {
+        self.root_certificates.as_ref()
     }
 
     /// The schema the tables live in.

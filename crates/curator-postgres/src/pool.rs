@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use curator_session::StoreErrorKind;
 use postgres::{Client, NoTls, Statement};
 
+use crate::options::PgOptions;
+
 use crate::error::connection_lost;
 use crate::{Error, Result};
 
@@ -43,9 +45,47 @@ struct State {
     generation: u64,
 }
 
+/// How connections are made: plain, or encrypted (the `tls` feature).
+#[derive(Clone)]
+pub(crate) enum Connector {
+    Plain,
+    #[cfg(feature = "tls")]
+    Tls(tokio_postgres_rustls::MakeRustlsConnect),
+}
+
+impl Connector {
+    /// The connector `options` ask for.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when TLS is asked for and its root certificates cannot be used.
+    #[cfg_attr(
+        not(feature = "tls"),
+        expect(clippy::unnecessary_wraps, reason = "fails only when TLS is built in")
+    )]
+    pub(crate) fn for_options(options: &PgOptions) -> Result<Self> {
+        #[cfg(feature = "tls")]
+        if options.ssl_mode() != crate::SslMode::Disable {
+            return crate::tls::connector(options.ssl_mode(), options.root_certificates())
+                .map(Connector::Tls);
+        }
+        let _ = options;
+        Ok(Connector::Plain)
+    }
+
+    fn connect(&self, config: &postgres::Config) -> Result<Client, postgres::Error> {
+        match self {
+            Connector::Plain => config.connect(NoTls),
+            #[cfg(feature = "tls")]
+            Connector::Tls(tls) => config.connect(tls.clone()),
+        }
+    }
+}
+
 /// The pool.
 pub(crate) struct Pool {
     config: postgres::Config,
+    connector: Connector,
     schema: String,
     size: usize,
     wait: Duration,
@@ -68,12 +108,14 @@ impl std::fmt::Debug for Pool {
 impl Pool {
     pub(crate) fn new(
         config: postgres::Config,
+        connector: Connector,
         schema: String,
         size: usize,
         wait: Duration,
     ) -> Self {
         Self {
             config,
+            connector,
             schema,
             size,
             wait,
@@ -130,7 +172,7 @@ impl Pool {
 
     fn connect(&self, generation: u64) -> Result<Conn> {
         let mut client =
-            self.config.connect(NoTls).map_err(|e| Error::postgres("connecting", e))?;
+            self.connector.connect(&self.config).map_err(|e| Error::postgres("connecting", e))?;
         // The schema name was checked to need no quoting; quoting it keeps its case.
         client
             .batch_execute(&format!("SET search_path TO \"{}\"", self.schema))

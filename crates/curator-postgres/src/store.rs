@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::conn::{During, Failure, run};
 use crate::error::corrupt;
-use crate::pool::{Conn, Pool};
+use crate::pool::{Conn, Connector, Pool};
 use crate::{PgOptions, Result, schema};
 
 type SessionResult<T> = curator_session::Result<T>;
@@ -147,9 +147,10 @@ impl PgStore {
     /// otherwise, of kind [`Unavailable`](StoreErrorKind::Unavailable) (retryable) when the
     /// server cannot be reached.
     pub fn open(options: PgOptions) -> Result<Self> {
+        let connector = Connector::for_options(&options)?;
         let (wait, schema, size) =
             (options.connect_timeout(), options.schema().to_owned(), options.pool_size());
-        let pool = Pool::new(options.config, schema, size, wait);
+        let pool = Pool::new(options.config, connector, schema, size, wait);
         schema::prepare(&pool)?;
         Ok(Self { pool: Arc::new(pool), verified: Mutex::new(HashMap::new()) })
     }

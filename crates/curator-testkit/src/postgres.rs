@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::os::unix::fs::MetadataExt as _;
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -125,6 +125,23 @@ impl PgServer {
     ///
     /// As [`start`](PgServer::start).
     pub fn start_with(settings: &[(&str, &str)]) -> Option<Self> {
+        Self::start_inner(settings, false)
+    }
+
+    /// Starts a server with the [`FAST`] settings that accepts TCP connections only over
+    /// TLS (`hostssl` in `pg_hba.conf`), with a certificate for the name `localhost` (not
+    /// for `127.0.0.1`) signed by a throwaway authority, [`ca_file`](PgServer::ca_file). A
+    /// second authority, [`other_ca_file`](PgServer::other_ca_file), signed nothing. Needs
+    /// the `openssl` command.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](PgServer::start), and when the certificates cannot be made.
+    pub fn start_tls() -> Option<Self> {
+        Self::start_inner(FAST, true)
+    }
+
+    fn start_inner(settings: &[(&str, &str)], tls: bool) -> Option<Self> {
         let bin = binaries();
         match decide(bin.is_some(), std::env::var("CI").ok().as_deref()) {
             Decision::Load => {}
@@ -174,6 +191,9 @@ impl PgServer {
             "--locale=C",
         ]);
         Self::run(&mut initdb, "initdb");
+        if tls {
+            server.make_certificates();
+        }
         let mut last = String::new();
         for _ in 0..5 {
             server.port = free_port();
@@ -188,6 +208,79 @@ impl PgServer {
     /// The server's data folder.
     fn data(&self) -> PathBuf {
         self.dir.join("data")
+    }
+
+    /// The PEM certificate of the authority that signed the server's certificate (servers
+    /// started with [`start_tls`](PgServer::start_tls)).
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.join("tls/ca.pem")
+    }
+
+    /// The PEM certificate of an authority that signed nothing the server uses.
+    pub fn other_ca_file(&self) -> PathBuf {
+        self.dir.join("tls/other-ca.pem")
+    }
+
+    /// Makes the authorities and the server's certificate, turns TLS on, and lets TCP
+    /// clients in over TLS only.
+    fn make_certificates(&mut self) {
+        let tls = self.dir.join("tls");
+        std::fs::create_dir_all(&tls)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", tls.display()));
+        let openssl = |args: &[&str]| {
+            Self::run(Command::new("openssl").current_dir(&tls).args(args), "openssl");
+        };
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+        for ca in ["ca", "other-ca"] {
+            let (key, pem, subject) =
+                (format!("{ca}.key"), format!("{ca}.pem"), format!("/CN=curator test {ca}"));
+            let args = ["-keyout", &key, "-out", &pem, "-days", "2", "-subj", &subject];
+            openssl(&[&["req", "-x509"][..], &ec, &args].concat());
+        }
+        let args = ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"];
+        openssl(&[&["req"][..], &ec, &args].concat());
+        std::fs::write(
+            tls.join("server.ext"),
+            "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n\
+             extendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost\n",
+        )
+        .unwrap_or_else(|e| panic!("cannot write the certificate's extensions: {e}"));
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+        ]);
+        // PostgreSQL refuses a key that others may read.
+        std::fs::set_permissions(tls.join("server.key"), std::fs::Permissions::from_mode(0o600))
+            .unwrap_or_else(|e| panic!("cannot restrict the server's key: {e}"));
+        if let Some(user) = &self.run_as {
+            Self::run(Command::new("chown").arg("-R").arg(user).arg(&tls), "chown");
+        }
+        let data = self.data();
+        std::fs::write(
+            data.join("pg_hba.conf"),
+            "local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
+        )
+        .unwrap_or_else(|e| panic!("cannot write pg_hba.conf: {e}"));
+        if let Some(user) = &self.run_as {
+            Self::run(Command::new("chown").arg(user).arg(data.join("pg_hba.conf")), "chown");
+        }
+        for (name, file) in [("ssl_cert_file", "server.pem"), ("ssl_key_file", "server.key")] {
+            self.settings.push((name.to_owned(), tls.join(file).to_string_lossy().into_owned()));
+        }
+        self.settings.push(("ssl".to_owned(), "on".to_owned()));
     }
 
     /// A command of the server's binaries, run as the server's user.

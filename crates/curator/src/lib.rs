@@ -15,7 +15,8 @@
 //! | `r#loop` (feature `loop`) | `curator-loop` | conversational loops: turns, bounded history injected into agent steps, templates, redacted traces, pause and resume, the OpenAI-compatible chat step |
 //!
 //! Features: `sqlite` (default) adds the SQLite store; `postgres` adds the PostgreSQL store;
-//! `tiktoken` switches on exact OpenAI
+//! `postgres-tls` encrypts its connections (rustls; `postgres::SslMode`); `tiktoken` switches
+//! on exact OpenAI
 //! token counts (`strategies::Bpe`); `openai-compatible` adds the summarizer that calls an
 //! OpenAI-compatible endpoint (`strategies::OpenAiCompatible`); `tokio` adds the async driver
 //! (`session::AsyncConversation`, `session::run_async`, and `loop::AsyncLoop` with `loop`);

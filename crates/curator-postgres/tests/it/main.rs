@@ -8,3 +8,5 @@ mod conformance;
 mod opening;
 mod restart;
 mod support;
+#[cfg(feature = "tls")]
+mod tls;

@@ -1,7 +1,7 @@
 //! Opening: connection settings, a newer or foreign schema refused before anything is
 //! written, concurrent creators, the version recorded.
 
-use curator_postgres::{Error, PG_SCHEMA_VERSION, PgOptions, PgStore};
+use curator_postgres::{Error, PG_SCHEMA_VERSION, PgOptions, PgStore, RootCertificates, SslMode};
 use curator_session::{SessionStore, StoreErrorKind};
 use curator_testkit::postgres::PgServer;
 
@@ -116,4 +116,46 @@ fn the_url_says_where_and_the_pool_size_is_kept() {
     assert_eq!(options.pool_size(), 1, "a pool has at least one connection");
     assert_eq!(options.connect_timeout(), std::time::Duration::from_secs(3));
     assert_eq!(options.schema(), curator_postgres::DEFAULT_SCHEMA);
+}
+
+#[test]
+fn libpq_tls_settings_are_read_from_urls_and_key_value_strings() {
+    let tls = cfg!(feature = "tls");
+    for (text, mode, roots) in [
+        (
+            "postgres://a@h/db?sslmode=verify-full&sslrootcert=%2Fetc%2Fca.pem",
+            SslMode::VerifyFull,
+            Some(RootCertificates::File("/etc/ca.pem".into())),
+        ),
+        (
+            "host=h user=a sslmode=verify-ca sslrootcert=system",
+            SslMode::VerifyCa,
+            Some(RootCertificates::System),
+        ),
+        ("postgresql://a@h/db?sslmode=require", SslMode::Require, None),
+    ] {
+        match PgOptions::from_url(text) {
+            Ok(options) => {
+                assert!(tls, "{text}: a build without TLS must refuse {mode}");
+                assert_eq!(options.ssl_mode(), mode, "{text}");
+                if std::env::var_os("PGSSLROOTCERT").is_none() {
+                    assert_eq!(options.root_certificates(), roots.as_ref(), "{text}");
+                }
+            }
+            Err(Error::Config { reason, .. }) => {
+                assert!(!tls && reason.contains("`tls` feature"), "{text}: {reason}");
+            }
+            Err(other) => panic!("{text}: {other:?}"),
+        }
+    }
+    // Modes that do not insist on TLS are read by every build; `allow` reads as `prefer`.
+    for (text, mode) in [
+        ("postgres://a@h/db?sslmode=disable", SslMode::Disable),
+        ("postgres://a@h/db?sslmode=allow", SslMode::Prefer),
+        ("host=h user=a", SslMode::Prefer),
+    ] {
+        assert_eq!(PgOptions::from_url(text).unwrap().ssl_mode(), mode, "{text}");
+    }
+    let e = PgOptions::from_url("host=h user=a sslmode=verify-everything").unwrap_err();
+    assert!(e.to_string().contains("verify-everything"), "{e}");
 }
