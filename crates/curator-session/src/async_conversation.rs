@@ -46,7 +46,9 @@ pub struct AsyncConversation<S> {
 }
 
 /// Runs `f` on a blocking thread.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     tokio::task::spawn_blocking(f).await.map_err(|e| {
         Error::store(
             "tokio",

@@ -1,6 +1,7 @@
 //! Claims: the exclusive right of one worker to drive a session, so that two workers that
 //! resume one session at once never both re-run its pending tool calls.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::{Error, Result, SessionKey};
@@ -123,7 +124,7 @@ pub trait Lease: Send + Sync + std::fmt::Debug {
 pub struct Claim {
     key: SessionKey,
     lease: Duration,
-    handle: Option<Box<dyn Lease>>,
+    handle: Option<Arc<dyn Lease>>,
 }
 
 impl Claim {
@@ -145,7 +146,7 @@ impl Claim {
     /// assert_eq!(claim.lease(), Duration::from_secs(1));
     /// ```
     pub fn new(key: SessionKey, lease: Duration, handle: Box<dyn Lease>) -> Self {
-        Self { key, lease, handle: Some(handle) }
+        Self { key, lease, handle: Some(Arc::from(handle)) }
     }
 
     /// The session key claimed.
@@ -185,10 +186,99 @@ impl Claim {
     }
 }
 
+/// The async face of claims (feature `tokio`): the store calls run on tokio's blocking
+/// threads, as [`AsyncConversation`](crate::AsyncConversation)'s do.
+#[cfg(feature = "tokio")]
+impl Claim {
+    /// [`ClaimStore::claim`] on a blocking thread: `store` is owned (an `Arc` of the store).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use curator_session::{Claim, Error, MemoryStore, SessionKey};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let store = Arc::new(MemoryStore::new());
+    /// let key = SessionKey::new("job-1");
+    /// let claim = Claim::take_async(store.clone(), key.clone(), Duration::from_secs(30)).await?;
+    /// let racer = Claim::take_async(store.clone(), key.clone(), Duration::from_secs(30)).await;
+    /// assert!(matches!(racer, Err(Error::Claimed { .. })));
+    /// claim.renew_async().await?; // before each tool call
+    /// claim.release_async().await?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`ClaimStore::claim`].
+    pub async fn take_async<C: ClaimStore + 'static>(
+        store: C,
+        key: SessionKey,
+        lease: Duration,
+    ) -> Result<Claim> {
+        crate::async_conversation::blocking(move || store.claim(&key, lease)).await
+    }
+
+    /// [`ClaimStore::claim_within`] on a blocking thread (the waiting too).
+    ///
+    /// # Errors
+    ///
+    /// As [`ClaimStore::claim_within`].
+    pub async fn take_within_async<C: ClaimStore + 'static>(
+        store: C,
+        key: SessionKey,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<Claim> {
+        crate::async_conversation::blocking(move || store.claim_within(&key, lease, wait)).await
+    }
+
+    /// [`renew`](Claim::renew) on a blocking thread.
+    ///
+    /// # Errors
+    ///
+    /// As [`renew`](Claim::renew).
+    pub async fn renew_async(&self) -> Result<()> {
+        let Some(handle) = self.handle.clone() else {
+            return Err(Error::ClaimLost { key: self.key.clone() });
+        };
+        crate::async_conversation::blocking(move || handle.renew()).await
+    }
+
+    /// [`release`](Claim::release) on a blocking thread. (Dropping a claim inside a tokio
+    /// runtime releases it on a short-lived thread of its own, waited for, so that a store
+    /// with a blocking client never runs it on the runtime's thread.)
+    ///
+    /// # Errors
+    ///
+    /// As [`release`](Claim::release).
+    pub async fn release_async(mut self) -> Result<()> {
+        match self.handle.take() {
+            Some(handle) => crate::async_conversation::blocking(move || handle.release()).await,
+            None => Ok(()),
+        }
+    }
+}
+
 impl Drop for Claim {
     fn drop(&mut self) {
         if let Some(handle) = self.handle.take() {
             // A failed release only delays the end of the claim to the end of its lease.
+            #[cfg(feature = "tokio")]
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // A blocking client (PostgreSQL's) must not run on a runtime's thread; the
+                // release is still done before `drop` returns, so the key is free at once.
+                std::thread::scope(|scope| {
+                    scope.spawn(|| {
+                        let _ = handle.release();
+                    });
+                });
+                return;
+            }
             let _ = handle.release();
         }
     }
@@ -203,4 +293,4 @@ macro_rules! forward_claims {
     )*};
 }
 
-forward_claims!(&S, Box<S>, std::sync::Arc<S>);
+forward_claims!(&S, Box<S>, Arc<S>);

@@ -41,3 +41,40 @@ fn claims_are_shared_by_stores_on_one_schema() {
     drop(claim);
     other.claim(&key, Duration::from_secs(30)).unwrap();
 }
+
+#[test]
+fn the_async_face_claims_renews_and_releases_on_blocking_threads() {
+    let Some(store) = crate::support::store() else { return };
+    let store = std::sync::Arc::new(store);
+    let key = SessionKey::new("async");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    runtime.block_on(async {
+        let lease = Duration::from_millis(400);
+        let claim =
+            curator_session::Claim::take_async(store.clone(), key.clone(), lease).await.unwrap();
+        let racer = curator_session::Claim::take_async(store.clone(), key.clone(), lease).await;
+        assert!(matches!(racer, Err(Error::Claimed { .. })), "{racer:?}");
+        claim.renew_async().await.unwrap();
+        // A holder that stops renewing: once its lease ran out another worker takes the key
+        // (waiting on a blocking thread), and the lapsed holder learns it lost the claim.
+        let lapsed = claim;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let fresh = curator_session::Claim::take_within_async(
+            store.clone(),
+            key.clone(),
+            Duration::from_secs(5),
+            Duration::from_secs(2),
+        )
+        .await
+        .unwrap();
+        assert!(matches!(lapsed.renew_async().await, Err(Error::ClaimLost { .. })));
+        fresh.release_async().await.unwrap();
+        let again =
+            curator_session::Claim::take_async(store.clone(), key.clone(), lease).await.unwrap();
+        // Dropped on the runtime's thread: the blocking client must not run there (it would
+        // panic), yet the key is free as soon as `drop` returns.
+        drop(again);
+        let last = curator_session::Claim::take_async(store.clone(), key.clone(), lease).await;
+        assert!(last.is_ok(), "{last:?}");
+    });
+}
