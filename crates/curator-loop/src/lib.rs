@@ -5,8 +5,8 @@
 //!
 //! This crate sits on [`curator_session`] (checkpoints in a `SessionStore`),
 //! [`curator_strategies`] (token budgets with exact counts, turn windows, summaries,
-//! redaction) and [`curator_model`] (messages). The facade re-exports it as `curator::r#loop`
-//! behind the `loop` feature.
+//! redaction) and [`curator_model`] (messages). The facade re-exports it as
+//! `curator::conversation_loop` behind the `loop` feature.
 //!
 //! - [`ConversationTurn`] and [`LoopState`]: the model, serialisable with serde.
 //! - [`LoopConfig`] (TOML or JSON, checked at load) and [`Defaults`] (the application's

@@ -3,7 +3,7 @@
 //! built from the turns.
 //!
 //! The glue is the five lines between the markers; the rest stands in for a real model and
-//! a real interpreter. Run it with `cargo run -p curator --example coalesced`.
+//! a real interpreter. Run it with `cargo run -p curator --features coalesce --example coalesced`.
 
 #![expect(clippy::print_stdout, reason = "an example shows what it sends")]
 

@@ -2,13 +2,12 @@
 //! summarizes and expands steps itself, and the task survives a restart (SQLite).
 //!
 //! The glue is the seven lines between the markers; the rest stands in for a real model
-//! and real tools. Run it with `cargo run -p curator --example task_history`.
+//! and real tools. Run it with `cargo run -p curator --features tasks --example task_history`.
 
 #![expect(clippy::print_stdout, reason = "an example shows what it sends")]
 
 use curator::model::{BoxError, formats::openai};
 use curator::prelude::*;
-use curator::session::ToolContext;
 use curator::tasks::{Plan, StepStatus, TaskConversation, TaskOutcome, ToolDefinition};
 
 const SYSTEM: &str = "You fix bugs. Summarize finished steps when the context fills up.";
@@ -46,7 +45,7 @@ fn run_tool(call: &ToolContext) -> Result<Content, Content> {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     // --- glue: 7 lines ---
-    let store = curator::sqlite::SqliteStore::open(dir.path().join("agent.db"))?;
+    let store = SqliteStore::open(dir.path().join("agent.db"))?;
     let conversation = Conversation::open(&store, "job-1", prompt(), Message::system(SYSTEM))?;
     let plan = Plan::new("Fix the flaky test", STEPS).with_status(1, StepStatus::InProgress);
     let mut agent = TaskConversation::open(conversation, &plan)?;

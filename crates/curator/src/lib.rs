@@ -1,71 +1,163 @@
 //! curator manages the conversation history of LLM agent loops.
 //!
-//! This facade re-exports the workspace's crates, one module per crate, and a [`prelude`]
-//! with the names most programs use. It adds no code of its own.
+//! An agent loop (system, task, assistant replies, tool calls, tool results...) resends its
+//! whole history on every provider call: it outgrows the context window, costs money, and
+//! drowns the model in stale tool output. curator does two things for it:
 //!
-//! | module | crate | what it holds |
-//! |---|---|---|
-//! | [`model`] | `curator-model` | messages, tool calls, entries, OpenAI and Anthropic formats, validation |
-//! | [`strategies`] | `curator-strategies` | `HistoryManager`, windows, budgets, truncation, redaction, summarization, composition |
-//! | [`session`] | `curator-session` | the record: `SessionStore`, `MemoryStore`, session keys, the `Conversation` driver (open-or-resume, next step; async behind `tokio`), snapshots |
-//! | [`coalesce`] | `curator-coalesce` | code-executing agents: turns, values and their Clojure-like printing |
-//! | [`tasks`] | `curator-tasks` | task history by plan step (`TaskHistory`, `StepTurn`, `TaskEvent`), `summarize_step` / `expand_step` / `context_pressure` tools, compaction |
-//! | `sqlite` (feature `sqlite`, on by default) | `curator-sqlite` | `SqliteStore`: the durable, multi-process store on one file |
-//! | `postgres` (feature `postgres`) | `curator-postgres` | `PgStore`: one record shared by workers on many machines, with claims |
-//! | `r#loop` (feature `loop`) | `curator-loop` | conversational loops: turns, bounded history injected into agent steps, templates, redacted traces, pause and resume, the OpenAI-compatible chat step |
+//! - **It records** every message the moment it exists, under a session key the caller
+//!   chooses (a thread, user or job id), in memory, in a SQLite file or in PostgreSQL. A
+//!   process killed in the middle of a tool call resumes exactly where it stopped and runs
+//!   again only the calls that never finished.
+//! - **It curates** what the model is sent before each call: windows, turn limits, token
+//!   budgets with exact tokenizers, tool-result truncation and clearing, summaries,
+//!   redaction, relevance-aware retention. Strategies are pure, deterministic and compose;
+//!   none ever splits a tool call from its result or drops the system message or the task,
+//!   and every view is valid for the OpenAI and Anthropic formats, which curator reads and
+//!   writes losslessly.
 //!
-//! Features: `sqlite` (default) adds the SQLite store; `postgres` adds the PostgreSQL store;
-//! `postgres-tls` encrypts its connections (rustls; `postgres::SslMode`); `tiktoken` switches
-//! on exact OpenAI
-//! token counts (`strategies::Bpe`); `openai-compatible` adds the summarizer that calls an
-//! OpenAI-compatible endpoint (`strategies::OpenAiCompatible`); `tokio` adds the async driver
-//! (`session::AsyncConversation`, `session::run_async`, and `loop::AsyncLoop` with `loop`);
-//! `loop` adds conversational loops (`curator::r#loop`, see `docs/conversation-loop.md`).
+//! # The main job
 //!
-//! # Examples
+//! A worker with a stand-in model and one tool, recorded to SQLite under the key `user-42`,
+//! curated by a token budget before each model call, killed while its tool runs, and started
+//! again: the new process resumes the conversation and runs only the pending call.
 //!
 //! ```
 //! use curator::prelude::*;
 //!
-//! let messages = vec![
-//!     Message::system("You are a careful agent."),
-//!     Message::user("Count the files."),
-//!     Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")]),
-//!     Message::tool_result("c1", "a\nb\nc"),
-//!     Message::assistant("There are 3 files."),
-//! ];
-//! curator::model::validate::openai(&messages)?;
+//! /// A stand-in for the model: it asks for the weather once, then reports the tool's result.
+//! fn model(request: &[Message]) -> Message {
+//!     match request.last() {
+//!         Some(last) if last.role() == Role::Tool => {
+//!             Message::assistant(format!("In Paris: {}.", last.text()))
+//!         }
+//!         _ => Message::assistant_with_calls(
+//!             None,
+//!             vec![ToolCall::new("call-1", "weather", r#"{"city": "Paris"}"#)],
+//!         ),
+//!     }
+//! }
 //!
-//! let pipeline = ToolResultTruncator::new(2_000)?.then(SlidingWindow::new(20));
-//! let view = pipeline.curate_messages(&messages, &CurationContext::default())?;
-//! let wire = curator::model::formats::openai::from_messages(&view)?;
-//! assert_eq!(wire.as_array().map(Vec::len), Some(5));
-//! Ok::<(), Box<dyn std::error::Error>>(())
+//! /// The tool.
+//! fn weather(call: &ToolContext) -> Result<String, String> {
+//!     match call.call.name() {
+//!         "weather" => Ok("18 °C, light rain".to_owned()),
+//!         other => Err(format!("no tool named {other}")),
+//!     }
+//! }
+//!
+//! /// One process of the worker; `killed` makes it die once its tool call has started.
+//! fn worker(store: &SqliteStore, killed: bool) -> Result<Option<String>, curator::Error> {
+//!     let budget = TokenBudget::new(8_000).with_reserve(1_000);
+//!     let system = Message::system("You report the weather.");
+//!     let mut c = Conversation::open(store, "user-42", PromptRef::new("demo", "weather"), system)?;
+//!     loop {
+//!         match c.next_step() {
+//!             NextStep::WaitForUser => {
+//!                 c.add_user("What is the weather in Paris?")?;
+//!             }
+//!             NextStep::CallModel => {
+//!                 // The curated view, not the whole record, is what the model is sent.
+//!                 let request = c.request(&budget, &CurationContext::default())?.to_messages();
+//!                 c.record_assistant(model(&request))?;
+//!             }
+//!             NextStep::RunTools(calls) => {
+//!                 for call in calls {
+//!                     if killed {
+//!                         return Ok(None); // the process dies while the tool runs
+//!                     }
+//!                     c.record_tool_result(call.call_id(), weather(&call))?;
+//!                 }
+//!             }
+//!             _ => return Ok(c.history().messages().last().map(|m| m.text().into_owned())),
+//!         }
+//!     }
+//! }
+//!
+//! let path = std::env::temp_dir().join(format!("curator-main-job-{}.db", std::process::id()));
+//! assert_eq!(worker(&SqliteStore::open(&path)?, true)?, None); // killed mid-tool-call
+//! let store = SqliteStore::open(&path)?; // a new process opens the same file
+//! let answer = worker(&store, false)?; // resumes, runs the pending call, finishes
+//! assert_eq!(answer.as_deref(), Some("In Paris: 18 °C, light rain."));
+//! let recorded = store.evaluations_of(&SessionKey::new("user-42"))?;
+//! assert_eq!((recorded.len(), recorded[0].messages), (1, 5)); // one conversation, 5 messages
+//! # drop(store);
+//! # for end in ["", "-wal", "-shm"] { let _ = std::fs::remove_file(format!("{}{end}", path.display())); }
+//! Ok::<(), curator::Error>(())
 //! ```
+//!
+//! # Modules and features
+//!
+//! Each crate of the workspace is a module here; one dependency on `curator` reaches all of
+//! them, and features switch the optional ones on.
+//!
+//! | module | feature | what it holds |
+//! |---|---|---|
+//! | [`model`] | always | messages, tool calls, entries; the OpenAI and Anthropic formats; validation |
+//! | [`strategies`] | always (`tiktoken`: exact OpenAI token counts; `openai-compatible`: a summarizer that calls a model) | `HistoryManager` and the strategies: windows, turn limits, token and relevance budgets, truncation, clearing, summaries, redaction, composition |
+//! | [`session`] | always (`tokio`: the async driver) | the record: `SessionStore`, `MemoryStore`, session keys, claims, the `Conversation` driver, snapshots |
+//! | `sqlite` | `sqlite` (default) | `SqliteStore`: the embedded, crash-safe store on one file |
+//! | `postgres` | `postgres` (`postgres-tls`: encrypted connections) | `PgStore`: one record shared by workers on many machines |
+//! | `coalesce` | `coalesce` | `SingleUserCoalesced`, for code-executing agents: the history as one user message |
+//! | `tasks` | `tasks` | task history by plan step, with `summarize_step` / `expand_step` / `context_pressure` tools |
+//! | `conversation_loop` | `loop` (`openai-compatible`: the OpenAI-compatible chat step) | conversational loops: turns, history injected into agent steps, templates, redacted traces, pause and resume |
+//!
+//! `cargo build -p curator --no-default-features` builds the core alone (model, strategies,
+//! session). [`Error`] is the one error type every module's error converts into, for
+//! programs that use several with `?`; each module keeps its own, more precise one.
+//!
+//! # Guides
+//!
+//! In the repository's `docs/` folder: `sessions.md` (the record, the driver, resume,
+//! stores, claims), `strategies.md` (every strategy and how to compose them),
+//! `task-history.md`, `coalesce.md`, `conversation-loop.md`, `cli.md` (the `curator`
+//! command: curate, replay with a report, inspect, trace, chat), `benchmarks.md` (what every
+//! speed and quality number is, and how it was measured) and `architecture.md`.
 
+mod error;
+
+pub use error::Error;
+
+#[cfg(feature = "coalesce")]
+#[doc(inline)]
 pub use curator_coalesce as coalesce;
 #[cfg(feature = "loop")]
-pub use curator_loop as r#loop;
+#[doc(inline)]
+pub use curator_loop as conversation_loop;
+#[doc(inline)]
 pub use curator_model as model;
 #[cfg(feature = "postgres")]
+#[doc(inline)]
 pub use curator_postgres as postgres;
+#[doc(inline)]
 pub use curator_session as session;
 #[cfg(feature = "sqlite")]
+#[doc(inline)]
 pub use curator_sqlite as sqlite;
+#[doc(inline)]
 pub use curator_strategies as strategies;
+#[cfg(feature = "tasks")]
+#[doc(inline)]
 pub use curator_tasks as tasks;
 
-/// The names most programs need, for a glob import.
+/// The names an agent loop needs, for a glob import: messages, the driver, the stores, the
+/// common strategies, and [`Error`].
 pub mod prelude {
+    pub use crate::Error;
     pub use curator_model::{
         Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall, ToolCallStatus,
     };
+    #[cfg(feature = "postgres")]
+    pub use curator_postgres::PgStore;
     pub use curator_session::{
-        ClaimStore, Conversation, MemoryStore, NextStep, ResumePolicy, SessionKey, SessionStore,
+        Claim, ClaimStore, Conversation, MemoryStore, NextStep, ResumePolicy, RunOutcome,
+        SessionKey, SessionStore, ToolContext, run_blocking,
     };
+    #[cfg(feature = "sqlite")]
+    pub use curator_sqlite::SqliteStore;
     pub use curator_strategies::{
-        CharEstimate, CurationContext, History, HistoryManager, HistoryManagerExt, SlidingWindow,
-        StrategyConfig, TokenBudget, TokenCounter, ToolResultTruncator, TurnLimit, View,
+        CharEstimate, ClearOldToolResults, CurationContext, History, HistoryManager,
+        HistoryManagerExt, RelevanceBudget, SlidingWindow, StrategyConfig, TokenBudget,
+        TokenCounter, ToolResultTruncator, TurnLimit, View,
     };
 }
 
@@ -76,7 +168,7 @@ pub mod prelude {
 struct SessionsGuide;
 
 /// The Rust examples of `docs/task-history.md`, run as doctests against this facade.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "tasks"))]
 #[doc = include_str!("../../../docs/task-history.md")]
 struct TaskHistoryGuide;
 
@@ -86,7 +178,7 @@ struct TaskHistoryGuide;
 struct StrategiesGuide;
 
 /// The Rust examples of `docs/coalesce.md`, run as doctests against this facade.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "coalesce"))]
 #[doc = include_str!("../../../docs/coalesce.md")]
 struct CoalesceGuide;
 
@@ -94,3 +186,8 @@ struct CoalesceGuide;
 #[cfg(all(doctest, feature = "loop"))]
 #[doc = include_str!("../../../docs/conversation-loop.md")]
 struct ConversationLoopGuide;
+
+/// The Rust examples of the README, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct Readme;

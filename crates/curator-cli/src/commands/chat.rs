@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use curator::r#loop::{
+use curator::conversation_loop::{
     ConversationLoop, ConversationRole, Error as LoopError, HistoryStrategy, Hitl, LoopBuilder,
     LoopConfig, LoopOutcome, OpenAiChat,
 };

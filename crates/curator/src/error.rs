@@ -1,0 +1,83 @@
+//! The facade's error: one type that every module's error converts into.
+
+/// Any error of curator's modules, for programs that use several of them with `?`.
+///
+/// Each variant keeps the module's own error whole (`source()` walks into it, and `match`
+/// reaches its variants); [`Error::is_retryable`] says whether trying again may succeed.
+///
+/// # Examples
+///
+/// ```
+/// use curator::prelude::*;
+///
+/// fn curated(json: &str) -> Result<Vec<Message>, curator::Error> {
+///     let messages = curator::model::formats::openai::parse(json)?; // a model error
+///     curator::model::validate::openai(&messages)?; // a provider would refuse it
+///     Ok(TokenBudget::new(1_000).curate_messages(&messages, &CurationContext::default())?)
+/// }
+///
+/// let error = curated(r#"[{"role": "tool", "tool_call_id": "x", "content": "?"}]"#).unwrap_err();
+/// assert!(matches!(error, curator::Error::Invalid(_)));
+/// assert_eq!(error.to_string(), "message 0: tool result for `x` answers no open tool call");
+/// assert!(!error.is_retryable());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Building, reading or converting messages failed.
+    #[error(transparent)]
+    Model(#[from] curator_model::Error),
+    /// A message list would be refused by a provider.
+    #[error(transparent)]
+    Invalid(#[from] curator_model::validate::Violation),
+    /// A strategy failed (a summarizer, a bad setting).
+    #[error(transparent)]
+    Strategy(#[from] curator_strategies::Error),
+    /// Recording, resuming or a store failed.
+    #[error(transparent)]
+    Session(#[from] curator_session::Error),
+    /// Opening a SQLite store failed.
+    #[cfg(feature = "sqlite")]
+    #[error(transparent)]
+    Sqlite(#[from] curator_sqlite::Error),
+    /// Connecting to PostgreSQL or opening its store failed.
+    #[cfg(feature = "postgres")]
+    #[error(transparent)]
+    Postgres(#[from] curator_postgres::Error),
+    /// The coalesced compressor failed.
+    #[cfg(feature = "coalesce")]
+    #[error(transparent)]
+    Coalesce(#[from] curator_coalesce::Error),
+    /// Task history failed.
+    #[cfg(feature = "tasks")]
+    #[error(transparent)]
+    Tasks(#[from] curator_tasks::Error),
+    /// A conversational loop failed.
+    #[cfg(feature = "loop")]
+    #[error(transparent)]
+    Loop(#[from] curator_loop::Error),
+}
+
+impl Error {
+    /// Whether the same call may succeed if tried again: a store that was busy or briefly
+    /// unreachable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::session::{Error as SessionError, StoreErrorKind};
+    ///
+    /// let busy = SessionError::store("sqlite", StoreErrorKind::Busy, "appending", None);
+    /// assert!(curator::Error::from(busy).is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Session(e) => e.is_retryable(),
+            #[cfg(feature = "sqlite")]
+            Error::Sqlite(e) => e.is_retryable(),
+            #[cfg(feature = "postgres")]
+            Error::Postgres(e) => e.is_retryable(),
+            _ => false,
+        }
+    }
+}
