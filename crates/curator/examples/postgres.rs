@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let claim = store.claim(&key, Duration::from_secs(30))?;
     match store.claim(&key, Duration::from_secs(30)) {
         Err(curator::session::Error::Claimed { .. }) => {
-            println!("a second worker is refused the claim")
+            println!("a second worker is refused the claim");
         }
         other => println!("unexpected: {other:?}"),
     }
