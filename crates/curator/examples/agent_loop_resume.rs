@@ -48,7 +48,7 @@ fn worker(db: &Path, slow_tool: bool) -> Result<Option<String>, Error> {
                     println!("running {} (is_resume = {})", call.call_id(), call.is_resume);
                     if slow_tool {
                         println!("tool started");
-                        std::thread::sleep(std::time::Duration::from_secs(60));
+                        std::thread::sleep(std::time::Duration::from_mins(1));
                     }
                     c.record_tool_result(call.call_id(), Ok::<_, String>("EUR 1,250.00"))?;
                 }

@@ -36,7 +36,10 @@ fn main() -> Result<(), Error> {
         match (message.role(), calls.is_empty()) {
             (Role::Assistant, false) => println!("  assistant calls {}", calls.join(", ")),
             (Role::Tool, _) => {
-                println!("  tool result for {}: {text}", message.tool_call_id().unwrap_or_default())
+                println!(
+                    "  tool result for {}: {text}",
+                    message.tool_call_id().unwrap_or_default()
+                );
             }
             (role, _) => println!("  {role}: {text}"),
         }

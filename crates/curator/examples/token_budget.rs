@@ -1,4 +1,4 @@
-//! A token budget with exact OpenAI counts (o200k_base, the encoding of GPT-4o and later):
+//! A token budget with exact OpenAI counts (`o200k_base`, the encoding of GPT-4o and later):
 //! the newest history that fits, with the system message and the task pinned, and room kept
 //! for the reply.
 //!

@@ -2,8 +2,9 @@
 
 /// Any error of curator's modules, for programs that use several of them with `?`.
 ///
-/// Each variant keeps the module's own error whole (`source()` walks into it, and `match`
-/// reaches its variants); [`Error::is_retryable`] says whether trying again may succeed.
+/// Each variant keeps the module's own error whole, boxed so that a `Result` of this type
+/// stays small (`source()` walks into it, and `match` reaches its variants through the box);
+/// [`Error::is_retryable`] says whether trying again may succeed.
 ///
 /// # Examples
 ///
@@ -20,43 +21,73 @@
 /// assert!(matches!(error, curator::Error::Invalid(_)));
 /// assert_eq!(error.to_string(), "message 0: tool result for `x` answers no open tool call");
 /// assert!(!error.is_retryable());
+/// assert!(std::mem::size_of::<curator::Error>() <= 16);
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Building, reading or converting messages failed.
     #[error(transparent)]
-    Model(#[from] curator_model::Error),
+    Model(Box<curator_model::Error>),
     /// A message list would be refused by a provider.
     #[error(transparent)]
-    Invalid(#[from] curator_model::validate::Violation),
+    Invalid(Box<curator_model::validate::Violation>),
     /// A strategy failed (a summarizer, a bad setting).
     #[error(transparent)]
-    Strategy(#[from] curator_strategies::Error),
+    Strategy(Box<curator_strategies::Error>),
     /// Recording, resuming or a store failed.
     #[error(transparent)]
-    Session(#[from] curator_session::Error),
+    Session(Box<curator_session::Error>),
     /// Opening a SQLite store failed.
     #[cfg(feature = "sqlite")]
     #[error(transparent)]
-    Sqlite(#[from] curator_sqlite::Error),
+    Sqlite(Box<curator_sqlite::Error>),
     /// Connecting to PostgreSQL or opening its store failed.
     #[cfg(feature = "postgres")]
     #[error(transparent)]
-    Postgres(#[from] curator_postgres::Error),
+    Postgres(Box<curator_postgres::Error>),
     /// The coalesced compressor failed.
     #[cfg(feature = "coalesce")]
     #[error(transparent)]
-    Coalesce(#[from] curator_coalesce::Error),
+    Coalesce(Box<curator_coalesce::Error>),
     /// Task history failed.
     #[cfg(feature = "tasks")]
     #[error(transparent)]
-    Tasks(#[from] curator_tasks::Error),
+    Tasks(Box<curator_tasks::Error>),
     /// A conversational loop failed.
     #[cfg(feature = "loop")]
     #[error(transparent)]
-    Loop(#[from] curator_loop::Error),
+    Loop(Box<curator_loop::Error>),
 }
+
+/// `From` each module's error, boxing it.
+macro_rules! from_module_errors {
+    ($($(#[$cfg:meta])* $variant:ident($error:ty)),* $(,)?) => {$(
+        $(#[$cfg])*
+        impl From<$error> for Error {
+            fn from(error: $error) -> Self {
+                Error::$variant(Box::new(error))
+            }
+        }
+    )*};
+}
+
+from_module_errors!(
+    Model(curator_model::Error),
+    Invalid(curator_model::validate::Violation),
+    Strategy(curator_strategies::Error),
+    Session(curator_session::Error),
+    #[cfg(feature = "sqlite")]
+    Sqlite(curator_sqlite::Error),
+    #[cfg(feature = "postgres")]
+    Postgres(curator_postgres::Error),
+    #[cfg(feature = "coalesce")]
+    Coalesce(curator_coalesce::Error),
+    #[cfg(feature = "tasks")]
+    Tasks(curator_tasks::Error),
+    #[cfg(feature = "loop")]
+    Loop(curator_loop::Error),
+);
 
 impl Error {
     /// Whether the same call may succeed if tried again: a store that was busy or briefly
