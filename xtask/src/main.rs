@@ -5,12 +5,17 @@
 //!   non-zero when a target is missed.
 //! - `cargo xtask ci`: runs what `.ci/run` runs.
 //! - `cargo xtask demo-data`: regenerates the session `curator demo` replays.
+//! - `cargo xtask front-page`: pastes the facade's front-page example into a new crate
+//!   outside the workspace (a path dependency on `curator`), builds and runs it.
+//! - `cargo xtask facade-features`: prints the facade's features, one per line (for
+//!   `.ci/run`, which builds the facade with each alone).
 //! - `cargo xtask lib-crates`: prints the workspace's library crates, one per line (for
 //!   `.ci/run`, which builds each without default features).
 #![expect(clippy::print_stdout, clippy::print_stderr, reason = "xtask reports to the terminal")]
 
 mod bench;
 mod demo_data;
+mod front_page;
 mod targets;
 #[cfg(test)]
 mod tidy;
@@ -31,6 +36,19 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 eprintln!("cannot write {}: {e}", demo_data::path().display());
+                ExitCode::FAILURE
+            }
+        },
+        Some("front-page") => front_page::run(),
+        Some("facade-features") => match workspace::metadata() {
+            Ok(metadata) => {
+                for name in workspace::facade_features(&metadata) {
+                    println!("{name}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
                 ExitCode::FAILURE
             }
         },
@@ -55,7 +73,8 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!(
-                "usage: cargo xtask bench [--quick] [--filter TEXT] | ci | demo-data | lib-crates"
+                "usage: cargo xtask bench [--quick] [--filter TEXT] | ci | demo-data | front-page | \
+                 facade-features | lib-crates"
             );
             ExitCode::from(2)
         }

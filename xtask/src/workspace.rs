@@ -47,8 +47,33 @@ pub(crate) fn library_crates(metadata: &Value) -> Vec<&str> {
     names
 }
 
+/// The features of the facade (`curator`), sorted, without `default`.
+pub(crate) fn facade_features(metadata: &Value) -> Vec<&str> {
+    let packages = metadata["packages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let mut names: Vec<&str> = packages
+        .iter()
+        .find(|p| p["name"] == "curator")
+        .and_then(|p| p["features"].as_object())
+        .map(|features| features.keys().map(String::as_str).filter(|f| *f != "default").collect())
+        .unwrap_or_default();
+    names.sort_unstable();
+    names
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_facade_features_are_listed() {
+        let metadata = super::metadata().unwrap();
+        let features = super::facade_features(&metadata);
+        for name in
+            ["coalesce", "loop", "postgres", "postgres-tls", "sqlite", "tasks", "tiktoken", "tokio"]
+        {
+            assert!(features.contains(&name), "{name} missing from {features:?}");
+        }
+        assert!(!features.contains(&"default"));
+    }
+
     #[test]
     fn every_library_crate_is_listed_and_only_those() {
         let metadata = super::metadata().unwrap();
