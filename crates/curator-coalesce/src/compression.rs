@@ -20,7 +20,7 @@ use crate::turn::{Turn, TurnResult, Turns};
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{Compression, Run, SingleUserCoalesced, Turns, Uncompressed};
+/// use curator::coalesce::{Compression, Run, SingleUserCoalesced, Turns, Uncompressed};
 ///
 /// let run = Run::new("You write PTC-Lisp.", "Count the items");
 /// let turns = Turns::new();
@@ -52,7 +52,7 @@ impl std::fmt::Debug for dyn Compression + '_ {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{Compression, Run, SingleUserCoalesced, TurnDraft, Turns, Value};
+/// use curator::coalesce::{Compression, Run, SingleUserCoalesced, TurnDraft, Turns, Value};
 ///
 /// let mut turns = Turns::new();
 /// turns.push(TurnDraft::returned("(+ 1 2)", Value::from(3)));
@@ -82,7 +82,7 @@ impl SingleUserCoalesced {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::SingleUserCoalesced;
+    /// use curator::coalesce::SingleUserCoalesced;
     ///
     /// assert_eq!(SingleUserCoalesced::default().with_println_limit(10).println_limit, 10);
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -98,7 +98,7 @@ impl SingleUserCoalesced {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::SingleUserCoalesced;
+    /// use curator::coalesce::SingleUserCoalesced;
     ///
     /// assert_eq!(SingleUserCoalesced::default().with_tool_call_limit(15).tool_call_limit, 15);
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -114,7 +114,7 @@ impl SingleUserCoalesced {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{Run, SingleUserCoalesced, Turns};
+    /// use curator::coalesce::{Run, SingleUserCoalesced, Turns};
     ///
     /// let text = SingleUserCoalesced::default().user_message(&Run::new("s", "Mission"), &Turns::new());
     /// assert!(text.starts_with("Mission\n"));
@@ -149,7 +149,7 @@ impl Compression for SingleUserCoalesced {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{Compression, Run, TurnDraft, Turns, Uncompressed, Value};
+/// use curator::coalesce::{Compression, Run, TurnDraft, Turns, Uncompressed, Value};
 ///
 /// let mut turns = Turns::new();
 /// turns.push(TurnDraft::returned("(+ 1 2)", Value::from(3)));
@@ -213,7 +213,7 @@ pub(crate) fn execution_report(turn: &Turn) -> String {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::CompressionConfig;
+/// use curator::coalesce::CompressionConfig;
 ///
 /// for json in ["false", "true", r#""single_user_coalesced""#,
 ///              r#"{"strategy": "single_user_coalesced", "println_limit": 10, "tool_call_limit": 15}"#] {
@@ -311,7 +311,7 @@ impl CompressionConfig {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::CompressionConfig;
+    /// use curator::coalesce::CompressionConfig;
     ///
     /// assert_eq!(CompressionConfig::Enabled(true).build().name(), "single_user_coalesced");
     /// Ok::<(), Box<dyn std::error::Error>>(())

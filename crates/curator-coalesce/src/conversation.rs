@@ -54,9 +54,9 @@ pub enum CoalescedOutcome {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{CoalescedConversation, Run, SingleUserCoalesced, Value};
-/// use curator_model::{Message, PromptRef};
-/// use curator_session::{Conversation, MemoryStore};
+/// use curator::coalesce::{CoalescedConversation, Run, SingleUserCoalesced, Value};
+/// use curator::model::{Message, PromptRef};
+/// use curator::session::{Conversation, MemoryStore};
 ///
 /// let run = Run::new("You write PTC-Lisp.", "Add 1 and 2");
 /// let conversation = Conversation::open(MemoryStore::new(), "job-1", PromptRef::new("demo", "lisp"), Message::system(run.system.as_str()))?;
@@ -64,7 +64,7 @@ pub enum CoalescedOutcome {
 /// assert_eq!(agent.request()[1].text(), "Add 1 and 2\n\nTurns left: 5");
 /// let mut draft = agent.record_reply(Message::assistant("```clojure\n(+ 1 2)\n```"))?;
 /// assert_eq!(draft.program, "(+ 1 2)");
-/// draft.result = Some(curator_coalesce::TurnResult::Returned(Value::from(3)));
+/// draft.result = Some(curator::coalesce::TurnResult::Returned(Value::from(3)));
 /// agent.record_execution(draft)?;
 /// assert_eq!(agent.request()[1].text(), "Add 1 and 2\n\nTurns left: 4");
 /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -315,9 +315,9 @@ impl<S: SessionStore + 'static> CoalescedConversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{CoalescedConversation, CoalescedOutcome, Executed, Run, SingleUserCoalesced, TurnDraft};
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::MemoryStore;
+    /// use curator::coalesce::{CoalescedConversation, CoalescedOutcome, Executed, Run, SingleUserCoalesced, TurnDraft};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::MemoryStore;
     ///
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let run = Run::new("You write PTC-Lisp.", "Add 1 and 2");
@@ -388,7 +388,7 @@ fn draft_of(text: &str) -> TurnDraft {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::extract_program;
+/// use curator::coalesce::extract_program;
 ///
 /// assert_eq!(extract_program("I will add them.\n```clojure\n(+ 1 2)\n```\nDone."), "(+ 1 2)");
 /// assert_eq!(extract_program("(+ 1 2)\n"), "(+ 1 2)");

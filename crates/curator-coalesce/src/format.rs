@@ -16,7 +16,7 @@ pub const ELLIPSIS: &str = "...";
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{Limits, Value, to_clojure};
+/// use curator::coalesce::{Limits, Value, to_clojure};
 ///
 /// let numbers = Value::list((1..=5).map(Value::from));
 /// assert_eq!(to_clojure(&numbers, Limits::new(Some(2), None)), "[1 2 ...]");
@@ -44,7 +44,7 @@ impl Limits {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::Limits;
+    /// use curator::coalesce::Limits;
     ///
     /// assert_eq!(Limits::new(Some(3), Some(80)), Limits::SAMPLE);
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -64,7 +64,7 @@ impl Limits {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{Limits, Value, to_clojure};
+/// use curator::coalesce::{Limits, Value, to_clojure};
 ///
 /// let review = Value::from("Customer Review Summary for Electronics");
 /// assert_eq!(to_clojure(&review, Limits::new(None, Some(15))), r#""Customer Review...""#);

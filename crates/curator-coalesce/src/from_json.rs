@@ -10,7 +10,7 @@ use crate::value::Value;
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{Limits, Value, to_clojure};
+/// use curator::coalesce::{Limits, Value, to_clojure};
 ///
 /// let result = Value::from(serde_json::json!({"id": 7, "tags": ["new", null]}));
 /// assert_eq!(to_clojure(&result, Limits::UNLIMITED), r#"{:id 7, :tags ["new" nil]}"#);

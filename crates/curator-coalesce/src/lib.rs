@@ -22,7 +22,7 @@
 //! # Examples
 //!
 //! ```
-//! use curator_coalesce::{Limits, Turns, TurnDraft, Value, to_clojure};
+//! use curator::coalesce::{Limits, Turns, TurnDraft, Value, to_clojure};
 //!
 //! let laptop = Value::map([("name", Value::from("Laptop")), ("price", Value::from(1200))]);
 //! assert_eq!(to_clojure(&laptop, Limits::SAMPLE), r#"{:name "Laptop", :price 1200}"#);

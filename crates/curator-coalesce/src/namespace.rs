@@ -9,7 +9,7 @@ use crate::value::Value;
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::ToolSpec;
+/// use curator::coalesce::ToolSpec;
 ///
 /// let tool = ToolSpec::new("search-reviews", ["query"], "query:string -> string");
 /// assert_eq!(tool.name, "search-reviews");
@@ -34,7 +34,7 @@ impl ToolSpec {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::ToolSpec;
+    /// use curator::coalesce::ToolSpec;
     ///
     /// let tool = ToolSpec::new("get-inventory", Vec::<String>::new(), "-> map");
     /// assert!(tool.params.is_empty());
@@ -58,7 +58,7 @@ impl ToolSpec {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::ToolSpec;
+    /// use curator::coalesce::ToolSpec;
     ///
     /// let tool = ToolSpec::new("send-email", ["opts"], "opts:map -> nil").with_description("Sends email notification");
     /// assert_eq!(tool.description.as_deref(), Some("Sends email notification"));
@@ -76,7 +76,7 @@ impl ToolSpec {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{DataEntry, Value};
+/// use curator::coalesce::{DataEntry, Value};
 ///
 /// let config = DataEntry::new("config", Value::map([("env", Value::from("prod"))])).without_sample();
 /// assert!(!config.show_sample);
@@ -99,7 +99,7 @@ impl DataEntry {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{DataEntry, Value};
+    /// use curator::coalesce::{DataEntry, Value};
     ///
     /// assert!(DataEntry::new("items", Value::list([])).show_sample);
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -113,7 +113,7 @@ impl DataEntry {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{DataEntry, Value};
+    /// use curator::coalesce::{DataEntry, Value};
     ///
     /// assert!(!DataEntry::new("items", Value::list([])).without_sample().show_sample);
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -131,7 +131,7 @@ impl DataEntry {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{DataEntry, Run, ToolSpec, Value};
+/// use curator::coalesce::{DataEntry, Run, ToolSpec, Value};
 ///
 /// let run = Run::new("You write PTC-Lisp.", "Find well-reviewed products in stock")
 ///     .with_tools(vec![ToolSpec::new("search-reviews", ["query"], "query:string -> string")])
@@ -160,7 +160,7 @@ impl Run {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::Run;
+    /// use curator::coalesce::Run;
     ///
     /// assert!(Run::new("system", "mission").tools.is_empty());
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -180,7 +180,7 @@ impl Run {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{Run, ToolSpec};
+    /// use curator::coalesce::{Run, ToolSpec};
     ///
     /// let run = Run::new("s", "m").with_tools(vec![ToolSpec::new("t", ["x"], "")]);
     /// assert_eq!(run.tools.len(), 1);
@@ -197,7 +197,7 @@ impl Run {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{DataEntry, Run, Value};
+    /// use curator::coalesce::{DataEntry, Run, Value};
     ///
     /// let run = Run::new("s", "m").with_data(vec![DataEntry::new("n", Value::from(1))]);
     /// assert_eq!(run.data.len(), 1);
@@ -214,7 +214,7 @@ impl Run {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::Run;
+    /// use curator::coalesce::Run;
     ///
     /// assert_eq!(Run::new("s", "m").with_max_turns(10).max_turns, 10);
     /// Ok::<(), Box<dyn std::error::Error>>(())

@@ -24,7 +24,7 @@ impl Run {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{DataEntry, Resolved, Run, ToolSpec, Turns, Value};
+    /// use curator::coalesce::{DataEntry, Resolved, Run, ToolSpec, Turns, Value};
     ///
     /// let run = Run::new("s", "m")
     ///     .with_tools(vec![ToolSpec::new("fetch-users", ["category"], "")])

@@ -24,8 +24,8 @@ pub enum TraceView<'a> {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{Run, SingleUserCoalesced, Trace, TurnDraft, Turns, Value};
-/// use curator_strategies::CharEstimate;
+/// use curator::coalesce::{Run, SingleUserCoalesced, Trace, TurnDraft, Turns, Value};
+/// use curator::strategies::CharEstimate;
 ///
 /// let mut turns = Turns::new();
 /// turns.push(TurnDraft::returned("(+ 1 2)", Value::from(3)));
@@ -54,7 +54,7 @@ impl<'a> Trace<'a> {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{Run, Trace, Turns};
+    /// use curator::coalesce::{Run, Trace, Turns};
     ///
     /// assert_eq!(Trace::turns().render(&Run::new("s", "m"), &Turns::new()), "(no turns)");
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -68,7 +68,7 @@ impl<'a> Trace<'a> {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{Run, SingleUserCoalesced, Trace, Turns};
+    /// use curator::coalesce::{Run, SingleUserCoalesced, Trace, Turns};
     ///
     /// let coalesced = SingleUserCoalesced::default();
     /// let text = Trace::compressed(&coalesced).render(&Run::new("s", "Mission"), &Turns::new());
@@ -84,7 +84,7 @@ impl<'a> Trace<'a> {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{Run, Trace, TurnDraft, Turns, Value};
+    /// use curator::coalesce::{Run, Trace, TurnDraft, Turns, Value};
     ///
     /// let mut turns = Turns::new();
     /// let mut draft = TurnDraft::returned("(+ 1 2)", Value::from(3));
@@ -105,8 +105,8 @@ impl<'a> Trace<'a> {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{Run, Trace, Turns};
-    /// use curator_strategies::CharEstimate;
+    /// use curator::coalesce::{Run, Trace, Turns};
+    /// use curator::strategies::CharEstimate;
     ///
     /// let counter = CharEstimate::default();
     /// let text = Trace::turns().with_usage(&counter).render(&Run::new("s", "m"), &Turns::new());
@@ -124,7 +124,7 @@ impl<'a> Trace<'a> {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{Run, Trace, TurnDraft, Turns};
+    /// use curator::coalesce::{Run, Trace, TurnDraft, Turns};
     ///
     /// let mut turns = Turns::new();
     /// turns.push(TurnDraft::failed("(boom)", "undefined symbol 'boom'"));

@@ -19,7 +19,7 @@ pub enum TurnResult {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{RecordedToolCall, Value};
+/// use curator::coalesce::{RecordedToolCall, Value};
 ///
 /// let call = RecordedToolCall::new("search-reviews", Value::from("Electronics"), Value::from("..."));
 /// assert_eq!(call.name, "search-reviews");
@@ -41,7 +41,7 @@ impl RecordedToolCall {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{RecordedToolCall, Value};
+    /// use curator::coalesce::{RecordedToolCall, Value};
     ///
     /// let call = RecordedToolCall::new("make-call", Value::map([("to", Value::from("Alice"))]), Value::Nil);
     /// assert_eq!(call.result, Value::Nil);
@@ -66,7 +66,7 @@ pub struct Definition {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{Definition, TurnDraft, Value};
+/// use curator::coalesce::{Definition, TurnDraft, Value};
 ///
 /// let mut draft = TurnDraft::returned("(def x 1) (println x)", Value::Nil);
 /// draft.prints.push("1".to_owned());
@@ -95,7 +95,7 @@ impl TurnDraft {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{TurnDraft, Value};
+    /// use curator::coalesce::{TurnDraft, Value};
     ///
     /// let draft = TurnDraft::returned("(+ 1 2)", Value::from(3));
     /// assert_eq!(draft.raw_response, "(+ 1 2)");
@@ -116,7 +116,7 @@ impl TurnDraft {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::TurnDraft;
+    /// use curator::coalesce::TurnDraft;
     ///
     /// let draft = TurnDraft::failed("(def x (broken-code))", "undefined symbol 'broken-code'");
     /// assert!(draft.result.is_some());
@@ -202,7 +202,7 @@ impl Turn {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::{TurnDraft, Turns, Value};
+/// use curator::coalesce::{TurnDraft, Turns, Value};
 ///
 /// let mut turns = Turns::new();
 /// turns.push(TurnDraft::failed("(broken)", "undefined symbol 'broken'"));
@@ -246,7 +246,7 @@ impl Turns {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{TurnDraft, Turns, Value};
+    /// use curator::coalesce::{TurnDraft, Turns, Value};
     ///
     /// let mut turns = Turns::new();
     /// assert_eq!(turns.push(TurnDraft::returned("1", Value::from(1))).number(), 1);

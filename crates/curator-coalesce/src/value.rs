@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::Value;
+/// use curator::coalesce::Value;
 ///
 /// let config = Value::map([("env", Value::from("prod")), ("debug", Value::from(false))]);
 /// assert_eq!(config.type_label(), "map[2]");
@@ -52,7 +52,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{Limits, Value, to_clojure};
+    /// use curator::coalesce::{Limits, Value, to_clojure};
     ///
     /// assert_eq!(to_clojure(&Value::keyword("active"), Limits::SAMPLE), ":active");
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -66,7 +66,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::Value;
+    /// use curator::coalesce::Value;
     ///
     /// assert_eq!(Value::list([1, 2, 3].map(Value::from)).type_label(), "list[3]");
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -80,7 +80,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{Limits, Value, to_clojure};
+    /// use curator::coalesce::{Limits, Value, to_clojure};
     ///
     /// let user = Value::map([("id", Value::from(1))]);
     /// assert_eq!(to_clojure(&user, Limits::SAMPLE), "{:id 1}");
@@ -97,7 +97,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::Value;
+    /// use curator::coalesce::Value;
     ///
     /// assert_eq!(Value::list([]).len(), Some(0));
     /// assert_eq!(Value::from(4).len(), None);
@@ -116,7 +116,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::Value;
+    /// use curator::coalesce::Value;
     ///
     /// assert!(Value::map::<&str>([]).is_empty());
     /// assert!(!Value::Nil.is_empty());
@@ -132,7 +132,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{Function, Value};
+    /// use curator::coalesce::{Function, Value};
     ///
     /// assert_eq!(Value::from("hello").type_label(), "string");
     /// assert_eq!(Value::from(3.14).type_label(), "float");
@@ -162,7 +162,7 @@ impl Value {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::Value;
+    /// use curator::coalesce::Value;
     ///
     /// let items = Value::list([1, 2, 3].map(Value::from));
     /// assert_eq!(items.sample(), Some(&Value::from(1)));
@@ -226,7 +226,7 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 /// # Examples
 ///
 /// ```
-/// use curator_coalesce::Function;
+/// use curator::coalesce::Function;
 ///
 /// let helper = Function::new("fetch-users", ["category"])
 ///     .with_docstring("Fetches users by category")
@@ -251,7 +251,7 @@ impl Function {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::Function;
+    /// use curator::coalesce::Function;
     ///
     /// assert_eq!(Function::new("helper", ["x"]).params(), ["x"]);
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -273,7 +273,7 @@ impl Function {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::Function;
+    /// use curator::coalesce::Function;
     ///
     /// let f = Function::new("helper", ["x"]).with_docstring("Doubles x");
     /// assert_eq!(f.docstring(), Some("Doubles x"));
@@ -290,7 +290,7 @@ impl Function {
     /// # Examples
     ///
     /// ```
-    /// use curator_coalesce::{Function, Value};
+    /// use curator::coalesce::{Function, Value};
     ///
     /// let f = Function::new("helper", ["x"]).with_return_type(Value::from(2).type_label());
     /// assert_eq!(f.return_type(), Some("integer"));

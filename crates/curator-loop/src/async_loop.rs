@@ -16,7 +16,7 @@ use crate::turn::ConversationTurn;
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{AsyncLoop, Hitl, LoopBuilder, LoopConfig};
+/// use curator::conversation_loop::{AsyncLoop, Hitl, LoopBuilder, LoopConfig};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
 /// let l = AsyncLoop::new(LoopBuilder::new("ask", LoopConfig::conversational()).step("human", Hitl::default()).build()?);

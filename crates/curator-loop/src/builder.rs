@@ -19,7 +19,7 @@ use crate::trace::TraceSink;
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{AiTurnSource, FnStep, Hitl, Injection, LoopBuilder, LoopConfig, StepOutcome};
+/// use curator::conversation_loop::{AiTurnSource, FnStep, Hitl, Injection, LoopBuilder, LoopConfig, StepOutcome};
 ///
 /// let mut config = LoopConfig::conversational();
 /// config.ai_turn_source = AiTurnSource::AllAgents; // the final step is the human's

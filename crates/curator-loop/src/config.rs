@@ -67,7 +67,7 @@ pub enum UserTurnSource {
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{HistoryConfig, HistoryStrategy};
+/// use curator::conversation_loop::{HistoryConfig, HistoryStrategy};
 ///
 /// let app: HistoryConfig = toml::from_str("strategy = \"truncate_turns\"\nmax_turns = 12")?;
 /// let mine: HistoryConfig = toml::from_str("max_turns = 0")?;
@@ -212,7 +212,7 @@ pub struct RedactConfig {
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{AiTurnSource, LoopConfig};
+/// use curator::conversation_loop::{AiTurnSource, LoopConfig};
 ///
 /// let config = LoopConfig::from_toml(r#"
 ///     conversation = true
@@ -312,7 +312,7 @@ impl LoopConfig {
     /// # Examples
     ///
     /// ```
-    /// assert!(curator_loop::LoopConfig::conversational().conversation);
+    /// assert!(curator::conversation_loop::LoopConfig::conversational().conversation);
     /// ```
     pub fn conversational() -> Self {
         Self { conversation: true, ..Self::default() }
@@ -349,7 +349,7 @@ impl LoopConfig {
     /// # Examples
     ///
     /// ```
-    /// use curator_loop::{Error, LoopConfig};
+    /// use curator::conversation_loop::{Error, LoopConfig};
     ///
     /// let err = LoopConfig::from_toml("[history_management]\nstrategy = \"summarize\"").unwrap_err();
     /// assert!(matches!(err, Error::InvalidConfig { ref key, .. } if key == "history_management.summarizer"));
@@ -400,7 +400,7 @@ impl LoopConfig {
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{Defaults, HistoryStrategy, LoopConfig};
+/// use curator::conversation_loop::{Defaults, HistoryStrategy, LoopConfig};
 ///
 /// let defaults = Defaults::from_toml(r#"
 ///     [server]                      # the application's own tables are left alone

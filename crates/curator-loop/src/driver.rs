@@ -36,7 +36,7 @@ impl Progress<'_> {
     /// # Examples
     ///
     /// ```
-    /// use curator_loop::{FnStep, LoopBuilder, LoopConfig, StepOutcome};
+    /// use curator::conversation_loop::{FnStep, LoopBuilder, LoopConfig, StepOutcome};
     ///
     /// let mut count = 0;
     /// let mut l = LoopBuilder::new("l", LoopConfig::default())

@@ -23,7 +23,7 @@
 //! A clarifying agent and a human, the agent sent the history as messages:
 //!
 //! ```
-//! use curator_loop::{AiTurnSource, FnStep, Hitl, Injection, LoopBuilder, LoopConfig, StepOutcome};
+//! use curator::conversation_loop::{AiTurnSource, FnStep, Hitl, Injection, LoopBuilder, LoopConfig, StepOutcome};
 //!
 //! let mut config = LoopConfig::conversational();
 //! config.ai_turn_source = AiTurnSource::AllAgents;

@@ -23,7 +23,7 @@ use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use curator_loop::{Hitl, LoopBuilder, LoopConfig, OpenAiChat};
+/// use curator::conversation_loop::{Hitl, LoopBuilder, LoopConfig, OpenAiChat};
 ///
 /// let model = OpenAiChat::new("http://localhost:11434", "llama3.1")
 ///     .with_system("You are a helpful assistant.")
@@ -120,8 +120,8 @@ impl OpenAiChat {
     /// # Examples
     ///
     /// ```
-    /// use curator_loop::{Error, OpenAiChat};
-    /// use curator_model::Message;
+    /// use curator::conversation_loop::{Error, OpenAiChat};
+    /// use curator::model::Message;
     ///
     /// // Nothing listens on port 9 of the loopback interface: a typed error, not a panic.
     /// let err = OpenAiChat::new("http://127.0.0.1:9", "m").complete(&[Message::user("hi")]).unwrap_err();

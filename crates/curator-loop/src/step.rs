@@ -46,7 +46,7 @@ impl Output {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(curator_loop::Output::text("done").text, "done");
+    /// assert_eq!(curator::conversation_loop::Output::text("done").text, "done");
     /// ```
     pub fn text(text: impl Into<String>) -> Self {
         Self { text: text.into(), artifacts: Vec::new() }
@@ -86,7 +86,7 @@ impl StepOutcome {
     /// # Examples
     ///
     /// ```
-    /// use curator_loop::{Output, StepOutcome};
+    /// use curator::conversation_loop::{Output, StepOutcome};
     ///
     /// assert_eq!(StepOutcome::text("ok"), StepOutcome::Output(Output::text("ok")));
     /// ```
@@ -120,7 +120,7 @@ pub struct StepCall<'a> {
 /// A prompt-only agent that echoes the last line it was sent:
 ///
 /// ```
-/// use curator_loop::{Injection, Step, StepCall, StepKind, StepOutcome};
+/// use curator::conversation_loop::{Injection, Step, StepCall, StepKind, StepOutcome};
 ///
 /// #[derive(Debug)]
 /// struct Echo;
@@ -129,7 +129,7 @@ pub struct StepCall<'a> {
 ///     fn kind(&self) -> StepKind {
 ///         StepKind::Agent(Injection::Prompt)
 ///     }
-///     fn run(&mut self, call: StepCall<'_>) -> Result<StepOutcome, curator_model::BoxError> {
+///     fn run(&mut self, call: StepCall<'_>) -> Result<StepOutcome, curator::model::BoxError> {
 ///         let prompt = call.messages.last().map(|m| m.text().into_owned()).unwrap_or_default();
 ///         Ok(StepOutcome::text(prompt.lines().last().unwrap_or_default()))
 ///     }
@@ -172,7 +172,7 @@ impl<T: Step + ?Sized> Step for Box<T> {
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{FnStep, Injection, Step, StepKind, StepOutcome};
+/// use curator::conversation_loop::{FnStep, Injection, Step, StepKind, StepOutcome};
 ///
 /// let agent = FnStep::agent(Injection::Messages, |call| Ok(StepOutcome::text(format!("{} messages", call.messages.len()))))
 ///     .with_system("You are terse.");
@@ -249,7 +249,7 @@ where
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{Hitl, Step, StepKind};
+/// use curator::conversation_loop::{Hitl, Step, StepKind};
 ///
 /// assert_eq!(Hitl::new("Your answer?").kind(), StepKind::Human);
 /// ```

@@ -28,7 +28,7 @@ const FUEL: u64 = 10_000_000;
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{ConversationTurn, HistoryTemplate};
+/// use curator::conversation_loop::{ConversationTurn, HistoryTemplate};
 ///
 /// let template = HistoryTemplate::new("{% for t in history %}[{{ t.role }}] {{ t.content }}\n{% endfor %}")?;
 /// let text = template.render(&[ConversationTurn::user("hi"), ConversationTurn::assistant("hello")])?;
@@ -71,7 +71,7 @@ impl HistoryTemplate {
     /// # Examples
     ///
     /// ```
-    /// use curator_loop::{ConversationTurn, HistoryTemplate};
+    /// use curator::conversation_loop::{ConversationTurn, HistoryTemplate};
     ///
     /// let text = HistoryTemplate::default_template().render(&[ConversationTurn::user("hi")])?;
     /// assert_eq!(text, "<conversation_history>\nuser: hi\n</conversation_history>");

@@ -26,13 +26,13 @@ pub struct PromptTrace {
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{PromptTrace, TraceSink};
+/// use curator::conversation_loop::{PromptTrace, TraceSink};
 ///
 /// #[derive(Debug)]
 /// struct Stderr;
 ///
 /// impl TraceSink for Stderr {
-///     fn emit(&self, trace: &PromptTrace) -> Result<(), curator_model::BoxError> {
+///     fn emit(&self, trace: &PromptTrace) -> Result<(), curator::model::BoxError> {
 ///         let _ = (trace.step.len(), trace.messages.len()); // write them somewhere
 ///         Ok(())
 ///     }
@@ -54,7 +54,7 @@ pub trait TraceSink: Send + Sync + std::fmt::Debug {
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{MemoryTraces, TraceSink};
+/// use curator::conversation_loop::{MemoryTraces, TraceSink};
 ///
 /// let traces = MemoryTraces::default();
 /// assert!(traces.traces().is_empty());

@@ -19,7 +19,7 @@ impl ConversationRole {
     /// # Examples
     ///
     /// ```
-    /// use curator_loop::ConversationRole;
+    /// use curator::conversation_loop::ConversationRole;
     ///
     /// assert_eq!(ConversationRole::Assistant.as_str(), "assistant");
     /// ```
@@ -43,7 +43,7 @@ impl std::fmt::Display for ConversationRole {
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{ConversationTurn, ConversationRole};
+/// use curator::conversation_loop::{ConversationTurn, ConversationRole};
 ///
 /// let turn = ConversationTurn::user("Book a table for two.");
 /// assert_eq!(turn.role, ConversationRole::User);
@@ -80,8 +80,8 @@ impl ConversationTurn {
     /// # Examples
     ///
     /// ```
-    /// use curator_loop::ConversationTurn;
-    /// use curator_model::Role;
+    /// use curator::conversation_loop::ConversationTurn;
+    /// use curator::model::Role;
     ///
     /// assert_eq!(ConversationTurn::assistant("hi").to_message().role(), Role::Assistant);
     /// ```
@@ -98,8 +98,8 @@ impl ConversationTurn {
     /// # Examples
     ///
     /// ```
-    /// use curator_loop::ConversationTurn;
-    /// use curator_model::Message;
+    /// use curator::conversation_loop::ConversationTurn;
+    /// use curator::model::Message;
     ///
     /// assert_eq!(ConversationTurn::from_message(&Message::user("a")), Some(ConversationTurn::user("a")));
     /// assert_eq!(ConversationTurn::from_message(&Message::system("s")), None);
@@ -137,7 +137,7 @@ pub struct Paused {
 /// # Examples
 ///
 /// ```
-/// use curator_loop::{ConversationTurn, LoopState};
+/// use curator::conversation_loop::{ConversationTurn, LoopState};
 ///
 /// let state = LoopState { iteration: 2, turns: vec![ConversationTurn::user("hi")], paused: None };
 /// let json = serde_json::to_string(&state)?;

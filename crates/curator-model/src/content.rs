@@ -14,7 +14,7 @@ use crate::ProviderFields;
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Content, Part};
+/// use curator::model::{Content, Part};
 ///
 /// let text = Content::from("hello");
 /// assert_eq!(text.text(), "hello");
@@ -40,7 +40,7 @@ impl Content {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Content, Part};
+    /// use curator::model::{Content, Part};
     /// assert_eq!(Content::from("hi").text(), "hi");
     /// assert_eq!(Content::Parts(vec![Part::text("a"), Part::text("b")]).text(), "a\nb");
     /// ```
@@ -73,7 +73,7 @@ impl Content {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Content;
+    /// use curator::model::Content;
     /// assert_eq!(Content::from("héllo").text_chars(), 5);
     /// ```
     pub fn text_chars(&self) -> usize {
@@ -96,7 +96,7 @@ impl Content {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Content, Part};
+    /// use curator::model::{Content, Part};
     /// assert!(Content::from("").is_empty());
     /// assert!(Content::Parts(vec![Part::text("")]).is_empty());
     /// assert!(!Content::from("x").is_empty());
@@ -113,7 +113,7 @@ impl Content {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Content, ImageSource, Part};
+    /// use curator::model::{Content, ImageSource, Part};
     /// let with_image = Content::Parts(vec![Part::image(ImageSource::from_url("https://x/a.png"))]);
     /// assert!(with_image.has_non_text_parts());
     /// assert!(!Content::from("x").has_non_text_parts());
@@ -175,7 +175,7 @@ impl From<&str> for Content {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{ImageSource, Part};
+/// use curator::model::{ImageSource, Part};
 ///
 /// let image = Part::image(ImageSource::Url { url: "https://example.com/cat.png".into() });
 /// assert!(image.as_text().is_none());
@@ -217,7 +217,7 @@ impl Part {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Part;
+    /// use curator::model::Part;
     /// assert_eq!(Part::text("hi").as_text(), Some("hi"));
     /// ```
     pub fn text(text: impl Into<String>) -> Self {
@@ -229,7 +229,7 @@ impl Part {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{ImageSource, Part};
+    /// use curator::model::{ImageSource, Part};
     /// let part = Part::image(ImageSource::from_url("https://x/a.png"));
     /// assert!(part.as_text().is_none());
     /// ```
@@ -242,7 +242,7 @@ impl Part {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Part;
+    /// use curator::model::Part;
     /// assert_eq!(Part::text("t").as_text(), Some("t"));
     /// ```
     pub fn as_text(&self) -> Option<&str> {
@@ -258,7 +258,7 @@ impl Part {
 /// # Examples
 ///
 /// ```
-/// use curator_model::ImageSource;
+/// use curator::model::ImageSource;
 ///
 /// let inline = ImageSource::Base64 { media_type: "image/png".into(), data: "iVBOR".into() };
 /// assert_eq!(inline.to_url(), "data:image/png;base64,iVBOR");
@@ -287,7 +287,7 @@ impl ImageSource {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::ImageSource;
+    /// use curator::model::ImageSource;
     /// assert_eq!(ImageSource::from_url("https://x/a.png"), ImageSource::Url { url: "https://x/a.png".into() });
     /// ```
     pub fn from_url(url: &str) -> Self {
@@ -307,7 +307,7 @@ impl ImageSource {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::ImageSource;
+    /// use curator::model::ImageSource;
     /// let inline = ImageSource::Base64 { media_type: "image/gif".into(), data: "R0lG".into() };
     /// assert_eq!(inline.to_url(), "data:image/gif;base64,R0lG");
     /// ```

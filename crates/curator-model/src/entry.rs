@@ -11,7 +11,7 @@ use crate::{Error, EvaluationId, Message, MessageId, Result, Role};
 /// # Examples
 ///
 /// ```
-/// use curator_model::PromptRef;
+/// use curator::model::PromptRef;
 ///
 /// let prompt = PromptRef::new("support", "triage");
 /// assert_eq!(prompt.to_string(), "support/triage");
@@ -30,7 +30,7 @@ impl PromptRef {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::PromptRef;
+    /// use curator::model::PromptRef;
     /// let prompt = PromptRef::new("support", "triage");
     /// assert_eq!((prompt.ns.as_str(), prompt.key.as_str()), ("support", "triage"));
     /// ```
@@ -55,7 +55,7 @@ impl std::fmt::Display for PromptRef {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Entry, EvaluationId, Message, PromptRef};
+/// use curator::model::{Entry, EvaluationId, Message, PromptRef};
 ///
 /// let evaluation = EvaluationId::new();
 /// let entry = Entry::builder(evaluation, Message::system("You are terse."))
@@ -95,7 +95,7 @@ impl Entry {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Entry, EvaluationId, Message};
+    /// use curator::model::{Entry, EvaluationId, Message};
     /// let entry = Entry::builder(EvaluationId::new(), Message::user("hi")).sequence(1).build()?;
     /// assert_eq!(entry.sequence, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -118,7 +118,7 @@ impl Entry {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Entry, EvaluationId, Message, MessageId};
+/// use curator::model::{Entry, EvaluationId, Message, MessageId};
 ///
 /// let id = MessageId::new();
 /// let entry = Entry::builder(EvaluationId::new(), Message::tool_result("c1", "ok")).id(id).sequence(2).turn(1).build()?;
@@ -178,7 +178,7 @@ impl EntryBuilder {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Entry, EvaluationId, Message};
+    /// use curator::model::{Entry, EvaluationId, Message};
     ///
     /// let bad = Entry::builder(EvaluationId::new(), Message::assistant("hi")).sequence(1).build();
     /// assert!(bad.is_err());

@@ -17,7 +17,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Error, formats::openai};
+/// use curator::model::{Error, formats::openai};
 ///
 /// let err = openai::parse(r#"[{"role": "assistant", "tool_calls": [{"id": "1", "function": {"name": 7}}]}]"#).unwrap_err();
 /// assert!(matches!(&err, Error::WrongType { index: 0, field, .. } if field == "tool_calls[0].function.name"));

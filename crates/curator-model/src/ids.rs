@@ -74,7 +74,7 @@ uuid_id!(
     /// # Examples
     ///
     /// ```
-    /// use curator_model::MessageId;
+    /// use curator::model::MessageId;
     ///
     /// let id = MessageId::new();
     /// let parsed: MessageId = id.to_string().parse()?;
@@ -93,7 +93,7 @@ uuid_id!(
     /// # Examples
     ///
     /// ```
-    /// use curator_model::EvaluationId;
+    /// use curator::model::EvaluationId;
     ///
     /// let id: EvaluationId = "67e55044-10b1-426f-9247-bb680e5fe0c8".parse()?;
     /// assert_eq!(id.to_string(), "67e55044-10b1-426f-9247-bb680e5fe0c8");

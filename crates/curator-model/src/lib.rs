@@ -16,7 +16,7 @@
 //! # Examples
 //!
 //! ```
-//! use curator_model::{formats, validate};
+//! use curator::model::{formats, validate};
 //!
 //! let messages = formats::openai::parse(r#"[
 //!     {"role": "system", "content": "You are a shell assistant."},

@@ -22,7 +22,7 @@ use crate::{Content, ProviderFields, Role, ToolCall};
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, Role, ToolCall};
+/// use curator::model::{Message, Role, ToolCall};
 ///
 /// let call = ToolCall::new("call_1", "ls", "{}");
 /// let reply = Message::assistant_with_calls(None, vec![call]);
@@ -71,7 +71,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, Role};
+    /// use curator::model::{Message, Role};
     /// assert_eq!(Message::system("Be brief.").role(), Role::System);
     /// ```
     pub fn system(content: impl Into<Content>) -> Self {
@@ -83,7 +83,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, Role};
+    /// use curator::model::{Message, Role};
     /// assert_eq!(Message::user("hi").role(), Role::User);
     /// ```
     pub fn user(content: impl Into<Content>) -> Self {
@@ -95,7 +95,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
+    /// use curator::model::Message;
     /// let m = Message::assistant("Done.");
     /// assert!(!m.has_tool_calls());
     /// ```
@@ -108,7 +108,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, ToolCall};
+    /// use curator::model::{Message, ToolCall};
     ///
     /// let m = Message::assistant_with_calls(Some("Let me look.".into()), vec![ToolCall::new("1", "ls", "{}")]);
     /// assert_eq!(m.tool_calls().len(), 1);
@@ -123,7 +123,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
+    /// use curator::model::Message;
     /// let result = Message::tool_result("call_1", "42");
     /// assert_eq!((result.tool_call_id(), result.is_error()), (Some("call_1"), false));
     /// ```
@@ -140,7 +140,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
+    /// use curator::model::Message;
     ///
     /// let failed = Message::tool_error("call_1", "file not found");
     /// assert!(failed.is_error());
@@ -155,7 +155,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
+    /// use curator::model::Message;
     /// assert_eq!(Message::tool_result("1", "x").with_name("ls").name(), Some("ls"));
     /// ```
     #[must_use]
@@ -170,7 +170,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
+    /// use curator::model::Message;
     ///
     /// let short = Message::tool_result("1", "a very long output").with_content(Some("a very…".into()));
     /// assert_eq!(short.text(), "a very…");
@@ -189,7 +189,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
+    /// use curator::model::Message;
     ///
     /// let long = Message::tool_result("1", "x".repeat(10_000)).with_name("cat");
     /// let short = long.clone_with_content(Some("x…".into()));
@@ -215,7 +215,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, ToolCall};
+    /// use curator::model::{Message, ToolCall};
     ///
     /// let m = Message::assistant_with_calls(None, vec![ToolCall::new("a", "x", "{}"), ToolCall::new("b", "y", "{}")]);
     /// let m = m.retain_tool_calls(|c| c.id() == "b");
@@ -234,7 +234,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, ToolCall};
+    /// use curator::model::{Message, ToolCall};
     ///
     /// let m = Message::assistant_with_calls(None, vec![ToolCall::new("a", "echo", r#"{"text":"hi"}"#)]);
     /// let m = m.map_tool_call_arguments(|c| Some(c.arguments().replace("hi", "bye")));

@@ -25,7 +25,7 @@
 //! # Examples
 //!
 //! ```
-//! use curator_model::{Message, ToolCall, pairing::{self, CallRef, Link}};
+//! use curator::model::{Message, ToolCall, pairing::{self, CallRef, Link}};
 //!
 //! let messages = vec![
 //!     Message::assistant_with_calls(None, vec![ToolCall::new("a", "ls", "{}"), ToolCall::new("b", "cat", "{}")]),
@@ -48,7 +48,7 @@ use crate::{Message, Role};
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall, pairing::CallRef};
+/// use curator::model::{Message, ToolCall, pairing::CallRef};
 ///
 /// let messages = [Message::assistant_with_calls(None, vec![ToolCall::new("a", "ls", "{}")])];
 /// let call = CallRef { message: 0, call: 0 };
@@ -120,7 +120,7 @@ impl Step {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall, pairing::{CallRef, Link, Pairer}};
+/// use curator::model::{Message, ToolCall, pairing::{CallRef, Link, Pairer}};
 ///
 /// let mut messages = Vec::new();
 /// let mut pairer = Pairer::new();
@@ -212,7 +212,7 @@ impl Pairer {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall, pairing::{self, Link}};
+/// use curator::model::{Message, ToolCall, pairing::{self, Link}};
 ///
 /// let messages = [
 ///     Message::assistant_with_calls(None, vec![ToolCall::new("a", "ls", "{}")]),

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 /// # Examples
 ///
 /// ```
-/// use curator_model::Format;
+/// use curator::model::Format;
 ///
 /// assert_eq!(serde_json::to_string(&Format::Anthropic)?, "\"anthropic\"");
 /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -33,7 +33,7 @@ pub enum Format {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Format, ProviderFields};
+/// use curator::model::{Format, ProviderFields};
 /// use serde_json::json;
 ///
 /// let mut fields = serde_json::Map::new();
@@ -60,7 +60,7 @@ impl ProviderFields {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Format, ProviderFields};
+    /// use curator::model::{Format, ProviderFields};
     /// assert!(ProviderFields::non_empty(Format::OpenAi, serde_json::Map::new()).is_none());
     /// ```
     pub fn non_empty(format: Format, fields: Map<String, Value>) -> Option<Self> {

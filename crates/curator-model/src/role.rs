@@ -9,7 +9,7 @@ use std::fmt;
 /// # Examples
 ///
 /// ```
-/// use curator_model::Role;
+/// use curator::model::Role;
 ///
 /// assert_eq!(serde_json::to_string(&Role::Tool)?, "\"tool\"");
 /// assert_eq!("assistant".parse::<Role>()?, Role::Assistant);
@@ -36,7 +36,7 @@ impl Role {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(curator_model::Role::User.as_str(), "user");
+    /// assert_eq!(curator::model::Role::User.as_str(), "user");
     /// ```
     pub const fn as_str(self) -> &'static str {
         match self {

@@ -8,7 +8,7 @@ use crate::{Message, ToolCall, ToolCallStatus};
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall, ToolCallStatus, tool_call_states};
+/// use curator::model::{Message, ToolCall, ToolCallStatus, tool_call_states};
 ///
 /// let messages = [Message::assistant_with_calls(None, vec![ToolCall::new("1", "ls", "{}")]), Message::tool_result("1", "x")];
 /// let state = tool_call_states(&messages)[0];
@@ -39,7 +39,7 @@ pub struct ToolCallState<'a> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall, ToolCallStatus, tool_call_states};
+/// use curator::model::{Message, ToolCall, ToolCallStatus, tool_call_states};
 ///
 /// let messages = vec![
 ///     Message::assistant_with_calls(None, vec![ToolCall::new("1", "rm", "{}")]),
@@ -110,7 +110,7 @@ pub fn tool_call_states(messages: &[Message]) -> Vec<ToolCallState<'_>> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall, pending_tool_calls};
+/// use curator::model::{Message, ToolCall, pending_tool_calls};
 ///
 /// let messages = vec![
 ///     Message::assistant_with_calls(None, vec![ToolCall::new("a", "ls", "{}"), ToolCall::new("b", "cat", "{}")]),

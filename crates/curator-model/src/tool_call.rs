@@ -12,7 +12,7 @@ use crate::ProviderFields;
 /// # Examples
 ///
 /// ```
-/// use curator_model::ToolCall;
+/// use curator::model::ToolCall;
 ///
 /// let call = ToolCall::new("call_1", "read_file", r#"{"path": "a.txt"}"#);
 /// assert_eq!(call.name(), "read_file");
@@ -39,7 +39,7 @@ impl ToolCall {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::ToolCall;
+    /// use curator::model::ToolCall;
     /// let call = ToolCall::new("c1", "search", r#"{"q": "rust"}"#);
     /// assert_eq!((call.id(), call.name()), ("c1", "search"));
     /// ```
@@ -56,7 +56,7 @@ impl ToolCall {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::ToolCall;
+    /// use curator::model::ToolCall;
     /// use serde_json::json;
     ///
     /// let call = ToolCall::from_json("toolu_1", "search", &json!({"q": "rust"}));
@@ -103,7 +103,7 @@ impl ToolCall {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::ToolCall;
+    /// use curator::model::ToolCall;
     /// assert_eq!(ToolCall::new("1", "f", "").arguments_json()?, serde_json::json!({}));
     /// assert!(ToolCall::new("1", "f", "{oops").arguments_json().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -128,7 +128,7 @@ impl ToolCall {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall, ToolCallStatus, tool_call_states};
+/// use curator::model::{Message, ToolCall, ToolCallStatus, tool_call_states};
 ///
 /// let messages = vec![
 ///     Message::user("list files"),

@@ -8,7 +8,7 @@
 //! # Examples
 //!
 //! ```
-//! use curator_model::{Message, ToolCall, validate};
+//! use curator::model::{Message, ToolCall, validate};
 //!
 //! let ok = vec![
 //!     Message::system("Be brief."),
@@ -35,7 +35,7 @@ use crate::{Message, Role};
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, validate::{self, Violation, ViolationKind}};
+/// use curator::model::{Message, validate::{self, Violation, ViolationKind}};
 ///
 /// let v = validate::openai(&[Message::user("hi"), Message::tool_result("x", "?")]).unwrap_err();
 /// assert_eq!(v, Violation { index: 1, kind: ViolationKind::ToolResultWithoutCall { call_id: "x".into() } });
@@ -196,7 +196,7 @@ fn pairing_violation<M: Borrow<Message>>(
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall, validate, validate::ViolationKind};
+/// use curator::model::{Message, ToolCall, validate, validate::ViolationKind};
 ///
 /// let messages = vec![
 ///     Message::user("hi"),
@@ -297,11 +297,11 @@ fn openai_lacks_content(message: &Message) -> bool {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, validate, validate::ViolationKind};
+/// use curator::model::{Message, validate, validate::ViolationKind};
 ///
 /// let messages = vec![Message::system("s"), Message::assistant("I speak first")];
 /// let v = validate::anthropic(&messages).unwrap_err();
-/// assert_eq!((v.index, v.kind), (1, ViolationKind::FirstMessageNotUser { role: curator_model::Role::Assistant }));
+/// assert_eq!((v.index, v.kind), (1, ViolationKind::FirstMessageNotUser { role: curator::model::Role::Assistant }));
 /// ```
 pub fn anthropic<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
     let start = messages

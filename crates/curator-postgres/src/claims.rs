@@ -43,8 +43,8 @@ fn micros(lease: Duration) -> i64 {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use curator_postgres::PgStore;
-/// use curator_session::{ClaimStore, Error, SessionKey};
+/// use curator::postgres::PgStore;
+/// use curator::session::{ClaimStore, Error, SessionKey};
 ///
 /// let store = PgStore::connect("postgres://agent@db.internal/records")?;
 /// match store.claim(&SessionKey::new("ticket-7"), Duration::from_secs(30)) {

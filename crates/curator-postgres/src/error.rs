@@ -13,8 +13,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// # Examples
 ///
 /// ```
-/// use curator_postgres::{Error, PgOptions};
-/// use curator_session::StoreErrorKind;
+/// use curator::postgres::{Error, PgOptions};
+/// use curator::session::StoreErrorKind;
 ///
 /// let error = PgOptions::from_url("postgres://db.example/x?sslmode=sometimes").unwrap_err();
 /// assert!(matches!(error, Error::Config { .. }));
@@ -75,8 +75,8 @@ impl Error {
     /// # Examples
     ///
     /// ```
-    /// use curator_postgres::Error;
-    /// use curator_session::StoreErrorKind;
+    /// use curator::postgres::Error;
+    /// use curator::session::StoreErrorKind;
     ///
     /// let newer = Error::NewerSchema { schema: "curator".into(), found: 9, supported: 1 };
     /// assert_eq!(newer.kind(), StoreErrorKind::Other);
@@ -96,7 +96,7 @@ impl Error {
     /// # Examples
     ///
     /// ```
-    /// use curator_postgres::Error;
+    /// use curator::postgres::Error;
     ///
     /// assert!(!Error::Config { reason: "no user".into(), source: None }.is_retryable());
     /// ```

@@ -26,9 +26,9 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use curator_model::{Message, PromptRef};
-//! use curator_postgres::PgStore;
-//! use curator_session::{ClaimStore, Conversation, SessionKey};
+//! use curator::model::{Message, PromptRef};
+//! use curator::postgres::PgStore;
+//! use curator::session::{ClaimStore, Conversation, SessionKey};
 //!
 //! let store = PgStore::connect("postgres://agent@db.internal/records")?;
 //! let key = SessionKey::new("ticket-7");

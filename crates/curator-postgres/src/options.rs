@@ -26,12 +26,12 @@ use crate::{Error, Result};
 /// # Examples
 ///
 /// ```
-/// use curator_postgres::SslMode;
+/// use curator::postgres::SslMode;
 ///
 /// let mode: SslMode = "verify-full".parse()?;
 /// assert_eq!((mode, mode.as_str()), (SslMode::VerifyFull, "verify-full"));
 /// assert!("sometimes".parse::<SslMode>().is_err());
-/// Ok::<(), curator_postgres::Error>(())
+/// Ok::<(), curator::postgres::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -132,7 +132,7 @@ impl RootCertificates {
 ///
 /// ```
 /// use std::time::Duration;
-/// use curator_postgres::PgOptions;
+/// use curator::postgres::PgOptions;
 ///
 /// let options = PgOptions::from_url("postgres://agent@db.internal:6543/records")?
 ///     .with_schema("support_bot")?
@@ -181,7 +181,7 @@ impl PgOptions {
     ///
     /// ```
     /// // PGHOST, PGPORT, PGUSER, PGDATABASE... (or libpq's defaults).
-    /// let options = curator_postgres::PgOptions::from_env();
+    /// let options = curator::postgres::PgOptions::from_env();
     /// # let _ = options;
     /// ```
     ///
@@ -315,12 +315,12 @@ impl PgOptions {
     /// # Examples
     ///
     /// ```
-    /// use curator_postgres::{PgOptions, SslMode};
+    /// use curator::postgres::{PgOptions, SslMode};
     ///
     /// let options = PgOptions::from_url("postgres://agent@db.internal/records")?
     ///     .with_ssl_mode(SslMode::Disable)?;
     /// assert_eq!(options.ssl_mode(), SslMode::Disable);
-    /// # Ok::<(), curator_postgres::Error>(())
+    /// # Ok::<(), curator::postgres::Error>(())
     /// ```
     ///
     /// # Errors

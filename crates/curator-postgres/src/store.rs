@@ -35,9 +35,9 @@ type SessionResult<T> = curator_session::Result<T>;
 /// # Examples
 ///
 /// ```no_run
-/// use curator_model::{Message, PromptRef};
-/// use curator_postgres::PgStore;
-/// use curator_session::Conversation;
+/// use curator::model::{Message, PromptRef};
+/// use curator::postgres::PgStore;
+/// use curator::session::Conversation;
 ///
 /// let store = PgStore::connect("postgres://agent@db.internal/records")?;
 /// let mut conversation = Conversation::open(&store, "ticket-7", PromptRef::new("support", "triage"), Message::system("Be brief."))?;

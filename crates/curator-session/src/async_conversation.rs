@@ -27,8 +27,8 @@ use crate::{
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, PromptRef, ToolCall};
-/// use curator_session::{AsyncConversation, MemoryStore, NextStep};
+/// use curator::model::{Message, PromptRef, ToolCall};
+/// use curator::session::{AsyncConversation, MemoryStore, NextStep};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
 /// let store = MemoryStore::new();
@@ -65,8 +65,8 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{AsyncConversation, Conversation, MemoryStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{AsyncConversation, Conversation, MemoryStore};
     ///
     /// let conversation = Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))?;
     /// let id = conversation.evaluation_id();
@@ -86,8 +86,8 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{AsyncConversation, MemoryStore, NextStep};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{AsyncConversation, MemoryStore, NextStep};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let c = AsyncConversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
@@ -115,8 +115,8 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{AsyncConversation, MemoryStore, NextStep};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{AsyncConversation, MemoryStore, NextStep};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let c = AsyncConversation::start(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
@@ -145,8 +145,8 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{AsyncConversation, MemoryStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{AsyncConversation, MemoryStore};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let store = Arc::new(MemoryStore::new());
@@ -198,8 +198,8 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{AsyncConversation, MemoryStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{AsyncConversation, MemoryStore};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let c = AsyncConversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
@@ -250,8 +250,8 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use curator_model::{Message, MessageId, PromptRef};
-    /// use curator_session::{AsyncConversation, MemoryStore};
+    /// use curator::model::{Message, MessageId, PromptRef};
+    /// use curator::session::{AsyncConversation, MemoryStore};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
     /// let mut c = AsyncConversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
@@ -327,8 +327,8 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, PromptRef};
-/// use curator_session::{AsyncDriver, Conversation, MemoryStore, NextStep};
+/// use curator::model::{Message, PromptRef};
+/// use curator::session::{AsyncDriver, Conversation, MemoryStore, NextStep};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
 /// let conversation = Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))?;
@@ -354,8 +354,8 @@ impl<D: Send + 'static> AsyncDriver<D> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{AsyncDriver, Conversation, Error, MemoryStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{AsyncDriver, Conversation, Error, MemoryStore};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let driver = AsyncDriver::open(|| Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))).await?;
@@ -450,9 +450,9 @@ impl<S> std::fmt::Debug for AsyncConversation<S> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, PromptRef, Role, ToolCall};
-/// use curator_session::{AsyncConversation, MemoryStore, RunOutcome, run_async};
-/// use curator_strategies::{CurationContext, SlidingWindow};
+/// use curator::model::{Message, PromptRef, Role, ToolCall};
+/// use curator::session::{AsyncConversation, MemoryStore, RunOutcome, run_async};
+/// use curator::strategies::{CurationContext, SlidingWindow};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
 /// let mut conversation = AsyncConversation::open(MemoryStore::new(), "calc-1", PromptRef::new("demo", "calc"), Message::system("Add.")).await?;
@@ -466,7 +466,7 @@ impl<S> std::fmt::Debug for AsyncConversation<S> {
 ///     } else {
 ///         Message::assistant_with_calls(None, vec![ToolCall::new("c1", "add", r#"{"a":2,"b":2}"#)])
 ///     }),
-///     async |_call: &curator_session::ToolContext| Ok("4".into()),
+///     async |_call: &curator::session::ToolContext| Ok("4".into()),
 ///     5,
 /// ).await?;
 /// assert_eq!(outcome, RunOutcome::Finished(Message::assistant("It is 4.")));

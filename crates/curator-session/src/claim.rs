@@ -26,7 +26,7 @@ use crate::{Error, Result, SessionKey};
 ///
 /// ```
 /// use std::time::Duration;
-/// use curator_session::{ClaimStore, Error, MemoryStore, SessionKey};
+/// use curator::session::{ClaimStore, Error, MemoryStore, SessionKey};
 ///
 /// let store = MemoryStore::new();
 /// let key = SessionKey::new("job-1");
@@ -51,7 +51,7 @@ pub trait ClaimStore: Send + Sync {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use curator_session::{ClaimStore, MemoryStore, SessionKey};
+    /// use curator::session::{ClaimStore, MemoryStore, SessionKey};
     ///
     /// let store = MemoryStore::new();
     /// let key = SessionKey::new("job-1");
@@ -106,8 +106,8 @@ pub trait Lease: Send + Sync + std::fmt::Debug {
 ///
 /// ```
 /// use std::time::Duration;
-/// use curator_model::{Message, PromptRef};
-/// use curator_session::{ClaimStore, Conversation, MemoryStore, SessionKey};
+/// use curator::model::{Message, PromptRef};
+/// use curator::session::{ClaimStore, Conversation, MemoryStore, SessionKey};
 ///
 /// let store = MemoryStore::new();
 /// let key = SessionKey::new("ticket-7");
@@ -134,13 +134,13 @@ impl Claim {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use curator_session::{Claim, Lease, SessionKey};
+    /// use curator::session::{Claim, Lease, SessionKey};
     ///
     /// #[derive(Debug)]
     /// struct Nothing;
     /// impl Lease for Nothing {
-    ///     fn renew(&self) -> curator_session::Result<()> { Ok(()) }
-    ///     fn release(&self) -> curator_session::Result<()> { Ok(()) }
+    ///     fn renew(&self) -> curator::session::Result<()> { Ok(()) }
+    ///     fn release(&self) -> curator::session::Result<()> { Ok(()) }
     /// }
     /// let claim = Claim::new(SessionKey::new("k"), Duration::from_secs(1), Box::new(Nothing));
     /// assert_eq!(claim.lease(), Duration::from_secs(1));
@@ -197,7 +197,7 @@ impl Claim {
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Duration;
-    /// use curator_session::{Claim, Error, MemoryStore, SessionKey};
+    /// use curator::session::{Claim, Error, MemoryStore, SessionKey};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let store = Arc::new(MemoryStore::new());

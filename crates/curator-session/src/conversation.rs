@@ -102,9 +102,9 @@ pub enum ResumePolicy {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, PromptRef, ToolCall};
-/// use curator_session::{Conversation, MemoryStore, NextStep, SessionStore};
-/// use curator_strategies::{CurationContext, SlidingWindow};
+/// use curator::model::{Message, PromptRef, ToolCall};
+/// use curator::session::{Conversation, MemoryStore, NextStep, SessionStore};
+/// use curator::strategies::{CurationContext, SlidingWindow};
 ///
 /// let store = MemoryStore::new();
 /// let mut conversation = Conversation::open(&store, "user-42", PromptRef::new("demo", "agent"), Message::system("Be useful."))?;
@@ -157,8 +157,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore, SessionKey, SessionStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore, SessionKey, SessionStore};
     ///
     /// let store = MemoryStore::new();
     /// let conversation = Conversation::start(&store, SessionKey::default(), PromptRef::new("demo", "agent"), Message::system("s"))?;
@@ -196,8 +196,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef, ToolCall};
-    /// use curator_session::{Conversation, MemoryStore, NextStep};
+    /// use curator::model::{Message, PromptRef, ToolCall};
+    /// use curator::session::{Conversation, MemoryStore, NextStep};
     ///
     /// let store = MemoryStore::new();
     /// let prompt = PromptRef::new("demo", "agent");
@@ -237,9 +237,9 @@ impl<S: SessionStore> Conversation<S> {
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore};
-    /// use curator_strategies::{Event, EventSink};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore};
+    /// use curator::strategies::{Event, EventSink};
     ///
     /// #[derive(Default)]
     /// struct Count(Mutex<usize>);
@@ -270,8 +270,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, Error, MemoryStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, Error, MemoryStore};
     ///
     /// let store = MemoryStore::new();
     /// let prompt = PromptRef::new("demo", "agent");
@@ -298,8 +298,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, Error, MemoryStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, Error, MemoryStore};
     ///
     /// let store = MemoryStore::new();
     /// let prompt = PromptRef::new("demo", "agent");
@@ -384,8 +384,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore, NextStep};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore, NextStep};
     ///
     /// let store = MemoryStore::new();
     /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
@@ -410,8 +410,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Appended, Conversation, MemoryStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Appended, Conversation, MemoryStore};
     ///
     /// let store = MemoryStore::new();
     /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
@@ -437,8 +437,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, MessageId, PromptRef};
-    /// use curator_session::{Appended, Conversation, MemoryStore};
+    /// use curator::model::{Message, MessageId, PromptRef};
+    /// use curator::session::{Appended, Conversation, MemoryStore};
     ///
     /// let store = MemoryStore::new();
     /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
@@ -473,9 +473,9 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore};
-    /// use curator_strategies::{CurationContext, Passthrough};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore};
+    /// use curator::strategies::{CurationContext, Passthrough};
     ///
     /// let store = MemoryStore::new();
     /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
@@ -501,8 +501,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef, ToolCall};
-    /// use curator_session::{Conversation, Error, MemoryStore};
+    /// use curator::model::{Message, PromptRef, ToolCall};
+    /// use curator::session::{Conversation, Error, MemoryStore};
     ///
     /// let store = MemoryStore::new();
     /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
@@ -555,8 +555,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef, ToolCall};
-    /// use curator_session::{Conversation, MemoryStore};
+    /// use curator::model::{Message, PromptRef, ToolCall};
+    /// use curator::session::{Conversation, MemoryStore};
     ///
     /// fn lookup(id: u32) -> Result<String, String> {
     ///     if id == 42 { Ok("paid".into()) } else { Err(format!("no order {id}")) }
@@ -633,8 +633,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef, ToolCall};
-    /// use curator_session::{Conversation, MemoryStore};
+    /// use curator::model::{Message, PromptRef, ToolCall};
+    /// use curator::session::{Conversation, MemoryStore};
     ///
     /// let store = MemoryStore::new();
     /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
@@ -656,8 +656,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef, ToolCall};
-    /// use curator_session::{Conversation, MemoryStore, NextStep, ResumePolicy};
+    /// use curator::model::{Message, PromptRef, ToolCall};
+    /// use curator::session::{Conversation, MemoryStore, NextStep, ResumePolicy};
     ///
     /// let store = MemoryStore::new();
     /// let prompt = PromptRef::new("d", "a");
@@ -698,8 +698,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore};
     ///
     /// let store = MemoryStore::new();
     /// let c = Conversation::open(&store, "user-42", PromptRef::new("d", "a"), Message::system("s"))?;
@@ -726,8 +726,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore};
     ///
     /// let store = MemoryStore::new();
     /// let prompt = PromptRef::new("d", "a");
@@ -745,8 +745,8 @@ impl<S: SessionStore> Conversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Appended, Conversation, MemoryStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Appended, Conversation, MemoryStore};
     ///
     /// let store = MemoryStore::new();
     /// let c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;

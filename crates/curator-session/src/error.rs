@@ -13,7 +13,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// # Examples
 ///
 /// ```
-/// use curator_session::{Error, StoreErrorKind};
+/// use curator::session::{Error, StoreErrorKind};
 ///
 /// let e = Error::store("sqlite", StoreErrorKind::Busy, "appending an entry", None);
 /// assert!(e.is_retryable());
@@ -72,7 +72,7 @@ impl std::fmt::Display for StoreErrorKind {
 /// # Examples
 ///
 /// ```
-/// use curator_session::{Error, Snapshot, SnapshotErrorKind};
+/// use curator::session::{Error, Snapshot, SnapshotErrorKind};
 ///
 /// let newer = r#"{"format": "curator.session.snapshot", "version": 99, "entries": [], "checkpoints": []}"#;
 /// assert!(matches!(Snapshot::from_json(newer), Err(Error::SnapshotRestore { kind: SnapshotErrorKind::NewerVersion, .. })));
@@ -271,7 +271,7 @@ impl Error {
     /// # Examples
     ///
     /// ```
-    /// use curator_session::Error;
+    /// use curator::session::Error;
     ///
     /// assert!(!Error::UnknownToolCall { call_id: "c1".into() }.is_retryable());
     /// ```

@@ -16,7 +16,7 @@ use std::str::FromStr;
 /// # Examples
 ///
 /// ```
-/// use curator_session::SessionKey;
+/// use curator::session::SessionKey;
 ///
 /// let key = SessionKey::new("user-42");
 /// assert_eq!(key.as_str(), "user-42");

@@ -23,8 +23,8 @@
 //! Resume after a crash between two tool results:
 //!
 //! ```
-//! use curator_model::{Message, PromptRef, ToolCall};
-//! use curator_session::{Conversation, MemoryStore};
+//! use curator::model::{Message, PromptRef, ToolCall};
+//! use curator::session::{Conversation, MemoryStore};
 //!
 //! let store = MemoryStore::new();
 //! let prompt = PromptRef::new("demo", "agent");

@@ -17,8 +17,8 @@ use crate::{
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Entry, EvaluationId, Message};
-/// use curator_session::{Appended, MemoryStore, SessionKey, SessionStore};
+/// use curator::model::{Entry, EvaluationId, Message};
+/// use curator::session::{Appended, MemoryStore, SessionKey, SessionStore};
 ///
 /// let store = MemoryStore::new();
 /// let key = SessionKey::default();

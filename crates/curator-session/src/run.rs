@@ -45,9 +45,9 @@ pub enum RunOutcome {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, PromptRef, ToolCall};
-/// use curator_session::{Conversation, MemoryStore, RunOutcome, run_blocking};
-/// use curator_strategies::{CurationContext, SlidingWindow};
+/// use curator::model::{Message, PromptRef, ToolCall};
+/// use curator::session::{Conversation, MemoryStore, RunOutcome, run_blocking};
+/// use curator::strategies::{CurationContext, SlidingWindow};
 ///
 /// let store = MemoryStore::new();
 /// let mut conversation = Conversation::open(&store, "calc-1", PromptRef::new("demo", "calc"), Message::system("Add."))?;
@@ -56,7 +56,7 @@ pub enum RunOutcome {
 ///     &mut conversation,
 ///     &SlidingWindow::new(10),
 ///     &CurationContext::default(),
-///     |messages| Ok(if messages.last().map(|m| m.role()) == Some(curator_model::Role::Tool) {
+///     |messages| Ok(if messages.last().map(|m| m.role()) == Some(curator::model::Role::Tool) {
 ///         Message::assistant(format!("It is {}.", messages.last().map(|m| m.text().into_owned()).unwrap_or_default()))
 ///     } else {
 ///         Message::assistant_with_calls(None, vec![ToolCall::new("c1", "add", r#"{"a":2,"b":2}"#)])

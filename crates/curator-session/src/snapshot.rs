@@ -19,8 +19,8 @@ use crate::{Checkpoint, Error, Result, SessionKey, SnapshotErrorKind};
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Entry, EvaluationId, Message};
-/// use curator_session::{MemoryStore, SessionKey, SessionStore, Snapshot};
+/// use curator::model::{Entry, EvaluationId, Message};
+/// use curator::session::{MemoryStore, SessionKey, SessionStore, Snapshot};
 ///
 /// let store = MemoryStore::new();
 /// store.append(&SessionKey::new("job-1"), &Entry::builder(EvaluationId::new(), Message::system("s")).build()?)?;
@@ -59,7 +59,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// use curator_session::Snapshot;
+    /// use curator::session::Snapshot;
     ///
     /// let empty = Snapshot::new(Vec::new(), Vec::new());
     /// assert!(empty.validate().is_ok());
@@ -79,8 +79,8 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::EvaluationId;
-    /// use curator_session::{SessionKey, Snapshot};
+    /// use curator::model::EvaluationId;
+    /// use curator::session::{SessionKey, Snapshot};
     ///
     /// let evaluation = EvaluationId::new();
     /// let snapshot = Snapshot::new(Vec::new(), Vec::new()).with_sessions([(evaluation, SessionKey::new("job-1"))]);
@@ -100,8 +100,8 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::EvaluationId;
-    /// use curator_session::Snapshot;
+    /// use curator::model::EvaluationId;
+    /// use curator::session::Snapshot;
     ///
     /// assert!(Snapshot::new(Vec::new(), Vec::new()).key_of(EvaluationId::new()).is_default());
     /// ```
@@ -114,7 +114,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// use curator_session::Snapshot;
+    /// use curator::session::Snapshot;
     ///
     /// let json = Snapshot::new(Vec::new(), Vec::new()).to_json()?;
     /// assert!(json.starts_with(r#"{"format":"curator.session.snapshot","version":2"#));
@@ -140,7 +140,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// use curator_session::{Error, Snapshot, SnapshotErrorKind};
+    /// use curator::session::{Error, Snapshot, SnapshotErrorKind};
     ///
     /// // Not JSON: a trailing comma.
     /// let text = r#"{"format": "curator.session.snapshot", "version": 2, "entries": [], "checkpoints": [],}"#;
@@ -209,7 +209,7 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// use curator_session::{SNAPSHOT_VERSION, Snapshot};
+    /// use curator::session::{SNAPSHOT_VERSION, Snapshot};
     ///
     /// assert_eq!(Snapshot::new(Vec::new(), Vec::new()).version(), SNAPSHOT_VERSION);
     /// ```
@@ -234,8 +234,8 @@ impl Snapshot {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Entry, EvaluationId, Message};
-    /// use curator_session::{Error, Snapshot, SnapshotErrorKind};
+    /// use curator::model::{Entry, EvaluationId, Message};
+    /// use curator::session::{Error, Snapshot, SnapshotErrorKind};
     ///
     /// // An assistant reply at sequence 0, where the system message belongs.
     /// let entry = Entry::builder(EvaluationId::new(), Message::assistant("hi")).turn(1).build()?;

@@ -43,8 +43,8 @@ impl EvaluationSummary {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::EvaluationId;
-    /// use curator_session::{EvaluationSummary, SessionKey};
+    /// use curator::model::EvaluationId;
+    /// use curator::session::{EvaluationSummary, SessionKey};
     ///
     /// let summary = EvaluationSummary::new(EvaluationId::new(), SessionKey::new("job-1"), chrono::Utc::now());
     /// assert_eq!((summary.messages, summary.first_at), (0, summary.last_at));
@@ -120,8 +120,8 @@ pub trait SessionStore: Send + Sync {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore, SessionKey, SessionStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore, SessionKey, SessionStore};
     ///
     /// let store = MemoryStore::new();
     /// for key in ["alice", "bob", "alice"] {
@@ -143,8 +143,8 @@ pub trait SessionStore: Send + Sync {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{EvaluationId, Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore, SessionStore};
+    /// use curator::model::{EvaluationId, Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore, SessionStore};
     ///
     /// let store = MemoryStore::new();
     /// let id = Conversation::start(&store, "job-7", PromptRef::new("d", "a"), Message::system("s"))?.evaluation_id();
@@ -176,8 +176,8 @@ pub trait SessionStore: Send + Sync {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore, SessionKey, SessionStore};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore, SessionKey, SessionStore};
     ///
     /// let store = MemoryStore::new();
     /// let prompt = PromptRef::new("d", "a");

@@ -23,8 +23,8 @@ pub const SUMMARIES_CHECKPOINT: &str = "curator.summaries";
 ///
 /// ```
 /// use std::sync::Arc;
-/// use curator_session::{MemoryStore, SessionSummaries};
-/// use curator_strategies::SummaryStore;
+/// use curator::session::{MemoryStore, SessionSummaries};
+/// use curator::strategies::SummaryStore;
 ///
 /// let store = Arc::new(MemoryStore::new());
 /// let summaries = SessionSummaries::open(store.clone())?;

@@ -7,7 +7,7 @@
 //! ```
 //! # #[cfg(feature = "testing")]
 //! # mod m {
-//! curator_session::store_conformance_tests!(curator_session::MemoryStore::new);
+//! curator::session::store_conformance_tests!(curator::session::MemoryStore::new);
 //! # }
 //! ```
 //!

@@ -46,8 +46,8 @@ fn io_error(what: &str, e: std::io::Error) -> curator_session::Error {
 ///
 /// ```
 /// use std::time::Duration;
-/// use curator_session::{ClaimStore, Error, SessionKey};
-/// use curator_sqlite::SqliteStore;
+/// use curator::session::{ClaimStore, Error, SessionKey};
+/// use curator::sqlite::SqliteStore;
 ///
 /// let dir = tempfile::tempdir()?;
 /// let store = SqliteStore::open(dir.path().join("s.db"))?;

@@ -16,8 +16,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// # Examples
 ///
 /// ```
-/// use curator_session::StoreErrorKind;
-/// use curator_sqlite::{Error, SqliteStore};
+/// use curator::session::StoreErrorKind;
+/// use curator::sqlite::{Error, SqliteStore};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("notes.txt");
@@ -96,7 +96,7 @@ impl Error {
     /// # Examples
     ///
     /// ```
-    /// use curator_sqlite::Error;
+    /// use curator::sqlite::Error;
     ///
     /// assert!(!Error::NotADatabase { path: "x.db".into() }.is_retryable());
     /// ```
@@ -112,8 +112,8 @@ impl Error {
     /// # Examples
     ///
     /// ```
-    /// use curator_session::StoreErrorKind;
-    /// use curator_sqlite::Error;
+    /// use curator::session::StoreErrorKind;
+    /// use curator::sqlite::Error;
     ///
     /// let damaged = Error::Corrupt { path: "x.db".into(), reason: "truncated".into(), source: None };
     /// assert_eq!(damaged.kind(), StoreErrorKind::Corrupt);

@@ -15,9 +15,9 @@
 //! # Examples
 //!
 //! ```
-//! use curator_model::{Message, PromptRef, ToolCall};
-//! use curator_session::{Conversation, SessionStore};
-//! use curator_sqlite::{Durability, Options, SqliteStore};
+//! use curator::model::{Message, PromptRef, ToolCall};
+//! use curator::session::{Conversation, SessionStore};
+//! use curator::sqlite::{Durability, Options, SqliteStore};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let store = SqliteStore::open_with(dir.path().join("agent.db"), Options::default().with_durability(Durability::Normal))?;

@@ -39,7 +39,7 @@ impl Durability {
 ///
 /// ```
 /// use std::time::Duration;
-/// use curator_sqlite::{Durability, Options};
+/// use curator::sqlite::{Durability, Options};
 ///
 /// let options = Options::default().with_durability(Durability::Normal).with_busy_timeout(Duration::from_secs(30));
 /// assert_eq!(options.durability, Durability::Normal);

@@ -28,9 +28,9 @@ type SessionResult<T> = curator_session::Result<T>;
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, PromptRef};
-/// use curator_session::{Conversation, SessionStore};
-/// use curator_sqlite::SqliteStore;
+/// use curator::model::{Message, PromptRef};
+/// use curator::session::{Conversation, SessionStore};
+/// use curator::sqlite::SqliteStore;
 ///
 /// let dir = tempfile::tempdir()?;
 /// let path = dir.path().join("sessions.db");
@@ -184,7 +184,7 @@ impl SqliteStore {
     /// # Examples
     ///
     /// ```
-    /// use curator_sqlite::SqliteStore;
+    /// use curator::sqlite::SqliteStore;
     ///
     /// let dir = tempfile::tempdir()?;
     /// let path = dir.path().join("s.db");

@@ -53,8 +53,8 @@ pub const MIN_TASK_TOKENS: u64 = 64;
 /// cut to its beginning and end, and the newest messages still go out.
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{CharEstimate, CurationContext, HistoryManagerExt, TokenBudget, TokenCounter};
+/// use curator::model::Message;
+/// use curator::strategies::{CharEstimate, CurationContext, HistoryManagerExt, TokenBudget, TokenCounter};
 ///
 /// let counter = CharEstimate::default();
 /// let messages = vec![

@@ -25,8 +25,8 @@ use crate::{CurationContext, History, HistoryManager, MessageMap, Result, View};
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall};
-/// use curator_strategies::{ClearOldToolResults, CurationContext, HistoryManagerExt};
+/// use curator::model::{Message, ToolCall};
+/// use curator::strategies::{ClearOldToolResults, CurationContext, HistoryManagerExt};
 ///
 /// let messages = vec![
 ///     Message::user("go"),

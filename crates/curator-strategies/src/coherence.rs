@@ -30,8 +30,8 @@
 //! # Examples
 //!
 //! ```
-//! use curator_model::{Message, ToolCall, validate};
-//! use curator_strategies::{CurationContext, HistoryManagerExt, SlidingWindow};
+//! use curator::model::{Message, ToolCall, validate};
+//! use curator::strategies::{CurationContext, HistoryManagerExt, SlidingWindow};
 //!
 //! let messages = vec![
 //!     Message::tool_result("lost", "orphan from a cut transcript"),

@@ -32,7 +32,7 @@ use crate::{
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::StrategyConfig;
+/// use curator::strategies::StrategyConfig;
 ///
 /// let config = StrategyConfig::from_json(r#"{
 ///     "strategy": "compose",

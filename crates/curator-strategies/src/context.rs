@@ -13,7 +13,7 @@ use crate::EventSink;
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::CurationContext;
+/// use curator::strategies::CurationContext;
 ///
 /// let ctx = CurationContext::default().with_prompt_name("triage").with_preserve_last_n(4);
 /// assert!(ctx.preserve_system && ctx.preserve_task);

@@ -145,7 +145,7 @@ impl ScoredUnit {
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::{Event, EventSink, MemorySink};
+/// use curator::strategies::{Event, EventSink, MemorySink};
 ///
 /// let sink = MemorySink::default();
 /// assert!(sink.events().is_empty());

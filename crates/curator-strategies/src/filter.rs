@@ -16,8 +16,8 @@ use crate::{CurationContext, HistoryManager, Result, View};
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall};
-/// use curator_strategies::{CurationContext, HistoryManagerExt, ToolFilter};
+/// use curator::model::{Message, ToolCall};
+/// use curator::strategies::{CurationContext, HistoryManagerExt, ToolFilter};
 ///
 /// let messages = vec![
 ///     Message::user("go"),

@@ -63,8 +63,8 @@ fn head(pos: usize, step: &Step) -> u32 {
 /// # Examples
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{CharEstimate, History};
+/// use curator::model::Message;
+/// use curator::strategies::{CharEstimate, History};
 ///
 /// let messages = vec![Message::system("Be brief."), Message::user("Hi")];
 /// let mut history = History::from(messages.as_slice());
@@ -226,8 +226,8 @@ impl<'m> History<'m> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, ToolCall};
-    /// use curator_strategies::History;
+    /// use curator::model::{Message, ToolCall};
+    /// use curator::strategies::History;
     ///
     /// let history = History::from(vec![
     ///     Message::user("go"),

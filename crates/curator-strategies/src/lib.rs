@@ -21,8 +21,8 @@
 //! # Examples
 //!
 //! ```
-//! use curator_model::{Message, ToolCall, validate};
-//! use curator_strategies::{CurationContext, History, HistoryManager, HistoryManagerExt, TokenBudget, ToolResultTruncator, View};
+//! use curator::model::{Message, ToolCall, validate};
+//! use curator::strategies::{CurationContext, History, HistoryManager, HistoryManagerExt, TokenBudget, ToolResultTruncator, View};
 //!
 //! let pipeline = ToolResultTruncator::new(200)?.then(TokenBudget::new(2_000).with_reserve(500));
 //!

@@ -24,8 +24,8 @@ use crate::{CurationContext, Result, View};
 /// # Examples
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{CurationContext, HistoryManagerExt, SlidingWindow, ToolResultTruncator};
+/// use curator::model::Message;
+/// use curator::strategies::{CurationContext, HistoryManagerExt, SlidingWindow, ToolResultTruncator};
 ///
 /// let pipeline = ToolResultTruncator::new(1000)?.then(SlidingWindow::new(50));
 /// let messages = vec![Message::system("s"), Message::user("task"), Message::assistant("ok")];
@@ -77,7 +77,7 @@ impl<A: HistoryManager, B: HistoryManager> HistoryManager for Then<A, B> {
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::{HistoryManager, Passthrough, SlidingWindow};
+/// use curator::strategies::{HistoryManager, Passthrough, SlidingWindow};
 ///
 /// let pipeline: Vec<Box<dyn HistoryManager>> = vec![Box::new(Passthrough), Box::new(SlidingWindow::new(10))];
 /// assert_eq!(pipeline.name(), "passthrough -> sliding_window");
@@ -147,8 +147,8 @@ impl<T: HistoryManager> HistoryManager for Option<T> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{CurationContext, HistoryManagerExt, Passthrough};
+/// use curator::model::Message;
+/// use curator::strategies::{CurationContext, HistoryManagerExt, Passthrough};
 ///
 /// let messages = vec![Message::user("hi")];
 /// assert_eq!(Passthrough.curate_messages(&messages, &CurationContext::default())?, messages);

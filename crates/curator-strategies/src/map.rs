@@ -20,8 +20,8 @@ use crate::History;
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Content, Message};
-/// use curator_strategies::{History, MessageMap, View};
+/// use curator::model::{Content, Message};
+/// use curator::strategies::{History, MessageMap, View};
 ///
 /// #[derive(Debug)]
 /// struct Shout;

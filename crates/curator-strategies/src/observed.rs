@@ -16,8 +16,8 @@ use crate::{
 /// # Examples
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{CharEstimate, CurationContext, Event, HistoryManagerExt, MemorySink, Observed, SlidingWindow};
+/// use curator::model::Message;
+/// use curator::strategies::{CharEstimate, CurationContext, Event, HistoryManagerExt, MemorySink, Observed, SlidingWindow};
 ///
 /// let sink = MemorySink::default();
 /// let manager = Observed::new(SlidingWindow::new(1)).with_counter(CharEstimate::default());

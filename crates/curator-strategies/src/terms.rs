@@ -65,7 +65,7 @@ const COMMON: &[&str] = &[
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::terms::terms;
+/// use curator::strategies::terms::terms;
 ///
 /// let text = "The bug is in parse_binary at src/parser.rs:214, see \"cancel my booking\".";
 /// assert_eq!(terms(text), ["cancel my booking", "parse_binary", "src/parser.rs", "parser.rs", "214"]);
@@ -260,8 +260,8 @@ fn quoted<'a>(text: &'a str, emit: &mut impl FnMut(&'a str)) {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall};
-/// use curator_strategies::terms::message_terms;
+/// use curator::model::{Message, ToolCall};
+/// use curator::strategies::terms::message_terms;
 ///
 /// let call = ToolCall::new("c1", "read_file", r#"{"path": "src/lib.rs"}"#);
 /// let mut found = Vec::new();
@@ -312,7 +312,7 @@ const MAX_LINE: usize = 120;
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::terms::essentials;
+/// use curator::strategies::terms::essentials;
 ///
 /// let output = "running 14 tests\ntest parse_binary ... FAILED\nthread panicked at src/parser.rs:214\nok\ntest result: FAILED. 13 passed; 1 failed";
 /// assert_eq!(

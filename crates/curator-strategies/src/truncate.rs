@@ -34,8 +34,8 @@ const CUT: &str = "{cut}";
 /// # Examples
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{CurationContext, HistoryManagerExt, ToolResultTruncator};
+/// use curator::model::Message;
+/// use curator::strategies::{CurationContext, HistoryManagerExt, ToolResultTruncator};
 ///
 /// let truncator = ToolResultTruncator::with_suffix(20, "…[{cut} cut]")?;
 /// let messages = vec![Message::user("go"), Message::tool_result("1", "0123456789abcdefghijklmnop")];
@@ -100,7 +100,7 @@ impl ToolResultTruncator {
     /// # Examples
     ///
     /// ```
-    /// use curator_strategies::ToolResultTruncator;
+    /// use curator::strategies::ToolResultTruncator;
     ///
     /// let t = ToolResultTruncator::with_suffix(10, "…")?;
     /// assert_eq!(t.truncate("héllo wörld 😀😀").as_deref(), Some("héllo wör…"));

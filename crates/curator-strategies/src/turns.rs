@@ -18,8 +18,8 @@ use crate::{CurationContext, HistoryManager, Result, View};
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall};
-/// use curator_strategies::{CurationContext, HistoryManagerExt, TurnLimit};
+/// use curator::model::{Message, ToolCall};
+/// use curator::strategies::{CurationContext, HistoryManagerExt, TurnLimit};
 ///
 /// let messages = vec![
 ///     Message::user("task"),

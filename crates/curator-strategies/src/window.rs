@@ -19,8 +19,8 @@ use crate::{CurationContext, HistoryManager, Result, View};
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall};
-/// use curator_strategies::{CurationContext, HistoryManagerExt, SlidingWindow};
+/// use curator::model::{Message, ToolCall};
+/// use curator::strategies::{CurationContext, HistoryManagerExt, SlidingWindow};
 ///
 /// let messages = vec![
 ///     Message::system("s"),

@@ -17,8 +17,8 @@ pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::CharEstimate;
-/// use curator_tasks::Budget;
+/// use curator::strategies::CharEstimate;
+/// use curator::tasks::Budget;
 ///
 /// let counter = CharEstimate::default();
 /// let budget = Budget::new(&counter, 8_000).with_threshold(0.75).with_other_tokens(1_200);
@@ -55,8 +55,8 @@ impl<'a> Budget<'a> {
     /// # Examples
     ///
     /// ```
-    /// use curator_strategies::CharEstimate;
-    /// use curator_tasks::Budget;
+    /// use curator::strategies::CharEstimate;
+    /// use curator::tasks::Budget;
     ///
     /// let counter = CharEstimate::default();
     /// assert_eq!(Budget::new(&counter, 8_000).threshold(), 0.8);
@@ -112,8 +112,8 @@ impl<'a> Budget<'a> {
     /// # Examples
     ///
     /// ```
-    /// use curator_strategies::CharEstimate;
-    /// use curator_tasks::{Budget, TaskHistory};
+    /// use curator::strategies::CharEstimate;
+    /// use curator::tasks::{Budget, TaskHistory};
     ///
     /// let counter = CharEstimate::default();
     /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
@@ -139,7 +139,7 @@ impl<'a> Budget<'a> {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{StepHistory, StepTurn, TaskEvent, TaskHistory, TurnRole, step_messages};
+/// use curator::tasks::{StepHistory, StepTurn, TaskEvent, TaskHistory, TurnRole, step_messages};
 ///
 /// let history = TaskHistory::new("Ship", [(1, "Test")])?
 ///     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?
@@ -147,7 +147,7 @@ impl<'a> Budget<'a> {
 ///     .apply(&TaskEvent::append(StepTurn::new(2, TurnRole::Tool, "ok. 14 passed").with_tool("cargo_test", "c1")))?;
 /// let messages = step_messages(history.step(1).ok_or("no step")?);
 /// assert_eq!(messages[0].tool_calls()[0].arguments(), r#"{"package":"auth"}"#);
-/// assert!(curator_model::validate::openai(&messages).is_ok());
+/// assert!(curator::model::validate::openai(&messages).is_ok());
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn step_messages(step: &StepHistory) -> Vec<Message> {
@@ -213,7 +213,7 @@ const ESSENTIAL_LINES_PER_TOOL: usize = 3;
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole, essentials};
+/// use curator::tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole, essentials};
 ///
 /// let mut history = TaskHistory::new("Ship", [(1, "Test")])?.apply(&TaskEvent::SetActiveStep { step_id: 1 })?;
 /// for (id, turn) in [
@@ -366,8 +366,8 @@ fn outcome_lines(content: &str) -> Vec<String> {
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::CharEstimate;
-/// use curator_tasks::{
+/// use curator::strategies::CharEstimate;
+/// use curator::tasks::{
 ///     Budget, StepTurn, TaskEvent, TaskHistory, TurnRole, Visibility, check_and_compact,
 /// };
 ///

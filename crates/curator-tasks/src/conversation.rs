@@ -83,9 +83,9 @@ pub enum TaskOutcome {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, PromptRef, ToolCall};
-/// use curator_session::{Conversation, MemoryStore};
-/// use curator_tasks::{Plan, StepStatus, TaskConversation};
+/// use curator::model::{Message, PromptRef, ToolCall};
+/// use curator::session::{Conversation, MemoryStore};
+/// use curator::tasks::{Plan, StepStatus, TaskConversation};
 ///
 /// let store = MemoryStore::new();
 /// let conversation = Conversation::open(&store, "job-1", PromptRef::new("demo", "agent"), Message::system("Fix bugs."))?;
@@ -165,10 +165,10 @@ impl<S: SessionStore> TaskConversation<S> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore};
-    /// use curator_strategies::CharEstimate;
-    /// use curator_tasks::{Plan, TaskConversation};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore};
+    /// use curator::strategies::CharEstimate;
+    /// use curator::tasks::{Plan, TaskConversation};
     ///
     /// let conversation = Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))?;
     /// let agent = TaskConversation::open(conversation, &Plan::new("Ship", [(1, "Test")]))?
@@ -224,9 +224,9 @@ impl<S: SessionStore> TaskConversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore};
-    /// use curator_tasks::{Plan, StepStatus, TaskConversation};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore};
+    /// use curator::tasks::{Plan, StepStatus, TaskConversation};
     ///
     /// let conversation = Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))?;
     /// let plan = Plan::new("Ship", [(1, "Test"), (2, "Tag")]).with_status(1, StepStatus::InProgress);
@@ -489,9 +489,9 @@ impl<S: SessionStore + 'static> TaskConversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::{Conversation, MemoryStore};
-    /// use curator_tasks::{Plan, StepStatus, TaskConversation};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore};
+    /// use curator::tasks::{Plan, StepStatus, TaskConversation};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let plan = Plan::new("Ship", [(1, "Test")]).with_status(1, StepStatus::InProgress);
@@ -526,9 +526,9 @@ impl<S: SessionStore + 'static> TaskConversation<S> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, PromptRef};
-    /// use curator_session::MemoryStore;
-    /// use curator_tasks::{Plan, StepStatus, TaskConversation, TaskOutcome};
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::MemoryStore;
+    /// use curator::tasks::{Plan, StepStatus, TaskConversation, TaskOutcome};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let plan = Plan::new("Ship", [(1, "Test")]).with_status(1, StepStatus::InProgress);
@@ -536,7 +536,7 @@ impl<S: SessionStore + 'static> TaskConversation<S> {
     /// let outcome = TaskConversation::run_async(
     ///     &agent,
     ///     async |_request: &[Message]| Ok(Message::assistant("Nothing to do.")),
-    ///     async |_call: &curator_session::ToolContext| Ok("unused".into()),
+    ///     async |_call: &curator::session::ToolContext| Ok("unused".into()),
     ///     3,
     /// ).await?;
     /// assert!(matches!(outcome, TaskOutcome::Finished(_)));

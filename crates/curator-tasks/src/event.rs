@@ -15,7 +15,7 @@ pub const MAX_SUMMARY_CHARS: usize = 1_000;
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{TaskEvent, TaskHistory};
+/// use curator::tasks::{TaskEvent, TaskHistory};
 ///
 /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
 /// let event = TaskEvent::SummarizeStep { step_id: 1, summary: "All 212 tests pass.".into() };
@@ -83,7 +83,7 @@ impl TaskEvent {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{StepTurn, TaskEvent, TurnRole};
+    /// use curator::tasks::{StepTurn, TaskEvent, TurnRole};
     ///
     /// let event = TaskEvent::append(StepTurn::new(1, TurnRole::User, "hi"));
     /// assert!(matches!(event, TaskEvent::AppendTurn { step_id: None, .. }));
@@ -114,7 +114,7 @@ impl TaskHistory {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::TaskHistory;
+    /// use curator::tasks::TaskHistory;
     ///
     /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?;
     /// assert_eq!(history.steps().len(), 2);
@@ -139,7 +139,7 @@ impl TaskHistory {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{Error, StepTurn, TaskEvent, TaskHistory, TurnRole};
+    /// use curator::tasks::{Error, StepTurn, TaskEvent, TaskHistory, TurnRole};
     ///
     /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
     /// let rejected = history.apply(&TaskEvent::append(StepTurn::new(1, TurnRole::User, "hi")));

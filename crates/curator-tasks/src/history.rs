@@ -47,7 +47,7 @@ impl fmt::Display for TurnRole {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{StepTurn, TurnRole};
+/// use curator::tasks::{StepTurn, TurnRole};
 ///
 /// let turn = StepTurn::new(3, TurnRole::Tool, "12 files").with_tool("ls", "call_1");
 /// assert_eq!(turn.tool_name.as_deref(), Some("ls"));
@@ -78,7 +78,7 @@ impl StepTurn {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{StepTurn, TurnRole};
+    /// use curator::tasks::{StepTurn, TurnRole};
     ///
     /// assert_eq!(StepTurn::new(1, TurnRole::User, "Fix the build").content, "Fix the build");
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -99,7 +99,7 @@ impl StepTurn {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{StepTurn, TurnRole};
+    /// use curator::tasks::{StepTurn, TurnRole};
     ///
     /// let call = StepTurn::tool_call(4, "cargo_test", "call_9", r#"{"package":"auth"}"#);
     /// assert_eq!((call.role, call.content.as_str()), (TurnRole::ToolCall, r#"{"package":"auth"}"#));
@@ -119,7 +119,7 @@ impl StepTurn {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{StepTurn, TurnRole};
+    /// use curator::tasks::{StepTurn, TurnRole};
     ///
     /// let turn = StepTurn::new(2, TurnRole::Tool, "ok").with_tool("cargo_test", "call_9");
     /// assert_eq!(turn.tool_call_id.as_deref(), Some("call_9"));
@@ -138,7 +138,7 @@ impl StepTurn {
     ///
     /// ```
     /// use chrono::DateTime;
-    /// use curator_tasks::{StepTurn, TurnRole};
+    /// use curator::tasks::{StepTurn, TurnRole};
     ///
     /// let turn = StepTurn::new(1, TurnRole::User, "hi").at(DateTime::UNIX_EPOCH);
     /// assert_eq!(turn.created_at, DateTime::UNIX_EPOCH);
@@ -203,7 +203,7 @@ impl StepHistory {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{StepHistory, Visibility};
+    /// use curator::tasks::{StepHistory, Visibility};
     ///
     /// let step = StepHistory::new(1, "Reproduce the bug");
     /// assert!(step.turns().is_empty());
@@ -267,7 +267,7 @@ impl StepHistory {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole};
+/// use curator::tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole};
 ///
 /// let history = TaskHistory::new("Ship the release", [(1, "Run the tests"), (2, "Tag")])?;
 /// let history = history.apply(&TaskEvent::SetActiveStep { step_id: 1 })?;
@@ -309,7 +309,7 @@ impl TaskHistory {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::TaskHistory;
+    /// use curator::tasks::TaskHistory;
     ///
     /// assert_eq!(TaskHistory::new("Ship", [(1, "Test")])?.next_turn_id(), 1);
     /// Ok::<(), Box<dyn std::error::Error>>(())

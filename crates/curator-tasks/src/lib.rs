@@ -17,7 +17,7 @@
 //! # Examples
 //!
 //! ```
-//! use curator_tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole};
+//! use curator::tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole};
 //!
 //! let history = TaskHistory::new("Ship the release", [(1, "Run the tests"), (2, "Tag")])?
 //!     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?

@@ -13,8 +13,8 @@ pub const TASK_HISTORY_CHECKPOINT: &str = "curator.task_history";
 /// # Examples
 ///
 /// ```
-/// use curator_session::MemoryStore;
-/// use curator_tasks::{TASK_HISTORY_CHECKPOINT, TaskHistory, load, save};
+/// use curator::session::MemoryStore;
+/// use curator::tasks::{TASK_HISTORY_CHECKPOINT, TaskHistory, load, save};
 ///
 /// let store = MemoryStore::new();
 /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
@@ -40,8 +40,8 @@ pub fn save(store: &dyn SessionStore, name: &str, history: &TaskHistory) -> Resu
 /// # Examples
 ///
 /// ```
-/// use curator_session::MemoryStore;
-/// use curator_tasks::load;
+/// use curator::session::MemoryStore;
+/// use curator::tasks::load;
 ///
 /// assert_eq!(load(&MemoryStore::new(), "nothing here")?, None);
 /// Ok::<(), Box<dyn std::error::Error>>(())

@@ -35,7 +35,7 @@ pub struct PlanStep {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{Plan, StepStatus};
+/// use curator::tasks::{Plan, StepStatus};
 ///
 /// let plan = Plan::new("Ship", [(1, "Test"), (2, "Tag")]).with_status(1, StepStatus::InProgress);
 /// assert_eq!(plan.steps[0].status, StepStatus::InProgress);
@@ -55,7 +55,7 @@ impl Plan {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{Plan, StepStatus};
+    /// use curator::tasks::{Plan, StepStatus};
     ///
     /// assert_eq!(Plan::new("Ship", [(1, "Test")]).steps[0].status, StepStatus::Pending);
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -82,7 +82,7 @@ impl Plan {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{Plan, StepStatus};
+    /// use curator::tasks::{Plan, StepStatus};
     ///
     /// let plan = Plan::new("Ship", [(1, "Test")]).with_status(1, StepStatus::Done);
     /// assert_eq!(plan.steps[0].status, StepStatus::Done);
@@ -119,7 +119,7 @@ pub struct PlanSync {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{Plan, StepStatus, TaskEvent, sync_plan};
+/// use curator::tasks::{Plan, StepStatus, TaskEvent, sync_plan};
 ///
 /// let plan = Plan::new("Ship", [(1, "Test")]);
 /// let first = sync_plan(None, &plan);

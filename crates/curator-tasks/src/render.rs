@@ -15,7 +15,7 @@ pub const CONDENSED_TURNS: usize = 3;
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{StepHistory, StepVisibilityResolver, Visibility};
+/// use curator::tasks::{StepHistory, StepVisibilityResolver, Visibility};
 ///
 /// let resolver = StepVisibilityResolver::new().with_override(2, Visibility::Title);
 /// assert_eq!(resolver.resolve(&StepHistory::new(2, "Tag")), Visibility::Title);
@@ -33,7 +33,7 @@ impl StepVisibilityResolver {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{StepHistory, StepVisibilityResolver, Visibility};
+    /// use curator::tasks::{StepHistory, StepVisibilityResolver, Visibility};
     ///
     /// assert_eq!(StepVisibilityResolver::new().resolve(&StepHistory::new(1, "Test")), Visibility::Full);
     /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -47,7 +47,7 @@ impl StepVisibilityResolver {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{StepHistory, StepVisibilityResolver, Visibility};
+    /// use curator::tasks::{StepHistory, StepVisibilityResolver, Visibility};
     ///
     /// let resolver = StepVisibilityResolver::new().with_override(1, Visibility::Condensed);
     /// assert_eq!(resolver.resolve(&StepHistory::new(1, "Test")), Visibility::Condensed);
@@ -64,7 +64,7 @@ impl StepVisibilityResolver {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{StepHistory, StepVisibilityResolver, Visibility};
+    /// use curator::tasks::{StepHistory, StepVisibilityResolver, Visibility};
     ///
     /// let resolver = StepVisibilityResolver::new().with_override(2, Visibility::Title);
     /// assert_eq!(resolver.resolve(&StepHistory::new(1, "Test")), Visibility::Full);
@@ -84,7 +84,7 @@ impl StepVisibilityResolver {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{HistorySection, StepTurn, TaskEvent, TaskHistory, TurnRole};
+/// use curator::tasks::{HistorySection, StepTurn, TaskEvent, TaskHistory, TurnRole};
 ///
 /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?
 ///     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?
@@ -113,7 +113,7 @@ impl HistorySection {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{HistorySection, TaskHistory};
+    /// use curator::tasks::{HistorySection, TaskHistory};
     ///
     /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
     /// assert!(HistorySection::new().markdown(&history).starts_with("## Task History\n"));
@@ -128,7 +128,7 @@ impl HistorySection {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{HistorySection, TaskHistory};
+    /// use curator::tasks::{HistorySection, TaskHistory};
     ///
     /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
     /// assert!(HistorySection::new().with_title("Work so far").markdown(&history).starts_with("## Work so far\n"));
@@ -145,7 +145,7 @@ impl HistorySection {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{HistorySection, TaskHistory};
+    /// use curator::tasks::{HistorySection, TaskHistory};
     ///
     /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
     /// let markdown = HistorySection::new().with_level(3).markdown(&history);
@@ -163,7 +163,7 @@ impl HistorySection {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{HistorySection, StepVisibilityResolver, TaskHistory, Visibility};
+    /// use curator::tasks::{HistorySection, StepVisibilityResolver, TaskHistory, Visibility};
     ///
     /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
     /// let resolver = StepVisibilityResolver::new().with_override(1, Visibility::Title);
@@ -181,7 +181,7 @@ impl HistorySection {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{HistorySection, TaskHistory};
+    /// use curator::tasks::{HistorySection, TaskHistory};
     ///
     /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
     /// assert_eq!(HistorySection::new().markdown(&history), "## Task History\n\n**Objective**: Ship\n\n### 1. Test");
@@ -213,7 +213,7 @@ impl HistorySection {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{HistorySection, TaskHistory};
+    /// use curator::tasks::{HistorySection, TaskHistory};
     ///
     /// let history = TaskHistory::new("Ship", [(1, "Test")])?;
     /// assert_eq!(HistorySection::new().text(&history), "Task: Ship\n\nStep 1: Test");

@@ -15,7 +15,7 @@ use crate::render::{HistorySection, StepVisibilityResolver, shorter};
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::ToolDefinition;
+/// use curator::tasks::ToolDefinition;
 ///
 /// let tools: Vec<_> = ToolDefinition::all().iter().map(ToolDefinition::to_openai).collect();
 /// assert_eq!(tools[0]["function"]["name"], "summarize_step");
@@ -38,7 +38,7 @@ impl ToolDefinition {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::ToolDefinition;
+    /// use curator::tasks::ToolDefinition;
     ///
     /// let names: Vec<_> = ToolDefinition::all().iter().map(|tool| tool.name).collect();
     /// assert_eq!(names, ["summarize_step", "expand_step", "context_pressure"]);
@@ -92,7 +92,7 @@ impl ToolDefinition {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::ToolDefinition;
+    /// use curator::tasks::ToolDefinition;
     ///
     /// let [_, expand, _] = ToolDefinition::all();
     /// assert_eq!(expand.to_openai()["function"]["parameters"]["required"][0], "step_id");
@@ -115,7 +115,7 @@ impl ToolDefinition {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::ToolDefinition;
+    /// use curator::tasks::ToolDefinition;
     ///
     /// let [summarize, _, _] = ToolDefinition::all();
     /// let tool = summarize.to_openai_strict();
@@ -140,7 +140,7 @@ impl ToolDefinition {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::ToolDefinition;
+    /// use curator::tasks::ToolDefinition;
     ///
     /// let [_, expand, _] = ToolDefinition::all();
     /// let tool = expand.to_anthropic();
@@ -326,7 +326,7 @@ pub struct Summarized {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole, summarize_step};
+/// use curator::tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole, summarize_step};
 ///
 /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?
 ///     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?
@@ -392,7 +392,7 @@ impl Expansion {
 /// # Examples
 ///
 /// ```
-/// use curator_tasks::{TaskEvent, TaskHistory, Visibility, expand_step};
+/// use curator::tasks::{TaskEvent, TaskHistory, Visibility, expand_step};
 ///
 /// let history = TaskHistory::new("Ship", [(1, "Test")])?
 ///     .apply(&TaskEvent::SummarizeStep { step_id: 1, summary: "Tests pass.".into() })?;
@@ -464,7 +464,7 @@ impl ContextPressure {
     /// # Examples
     ///
     /// ```
-    /// use curator_tasks::{ContextPressure, Recommendation};
+    /// use curator::tasks::{ContextPressure, Recommendation};
     ///
     /// assert_eq!(ContextPressure::new(690, 1_000).recommendation, Recommendation::Ok);
     /// assert_eq!(ContextPressure::new(700, 1_000).recommendation, Recommendation::ConsiderSummarizing);
@@ -492,8 +492,8 @@ impl ContextPressure {
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::CharEstimate;
-/// use curator_tasks::{Recommendation, context_pressure};
+/// use curator::strategies::CharEstimate;
+/// use curator::tasks::{Recommendation, context_pressure};
 ///
 /// let pressure = context_pressure(&CharEstimate::default(), "{}", &"word ".repeat(1_000), 1_000)?;
 /// assert_eq!(pressure.recommendation, Recommendation::Urgent);

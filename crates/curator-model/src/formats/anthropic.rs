@@ -27,7 +27,7 @@
 //! # Examples
 //!
 //! ```
-//! use curator_model::formats::anthropic;
+//! use curator::model::formats::anthropic;
 //! use serde_json::json;
 //!
 //! let request = json!({
@@ -67,7 +67,7 @@ use crate::{
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, formats::anthropic};
+/// use curator::model::{Message, formats::anthropic};
 ///
 /// let request = anthropic::from_messages(&[Message::system("Be kind."), Message::user("hi")])?;
 /// assert_eq!(request.system, Some(serde_json::json!("Be kind.")));
@@ -89,7 +89,7 @@ impl Request {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, formats::anthropic};
+    /// use curator::model::{Message, formats::anthropic};
     ///
     /// let request = anthropic::from_messages(&[Message::user("hi")])?;
     /// assert_eq!(request.to_value(), serde_json::json!({"messages": [{"role": "user", "content": "hi"}]}));
@@ -114,7 +114,7 @@ impl Request {
 /// # Examples
 ///
 /// ```
-/// use curator_model::formats::anthropic;
+/// use curator::model::formats::anthropic;
 ///
 /// let messages = anthropic::parse(r#"{"system": "Be kind.", "messages": [{"role": "user", "content": "hi"}]}"#)?;
 /// assert_eq!(messages.len(), 2);
@@ -141,7 +141,7 @@ pub fn parse(json: &str) -> Result<Vec<Message>> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Error, formats::anthropic};
+/// use curator::model::{Error, formats::anthropic};
 /// use serde_json::json;
 ///
 /// let err = anthropic::to_messages(&json!([
@@ -380,7 +380,7 @@ fn read_image_source(source: &Value) -> Option<ImageSource> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall, formats::anthropic};
+/// use curator::model::{Message, ToolCall, formats::anthropic};
 /// use serde_json::json;
 ///
 /// let request = anthropic::from_messages(&[
@@ -431,7 +431,7 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall, formats::anthropic};
+/// use curator::model::{Message, ToolCall, formats::anthropic};
 ///
 /// let messages = vec![
 ///     Message::user("order it"),
@@ -657,7 +657,7 @@ fn write_part(index: usize, k: usize, part: &Part) -> Result<Value> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Role, formats::anthropic};
+/// use curator::model::{Role, formats::anthropic};
 /// use serde_json::json;
 ///
 /// let response = json!({
@@ -717,7 +717,7 @@ fn read_response(response: &Value, inputs: &[&RawValue]) -> Result<Message> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::formats::anthropic;
+/// use curator::model::formats::anthropic;
 ///
 /// let reply = anthropic::parse_response(r#"{"role": "assistant", "content": [{"type": "text", "text": "Hi."}], "stop_reason": "end_turn"}"#)?;
 /// assert_eq!(reply.text(), "Hi.");

@@ -17,7 +17,7 @@
 //! # Examples
 //!
 //! ```
-//! use curator_model::formats::openai;
+//! use curator::model::formats::openai;
 //! use serde_json::json;
 //!
 //! let wire = json!([
@@ -54,7 +54,7 @@ const MESSAGE_FIELDS: &[&str] = &["role", "content", "tool_calls", "tool_call_id
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Error, formats::openai};
+/// use curator::model::{Error, formats::openai};
 ///
 /// let messages = openai::parse(r#"[{"role": "user", "content": "hi"}]"#)?;
 /// assert_eq!(messages.len(), 1);
@@ -78,7 +78,7 @@ pub fn parse(json: &str) -> Result<Vec<Message>> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Error, formats::openai};
+/// use curator::model::{Error, formats::openai};
 /// use serde_json::json;
 ///
 /// let err = openai::to_messages(&json!([{"role": "user", "content": "a"}, {"role": "robot"}])).unwrap_err();
@@ -107,7 +107,7 @@ pub fn to_messages(value: &Value) -> Result<Vec<Message>> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Role, formats::openai};
+/// use curator::model::{Role, formats::openai};
 /// use serde_json::json;
 ///
 /// let m = openai::message_from_value(0, &json!({"role": "tool", "tool_call_id": "c1", "content": "ok"}))?;
@@ -288,7 +288,7 @@ pub(crate) fn is_custom_call(call: &ToolCall) -> bool {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall, formats::openai};
+/// use curator::model::{Message, ToolCall, formats::openai};
 /// use serde_json::json;
 ///
 /// let body = openai::from_messages(&[Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")])])?;
@@ -315,7 +315,7 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Value> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, formats::openai};
+/// use curator::model::{Message, formats::openai};
 ///
 /// let value = openai::message_to_value(0, &Message::user("hi").with_name("ann"))?;
 /// assert_eq!(value, serde_json::json!({"role": "user", "content": "hi", "name": "ann"}));
@@ -438,7 +438,7 @@ fn write_call(call: &ToolCall) -> Value {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Role, formats::openai};
+/// use curator::model::{Role, formats::openai};
 /// use serde_json::json;
 ///
 /// let response = json!({
@@ -503,7 +503,7 @@ pub fn response_message(response: &Value) -> Result<Message> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::formats::openai;
+/// use curator::model::formats::openai;
 ///
 /// let reply = openai::parse_response(r#"{"choices": [{"message": {"role": "assistant", "content": "Hi."}}]}"#)?;
 /// assert_eq!(reply.text(), "Hi.");

@@ -98,8 +98,8 @@ fn bundled() -> Option<&'static RuleSet> {
 /// # Examples
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{CurationContext, HistoryManagerExt, Redactor};
+/// use curator::model::Message;
+/// use curator::strategies::{CurationContext, HistoryManagerExt, Redactor};
 ///
 /// let redactor = Redactor::new().with_pattern("ticket", r"TICKET-\d+")?;
 /// let messages = vec![Message::user("use key sk-proj-abcdefghijklmnopqrstuvwx for TICKET-42")];
@@ -182,7 +182,7 @@ impl Redactor {
     /// # Examples
     ///
     /// ```
-    /// use curator_strategies::Redactor;
+    /// use curator::strategies::Redactor;
     ///
     /// let r = Redactor::new();
     /// assert_eq!(r.redact("postgres://app:s3cr3t-Pa55@db:5432/x"), "postgres://app:[REDACTED:url_password]@db:5432/x");

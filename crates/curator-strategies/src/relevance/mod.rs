@@ -57,8 +57,8 @@ pub const MAX_NOTE_TOKENS: u64 = 1_000;
 /// it, relevance keeps it.
 ///
 /// ```
-/// use curator_model::{Message, ToolCall};
-/// use curator_strategies::{CurationContext, HistoryManagerExt, RelevanceBudget};
+/// use curator::model::{Message, ToolCall};
+/// use curator::strategies::{CurationContext, HistoryManagerExt, RelevanceBudget};
 ///
 /// let mut messages = vec![
 ///     Message::system("You are a coding agent."),
@@ -151,8 +151,8 @@ impl RelevanceBudget {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, Role};
-    /// use curator_strategies::RelevanceBudget;
+    /// use curator::model::{Message, Role};
+    /// use curator::strategies::RelevanceBudget;
     ///
     /// assert!(!RelevanceBudget::is_note(&Message::user("hello")));
     /// ```

@@ -34,7 +34,7 @@ pub(super) const DEFAULT_PROMPT: &str = "You summarize the earlier part of an AI
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use curator_strategies::{OpenAiCompatible, Summarize};
+/// use curator::strategies::{OpenAiCompatible, Summarize};
 ///
 /// let summarizer = OpenAiCompatible::new("http://localhost:11434", "llama3.1")
 ///     .with_api_key("secret")

@@ -13,7 +13,7 @@ use std::sync::{Mutex, PoisonError};
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::{MemorySummaryStore, SummaryStore};
+/// use curator::strategies::{MemorySummaryStore, SummaryStore};
 ///
 /// let store = MemorySummaryStore::default();
 /// store.put(7, "the user asked for a refund");

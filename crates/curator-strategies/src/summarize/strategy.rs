@@ -71,8 +71,8 @@ pub enum OnError {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall};
-/// use curator_strategies::{CurationContext, Extractive, HistoryManagerExt, Summarize, Threshold, TokenBudget};
+/// use curator::model::{Message, ToolCall};
+/// use curator::strategies::{CurationContext, Extractive, HistoryManagerExt, Summarize, Threshold, TokenBudget};
 ///
 /// let mut messages = vec![Message::system("You fix bugs."), Message::user("Fix the parser.")];
 /// for i in 0..30 {

@@ -16,8 +16,8 @@ use crate::{Error, Result};
 /// # Examples
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{Extractive, Summarizer};
+/// use curator::model::Message;
+/// use curator::strategies::{Extractive, Summarizer};
 ///
 /// let messages = [Message::user("Refund order 42."), Message::assistant("Refunded.")];
 /// let refs: Vec<&Message> = messages.iter().collect();
@@ -50,8 +50,8 @@ pub trait Summarizer: Send + Sync {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{Message, ToolCall};
-/// use curator_strategies::{Extractive, Summarizer};
+/// use curator::model::{Message, ToolCall};
+/// use curator::strategies::{Extractive, Summarizer};
 ///
 /// let messages = [
 ///     Message::user("Fix the failing test."),
@@ -184,7 +184,7 @@ impl Summarizer for Extractive {
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::{FnSummarizer, Summarizer};
+/// use curator::strategies::{FnSummarizer, Summarizer};
 ///
 /// let count = FnSummarizer::new("count", 1, |previous, messages| {
 ///     Ok(format!("{}{} messages", previous.map(|p| format!("{p} + ")).unwrap_or_default(), messages.len()))

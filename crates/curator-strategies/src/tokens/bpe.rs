@@ -37,8 +37,8 @@ impl Encoding {
 /// # Examples
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{Bpe, Encoding, TokenCounter};
+/// use curator::model::Message;
+/// use curator::strategies::{Bpe, Encoding, TokenCounter};
 ///
 /// let bpe = Bpe::new(Encoding::O200kBase)?;
 /// assert_eq!(bpe.count_text("hello world"), 2);

@@ -26,7 +26,7 @@ use crate::map::stable_hash;
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::ImageRules;
+/// use curator::strategies::ImageRules;
 ///
 /// assert_eq!(ImageRules::OpenAi.image_tokens(Some((1024, 1024)), false), 765);
 /// assert_eq!(ImageRules::OpenAi.image_tokens(Some((1024, 1024)), true), 85);
@@ -96,8 +96,8 @@ fn anthropic_tokens(width: u32, height: u32) -> u64 {
 /// # Examples
 ///
 /// ```
-/// use curator_model::{ImageSource, Message, Part, Content};
-/// use curator_strategies::{CharEstimate, ContentRules, ImageRules, TokenCounter};
+/// use curator::model::{ImageSource, Message, Part, Content};
+/// use curator::strategies::{CharEstimate, ContentRules, ImageRules, TokenCounter};
 ///
 /// let url = "https://example.com/chart.png";
 /// let message = Message::user(Content::Parts(vec![Part::image(ImageSource::from_url(url))]));

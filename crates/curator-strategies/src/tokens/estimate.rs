@@ -16,7 +16,7 @@ use crate::{ContentRules, TokenCounter};
 /// # Examples
 ///
 /// ```
-/// use curator_strategies::{CharEstimate, TokenCounter};
+/// use curator::strategies::{CharEstimate, TokenCounter};
 ///
 /// let estimate = CharEstimate::default();
 /// assert_eq!(estimate.count_text("héllo wörld"), 3); // 11 characters

@@ -30,8 +30,8 @@ static DEFAULT_RULES: LazyLock<ContentRules> = LazyLock::new(ContentRules::defau
 /// # Examples
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{CharEstimate, TokenCounter};
+/// use curator::model::Message;
+/// use curator::strategies::{CharEstimate, TokenCounter};
 ///
 /// let counter = CharEstimate::default();
 /// assert_eq!(counter.count_text("abcdefgh"), 2);

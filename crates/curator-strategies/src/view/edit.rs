@@ -31,8 +31,8 @@ impl<'h> View<'h> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
-    /// use curator_strategies::{History, View};
+    /// use curator::model::Message;
+    /// use curator::strategies::{History, View};
     ///
     /// let history = History::from(vec![Message::system("s"), Message::user("task"), Message::assistant("old"), Message::assistant("new")]);
     /// let view = View::full(&history);
@@ -54,8 +54,8 @@ impl<'h> View<'h> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, Role, ToolCall};
-    /// use curator_strategies::{History, View};
+    /// use curator::model::{Message, Role, ToolCall};
+    /// use curator::strategies::{History, View};
     ///
     /// let messages = vec![
     ///     Message::user("go"),
@@ -84,8 +84,8 @@ impl<'h> View<'h> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
-    /// use curator_strategies::{History, View};
+    /// use curator::model::Message;
+    /// use curator::strategies::{History, View};
     ///
     /// let history = History::from(vec![Message::user("hi"), Message::assistant("hello")]);
     /// let view = View::full(&history).replace(|e| (e.pos == Some(1)).then(|| Message::assistant("hey")));

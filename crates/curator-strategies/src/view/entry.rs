@@ -10,8 +10,8 @@ use curator_model::Message;
 /// # Examples
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{History, View};
+/// use curator::model::Message;
+/// use curator::strategies::{History, View};
 ///
 /// let messages = vec![Message::user("hi")];
 /// let history = History::from(&messages);

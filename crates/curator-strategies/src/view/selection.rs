@@ -30,8 +30,8 @@ use crate::{History, MessageMap, TokenCounter};
 /// # Examples
 ///
 /// ```
-/// use curator_model::Message;
-/// use curator_strategies::{History, View};
+/// use curator::model::Message;
+/// use curator::strategies::{History, View};
 ///
 /// let messages = vec![Message::system("s"), Message::user("u"), Message::assistant("a")];
 /// let history = History::from(&messages);
@@ -84,8 +84,8 @@ impl<'h> View<'h> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
-    /// use curator_strategies::{History, View};
+    /// use curator::model::Message;
+    /// use curator::strategies::{History, View};
     ///
     /// let history = History::from(vec![Message::user("a"), Message::user("b"), Message::user("c")]);
     /// let full = View::full(&history);
@@ -143,8 +143,8 @@ impl<'h> View<'h> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, formats::openai};
-    /// use curator_strategies::{History, View};
+    /// use curator::model::{Message, formats::openai};
+    /// use curator::strategies::{History, View};
     ///
     /// let messages = vec![Message::user("hi")];
     /// let history = History::from(&messages);

@@ -25,8 +25,8 @@ impl<'h> View<'h> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
-    /// use curator_strategies::{CharEstimate, History, View};
+    /// use curator::model::Message;
+    /// use curator::strategies::{CharEstimate, History, View};
     ///
     /// let history = History::from(vec![Message::user("hello"), Message::assistant("hi there")]);
     /// let view = View::full(&history);

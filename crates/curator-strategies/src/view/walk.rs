@@ -15,8 +15,8 @@ impl View<'_> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::Message;
-    /// use curator_strategies::{CurationContext, History, View};
+    /// use curator::model::Message;
+    /// use curator::strategies::{CurationContext, History, View};
     ///
     /// let history = History::from(vec![Message::system("s"), Message::user("task"), Message::assistant("a")]);
     /// let view = View::full(&history);
@@ -62,8 +62,8 @@ impl View<'_> {
     /// # Examples
     ///
     /// ```
-    /// use curator_model::{Message, ToolCall};
-    /// use curator_strategies::{History, View};
+    /// use curator::model::{Message, ToolCall};
+    /// use curator::strategies::{History, View};
     ///
     /// let history = History::from(vec![
     ///     Message::user("go"),
