@@ -4,7 +4,7 @@
 use curator_session::Error as SessionError;
 
 use crate::error::store_error;
-use crate::pool::{Conn, Pool};
+use crate::pool::{Conn, Pool, off_runtime};
 
 /// Why a store call failed: PostgreSQL failed while doing something, or the call refused the
 /// request (a taken sequence, a key mismatch).
@@ -33,9 +33,17 @@ impl<T> During<T> for Result<T, postgres::Error> {
     }
 }
 
-/// Runs `f` on a connection of `pool`. A connection that a failure shows to be gone is not
-/// returned to the pool (and neither are those opened before it).
-pub(crate) fn run<T>(
+/// Runs `f` on a connection of `pool` (off any tokio runtime's thread: see
+/// [`off_runtime`]). A connection that a failure shows to be gone is not returned to the
+/// pool (and neither are those opened before it).
+pub(crate) fn run<T: Send>(
+    pool: &Pool,
+    f: impl FnOnce(&mut Conn) -> Result<T, Failure> + Send,
+) -> Result<T, SessionError> {
+    off_runtime(|| run_here(pool, f))
+}
+
+fn run_here<T>(
     pool: &Pool,
     f: impl FnOnce(&mut Conn) -> Result<T, Failure>,
 ) -> Result<T, SessionError> {

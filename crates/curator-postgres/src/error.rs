@@ -56,7 +56,7 @@ pub enum Error {
         supported: i32,
     },
     /// PostgreSQL (or the connection to it) failed.
-    #[error("{context}: {kind}")]
+    #[error("{context}: {kind}: {}", detail(.source.as_ref()))]
     Postgres {
         /// What was being done.
         context: &'static str,
@@ -109,8 +109,25 @@ impl Error {
     }
 }
 
+/// What went wrong, in PostgreSQL's or the operating system's words: the server's message
+/// for an error it reported (`password authentication failed for user "x"`), else the
+/// innermost cause (`invalid peer certificate: UnknownIssuer`, `Connection refused`).
+pub(crate) fn detail(source: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(db) =
+        source.downcast_ref::<postgres::Error>().and_then(postgres::Error::as_db_error)
+    {
+        return db.message().to_owned();
+    }
+    let mut innermost = source;
+    while let Some(next) = innermost.source() {
+        innermost = next;
+    }
+    innermost.to_string()
+}
+
 /// Whether `e` means the connection is gone (closed, refused, reset, or ended by the
-/// server), so that it must not be used again.
+/// server), so that it must not be used again. A TLS handshake the client refused (an
+/// untrusted certificate) is not: connecting again would be refused again.
 pub(crate) fn connection_lost(e: &postgres::Error) -> bool {
     if e.is_closed() {
         return true;
@@ -120,7 +137,7 @@ pub(crate) fn connection_lost(e: &postgres::Error) -> bool {
             let code = code.code();
             code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
         }
-        None => io_source(e).is_some(),
+        None => io_source(e).is_some_and(|io| io.kind() != std::io::ErrorKind::InvalidData),
     }
 }
 
@@ -158,7 +175,8 @@ pub(crate) fn kind_of(e: &postgres::Error) -> StoreErrorKind {
 
 /// A session-layer store error for a PostgreSQL failure met while doing `what`.
 pub(crate) fn store_error(what: &'static str, e: postgres::Error) -> curator_session::Error {
-    curator_session::Error::store("postgres", kind_of(&e), what, Some(Box::new(e)))
+    let message = format!("{what}: {}", detail(&e));
+    curator_session::Error::store("postgres", kind_of(&e), message, Some(Box::new(e)))
 }
 
 /// A row this build cannot read: `what` is wrong with it.
@@ -172,7 +190,7 @@ impl From<Error> for curator_session::Error {
             Error::Postgres { context, kind, source } => curator_session::Error::Store {
                 backend: "postgres",
                 kind,
-                message: context.to_owned(),
+                message: format!("{context}: {}", detail(source.as_ref())),
                 source: Some(source),
             },
             Error::Config { reason, source } => curator_session::Error::Store {

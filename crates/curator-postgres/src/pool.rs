@@ -18,6 +18,18 @@ use crate::options::PgOptions;
 use crate::error::connection_lost;
 use crate::{Error, Result};
 
+/// Runs `f` where the blocking client may block: on this thread, or, when this thread is
+/// inside a tokio runtime (where the client's own `block_on` would panic), on a scoped
+/// thread of its own, waited for. So the store's synchronous API works (blocking the
+/// caller for the call's duration) from async code too, and dropping it there is safe.
+pub(crate) fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|scope| scope.spawn(f).join())
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 /// One open connection and the statements prepared on it.
 pub(crate) struct Conn {
     pub(crate) client: Client,
@@ -183,6 +195,17 @@ impl Pool {
     /// The schema the connections use.
     pub(crate) fn schema(&self) -> &str {
         &self.schema
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        // Closing a connection tells the server goodbye through the blocking client.
+        let idle =
+            std::mem::take(&mut self.state.get_mut().unwrap_or_else(PoisonError::into_inner).idle);
+        if !idle.is_empty() {
+            off_runtime(move || drop(idle));
+        }
     }
 }
 

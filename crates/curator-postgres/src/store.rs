@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::conn::{During, Failure, run};
 use crate::error::corrupt;
-use crate::pool::{Conn, Connector, Pool};
+use crate::pool::{Conn, Connector, Pool, off_runtime};
 use crate::{PgOptions, Result, schema};
 
 type SessionResult<T> = curator_session::Result<T>;
@@ -151,7 +151,7 @@ impl PgStore {
         let (wait, schema, size) =
             (options.connect_timeout(), options.schema().to_owned(), options.pool_size());
         let pool = Pool::new(options.config, connector, schema, size, wait);
-        schema::prepare(&pool)?;
+        off_runtime(|| schema::prepare(&pool))?;
         Ok(Self { pool: Arc::new(pool), verified: Mutex::new(HashMap::new()) })
     }
 

@@ -91,7 +91,8 @@ from_module_errors!(
 
 impl Error {
     /// Whether the same call may succeed if tried again: a store that was busy or briefly
-    /// unreachable.
+    /// unreachable, wherever the store error sits in the chain of causes (an adapter's or a
+    /// loop's error wraps the session's).
     ///
     /// # Examples
     ///
@@ -103,12 +104,20 @@ impl Error {
     /// ```
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Session(e) => e.is_retryable(),
+            Error::Session(e) => return e.is_retryable(),
             #[cfg(feature = "sqlite")]
-            Error::Sqlite(e) => e.is_retryable(),
+            Error::Sqlite(e) => return e.is_retryable(),
             #[cfg(feature = "postgres")]
-            Error::Postgres(e) => e.is_retryable(),
-            _ => false,
+            Error::Postgres(e) => return e.is_retryable(),
+            _ => {}
         }
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            if let Some(e) = cause.downcast_ref::<curator_session::Error>() {
+                return e.is_retryable();
+            }
+            source = cause.source();
+        }
+        false
     }
 }

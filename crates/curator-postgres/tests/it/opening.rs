@@ -159,3 +159,24 @@ fn libpq_tls_settings_are_read_from_urls_and_key_value_strings() {
     let e = PgOptions::from_url("host=h user=a sslmode=verify-everything").unwrap_err();
     assert!(e.to_string().contains("verify-everything"), "{e}");
 }
+
+#[test]
+fn errors_say_what_postgresql_said() {
+    let Some(server) = PgServer::shared() else { return };
+    let error = PgStore::connect(&server.url_for("no_such_database")).unwrap_err();
+    assert!(error.to_string().contains("database \"no_such_database\" does not exist"), "{error}");
+}
+
+#[test]
+fn the_store_works_and_drops_inside_a_tokio_runtime() {
+    // The blocking client panics when it blocks on a runtime's thread; the store runs its
+    // calls (and the goodbyes of its connections) on a thread of its own there.
+    let Some(server) = PgServer::shared() else { return };
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    runtime.block_on(async {
+        let store = PgStore::open(options(server, &fresh_schema())).unwrap();
+        assert!(store.evaluations().unwrap().is_empty());
+        store.put_checkpoint("x", &serde_json::json!(1)).unwrap();
+        drop(store);
+    });
+}

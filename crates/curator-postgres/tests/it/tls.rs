@@ -83,8 +83,10 @@ fn verify_full_refuses_a_certificate_for_another_name() {
         .with_root_certificates(server.ca_file());
     let error = open(options).unwrap_err();
     assert!(matches!(error, Error::Postgres { .. }), "{error:?}");
-    let text = chain(&error).to_lowercase();
+    let text = error.to_string().to_lowercase();
     assert!(text.contains("not valid for name") || text.contains("notvalidforname"), "{text}");
+    // A refused certificate is refused again: not a server to wait for.
+    assert!(!error.is_retryable(), "{error:?}");
 }
 
 #[test]
@@ -104,7 +106,9 @@ fn an_authority_that_signed_nothing_is_refused_in_every_mode_that_checks() {
             .unwrap()
             .with_root_certificates(server.other_ca_file());
         let error = open(options).unwrap_err();
-        assert!(chain(&error).contains("UnknownIssuer"), "{mode}: {}", chain(&error));
+        // Said in the error's own message, and not retryable.
+        assert!(error.to_string().contains("UnknownIssuer"), "{mode}: {}", chain(&error));
+        assert_eq!(error.kind(), curator_session::StoreErrorKind::Other, "{mode}");
     }
 }
 
