@@ -14,7 +14,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// A configuration document that cannot be read: not TOML or JSON, an unknown key, a
     /// value of the wrong type (the source, the parser's error, names the key).
-    #[error("cannot read the loop configuration ({format})")]
+    #[error("cannot read the loop configuration ({format}): {source}")]
     ConfigSyntax {
         /// `toml` or `json`.
         format: &'static str,
