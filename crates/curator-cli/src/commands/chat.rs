@@ -53,9 +53,10 @@ pub(crate) struct ChatArgs {
     /// The system prompt.
     #[arg(long, value_name = "TEXT")]
     pub(crate) system: Option<String>,
-    /// The environment variable holding the API key, sent as a bearer token when set.
-    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
-    pub(crate) api_key_env: String,
+    /// The environment variable holding the API key, sent as a bearer token (by default
+    /// `OPENAI_API_KEY`, when set; a variable named here must be set).
+    #[arg(long, value_name = "VAR")]
+    pub(crate) api_key_env: Option<String>,
     /// Seconds to wait for a reply.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     pub(crate) timeout: u64,
@@ -111,15 +112,31 @@ fn config(args: &ChatArgs) -> Result<LoopConfig> {
     Ok(config)
 }
 
+/// The API key to send: from the variable `--api-key-env` names (which must be set), else
+/// from `OPENAI_API_KEY` when it is set.
+fn api_key(args: &ChatArgs) -> Result<Option<String>> {
+    let set = |var: &str| std::env::var(var).ok().filter(|k| !k.is_empty());
+    match &args.api_key_env {
+        Some(var) => set(var)
+            .map(Some)
+            .with_context(|| format!("--api-key-env {var}: the variable {var} is not set")),
+        None => Ok(set("OPENAI_API_KEY")),
+    }
+}
+
 fn build(args: &ChatArgs) -> Result<ConversationLoop> {
+    if !(args.base_url.starts_with("http://") || args.base_url.starts_with("https://")) {
+        anyhow::bail!(
+            "--base-url {}: give the server as http://HOST:PORT or https://HOST (with or without /v1)",
+            args.base_url
+        );
+    }
     let mut model = OpenAiChat::new(&args.base_url, &args.model)
         .with_timeout(Duration::from_secs(args.timeout.max(1)));
     if let Some(system) = &args.system {
         model = model.with_system(system);
     }
-    if let Ok(key) = std::env::var(&args.api_key_env)
-        && !key.is_empty()
-    {
+    if let Some(key) = api_key(args)? {
         model = model.with_api_key(key);
     }
     let store = SqliteStore::open(&args.db)

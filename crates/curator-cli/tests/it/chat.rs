@@ -115,3 +115,17 @@ fn two_turns_ctrl_c_restart_and_the_history_is_there() {
     tmux.type_line("/quit");
     tmux.wait_for("[paused: session `trip`", 1);
 }
+
+#[test]
+fn a_bad_server_address_or_a_missing_key_variable_is_refused_before_the_first_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let db = db.to_str().unwrap();
+    let run =
+        |extra: &[&str]| crate::curator(&[&["chat", "--model", "m", "--db", db], extra].concat());
+    let output = run(&["--base-url", "localhost:11434"]);
+    crate::fails_with(&output, 2, "--base-url localhost:11434: give the server as http://HOST");
+    let output =
+        run(&["--base-url", "http://127.0.0.1:9", "--api-key-env", "CURATOR_TEST_NO_SUCH_KEY"]);
+    crate::fails_with(&output, 2, "the variable CURATOR_TEST_NO_SUCH_KEY is not set");
+}
