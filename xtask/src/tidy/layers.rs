@@ -71,8 +71,10 @@ const OWNED: &[(&str, &[&str])] = &[
     ("minijinja", &["curator-loop"]),
     ("criterion", &["curator-benches"]),
     ("anyhow", &["curator-cli", "xtask"]),
-    // The async faces of the driver and of the loop; stores stay synchronous.
-    ("tokio", &["curator-session", "curator-loop"]),
+    // The async faces of the driver and of the loop; stores stay synchronous (PostgreSQL's
+    // asks tokio only whether a call runs on a runtime's thread, where its blocking client
+    // cannot: that client is built on tokio already).
+    ("tokio", &["curator-session", "curator-loop", "curator-postgres"]),
     ("ctrlc", &["curator-cli"]),
 ];
 
