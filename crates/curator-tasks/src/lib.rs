@@ -29,6 +29,7 @@
 mod compact;
 mod conversation;
 mod error;
+mod escape;
 mod event;
 mod history;
 mod persist;

@@ -1,10 +1,10 @@
 //! The task history as a prompt section: Markdown or plain text, laid out for prompt caching.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
+use crate::escape::{Lead, escaped, one_line, opens_with_fence};
 use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
 
 /// How many turns a condensed step shows.
@@ -194,7 +194,7 @@ impl HistorySection {
             out,
             "{hashes} {}\n\n**Objective**: {}\n",
             self.title,
-            escaped(history.objective(), false)
+            escaped(history.objective(), Lead::AfterLabel)
         );
         if history.steps.is_empty() {
             out.push_str("\n_No history recorded._");
@@ -229,12 +229,18 @@ impl HistorySection {
         for (_, step) in ordered(history) {
             let active = history.active_step_id() == Some(step.step_id());
             let marker = if active { " [active]" } else { "" };
-            let _ = writeln!(out, "\nStep {}: {}{marker}", step.step_id(), step.step_title());
+            let _ =
+                writeln!(out, "\nStep {}: {}{marker}", step.step_id(), one_line(step.step_title()));
             match self.visibility(step) {
                 Visibility::Title => {}
                 Visibility::Summary => {
                     let summary = step.summary().unwrap_or_default();
-                    let _ = writeln!(out, "[Summary] {}", escaped(summary, step.is_plain()));
+                    let summary = if step.is_plain() {
+                        summary.into()
+                    } else {
+                        escaped(summary, Lead::AfterLabel)
+                    };
+                    let _ = writeln!(out, "[Summary] {summary}");
                     out.push_str("[Call `expand_step` with this step_id for full history]\n");
                 }
                 visibility => {
@@ -262,7 +268,7 @@ impl HistorySection {
         let plain = step.is_plain();
         out.push('\n');
         out.extend(std::iter::repeat_n('#', self.level + 1));
-        let _ = writeln!(out, " {number}. {}{marker}", escaped(step.step_title(), plain));
+        let _ = writeln!(out, " {number}. {}{marker}", one_line(step.step_title()));
         match visibility {
             Visibility::Title => {}
             Visibility::Summary => {
@@ -270,7 +276,7 @@ impl HistorySection {
                 let _ = write!(
                     out,
                     "\n{}\n\n_Call `expand_step({})` for full conversation._\n",
-                    escaped(summary, plain),
+                    if plain { summary.into() } else { escaped(summary, Lead::LineStart) },
                     step.step_id()
                 );
             }
@@ -354,51 +360,28 @@ fn markdown_turn(out: &mut String, turn: &StepTurn, plain: bool) {
         TurnRole::Tool => {
             out.push_str("**[");
             out.push_str(name);
-            out.push_str("]**: ");
+            out.push_str("]**:");
         }
         TurnRole::ToolCall => {
             out.push_str("**Call [");
             out.push_str(name);
-            out.push_str("]**: ");
+            out.push_str("]**:");
         }
-        TurnRole::User => out.push_str("**User**: "),
-        TurnRole::Assistant => out.push_str("**Assistant**: "),
+        TurnRole::User => out.push_str("**User**:"),
+        TurnRole::Assistant => out.push_str("**Assistant**:"),
     }
-    out.push_str(&escaped(&turn.content, plain));
-    out.push('\n');
-}
-
-/// `text` with every line that Markdown would read as a heading (up to three spaces, then
-/// `#`) escaped as `\#`, so that text the model or a tool wrote can never open a step of
-/// its own in the section (a summary holding `### 2. Fix [active]` would otherwise render
-/// a second active step). `plain` says the text is known to hold no `#`.
-fn escaped(text: &str, plain: bool) -> Cow<'_, str> {
     if plain {
-        return Cow::Borrowed(text);
+        out.push(' ');
+        out.push_str(&turn.content);
+    } else if opens_with_fence(&turn.content) {
+        // A fence opens only at the start of a line: the label goes on its own.
+        out.push('\n');
+        out.push_str(&escaped(&turn.content, Lead::LineStart));
+    } else {
+        out.push(' ');
+        out.push_str(&escaped(&turn.content, Lead::AfterLabel));
     }
-    let heading = |line: &str| {
-        let indent = line.len() - line.trim_start_matches(' ').len();
-        indent <= 3 && line[indent..].starts_with('#')
-    };
-    // Most text holds no `#` at all: one SIMD scan, no line splitting.
-    if memchr::memchr(b'#', text.as_bytes()).is_none() || !text.split('\n').any(heading) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for (index, line) in text.split('\n').enumerate() {
-        if index > 0 {
-            out.push('\n');
-        }
-        if heading(line) {
-            let indent = line.len() - line.trim_start_matches(' ').len();
-            out.push_str(&line[..indent]);
-            out.push('\\');
-            out.push_str(&line[indent..]);
-        } else {
-            out.push_str(line);
-        }
-    }
-    Cow::Owned(out)
+    out.push('\n');
 }
 
 fn text_turn(out: &mut String, turn: &StepTurn, plain: bool) {
@@ -415,7 +398,11 @@ fn text_turn(out: &mut String, turn: &StepTurn, plain: bool) {
         (None, role) => out.push_str(role.as_str()),
     }
     out.push_str("] ");
-    out.push_str(&escaped(&turn.content, plain));
+    if plain {
+        out.push_str(&turn.content);
+    } else {
+        out.push_str(&escaped(&turn.content, Lead::AfterLabel));
+    }
     out.push('\n');
 }
 
