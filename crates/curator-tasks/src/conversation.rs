@@ -111,10 +111,16 @@ pub struct TaskConversation<S> {
 
 impl<S: SessionStore> TaskConversation<S> {
     /// Attaches a task history to `conversation`: resumes the one saved for its evaluation
-    /// (as the plan last synced left it, brought up to date with the record), or starts one
-    /// from `plan` (the messages recorded so far become the head, sent as they are). Tool
-    /// calls of the three task tools left unanswered by a crash are answered now. A plan
-    /// that changed since is applied with [`sync_plan`](TaskConversation::sync_plan).
+    /// (brought up to date with the record, then with `plan`), or starts one from `plan`
+    /// (the messages recorded so far become the head, sent as they are). Tool calls of the
+    /// three task tools left unanswered by a crash are answered first, against the history
+    /// they were made on.
+    ///
+    /// **`plan` is applied on a resume** as [`sync_plan`](TaskConversation::sync_plan)
+    /// applies it: pass the plan as it stands now (the step in progress becomes the active
+    /// step, new steps are added, renamed ones renamed; a plan with another objective is a
+    /// new task and starts a new history). A plan unchanged since the last sync changes
+    /// nothing.
     ///
     /// # Errors
     ///
@@ -142,6 +148,7 @@ impl<S: SessionStore> TaskConversation<S> {
         };
         adapter.fold_new()?;
         adapter.answer_task_tools()?;
+        adapter.sync_plan(plan)?;
         Ok(adapter)
     }
 

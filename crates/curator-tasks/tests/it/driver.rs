@@ -184,7 +184,12 @@ fn a_four_step_task_with_every_tool_compaction_and_a_crash() {
     let store = SqliteStore::open(&path).unwrap();
     let conversation =
         Conversation::open(&store, "job-1", prompt, Message::system(SYSTEM)).unwrap();
-    let mut agent = TaskConversation::open(conversation, &plan())
+    // The plan as it stands: step 3 in progress.
+    let current = plan()
+        .with_status(1, StepStatus::Done)
+        .with_status(2, StepStatus::Done)
+        .with_status(3, StepStatus::InProgress);
+    let mut agent = TaskConversation::open(conversation, &current)
         .unwrap()
         .with_window(Arc::clone(&counter), window);
     // The same history (turn times aside: a turn folded again from the record is stamped

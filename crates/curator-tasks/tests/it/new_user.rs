@@ -1,8 +1,11 @@
 //! What a new user's review of issue 16 found, one test per defect: each failed before its
 //! fix.
 
+use curator_model::{Message, PromptRef};
+use curator_session::{Conversation, MemoryStore};
 use curator_tasks::{
-    HistorySection, Plan, StepStatus, StepTurn, TaskEvent, TaskHistory, TurnRole, sync_plan,
+    HistorySection, Plan, StepStatus, StepTurn, TaskConversation, TaskEvent, TaskHistory, TurnRole,
+    sync_plan,
 };
 
 #[expect(clippy::unwrap_used, reason = "a helper of tests: a rejected event is a failure")]
@@ -72,4 +75,35 @@ fn setext_headings_titles_and_code_fences() {
     assert!(
         HistorySection::new().text(&history).contains("\nStep 1: Reproduce ### 9. Fake [active]\n")
     );
+}
+
+/// Defect 5: `open` ignored the plan it was given when it resumed a saved history.
+#[test]
+fn a_resume_applies_the_plan_it_is_given() {
+    let store = MemoryStore::new();
+    let prompt = PromptRef::new("demo", "agent");
+    let plan = Plan::new("Ship", [(1, "Test"), (2, "Tag"), (3, "Announce")])
+        .with_status(1, StepStatus::InProgress);
+    let open = |plan: &Plan| {
+        let conversation =
+            Conversation::open(&store, "job-1", prompt.clone(), Message::system("s")).unwrap();
+        TaskConversation::open(conversation, plan).unwrap()
+    };
+    let mut agent = open(&plan);
+    agent.add_user("Run the tests.").unwrap();
+    let plan = plan.with_status(1, StepStatus::Done).with_status(2, StepStatus::InProgress);
+    agent.sync_plan(&plan).unwrap();
+    drop(agent);
+
+    // The planner moved on while the process was down.
+    let plan = plan.with_status(2, StepStatus::Done).with_status(3, StepStatus::InProgress);
+    let mut agent = open(&plan);
+    assert_eq!(agent.history().active_step_id(), Some(3));
+    agent.add_user("Write the announcement.").unwrap();
+    assert_eq!(agent.history().step(3).map(|step| step.turns().len()), Some(1));
+    drop(agent);
+    // And it was saved: reopening with the same plan changes nothing.
+    let agent = open(&plan);
+    assert_eq!(agent.history().active_step_id(), Some(3));
+    assert_eq!(agent.history().step(3).map(|step| step.turns().len()), Some(1));
 }
