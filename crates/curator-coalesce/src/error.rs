@@ -53,7 +53,9 @@ pub enum Error {
     /// The saved turns are more than the record's executions can account for (a crash can
     /// leave one turn saved and unrecorded, after its reply, never more): the record of this
     /// evaluation was lost or belongs to another run.
-    #[error("the checkpoint `{name}` holds {saved} turns but the record only {recorded} executions")]
+    #[error(
+        "the checkpoint `{name}` holds {saved} turns but the record only {recorded} executions"
+    )]
     TurnsAheadOfRecord {
         /// The checkpoint name.
         name: String,

@@ -7,6 +7,7 @@ use curator_coalesce::{
 use curator_model::{Message, PromptRef};
 use curator_session::{Conversation, MemoryStore, SessionStore};
 
+#[expect(clippy::unwrap_used, reason = "a helper of tests: an error is a test failure")]
 fn open(store: &MemoryStore) -> CoalescedConversation<&MemoryStore> {
     let run = Run::new("You write PTC-Lisp.", "Add 1 and 2");
     let conversation = Conversation::open(
@@ -19,13 +20,11 @@ fn open(store: &MemoryStore) -> CoalescedConversation<&MemoryStore> {
     CoalescedConversation::open(conversation, run, SingleUserCoalesced::default()).unwrap()
 }
 
-/// How many versions the turns checkpoint has, and how many turns its latest holds.
+/// How many turns the latest version of the turns checkpoint holds.
+#[expect(clippy::unwrap_used, reason = "a helper of tests: an error is a test failure")]
 fn saved(store: &MemoryStore, agent: &CoalescedConversation<&MemoryStore>) -> Option<usize> {
     let name = format!("{TURNS_CHECKPOINT}/{}", agent.conversation().evaluation_id());
-    store
-        .checkpoint(&name)
-        .unwrap()
-        .map(|saved| saved.document.as_array().map_or(0, Vec::len))
+    store.checkpoint(&name).unwrap().map(|saved| saved.document.as_array().map_or(0, Vec::len))
 }
 
 #[test]
@@ -98,12 +97,9 @@ fn a_checkpoint_ahead_of_the_record_is_named_the_right_way_round() {
         Message::system(run.system.as_str()),
     )
     .unwrap();
-    let error = CoalescedConversation::open(conversation, run, SingleUserCoalesced::default())
-        .unwrap_err();
-    assert!(
-        matches!(error, Error::TurnsAheadOfRecord { recorded: 0, saved: 2, .. }),
-        "{error:?}"
-    );
+    let error =
+        CoalescedConversation::open(conversation, run, SingleUserCoalesced::default()).unwrap_err();
+    assert!(matches!(error, Error::TurnsAheadOfRecord { recorded: 0, saved: 2, .. }), "{error:?}");
     assert_eq!(
         error.to_string(),
         format!("the checkpoint `{name}` holds 2 turns but the record only 0 executions")
