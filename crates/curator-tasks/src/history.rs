@@ -132,6 +132,14 @@ impl StepTurn {
         self
     }
 
+    /// Whether the turn is a call of one of the task tools (`summarize_step`,
+    /// `expand_step`, `context_pressure`) or its answer: an exchange that manages the
+    /// context and says nothing about the task.
+    pub(crate) fn is_task_tool(&self) -> bool {
+        matches!(self.role, TurnRole::Tool | TurnRole::ToolCall)
+            && self.tool_name.as_deref().is_some_and(crate::tools::is_task_tool)
+    }
+
     /// The same turn with another time (for replays and tests).
     ///
     /// # Examples

@@ -31,6 +31,7 @@ mod conversation;
 mod error;
 mod escape;
 mod event;
+mod exchange;
 mod history;
 mod persist;
 mod plan;

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
 use crate::escape::{Lead, escaped, one_line, opens_with_fence};
+use crate::exchange::{Shown, shown};
 use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
 
 /// How many turns a condensed step shows.
@@ -245,8 +246,8 @@ impl HistorySection {
                 }
                 visibility => {
                     let plain = step.is_plain();
-                    for turn in shown_turns(step, visibility) {
-                        text_turn(&mut out, turn, plain);
+                    for turn in condensed(shown(step.turns()), visibility) {
+                        text_turn(&mut out, &turn, plain);
                     }
                 }
             }
@@ -281,19 +282,21 @@ impl HistorySection {
                 );
             }
             visibility => {
-                let turns = shown_turns(step, visibility);
+                let all = shown(step.turns());
+                let count = all.len();
+                let turns = condensed(all, visibility);
                 if !turns.is_empty() {
                     out.push('\n');
                 }
                 for turn in &turns {
                     markdown_turn(out, turn, plain);
                 }
-                if turns.len() < step.turns().len() {
+                if turns.len() < count {
                     let _ = write!(
                         out,
                         "\n_{} of {} turns shown. Call `expand_step({})` for full conversation._\n",
                         turns.len(),
-                        step.turns().len(),
+                        count,
                         step.step_id()
                     );
                 }
@@ -328,33 +331,33 @@ fn ordered(history: &TaskHistory) -> impl Iterator<Item = (usize, &StepHistory)>
         .chain(numbered().filter(move |(_, step)| Some(step.step_id()) == active))
 }
 
-/// The turns a visibility shows: all, or for a condensed step the first, the tool results
-/// and the last, without repeats, at most [`CONDENSED_TURNS`].
-fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&StepTurn> {
-    let turns = step.turns();
+/// The turns a visibility shows of those a step shows: all, or for a condensed step the
+/// first, the tool results and the last, without repeats, at most [`CONDENSED_TURNS`].
+fn condensed(turns: Vec<Shown<'_>>, visibility: Visibility) -> Vec<Shown<'_>> {
     if visibility != Visibility::Condensed || turns.len() <= CONDENSED_TURNS {
-        return turns.iter().collect();
+        return turns;
     }
-    let mut key: Vec<&StepTurn> = Vec::with_capacity(CONDENSED_TURNS);
-    let candidates = turns
-        .first()
-        .into_iter()
-        .chain(turns.iter().filter(|turn| turn.role == TurnRole::Tool))
-        .chain(turns.last());
-    for turn in candidates {
+    let last = turns.len() - 1;
+    let candidates = std::iter::once(0)
+        .chain((0..turns.len()).filter(|&index| turns[index].turn.role == TurnRole::Tool))
+        .chain(std::iter::once(last));
+    let mut key: Vec<usize> = Vec::with_capacity(CONDENSED_TURNS);
+    for index in candidates {
         if key.len() == CONDENSED_TURNS {
             break;
         }
-        if !key.iter().any(|kept| kept.turn_id == turn.turn_id) {
-            key.push(turn);
+        if !key.contains(&index) {
+            key.push(index);
         }
     }
-    key
+    turns.into_iter().enumerate().filter(|(index, _)| key.contains(index)).map(|(_, t)| t).collect()
 }
 
 // Pieces pushed one by one rather than through `write!`: the section is rendered before
 // every provider call, and this is its innermost loop.
-fn markdown_turn(out: &mut String, turn: &StepTurn, plain: bool) {
+fn markdown_turn(out: &mut String, shown: &Shown<'_>, plain: bool) {
+    let turn = shown.turn;
+    let content = shown.content.as_ref();
     let name = turn.tool_name.as_deref().unwrap_or("tool");
     match turn.role {
         TurnRole::Tool => {
@@ -372,19 +375,20 @@ fn markdown_turn(out: &mut String, turn: &StepTurn, plain: bool) {
     }
     if plain {
         out.push(' ');
-        out.push_str(&turn.content);
-    } else if opens_with_fence(&turn.content) {
+        out.push_str(content);
+    } else if opens_with_fence(content) {
         // A fence opens only at the start of a line: the label goes on its own.
         out.push('\n');
-        out.push_str(&escaped(&turn.content, Lead::LineStart));
+        out.push_str(&escaped(content, Lead::LineStart));
     } else {
         out.push(' ');
-        out.push_str(&escaped(&turn.content, Lead::AfterLabel));
+        out.push_str(&escaped(content, Lead::AfterLabel));
     }
     out.push('\n');
 }
 
-fn text_turn(out: &mut String, turn: &StepTurn, plain: bool) {
+fn text_turn(out: &mut String, shown: &Shown<'_>, plain: bool) {
+    let turn = shown.turn;
     out.push_str("  [");
     match (&turn.tool_name, turn.role) {
         (Some(name), TurnRole::ToolCall) => {
@@ -399,18 +403,31 @@ fn text_turn(out: &mut String, turn: &StepTurn, plain: bool) {
     }
     out.push_str("] ");
     if plain {
-        out.push_str(&turn.content);
+        out.push_str(&shown.content);
     } else {
-        out.push_str(&escaped(&turn.content, Lead::AfterLabel));
+        out.push_str(&escaped(&shown.content, Lead::AfterLabel));
     }
     out.push('\n');
 }
 
-/// Checks that `step` rendered with `summary` is smaller, by `size`, than `step` in full.
+/// `turns` as the Markdown section shows them in a step, alone (to measure what a tool's
+/// exchange adds to the section).
+pub(crate) fn turns_markdown(turns: &[StepTurn]) -> String {
+    let mut out = String::new();
+    for turn in shown(turns) {
+        markdown_turn(&mut out, &turn, false);
+    }
+    out
+}
+
+/// Checks that the section gets smaller, by `size`, when `step` shows `summary` in place of
+/// its turns and `added` (what summarizing adds elsewhere: the exchange of a
+/// `summarize_step` call, rendered) is shown too.
 pub(crate) fn shorter(
     section: &HistorySection,
     step: &StepHistory,
     summary: &str,
+    added: &str,
     unit: &'static str,
     size: impl Fn(&str) -> u64,
 ) -> Result<()> {
@@ -418,7 +435,9 @@ pub(crate) fn shorter(
     let mut summarized = step.clone();
     summarized.summary = Some(summary.to_owned());
     summarized.plain = std::sync::OnceLock::new();
-    let summarized = size(&section.step_markdown(&summarized, Visibility::Summary));
+    let mut rendered = section.step_markdown(&summarized, Visibility::Summary);
+    rendered.push_str(added);
+    let summarized = size(&rendered);
     if summarized < full {
         Ok(())
     } else {
