@@ -208,15 +208,11 @@ fn an_expand_the_window_cannot_hold_is_refused_truthfully() {
     let mut agent = under_pressure(&store, 250, 0.8);
     let before = agent.request().unwrap();
     let answer = expand_one(&mut agent);
-    assert!(
-        answer.starts_with("step 1 stays summarized: in full it would take the request to "),
-        "{answer}"
-    );
-    assert!(
-        answer.ends_with(
-            " tokens, over the window of 250, even with every other finished step summarized"
-        ),
-        "{answer}"
+    // 278 tokens: the request with step 1 in full, and the call and this answer in step 2.
+    assert_eq!(
+        answer,
+        "step 1 stays summarized: in full it would take the request to 278 tokens, over the \
+         window of 250, even with every other finished step summarized"
     );
     assert_eq!(
         agent.history().step(1).map(curator_tasks::StepHistory::visibility),
@@ -226,6 +222,19 @@ fn an_expand_the_window_cannot_hold_is_refused_truthfully() {
     assert!(!after[1].text().contains("log line that is noise"));
     let summary = "14 passed; 0 failed\nLast: Step one is finished.\n\n_Call `expand_step(1)`";
     assert!(before[1].text().contains(summary) && after[1].text().contains(summary));
+
+    // Resumed, the refused expand is not replayed: the same request.
+    drop(agent);
+    let conversation =
+        Conversation::open(&store, "job-1", PromptRef::new("d", "a"), Message::system("sys"))
+            .unwrap();
+    let plan = Plan::new("Obj", [(1, "One"), (2, "Two"), (3, "Three")])
+        .with_status(1, StepStatus::Done)
+        .with_status(2, StepStatus::InProgress);
+    let mut agent = TaskConversation::open(conversation, &plan)
+        .unwrap()
+        .with_window(Arc::new(CharEstimate::default()), 250);
+    assert_eq!(agent.request().unwrap(), after);
 }
 
 /// Defect 2: with every step done, `summarize_step` of the step holding the latest turn
