@@ -6,8 +6,8 @@ use curator_strategies::{Summarizer, TokenCounter};
 use crate::error::{Error, Result};
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, TaskHistory, TurnRole, Visibility};
+use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP};
 use crate::render::{HistorySection, shorter};
-use crate::tools::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP};
 
 /// The default utilisation above which [`check_and_compact`] summarizes a step.
 pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;

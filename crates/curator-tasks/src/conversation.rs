@@ -12,13 +12,11 @@ use crate::compact::{Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact};
 use crate::error::{Error, Result};
 use crate::event::TaskEvent;
 use crate::history::{StepId, StepTurn, TaskHistory, TurnRole};
+use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP, is_task_tool};
 use crate::persist::TASK_HISTORY_CHECKPOINT;
 use crate::plan::{Plan, PlanSync, sync_plan};
 use crate::render::HistorySection;
-use crate::tools::{
-    CONTEXT_PRESSURE, EXPAND_STEP, Expansion, SUMMARIZE_STEP, ToolDefinition, context_pressure,
-    expand_step, is_task_tool, summarize_step,
-};
+use crate::tools::{Expansion, ToolDefinition, context_pressure, expand_step, summarize_step};
 
 /// The window [`TaskConversation`] measures against until told otherwise, in tokens.
 pub const DEFAULT_WINDOW: u64 = 128_000;

@@ -14,7 +14,8 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use crate::history::{StepTurn, TurnRole};
-use crate::tools::{CONTEXT_PRESSURE, unfenced};
+use crate::names::CONTEXT_PRESSURE;
+use crate::tools::unfenced;
 
 /// A turn as the section shows it: the turn, and the text to show for it.
 #[derive(Debug)]

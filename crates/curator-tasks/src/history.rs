@@ -137,7 +137,7 @@ impl StepTurn {
     /// context and says nothing about the task.
     pub(crate) fn is_task_tool(&self) -> bool {
         matches!(self.role, TurnRole::Tool | TurnRole::ToolCall)
-            && self.tool_name.as_deref().is_some_and(crate::tools::is_task_tool)
+            && self.tool_name.as_deref().is_some_and(crate::names::is_task_tool)
     }
 
     /// The same turn with another time (for replays and tests).

@@ -33,6 +33,7 @@ mod escape;
 mod event;
 mod exchange;
 mod history;
+mod names;
 mod persist;
 mod plan;
 mod render;

@@ -8,6 +8,7 @@ use curator_strategies::TokenCounter;
 use crate::error::{Error, Result};
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
+use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP};
 use crate::render::{HistorySection, StepVisibilityResolver, shorter, turns_markdown};
 
 /// A tool as the model is told about it: name, description and a JSON Schema of its parameters.
@@ -203,15 +204,6 @@ fn strict_schema(schema: &Value) -> Value {
         Value::Array(items) => Value::Array(items.iter().map(strict_schema).collect()),
         other => other.clone(),
     }
-}
-
-pub(crate) const SUMMARIZE_STEP: &str = "summarize_step";
-pub(crate) const EXPAND_STEP: &str = "expand_step";
-pub(crate) const CONTEXT_PRESSURE: &str = "context_pressure";
-
-/// Whether `name` is one of the three task tools.
-pub(crate) fn is_task_tool(name: &str) -> bool {
-    matches!(name, SUMMARIZE_STEP | EXPAND_STEP | CONTEXT_PRESSURE)
 }
 
 /// A tool's arguments read as the JSON object its schema asks for. An empty string counts
