@@ -25,33 +25,26 @@ pub(crate) struct Shown<'a> {
 }
 
 /// The turns the section shows of `turns`, in order, each with its text.
-pub(crate) fn shown(turns: &[StepTurn]) -> Vec<Shown<'_>> {
-    let as_is = |turn| Shown { turn, content: Cow::Borrowed(turn.content.as_str()) };
-    if !turns.iter().any(StepTurn::is_task_tool) {
-        return turns.iter().map(as_is).collect();
-    }
+pub(crate) fn shown(turns: &[StepTurn]) -> impl Iterator<Item = Shown<'_>> {
     let pressure = |turn: &StepTurn| turn.tool_name.as_deref() == Some(CONTEXT_PRESSURE);
     let latest_pressure = turns
         .iter()
         .rev()
         .find(|turn| turn.role == TurnRole::Tool && pressure(turn))
         .map(|turn| turn.turn_id);
-    turns
-        .iter()
-        .filter_map(|turn| {
-            if !turn.is_task_tool() {
-                return Some(as_is(turn));
-            }
-            let content = match (turn.role, pressure(turn)) {
-                (TurnRole::ToolCall, true) => return None,
-                (_, true) if Some(turn.turn_id) != latest_pressure => return None,
-                (_, true) => pressure_line(&turn.content),
-                (TurnRole::ToolCall, false) => step_only(&turn.content),
-                _ => Cow::Borrowed(turn.content.as_str()),
-            };
-            Some(Shown { turn, content })
-        })
-        .collect()
+    turns.iter().filter_map(move |turn| {
+        if !turn.is_task_tool() {
+            return Some(Shown { turn, content: Cow::Borrowed(turn.content.as_str()) });
+        }
+        let content = match (turn.role, pressure(turn)) {
+            (TurnRole::ToolCall, true) => return None,
+            (_, true) if Some(turn.turn_id) != latest_pressure => return None,
+            (_, true) => pressure_line(&turn.content),
+            (TurnRole::ToolCall, false) => step_only(&turn.content),
+            _ => Cow::Borrowed(turn.content.as_str()),
+        };
+        Some(Shown { turn, content })
+    })
 }
 
 /// The longest raw argument text a call that does not parse shows, in characters.
@@ -113,7 +106,7 @@ mod tests {
     fn task_tool_exchanges_show_compactly() {
         let turns = turns();
         let shown: Vec<(u64, String)> =
-            shown(&turns).into_iter().map(|s| (s.turn.turn_id, s.content.into_owned())).collect();
+            shown(&turns).map(|s| (s.turn.turn_id, s.content.into_owned())).collect();
         assert_eq!(
             shown,
             [
@@ -129,6 +122,7 @@ mod tests {
     #[test]
     fn other_turns_show_as_they_are() {
         let turns = [StepTurn::tool_call(1, "grep", "g", r#"{"pattern":"x"}"#)];
-        assert!(matches!(shown(&turns)[0].content, Cow::Borrowed(r#"{"pattern":"x"}"#)));
+        let first = shown(&turns).next().map(|s| s.content);
+        assert!(matches!(first, Some(Cow::Borrowed(r#"{"pattern":"x"}"#))));
     }
 }

@@ -244,9 +244,15 @@ impl HistorySection {
                     let _ = writeln!(out, "[Summary] {summary}");
                     out.push_str("[Call `expand_step` with this step_id for full history]\n");
                 }
-                visibility => {
+                Visibility::Full => {
                     let plain = step.is_plain();
-                    for turn in condensed(shown(step.turns()), visibility) {
+                    for turn in shown(step.turns()) {
+                        text_turn(&mut out, &turn, plain);
+                    }
+                }
+                Visibility::Condensed => {
+                    let plain = step.is_plain();
+                    for turn in condensed(shown(step.turns()).collect()) {
                         text_turn(&mut out, &turn, plain);
                     }
                 }
@@ -281,10 +287,19 @@ impl HistorySection {
                     step.step_id()
                 );
             }
-            visibility => {
-                let all = shown(step.turns());
+            Visibility::Full => {
+                let mut turns = shown(step.turns()).peekable();
+                if turns.peek().is_some() {
+                    out.push('\n');
+                }
+                for turn in turns {
+                    markdown_turn(out, &turn, plain);
+                }
+            }
+            Visibility::Condensed => {
+                let all: Vec<Shown<'_>> = shown(step.turns()).collect();
                 let count = all.len();
-                let turns = condensed(all, visibility);
+                let turns = condensed(all);
                 if !turns.is_empty() {
                     out.push('\n');
                 }
@@ -331,10 +346,10 @@ fn ordered(history: &TaskHistory) -> impl Iterator<Item = (usize, &StepHistory)>
         .chain(numbered().filter(move |(_, step)| Some(step.step_id()) == active))
 }
 
-/// The turns a visibility shows of those a step shows: all, or for a condensed step the
-/// first, the tool results and the last, without repeats, at most [`CONDENSED_TURNS`].
-fn condensed(turns: Vec<Shown<'_>>, visibility: Visibility) -> Vec<Shown<'_>> {
-    if visibility != Visibility::Condensed || turns.len() <= CONDENSED_TURNS {
+/// The turns a condensed step shows of those the step shows: the first, the tool results
+/// and the last, without repeats, at most [`CONDENSED_TURNS`].
+fn condensed(turns: Vec<Shown<'_>>) -> Vec<Shown<'_>> {
+    if turns.len() <= CONDENSED_TURNS {
         return turns;
     }
     let last = turns.len() - 1;
