@@ -85,8 +85,9 @@ impl<S: SessionStore> CoalescedConversation<S> {
     /// # Errors
     ///
     /// [`Error::Checkpoint`] when the saved turns cannot be read; [`Error::TurnsBehindRecord`]
-    /// when the record holds executions the checkpoint lacks; [`Error::Conversation`] when
-    /// recording fails.
+    /// when the record holds executions the checkpoint lacks, [`Error::TurnsAheadOfRecord`]
+    /// when the checkpoint holds turns the record cannot account for (more than the one a
+    /// crash can leave); [`Error::Conversation`] when recording fails.
     pub fn open(
         conversation: Conversation<S>,
         run: Run,
@@ -135,8 +136,11 @@ impl<S: SessionStore> CoalescedConversation<S> {
                 }
                 Ok(())
             }
-            saved => {
+            saved if saved < recorded => {
                 Err(Error::TurnsBehindRecord { name: self.checkpoint.clone(), recorded, saved })
+            }
+            saved => {
+                Err(Error::TurnsAheadOfRecord { name: self.checkpoint.clone(), recorded, saved })
             }
         }
     }
@@ -195,11 +199,16 @@ impl<S: SessionStore> CoalescedConversation<S> {
     ///
     /// # Errors
     ///
-    /// [`Error::ToolCallsInReply`] for a reply that calls provider tools (nothing is
-    /// recorded); [`Error::Conversation`] when recording fails.
+    /// [`Error::ToolCallsInReply`] for a reply that calls provider tools;
+    /// [`Error::ReplyPending`] while the previous reply's program has not been executed
+    /// (its execution comes first; see [`pending_program`](Self::pending_program));
+    /// [`Error::Conversation`] when recording fails. A refused reply is not recorded.
     pub fn record_reply(&mut self, reply: Message) -> Result<TurnDraft> {
         if !reply.tool_calls().is_empty() {
             return Err(Error::ToolCallsInReply { calls: reply.tool_calls().len() });
+        }
+        if self.pending_reply().is_some() {
+            return Err(Error::ReplyPending { turn: self.turns.len() + 1 });
         }
         let text = reply.text().into_owned();
         self.conversation.record_assistant(reply)?;
@@ -216,9 +225,32 @@ impl<S: SessionStore> CoalescedConversation<S> {
     ///
     /// # Errors
     ///
+    /// [`Error::NoPendingReply`] when no recorded reply waits for its execution (record the
+    /// reply with [`record_reply`](Self::record_reply) first; nothing is saved);
     /// [`Error::Checkpoint`] when the turns cannot be saved; [`Error::Conversation`] when
     /// recording fails.
     pub fn record_execution(&mut self, draft: TurnDraft) -> Result<&Turn> {
+        // Checked before anything is written: a refused execution leaves no trace.
+        let executions = self.recorded_executions();
+        if self.pending_reply().is_none() {
+            return Err(Error::NoPendingReply { executions });
+        }
+        if self.turns.len() != executions {
+            // `open` repairs the one gap a crash can leave; any other is not ours to fill.
+            return Err(if self.turns.len() < executions {
+                Error::TurnsBehindRecord {
+                    name: self.checkpoint.clone(),
+                    recorded: executions,
+                    saved: self.turns.len(),
+                }
+            } else {
+                Error::TurnsAheadOfRecord {
+                    name: self.checkpoint.clone(),
+                    recorded: executions,
+                    saved: self.turns.len(),
+                }
+            });
+        }
         let mut turns = self.turns.clone();
         turns.push(draft);
         let document = serde_json::to_value(&turns).map_err(|source| Error::Checkpoint {
@@ -234,12 +266,9 @@ impl<S: SessionStore> CoalescedConversation<S> {
             },
         )?;
         self.turns = turns;
-        self.repair()?;
-        self.turns.last().ok_or(Error::TurnsBehindRecord {
-            name: self.checkpoint.clone(),
-            recorded: self.recorded_executions(),
-            saved: 0,
-        })
+        let turn = self.turns.last().ok_or(Error::NoPendingReply { executions })?;
+        self.conversation.add_user(execution_report(turn))?;
+        Ok(turn)
     }
 
     /// Runs the agent until the executor says it is finished or the turns run out: a

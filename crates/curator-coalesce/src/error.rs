@@ -50,6 +50,40 @@ pub enum Error {
         /// Turns in the checkpoint.
         saved: usize,
     },
+    /// The saved turns are more than the record's executions can account for (a crash can
+    /// leave one turn saved and unrecorded, after its reply, never more): the record of this
+    /// evaluation was lost or belongs to another run.
+    #[error(
+        "the checkpoint `{name}` holds {saved} turns but the record only {recorded} executions"
+    )]
+    TurnsAheadOfRecord {
+        /// The checkpoint name.
+        name: String,
+        /// Executions in the record.
+        recorded: usize,
+        /// Turns in the checkpoint.
+        saved: usize,
+    },
+    /// An execution recorded with no reply waiting for it: every execution follows the
+    /// reply whose program it ran. Nothing was saved.
+    #[error(
+        "no reply is waiting for its execution ({executions} executions recorded): record the \
+         model's reply with `record_reply` first"
+    )]
+    NoPendingReply {
+        /// The executions recorded so far.
+        executions: usize,
+    },
+    /// A reply recorded while the previous one's program has not been executed: its program
+    /// would be lost. Nothing was recorded.
+    #[error(
+        "the reply of turn {turn} has not been executed yet: record its execution with \
+         `record_execution` before the next reply"
+    )]
+    ReplyPending {
+        /// The turn whose reply waits for its execution.
+        turn: usize,
+    },
     /// A reply that calls provider tools: a code-executing agent answers with a program.
     #[error(
         "the reply calls {calls} provider tool(s); a code-executing agent answers with a program"

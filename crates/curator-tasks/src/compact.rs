@@ -6,8 +6,8 @@ use curator_strategies::{Summarizer, TokenCounter};
 use crate::error::{Error, Result};
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, TaskHistory, TurnRole, Visibility};
+use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP};
 use crate::render::{HistorySection, shorter};
-use crate::tools::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP};
 
 /// The default utilisation above which [`check_and_compact`] summarizes a step.
 pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
@@ -357,11 +357,16 @@ fn outcome_lines(content: &str) -> Vec<String> {
 /// under the threshold or nothing is left to summarize.
 ///
 /// A completed step is one with turns that is not the active step and comes before it in
-/// the plan (any step but the active one when none is active). The summary is
-/// the step's own when it has one (it was expanded), else [`essentials`] unless the budget
-/// names a summarizer; a summary that would not make the
-/// step shorter (counted by the budget's counter, the step rendered as the section renders
-/// it) is refused and the next candidate is tried.
+/// the plan (any step but the active one when none is active). Its summary is
+/// [`essentials`], or the budget's summarizer's; a summary that would not make the step
+/// shorter (counted by the budget's counter, the step rendered as the section renders it)
+/// is refused and the next candidate is tried.
+///
+/// **A step the model expanded stays expanded** (it has a summary and shows in full): it
+/// is left out while the prompt fits the window, so that the model sees what it asked for
+/// however high the pressure. Only when the prompt is over the window itself, and no other
+/// step could be summarized, is the oldest expanded step summarized again (with its own
+/// summary, the model's often).
 ///
 /// # Examples
 ///
@@ -390,23 +395,29 @@ fn outcome_lines(content: &str) -> Vec<String> {
 /// nothing; [`Error::SummaryNotShorter`] (naming the oldest candidate) when there were
 /// candidates and no summary would make any of them shorter.
 pub fn check_and_compact(history: &TaskHistory, budget: &Budget<'_>) -> Result<Option<TaskEvent>> {
+    let used = budget.used_tokens(history);
     #[expect(clippy::cast_precision_loss, reason = "token counts are far below 2^52")]
-    let over = budget.used_tokens(history) as f64 > budget.threshold * budget.max_tokens as f64;
+    let over = used as f64 > budget.threshold * budget.max_tokens as f64;
     if !over {
         return Ok(None);
     }
     let active = history.active_step_id();
     let active_index = active.and_then(|id| history.steps().position(|step| step.step_id() == id));
-    let candidates = history.steps().enumerate().filter(|(index, step)| {
+    let completed = history.steps().enumerate().filter(|(index, step)| {
         Some(step.step_id()) != active
             && active_index.is_none_or(|active_index| *index < active_index)
             && step.visibility() == Visibility::Full
             && !step.turns().is_empty()
     });
+    // Steps never summarized first; the ones the model expanded only over the window.
+    let (expanded, fresh): (Vec<_>, Vec<_>) =
+        completed.map(|(_, step)| step).partition(|step| step.summary().is_some());
+    let over_window = used > budget.max_tokens;
+    let candidates = fresh.into_iter().chain(expanded.into_iter().filter(|_| over_window));
     let default_section = HistorySection::new();
     let section = budget.section.unwrap_or(&default_section);
     let mut refused = None;
-    for (_, step) in candidates {
+    for step in candidates {
         let summary = match (step.summary(), budget.summarizer) {
             // Expanded earlier: its summary (the model's own, often) still covers it.
             (Some(summary), _) => summary.to_owned(),
@@ -422,7 +433,8 @@ pub fn check_and_compact(history: &TaskHistory, budget: &Budget<'_>) -> Result<O
             }
         };
         let summary = checked_summary(&summary)?;
-        match shorter(section, step, &summary, "tokens", |text| budget.counter.count_text(text)) {
+        match shorter(section, step, &summary, "", "tokens", |text| budget.counter.count_text(text))
+        {
             Ok(()) => {
                 return Ok(Some(TaskEvent::SummarizeStep { step_id: step.step_id(), summary }));
             }

@@ -12,13 +12,11 @@ use crate::compact::{Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact};
 use crate::error::{Error, Result};
 use crate::event::TaskEvent;
 use crate::history::{StepId, StepTurn, TaskHistory, TurnRole};
+use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP, is_task_tool};
 use crate::persist::TASK_HISTORY_CHECKPOINT;
 use crate::plan::{Plan, PlanSync, sync_plan};
 use crate::render::HistorySection;
-use crate::tools::{
-    CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP, ToolDefinition, context_pressure, expand_step,
-    summarize_step,
-};
+use crate::tools::{Expansion, ToolDefinition, context_pressure, expand_step, summarize_step};
 
 /// The window [`TaskConversation`] measures against until told otherwise, in tokens.
 pub const DEFAULT_WINDOW: u64 = 128_000;
@@ -111,10 +109,16 @@ pub struct TaskConversation<S> {
 
 impl<S: SessionStore> TaskConversation<S> {
     /// Attaches a task history to `conversation`: resumes the one saved for its evaluation
-    /// (as the plan last synced left it, brought up to date with the record), or starts one
-    /// from `plan` (the messages recorded so far become the head, sent as they are). Tool
-    /// calls of the three task tools left unanswered by a crash are answered now. A plan
-    /// that changed since is applied with [`sync_plan`](TaskConversation::sync_plan).
+    /// (brought up to date with the record, then with `plan`), or starts one from `plan`
+    /// (the messages recorded so far become the head, sent as they are). Tool calls of the
+    /// three task tools left unanswered by a crash are answered first, against the history
+    /// they were made on.
+    ///
+    /// **`plan` is applied on a resume** as [`sync_plan`](TaskConversation::sync_plan)
+    /// applies it: pass the plan as it stands now (the step in progress becomes the active
+    /// step, new steps are added, renamed ones renamed; a plan with another objective is a
+    /// new task and starts a new history). A plan unchanged since the last sync changes
+    /// nothing.
     ///
     /// # Errors
     ///
@@ -142,6 +146,7 @@ impl<S: SessionStore> TaskConversation<S> {
         };
         adapter.fold_new()?;
         adapter.answer_task_tools()?;
+        adapter.sync_plan(plan)?;
         Ok(adapter)
     }
 
@@ -343,27 +348,55 @@ impl<S: SessionStore> TaskConversation<S> {
 
     /// Summarizes completed steps while the request is over the threshold.
     fn compact(&mut self) -> Result<()> {
-        let Some(threshold) = self.threshold else { return Ok(()) };
+        let (history, summarized) = self.compaction(self.state.history.clone())?;
+        if !summarized.is_empty() {
+            self.state.history = history;
+            self.save()?;
+        }
+        Ok(())
+    }
+
+    /// `history` after automatic compaction, with each step it summarized and the tokens
+    /// the request used just before.
+    fn compaction(&self, mut history: TaskHistory) -> Result<(TaskHistory, Vec<(StepId, u64)>)> {
+        let mut summarized = Vec::new();
+        let Some(threshold) = self.threshold else { return Ok((history, summarized)) };
         let other = self.head_tokens();
-        let mut changed = false;
         loop {
             let budget = Budget::new(self.counter.as_ref(), self.max_tokens)
                 .with_threshold(threshold)
                 .with_other_tokens(other)
                 .with_section(&self.section);
-            let event = match check_and_compact(&self.state.history, &budget) {
+            let event = match check_and_compact(&history, &budget) {
                 Ok(Some(event)) => event,
                 // Nothing left that a summary would shorten: the request stays as it is.
                 Ok(None) | Err(Error::SummaryNotShorter { .. }) => break,
                 Err(error) => return Err(error),
             };
-            self.state.history = self.state.history.apply(&event)?;
-            changed = true;
+            if let TaskEvent::SummarizeStep { step_id, .. } = &event {
+                summarized.push((*step_id, budget.used_tokens(&history)));
+            }
+            history = history.apply(&event)?;
         }
-        if changed {
-            self.save()?;
+        Ok((history, summarized))
+    }
+
+    /// `expansion` when the step it shows in full stays so at the next request (its answer
+    /// recorded, automatic compaction done): else [`Error::ExpandOverWindow`], so that the
+    /// model is never told a step shows in full that compaction summarizes again first.
+    fn stays_expanded(&self, call: &ToolCall, expansion: Expansion) -> Result<Expansion> {
+        let step_id = expansion.step.step_id();
+        let expanded = self.state.history.apply(&expansion.event)?;
+        let answer =
+            Message::tool_result(call.id(), expansion.message.as_str()).with_name(EXPAND_STEP);
+        let answered = fold(expanded, &answer)?;
+        let (_, summarized) = self.compaction(answered)?;
+        match summarized.iter().find(|(id, _)| *id == step_id) {
+            None => Ok(expansion),
+            Some(&(_, needed)) => {
+                Err(Error::ExpandOverWindow { step_id, needed, max_tokens: self.max_tokens })
+            }
         }
-        Ok(())
     }
 
     /// Answers every pending call of a task tool, recording each answer.
@@ -388,9 +421,9 @@ impl<S: SessionStore> TaskConversation<S> {
         let history = &self.state.history;
         let answer = match call.name() {
             SUMMARIZE_STEP => summarize_step(history, call.arguments()).map(|done| done.message),
-            EXPAND_STEP => {
-                expand_step(history, call.arguments()).map(|expansion| expansion.message)
-            }
+            EXPAND_STEP => expand_step(history, call.arguments())
+                .and_then(|expansion| self.stays_expanded(call, expansion))
+                .map(|expansion| expansion.message),
             _ => {
                 let context: Vec<String> =
                     self.messages().iter().map(|message| message.text().into_owned()).collect();
@@ -584,11 +617,6 @@ impl<S: SessionStore + 'static> TaskConversation<S> {
         }
         Ok(())
     }
-}
-
-/// Whether `name` is one of the three tools the adapter answers.
-fn is_task_tool(name: &str) -> bool {
-    matches!(name, SUMMARIZE_STEP | EXPAND_STEP | CONTEXT_PRESSURE)
 }
 
 /// The history a plan starts.

@@ -67,15 +67,35 @@ pub enum Error {
         /// The step.
         step_id: StepId,
     },
-    /// A summary that would not make the step shorter than its turns shown in full.
+    /// An expand the window cannot hold: shown in full, the step would take the request
+    /// over the window even with every other finished step summarized, so automatic
+    /// compaction would summarize it again before the model saw it. The step stays
+    /// summarized.
     #[error(
-        "the summary of step {step_id} is not shorter than the step it replaces ({summary} \
-         {unit} against {full}); keep only the outcomes, errors and numbers"
+        "step {step_id} stays summarized: in full it would take the request to {needed} \
+         tokens, over the window of {max_tokens}, even with every other finished step \
+         summarized"
+    )]
+    ExpandOverWindow {
+        /// The step.
+        step_id: StepId,
+        /// The tokens the request would need with the step in full.
+        needed: u64,
+        /// The window.
+        max_tokens: u64,
+    },
+    /// A summary that would not make the task history shorter than the step's turns shown
+    /// in full (for a `summarize_step` call, with the call and its answer counted).
+    #[error(
+        "summarizing step {step_id} would not make the task history shorter ({summary} \
+         {unit} with the summary against {full} in full); keep only the outcomes, errors and \
+         numbers"
     )]
     SummaryNotShorter {
         /// The step.
         step_id: StepId,
-        /// The size of the step rendered with the summary.
+        /// The size of the step rendered with the summary (and, for a `summarize_step`
+        /// call, of the call and its answer).
         summary: u64,
         /// The size of the step rendered in full.
         full: u64,

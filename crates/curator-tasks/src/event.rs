@@ -54,7 +54,9 @@ pub enum TaskEvent {
     },
     /// Append a turn to the named step, or to the active one. A turn appended to a step
     /// with a summary drops the summary (it does not cover the new turn) and shows the step
-    /// in full.
+    /// in full; the task tools' own calls and answers (`summarize_step`, `expand_step`,
+    /// `context_pressure`) do not, as they say nothing about the task (so that a step that
+    /// receives the call summarizing it stays summarized).
     AppendTurn {
         /// The step; `None` for the active step.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -193,8 +195,9 @@ impl TaskHistory {
                         });
                     }
                     step.turns.push(turn.clone());
-                    // The summary does not cover the new turn: the step shows in full.
-                    if step.summary.take().is_some() {
+                    // The summary does not cover the new turn: the step shows in full. A
+                    // task tool's exchange manages the context and needs no covering.
+                    if !turn.is_task_tool() && step.summary.take().is_some() {
                         step.visibility = Visibility::Full;
                     }
                     Ok(())

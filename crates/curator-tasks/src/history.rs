@@ -132,6 +132,14 @@ impl StepTurn {
         self
     }
 
+    /// Whether the turn is a call of one of the task tools (`summarize_step`,
+    /// `expand_step`, `context_pressure`) or its answer: an exchange that manages the
+    /// context and says nothing about the task.
+    pub(crate) fn is_task_tool(&self) -> bool {
+        matches!(self.role, TurnRole::Tool | TurnRole::ToolCall)
+            && self.tool_name.as_deref().is_some_and(crate::names::is_task_tool)
+    }
+
     /// The same turn with another time (for replays and tests).
     ///
     /// # Examples
@@ -176,8 +184,9 @@ pub struct StepHistory {
     pub(crate) summary: Option<String>,
     #[serde(default)]
     pub(crate) visibility: Visibility,
-    /// Whether no text of the step holds a `#` (so rendering need not look for headings to
-    /// escape), found on the first render. A step is shared between history versions and
+    /// Whether no summary or turn of the step holds anything Markdown could read as a
+    /// heading or a code fence (so rendering need not look at its lines), found on the first
+    /// render. A step is shared between history versions and
     /// replaced when it changes, so a finished step is scanned once; the reducer resets it
     /// on every change.
     #[serde(skip)]
@@ -247,13 +256,13 @@ impl StepHistory {
         self.visibility
     }
 
-    /// Whether none of the step's text (title, summary, turns) holds a `#`: then no line
-    /// of it can read as a Markdown heading. Computed once per step value.
+    /// Whether none of the step's summary and turns holds a `#`, a fence character or a line
+    /// starting with `=` or `-`: then no line of it can read as a Markdown heading or open a
+    /// code block. Computed once per step value.
     pub(crate) fn is_plain(&self) -> bool {
-        let plain = |text: &str| memchr::memchr(b'#', text.as_bytes()).is_none();
+        let plain = |text: &str| !crate::escape::may_need_escaping(text);
         *self.plain.get_or_init(|| {
-            plain(&self.step_title)
-                && self.summary.as_deref().is_none_or(plain)
+            self.summary.as_deref().is_none_or(plain)
                 && self.turns.iter().all(|turn| plain(&turn.content))
         })
     }

@@ -29,8 +29,11 @@
 mod compact;
 mod conversation;
 mod error;
+mod escape;
 mod event;
+mod exchange;
 mod history;
+mod names;
 mod persist;
 mod plan;
 mod render;

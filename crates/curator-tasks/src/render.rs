@@ -1,10 +1,11 @@
 //! The task history as a prompt section: Markdown or plain text, laid out for prompt caching.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
+use crate::escape::{Lead, escaped, one_line, opens_with_fence};
+use crate::exchange::{Shown, shown};
 use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
 
 /// How many turns a condensed step shows.
@@ -194,7 +195,7 @@ impl HistorySection {
             out,
             "{hashes} {}\n\n**Objective**: {}\n",
             self.title,
-            escaped(history.objective(), false)
+            escaped(history.objective(), Lead::AfterLabel)
         );
         if history.steps.is_empty() {
             out.push_str("\n_No history recorded._");
@@ -229,18 +230,30 @@ impl HistorySection {
         for (_, step) in ordered(history) {
             let active = history.active_step_id() == Some(step.step_id());
             let marker = if active { " [active]" } else { "" };
-            let _ = writeln!(out, "\nStep {}: {}{marker}", step.step_id(), step.step_title());
+            let _ =
+                writeln!(out, "\nStep {}: {}{marker}", step.step_id(), one_line(step.step_title()));
             match self.visibility(step) {
                 Visibility::Title => {}
                 Visibility::Summary => {
                     let summary = step.summary().unwrap_or_default();
-                    let _ = writeln!(out, "[Summary] {}", escaped(summary, step.is_plain()));
+                    let summary = if step.is_plain() {
+                        summary.into()
+                    } else {
+                        escaped(summary, Lead::AfterLabel)
+                    };
+                    let _ = writeln!(out, "[Summary] {summary}");
                     out.push_str("[Call `expand_step` with this step_id for full history]\n");
                 }
-                visibility => {
+                Visibility::Full => {
                     let plain = step.is_plain();
-                    for turn in shown_turns(step, visibility) {
-                        text_turn(&mut out, turn, plain);
+                    for turn in shown(step.turns()) {
+                        text_turn(&mut out, &turn, plain);
+                    }
+                }
+                Visibility::Condensed => {
+                    let plain = step.is_plain();
+                    for turn in condensed(shown(step.turns()).collect()) {
+                        text_turn(&mut out, &turn, plain);
                     }
                 }
             }
@@ -262,7 +275,7 @@ impl HistorySection {
         let plain = step.is_plain();
         out.push('\n');
         out.extend(std::iter::repeat_n('#', self.level + 1));
-        let _ = writeln!(out, " {number}. {}{marker}", escaped(step.step_title(), plain));
+        let _ = writeln!(out, " {number}. {}{marker}", one_line(step.step_title()));
         match visibility {
             Visibility::Title => {}
             Visibility::Summary => {
@@ -270,24 +283,35 @@ impl HistorySection {
                 let _ = write!(
                     out,
                     "\n{}\n\n_Call `expand_step({})` for full conversation._\n",
-                    escaped(summary, plain),
+                    if plain { summary.into() } else { escaped(summary, Lead::LineStart) },
                     step.step_id()
                 );
             }
-            visibility => {
-                let turns = shown_turns(step, visibility);
+            Visibility::Full => {
+                let mut turns = shown(step.turns()).peekable();
+                if turns.peek().is_some() {
+                    out.push('\n');
+                }
+                for turn in turns {
+                    markdown_turn(out, &turn, plain);
+                }
+            }
+            Visibility::Condensed => {
+                let all: Vec<Shown<'_>> = shown(step.turns()).collect();
+                let count = all.len();
+                let turns = condensed(all);
                 if !turns.is_empty() {
                     out.push('\n');
                 }
                 for turn in &turns {
                     markdown_turn(out, turn, plain);
                 }
-                if turns.len() < step.turns().len() {
+                if turns.len() < count {
                     let _ = write!(
                         out,
                         "\n_{} of {} turns shown. Call `expand_step({})` for full conversation._\n",
                         turns.len(),
-                        step.turns().len(),
+                        count,
                         step.step_id()
                     );
                 }
@@ -322,86 +346,64 @@ fn ordered(history: &TaskHistory) -> impl Iterator<Item = (usize, &StepHistory)>
         .chain(numbered().filter(move |(_, step)| Some(step.step_id()) == active))
 }
 
-/// The turns a visibility shows: all, or for a condensed step the first, the tool results
+/// The turns a condensed step shows of those the step shows: the first, the tool results
 /// and the last, without repeats, at most [`CONDENSED_TURNS`].
-fn shown_turns(step: &StepHistory, visibility: Visibility) -> Vec<&StepTurn> {
-    let turns = step.turns();
-    if visibility != Visibility::Condensed || turns.len() <= CONDENSED_TURNS {
-        return turns.iter().collect();
+fn condensed(turns: Vec<Shown<'_>>) -> Vec<Shown<'_>> {
+    if turns.len() <= CONDENSED_TURNS {
+        return turns;
     }
-    let mut key: Vec<&StepTurn> = Vec::with_capacity(CONDENSED_TURNS);
-    let candidates = turns
-        .first()
-        .into_iter()
-        .chain(turns.iter().filter(|turn| turn.role == TurnRole::Tool))
-        .chain(turns.last());
-    for turn in candidates {
+    let last = turns.len() - 1;
+    let candidates = std::iter::once(0)
+        .chain((0..turns.len()).filter(|&index| turns[index].turn.role == TurnRole::Tool))
+        .chain(std::iter::once(last));
+    let mut key: Vec<usize> = Vec::with_capacity(CONDENSED_TURNS);
+    for index in candidates {
         if key.len() == CONDENSED_TURNS {
             break;
         }
-        if !key.iter().any(|kept| kept.turn_id == turn.turn_id) {
-            key.push(turn);
+        if !key.contains(&index) {
+            key.push(index);
         }
     }
-    key
+    turns.into_iter().enumerate().filter(|(index, _)| key.contains(index)).map(|(_, t)| t).collect()
 }
 
 // Pieces pushed one by one rather than through `write!`: the section is rendered before
 // every provider call, and this is its innermost loop.
-fn markdown_turn(out: &mut String, turn: &StepTurn, plain: bool) {
+fn markdown_turn(out: &mut String, shown: &Shown<'_>, plain: bool) {
+    let turn = shown.turn;
+    let content = shown.content.as_ref();
     let name = turn.tool_name.as_deref().unwrap_or("tool");
     match turn.role {
         TurnRole::Tool => {
             out.push_str("**[");
             out.push_str(name);
-            out.push_str("]**: ");
+            out.push_str("]**:");
         }
         TurnRole::ToolCall => {
             out.push_str("**Call [");
             out.push_str(name);
-            out.push_str("]**: ");
+            out.push_str("]**:");
         }
-        TurnRole::User => out.push_str("**User**: "),
-        TurnRole::Assistant => out.push_str("**Assistant**: "),
+        TurnRole::User => out.push_str("**User**:"),
+        TurnRole::Assistant => out.push_str("**Assistant**:"),
     }
-    out.push_str(&escaped(&turn.content, plain));
+    if plain {
+        out.push(' ');
+        out.push_str(content);
+    } else if opens_with_fence(content) {
+        // A fence opens only at the start of a line: the label goes on its own.
+        out.push('\n');
+        out.push_str(&escaped(content, Lead::LineStart));
+    } else {
+        out.push(' ');
+        out.push_str(&escaped(content, Lead::AfterLabel));
+    }
     out.push('\n');
 }
 
-/// `text` with every line that Markdown would read as a heading (up to three spaces, then
-/// `#`) escaped as `\#`, so that text the model or a tool wrote can never open a step of
-/// its own in the section (a summary holding `### 2. Fix [active]` would otherwise render
-/// a second active step). `plain` says the text is known to hold no `#`.
-fn escaped(text: &str, plain: bool) -> Cow<'_, str> {
-    if plain {
-        return Cow::Borrowed(text);
-    }
-    let heading = |line: &str| {
-        let indent = line.len() - line.trim_start_matches(' ').len();
-        indent <= 3 && line[indent..].starts_with('#')
-    };
-    // Most text holds no `#` at all: one SIMD scan, no line splitting.
-    if memchr::memchr(b'#', text.as_bytes()).is_none() || !text.split('\n').any(heading) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for (index, line) in text.split('\n').enumerate() {
-        if index > 0 {
-            out.push('\n');
-        }
-        if heading(line) {
-            let indent = line.len() - line.trim_start_matches(' ').len();
-            out.push_str(&line[..indent]);
-            out.push('\\');
-            out.push_str(&line[indent..]);
-        } else {
-            out.push_str(line);
-        }
-    }
-    Cow::Owned(out)
-}
-
-fn text_turn(out: &mut String, turn: &StepTurn, plain: bool) {
+fn text_turn(out: &mut String, shown: &Shown<'_>, plain: bool) {
+    let turn = shown.turn;
     out.push_str("  [");
     match (&turn.tool_name, turn.role) {
         (Some(name), TurnRole::ToolCall) => {
@@ -415,15 +417,32 @@ fn text_turn(out: &mut String, turn: &StepTurn, plain: bool) {
         (None, role) => out.push_str(role.as_str()),
     }
     out.push_str("] ");
-    out.push_str(&escaped(&turn.content, plain));
+    if plain {
+        out.push_str(&shown.content);
+    } else {
+        out.push_str(&escaped(&shown.content, Lead::AfterLabel));
+    }
     out.push('\n');
 }
 
-/// Checks that `step` rendered with `summary` is smaller, by `size`, than `step` in full.
+/// `turns` as the Markdown section shows them in a step, alone (to measure what a tool's
+/// exchange adds to the section).
+pub(crate) fn turns_markdown(turns: &[StepTurn]) -> String {
+    let mut out = String::new();
+    for turn in shown(turns) {
+        markdown_turn(&mut out, &turn, false);
+    }
+    out
+}
+
+/// Checks that the section gets smaller, by `size`, when `step` shows `summary` in place of
+/// its turns and `added` (what summarizing adds elsewhere: the exchange of a
+/// `summarize_step` call, rendered) is shown too.
 pub(crate) fn shorter(
     section: &HistorySection,
     step: &StepHistory,
     summary: &str,
+    added: &str,
     unit: &'static str,
     size: impl Fn(&str) -> u64,
 ) -> Result<()> {
@@ -431,7 +450,9 @@ pub(crate) fn shorter(
     let mut summarized = step.clone();
     summarized.summary = Some(summary.to_owned());
     summarized.plain = std::sync::OnceLock::new();
-    let summarized = size(&section.step_markdown(&summarized, Visibility::Summary));
+    let mut rendered = section.step_markdown(&summarized, Visibility::Summary);
+    rendered.push_str(added);
+    let summarized = size(&rendered);
     if summarized < full {
         Ok(())
     } else {

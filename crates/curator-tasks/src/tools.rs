@@ -7,8 +7,9 @@ use curator_strategies::TokenCounter;
 
 use crate::error::{Error, Result};
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
-use crate::history::{StepHistory, StepId, TaskHistory, Visibility};
-use crate::render::{HistorySection, StepVisibilityResolver, shorter};
+use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
+use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP};
+use crate::render::{HistorySection, StepVisibilityResolver, shorter, turns_markdown};
 
 /// A tool as the model is told about it: name, description and a JSON Schema of its parameters.
 ///
@@ -205,10 +206,6 @@ fn strict_schema(schema: &Value) -> Value {
     }
 }
 
-pub(crate) const SUMMARIZE_STEP: &str = "summarize_step";
-pub(crate) const EXPAND_STEP: &str = "expand_step";
-pub(crate) const CONTEXT_PRESSURE: &str = "context_pressure";
-
 /// A tool's arguments read as the JSON object its schema asks for. An empty string counts
 /// as `{}`, and arguments wrapped in a Markdown code fence (```` ```json ... ``` ````, as
 /// models sometimes write them) are read inside the fence. Every error is worded for the
@@ -280,7 +277,7 @@ fn invalid(tool: &'static str, reason: String) -> Error {
 }
 
 /// The text inside a Markdown code fence wrapping the whole of `raw`, or `raw` itself.
-fn unfenced(raw: &str) -> &str {
+pub(crate) fn unfenced(raw: &str) -> &str {
     let trimmed = raw.trim();
     let Some(rest) = trimmed.strip_prefix("```") else { return raw };
     let Some(inner) = rest.strip_suffix("```") else { return raw };
@@ -330,7 +327,8 @@ pub struct Summarized {
 ///
 /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?
 ///     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?
-///     .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Tool, "running 212 tests\ntest result: ok. 212 passed").with_tool("cargo_test", "c1")))?
+///     .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Tool, "   Compiling auth v0.1.0 (/work/auth)\n    Finished `test` profile\nrunning 212 tests\ntest result: ok. 212 passed; 0 failed; finished in 3.1s").with_tool("cargo_test", "c1")))?
+///     .apply(&TaskEvent::append(StepTurn::new(2, TurnRole::Assistant, "All 212 tests pass: the release can be tagged.")))?
 ///     .apply(&TaskEvent::SetActiveStep { step_id: 2 })?;
 /// let done = summarize_step(&history, r#"{"step_id": 1, "summary": " Tests pass. "}"#)?;
 /// let history = history.apply(&done.event)?;
@@ -346,7 +344,9 @@ pub struct Summarized {
 /// [`Error::InvalidArguments`] for arguments that are not `{step_id, summary}`;
 /// [`Error::UnknownStep`], [`Error::EmptySummary`], [`Error::SummaryTooLong`];
 /// [`Error::ActiveStep`] for the step still receiving turns; [`Error::SummaryNotShorter`]
-/// when the step rendered with the summary would not have fewer characters than in full.
+/// when the section would not get fewer characters: the step rendered with the summary,
+/// plus the call and its answer as the section shows them (`**Call [summarize_step]**:
+/// {"step_id":1}` and `**[summarize_step]**: Step 1 summarized.`), against the step in full.
 /// Each message is meant to be returned to the model as the tool's answer.
 pub fn summarize_step(history: &TaskHistory, raw_arguments: &str) -> Result<Summarized> {
     let args = Arguments::parse(SUMMARIZE_STEP, raw_arguments, &["step_id", "summary"])?;
@@ -356,12 +356,18 @@ pub fn summarize_step(history: &TaskHistory, raw_arguments: &str) -> Result<Summ
     if history.active_step_id() == Some(step_id) {
         return Err(Error::ActiveStep { step_id });
     }
+    let message = format!("Step {step_id} summarized.");
+    // The call and its answer join the section too (compactly: the summary shows once, as
+    // the step's): the summary must pay for them, and for the blank line that opens the
+    // turns of a step that had none.
+    let exchange = "\n".to_owned()
+        + &turns_markdown(&[
+            StepTurn::tool_call(1, SUMMARIZE_STEP, "", format!("{{\"step_id\":{step_id}}}")),
+            StepTurn::new(2, TurnRole::Tool, message.as_str()).with_tool(SUMMARIZE_STEP, ""),
+        ]);
     let size = |text: &str| text.chars().count() as u64;
-    shorter(&HistorySection::new(), step, &summary, "characters", size)?;
-    Ok(Summarized {
-        message: format!("Step {step_id} summarized."),
-        event: TaskEvent::SummarizeStep { step_id, summary },
-    })
+    shorter(&HistorySection::new(), step, &summary, &exchange, "characters", size)?;
+    Ok(Summarized { message, event: TaskEvent::SummarizeStep { step_id, summary } })
 }
 
 /// What a valid `expand_step` call asks for. Holding one is the signal that the prompt must
@@ -417,7 +423,8 @@ pub fn expand_step(history: &TaskHistory, raw_arguments: &str) -> Result<Expansi
     let turns = step.turns().len();
     Ok(Expansion {
         message: format!(
-            "Step {step_id} ({}) expanded: its {turns} turn{} show{} in full in the task history.",
+            "Step {step_id} ({}) expanded: its {turns} turn{} show{} in full in the task history \
+             until it is summarized again.",
             step.step_title(),
             if turns == 1 { "" } else { "s" },
             if turns == 1 { "s" } else { "" },

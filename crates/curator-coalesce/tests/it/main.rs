@@ -5,6 +5,7 @@ mod config;
 mod driver;
 mod golden;
 mod props;
+mod recording;
 mod render_props;
 mod review;
 mod trace;

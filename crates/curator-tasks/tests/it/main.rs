@@ -2,6 +2,7 @@
 
 mod driver;
 mod lifecycle;
+mod new_user;
 mod props;
 mod render;
 mod review;

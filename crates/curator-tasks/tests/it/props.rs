@@ -100,3 +100,37 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// A `summarize_step` call that is accepted makes the section smaller: the step shows
+    /// its summary, and the call and its answer (shown compactly) are paid for.
+    #[test]
+    fn an_accepted_summary_makes_the_section_smaller(
+        turns in prop::collection::vec(".{0,80}", 1..6),
+        summary in "[a-z][a-z .,]{0,200}",
+    ) {
+        let mut history = TaskHistory::new("objective", [(1, "done"), (2, "active")])
+            .and_then(|history| history.apply(&TaskEvent::SetActiveStep { step_id: 1 }))
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        for content in turns {
+            let turn = StepTurn::new(history.next_turn_id(), TurnRole::Assistant, content);
+            history = history.apply(&TaskEvent::append(turn)).unwrap_or_else(|e| unreachable!("{e}"));
+        }
+        history = history.apply(&TaskEvent::SetActiveStep { step_id: 2 }).unwrap_or_else(|e| unreachable!("{e}"));
+        let section = HistorySection::new();
+        let before = section.markdown(&history).chars().count();
+        let arguments = serde_json::json!({"step_id": 1, "summary": summary}).to_string();
+        let call = StepTurn::tool_call(history.next_turn_id(), "summarize_step", "s1", arguments.as_str());
+        let with_call = history.apply(&TaskEvent::append(call)).unwrap_or_else(|e| unreachable!("{e}"));
+        if let Ok(done) = curator_tasks::summarize_step(&with_call, &arguments) {
+            let answer = StepTurn::new(with_call.next_turn_id(), TurnRole::Tool, done.message.as_str())
+                .with_tool("summarize_step", "s1");
+            let after = with_call
+                .apply(&done.event)
+                .and_then(|history| history.apply(&TaskEvent::append(answer)))
+                .unwrap_or_else(|e| unreachable!("{e}"));
+            let after = section.markdown(&after).chars().count();
+            prop_assert!(after < before, "{before} -> {after}");
+        }
+    }
+}

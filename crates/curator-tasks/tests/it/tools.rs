@@ -161,7 +161,7 @@ fn expand_step_validates_and_signals_a_rerender() {
     assert_eq!(expansion.reason, "need the seed");
     assert_eq!(
         expansion.message,
-        "Step 1 (Reproduce) expanded: its 5 turns show in full in the task history."
+        "Step 1 (Reproduce) expanded: its 5 turns show in full in the task history until it is summarized again."
     );
     assert_eq!(expansion.step.turns().len(), 5, "the full step comes back");
     // Either apply the event, or keep the stored summary and override one render.
