@@ -13,6 +13,7 @@ use curator::conversation_loop::{
     ConversationLoop, ConversationRole, Error as LoopError, HistoryStrategy, Hitl, LoopBuilder,
     LoopConfig, LoopOutcome, OpenAiChat,
 };
+use curator::session::SessionStore as _;
 use curator::sqlite::SqliteStore;
 
 use crate::output::{note, out, outln};
@@ -124,6 +125,23 @@ fn api_key(args: &ChatArgs) -> Result<Option<String>> {
     }
 }
 
+/// The session's system prompt: the one `--system` gives, kept in the session file for the
+/// next start, else the one kept there before.
+fn system_prompt(store: &SqliteStore, args: &ChatArgs) -> Result<Option<String>> {
+    let checkpoint = format!("curator.chat.system/{}", args.session);
+    if let Some(system) = &args.system {
+        store
+            .put_checkpoint(&checkpoint, &serde_json::Value::from(system.as_str()))
+            .context("cannot keep the system prompt in the session file")?;
+        return Ok(Some(system.clone()));
+    }
+    let kept = store
+        .checkpoint(&checkpoint)
+        .context("cannot read the session's system prompt")?
+        .and_then(|c| c.document.as_str().map(str::to_owned));
+    Ok(kept)
+}
+
 fn build(args: &ChatArgs) -> Result<ConversationLoop> {
     if !(args.base_url.starts_with("http://") || args.base_url.starts_with("https://")) {
         anyhow::bail!(
@@ -131,16 +149,16 @@ fn build(args: &ChatArgs) -> Result<ConversationLoop> {
             args.base_url
         );
     }
+    let store = SqliteStore::open(&args.db)
+        .with_context(|| format!("cannot open the session file {}", args.db.display()))?;
     let mut model = OpenAiChat::new(&args.base_url, &args.model)
         .with_timeout(Duration::from_secs(args.timeout.max(1)));
-    if let Some(system) = &args.system {
+    if let Some(system) = system_prompt(&store, args)? {
         model = model.with_system(system);
     }
     if let Some(key) = api_key(args)? {
         model = model.with_api_key(key);
     }
-    let store = SqliteStore::open(&args.db)
-        .with_context(|| format!("cannot open the session file {}", args.db.display()))?;
     Ok(LoopBuilder::new(LOOP_NAME, config(args)?)
         .step(USER, Hitl::new("you"))
         .step(ASSISTANT, model)

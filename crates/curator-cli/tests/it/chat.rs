@@ -129,3 +129,34 @@ fn a_bad_server_address_or_a_missing_key_variable_is_refused_before_the_first_me
         run(&["--base-url", "http://127.0.0.1:9", "--api-key-env", "CURATOR_TEST_NO_SUCH_KEY"]);
     crate::fails_with(&output, 2, "the variable CURATOR_TEST_NO_SUCH_KEY is not set");
 }
+
+#[test]
+fn the_system_prompt_is_kept_with_the_session() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let db = db.to_str().unwrap();
+    let chat = |extra: &[&str], input: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_curator"))
+            .args(
+                [&["chat", "--base-url", "http://127.0.0.1:9", "--model", "m", "--db", db], extra]
+                    .concat(),
+            )
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", crate::text(&output.stderr));
+        crate::text(&output.stdout)
+    };
+    chat(&["--system", "Answer in French."], "/quit\n");
+    // Started again without --system: the model is still sent the session's prompt.
+    let out = chat(&[], "/history\n/quit\n");
+    assert!(out.contains("[system] Answer in French."), "{out}");
+    // A new --system replaces it.
+    let out = chat(&["--system", "Answer in German."], "/history\n/quit\n");
+    assert!(out.contains("[system] Answer in German.") && !out.contains("French"), "{out}");
+}
