@@ -137,7 +137,7 @@ fn the_system_prompt_is_kept_with_the_session() {
     let db = dir.path().join("chat.db");
     let db = db.to_str().unwrap();
     let chat = |extra: &[&str], input: &str| {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_curator"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_curator"))
             .args(
                 [&["chat", "--base-url", "http://127.0.0.1:9", "--model", "m", "--db", db], extra]
                     .concat(),
