@@ -254,9 +254,11 @@ impl StrategyConfig {
     /// [`Error::Config`] naming the unknown strategy, the unknown or missing option, or the
     /// bad value, with the line and column.
     pub fn from_json(json: &str) -> Result<Self> {
-        serde_json::from_str(json).map_err(|e| Error::Config {
-            message: "not a strategy this build knows, or not valid JSON".into(),
-            source: Some(Box::new(e)),
+        serde_json::from_str(json).map_err(|e| {
+            // Inside a tagged enum serde reports no position (`line 0, column 0`): leave it out.
+            let what = e.to_string();
+            let what = what.split(" at line 0").next().unwrap_or(&what).to_owned();
+            Error::Config { message: format!("cannot read it: {what}"), source: Some(Box::new(e)) }
         })
     }
 

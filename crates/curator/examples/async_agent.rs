@@ -7,9 +7,7 @@
 
 use std::sync::Arc;
 
-use curator::model::BoxError;
 use curator::prelude::*;
-use curator::session::{AsyncConversation, run_async};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("curator-async-{}", std::process::id()));

@@ -8,10 +8,9 @@
 #![expect(clippy::print_stdout, reason = "an example shows what it sends")]
 
 use curator::coalesce::{
-    CoalescedConversation, CoalescedOutcome, Definition, Executed, RecordedToolCall, Run,
-    SingleUserCoalesced, ToolSpec, TurnDraft, TurnResult, Value,
+    CoalescedConversation, CoalescedOutcome, Definition, Executed, Limits, RecordedToolCall, Run,
+    SingleUserCoalesced, ToolSpec, TurnDraft, TurnResult, Value, to_clojure,
 };
-use curator::model::BoxError;
 use curator::prelude::*;
 
 const SYSTEM: &str = "You write PTC-Lisp.";
@@ -60,6 +59,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // --- end of glue ---
 
     let CoalescedOutcome::Finished(turn) = outcome else { return Err("out of turns".into()) };
-    println!("{}\n\nanswer: {:?}", agent.request()[1].text(), turn.result());
+    let answer = match turn.result() {
+        TurnResult::Returned(value) => to_clojure(value, Limits::SAMPLE),
+        TurnResult::Failed(error) => format!("failed: {error}"),
+    };
+    println!("{}\n\nanswer: {answer}", agent.request()[1].text());
     Ok(())
 }

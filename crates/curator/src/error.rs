@@ -116,6 +116,10 @@ impl Error {
             if let Some(e) = cause.downcast_ref::<curator_session::Error>() {
                 return e.is_retryable();
             }
+            // A step or a tool that returned this facade's error, wrapped by a loop.
+            if let Some(e) = cause.downcast_ref::<Error>() {
+                return e.is_retryable();
+            }
             source = cause.source();
         }
         false

@@ -144,19 +144,22 @@ pub use curator_tasks as tasks;
 pub mod prelude {
     pub use crate::Error;
     pub use curator_model::{
-        Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall, ToolCallStatus,
+        BoxError, Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall,
+        ToolCallStatus,
     };
     #[cfg(feature = "postgres")]
     pub use curator_postgres::PgStore;
+    #[cfg(feature = "tokio")]
+    pub use curator_session::{AsyncConversation, run_async};
     pub use curator_session::{
         Claim, ClaimStore, Conversation, MemoryStore, NextStep, ResumePolicy, RunOutcome,
-        SessionKey, SessionStore, ToolContext, run_blocking,
+        SessionKey, SessionStore, StoreErrorKind, ToolContext, run_blocking,
     };
     #[cfg(feature = "sqlite")]
     pub use curator_sqlite::SqliteStore;
     pub use curator_strategies::{
         CharEstimate, ClearOldToolResults, CurationContext, History, HistoryManager,
-        HistoryManagerExt, RelevanceBudget, SlidingWindow, StrategyConfig, TokenBudget,
+        HistoryManagerExt, Redactor, RelevanceBudget, SlidingWindow, StrategyConfig, TokenBudget,
         TokenCounter, ToolResultTruncator, TurnLimit, View,
     };
 }

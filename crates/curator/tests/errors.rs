@@ -16,6 +16,16 @@ fn a_store_outage_is_retryable_through_every_layer() {
         let wrapped = curator::tasks::Error::from(busy());
         assert!(curator::Error::from(wrapped).is_retryable());
     }
+    #[cfg(feature = "loop")]
+    {
+        // A loop step that used `?` into the facade's error: still found.
+        let step = curator::conversation_loop::Error::Step {
+            step: "agent".into(),
+            iteration: 1,
+            source: Box::new(curator::Error::from(busy())),
+        };
+        assert!(curator::Error::from(step).is_retryable());
+    }
     let other = SessionError::store("postgres", StoreErrorKind::Corrupt, "reading", None);
     assert!(!curator::Error::from(other).is_retryable());
 }

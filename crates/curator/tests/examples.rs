@@ -150,7 +150,7 @@ fn coalesced_sends_one_user_message_and_answers() {
         "{out}"
     );
     assert!(out.contains(";   search-reviews(\"laptops\")\n"), "{out}");
-    assert!(out.ends_with("answer: Returned(String(\"L1\"))\n"), "{out}");
+    assert!(out.ends_with("answer: \"L1\"\n"), "{out}");
 }
 
 #[cfg(all(feature = "tasks", feature = "sqlite"))]
@@ -160,9 +160,7 @@ fn task_history_renders_the_plan_and_answers() {
     assert!(out.starts_with("## Task History\n\n**Objective**: Fix the flaky test\n"), "{out}");
     assert!(out.contains("### 1. Reproduce [active]\n"), "{out}");
     assert!(
-        out.contains(
-            "**[cargo_test]**: cargo_test: test result: FAILED. 45 passed; 5 failed (seed 42)\n"
-        ),
+        out.contains("**[cargo_test]**: test result: FAILED. 45 passed; 5 failed (seed 42)\n"),
         "{out}"
     );
     assert!(

@@ -73,6 +73,11 @@ fn errors_name_what_was_wrong() {
         StrategyConfig::from_json(r#"{"strategy": "sliding_window", "window_size": -1}"#)
             .unwrap_err();
     assert!(chain(&bad_value).contains("invalid value: integer `-1`"), "{}", chain(&bad_value));
+    // The message itself says it, without serde's empty position.
+    assert_eq!(
+        bad_value.to_string(),
+        "strategy configuration: cannot read it: invalid value: integer `-1`, expected usize"
+    );
     let missing = StrategyConfig::from_json(r#"{"strategy": "truncate_tokens"}"#).unwrap_err();
     assert!(chain(&missing).contains("missing field `max_tokens`"), "{}", chain(&missing));
     let unknown_key =
