@@ -7,6 +7,7 @@
 //!   messages across formats.
 //! - [`chat_server`]: a loopback HTTP server that speaks OpenAI chat completions.
 //! - [`postgres`]: a throwaway PostgreSQL server (`initdb`, `pg_ctl`) for tests and benches.
+//! - [`error_chain`]: an error with all its causes, for asserting on what a cause said.
 
 #![expect(clippy::print_stderr, reason = "tests print why they skip")]
 #![expect(clippy::panic, reason = "a missing (under CI) or broken fixture must fail the test")]
@@ -17,3 +18,15 @@ pub mod corpus;
 pub mod postgres;
 pub mod projection;
 pub mod synthetic;
+
+/// `error` and each of its causes, joined by ` / `: for asserting on what a cause said.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(" / ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

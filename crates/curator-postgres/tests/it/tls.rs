@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use curator_model::{Entry, EvaluationId, Message, PromptRef};
 use curator_postgres::{Error, PgOptions, PgStore, SslMode};
 use curator_session::{SessionKey, SessionStore};
+use curator_testkit::error_chain;
 use curator_testkit::postgres::PgServer;
 
 use crate::support::fresh_schema;
@@ -23,18 +24,6 @@ fn url(server: &PgServer, host: &str, params: &str) -> String {
 
 fn open(options: PgOptions) -> Result<PgStore, Error> {
     PgStore::open(options.with_schema(&fresh_schema()).unwrap())
-}
-
-/// The whole chain of causes, for asserting on what TLS reported.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(" / ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }
 
 fn round_trip(store: &PgStore) {
@@ -72,7 +61,7 @@ fn the_server_refuses_unencrypted_clients() {
     let Some(server) = server() else { return };
     let options = PgOptions::from_url(&url(server, "localhost", "sslmode=disable")).unwrap();
     let error = open(options).unwrap_err();
-    assert!(chain(&error).contains("no encryption"), "{}", chain(&error));
+    assert!(error_chain(&error).contains("no encryption"), "{}", error_chain(&error));
 }
 
 #[test]
@@ -107,7 +96,7 @@ fn an_authority_that_signed_nothing_is_refused_in_every_mode_that_checks() {
             .with_root_certificates(server.other_ca_file());
         let error = open(options).unwrap_err();
         // Said in the error's own message, and not retryable.
-        assert!(error.to_string().contains("UnknownIssuer"), "{mode}: {}", chain(&error));
+        assert!(error.to_string().contains("UnknownIssuer"), "{mode}: {}", error_chain(&error));
         assert_eq!(error.kind(), curator_session::StoreErrorKind::Other, "{mode}");
     }
 }

@@ -2,6 +2,7 @@
 
 use curator_model::{Message, ToolCall};
 use curator_strategies::{CurationContext, HistoryManagerExt, StrategyConfig};
+use curator_testkit::error_chain;
 
 #[test]
 fn json_and_toml_build_the_same_pipeline() {
@@ -68,22 +69,38 @@ fn json_and_toml_build_the_same_pipeline() {
 #[test]
 fn errors_name_what_was_wrong() {
     let unknown = StrategyConfig::from_json(r#"{"strategy": "shrink"}"#).unwrap_err();
-    assert!(chain(&unknown).contains("unknown variant `shrink`"), "{}", chain(&unknown));
+    assert!(
+        error_chain(&unknown).contains("unknown variant `shrink`"),
+        "{}",
+        error_chain(&unknown)
+    );
     let bad_value =
         StrategyConfig::from_json(r#"{"strategy": "sliding_window", "window_size": -1}"#)
             .unwrap_err();
-    assert!(chain(&bad_value).contains("invalid value: integer `-1`"), "{}", chain(&bad_value));
+    assert!(
+        error_chain(&bad_value).contains("invalid value: integer `-1`"),
+        "{}",
+        error_chain(&bad_value)
+    );
     // The message itself says it, without serde's empty position.
     assert_eq!(
         bad_value.to_string(),
         "strategy configuration: cannot read it: invalid value: integer `-1`, expected usize"
     );
     let missing = StrategyConfig::from_json(r#"{"strategy": "truncate_tokens"}"#).unwrap_err();
-    assert!(chain(&missing).contains("missing field `max_tokens`"), "{}", chain(&missing));
+    assert!(
+        error_chain(&missing).contains("missing field `max_tokens`"),
+        "{}",
+        error_chain(&missing)
+    );
     let unknown_key =
         StrategyConfig::from_json(r#"{"strategy": "sliding_window", "window_size": 3, "size": 4}"#)
             .unwrap_err();
-    assert!(chain(&unknown_key).contains("unknown field `size`"), "{}", chain(&unknown_key));
+    assert!(
+        error_chain(&unknown_key).contains("unknown field `size`"),
+        "{}",
+        error_chain(&unknown_key)
+    );
     let too_short = StrategyConfig::from_json(
         r#"{"strategy": "truncate_tool_results", "max_length": 3, "suffix": "[cut]"}"#,
     )
@@ -91,14 +108,14 @@ fn errors_name_what_was_wrong() {
     .build()
     .err()
     .unwrap();
-    assert!(chain(&too_short).contains("max_length"), "{}", chain(&too_short));
+    assert!(error_chain(&too_short).contains("max_length"), "{}", error_chain(&too_short));
     let no_summarizer =
         StrategyConfig::from_json(r#"{"strategy": "summarize", "threshold_messages": 50}"#)
             .unwrap_err();
     assert!(
-        chain(&no_summarizer).contains("missing field `summarizer`"),
+        error_chain(&no_summarizer).contains("missing field `summarizer`"),
         "{}",
-        chain(&no_summarizer)
+        error_chain(&no_summarizer)
     );
     let both = StrategyConfig::from_json(
         r#"{"strategy": "summarize", "summarizer": "extractive", "threshold_messages": 5, "threshold_tokens": 5}"#,
@@ -123,18 +140,6 @@ fn configs_round_trip_through_json() {
         StrategyConfig::from_json(r#"{"strategy": "truncate_tokens", "max_tokens": 10}"#).unwrap();
     let json = serde_json::to_string(&config).unwrap();
     assert_eq!(StrategyConfig::from_json(&json).unwrap(), config);
-}
-
-/// The error with its causes, as `anyhow` shows them with `{:#}`.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        out.push_str(": ");
-        out.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    out
 }
 
 #[test]
