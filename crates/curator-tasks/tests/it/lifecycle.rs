@@ -11,7 +11,7 @@ use curator_tasks::{
 use crate::render::worked;
 
 #[expect(clippy::unwrap_used, reason = "a helper of tests: a rejected event is a failure")]
-fn applied(mut history: TaskHistory, events: &[TaskEvent]) -> TaskHistory {
+pub(crate) fn applied(mut history: TaskHistory, events: &[TaskEvent]) -> TaskHistory {
     for event in events {
         history = history.apply(event).unwrap();
     }

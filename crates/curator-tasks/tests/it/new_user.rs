@@ -1,23 +1,15 @@
 //! What a new user's review of issue 16 found, one test per defect: each failed before its
 //! fix.
 
+use crate::lifecycle::applied;
 use std::sync::Arc;
 
 use curator_model::{Message, PromptRef, ToolCall};
 use curator_session::{Conversation, MemoryStore};
 use curator_strategies::{CharEstimate, TokenCounter};
 use curator_tasks::{
-    HistorySection, Plan, StepStatus, StepTurn, TaskConversation, TaskEvent, TaskHistory, TurnRole,
-    sync_plan,
+    HistorySection, Plan, StepStatus, StepTurn, TaskConversation, TaskEvent, TurnRole, sync_plan,
 };
-
-#[expect(clippy::unwrap_used, reason = "a helper of tests: a rejected event is a failure")]
-fn applied(mut history: TaskHistory, events: &[TaskEvent]) -> TaskHistory {
-    for event in events {
-        history = history.apply(event).unwrap();
-    }
-    history
-}
 
 /// Defect 6: a setext underline made a heading of the line above it, a newline in a step
 /// title opened a line of its own, and code fences were escaped inside.
