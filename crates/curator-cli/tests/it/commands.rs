@@ -251,18 +251,7 @@ fn replay_shows_progress_on_a_terminal_only() {
 #[test]
 fn inspect_and_trace_filter_by_session_key() {
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = ["alice", "bob"]
-        .iter()
-        .map(|id| {
-            json!({"id": id, "messages": [
-                {"role": "system", "content": "You are an agent."},
-                {"role": "user", "content": format!("a task for {id}")},
-                {"role": "assistant", "content": format!("done for {id}")}
-            ]})
-            .to_string()
-        })
-        .collect();
-    let file = write(dir.path(), "runs.jsonl", &lines.join("\n"));
+    let file = crate::keyed_runs(dir.path());
     let db = dir.path().join("keys.db");
     let out = curator(&["replay", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));

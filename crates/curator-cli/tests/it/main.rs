@@ -71,3 +71,20 @@ pub(crate) fn lines(n: usize, steps: usize) -> String {
         out
     })
 }
+
+/// Two conversations with ids `alice` and `bob` (their session keys when recorded), as a
+/// JSON Lines file `runs.jsonl` in `dir`.
+pub(crate) fn keyed_runs(dir: &Path) -> PathBuf {
+    let lines: Vec<String> = ["alice", "bob"]
+        .iter()
+        .map(|id| {
+            json!({"id": id, "messages": [
+                {"role": "system", "content": "You are an agent."},
+                {"role": "user", "content": format!("a task for {id}")},
+                {"role": "assistant", "content": format!("done for {id}")}
+            ]})
+            .to_string()
+        })
+        .collect();
+    write(dir, "runs.jsonl", &lines.join("\n"))
+}

@@ -1,10 +1,8 @@
 //! `replay --db`, `inspect` and `trace` on a PostgreSQL database named by its URL, against a
 //! real server that the test harness starts.
 
+use crate::{curator, fails_with, keyed_runs, text};
 use curator_testkit::postgres::PgServer;
-use serde_json::json;
-
-use crate::{curator, fails_with, text, write};
 
 #[test]
 fn replay_inspect_and_trace_take_a_postgres_url() {
@@ -12,18 +10,7 @@ fn replay_inspect_and_trace_take_a_postgres_url() {
     server.psql("postgres", "CREATE DATABASE cli_records");
     let url = server.url_for("cli_records");
     let dir = tempfile::tempdir().unwrap();
-    let lines: Vec<String> = ["alice", "bob"]
-        .iter()
-        .map(|id| {
-            json!({"id": id, "messages": [
-                {"role": "system", "content": "You are an agent."},
-                {"role": "user", "content": format!("a task for {id}")},
-                {"role": "assistant", "content": format!("done for {id}")}
-            ]})
-            .to_string()
-        })
-        .collect();
-    let file = write(dir.path(), "runs.jsonl", &lines.join("\n"));
+    let file = keyed_runs(dir.path());
     let out = curator(&["replay", file.to_str().unwrap(), "--db", &url]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
