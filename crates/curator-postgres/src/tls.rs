@@ -36,11 +36,9 @@ pub(crate) fn connector(
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .map_err(|e| config_error("the TLS protocol versions".into(), Some(Box::new(e))))?;
-    let default_file = default_root_file();
-    let roots = match (roots, &default_file) {
-        (Some(roots), _) => Some(load(roots)?),
-        (None, Some(file)) => Some(load(&RootCertificates::File(file.clone()))?),
-        (None, None) => None,
+    let roots = match roots {
+        Some(roots) => Some(load(roots)?),
+        None => default_root_file().map(|file| load(&RootCertificates::File(file))).transpose()?,
     };
     let verifier: Arc<dyn ServerCertVerifier> = match (mode, roots) {
         (SslMode::VerifyFull, Some(roots)) => web_pki(roots, &provider)?,
