@@ -4,13 +4,14 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 
 use curator_model::pairing::{Link, Pairer, Step};
 use curator_model::{Message, Role, ToolCall};
 
 use crate::TokenCounter;
 use crate::fx::FxBuild;
+use crate::memo::MemoTable;
 use crate::term_index::TermIndex;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -93,17 +94,10 @@ pub struct History<'m> {
     /// Prefix sums of token counts per counter key, shared with the [`Counts`] handed out
     /// (copied on write only while one is alive).
     tokens: RwLock<HashMap<u64, Arc<Vec<u64>>, FxBuild>>,
-    memo: RwLock<HashMap<(u64, u32), Arc<Memo>, FxBuild>>,
+    /// What chains of message maps made of each message.
+    memo: MemoTable,
     /// Term statistics, built the first time a strategy asks (see [`TermIndex`]).
     terms: RwLock<TermIndex>,
-}
-
-/// A memoised transformation of one history message, with its token count once asked.
-pub(crate) struct Memo {
-    /// The transformed message, or `None` when the transformation left it unchanged.
-    pub(crate) message: Option<Arc<Message>>,
-    /// `(counter key, tokens)` of the transformed message, for the first counter that asked.
-    pub(crate) tokens: OnceLock<(u64, u64)>,
 }
 
 impl<'m> History<'m> {
@@ -132,7 +126,7 @@ impl<'m> History<'m> {
             systems,
             marks,
             tokens: RwLock::default(),
-            memo: RwLock::default(),
+            memo: MemoTable::default(),
             terms: RwLock::default(),
         }
     }
@@ -294,21 +288,28 @@ impl<'m> History<'m> {
         self.terms.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The memoised result of the transformation chain `chain` at `pos`.
+    /// The memoised result of the transformation chain `chain` at `pos`: the transformed
+    /// message, or `None` when the chain leaves it unchanged. `compute` runs on a miss.
     pub(crate) fn memo(
         &self,
         chain: u64,
         pos: u32,
         compute: impl FnOnce() -> Option<Message>,
-    ) -> Arc<Memo> {
-        if let Some(hit) =
-            self.memo.read().unwrap_or_else(PoisonError::into_inner).get(&(chain, pos))
-        {
-            return Arc::clone(hit);
-        }
-        let memo = Arc::new(Memo { message: compute().map(Arc::new), tokens: OnceLock::new() });
-        let mut cache = self.memo.write().unwrap_or_else(PoisonError::into_inner);
-        Arc::clone(cache.entry((chain, pos)).or_insert(memo))
+    ) -> Option<Arc<Message>> {
+        self.memo.with(chain, pos, compute, |memo| memo.map(|m| Arc::clone(&m.message)))
+    }
+
+    /// The tokens of the memoised result of `chain` at `pos` under the counter `key`, counted
+    /// by `count` the first time; `None` when the chain leaves the message unchanged.
+    pub(crate) fn memo_tokens(
+        &self,
+        chain: u64,
+        pos: u32,
+        compute: impl FnOnce() -> Option<Message>,
+        key: u64,
+        count: impl FnOnce(&Message) -> u64,
+    ) -> Option<u64> {
+        self.memo.with(chain, pos, compute, |memo| memo.map(|m| m.tokens(key, count)))
     }
 }
 

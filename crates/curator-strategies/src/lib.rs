@@ -55,6 +55,7 @@ mod fx;
 mod history;
 mod manager;
 mod map;
+mod memo;
 mod observed;
 mod redact;
 mod relevance;

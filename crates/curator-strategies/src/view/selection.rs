@@ -7,7 +7,7 @@ use curator_model::Message;
 
 use super::entry::{MessageRef, ViewEntry};
 use super::items::{Item, Items, Slot};
-use crate::history::{Counts, Memo};
+use crate::history::Counts;
 use crate::map::chain_key;
 use crate::{History, MessageMap, TokenCounter};
 
@@ -213,7 +213,7 @@ impl<'h> View<'h> {
                 let pos = start + slot.offset;
                 let raw = &self.history.messages()[pos as usize];
                 let chain = self.memo_chain(pos as usize);
-                let (base, _) = self.memoised(pos, raw, chain);
+                let base = self.memoised(pos, raw, chain);
                 match self.apply(chain.0, &base, Some(pos as usize)) {
                     Some(m) => MessageRef::Shared(Arc::new(m)),
                     None => base,
@@ -242,24 +242,15 @@ impl<'h> View<'h> {
         chain
     }
 
-    /// The history message at `pos` after the memoisable maps, from the history's memo, with
-    /// the memo entry when there is one.
-    fn memoised(
-        &self,
-        pos: u32,
-        raw: &'h Message,
-        (len, key): (usize, u64),
-    ) -> (MessageRef<'h>, Option<Arc<Memo>>) {
+    /// The history message at `pos` after the memoisable maps, from the history's memo.
+    fn memoised(&self, pos: u32, raw: &'h Message, (len, key): (usize, u64)) -> MessageRef<'h> {
         if len == 0 {
-            return (MessageRef::Borrowed(raw), None);
+            return MessageRef::Borrowed(raw);
         }
-        let memo =
-            self.history.memo(key, pos, || self.apply_range(0..len, raw, Some(pos as usize)));
-        let message = match &memo.message {
-            Some(m) => MessageRef::Shared(Arc::clone(m)),
+        match self.history.memo(key, pos, || self.apply_range(0..len, raw, Some(pos as usize))) {
+            Some(message) => MessageRef::Shared(message),
             None => MessageRef::Borrowed(raw),
-        };
-        (message, Some(memo))
+        }
     }
 
     /// Runs the maps from `from` on, returning the result when one of them changed it.
@@ -302,19 +293,11 @@ impl<'h> View<'h> {
             return counter.count_message(&self.slot_message(slot));
         }
         let raw = &self.history.messages()[pos as usize];
-        let (message, memo) = self.memoised(pos, raw, chain);
-        let Some(memo) = memo.filter(|_| !message.is_borrowed()) else {
-            return counts.at(pos as usize);
-        };
-        let key = counts.key;
-        if let Some((k, n)) = memo.tokens.get()
-            && *k == key
-        {
-            return *n;
-        }
-        let n = counter.count_message(&message);
-        let _ = memo.tokens.set((key, n));
-        n
+        let compute = || self.apply_range(0..chain.0, raw, Some(pos as usize));
+        let count = |message: &Message| counter.count_message(message);
+        self.history
+            .memo_tokens(chain.1, pos, compute, counts.key, count)
+            .unwrap_or_else(|| counts.at(pos as usize))
     }
 }
 
