@@ -6,10 +6,13 @@
 //! fixed, documented rule (no model, no vocabulary), and [`message_terms`] out of everything a
 //! message shows the model. `curator replay` measures *evidence kept* with them.
 
+use std::cell::Cell;
 use std::collections::HashSet;
 
 use curator_model::Message;
 use serde_json::Value;
+
+use crate::fx::FxBuild;
 
 /// Terms longer than this are not distinctive (base64 blobs, minified code).
 const MAX_TERM: usize = 128;
@@ -72,17 +75,38 @@ const COMMON: &[&str] = &[
 /// ```
 pub fn terms(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let mut seen = HashSet::new();
+    scan(text, &mut |term| {
+        out.push(term);
+        true
+    });
+    out
+}
+
+/// Calls `each` with the distinctive terms of `text`, each once, in the order of [`terms`],
+/// until it returns `false`.
+fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
+    let mut seen: HashSet<&str, FxBuild> = HashSet::default();
+    let more = Cell::new(true);
     let mut emit = |term| {
-        if term_ok(term) && seen.insert(term) {
-            out.push(term);
+        if more.get() && term_ok(term) && seen.insert(term) {
+            more.set(each(term));
         }
     };
-    quoted(text, &mut emit);
+    quoted(text, &more, &mut emit);
     for word in text.split(|c: char| c.is_whitespace() || "()[]{}<>,;=\"'`|".contains(c)) {
+        if !more.get() {
+            return;
+        }
         let word = word.trim_end_matches(['.', ':', '!', '?', '-', '*']);
         let word = word.trim_start_matches([':', '#', '*', '-', '@', '$']);
         if word.len() < 3 {
+            continue;
+        }
+        // Plain words (most of any text) can only be camel-case identifiers.
+        if word.bytes().all(|b| b.is_ascii_alphabetic()) {
+            if is_camel(word.as_bytes()) {
+                emit(word);
+            }
             continue;
         }
         if ["http://", "https://", "file://"].iter().any(|p| word.starts_with(p)) {
@@ -104,6 +128,10 @@ pub fn terms(text: &str) -> Vec<&str> {
             continue;
         }
         for part in word.split(['/', '\\', '@', '#', '+', '!', '?', '*', '%', '&', '$', '~']) {
+            if !part.contains(':') {
+                dotted(part, &mut emit);
+                continue;
+            }
             for segment in split_single_colons(part) {
                 if segment.contains("::") {
                     let parts: Vec<&str> = segment.split("::").collect();
@@ -119,7 +147,6 @@ pub fn terms(text: &str) -> Vec<&str> {
             }
         }
     }
-    out
 }
 
 fn term_ok(term: &str) -> bool {
@@ -173,13 +200,18 @@ fn is_identifier(word: &str) -> bool {
     }
     let bytes = word.as_bytes();
     let inner_underscore = word.trim_matches('_').contains('_');
-    let camel = bytes.windows(2).any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+    let camel = is_camel(bytes);
     let letters = bytes.iter().any(u8::is_ascii_alphabetic);
     let digits = bytes.iter().any(u8::is_ascii_digit);
     // Letters and digits: a name (`case17`, `E0308`), or a hash (`5f1c2a9`); not a
     // quantity with its unit (`21s`, `12ms`).
     let mixed = letters && digits && (bytes[0].is_ascii_alphabetic() || word.len() >= 7);
     inner_underscore || camel || mixed
+}
+
+/// A lower-case letter followed by a capital (`parseBinary`, `HashMap`).
+fn is_camel(bytes: &[u8]) -> bool {
+    bytes.windows(2).any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
 }
 
 fn is_number(word: &str) -> bool {
@@ -220,36 +252,37 @@ fn is_path(word: &str) -> bool {
             && (slashes >= 2 || path.rsplit('/').next().is_some_and(is_file_name)))
 }
 
-/// Emits the quoted values of a text.
-fn quoted<'a>(text: &'a str, emit: &mut impl FnMut(&'a str)) {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
+/// Emits the quoted values of a text while `more` holds.
+fn quoted<'a>(text: &'a str, more: &Cell<bool>, emit: &mut impl FnMut(&'a str)) {
+    let bytes = text.as_bytes();
     let mut i = 0;
-    while i < chars.len() {
-        let (at, c) = chars[i];
-        let opens = matches!(c, '"' | '\'' | '`') && (i == 0 || !chars[i - 1].1.is_alphanumeric());
-        if !opens {
-            i += 1;
+    while more.get() {
+        let Some(k) = bytes[i..].iter().position(|b| matches!(b, b'"' | b'\'' | b'`')) else {
+            return;
+        };
+        let at = i + k;
+        let quote = char::from(bytes[at]);
+        i = at + 1;
+        if text[..at].chars().next_back().is_some_and(char::is_alphanumeric) {
             continue;
         }
-        let close = chars[i + 1..]
-            .iter()
+        // The closing quote within 66 characters, on the same line.
+        let close = text[at + 1..]
+            .char_indices()
             .take(66)
-            .position(|&(_, d)| d == c || d == '\n')
-            .map(|k| i + 1 + k);
-        match close {
-            Some(end) if chars[end].1 == c => {
-                let after_ok = chars.get(end + 1).is_none_or(|&(_, d)| !d.is_alphanumeric());
-                let value = text[at + c.len_utf8()..chars[end].0].trim();
-                if after_ok
-                    && (3..=64).contains(&value.chars().count())
-                    && value.chars().any(char::is_alphanumeric)
-                {
-                    emit(value);
-                }
-                i = if after_ok { end + 1 } else { i + 1 };
-            }
-            _ => i += 1,
+            .find(|&(_, d)| d == quote || d == '\n')
+            .filter(|&(_, d)| d == quote);
+        let Some((offset, _)) = close else { continue };
+        let end = at + 1 + offset;
+        let after_ok = text[end + 1..].chars().next().is_none_or(|d| !d.is_alphanumeric());
+        if !after_ok {
+            continue;
         }
+        let value = text[at + 1..end].trim();
+        if (3..=64).contains(&value.chars().count()) && value.chars().any(char::is_alphanumeric) {
+            emit(value);
+        }
+        i = end + 1;
     }
 }
 
@@ -321,45 +354,42 @@ const MAX_LINE: usize = 120;
 /// );
 /// ```
 pub fn essentials(text: &str, max_chars: usize) -> String {
-    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let (Some(first), Some(last)) = (lines.first(), lines.last()) else { return String::new() };
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let Some(first) = lines.next() else { return String::new() };
+    let last = lines.next_back();
     let mut picked: Vec<&str> = vec![first];
-    let middle = lines.get(1..lines.len().saturating_sub(1)).unwrap_or_default();
-    for line in middle.iter().filter(|l| ERROR_MARKS.iter().any(|m| l.contains(m))) {
-        if picked.len() >= 4 {
-            break;
-        }
-        picked.push(line);
-    }
-    if lines.len() > 1 {
-        picked.push(last);
-    }
+    picked.extend(lines.filter(|l| ERROR_MARKS.iter().any(|m| l.contains(m))).take(3));
+    picked.extend(last);
     let mut out = String::new();
+    let mut size = 0;
     for line in picked {
         let cut = cut_chars(line, MAX_LINE);
         let sep = if out.is_empty() { 0 } else { 3 };
-        if out.chars().count() + sep + cut.chars().count() > max_chars {
+        let chars = cut.chars().count();
+        if size + sep + chars > max_chars {
             break;
         }
         if !out.is_empty() {
             out.push_str(" | ");
         }
         out.push_str(&cut);
+        size += sep + chars;
     }
     let prefix = if out.is_empty() { "terms: " } else { " | terms: " };
     let mut more = Vec::new();
-    let mut size = out.chars().count() + prefix.len();
-    for term in terms(text) {
+    let mut size = size + prefix.len();
+    scan(text, &mut |term| {
         if out.contains(term) {
-            continue;
+            return true;
         }
         let cost = term.chars().count() + 2;
         if size + cost > max_chars {
-            break;
+            return false;
         }
         size += cost;
         more.push(term);
-    }
+        true
+    });
     if !more.is_empty() {
         out.push_str(prefix);
         out.push_str(&more.join(", "));
