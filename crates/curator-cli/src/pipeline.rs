@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use curator::strategies::{StrategyConfig, TokenCounter, Tokenizer};
+use curator::strategies::{RelevanceBudget, StrategyConfig, TokenCounter, Tokenizer};
 use serde_json::Value;
 
 /// How tokens are counted.
@@ -40,7 +40,7 @@ pub(crate) enum SummarizerArg {
 
 /// Pipeline options. Flags compose in this order, whatever order they are given in:
 /// redact, truncate tool results, summarize, window, turns, token budget. With no flag and no
-/// `--config`, the default pipeline is `--redact --truncate-tools 2000 --max-tokens 32000
+/// `--config`, the default pipeline is `--redact --truncate-tools 4000 --max-tokens 32000
 /// --relevance`.
 /// Every token budget reserves `--reserve N` tokens plus the tokens of the input's `tools`
 /// schemas, when it has them (counted with the same counter, see [`Pipelines`]).
@@ -121,13 +121,13 @@ impl PipelineArgs {
                         builtin: true,
                         patterns: std::collections::BTreeMap::default(),
                     },
-                    StrategyConfig::ToolResultTruncator { max_length: 2_000, suffix: None },
+                    StrategyConfig::ToolResultTruncator { max_length: 4_000, suffix: None },
                     StrategyConfig::RelevanceBudget {
                         max_tokens: 32_000,
                         reserve: self.reserve,
                         tokenizer,
-                        head_share: 0.5,
-                        recent_share: 0.5,
+                        head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
+                        recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
                         fold_note: true,
                     },
                 ],
@@ -167,8 +167,8 @@ impl PipelineArgs {
                     max_tokens,
                     reserve: self.reserve,
                     tokenizer,
-                    head_share: 0.5,
-                    recent_share: 0.5,
+                    head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
+                    recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
                     fold_note: true,
                 }
             } else {

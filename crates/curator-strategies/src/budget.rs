@@ -111,6 +111,13 @@ impl TokenBudget {
         Ok(self)
     }
 
+    /// `with_head_share` for a share this crate knows to be between 0 and 1.
+    pub(crate) fn with_known_head_share(mut self, share: f64) -> Self {
+        debug_assert!((0.0..=1.0).contains(&share), "head share {share}");
+        self.head_share = share;
+        self
+    }
+
     /// Counts with `counter`.
     #[must_use]
     pub fn with_counter(mut self, counter: impl TokenCounter + 'static) -> Self {

@@ -16,7 +16,7 @@ use crate::{
 /// | `sliding_window` | `window_size` |
 /// | `tool_result_truncator` | `max_length`, `suffix` (optional) |
 /// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`), `head_share` (0.5) |
-/// | `relevance_budget` | as `token_budget`, and `recent_share` (0.5), `fold_note` (true) |
+/// | `relevance_budget` | as `token_budget` but `head_share` (0.25), and `recent_share` (0.85), `fold_note` (true) |
 /// | `turn_limit` | `max_turns` |
 /// | `tool_filter` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]), `essentials` (200) |
@@ -95,10 +95,10 @@ pub enum StrategyConfig {
         #[serde(default)]
         tokenizer: Tokenizer,
         /// The most the head (system messages and task) may take, as a share of the budget.
-        #[serde(default = "half")]
+        #[serde(default = "relevance_head_share")]
         head_share: f64,
         /// The share of the body's room for the newest units.
-        #[serde(default = "half")]
+        #[serde(default = "relevance_recent_share")]
         recent_share: f64,
         /// Whether to leave the folded-history note.
         #[serde(default = "yes")]
@@ -183,6 +183,14 @@ fn ten() -> usize {
 
 fn essentials() -> usize {
     200
+}
+
+fn relevance_head_share() -> f64 {
+    RelevanceBudget::DEFAULT_HEAD_SHARE
+}
+
+fn relevance_recent_share() -> f64 {
+    RelevanceBudget::DEFAULT_RECENT_SHARE
 }
 
 fn half() -> f64 {

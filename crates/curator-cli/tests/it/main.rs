@@ -9,6 +9,7 @@
 
 mod chat;
 mod commands;
+mod corpus;
 mod files;
 mod input;
 mod memory;

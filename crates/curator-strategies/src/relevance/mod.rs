@@ -30,9 +30,9 @@ pub const MAX_NOTE_TOKENS: u64 = 1_000;
 /// (which this strategy runs last, so every [`TokenBudget`] guarantee holds):
 ///
 /// 1. When everything fits, nothing changes.
-/// 2. **The newest units** take `recent_share` (½ by default) of the body's room (what the
+/// 2. **The newest units** take `recent_share` (0.85 by default) of the body's room (what the
 ///    head leaves), newest first and contiguous; the newest unit is always among them.
-/// 3. **The folded-history note** takes up to a tenth of the body's room (at most
+/// 3. **The folded-history note** takes up to a third of the body's room (at most
 ///    [`MAX_NOTE_TOKENS`]): a user message, right after the task, that lists the tool calls
 ///    the units left out made (up to 12) and the distinctive [`terms`](crate::terms) they
 ///    held that the view no longer shows, the ones the conversation came back to most often
@@ -84,10 +84,20 @@ pub struct RelevanceBudget {
 }
 
 impl RelevanceBudget {
-    /// A budget of `max_tokens` (see [`TokenBudget::new`]), half of the body for the newest
-    /// units, with the folded-history note.
+    /// The head's default share of the budget: a quarter, less than [`TokenBudget`]'s half,
+    /// because what the body keeps here is chosen for the task (on the corpus this keeps
+    /// more of what the agent uses next than a larger head does; see `docs/benchmarks.md`).
+    pub const DEFAULT_HEAD_SHARE: f64 = 0.25;
+
+    /// The newest units' default share of the body's room.
+    pub const DEFAULT_RECENT_SHARE: f64 = 0.85;
+
+    /// A budget of `max_tokens` (see [`TokenBudget::new`]) with the default shares: at most
+    /// a quarter for the head, 0.85 of the body for the newest units, and the
+    /// folded-history note.
     pub fn new(max_tokens: u64) -> Self {
-        Self { budget: TokenBudget::new(max_tokens), recent_share: 0.5, fold_note: true }
+        let budget = TokenBudget::new(max_tokens).with_known_head_share(Self::DEFAULT_HEAD_SHARE);
+        Self { budget, recent_share: Self::DEFAULT_RECENT_SHARE, fold_note: true }
     }
 
     /// Holds back `reserve` tokens for tool schemas and the reply.
@@ -179,7 +189,7 @@ impl HistoryManager for RelevanceBudget {
         let head_tokens: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();
         let head_room = head_tokens.min(share(self.budget.head_share(), available));
         let body_room = available.saturating_sub(head_room);
-        let note_room = if self.fold_note { (body_room / 10).min(MAX_NOTE_TOKENS) } else { 0 };
+        let note_room = if self.fold_note { (body_room / 3).min(MAX_NOTE_TOKENS) } else { 0 };
         let room = body_room - note_room;
         let recent_room = share(self.recent_share, room);
 
