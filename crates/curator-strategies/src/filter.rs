@@ -73,22 +73,26 @@ impl HistoryManager for ToolFilter {
         }
         let answered = view.answered_calls();
         let mut edit = view.edit();
+        // Messages kept as they are go in runs, from `run` to the next one that changes.
+        let mut run = 0;
         for (index, (structure, call)) in view.structures().zip(&answered).enumerate() {
             match call {
                 // A result goes with its call.
                 Some(call) if (self.matches)(call.name()) => {}
                 _ if filtered(structure) => {
+                    edit.keep(run..index);
                     let kept = Message::clone(&view.message(index))
                         .retain_tool_calls(|c| !(self.matches)(c.name()));
                     if kept.has_tool_calls() || !kept.content().is_none_or(Content::is_empty) {
                         edit.replace(index, kept);
                     }
                 }
-                _ => {
-                    edit.keep(index..index + 1);
-                }
+                _ => continue,
             }
+            edit.keep(run..index);
+            run = index + 1;
         }
+        edit.keep(run..view.len());
         // Calls and their results were dropped together, so a coherent view stays coherent.
         Ok(edit.build())
     }

@@ -92,12 +92,12 @@ mod tests {
         let runs = Cell::new(0);
         let compute = |pos: u32| {
             runs.set(runs.get() + 1);
-            (pos % 2 == 0).then(|| Message::user(format!("changed {pos}")))
+            pos.is_multiple_of(2).then(|| Message::user(format!("changed {pos}")))
         };
         let text = |m: Option<&Memo>| m.map(|m| m.message.text().into_owned());
         for round in 0..2 {
-            for pos in [0, 1, 63, 64, 65, 1_000] {
-                let expected = (pos % 2 == 0).then(|| format!("changed {pos}"));
+            for pos in [0_u32, 1, 63, 64, 65, 1_000] {
+                let expected = pos.is_multiple_of(2).then(|| format!("changed {pos}"));
                 assert_eq!(table.with(7, pos, || compute(pos), text), expected, "round {round}");
             }
         }
