@@ -66,17 +66,26 @@ impl MemoTable {
                 return read(hit.as_ref());
             }
         }
-        let memo = compute().map(|m| Memo { message: Arc::new(m), tokens: OnceLock::new() });
+        let mut memo =
+            Some(compute().map(|m| Memo { message: Arc::new(m), tokens: OnceLock::new() }));
         {
             let pages = self.pages.read().unwrap_or_else(PoisonError::into_inner);
             if let Some(p) = pages.get(&page) {
-                return read(p[slot].get_or_init(|| memo).as_ref());
+                return read(p[slot].get_or_init(|| memo.take().flatten()).as_ref());
             }
         }
-        let mut pages = self.pages.write().unwrap_or_else(PoisonError::into_inner);
-        let p =
-            pages.entry(page).or_insert_with(|| Box::new(std::array::from_fn(|_| OnceLock::new())));
-        read(p[slot].get_or_init(|| memo).as_ref())
+        // A new page is added under the exclusive lock, and read (tokens counted) under the
+        // shared one, so that other readers do not wait for `read`.
+        {
+            let mut pages = self.pages.write().unwrap_or_else(PoisonError::into_inner);
+            let p = pages
+                .entry(page)
+                .or_insert_with(|| Box::new(std::array::from_fn(|_| OnceLock::new())));
+            p[slot].get_or_init(|| memo.take().flatten());
+        }
+        // Pages are never removed while the table lives, so the slot is set.
+        let pages = self.pages.read().unwrap_or_else(PoisonError::into_inner);
+        read(pages.get(&page).and_then(|p| p[slot].get()).and_then(Option::as_ref))
     }
 }
 

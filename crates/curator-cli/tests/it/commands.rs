@@ -325,3 +325,16 @@ fn inspect_shows_control_characters_in_keys_escaped() {
     assert!(stdout.contains(r"line one\nline\ttwo"), "{stdout}");
     assert_eq!(stdout.lines().count(), 3, "a title, the header and one row: {stdout}");
 }
+
+#[test]
+fn replay_and_curate_help_name_the_default_pipeline() {
+    for command in ["replay", "curate"] {
+        let out = curator(&[command, "--help"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let help = text(&out.stdout);
+        assert!(
+            help.contains("--redact --truncate-tools 4000 --max-tokens 32000 --relevance"),
+            "{command}: {help}"
+        );
+    }
+}
