@@ -83,7 +83,7 @@ fn relevance_keeps_what_recency_drops() {
     );
     assert!(
         out.contains(
-            "RelevanceBudget: 18 of 27 messages sent; the failing test's path kept: yes\n"
+            "RelevanceBudget: 14 of 27 messages sent; the failing test's path kept: yes\n"
         ),
         "{out}"
     );
