@@ -26,10 +26,6 @@ use crate::output::note;
 use crate::pipeline::PipelineArgs;
 use crate::replayed::Rows;
 
-/// What `replay` (and `curate`) run when given no pipeline flag.
-const DEFAULT_PIPELINE: &str = "With no pipeline flag and no --config, the pipeline is \
-    --redact --truncate-tools 4000 --max-tokens 32000 --relevance.";
-
 /// See what curation does to your agent conversations.
 #[derive(Parser, Debug)]
 #[command(name = "curator", version, about, long_about = None)]
@@ -41,7 +37,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Curate conversations and write the messages a provider would be sent.
-    #[command(after_help = DEFAULT_PIPELINE)]
+    #[command(after_help = pipeline::default_pipeline_help())]
     Curate {
         /// Files (a JSON array of messages, an object with `messages`, or JSON Lines) and
         /// folders (their .json and .jsonl files).
@@ -63,7 +59,7 @@ enum Command {
         pipeline: PipelineArgs,
     },
     /// Replay conversations as an agent loop would, curating before every assistant message.
-    #[command(after_help = DEFAULT_PIPELINE)]
+    #[command(after_help = pipeline::default_pipeline_help())]
     Replay {
         /// Files (a JSON array of messages, an object with `messages`, or JSON Lines) and
         /// folders (their .json and .jsonl files).

@@ -38,6 +38,19 @@ pub(crate) enum SummarizerArg {
     Extractive,
 }
 
+/// The default pipeline's `--truncate-tools`.
+const DEFAULT_TRUNCATE_TOOLS: usize = 4_000;
+/// The default pipeline's `--max-tokens`.
+const DEFAULT_MAX_TOKENS: u64 = 32_000;
+
+/// What runs with no pipeline flag and no `--config`, for `--help`.
+pub(crate) fn default_pipeline_help() -> String {
+    format!(
+        "With no pipeline flag and no --config, the pipeline is --redact --truncate-tools \
+         {DEFAULT_TRUNCATE_TOOLS} --max-tokens {DEFAULT_MAX_TOKENS} --relevance."
+    )
+}
+
 /// Pipeline options. Flags compose in this order, whatever order they are given in:
 /// redact, truncate tool results, summarize, window, turns, token budget. With no flag and no
 /// `--config`, the default pipeline is `--redact --truncate-tools 4000 --max-tokens 32000
@@ -115,23 +128,14 @@ impl PipelineArgs {
         }
         let tokenizer = self.tokenizer.into();
         if !self.any_flag() {
-            return Ok(StrategyConfig::Compose {
-                steps: vec![
-                    StrategyConfig::Redactor {
-                        builtin: true,
-                        patterns: std::collections::BTreeMap::default(),
-                    },
-                    StrategyConfig::ToolResultTruncator { max_length: 4_000, suffix: None },
-                    StrategyConfig::RelevanceBudget {
-                        max_tokens: 32_000,
-                        reserve: self.reserve,
-                        tokenizer,
-                        head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
-                        recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
-                        fold_note: true,
-                    },
-                ],
-            });
+            let defaults = PipelineArgs {
+                redact: true,
+                truncate_tools: Some(DEFAULT_TRUNCATE_TOOLS),
+                max_tokens: Some(DEFAULT_MAX_TOKENS),
+                relevance: true,
+                ..self.clone()
+            };
+            return defaults.config();
         }
         let mut steps = Vec::new();
         if self.redact {
