@@ -182,6 +182,15 @@ impl<'m> History<'m> {
         }
     }
 
+    /// The last position of `range` (its end included) where no call is open, so that
+    /// pairing can start afresh there; `None` when there is none. O(positions scanned from
+    /// the end).
+    pub(crate) fn last_settled(&self, range: std::ops::Range<usize>) -> Option<usize> {
+        (range.start..=range.end)
+            .rev()
+            .find(|&pos| self.marks.get(pos).is_some_and(|&mark| mark & OPEN == 0))
+    }
+
     /// Positions of the system messages, ascending.
     pub(crate) fn system_positions(&self) -> &[u32] {
         &self.systems

@@ -107,16 +107,20 @@ impl<'h> View<'h> {
     /// view itself when nothing breaks the rules.
     #[must_use]
     pub fn repaired(self) -> Self {
-        if self.coherent_by_history() {
+        // Only what follows the last point where the history's pairing shows the view
+        // coherent and settled needs planning: an agent's newest calls, as a rule.
+        let start = self.repair_from().unwrap_or(0);
+        if start == self.len() {
             return self;
         }
-        let repairs = coherence::plan(self.structures(), |i| self.structure(i));
+        let repairs = coherence::plan(self.structures().skip(start), |i| self.structure(start + i));
         if repairs.is_empty() {
             return self;
         }
         let mut edit = self.edit();
         let mut from = 0;
         for (index, calls) in repairs.iter() {
+            let index = start + index;
             edit.keep(from..index);
             from = index + 1;
             if let Some(answered) = calls {

@@ -9,30 +9,39 @@ use super::selection::View;
 /// What a stretch of history positions must satisfy for the history's index to speak for it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Need {
-    /// It follows the coherence rules on its own ([`History::coherent`](crate::History::coherent)).
-    Coherent,
     /// It pairs as in the history ([`History::pairs_alone`](crate::History::pairs_alone)).
     Pairing,
+    /// It follows the coherence rules on its own ([`History::coherent`](crate::History::coherent)),
+    /// but the last stretch may end with calls open: an agent's history between a call
+    /// and its results.
+    Coherent,
 }
 
 impl View<'_> {
-    /// Whether the history's pairing already shows the view coherent, without walking its
-    /// messages: every stretch of history positions is coherent on its own, and what stands
-    /// between them neither calls tools nor answers a call (a note, a summary). A message a
+    /// Where repair must look, by the history's pairing, without walking the view's
+    /// messages. The view is coherent by history up to view index `index` when every
+    /// stretch of history positions before it is coherent on its own, and what stands
+    /// between them neither calls tools nor answers a call (a note, a summary); a message a
     /// strategy changed counts as its position when it keeps that message's structure.
-    /// O(items); `false` only means the full plan must decide.
-    pub(crate) fn coherent_by_history(&self) -> bool {
-        self.stretches_satisfy(Need::Coherent)
+    /// `Some(len)`: nothing needs repair. `Some(index)` below `len`: no call is open at
+    /// `index` and repairing the messages from there on repairs the view (an agent's
+    /// history kept up to calls whose results have not come yet). `None` only means the
+    /// whole view must be planned. O(items + the open tail).
+    pub(crate) fn repair_from(&self) -> Option<usize> {
+        let tail = self.stretches_satisfy(Need::Coherent)?;
+        Some(self.len() - tail)
     }
 
     /// Whether every tool message of the view answers the call the history pairs it with:
-    /// as [`coherent_by_history`](View::coherent_by_history), but a stretch may hold orphans
+    /// as [`repair_from`](View::repair_from), but a stretch may hold orphans
     /// and calls closed unanswered, and the last may end with calls open. O(items).
     fn paired_by_history(&self) -> bool {
-        self.stretches_satisfy(Need::Pairing)
+        self.stretches_satisfy(Need::Pairing).is_some()
     }
 
-    fn stretches_satisfy(&self, need: Need) -> bool {
+    /// Whether every stretch satisfies `need`: `Some` with the number of trailing messages
+    /// left open (always 0 but for [`Need::Coherent`]), `None` when one does not.
+    fn stretches_satisfy(&self, need: Need) -> Option<usize> {
         let history = self.history;
         let fits = |(s, e): (usize, usize), last: bool| match need {
             Need::Coherent => history.coherent(s..e),
@@ -51,12 +60,12 @@ impl View<'_> {
                 }
                 Item::Owned { message, .. } => {
                     if message.role() == Role::Tool || message.has_tool_calls() {
-                        return false;
+                        return None;
                     }
                     if let Some(done) = stretch.take()
                         && !fits(done, false)
                     {
-                        return false;
+                        return None;
                     }
                     continue;
                 }
@@ -65,14 +74,21 @@ impl View<'_> {
                 Some((s, e)) if e == start => Some((s, end)),
                 Some(done) => {
                     if !fits(done, false) {
-                        return false;
+                        return None;
                     }
                     Some((start, end))
                 }
                 None => Some((start, end)),
             };
         }
-        stretch.is_none_or(|done| fits(done, true))
+        match stretch {
+            None => Some(0),
+            Some((s, e)) if need == Need::Coherent => {
+                let settled = history.last_settled(s..e)?;
+                fits((s, settled), true).then_some(e - settled)
+            }
+            Some(done) => fits(done, true).then_some(0),
+        }
     }
 }
 
@@ -211,9 +227,20 @@ mod tests {
                 }
             }
             let view = edit.build();
-            if view.coherent_by_history() {
+            if view.repair_from() == Some(view.len()) {
                 let repairs = coherence::plan(view.structures(), |i| view.structure(i));
                 prop_assert!(repairs.is_empty(), "{:?}", view.to_messages());
+            }
+            // Planning from where the history says the view is settled plans the same
+            // repairs as planning the whole view.
+            if let Some(start) = view.repair_from() {
+                let plan_from = |start: usize| -> Vec<(usize, Option<Vec<bool>>)> {
+                    coherence::plan(view.structures().skip(start), |i| view.structure(start + i))
+                        .iter()
+                        .map(|(index, calls)| (start + index, calls.map(<[bool]>::to_vec)))
+                        .collect()
+                };
+                prop_assert_eq!(plan_from(start), plan_from(0), "from {}", start);
             }
             // The pairing read from the history is the view's own.
             {
@@ -230,7 +257,13 @@ mod tests {
             let whole = View::full(&history);
             let needs = !coherence::plan(whole.structures(), |i| whole.structure(i)).is_empty();
             if !needs {
-                prop_assert!(whole.coherent_by_history(), "{messages:?}");
+                prop_assert_eq!(whole.repair_from(), Some(whole.len()), "{:?}", messages);
+            }
+            // A history whose only fault is calls still open at its end is planned from
+            // where they were opened, not from its start.
+            let settled = history.last_settled(0..history.len());
+            if settled.is_some_and(|pos| history.coherent(0..pos)) {
+                prop_assert_eq!(whole.repair_from(), settled);
             }
         }
     }
