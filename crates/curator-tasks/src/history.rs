@@ -184,9 +184,8 @@ pub struct StepHistory {
     pub(crate) summary: Option<String>,
     #[serde(default)]
     pub(crate) visibility: Visibility,
-    /// Whether no summary or turn of the step holds anything Markdown could read as a
-    /// heading or a code fence (so rendering need not look at its lines), found on the first
-    /// render. A step is shared between history versions and
+    /// Whether the step renders as written (see [`StepHistory::is_plain`]: no Markdown
+    /// hazard, no task tool's exchange), found on the first render. A step is shared between history versions and
     /// replaced when it changes, so a finished step is scanned once; the reducer resets it
     /// on every change.
     #[serde(skip)]
@@ -256,14 +255,16 @@ impl StepHistory {
         self.visibility
     }
 
-    /// Whether none of the step's summary and turns holds a `#`, a fence character or a line
-    /// starting with `=` or `-`: then no line of it can read as a Markdown heading or open a
-    /// code block. Computed once per step value.
+    /// Whether the step renders as written: none of its summary and turns holds a `#`, a
+    /// fence character or a line starting with `=` or `-` (so no line of it can read as a
+    /// Markdown heading or open a code block), and none of its turns is a task tool's
+    /// exchange (which the section shows reduced or not at all). Computed once per step
+    /// value.
     pub(crate) fn is_plain(&self) -> bool {
         let plain = |text: &str| !crate::escape::may_need_escaping(text);
         *self.plain.get_or_init(|| {
             self.summary.as_deref().is_none_or(plain)
-                && self.turns.iter().all(|turn| plain(&turn.content))
+                && self.turns.iter().all(|turn| plain(&turn.content) && !turn.is_task_tool())
         })
     }
 }

@@ -244,16 +244,20 @@ impl HistorySection {
                     let _ = writeln!(out, "[Summary] {summary}");
                     out.push_str("[Call `expand_step` with this step_id for full history]\n");
                 }
+                Visibility::Full if step.is_plain() => {
+                    for turn in step.turns() {
+                        text_turn(&mut out, turn, &turn.content, true);
+                    }
+                }
                 Visibility::Full => {
-                    let plain = step.is_plain();
-                    for turn in shown(step.turns()) {
-                        text_turn(&mut out, &turn, plain);
+                    for shown in shown(step.turns()) {
+                        text_turn(&mut out, shown.turn, &shown.content, false);
                     }
                 }
                 Visibility::Condensed => {
                     let plain = step.is_plain();
-                    for turn in condensed(shown(step.turns()).collect()) {
-                        text_turn(&mut out, &turn, plain);
+                    for shown in condensed(shown(step.turns()).collect()) {
+                        text_turn(&mut out, shown.turn, &shown.content, plain);
                     }
                 }
             }
@@ -402,8 +406,8 @@ fn markdown_turn(out: &mut String, shown: &Shown<'_>, plain: bool) {
     out.push('\n');
 }
 
-fn text_turn(out: &mut String, shown: &Shown<'_>, plain: bool) {
-    let turn = shown.turn;
+/// One turn's line of the text section: `content` is what the section shows of `turn`.
+fn text_turn(out: &mut String, turn: &StepTurn, content: &str, plain: bool) {
     out.push_str("  [");
     match (&turn.tool_name, turn.role) {
         (Some(name), TurnRole::ToolCall) => {
@@ -418,9 +422,9 @@ fn text_turn(out: &mut String, shown: &Shown<'_>, plain: bool) {
     }
     out.push_str("] ");
     if plain {
-        out.push_str(&shown.content);
+        out.push_str(content);
     } else {
-        out.push_str(&escaped(&shown.content, Lead::AfterLabel));
+        out.push_str(&escaped(content, Lead::AfterLabel));
     }
     out.push('\n');
 }

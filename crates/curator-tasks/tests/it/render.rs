@@ -161,3 +161,43 @@ fn an_empty_history_says_so() {
     );
     assert_eq!(HistorySection::new().text(&history), "Task: Nothing yet\n\n<no history recorded>");
 }
+
+/// A step whose text needs no escaping but holds task tools' exchanges still shows them
+/// reduced: the call's arguments as its step id, only the latest pressure answer, none of
+/// the pressure calls. (Rendering takes a shortcut for steps shown as written.)
+#[test]
+fn task_tool_exchanges_are_reduced_in_a_step_with_plain_text() {
+    let pressure =
+        |used: u64| format!(r#"{{"used_tokens":{used},"max_tokens":1000,"recommendation":"ok"}}"#);
+    let turns = [
+        StepTurn::new(1, TurnRole::Assistant, "Looking at step 1 again."),
+        StepTurn::new(2, TurnRole::ToolCall, r#"{"step_id":1,"reason":"which seed failed"}"#)
+            .with_tool("expand_step", "e1"),
+        StepTurn::new(3, TurnRole::Tool, "Step 1 expanded.").with_tool("expand_step", "e1"),
+        StepTurn::new(4, TurnRole::ToolCall, "{}").with_tool("context_pressure", "p1"),
+        StepTurn::new(5, TurnRole::Tool, pressure(300)).with_tool("context_pressure", "p1"),
+        StepTurn::new(6, TurnRole::ToolCall, "{}").with_tool("context_pressure", "p2"),
+        StepTurn::new(7, TurnRole::Tool, pressure(600)).with_tool("context_pressure", "p2"),
+    ];
+    let mut history = TaskHistory::new("Fix the flaky test", [(1, "Reproduce")])
+        .unwrap()
+        .apply(&TaskEvent::SetActiveStep { step_id: 1 })
+        .unwrap();
+    for turn in turns {
+        history = history.apply(&TaskEvent::append(turn)).unwrap();
+    }
+    let text = HistorySection::new().text(&history);
+    assert_eq!(
+        text,
+        "Task: Fix the flaky test\n\nStep 1: Reproduce [active]\n  [assistant] Looking at step 1 \
+         again.\n  [call:expand_step] {\"step_id\":1}\n  [tool:expand_step] Step 1 expanded.\n  \
+         [tool:context_pressure] 600 tokens of 1000 (60%): ok"
+    );
+    let markdown = HistorySection::new().markdown(&history);
+    assert!(!markdown.contains("which seed failed"), "{markdown}");
+    assert!(!markdown.contains("300 tokens"), "{markdown}");
+    assert!(
+        markdown.ends_with("**[context_pressure]**: 600 tokens of 1000 (60%): ok"),
+        "{markdown}"
+    );
+}
