@@ -207,7 +207,8 @@ fn task_tool_exchanges_are_reduced_in_a_step_with_plain_text() {
 /// raw answer (JSON, with its line break escaped) holds no hazard itself.
 #[test]
 fn a_pressure_answer_that_decodes_to_a_heading_is_escaped() {
-    let answer = r#"{"used_tokens":1,"max_tokens":2,"recommendation":"ok\n# Injected\n---"}"#;
+    // No `#` and no line starting with `-` in the raw text: JSON escapes carry them.
+    let answer = r#"{"used_tokens":1,"max_tokens":2,"recommendation":"ok\n\u0023 Injected\n---"}"#;
     let turn = StepTurn::new(1, TurnRole::Tool, answer).with_tool("context_pressure", "p1");
     let history = TaskHistory::new("Fix the flaky test", [(1, "Reproduce")])
         .unwrap()
