@@ -185,9 +185,9 @@ pub struct StepHistory {
     #[serde(default)]
     pub(crate) visibility: Visibility,
     /// Whether the step renders as written (see [`StepHistory::is_plain`]: no Markdown
-    /// hazard, no task tool's exchange), found on the first render. A step is shared between history versions and
-    /// replaced when it changes, so a finished step is scanned once; the reducer resets it
-    /// on every change.
+    /// hazard, no task tool's exchange), found on the first render. A step is shared
+    /// between history versions and replaced when it changes, so a finished step is
+    /// scanned once; the reducer resets it on every change.
     #[serde(skip)]
     pub(crate) plain: OnceLock<bool>,
 }
