@@ -6,6 +6,7 @@ use std::ops::Range;
 use curator_model::{Message, Role, ToolCall};
 use serde_json::Value;
 
+use crate::budget::share;
 use crate::fx::FxBuild;
 use crate::{TokenCounter, View};
 
@@ -21,11 +22,18 @@ pub(super) const MAX_SCANNED: usize = 400;
 /// The longest key argument a note quotes for a tool call, in characters.
 const MAX_ARGUMENT: usize = 60;
 
+/// The share of the terms' room that goes to the newest left-out units' terms, in order;
+/// the rest goes to the terms the conversation came back to most often. Over
+/// `../shared/corpus` at 4,000 tokens, half and half keeps more evidence than either order
+/// alone (see `docs/benchmarks.md`).
+const NEWEST_TERMS_SHARE: f64 = 0.5;
+
 /// The note for the units at `dropped` (view index ranges, newest first), given what the
 /// view keeps (`kept`): the tool calls the dropped units made and the distinctive terms they
-/// held that the kept messages do not (the calls newest first, the terms most returned to
-/// first), as many as fit `room` tokens. `None` when nothing was dropped or not even the
-/// note's opening fits.
+/// held that the kept messages do not, as many as fit `room` tokens. The calls come newest
+/// first; the terms of the newest dropped units in order take up to
+/// [`NEWEST_TERMS_SHARE`] of the terms' room, then the others most returned to first.
+/// `None` when nothing was dropped or not even the note's opening fits.
 pub(super) fn note(
     view: &View<'_>,
     dropped: &[Range<usize>],
@@ -82,9 +90,24 @@ pub(super) fn note(
             }
         }
     }
-    // Terms the conversation came back to most often first (newest first on ties).
-    candidates.sort_by_cached_key(|&id| std::cmp::Reverse(index.postings(id).len()));
-    for id in candidates {
+    // The newest left-out units' terms in order (what the agent was just looking at), up to
+    // their share of the room; then those the conversation came back to most often (newest
+    // first on ties).
+    let newest_room = used + share(NEWEST_TERMS_SHARE, room.saturating_sub(used));
+    let mut newest = 0;
+    for &id in &candidates {
+        let term = quoted(index.text(id));
+        let cost = counter.count_text(&term) + 1;
+        if used + cost > newest_room {
+            break;
+        }
+        used += cost;
+        newest += 1;
+        terms.push(term);
+    }
+    let mut rest = candidates.split_off(newest);
+    rest.sort_by_cached_key(|&id| std::cmp::Reverse(index.postings(id).len()));
+    for id in rest {
         let term = quoted(index.text(id));
         let cost = counter.count_text(&term) + 1;
         if used + cost > room {

@@ -176,3 +176,44 @@ fn bad_shares_are_refused_naming_the_option() {
         "relevance_budget: option `recent_share` is 1.5, not between 0 and 1"
     );
 }
+
+/// Thirty old steps that all print the same 200 identifiers, then one step whose output
+/// names two identifiers once, then recent steps that fill the newest units' room.
+fn run_with_a_fresh_step() -> Vec<Message> {
+    let shared: Vec<String> = (0..200).map(|i| format!("shared_id_{i}")).collect();
+    let mut messages =
+        vec![Message::system("You are a coding agent."), Message::user("Fix the build.")];
+    let step = |messages: &mut Vec<Message>, i: usize, output: String| {
+        messages.push(Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new(format!("c{i}"), "run", r#"{"command": "make"}"#)],
+        ));
+        messages.push(Message::tool_result(format!("c{i}"), output));
+    };
+    for i in 0..30 {
+        step(&mut messages, i, shared.join(" "));
+    }
+    step(&mut messages, 30, "error in fresh_module_a near fresh_symbol_b".to_owned());
+    for i in 31..36 {
+        step(&mut messages, i, "plain words without anything distinctive ".repeat(30));
+    }
+    messages.push(Message::user("Go on."));
+    messages
+}
+
+#[test]
+fn the_note_names_what_the_newest_units_left_out_held_before_what_recurs() {
+    let messages = run_with_a_fresh_step();
+    let view = RelevanceBudget::new(1_500)
+        .curate_messages(&messages, &CurationContext::default())
+        .unwrap();
+    let shows = |m: &Message| !RelevanceBudget::is_note(m) && m.text().contains("fresh_module_a");
+    assert!(!view.iter().any(shows), "the fresh step is left out");
+    let note = view.iter().find(|m| RelevanceBudget::is_note(m)).unwrap().text().into_owned();
+    // The identifiers the newest left-out step printed once are named...
+    assert!(note.contains("fresh_module_a") && note.contains("fresh_symbol_b"), "{note}");
+    // ...and the rest of the note still goes to the identifiers the run came back to most.
+    assert!(note.contains("shared_id_0"), "{note}");
+    // The note is full: not every recurring identifier fits.
+    assert!(!(0..200).all(|i| note.contains(&format!("shared_id_{i},"))), "{note}");
+}
