@@ -19,8 +19,10 @@ const MAX_CALLS: usize = 12;
 /// The most messages of left-out units a note reads (the newest), which bounds its cost.
 pub(super) const MAX_SCANNED: usize = 400;
 
-/// The longest key argument a note quotes for a tool call, in characters.
-const MAX_ARGUMENT: usize = 60;
+/// The longest arguments text a note quotes for a tool call, in characters. Over
+/// `../shared/corpus`, 120 keeps more evidence at 4,000 tokens than the first argument alone
+/// (60 characters) or 80 or 160 characters of arguments (see `docs/benchmarks.md`).
+const MAX_ARGUMENTS: usize = 120;
 
 /// The share of the terms' room that goes to the newest left-out units' terms, in order;
 /// the rest goes to the terms the conversation came back to most often. Over
@@ -156,32 +158,60 @@ fn quoted(term: &str) -> String {
     }
 }
 
-/// A value in quotes, so that it reads back as one term.
-fn quoted_always(value: &str) -> String {
-    if value.contains('"') { format!("`{value}`") } else { format!("\"{value}\"") }
-}
-
-/// `name(key argument)`: the call's name and its first short string argument.
+/// `name(arguments)`: the call's name and its arguments as compact JSON (their first line
+/// when they are not JSON; nothing when there are none), cut to [`MAX_ARGUMENTS`]
+/// characters with `…`. The arguments' keys and values are what the model needs to make the
+/// call again.
 fn call_label(call: &ToolCall) -> String {
-    let key = call.arguments_json().ok().and_then(|value| match value {
-        Value::Object(map) => map.into_iter().find_map(|(_, v)| match v {
-            Value::String(s) if !s.trim().is_empty() => Some(s),
-            _ => None,
-        }),
-        _ => None,
-    });
-    match key {
-        Some(key) => {
-            let key = key.lines().next().unwrap_or_default();
-            let short: String = key.chars().take(MAX_ARGUMENT).collect();
-            let more = if short.len() < key.len() { "…" } else { "" };
-            format!("{}({})", call.name(), quoted_always(&format!("{short}{more}")))
-        }
-        None => format!("{}()", call.name()),
-    }
+    let text = match call.arguments_json() {
+        Ok(Value::Object(map)) if map.is_empty() => String::new(),
+        Ok(value) => value.to_string(),
+        Err(_) => call.arguments().lines().next().unwrap_or_default().trim().to_owned(),
+    };
+    let short: String = text.chars().take(MAX_ARGUMENTS).collect();
+    let more = if short.len() < text.len() { "…" } else { "" };
+    format!("{}({short}{more})", call.name())
 }
 
 /// Whether `message` is a folded-history note.
 pub(crate) fn is_note(message: &Message) -> bool {
     message.role() == Role::User && message.text().starts_with(NOTE_START)
+}
+
+#[cfg(test)]
+mod tests {
+    use curator_model::ToolCall;
+
+    use super::{MAX_ARGUMENTS, call_label};
+
+    #[test]
+    fn a_call_is_named_with_all_its_arguments_as_compact_json() {
+        let call = ToolCall::new(
+            "c1",
+            "search",
+            "{\n  \"services\": \"netflix,hbo\",\n  \"country\": \"US\",\n  \"show_type\": \"all\"\n}",
+        );
+        let label = call_label(&call);
+        assert!(label.starts_with("search({") && label.ends_with("})"), "{label}");
+        for part in [r#""services":"netflix,hbo""#, r#""country":"US""#, r#""show_type":"all""#] {
+            assert!(label.contains(part), "{part} not in {label}");
+        }
+        assert_eq!(call_label(&ToolCall::new("c2", "ls", "")), "ls()");
+        assert_eq!(call_label(&ToolCall::new("c3", "ls", "{}")), "ls()");
+        assert_eq!(call_label(&ToolCall::new("c4", "sh", "not json\nsecond line")), "sh(not json)");
+    }
+
+    #[test]
+    fn long_arguments_are_cut_with_an_ellipsis() {
+        let content = "x".repeat(500);
+        let call =
+            ToolCall::new("c1", "write", format!(r#"{{"path":"a.py","content":"{content}"}}"#));
+        let label = call_label(&call);
+        assert!(label.ends_with("…)"), "{label}");
+        assert_eq!(label.chars().count(), "write(".len() + MAX_ARGUMENTS + "…)".chars().count());
+        assert!(
+            label.contains(r#""path":"a.py""#) || label.contains(r#""content":"xxx"#),
+            "{label}"
+        );
+    }
 }

@@ -34,10 +34,11 @@ pub const MAX_NOTE_TOKENS: u64 = 1_000;
 ///    head leaves), newest first and contiguous; the newest unit is always among them.
 /// 3. **The folded-history note** takes up to a third of the body's room (at most
 ///    [`MAX_NOTE_TOKENS`]): a user message, right after the task, that lists the tool calls
-///    the units left out made (up to 12) and the distinctive [`terms`](crate::terms) they
-///    held that the view no longer shows: those of the newest units left out, in order, in
-///    up to half of the room for terms, then the ones the conversation came back to most
-///    often, so that the model knows what existed and can ask for it again.
+///    the units left out made (up to 12, each with its arguments as compact JSON, cut to
+///    120 characters) and the distinctive [`terms`](crate::terms) they held that the view
+///    no longer shows: those of the newest units left out, in order, in up to half of the
+///    room for terms, then the ones the conversation came back to most often, so that the
+///    model knows what existed and can ask for it again.
 /// 4. **Older units by relevance** fill the rest: each older unit is scored by BM25 against
 ///    the task and the newest units (the query), over distinctive terms; units are taken by
 ///    score (the newer first on ties) while they fit, whole and in their original order.

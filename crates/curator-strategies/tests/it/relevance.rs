@@ -115,7 +115,7 @@ fn the_note_lists_the_calls_and_terms_left_out_and_nothing_the_view_shows() {
         .unwrap();
     let note = view.iter().find(|m| RelevanceBudget::is_note(m)).unwrap().text().into_owned();
     assert!(note.starts_with("[curator left out "), "{note}");
-    assert!(note.contains(r#"run("step_"#), "{note}");
+    assert!(note.contains(r#"run({"command":"step_"#), "{note}");
     // A step left out is named; a step the view still shows is not.
     let shown: Vec<String> = (1..40)
         .map(|i| format!("step_{i}"))
