@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use curator_model::{Message, Role};
 
-use crate::shorten::{shorten_message, shorten_unit, unit_minimum};
+use crate::shorten::{Marks, shorten_message, shorten_unit, unit_minimum};
 use crate::trim::{Take, keep_newest};
 use crate::{
     CharEstimate, CurationContext, Error, Head, HistoryManager, Result, Tally, TokenCounter, View,
@@ -78,13 +78,20 @@ pub struct TokenBudget {
     reserve: u64,
     head_share: f64,
     counter: Arc<dyn TokenCounter>,
+    marks: Marks,
 }
 
 impl TokenBudget {
     /// A budget of `max_tokens`, no reserve, half of it for the head at most, counted with
     /// [`CharEstimate`].
     pub fn new(max_tokens: u64) -> Self {
-        Self { max_tokens, reserve: 0, head_share: 0.5, counter: Arc::new(CharEstimate::default()) }
+        Self {
+            max_tokens,
+            reserve: 0,
+            head_share: 0.5,
+            counter: Arc::new(CharEstimate::default()),
+            marks: Marks::Count,
+        }
     }
 
     /// Holds back `reserve` tokens for tool schemas and the reply.
@@ -112,6 +119,13 @@ impl TokenBudget {
     }
 
     /// `with_head_share` for a share this crate knows to be between 0 and 1.
+    /// Texts it shortens name the terms of the part cut (see [`Marks::Terms`]), for
+    /// [`RelevanceBudget`](crate::RelevanceBudget).
+    pub(crate) fn with_named_cuts(mut self) -> Self {
+        self.marks = Marks::Terms;
+        self
+    }
+
     pub(crate) fn with_known_head_share(mut self, share: f64) -> Self {
         debug_assert!((0.0..=1.0).contains(&share), "head share {share}");
         self.head_share = share;
@@ -199,12 +213,13 @@ impl TokenBudget {
     ) -> Result<Vec<(Option<usize>, Message)>> {
         let mut shortened = Vec::new();
         for (pinned, room) in rooms.filter(|(p, room)| *room < p.full) {
-            let message = shorten_message(&view.message(pinned.index), room, &*self.counter)
-                .ok_or(Error::BudgetTooSmall {
-                    needed: pinned.floor,
-                    available: self.available(),
-                    what: "a pinned message shortened as far as it goes",
-                })?;
+            let message =
+                shorten_message(&view.message(pinned.index), room, &*self.counter, self.marks)
+                    .ok_or(Error::BudgetTooSmall {
+                        needed: pinned.floor,
+                        available: self.available(),
+                        what: "a pinned message shortened as far as it goes",
+                    })?;
             shortened.push((view.pos(pinned.index), message));
         }
         Ok(shortened)
@@ -308,7 +323,7 @@ impl HistoryManager for TokenBudget {
             }
             let messages: Vec<_> = unit.range().map(|i| view.message(i)).collect();
             let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
-            let Some(shortened) = shorten_unit(&refs, body_room - used, counter) else {
+            let Some(shortened) = shorten_unit(&refs, body_room - used, counter, self.marks) else {
                 newest_needs = unit_minimum(&refs, counter);
                 return Take::Stop;
             };

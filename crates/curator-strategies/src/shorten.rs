@@ -18,6 +18,23 @@ const ARGUMENT_NOTE: &str = "…[shortened]";
 /// Of the text kept, the share given to its beginning; the rest keeps its end.
 const HEAD_SHARE: u64 = 2;
 const SHARES: u64 = 3;
+/// With [`Marks::Terms`], the share of a cut text's room that names the part cut. Over
+/// `../shared/corpus` at 4,000 tokens, 0.3 keeps more evidence than 0.15 at 2,000 tokens and
+/// as much at 4,000 and 8,000 (see `docs/benchmarks.md`).
+const NAMING_SHARE: f64 = 0.3;
+/// Where the terms of a cut text's middle are named.
+const NAMING_OPEN: &str = "[the part cut named: ";
+
+/// How a cut text marks what it lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Marks {
+    /// A note of how many tokens were cut.
+    Count,
+    /// The note, then the distinctive [`terms`](crate::terms) of the part cut, in their
+    /// order, in up to [`NAMING_SHARE`] of the text's room (taken from its beginning and
+    /// end): the model learns what the cut part held and can ask for it.
+    Terms,
+}
 
 /// The largest byte index at or before `index` that is a grapheme cluster boundary of
 /// `text`, so that a cut never leaves half a character, an accent without its letter or a
@@ -82,19 +99,63 @@ fn suffix<'t>(text: &'t str, max_tokens: u64, counter: &dyn TokenCounter) -> &'t
 }
 
 /// `text` cut to about `max_tokens`: its beginning and its end, with a note between saying
-/// how much was cut (just the note when not even it fits).
-pub(crate) fn cut_text(text: &str, max_tokens: u64, counter: &dyn TokenCounter) -> String {
+/// how much was cut (just the note when not even it fits), and with [`Marks::Terms`] the
+/// terms the cut part held.
+pub(crate) fn cut_text(
+    text: &str,
+    max_tokens: u64,
+    counter: &dyn TokenCounter,
+    marks: Marks,
+) -> String {
     let full = counter.count_text(text);
     if full <= max_tokens {
         return text.to_owned();
     }
     let note = |cut: u64| CUT_NOTE.replace("{cut}", &cut.to_string());
     let room = max_tokens.saturating_sub(counter.count_text(&note(full)));
-    let head = prefix(text, room * HEAD_SHARE / SHARES, counter);
-    let rest = &text[head.len()..];
-    let tail = suffix(rest, room - counter.count_text(head), counter);
+    let ends = |room: u64| {
+        let head = prefix(text, room * HEAD_SHARE / SHARES, counter);
+        let rest = &text[head.len()..];
+        let tail = suffix(rest, room.saturating_sub(counter.count_text(head)), counter);
+        (head, tail, &rest[..rest.len() - tail.len()])
+    };
+    let (mut head, mut tail, middle) = ends(room);
+    let mut naming = String::new();
+    if marks == Marks::Terms {
+        // The terms of what the plain cut drops, then the ends again in the room left.
+        naming = named(middle, crate::budget::share(NAMING_SHARE, room), counter);
+        if !naming.is_empty() {
+            (head, tail, _) = ends(room.saturating_sub(counter.count_text(&naming)));
+        }
+    }
     let cut = full.saturating_sub(counter.count_text(head) + counter.count_text(tail));
-    format!("{head}{}{tail}", note(cut))
+    format!("{head}{}{naming}{tail}", note(cut))
+}
+
+/// `[the part cut named: a, b, c]` and a line break: the distinctive terms of `middle`, in
+/// their order (but those inside a term already named), as many as fit `room` tokens;
+/// empty when none does.
+fn named(middle: &str, room: u64, counter: &dyn TokenCounter) -> String {
+    let overhead = counter.count_text(NAMING_OPEN) + 2;
+    let mut used = overhead;
+    let mut terms: Vec<&str> = Vec::new();
+    crate::terms::scan(middle, &mut |term| {
+        // A term inside one already named (`parser.rs` in `src/parser.rs`) reads back from it.
+        if terms.iter().any(|named| named.contains(term)) {
+            return true;
+        }
+        let cost = counter.count_text(term) + 1;
+        if used + cost > room {
+            return false;
+        }
+        used += cost;
+        terms.push(term);
+        true
+    });
+    if terms.is_empty() {
+        return String::new();
+    }
+    format!("{NAMING_OPEN}{}]\n", terms.join(", "))
 }
 
 /// A string value of tool-call arguments cut to `max_tokens`, ending with a note.
@@ -168,12 +229,17 @@ fn each_string_mut(value: &mut Value, f: &mut dyn FnMut(&mut String)) {
 
 /// `message` with each of its strings cut to its allowance (`None`: kept whole), in the
 /// order of [`collect`].
-fn rebuild(message: &Message, allow: &[Option<u64>], counter: &dyn TokenCounter) -> Message {
+fn rebuild(
+    message: &Message,
+    allow: &[Option<u64>],
+    counter: &dyn TokenCounter,
+    marks: Marks,
+) -> Message {
     let mut next = allow.iter().copied();
     let mut take = || next.next().flatten();
     let content = match message.content() {
         Some(Content::Text(text)) => match take() {
-            Some(max) => Some(Content::Text(cut_text(text, max, counter))),
+            Some(max) => Some(Content::Text(cut_text(text, max, counter, marks))),
             None => Some(Content::Text(text.clone())),
         },
         Some(Content::Parts(parts)) => {
@@ -182,7 +248,7 @@ fn rebuild(message: &Message, allow: &[Option<u64>], counter: &dyn TokenCounter)
                 match (part, part.as_text()) {
                     (Part::Text { extra, .. }, Some(text)) => match take() {
                         Some(max) => out.push(Part::Text {
-                            text: cut_text(text, max, counter),
+                            text: cut_text(text, max, counter, marks),
                             extra: extra.clone(),
                         }),
                         None => out.push(part.clone()),
@@ -240,6 +306,7 @@ pub(crate) fn shorten_message(
     message: &Message,
     budget: u64,
     counter: &dyn TokenCounter,
+    marks: Marks,
 ) -> Option<Message> {
     let full = counter.count_message(message);
     if full <= budget {
@@ -249,7 +316,8 @@ pub(crate) fn shorten_message(
     if strings.tokens.is_empty() {
         return None;
     }
-    let skeleton = counter.count_message(&rebuild(message, &strings.shortest(), counter));
+    let skeleton =
+        counter.count_message(&rebuild(message, &strings.shortest(), counter, Marks::Count));
     let mut room = budget.checked_sub(skeleton)?;
     let excess: Vec<u64> =
         strings.tokens.iter().zip(&strings.minimum).map(|(t, m)| t - m).collect();
@@ -261,7 +329,7 @@ pub(crate) fn shorten_message(
             .zip(&strings.minimum)
             .map(|(extra, min)| extra.map(|extra| min + extra))
             .collect();
-        let shortened = rebuild(message, &allow, counter);
+        let shortened = rebuild(message, &allow, counter, marks);
         let tokens = counter.count_message(&shortened);
         if tokens <= budget {
             return Some(shortened);
@@ -278,7 +346,7 @@ pub(crate) fn unit_minimum(messages: &[&Message], counter: &dyn TokenCounter) ->
         .map(|m| {
             let full = counter.count_message(m);
             let shortest = collect(m, counter).shortest();
-            counter.count_message(&rebuild(m, &shortest, counter)).min(full)
+            counter.count_message(&rebuild(m, &shortest, counter, Marks::Count)).min(full)
         })
         .sum()
 }
@@ -290,6 +358,7 @@ pub(crate) fn shorten_unit(
     messages: &[&Message],
     budget: u64,
     counter: &dyn TokenCounter,
+    marks: Marks,
 ) -> Option<Vec<Option<Message>>> {
     let full: Vec<u64> = messages.iter().map(|m| counter.count_message(m)).collect();
     let minimum: Vec<u64> = messages
@@ -297,7 +366,7 @@ pub(crate) fn shorten_unit(
         .zip(&full)
         .map(|(m, &f)| {
             let shortest = collect(m, counter).shortest();
-            counter.count_message(&rebuild(m, &shortest, counter)).min(f)
+            counter.count_message(&rebuild(m, &shortest, counter, Marks::Count)).min(f)
         })
         .collect();
     let room = budget.checked_sub(minimum.iter().sum())?;
@@ -309,7 +378,7 @@ pub(crate) fn shorten_unit(
         .zip(&minimum)
         .map(|((m, extra), &min)| match extra {
             None => Some(None),
-            Some(extra) => shorten_message(m, min + extra, counter).map(Some),
+            Some(extra) => shorten_message(m, min + extra, counter, marks).map(Some),
         })
         .collect()
 }
@@ -345,10 +414,39 @@ mod tests {
     }
 
     #[test]
+    fn a_named_cut_lists_the_terms_of_the_part_cut_within_the_allowance() {
+        let counter = CharEstimate::default();
+        let text = format!(
+            "BEGIN {} the fix is in src/parser_core.rs near parse_binary {} END",
+            "filler ".repeat(200),
+            "padding ".repeat(200)
+        );
+        for max in [20, 40, 60, 120, 300] {
+            let named = cut_text(&text, max, &counter, Marks::Terms);
+            assert!(counter.count_text(&named) <= max, "{max}: {named}");
+        }
+        for max in [120, 300] {
+            let named = cut_text(&text, max, &counter, Marks::Terms);
+            assert!(named.starts_with("BEGIN") && named.ends_with("END"), "{named}");
+            assert!(
+                named.contains("[the part cut named: src/parser_core.rs, parse_binary]"),
+                "{max}: {named}"
+            );
+            let plain = cut_text(&text, max, &counter, Marks::Count);
+            assert!(!plain.contains("parse_binary") && !plain.contains(NAMING_OPEN), "{plain}");
+        }
+        // Too little room to name anything: the plain cut.
+        assert_eq!(
+            cut_text(&text, 25, &counter, Marks::Terms),
+            cut_text(&text, 25, &counter, Marks::Count)
+        );
+    }
+
+    #[test]
     fn text_keeps_its_beginning_and_end() {
         let counter = CharEstimate::default();
         let text = format!("BEGIN {} END", "middle ".repeat(400));
-        let cut = cut_text(&text, 60, &counter);
+        let cut = cut_text(&text, 60, &counter, Marks::Count);
         assert!(cut.starts_with("BEGIN"), "{cut}");
         assert!(cut.ends_with("END"), "{cut}");
         assert!(cut.contains("tokens cut by curator"));
@@ -364,7 +462,7 @@ mod tests {
             serde_json::json!({"path": "src/lib.rs", "content": "x".repeat(4_000)}).to_string(),
         );
         let message = Message::assistant_with_calls(Some("Writing it.".into()), vec![call]);
-        let short = shorten_message(&message, 200, &counter).unwrap();
+        let short = shorten_message(&message, 200, &counter, Marks::Count).unwrap();
         assert!(counter.count_message(&short) <= 200);
         let args: Value = serde_json::from_str(short.tool_calls()[0].arguments()).unwrap();
         assert_eq!(args["path"], "src/lib.rs");
@@ -373,7 +471,7 @@ mod tests {
         let image = Part::image(curator_model::ImageSource::from_url("https://x/a.png"));
         let parts = Content::Parts(vec![Part::text("y".repeat(3_000)), image.clone()]);
         let result = Message::tool_result("c1", parts);
-        let short = shorten_message(&result, 1_700, &counter).unwrap();
+        let short = shorten_message(&result, 1_700, &counter, Marks::Count).unwrap();
         let Some(Content::Parts(parts)) = short.content() else { panic!("parts") };
         assert_eq!(parts.len(), 2);
         assert!(parts[0].as_text().is_some_and(|t| t.contains("tokens cut")));
@@ -384,6 +482,6 @@ mod tests {
     fn nothing_is_returned_when_the_skeleton_does_not_fit() {
         let counter = CharEstimate::default();
         let message = Message::user("z".repeat(1_000));
-        assert!(shorten_message(&message, 5, &counter).is_none());
+        assert!(shorten_message(&message, 5, &counter, Marks::Count).is_none());
     }
 }

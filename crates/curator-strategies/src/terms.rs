@@ -84,7 +84,7 @@ pub fn terms(text: &str) -> Vec<&str> {
 
 /// Calls `each` with the distinctive terms of `text`, each once, in the order of [`terms`],
 /// until it returns `false`.
-fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
+pub(crate) fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
     let mut seen: HashSet<&str, FxBuild> = HashSet::default();
     let more = Cell::new(true);
     let mut emit = |term| {

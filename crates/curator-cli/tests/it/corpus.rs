@@ -37,7 +37,7 @@ fn the_default_pipeline_keeps_more_evidence_than_the_budget_alone_at_4000_tokens
         mean > budget_mean && worst > budget_worst,
         "{mean} {worst} against {budget_mean} {budget_worst}"
     );
-    // Measured on the corpus: 97.8% and 78.0% against 91.6% and 38.7%. A margin below those
+    // Measured on the corpus: 97.9% and 78.8% against 91.6% and 38.7%. A margin below those
     // numbers, so that a change of the corpus's tokenisation by a point does not fail this.
     assert!(mean >= 0.97 && worst >= 0.76, "mean {mean}, worst decile {worst}");
     #[expect(clippy::cast_precision_loss, reason = "token totals")]

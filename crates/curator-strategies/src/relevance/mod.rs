@@ -27,7 +27,10 @@ pub const MAX_NOTE_TOKENS: u64 = 1_000;
 /// # Rules
 ///
 /// With `available`, the head's share and the head's shortening as in [`TokenBudget`]
-/// (which this strategy runs last, so every [`TokenBudget`] guarantee holds):
+/// (which this strategy runs last, so every [`TokenBudget`] guarantee holds), except that a
+/// text it shortens (a long task, the newest unit's output) also names, in up to 0.3 of the
+/// room it keeps, the distinctive [`terms`](crate::terms) of the part cut from its middle:
+/// `[the part cut named: …]` after the note of how much was cut.
 ///
 /// 1. When everything fits, nothing changes.
 /// 2. **The newest units** take `recent_share` (0.85 by default) of the body's room (what the
@@ -98,7 +101,9 @@ impl RelevanceBudget {
     /// a quarter for the head, 0.85 of the body for the newest units, and the
     /// folded-history note.
     pub fn new(max_tokens: u64) -> Self {
-        let budget = TokenBudget::new(max_tokens).with_known_head_share(Self::DEFAULT_HEAD_SHARE);
+        let budget = TokenBudget::new(max_tokens)
+            .with_known_head_share(Self::DEFAULT_HEAD_SHARE)
+            .with_named_cuts();
         Self { budget, recent_share: Self::DEFAULT_RECENT_SHARE, fold_note: true }
     }
 

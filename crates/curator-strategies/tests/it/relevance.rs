@@ -217,3 +217,35 @@ fn the_note_names_what_the_newest_units_left_out_held_before_what_recurs() {
     // The note is full: not every recurring identifier fits.
     assert!(!(0..200).all(|i| note.contains(&format!("shared_id_{i},"))), "{note}");
 }
+
+/// The newest tool result is too long for the budget: both budgets keep its beginning and
+/// end; relevance also names what the cut middle held, the token budget alone does not.
+#[test]
+fn a_shortened_newest_result_names_what_its_cut_middle_held() {
+    let output = format!(
+        "{}\nerror: missing field `retry_budget` in config/settings.toml\n{}",
+        "ok line\n".repeat(400),
+        "done line\n".repeat(400)
+    );
+    let messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Fix the config loader."),
+        Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new("c1", "run", r#"{"cmd": "cargo run"}"#)],
+        ),
+        Message::tool_result("c1", output),
+    ];
+    let ctx = CurationContext::default();
+    let relevance = RelevanceBudget::new(800).curate_messages(&messages, &ctx).unwrap();
+    let recency = TokenBudget::new(800).curate_messages(&messages, &ctx).unwrap();
+    let last = |view: &[Message]| view.last().unwrap().text().into_owned();
+    let (named, plain) = (last(&relevance), last(&recency));
+    assert!(named.starts_with("ok line") && named.ends_with("done line\n"), "{named}");
+    assert!(named.contains("[the part cut named: retry_budget, config/settings.toml"), "{named}");
+    assert!(!plain.contains("retry_budget") && !plain.contains("part cut named"), "{plain}");
+    let counter = CharEstimate::default();
+    let tokens: u64 =
+        relevance.iter().map(|m| counter.count_message(m)).sum::<u64>() + counter.reply_priming();
+    assert!(tokens <= 800, "{tokens}");
+}
