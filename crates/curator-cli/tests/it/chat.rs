@@ -93,7 +93,21 @@ fn two_turns_ctrl_c_restart_and_the_history_is_there() {
     tmux.run(&["send-keys", "-t", "chat", "clear", "Enter"]);
     std::thread::sleep(Duration::from_millis(200));
     tmux.type_line(&command);
-    let screen = tmux.wait_for("resumed session `trip` (4 turns)", 1);
+    tmux.wait_for("resumed session `trip` (4 turns)", 1);
+    // The turns are printed after that line: wait until the last one follows it, then all
+    // must be there.
+    let marker = "resumed session `trip` (4 turns)";
+    let deadline = Instant::now() + Duration::from_mins(1);
+    let screen = loop {
+        let screen = tmux.screen();
+        let after = screen.rfind(marker).map(|at| screen[at..].to_owned());
+        if let Some(after) = after.filter(|after| after.contains("assistant> reply 2 (4 messages)"))
+        {
+            break after;
+        }
+        assert!(Instant::now() < deadline, "the turns were not shown after the restart:\n{screen}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
     for line in [
         "you> Plan a weekend in Rome",
         "assistant> reply 1 (2 messages)",
