@@ -6,6 +6,7 @@ use std::sync::Arc;
 use curator_model::{Message, Role};
 
 use crate::shorten::{Marks, shorten_message, shorten_unit, unit_minimum};
+use crate::tokens::share;
 use crate::trim::{Take, keep_newest};
 use crate::{
     CharEstimate, CurationContext, Error, Head, HistoryManager, Result, Tally, TokenCounter, View,
@@ -224,17 +225,6 @@ impl TokenBudget {
         }
         Ok(shortened)
     }
-}
-
-/// `share` (0 to 1) of `tokens`, rounded down.
-#[expect(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    clippy::cast_precision_loss,
-    reason = "a share of a token count"
-)]
-pub(crate) fn share(share: f64, tokens: u64) -> u64 {
-    (share * tokens as f64).floor() as u64
 }
 
 /// One pinned message, as the budget sees it: its view index, its full size and the least

@@ -123,7 +123,7 @@ pub(crate) fn cut_text(
     let mut naming = String::new();
     if marks == Marks::Terms {
         // The terms of what the plain cut drops, then the ends again in the room left.
-        naming = named(middle, crate::budget::share(NAMING_SHARE, room), counter);
+        naming = named(middle, crate::tokens::share(NAMING_SHARE, room), counter);
         if !naming.is_empty() {
             (head, tail, _) = ends(room.saturating_sub(counter.count_text(&naming)));
         }

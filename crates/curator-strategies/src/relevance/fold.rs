@@ -6,8 +6,8 @@ use std::ops::Range;
 use curator_model::{Message, Role, ToolCall};
 use serde_json::Value;
 
-use crate::budget::share;
 use crate::fx::FxBuild;
+use crate::tokens::share;
 use crate::{TokenCounter, View};
 
 /// How every folded-history note begins.

@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use curator_model::{Message, Role};
 
-use crate::budget::{pending_only, share};
+use crate::budget::pending_only;
 use crate::fx::FxBuild;
+use crate::tokens::share;
 use crate::{
     CurationContext, Error, Event, HistoryManager, RelevanceKept, Result, ScoredUnit, TokenBudget,
     TokenCounter, View,

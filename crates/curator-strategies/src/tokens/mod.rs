@@ -139,3 +139,14 @@ macro_rules! forward_counter {
 }
 
 forward_counter!(&T, std::sync::Arc<T>, Box<T>);
+
+/// `share` (0 to 1) of `tokens`, rounded down.
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss,
+    reason = "a share of a token count"
+)]
+pub(crate) fn share(share: f64, tokens: u64) -> u64 {
+    (share * tokens as f64).floor() as u64
+}
