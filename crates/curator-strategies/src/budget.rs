@@ -119,7 +119,6 @@ impl TokenBudget {
         Ok(self)
     }
 
-    /// `with_head_share` for a share this crate knows to be between 0 and 1.
     /// Texts it shortens name the terms of the part cut (see [`Marks::Terms`]), for
     /// [`RelevanceBudget`](crate::RelevanceBudget).
     pub(crate) fn with_named_cuts(mut self) -> Self {
@@ -127,6 +126,7 @@ impl TokenBudget {
         self
     }
 
+    /// `with_head_share` for a share this crate knows to be between 0 and 1.
     pub(crate) fn with_known_head_share(mut self, share: f64) -> Self {
         debug_assert!((0.0..=1.0).contains(&share), "head share {share}");
         self.head_share = share;

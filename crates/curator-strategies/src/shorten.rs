@@ -141,7 +141,7 @@ fn named(middle: &str, room: u64, counter: &dyn TokenCounter) -> String {
     let mut terms: Vec<&str> = Vec::new();
     crate::terms::scan(middle, &mut |term| {
         // A term inside one already named (`parser.rs` in `src/parser.rs`) reads back from it.
-        if terms.iter().any(|named| named.contains(term)) {
+        if terms.iter().any(|listed| listed.contains(term)) {
             return true;
         }
         let cost = counter.count_text(term) + 1;

@@ -96,27 +96,24 @@ pub(super) fn note(
     // their share of the room; then those the conversation came back to most often (newest
     // first on ties).
     let newest_room = used + share(NEWEST_TERMS_SHARE, room.saturating_sub(used));
-    let mut newest = 0;
-    for &id in &candidates {
+    // Lists the term `id` when it fits within `limit` tokens in all.
+    let mut take = |id: u32, limit: u64| {
         let term = quoted(index.text(id));
         let cost = counter.count_text(&term) + 1;
-        if used + cost > newest_room {
-            break;
+        let fits = used + cost <= limit;
+        if fits {
+            used += cost;
+            terms.push(term);
         }
-        used += cost;
-        newest += 1;
-        terms.push(term);
-    }
+        fits
+    };
+    let newest = candidates.iter().take_while(|&&id| take(id, newest_room)).count();
     let mut rest = candidates.split_off(newest);
     rest.sort_by_cached_key(|&id| std::cmp::Reverse(index.postings(id).len()));
     for id in rest {
-        let term = quoted(index.text(id));
-        let cost = counter.count_text(&term) + 1;
-        if used + cost > room {
+        if !take(id, room) {
             break;
         }
-        used += cost;
-        terms.push(term);
     }
     drop(index);
     let message = loop {

@@ -107,13 +107,19 @@ fn an_old_result_the_present_refers_to_is_kept_where_recency_drops_it() {
     assert!(RelevanceBudget::is_note(&relevance[2]), "{:#?}", relevance[2]);
 }
 
+/// The view of `messages` under a relevance budget of `budget`, and its note's text.
+fn view_and_note(messages: &[Message], budget: u64) -> (Vec<Message>, String) {
+    let view = RelevanceBudget::new(budget)
+        .curate_messages(messages, &CurationContext::default())
+        .unwrap();
+    let note = view.iter().find(|m| RelevanceBudget::is_note(m)).unwrap().text().into_owned();
+    (view, note)
+}
+
 #[test]
 fn the_note_lists_the_calls_and_terms_left_out_and_nothing_the_view_shows() {
     let messages = long_run();
-    let view = RelevanceBudget::new(1_000)
-        .curate_messages(&messages, &CurationContext::default())
-        .unwrap();
-    let note = view.iter().find(|m| RelevanceBudget::is_note(m)).unwrap().text().into_owned();
+    let (view, note) = view_and_note(&messages, 1_000);
     assert!(note.starts_with("[curator left out "), "{note}");
     assert!(note.contains(r#"run({"command":"step_"#), "{note}");
     // A step left out is named; a step the view still shows is not.
@@ -204,12 +210,9 @@ fn run_with_a_fresh_step() -> Vec<Message> {
 #[test]
 fn the_note_names_what_the_newest_units_left_out_held_before_what_recurs() {
     let messages = run_with_a_fresh_step();
-    let view = RelevanceBudget::new(1_500)
-        .curate_messages(&messages, &CurationContext::default())
-        .unwrap();
+    let (view, note) = view_and_note(&messages, 1_500);
     let shows = |m: &Message| !RelevanceBudget::is_note(m) && m.text().contains("fresh_module_a");
     assert!(!view.iter().any(shows), "the fresh step is left out");
-    let note = view.iter().find(|m| RelevanceBudget::is_note(m)).unwrap().text().into_owned();
     // The identifiers the newest left-out step printed once are named...
     assert!(note.contains("fresh_module_a") && note.contains("fresh_symbol_b"), "{note}");
     // ...and the rest of the note still goes to the identifiers the run came back to most.
