@@ -8,8 +8,10 @@ use curator_model::{Message, Role};
 use crate::shorten::{Marks, shorten_message, shorten_unit, unit_minimum};
 use crate::tokens::share;
 use crate::trim::{Take, keep_newest};
+use crate::trim::OMITTED_NOTE;
 use crate::{
-    CharEstimate, CurationContext, Error, Head, HistoryManager, Result, Tally, TokenCounter, View,
+    CharEstimate, CurationContext, Error, Head, HistoryManager, Result, Shortfall, Tally,
+    TokenCounter, View,
 };
 
 /// Tokens a shortened task keeps at least, whatever the head's share, so that it stays
@@ -166,17 +168,10 @@ impl TokenBudget {
         share(self.head_share, tokens)
     }
 
-    /// The pinned system messages and task with their sizes; when the head is over its
-    /// share, also the least each can be shortened to (its notes, its images; a task at least
-    /// [`MIN_TASK_TOKENS`]).
-    fn pinned(
-        &self,
-        view: &View<'_>,
-        head: &Head,
-        tally: &Tally<'_, '_>,
-        available: u64,
-    ) -> (Vec<Pinned>, Option<Pinned>) {
-        let counter = &*self.counter;
+    /// The pinned system messages and task with their full sizes (their floors, the least
+    /// each can be shortened to, are set by [`set_floors`](TokenBudget::set_floors) when
+    /// the head must give room).
+    fn pinned(view: &View<'_>, head: &Head, tally: &Tally<'_, '_>) -> (Vec<Pinned>, Option<Pinned>) {
         let mut systems = Vec::new();
         let mut task = None;
         for &index in head.pinned() {
@@ -188,42 +183,63 @@ impl TokenBudget {
                 task = Some(pinned);
             }
         }
-        let head_full: u64 = systems.iter().chain(&task).map(|p| p.full).sum();
-        // Only a head over its share is ever shortened, so only then are floors worth their
-        // cost (they count every string of the message).
-        if head_full > self.share_of(available) {
-            for pinned in systems.iter_mut().chain(task.as_mut()) {
-                let message = view.message(pinned.index);
-                let shortest = unit_minimum(&[&message], counter).min(pinned.full);
-                pinned.floor = if view.structure(pinned.index).role() == Role::System {
-                    shortest
-                } else {
-                    shortest.max(pinned.full.min(MIN_TASK_TOKENS))
-                };
-            }
-        }
         (systems, task)
     }
 
+    /// Sets the least each pinned message can be shortened to: its notes and images, a task
+    /// at least [`MIN_TASK_TOKENS`]; system messages only when `shorten_system`, else their
+    /// full size. Floors count every string of a message, so they are computed only when
+    /// the head must give room.
+    fn set_floors(
+        &self,
+        view: &View<'_>,
+        systems: &mut [Pinned],
+        task: Option<&mut Pinned>,
+        shorten_system: bool,
+    ) {
+        let counter = &*self.counter;
+        let shortest = |index: usize, full: u64| {
+            let message = view.message(index);
+            unit_minimum(&[&message], counter).min(full)
+        };
+        if shorten_system {
+            for pinned in systems.iter_mut() {
+                pinned.floor = shortest(pinned.index, pinned.full);
+            }
+        }
+        if let Some(task) = task {
+            task.floor = shortest(task.index, task.full).max(task.full.min(MIN_TASK_TOKENS));
+        }
+    }
+
     /// The pinned messages that did not get their full size, shortened to their rooms, with
-    /// their history positions.
+    /// their history positions. `None` when one of them cannot be (pieces whose counts do
+    /// not add up under the counter).
     fn shorten_head(
         &self,
         view: &View<'_>,
         rooms: impl Iterator<Item = (Pinned, u64)>,
-    ) -> Result<Vec<(Option<usize>, Message)>> {
+    ) -> Option<Vec<(Option<usize>, Message)>> {
         let mut shortened = Vec::new();
         for (pinned, room) in rooms.filter(|(p, room)| *room < p.full) {
             let message =
-                shorten_message(&view.message(pinned.index), room, &*self.counter, self.marks)
-                    .ok_or(Error::BudgetTooSmall {
-                        needed: pinned.floor,
-                        available: self.available(),
-                        what: "a pinned message shortened as far as it goes",
-                    })?;
+                shorten_message(&view.message(pinned.index), room, &*self.counter, self.marks)?;
             shortened.push((view.pos(pinned.index), message));
         }
-        Ok(shortened)
+        Some(shortened)
+    }
+
+    /// The error for a view that cannot hold what is never dropped.
+    fn too_small(&self, systems: &[Pinned], task: Option<&Pinned>, note: u64, newest: u64) -> Error {
+        Error::BudgetTooSmall(Box::new(Shortfall {
+            max_tokens: self.max_tokens,
+            reserve: self.reserve,
+            tools: 0,
+            system: systems.iter().map(|p| p.floor).sum(),
+            task: task.map_or(0, |t| t.floor) + note,
+            newest,
+            priming: self.counter.reply_priming(),
+        }))
     }
 }
 
@@ -274,96 +290,109 @@ impl HistoryManager for TokenBudget {
         let available = self.available().saturating_sub(counter.reply_priming());
         let head = view.head(ctx);
         let tally = view.tally(counter);
-        let (systems, task) = self.pinned(&view, &head, &tally, available);
-        let (system_rooms, task_room) =
-            head_rooms(&systems, task.as_ref(), self.share_of(available));
+        let present = view.present(&head);
+        // The present's own messages (pinned ones inside it count with the head).
+        let members: Vec<usize> = present
+            .map(|u| u.range().filter(|&i| !head.is_pinned(i)).collect())
+            .unwrap_or_default();
+        let present_full: u64 = members.iter().map(|&i| tally.message(i)).sum();
+        let present_minimum = || {
+            let messages: Vec<_> = members.iter().map(|&i| view.message(i)).collect();
+            let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
+            unit_minimum(&refs, counter).min(present_full)
+        };
+        let (mut systems, mut task) = Self::pinned(&view, &head, &tally);
+        // A view that would start with an assistant message begins with a note, when no task
+        // is pinned to start it.
+        let note =
+            if task.is_none() { counter.count_message(&Message::user(OMITTED_NOTE)) } else { 0 };
+        let share = self.share_of(available);
+        let head_full: u64 = systems.iter().chain(&task).map(|p| p.full).sum();
+        if head_full > share || head_full + note + present_full > available {
+            self.set_floors(&view, &mut systems, task.as_mut(), ctx.shorten_system);
+        }
+        let (mut system_rooms, mut task_room) = head_rooms(&systems, task.as_ref(), share);
+        // The present goes out whatever else is dropped, shortened if it must be (rule 2):
+        // when even shortened it does not fit beside the head's share, the head gives room
+        // down to its floors (the task first; system messages only when they may be
+        // shortened, their floor is their size otherwise).
         let head_room = system_rooms.iter().sum::<u64>() + task_room;
-        if head_room > available {
-            return Err(Error::BudgetTooSmall {
-                needed: head_room + counter.reply_priming(),
-                available: self.available(),
-                what: if systems.is_empty() { "the task" } else { "the system messages" },
-            });
+        let room_beside = available.saturating_sub(head_room + note);
+        let present_min = if present_full > room_beside { present_minimum() } else { 0 };
+        let mut want = (head_room + note + present_min).saturating_sub(available);
+        let floors = task.iter().chain(&systems).map(|p| p.floor);
+        for (room, floor) in std::iter::once(&mut task_room).chain(&mut system_rooms).zip(floors) {
+            let give = room.saturating_sub(floor).min(want);
+            *room -= give;
+            want -= give;
         }
-        // The units get the rest (rule 2), less the note a view that would start with an
-        // assistant message begins with, when no task is pinned to start it.
-        let mut body_room = available - head_room;
-        if task.is_none() {
-            let note = counter.count_message(&Message::user(crate::trim::OMITTED_NOTE));
-            body_room = body_room.saturating_sub(note);
+        if want > 0 {
+            let newest = if present_min > 0 { present_min } else { present_minimum() };
+            return Err(self.too_small(&systems, task.as_ref(), note, newest));
         }
+        let head_room = system_rooms.iter().sum::<u64>() + task_room;
+        let body_room = available - head_room - note;
         let mut used = 0;
         let mut first = true;
-        let mut newest_needs = 0;
-        let last = view.len().saturating_sub(1);
-        let kept = keep_newest(&view, &head, false, |unit| {
-            // Calls still pending at the end are not sent (coherence removes them), so an
-            // assistant message of nothing else is not the newest unit that must go out.
-            if unit.start() == last && pending_only(view.structure(last)) {
-                return Take::Keep;
+        let mut unfit = false;
+        let kept = keep_newest(&view, &head, present, false, |unit| {
+            if std::mem::replace(&mut first, false) {
+                // The present: whole if it fits, else shortened (its tool results, its text
+                // and the string values of its arguments share the room).
+                if present_full <= body_room {
+                    used = present_full;
+                    return Take::Keep;
+                }
+                let messages: Vec<_> = members.iter().map(|&i| view.message(i)).collect();
+                let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
+                let Some(shortened) = shorten_unit(&refs, body_room, counter, self.marks) else {
+                    unfit = true;
+                    return Take::Stop;
+                };
+                let mut replacements = Vec::new();
+                for (&index, (message, short)) in members.iter().zip(refs.iter().zip(shortened)) {
+                    used += counter.count_message(short.as_ref().unwrap_or(message));
+                    if let Some(short) = short {
+                        replacements.push((index, short));
+                    }
+                }
+                return Take::KeepAs(replacements);
             }
             let tokens = tally.range(unit.range());
             if used + tokens <= body_room {
                 used += tokens;
-                first = false;
-                return Take::Keep;
+                Take::Keep
+            } else {
+                Take::Stop
             }
-            if !std::mem::replace(&mut first, false) {
-                return Take::Stop;
-            }
-            let messages: Vec<_> = unit.range().map(|i| view.message(i)).collect();
-            let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
-            let Some(shortened) = shorten_unit(&refs, body_room - used, counter, self.marks) else {
-                newest_needs = unit_minimum(&refs, counter);
-                return Take::Stop;
-            };
-            let mut replacements = Vec::new();
-            for (index, (message, short)) in unit.range().zip(refs.iter().zip(shortened)) {
-                used += counter.count_message(short.as_ref().unwrap_or(message));
-                if let Some(short) = short {
-                    replacements.push((index, short));
-                }
-            }
-            Take::KeepAs(replacements)
         });
         drop(tally);
+        if unfit {
+            // The pieces of the present do not add up under this counter: say so rather
+            // than send less.
+            let newest = present_min.max(body_room + 1);
+            return Err(self.too_small(&systems, task.as_ref(), note, newest));
+        }
         // Room the units left goes back to the head (rule 3): the task first, then the
         // system messages.
-        let mut unused = body_room - used;
-        let rooms = task.into_iter().zip([task_room]).chain(systems.into_iter().zip(system_rooms));
+        let mut unused = body_room - used.min(body_room);
+        let rooms = task.iter().copied().zip([task_room]).chain(systems.iter().copied().zip(system_rooms));
         let rooms = rooms.map(|(pinned, room)| {
             let more = (pinned.full - room).min(unused);
             unused -= more;
             (pinned, room + more)
         });
-        let shortened = self.shorten_head(&view, rooms)?;
-        let had_conversation = view.structures().any(|m| m.role() != Role::System);
+        let Some(shortened) = self.shorten_head(&view, rooms) else {
+            return Err(self.too_small(&systems, task.as_ref(), note, present_min));
+        };
         // When every unit fits, the view itself is kept (no copy of it is made).
         let kept = kept.unwrap_or_else(|| view.repaired());
-        if had_conversation && kept.structures().all(|m| m.role() == Role::System) {
-            // Nothing but system messages would go out (nothing else pinned, and not even the
-            // newest unit fits shortened): providers refuse a request with no message, so say
-            // what the budget lacks.
-            return Err(Error::BudgetTooSmall {
-                needed: self.available() - body_room + newest_needs,
-                available: self.available(),
-                what: "the newest message, shortened as far as it goes",
-            });
-        }
         Ok(replace_head(kept, shortened))
     }
 
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed("token_budget")
     }
-}
-
-/// Whether a message is an assistant message of tool calls and nothing else, which
-/// coherence removes when its calls are still pending at the end of the view.
-pub(crate) fn pending_only(message: &Message) -> bool {
-    message.role() == Role::Assistant
-        && message.has_tool_calls()
-        && message.content().is_none_or(curator_model::Content::is_empty)
 }
 
 /// `kept` with the pinned messages at `shortened` (history positions) replaced.

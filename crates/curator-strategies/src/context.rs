@@ -27,6 +27,10 @@ pub struct CurationContext<'a> {
     /// Keep the task: the first user message when it comes right after the system messages.
     /// A window that drops it leaves the model without its mission.
     pub preserve_task: bool,
+    /// Let a budget shorten system messages (keeping their beginning and end) when they do
+    /// not fit. Off by default: system messages are instructions, sent whole and unchanged,
+    /// and a budget that cannot hold them is [`BudgetTooSmall`](crate::Error::BudgetTooSmall).
+    pub shorten_system: bool,
     /// Keep at least this many of the newest messages (rounded up to whole units) where the
     /// strategy's own bound would keep fewer; a token budget still wins over it.
     pub preserve_last_n: usize,
@@ -41,6 +45,7 @@ impl Default for CurationContext<'_> {
         Self {
             preserve_system: true,
             preserve_task: true,
+            shorten_system: false,
             preserve_last_n: 0,
             prompt_name: None,
             events: None,
@@ -60,6 +65,29 @@ impl<'a> CurationContext<'a> {
     #[must_use]
     pub fn with_preserve_task(mut self, on: bool) -> Self {
         self.preserve_task = on;
+        self
+    }
+
+    /// Sets whether a budget may shorten system messages that do not fit (off by default).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// use curator::strategies::{CurationContext, HistoryManagerExt, TokenBudget};
+    ///
+    /// let messages = vec![Message::system("Follow the house rules. ".repeat(100)), Message::user("hi")];
+    /// // System messages are sent whole: 60 tokens cannot hold this one.
+    /// assert!(TokenBudget::new(60).curate_messages(&messages, &CurationContext::default()).is_err());
+    /// // Unless shortening them is allowed.
+    /// let ctx = CurationContext::default().with_shorten_system(true);
+    /// let view = TokenBudget::new(60).curate_messages(&messages, &ctx)?;
+    /// assert!(view[0].text().contains("tokens cut by curator"));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_shorten_system(mut self, on: bool) -> Self {
+        self.shorten_system = on;
         self
     }
 
@@ -90,6 +118,7 @@ impl fmt::Debug for CurationContext<'_> {
         f.debug_struct("CurationContext")
             .field("preserve_system", &self.preserve_system)
             .field("preserve_task", &self.preserve_task)
+            .field("shorten_system", &self.shorten_system)
             .field("preserve_last_n", &self.preserve_last_n)
             .field("prompt_name", &self.prompt_name)
             .field("events", &self.events.is_some())

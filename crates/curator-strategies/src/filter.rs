@@ -10,7 +10,9 @@ use curator_model::{Content, Message};
 use crate::{CurationContext, HistoryManager, Result, View};
 
 /// Drops the calls of tools that match (by name set or predicate) together with their
-/// results. An assistant message left with no call and no content is dropped. Costs O(view):
+/// results. An assistant message left with no call and no content is dropped. The newest
+/// unit ([`View::present`](crate::View::present)) is never filtered: curation never loses it,
+/// and its calls are what the model just did. Costs O(view):
 /// one pass to find a match, one to build the view.
 ///
 /// # Examples
@@ -65,17 +67,22 @@ impl fmt::Debug for ToolFilter {
 }
 
 impl HistoryManager for ToolFilter {
-    fn curate<'h>(&self, view: View<'h>, _ctx: &CurationContext<'_>) -> Result<View<'h>> {
+    fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
         // Nothing to do unless some call is filtered: check first, without building anything.
         let filtered = |m: &Message| m.tool_calls().iter().any(|c| (self.matches)(c.name()));
         if !view.structures().any(filtered) {
             return Ok(view);
         }
+        // The newest unit is never lost: its calls are what the model just did.
+        let present = view.present(&view.head(ctx)).map_or(view.len()..view.len(), |u| u.range());
         let answered = view.answered_calls();
         let mut edit = view.edit();
         // Messages kept as they are go in runs, from `run` to the next one that changes.
         let mut run = 0;
         for (index, (structure, call)) in view.structures().zip(&answered).enumerate() {
+            if present.contains(&index) {
+                continue;
+            }
             match call {
                 // A result goes with its call.
                 Some(call) if (self.matches)(call.name()) => {}

@@ -52,6 +52,7 @@ mod error;
 mod events;
 mod filter;
 mod fx;
+mod guard;
 mod history;
 mod manager;
 mod map;
@@ -75,7 +76,7 @@ pub use clear::ClearOldToolResults;
 pub use combinators::HistoryManagerExt;
 pub use config::{StrategyConfig, SummarizerConfig, Tokenizer};
 pub use context::CurationContext;
-pub use error::{Error, Result};
+pub use error::{Error, Result, Shortfall};
 pub use events::{
     ConversationRecorded, Event, EventSink, HistoryCurated, MemorySink, RelevanceKept, ScoredUnit,
     SummaryFailed, SummaryTruncated,

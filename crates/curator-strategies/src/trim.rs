@@ -22,7 +22,9 @@ pub(crate) enum Take {
 }
 
 /// Keeps the pinned `head` and the newest units for which `decide` says so, newest first,
-/// then restores coherence. `None` when every unit is kept: nothing needed trimming, and the
+/// then restores coherence. The first unit `decide` sees is `present`, the view's
+/// [`present`](View::present) (which may span several units, and pinned messages, which are
+/// kept whatever it decides). `None` when every unit is kept: nothing needed trimming, and the
 /// caller repairs the view it owns (no copy is made). With `never_empty`, a non-empty view
 /// never becomes empty: older units are taken one by one until something survives
 /// coherence. When what is kept would start (after the system messages) with an assistant
@@ -31,18 +33,25 @@ pub(crate) enum Take {
 pub(crate) fn keep_newest<'h>(
     view: &View<'h>,
     head: &Head,
+    present: Option<Unit>,
     never_empty: bool,
     mut decide: impl FnMut(Unit) -> Take,
 ) -> Option<View<'h>> {
-    let mut units = view.units_rev(head.len());
+    let mut units = view.units_rev_to(head.len(), present.map_or(view.len(), |u| u.start()));
     let mut cut = None;
     let mut replaced: Option<(Unit, Vec<(usize, Message)>)> = None;
     let mut stopped_at = None;
-    for unit in units.by_ref() {
+    let mut is_present = present.is_some();
+    let mut stop = false;
+    for unit in present.into_iter().chain(units.by_ref()) {
         // A pinned message in the body (a later system message, the task after a gap) is
         // kept whatever the strategy decides, so it is not the strategy's to count.
-        if unit.len() == 1 && head.is_pinned(unit.start()) {
+        if unit.len() == 1 && head.is_pinned(unit.start()) && !is_present {
             continue;
+        }
+        if stop {
+            stopped_at = Some(unit);
+            break;
         }
         match decide(unit) {
             Take::Keep => cut = Some(unit.start()),
@@ -51,14 +60,22 @@ pub(crate) fn keep_newest<'h>(
                 stopped_at = Some(unit);
                 break;
             }
+            // The present is never dropped: a strategy that stops at it keeps it whole, and
+            // nothing older.
+            Take::Stop if is_present => {
+                cut = Some(unit.start());
+                stop = true;
+            }
             Take::Stop => {
                 stopped_at = Some(unit);
                 break;
             }
         }
+        is_present = false;
     }
     stopped_at?;
-    // The pinned messages before `limit`, then a replaced unit, then everything from `cut`.
+    // The pinned messages before `limit`, then a replaced unit, then everything from `cut`
+    // (after a replaced unit: what is newer than it, pinned messages among them).
     let build = |limit: Option<usize>, replaced: Option<&(Unit, Vec<(usize, Message)>)>, cut| {
         let mut edit = view.edit();
         for &index in head.pinned().iter().filter(|&&i| limit.is_none_or(|l| i < l)) {
@@ -78,7 +95,7 @@ pub(crate) fn keep_newest<'h>(
         edit.finish()
     };
     let mut kept = match &replaced {
-        Some(replaced) => build(Some(replaced.0.start()), Some(replaced), None),
+        Some(replaced) => build(Some(replaced.0.start()), Some(replaced), Some(replaced.0.range().end)),
         None => build(cut, None, cut),
     };
     if never_empty && kept.is_empty() {

@@ -55,7 +55,7 @@ impl HistoryManager for TurnLimit {
         let mut turns = 0;
         let mut kept = 0;
         let head = view.head(ctx);
-        let trimmed = keep_newest(&view, &head, true, |unit| {
+        let trimmed = keep_newest(&view, &head, view.present(&head), true, |unit| {
             if view.structure(unit.start()).role() == Role::Assistant {
                 turns += 1;
             }

@@ -57,7 +57,7 @@ impl HistoryManager for SlidingWindow {
         let window = self.window_size.max(ctx.preserve_last_n);
         let mut kept = 0;
         let head = view.head(ctx);
-        let trimmed = keep_newest(&view, &head, true, |unit| {
+        let trimmed = keep_newest(&view, &head, view.present(&head), true, |unit| {
             let len = unit.len();
             if window > 0 && (kept == 0 || kept + len <= window) {
                 kept += len;

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use curator_model::{Message, Role};
 
-use crate::budget::pending_only;
 use crate::fx::FxBuild;
 use crate::tokens::share;
 use crate::{
@@ -201,25 +200,26 @@ impl HistoryManager for RelevanceBudget {
         let room = body_room - note_room;
         let recent_room = share(self.recent_share, room);
 
-        // The newest units (rule 2): the newest always, then while they fit.
+        // The newest units (rule 2): the present always, then while they fit.
         let pinned_alone = |u: &crate::Unit| u.len() == 1 && head.is_pinned(u.start());
-        let mut units = view.units_rev(head.len()).filter(|u| !pinned_alone(u));
+        let present = view.present(&head);
+        let below = present.map_or(view.len(), |u| u.start());
+        let mut units = view.units_rev_to(head.len(), below).filter(|u| !pinned_alone(u));
         let mut kept: Vec<Range<usize>> = Vec::new();
         let mut used = 0;
         let mut next = None;
-        // Calls still pending at the end are not sent (coherence removes them), so an
-        // assistant message of nothing else is not the newest unit that must go out.
-        let last = view.len().saturating_sub(1);
-        let mut newest_taken = false;
+        if let Some(present) = present {
+            used += present.range().filter(|&i| !head.is_pinned(i)).map(|i| tally.message(i)).sum::<u64>();
+            kept.push(present.range());
+        }
         for unit in units.by_ref() {
             let tokens = tally.range(unit.range());
-            if newest_taken && used + tokens > recent_room {
+            if used + tokens > recent_room {
                 next = Some(unit);
                 break;
             }
             used += tokens;
             kept.push(unit.range());
-            newest_taken |= !(unit.start() == last && pending_only(view.structure(last)));
         }
         let Some(next) = next else {
             drop(tally);

@@ -317,6 +317,12 @@ impl Summarize {
             recent_start -= 1;
             recent += units[recent_start].len();
         }
+        // Nor is the present (the newest unit, with the results its message refers to).
+        if let Some(present) = view.present(&head) {
+            while recent_start > 0 && units[recent_start - 1].range().end > present.start() {
+                recent_start -= 1;
+            }
+        }
         // Chunks of `ratio × threshold`, closed on unit boundaries, counted from the start
         // so that they do not move as the history grows.
         #[expect(

@@ -105,6 +105,12 @@ impl<'h> View<'h> {
         self.items.index_of_pos(u32::try_from(pos).ok()?)
     }
 
+    /// Whether a strategy replaced the message at view index `index` (a shortened or
+    /// rebuilt copy) rather than showing the history's message through the view's maps.
+    pub(crate) fn is_replaced(&self, index: usize) -> bool {
+        self.items.locate(index).is_some_and(|slot| matches!(self.items.get(slot.item), Item::Owned { .. }))
+    }
+
     /// The message at view index `index` as far as structure goes (role, tool calls, the
     /// answered call's id), which maps never change: reading it runs no transformation.
     ///

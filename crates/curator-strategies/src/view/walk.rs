@@ -1,6 +1,6 @@
 //! The walks trimming strategies make over a view: its pinned head and its units.
 
-use curator_model::Role;
+use curator_model::{Message, Role};
 
 use super::selection::View;
 use super::shape::{Head, Unit};
@@ -77,6 +77,70 @@ impl View<'_> {
     pub fn units_rev(&self, from: usize) -> UnitsRev<'_, '_> {
         UnitsRev { view: self, floor: from, next: self.len() }
     }
+
+    /// The units from index `from` up to (not including) index `to`, newest first.
+    pub(crate) fn units_rev_to(&self, from: usize, to: usize) -> UnitsRev<'_, '_> {
+        UnitsRev { view: self, floor: from, next: to.min(self.len()) }
+    }
+
+    /// The present: what curation never drops, shortening it if it must. It is the newest
+    /// unit after the pinned `head` (an assistant message with all its results, or any
+    /// other message), not counting an assistant message of nothing but calls still pending
+    /// at the end (coherence removes it: a provider refuses unanswered calls). When that unit
+    /// is a user message that directly follows tool results (as when an Anthropic user turn
+    /// holds results and then text), the unit of those results belongs to the present too:
+    /// the message refers to them. Pinned messages inside the range (a system message
+    /// between the results and the user message) stay pinned: a strategy counts them with
+    /// the head. `None` when the view holds nothing after the head.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, ToolCall};
+    /// use curator::strategies::{CurationContext, History, View};
+    ///
+    /// let history = History::from(vec![
+    ///     Message::user("Read the log."),
+    ///     Message::assistant_with_calls(None, vec![ToolCall::new("1", "read", "{}")]),
+    ///     Message::tool_result("1", "ERROR disk full"),
+    ///     Message::user("What is the error?"),
+    /// ]);
+    /// let view = View::full(&history);
+    /// let head = view.head(&CurationContext::default());
+    /// assert_eq!(view.present(&head).map(|u| u.range()), Some(1..4));
+    /// ```
+    pub fn present(&self, head: &Head) -> Option<Unit> {
+        let pinned_alone = |u: &Unit| u.len() == 1 && head.is_pinned(u.start);
+        let mut units = self.units_rev(head.len()).filter(|u| !pinned_alone(u));
+        let mut newest = units.next()?;
+        if newest.len() == 1
+            && newest.start + 1 == self.len()
+            && pending_only(self.structure(newest.start))
+        {
+            newest = units.next()?;
+        }
+        if newest.len() == 1 && self.structure(newest.start).role() == Role::User {
+            // The results it follows, with only pinned messages between.
+            let mut before = newest.start;
+            while before > 0 && head.is_pinned(before - 1) && before - 1 >= head.len() {
+                before -= 1;
+            }
+            if before > head.len() && self.structure(before - 1).role() == Role::Tool {
+                if let Some(results) = units.next().filter(|u| u.end == before) {
+                    return Some(Unit { start: results.start, end: newest.end });
+                }
+            }
+        }
+        Some(newest)
+    }
+}
+
+/// Whether a message is an assistant message of tool calls and nothing else, which
+/// coherence removes when its calls are still pending at the end of the view.
+pub(crate) fn pending_only(message: &Message) -> bool {
+    message.role() == Role::Assistant
+        && message.has_tool_calls()
+        && message.content().is_none_or(curator_model::Content::is_empty)
 }
 
 /// The iterator of [`View::units_rev`].

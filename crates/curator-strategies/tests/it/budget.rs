@@ -12,22 +12,27 @@ fn tokens(messages: &[Message]) -> u64 {
 }
 
 #[test]
-fn a_system_message_over_the_budget_is_shortened_down_to_its_notes_then_refused() {
+fn a_system_message_over_the_budget_is_refused_unless_it_may_be_shortened() {
     let input = vec![
         Message::system(format!("RULES START {} RULES END", "x".repeat(400))),
         Message::user("task"),
     ];
-    // 50 tokens: the system message is cut, keeping its beginning and its end.
-    let view = TokenBudget::new(50).curate_messages(&input, &CurationContext::default()).unwrap();
+    // By default a system message is sent whole: 50 tokens cannot hold it.
+    let err =
+        TokenBudget::new(50).curate_messages(&input, &CurationContext::default()).unwrap_err();
+    let Error::BudgetTooSmall(shortfall) = &err else { panic!("{err}") };
+    assert_eq!(shortfall.system, CharEstimate::default().count_message(&input[0]));
+    assert!(err.to_string().contains(&format!("system messages {}", shortfall.system)), "{err}");
+    // With `shorten_system`, 50 tokens: it is cut, keeping its beginning and its end.
+    let shorten = CurationContext::default().with_shorten_system(true);
+    let view = TokenBudget::new(50).curate_messages(&input, &shorten).unwrap();
     assert!(tokens(&view) <= 50, "{}", tokens(&view));
     assert!(view[0].text().starts_with("RULES START") && view[0].text().ends_with("RULES END"));
     assert_eq!(view[1], input[1]);
     // 15 tokens cannot hold even its note: a typed error says what does not fit.
-    let err =
-        TokenBudget::new(15).curate_messages(&input, &CurationContext::default()).unwrap_err();
-    assert!(matches!(err, Error::BudgetTooSmall { available: 15, .. }), "{err}");
-    assert!(err.to_string().contains("cannot hold the system messages ("), "{err}");
-    assert!(err.to_string().ends_with(" tokens)") && !err.to_string().contains("needs"), "{err}");
+    let err = TokenBudget::new(15).curate_messages(&input, &shorten).unwrap_err();
+    assert!(matches!(&err, Error::BudgetTooSmall(s) if s.max_tokens == 15 && s.needed() > 15), "{err}");
+    assert!(err.to_string().starts_with("token budget of 15 tokens cannot hold"), "{err}");
     // The reserve counts against the budget too.
     let small = vec![Message::system("be brief"), Message::user("task")];
     assert!(TokenBudget::new(20).curate_messages(&small, &CurationContext::default()).is_ok());

@@ -41,8 +41,8 @@ proptest! {
         let input = with_task(input, task_chars);
         let counter = CharEstimate::default();
         match curate(&input, budget, share) {
-            Err(Error::BudgetTooSmall { needed, available, .. }) => {
-                prop_assert!(needed > available, "{needed} <= {available}");
+            Err(Error::BudgetTooSmall(shortfall)) => {
+                prop_assert!(shortfall.needed() > shortfall.max_tokens, "{shortfall:?}");
             }
             Err(other) => prop_assert!(false, "unexpected error {other}"),
             Ok((_, view)) => {

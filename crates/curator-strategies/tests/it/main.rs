@@ -11,6 +11,8 @@ mod edges;
 mod events;
 #[cfg(feature = "openai-compatible")]
 mod http;
+#[cfg(feature = "tiktoken")]
+mod never_lost;
 mod pairing;
 mod props;
 mod redact;

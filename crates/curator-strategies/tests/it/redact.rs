@@ -297,8 +297,9 @@ fn every_text_bearing_part_arguments_and_documents_are_redacted_in_place() {
     let call =
         ToolCall::new("c1", "deploy", serde_json::json!({"env": {"key": secret}}).to_string());
     let assistant = Message::assistant_with_calls(None, vec![call]);
+    let result = Message::tool_result("c1", "deployed");
     let view = Redactor::new()
-        .curate_messages(&[user.clone(), assistant], &CurationContext::default())
+        .curate_messages(&[user.clone(), assistant, result], &CurationContext::default())
         .unwrap();
     let Some(Content::Parts(parts)) = view[0].content() else { panic!("parts") };
     assert_eq!(parts.len(), 3, "parts stay where they were");

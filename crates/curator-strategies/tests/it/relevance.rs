@@ -33,8 +33,8 @@ proptest! {
             "not deterministic"
         );
         match first {
-            Err(Error::BudgetTooSmall { needed, available, .. }) => {
-                prop_assert!(needed > available, "{needed} <= {available}");
+            Err(Error::BudgetTooSmall(shortfall)) => {
+                prop_assert!(shortfall.needed() > shortfall.max_tokens, "{shortfall:?}");
             }
             Err(other) => prop_assert!(false, "unexpected error {other}"),
             Ok((positions, view)) => {

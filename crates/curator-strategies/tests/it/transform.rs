@@ -106,15 +106,21 @@ fn filter_drops_calls_with_their_results_by_name_or_predicate() {
         ),
         Message::tool_result("2", "noise"),
         Message::tool_result("3", "a.txt"),
+        Message::assistant("Done."),
     ];
     let view = ToolFilter::predicate(|name| name.starts_with("debug_"))
         .curate_messages(&input, &ctx())
         .unwrap();
-    assert_eq!(view.len(), 3);
+    assert_eq!(view.len(), 4);
     assert_eq!(view[1].tool_calls().len(), 1);
     assert_eq!(view[2].text(), "a.txt");
     validate::openai(&view).unwrap();
     assert_eq!(ToolFilter::names(["nothing"]).curate_messages(&input, &ctx()).unwrap(), input);
+    // The newest unit is never filtered: its calls are what the model just did.
+    let view = ToolFilter::predicate(|name| name.starts_with("debug_"))
+        .curate_messages(&input[..6], &ctx())
+        .unwrap();
+    assert_eq!(view, input[..1].iter().chain(&input[3..6]).cloned().collect::<Vec<_>>());
 }
 
 #[test]
@@ -160,6 +166,7 @@ fn redaction_keeps_arguments_valid_json_and_the_record_untouched() {
     let input = vec![
         Message::user("task"),
         Message::assistant_with_calls(None, vec![ToolCall::new("1", "bash", args)]),
+        Message::tool_result("1", "200 OK"),
     ];
     let view = Redactor::new().curate_messages(&input, &ctx()).unwrap();
     let redacted = view[1].tool_calls()[0].arguments_json().unwrap();

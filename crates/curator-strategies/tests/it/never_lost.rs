@@ -1,0 +1,250 @@
+//! Issue 29's reproductions: what curation promises never to lose (every system message,
+//! unchanged and in place; the task's opening; the newest unit with all its results) is
+//! kept, or the budget says with `BudgetTooSmall` why it cannot be.
+
+use curator_model::{Content, ImageSource, Message, Part, Role, ToolCall, formats::anthropic};
+use curator_strategies::{
+    Bpe, ClearOldToolResults, CurationContext, Encoding, Error, Extractive, History,
+    HistoryManager, HistoryManagerExt, RelevanceBudget, Redactor, Summarize,
+    TokenBudget, TokenCounter, ToolResultTruncator,
+};
+use serde_json::json;
+
+fn o200k() -> Bpe {
+    Bpe::new(Encoding::O200kBase).unwrap()
+}
+
+fn tokens(counter: &dyn TokenCounter, messages: &[Message]) -> u64 {
+    messages.iter().map(|m| counter.count_message(m)).sum::<u64>() + counter.reply_priming()
+}
+
+/// Curates `input` and checks the promise: either a view that keeps every system message
+/// unchanged and in order, the task, and the messages at `newest` (history positions,
+/// shortened at most), within `max_tokens`; or `BudgetTooSmall` whose numbers exceed the
+/// budget. Returns the view when there is one.
+#[track_caller]
+fn check(
+    manager: &dyn HistoryManager,
+    input: &[Message],
+    newest: &[usize],
+    max_tokens: u64,
+) -> Option<Vec<Message>> {
+    let counter = o200k();
+    let history = History::from(input);
+    let ctx = CurationContext::default();
+    match manager.curate_history(&history, &ctx) {
+        Ok(view) => {
+            let kept: Vec<Option<usize>> = view.iter().map(|e| e.pos).collect();
+            let messages = view.to_messages();
+            for (pos, message) in input.iter().enumerate() {
+                if message.role() == Role::System {
+                    let at = kept.iter().position(|p| *p == Some(pos));
+                    let at = at.unwrap_or_else(|| panic!("system message {pos} dropped"));
+                    assert_eq!(&messages[at], message, "system message {pos} edited");
+                }
+            }
+            for &pos in newest {
+                assert!(kept.contains(&Some(pos)), "newest message {pos} dropped: {messages:#?}");
+            }
+            let total = tokens(&counter, &messages);
+            assert!(total <= max_tokens, "{total} tokens over a budget of {max_tokens}");
+            Some(messages)
+        }
+        Err(Error::BudgetTooSmall(shortfall)) => {
+            assert!(shortfall.needed() > max_tokens, "{shortfall:?}");
+            assert_eq!(shortfall.max_tokens, max_tokens);
+            None
+        }
+        Err(other) => panic!("unexpected error: {other}"),
+    }
+}
+
+fn budget(max: u64) -> TokenBudget {
+    TokenBudget::new(max).with_counter(o200k())
+}
+
+fn four_parallel_reads() -> Vec<Message> {
+    let calls = (0..4)
+        .map(|i| ToolCall::new(format!("c{i}"), "read", json!({"path": format!("src/file{i}.rs")}).to_string()))
+        .collect();
+    let mut input = vec![
+        Message::system("Be brief."),
+        Message::user("Read the four files."),
+        Message::assistant_with_calls(None, calls),
+    ];
+    for i in 0..4 {
+        input.push(Message::tool_result(format!("c{i}"), "fn main() {}\n".repeat(200)));
+    }
+    input
+}
+
+/// Reproduction 1: four parallel results of 800 tokens at 150 tokens used to send
+/// `[system, task]`; now the newest unit goes out shortened, or the budget says it cannot.
+#[test]
+fn the_newest_unit_of_parallel_calls_is_shortened_or_refused_never_dropped() {
+    let input = four_parallel_reads();
+    let newest: Vec<usize> = (2..7).collect();
+    for max in [150, 300, 600, 1_000] {
+        check(&budget(max), &input, &newest, max);
+        check(&RelevanceBudget::new(max).with_counter(o200k()), &input, &newest, max);
+    }
+    // At 150 tokens not even the calls and the results' notes fit: refused, with the sizes.
+    let Err(Error::BudgetTooSmall(shortfall)) =
+        budget(150).curate_messages(&input, &CurationContext::default())
+    else {
+        panic!("150 tokens cannot hold four calls and four results")
+    };
+    assert!(shortfall.newest > 0 && shortfall.system > 0 && shortfall.task > 0, "{shortfall:?}");
+    // At 600 they are all there, shortened.
+    let view = check(&budget(600), &input, &newest, 600).unwrap();
+    assert_eq!(view.len(), 7);
+    assert!(view[3].text().contains("tokens cut by curator"));
+}
+
+/// Reproduction 1, with tool schemas taking most of the budget: the reserve leaves too
+/// little, and the budget says so rather than sending the head alone.
+#[test]
+fn tool_schemas_taking_the_budget_refuse_rather_than_drop() {
+    let input = four_parallel_reads();
+    let newest: Vec<usize> = (2..7).collect();
+    let manager = budget(3_900).with_reserve(3_812);
+    assert!(check(&manager, &input, &newest, 3_900).is_none());
+}
+
+/// Reproduction 1: a newest user message of text and an image (its size unknown, so priced
+/// at the most a high-detail image costs) is kept, or refused.
+#[test]
+fn a_newest_message_with_an_image_is_kept_or_refused() {
+    let image = Part::image(ImageSource::from_url("data:image/png;base64,iVBORw0KGgo="));
+    let input = vec![
+        Message::system("Be brief."),
+        Message::user("Describe."),
+        Message::assistant("ok ".repeat(300)),
+        Message::user(Content::Parts(vec![Part::text("What is in this picture?"), image])),
+    ];
+    for max in [500, 1_000, 2_000, 4_000] {
+        check(&budget(max), &input, &[3], max);
+    }
+    assert!(check(&budget(4_000), &input, &[3], 4_000).is_some());
+}
+
+/// Reproduction 1: an Anthropic turn with a long thinking block before its tool call.
+#[test]
+fn a_newest_turn_with_thinking_is_kept_or_refused() {
+    let thinking: String = (0..60)
+        .map(|i| format!("Sentence number {i} of my careful reasoning about the problem. "))
+        .collect();
+    let body = json!({"messages": [
+        {"role": "user", "content": "Read the log."},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": thinking, "signature": "sig"},
+            {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "log"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "line\n".repeat(50)}]}
+    ]});
+    let input = anthropic::to_messages(&body).unwrap();
+    for max in [400, 800, 1_500] {
+        check(&budget(max), &input, &[1, 2], max);
+    }
+}
+
+/// Reproduction 2: a system message after the newest tool result used to be dropped when
+/// the result was shortened.
+#[test]
+fn a_late_system_message_is_kept_in_place() {
+    let log: String = (0..400).map(|i| format!("log line {i}: something happened here\n")).collect();
+    let input = vec![
+        Message::system("Be brief."),
+        Message::user("Fix the bug."),
+        Message::assistant_with_calls(None, vec![ToolCall::new("c1", "run", "{}")]),
+        Message::tool_result("c1", log),
+        Message::system("New rule: answer in French."),
+    ];
+    for max in [300, 1_000, 2_000] {
+        let view = check(&budget(max), &input, &[2, 3], max).unwrap();
+        assert_eq!(view.last(), input.last());
+        let view =
+            check(&RelevanceBudget::new(max).with_counter(o200k()), &input, &[2, 3], max).unwrap();
+        assert_eq!(view.last(), input.last());
+    }
+}
+
+/// Reproduction 3: system messages are instructions and are not edited; a budget that
+/// cannot hold them whole with a minimal task and newest unit is refused with the sizes.
+#[test]
+fn system_messages_are_not_edited_and_a_budget_too_small_for_them_is_refused() {
+    let image = Part::image(ImageSource::from_url("data:image/png;base64,iVBORw0KGgo="));
+    let system = "You are a careful assistant who checks every claim twice. ".repeat(7);
+    let input = vec![
+        Message::system(system),
+        Message::user(Content::Parts(vec![Part::text("Tell me what this shows. ".repeat(20)), image])),
+        Message::assistant("x ".repeat(3_000)),
+        Message::user("and?"),
+    ];
+    assert!(o200k().count_message(&input[0]) > 70);
+    for max in [2_000, 2_500] {
+        let view = check(&budget(max), &input, &[3], max).unwrap();
+        assert_eq!(view[0], input[0]);
+    }
+    // A 1,400-token system prompt with a 50-token budget: refused, naming the system size.
+    let input = vec![Message::system("You are an agent. ".repeat(350)), Message::user("hi")];
+    let Err(Error::BudgetTooSmall(shortfall)) =
+        budget(50).curate_messages(&input, &CurationContext::default())
+    else {
+        panic!("a 50-token budget cannot hold a 1,400-token system prompt")
+    };
+    assert_eq!(shortfall.system, o200k().count_message(&input[0]));
+    assert!(shortfall.to_string().contains("system"), "{shortfall}");
+    // Shortening them is an explicit option.
+    let ctx = CurationContext::default().with_shorten_system(true);
+    let view = budget(50).curate_messages(&input, &ctx).unwrap();
+    assert!(view[0].text().contains("tokens cut by curator"));
+    assert!(tokens(&o200k(), &view) <= 50);
+}
+
+/// Reproduction 4: the newest user message refers to the tool result in the same
+/// Anthropic turn; the result is part of the newest unit.
+#[test]
+fn the_result_the_newest_message_refers_to_is_kept() {
+    let body = json!({"messages": [
+        {"role": "user", "content": "Read the log."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {"p": "log"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "ERROR disk full at /var/data\n".repeat(400)},
+            {"type": "text", "text": "What is the error?"}]}
+    ]});
+    let input = anthropic::to_messages(&body).unwrap();
+    let newest: Vec<usize> = (1..input.len()).collect();
+    for max in [300, 1_000] {
+        let view = check(&budget(max), &input, &newest, max).unwrap();
+        assert!(view.iter().any(|m| m.role() == Role::Tool && m.text().contains("ERROR disk full")));
+    }
+    // The OpenAI form of the same conversation.
+    let input = vec![
+        Message::user("Read the log."),
+        Message::assistant_with_calls(None, vec![ToolCall::new("t1", "read", r#"{"p":"log"}"#)]),
+        Message::tool_result("t1", "ERROR disk full at /var/data\n".repeat(400)),
+        Message::user("What is the error?"),
+    ];
+    check(&budget(1_000), &input, &[1, 2, 3], 1_000).unwrap();
+}
+
+/// Reproduction 5: a call left unanswered at the end is not sent by any strategy, the ones
+/// that only transform messages included.
+#[test]
+fn an_unanswered_call_at_the_end_is_never_sent() {
+    let input = vec![
+        Message::user("go"),
+        Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")]),
+    ];
+    let managers: Vec<Box<dyn HistoryManager>> = vec![
+        Box::new(ToolResultTruncator::new(100).unwrap()),
+        Box::new(Redactor::new()),
+        Box::new(ClearOldToolResults::new(1)),
+        Box::new(Summarize::new(Extractive::default())),
+    ];
+    for manager in &managers {
+        let view = manager.curate_messages(&input, &CurationContext::default()).unwrap();
+        assert_eq!(view, input[..1], "{}", manager.name());
+        curator_model::validate::openai(&view).unwrap();
+    }
+}
