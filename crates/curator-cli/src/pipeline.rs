@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use curator::strategies::CurationContext;
 use curator::strategies::{RelevanceBudget, StrategyConfig, TokenCounter, Tokenizer};
 use serde_json::Value;
 
@@ -97,6 +98,11 @@ pub(crate) struct PipelineArgs {
     /// How tokens are counted (budgets and reports).
     #[arg(long, value_enum, default_value = "o200k")]
     pub(crate) tokenizer: TokenizerArg,
+    /// Let budgets shorten system messages that do not fit (keeping their beginning and
+    /// end). By default system messages are sent whole and unchanged, and a budget that
+    /// cannot hold them is refused, naming the sizes.
+    #[arg(long = "shorten-system")]
+    pub(crate) shorten_system: bool,
 }
 
 /// A built pipeline with its description and the counter reports use.
@@ -106,6 +112,15 @@ pub(crate) struct Pipeline {
     pub(crate) counter: Arc<dyn TokenCounter>,
     /// Tokens of the `tools` schemas this pipeline's budgets reserve.
     pub(crate) tools_tokens: u64,
+    /// Whether budgets may shorten system messages (`--shorten-system`).
+    pub(crate) shorten_system: bool,
+}
+
+impl Pipeline {
+    /// The context every curation of this pipeline runs with.
+    pub(crate) fn context(&self) -> CurationContext<'static> {
+        CurationContext::default().with_shorten_system(self.shorten_system)
+    }
 }
 
 impl PipelineArgs {
@@ -192,7 +207,13 @@ impl PipelineArgs {
         let config = self.config()?;
         let manager = config.build().context("cannot build the pipeline")?;
         let counter = Tokenizer::from(self.tokenizer).counter()?;
-        Ok(Pipeline { manager, config, counter, tools_tokens: 0 })
+        Ok(Pipeline {
+            manager,
+            config,
+            counter,
+            tools_tokens: 0,
+            shorten_system: self.shorten_system,
+        })
     }
 
     /// The pipelines for conversations of any `tools`.
@@ -236,6 +257,7 @@ impl Pipelines {
                 config,
                 counter: Arc::clone(&self.plain.counter),
                 tools_tokens: tokens,
+                shorten_system: self.plain.shorten_system,
             };
             self.with_tools.insert(tokens, pipeline);
         }
@@ -279,19 +301,20 @@ pub(crate) fn describe(config: &StrategyConfig) -> String {
 }
 
 /// A curation error in the command line's terms: the CLI adds the input's `tools` schemas to
-/// every budget's reserve, so a budget too small for what must be sent says that the schemas
-/// took part of it (`tools_tokens`, when the conversation has any).
+/// every budget's reserve, so a budget too small for what must be sent names the schemas'
+/// tokens apart from the rest of the reserve (`tools_tokens`, when the conversation has any).
 pub(crate) fn explain(error: anyhow::Error, tools_tokens: u64) -> anyhow::Error {
     let too_small = error.chain().find_map(|cause| match cause.downcast_ref() {
-        Some(curator::strategies::Error::BudgetTooSmall { needed, available, what }) => {
-            Some((*needed, *available, *what))
-        }
+        Some(curator::strategies::Error::BudgetTooSmall(shortfall)) => Some(shortfall.clone()),
         _ => None,
     });
     match too_small {
-        Some((needed, available, what)) if tools_tokens > 0 => anyhow::anyhow!(
-            "token budget of {available} tokens (after the reserve and the tools' schemas, which take {tools_tokens}) cannot hold {what} ({needed} tokens)"
-        ),
+        Some(mut shortfall) if tools_tokens > 0 => {
+            let tools = tools_tokens.min(shortfall.reserve);
+            shortfall.reserve -= tools;
+            shortfall.tools += tools;
+            anyhow::anyhow!("{shortfall}")
+        }
         _ => error,
     }
 }

@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use anyhow::Result;
 use curator::model::{Role, validate};
-use curator::strategies::{CurationContext, History, MessageRef, View};
+
+use crate::pipeline::explain;
+use curator::strategies::{History, HistoryManagerExt, MessageRef, View};
 
 use crate::evidence::{self, Score, Summary};
 use crate::input::{Conversation, Format};
@@ -102,9 +104,21 @@ pub(crate) struct Replayed {
     pub(crate) evidence: Summary,
     /// Tokens of the input's `tools` schemas, reserved from every budget.
     pub(crate) tools_tokens: u64,
+    /// Calls for which the budget could not hold what curation never drops: nothing was
+    /// sent for them, and they count in no total but this one.
+    pub(crate) refused: Vec<Refused>,
     /// The context map, when asked for: one row per call.
     #[serde(skip)]
     pub(crate) map: Option<Vec<Vec<Cell>>>,
+}
+
+/// A call the pipeline refused with `BudgetTooSmall`, and its numbers.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Refused {
+    /// Index of the assistant message of the call.
+    pub(crate) message: usize,
+    /// The budget's words: what must be sent and how many tokens each part takes.
+    pub(crate) reason: String,
 }
 
 /// Totals over calls.
@@ -165,7 +179,7 @@ pub(crate) fn replay(
     pipeline: &Pipeline,
     map: bool,
 ) -> Result<(Replayed, History<'static>)> {
-    let ctx = CurationContext::default();
+    let ctx = pipeline.context();
     let counter = &*pipeline.counter;
     let Conversation { id, messages, format, .. } = conversation;
     let mut violations = 0;
@@ -181,11 +195,22 @@ pub(crate) fn replay(
     let mut history = History::new();
     let mut tracker = evidence::Tracker::new();
     let mut calls = Vec::new();
+    let mut refused = Vec::new();
     let mut rows = Vec::new();
     for (index, message) in messages.into_iter().enumerate() {
         if message.role() == Role::Assistant && !history.is_empty() {
             let started = Instant::now();
-            let view = pipeline.manager.curate(View::full(&history), &ctx)?;
+            let view = match pipeline.manager.curate_history(&history, &ctx) {
+                Ok(view) => view,
+                Err(error @ curator::strategies::Error::BudgetTooSmall(_)) => {
+                    let reason = explain(error.into(), pipeline.tools_tokens).to_string();
+                    refused.push(Refused { message: index, reason });
+                    tracker.push(&message);
+                    history.push(message);
+                    continue;
+                }
+                Err(error) => return Err(error.into()),
+            };
             let curation_us = started.elapsed().as_secs_f64() * 1e6;
             let sent = view.messages();
             calls.push(Call {
@@ -217,6 +242,7 @@ pub(crate) fn replay(
         violation,
         evidence,
         tools_tokens: pipeline.tools_tokens,
+        refused,
         map: map.then_some(rows),
     };
     Ok((replayed, history))
@@ -360,6 +386,27 @@ pub(crate) fn closing(replays: &[Replayed]) -> String {
         percent(e.worst_decile),
         plural(e.not_needed, "call", "calls")
     );
+    let with_tools: Vec<u64> = replays.iter().map(|r| r.tools_tokens).filter(|&t| t > 0).collect();
+    if let (Some(least), Some(most)) = (with_tools.iter().min(), with_tools.iter().max()) {
+        let range = if least == most { least.to_string() } else { format!("{least} to {most}") };
+        let _ = writeln!(
+            out,
+            "tool schemas: {range} tokens reserved from every budget ({} with `tools`)",
+            plural(with_tools.len(), "conversation", "conversations")
+        );
+    }
+    let refused: Vec<(&Replayed, &Refused)> =
+        replays.iter().flat_map(|r| r.refused.iter().map(move |c| (r, c))).collect();
+    if let Some((replay, first)) = refused.first() {
+        let _ = writeln!(
+            out,
+            "refused: {} whose budget cannot hold what is never dropped (sent nothing, counted in no total above); first: {} at message {}: {}",
+            plural(refused.len(), "call", "calls"),
+            replay.id,
+            first.message,
+            first.reason
+        );
+    }
     out
 }
 

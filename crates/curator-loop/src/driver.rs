@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use curator_model::{Message, Role};
-use curator_strategies::{CurationContext, History, HistoryManager, Redactor, View};
+use curator_strategies::{
+    CurationContext, History, HistoryManager, HistoryManagerExt, Redactor, View,
+};
 
 use crate::config::{AiTurnSource, LoopConfig, UserTurnSource};
 use crate::error::{Error, Result};
@@ -564,7 +566,7 @@ impl ConversationLoop {
         let history_error = |source| Error::History { step: name.clone(), source };
         let bounded = match (&self.bound, self.roles[i].use_history) {
             (Some(bound), true) => {
-                Some(bound.curate(View::full(&self.history), &ctx).map_err(history_error)?)
+                Some(bound.curate_history(&self.history, &ctx).map_err(history_error)?)
             }
             _ => None,
         };

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use curator_model::{Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall};
 use curator_strategies::{
-    ConversationRecorded, CurationContext, Event, EventSink, History, HistoryManager, View,
+    ConversationRecorded, CurationContext, Event, EventSink, History, HistoryManager,
+    HistoryManagerExt, View,
 };
 
 use crate::{Appended, Error, Result, SessionKey, SessionStore};
@@ -492,7 +493,7 @@ impl<S: SessionStore> Conversation<S> {
         manager: &dyn HistoryManager,
         ctx: &CurationContext<'_>,
     ) -> Result<View<'_>> {
-        Ok(manager.curate(View::full(&self.history), ctx)?)
+        Ok(manager.curate_history(&self.history, ctx)?)
     }
 
     /// Records the assistant's reply (the next turn) and returns its tool calls, which are

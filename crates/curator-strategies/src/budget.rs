@@ -7,8 +7,8 @@ use curator_model::{Message, Role};
 
 use crate::shorten::{Marks, shorten_message, shorten_unit, unit_minimum};
 use crate::tokens::share;
-use crate::trim::{Take, keep_newest};
 use crate::trim::OMITTED_NOTE;
+use crate::trim::{Take, keep_newest};
 use crate::{
     CharEstimate, CurationContext, Error, Head, HistoryManager, Result, Shortfall, Tally,
     TokenCounter, View,
@@ -171,7 +171,11 @@ impl TokenBudget {
     /// The pinned system messages and task with their full sizes (their floors, the least
     /// each can be shortened to, are set by [`set_floors`](TokenBudget::set_floors) when
     /// the head must give room).
-    fn pinned(view: &View<'_>, head: &Head, tally: &Tally<'_, '_>) -> (Vec<Pinned>, Option<Pinned>) {
+    fn pinned(
+        view: &View<'_>,
+        head: &Head,
+        tally: &Tally<'_, '_>,
+    ) -> (Vec<Pinned>, Option<Pinned>) {
         let mut systems = Vec::new();
         let mut task = None;
         for &index in head.pinned() {
@@ -230,7 +234,13 @@ impl TokenBudget {
     }
 
     /// The error for a view that cannot hold what is never dropped.
-    fn too_small(&self, systems: &[Pinned], task: Option<&Pinned>, note: u64, newest: u64) -> Error {
+    fn too_small(
+        &self,
+        systems: &[Pinned],
+        task: Option<&Pinned>,
+        note: u64,
+        newest: u64,
+    ) -> Error {
         Error::BudgetTooSmall(Box::new(Shortfall {
             max_tokens: self.max_tokens,
             reserve: self.reserve,
@@ -376,7 +386,8 @@ impl HistoryManager for TokenBudget {
         // Room the units left goes back to the head (rule 3): the task first, then the
         // system messages.
         let mut unused = body_room - used.min(body_room);
-        let rooms = task.iter().copied().zip([task_room]).chain(systems.iter().copied().zip(system_rooms));
+        let rooms =
+            task.iter().copied().zip([task_room]).chain(systems.iter().copied().zip(system_rooms));
         let rooms = rooms.map(|(pinned, room)| {
             let more = (pinned.full - room).min(unused);
             unused -= more;

@@ -27,7 +27,9 @@ pub enum Error {
     /// A strategy's view lost what curation never loses (a system message, the task, the
     /// newest unit) or edited a system message it may not edit. Built-in strategies never
     /// do; this names a custom strategy (or a defect) instead of sending a view without it.
-    #[error("strategy `{strategy}` dropped {what} (history position {position}), which curation never loses")]
+    #[error(
+        "strategy `{strategy}` dropped {what} (history position {position}), which curation never loses"
+    )]
     Lost {
         /// The strategy (or pipeline) whose view it was.
         strategy: String,

@@ -95,7 +95,9 @@ pub(crate) fn keep_newest<'h>(
         edit.finish()
     };
     let mut kept = match &replaced {
-        Some(replaced) => build(Some(replaced.0.start()), Some(replaced), Some(replaced.0.range().end)),
+        Some(replaced) => {
+            build(Some(replaced.0.start()), Some(replaced), Some(replaced.0.range().end))
+        }
         None => build(cut, None, cut),
     };
     if never_empty && kept.is_empty() {

@@ -34,7 +34,7 @@ fn main() -> Result<(), Error> {
     for (name, manager) in
         [("TokenBudget", &by_recency as &dyn HistoryManager), ("RelevanceBudget", &by_relevance)]
     {
-        let view = manager.curate(View::full(&history), &CurationContext::default())?;
+        let view = manager.curate_history(&history, &CurationContext::default())?;
         let sent = view.to_messages();
         curator::model::validate::openai(&sent)?;
         let kept = sent.iter().any(|m| m.text().contains("tests/billing/test_invoice_rounding.py"));

@@ -24,7 +24,7 @@ fn main() -> Result<(), Error> {
     // The last 4 messages begin with call-3's result, whose call falls outside the window:
     // that result goes with its call instead of being sent alone.
     let window = SlidingWindow::new(4);
-    let view = window.curate(View::full(&history), &CurationContext::default())?;
+    let view = window.curate_history(&history, &CurationContext::default())?;
     let sent = view.to_messages();
     curator::model::validate::openai(&sent)?;
     curator::model::validate::anthropic(&sent)?;

@@ -27,7 +27,7 @@ fn main() -> Result<(), Error> {
     let counter = Bpe::new(Encoding::O200kBase)?;
     let total: u64 = history.messages().iter().map(|m| counter.count_message(m)).sum();
     let budget = TokenBudget::new(2_000).with_reserve(500).with_counter(counter.clone());
-    let view = budget.curate(View::full(&history), &CurationContext::default())?;
+    let view = budget.curate_history(&history, &CurationContext::default())?;
     let sent = view.to_messages();
     let used: u64 = sent.iter().map(|m| counter.count_message(m)).sum();
     curator::model::validate::openai(&sent)?;

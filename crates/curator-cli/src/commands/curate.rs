@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use curator::model::validate;
-use curator::strategies::{CurationContext, History, MessageRef, TokenCounter, View};
+use curator::strategies::{History, HistoryManagerExt, MessageRef, TokenCounter, View};
 use serde_json::Value;
 
 use crate::input::{self, Conversation, Format, Layout, Source};
@@ -200,7 +200,7 @@ fn curate_one(
             violations += 1;
         }
     }
-    let view = pipeline.manager.curate(View::full(&history), &CurationContext::default())?;
+    let view = pipeline.manager.curate_history(&history, &pipeline.context())?;
     let sent = view.messages();
     if options.check
         && let Err(v) = rules(&sent)
@@ -208,8 +208,16 @@ fn curate_one(
         note!("{id}: the curated view breaks a provider rule: {v}");
         violations += 1;
     }
+    let schemas = if pipeline.tools_tokens > 0 {
+        format!(
+            " (and the tool schemas' {} tokens, reserved from the budget)",
+            pipeline.tools_tokens
+        )
+    } else {
+        String::new()
+    };
     note!(
-        "{id}: {} messages, {} tokens → {} messages, {} tokens",
+        "{id}: {} messages, {} tokens → {} messages, {} tokens{schemas}",
         history.len(),
         tokens(&*pipeline.counter, history.messages()),
         sent.len(),

@@ -186,8 +186,9 @@ fn replay_all(
             };
             let pipeline = pipelines.for_tools(conversation.tools())?;
             let id = conversation.id.clone();
-            // A pipeline that fails on one conversation (a budget too small for its system
-            // message and tools) is reported, and the others go on.
+            // A pipeline that fails on one conversation is reported, and the others go on (a
+            // call whose budget is too small for what is never dropped is counted, not a
+            // failure).
             let (replayed, history) =
                 match replayed::replay(&name, conversation, pipeline, options.report.is_some()) {
                     Ok(done) => done,
@@ -213,6 +214,19 @@ fn replay_all(
                 }
             }
             drop(history);
+            if let Some(first) = replayed.refused.first() {
+                progress.break_line();
+                note!(
+                    "{name}: conversation {id}: {} refused (nothing sent), the first at message {}: {}",
+                    if replayed.refused.len() == 1 {
+                        "1 call".to_owned()
+                    } else {
+                        format!("{} calls", replayed.refused.len())
+                    },
+                    first.message,
+                    first.reason
+                );
+            }
             if options.check
                 && let Some((call, problem)) = &replayed.violation
             {

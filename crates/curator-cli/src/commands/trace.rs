@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use curator::model::{EvaluationId, Message};
 use curator::session::{SessionKey, SessionStore};
-use curator::strategies::{CurationContext, History, TokenCounter, View};
+use curator::strategies::{History, HistoryManagerExt, TokenCounter};
 
 use crate::pipeline::Pipeline;
 use crate::session_file;
@@ -73,8 +73,7 @@ pub(crate) fn run(
             .map(|e| (format!("#{:<4} turn {:<3}", e.sequence, e.turn), e.message.clone()))
             .collect(),
         ViewKind::Curated => {
-            let view =
-                pipeline.manager.curate(View::full(&history), &CurationContext::default())?;
+            let view = pipeline.manager.curate_history(&history, &pipeline.context())?;
             view.iter()
                 .map(|v| {
                     let place = v.pos.map_or_else(|| "new".to_owned(), |p| format!("#{p}"));

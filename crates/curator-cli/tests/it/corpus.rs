@@ -37,9 +37,12 @@ fn the_default_pipeline_keeps_more_evidence_than_the_budget_alone_at_4000_tokens
         mean > budget_mean && worst > budget_worst,
         "{mean} {worst} against {budget_mean} {budget_worst}"
     );
-    // Measured on the corpus: 97.9% and 78.8% against 91.6% and 38.7%. A margin below those
-    // numbers, so that a change of the corpus's tokenisation by a point does not fail this.
-    assert!(mean >= 0.97 && worst >= 0.76, "mean {mean}, worst decile {worst}");
+    // Measured on the corpus: 97.6% and 75.9% (issue 29: system messages are sent whole, so
+    // OpenHands' 1,158-token system prompt beside 1,749 tokens of tool schemas leaves about
+    // 1,090 of 4,000 tokens to the rest; 97.9% and 78.8% when system prompts were cut). A
+    // margin below those numbers, so that a change of tokenisation by a point does not fail
+    // this.
+    assert!(mean >= 0.97 && worst >= 0.74, "mean {mean}, worst decile {worst}");
     #[expect(clippy::cast_precision_loss, reason = "token totals")]
     let ratio = sent as f64 / budget_sent as f64;
     assert!(ratio <= 1.05, "{sent} tokens sent against {budget_sent}");

@@ -155,9 +155,20 @@ fn a_conversation_the_pipeline_cannot_curate_is_named_and_the_others_go_on() {
     let content =
         format!("{}\n{}\n", with_tools(40_000), json!({"id": "plain", "messages": varied(3)}));
     let file = write(dir.path(), "mixed.jsonl", &content);
+    // Replay counts and names its calls refused, and goes on.
     let out = curator(&["replay", file.to_str().unwrap(), "--max-tokens", "4000"]);
-    fails_with(&out, 2, "conversation tooled: ");
-    assert!(text(&out.stdout).contains("total: 1 conversation, 4 calls"), "{}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("conversation tooled: 21 calls refused"),
+        "{}",
+        text(&out.stderr)
+    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("total: 2 conversations, 4 calls"), "{stdout}");
+    assert!(
+        stdout.contains("refused: 21 calls whose budget cannot hold what is never dropped"),
+        "{stdout}"
+    );
     let out = curator(&["curate", file.to_str().unwrap(), "--max-tokens", "4000"]);
     fails_with(&out, 2, "conversation tooled: ");
     assert_eq!(text(&out.stdout).lines().count(), 1);
@@ -171,12 +182,14 @@ fn a_budget_too_small_says_the_tools_schemas_take_part_of_it() {
         replay_json(&tooled, &[])["conversations"][0]["tools_tokens"].as_u64().unwrap();
     // Ten tokens left after the schemas: not enough for the system message.
     let budget = (tools_tokens + 10).to_string();
-    let out = curator(&["replay", tooled.to_str().unwrap(), "--max-tokens", &budget]);
-    let explained = format!(
-        "token budget of 10 tokens (after the reserve and the tools' schemas, which take {tools_tokens}) cannot hold the system messages ("
-    );
-    fails_with(&out, 2, &explained);
-    assert!(!text(&out.stderr).contains("needs"), "{}", text(&out.stderr));
+    let explained = format!("token budget of {budget} tokens cannot hold what is never dropped");
+    let schemas = format!("tool schemas {tools_tokens}, ");
     let out = curator(&["curate", tooled.to_str().unwrap(), "--max-tokens", &budget]);
     fails_with(&out, 2, &explained);
+    assert!(text(&out.stderr).contains(&schemas), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("reserve"), "{}", text(&out.stderr));
+    // Replay names the refused calls with the same sizes, and goes on.
+    let out = curator(&["replay", tooled.to_str().unwrap(), "--max-tokens", &budget]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&explained) && text(&out.stderr).contains(&schemas));
 }

@@ -209,7 +209,11 @@ impl HistoryManager for RelevanceBudget {
         let mut used = 0;
         let mut next = None;
         if let Some(present) = present {
-            used += present.range().filter(|&i| !head.is_pinned(i)).map(|i| tally.message(i)).sum::<u64>();
+            used += present
+                .range()
+                .filter(|&i| !head.is_pinned(i))
+                .map(|i| tally.message(i))
+                .sum::<u64>();
             kept.push(present.range());
         }
         for unit in units.by_ref() {

@@ -108,7 +108,9 @@ impl<'h> View<'h> {
     /// Whether a strategy replaced the message at view index `index` (a shortened or
     /// rebuilt copy) rather than showing the history's message through the view's maps.
     pub(crate) fn is_replaced(&self, index: usize) -> bool {
-        self.items.locate(index).is_some_and(|slot| matches!(self.items.get(slot.item), Item::Owned { .. }))
+        self.items
+            .locate(index)
+            .is_some_and(|slot| matches!(self.items.get(slot.item), Item::Owned { .. }))
     }
 
     /// The message at view index `index` as far as structure goes (role, tool calls, the

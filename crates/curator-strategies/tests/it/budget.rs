@@ -31,7 +31,10 @@ fn a_system_message_over_the_budget_is_refused_unless_it_may_be_shortened() {
     assert_eq!(view[1], input[1]);
     // 15 tokens cannot hold even its note: a typed error says what does not fit.
     let err = TokenBudget::new(15).curate_messages(&input, &shorten).unwrap_err();
-    assert!(matches!(&err, Error::BudgetTooSmall(s) if s.max_tokens == 15 && s.needed() > 15), "{err}");
+    assert!(
+        matches!(&err, Error::BudgetTooSmall(s) if s.max_tokens == 15 && s.needed() > 15),
+        "{err}"
+    );
     assert!(err.to_string().starts_with("token budget of 15 tokens cannot hold"), "{err}");
     // The reserve counts against the budget too.
     let small = vec![Message::system("be brief"), Message::user("task")];

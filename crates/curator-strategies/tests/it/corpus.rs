@@ -2,9 +2,9 @@
 
 use curator_model::{Message, Role, formats::openai, validate};
 use curator_strategies::{
-    ClearOldToolResults, CurationContext, Error, Extractive, History, HistoryManager, HistoryManagerExt,
-    Passthrough, Redactor, SlidingWindow, Summarize, Threshold, TokenBudget, ToolFilter,
-    ToolResultTruncator, TurnLimit, View,
+    ClearOldToolResults, CurationContext, Error, Extractive, History, HistoryManager,
+    HistoryManagerExt, Passthrough, Redactor, SlidingWindow, Summarize, Threshold, TokenBudget,
+    ToolFilter, ToolResultTruncator, TurnLimit, View,
 };
 use curator_testkit::corpus;
 

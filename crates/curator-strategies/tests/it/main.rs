@@ -17,6 +17,8 @@ mod pairing;
 mod props;
 mod redact;
 mod relevance;
+#[cfg(feature = "tiktoken")]
+mod shapes;
 mod starve;
 mod summarize;
 mod transform;

@@ -5,8 +5,8 @@
 use curator_model::{Content, ImageSource, Message, Part, Role, ToolCall, formats::anthropic};
 use curator_strategies::{
     Bpe, ClearOldToolResults, CurationContext, Encoding, Error, Extractive, History,
-    HistoryManager, HistoryManagerExt, RelevanceBudget, Redactor, Summarize,
-    TokenBudget, TokenCounter, ToolResultTruncator,
+    HistoryManager, HistoryManagerExt, Redactor, RelevanceBudget, Summarize, TokenBudget,
+    TokenCounter, ToolResultTruncator,
 };
 use serde_json::json;
 
@@ -65,7 +65,13 @@ fn budget(max: u64) -> TokenBudget {
 
 fn four_parallel_reads() -> Vec<Message> {
     let calls = (0..4)
-        .map(|i| ToolCall::new(format!("c{i}"), "read", json!({"path": format!("src/file{i}.rs")}).to_string()))
+        .map(|i| {
+            ToolCall::new(
+                format!("c{i}"),
+                "read",
+                json!({"path": format!("src/file{i}.rs")}).to_string(),
+            )
+        })
         .collect();
     let mut input = vec![
         Message::system("Be brief."),
@@ -151,7 +157,8 @@ fn a_newest_turn_with_thinking_is_kept_or_refused() {
 /// the result was shortened.
 #[test]
 fn a_late_system_message_is_kept_in_place() {
-    let log: String = (0..400).map(|i| format!("log line {i}: something happened here\n")).collect();
+    let log: String =
+        (0..400).map(|i| format!("log line {i}: something happened here\n")).collect();
     let input = vec![
         Message::system("Be brief."),
         Message::user("Fix the bug."),
@@ -176,7 +183,10 @@ fn system_messages_are_not_edited_and_a_budget_too_small_for_them_is_refused() {
     let system = "You are a careful assistant who checks every claim twice. ".repeat(7);
     let input = vec![
         Message::system(system),
-        Message::user(Content::Parts(vec![Part::text("Tell me what this shows. ".repeat(20)), image])),
+        Message::user(Content::Parts(vec![
+            Part::text("Tell me what this shows. ".repeat(20)),
+            image,
+        ])),
         Message::assistant("x ".repeat(3_000)),
         Message::user("and?"),
     ];
@@ -216,7 +226,9 @@ fn the_result_the_newest_message_refers_to_is_kept() {
     let newest: Vec<usize> = (1..input.len()).collect();
     for max in [300, 1_000] {
         let view = check(&budget(max), &input, &newest, max).unwrap();
-        assert!(view.iter().any(|m| m.role() == Role::Tool && m.text().contains("ERROR disk full")));
+        assert!(
+            view.iter().any(|m| m.role() == Role::Tool && m.text().contains("ERROR disk full"))
+        );
     }
     // The OpenAI form of the same conversation.
     let input = vec![
