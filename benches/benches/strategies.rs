@@ -12,7 +12,7 @@ use curator_benches::{history, sizes, touch, warm};
 use curator_strategies::{
     Bpe, ClearOldToolResults, CurationContext, Encoding, Extractive, History, HistoryManager,
     HistoryManagerExt, Passthrough, Redactor, RelevanceBudget, SlidingWindow, Summarize, Threshold,
-    TokenBudget, ToolFilter, ToolResultTruncator, TurnLimit, View,
+    TokenBudget, ToolFilter, ToolResultTruncator, TurnLimit,
 };
 
 fn strategies() -> Vec<(&'static str, Box<dyn HistoryManager>)> {
@@ -41,7 +41,7 @@ fn each_strategy(c: &mut Criterion) {
             }
             group.bench_function(BenchmarkId::from_parameter(label), |b| {
                 b.iter(|| {
-                    let view = manager.curate(View::full(&history), &ctx).expect("curate");
+                    let view = manager.curate_history(&history, &ctx).expect("curate");
                     black_box(touch(&view))
                 });
             });
@@ -57,9 +57,7 @@ fn pipeline(c: &mut Criterion) {
         let history = history(len);
         warm(&manager, &history);
         c.bench_function(&format!("pipeline/truncate_then_budget/{label}"), |b| {
-            b.iter(|| {
-                black_box(touch(&manager.curate(View::full(&history), &ctx).expect("curate")))
-            });
+            b.iter(|| black_box(touch(&manager.curate_history(&history, &ctx).expect("curate"))));
         });
     }
 }
@@ -80,7 +78,7 @@ fn growing_exact(c: &mut Criterion) {
                 let message = curator_benches::next_message(&pool[2..], i as usize);
                 let start = Instant::now();
                 history.push(message);
-                let view = budget.curate(View::full(&history), &ctx).expect("curate");
+                let view = budget.curate_history(&history, &ctx).expect("curate");
                 black_box(touch(&view));
                 total += start.elapsed();
             }
@@ -100,7 +98,7 @@ fn summarize_memoised(c: &mut Criterion) {
         .then(TokenBudget::new(32_000));
     warm(&summarize, &history);
     c.bench_function("summarize/memoised_then_budget/10k", |b| {
-        b.iter(|| black_box(touch(&summarize.curate(View::full(&history), &ctx).expect("curate"))));
+        b.iter(|| black_box(touch(&summarize.curate_history(&history, &ctx).expect("curate"))));
     });
 }
 

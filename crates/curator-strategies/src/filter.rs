@@ -26,9 +26,10 @@ use crate::{CurationContext, HistoryManager, Result, View};
 ///     Message::assistant_with_calls(None, vec![ToolCall::new("1", "think", "{}"), ToolCall::new("2", "ls", "{}")]),
 ///     Message::tool_result("1", "pondering..."),
 ///     Message::tool_result("2", "a.txt"),
+///     Message::assistant("There is a.txt."),
 /// ];
 /// let view = ToolFilter::names(["think"]).curate_messages(&messages, &CurationContext::default())?;
-/// assert_eq!(view.len(), 3);
+/// assert_eq!(view.len(), 4);
 /// assert_eq!(view[1].tool_calls()[0].name(), "ls");
 /// assert_eq!(view[2].text(), "a.txt");
 /// Ok::<(), Box<dyn std::error::Error>>(())

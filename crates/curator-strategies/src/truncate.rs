@@ -34,14 +34,18 @@ const CUT: &str = "{cut}";
 /// # Examples
 ///
 /// ```
-/// use curator::model::Message;
+/// use curator::model::{Message, ToolCall};
 /// use curator::strategies::{CurationContext, HistoryManagerExt, ToolResultTruncator};
 ///
 /// let truncator = ToolResultTruncator::with_suffix(20, "…[{cut} cut]")?;
-/// let messages = vec![Message::user("go"), Message::tool_result("1", "0123456789abcdefghijklmnop")];
+/// let messages = vec![
+///     Message::user("go"),
+///     Message::assistant_with_calls(None, vec![ToolCall::new("1", "ls", "{}")]),
+///     Message::tool_result("1", "0123456789abcdefghijklmnop"),
+/// ];
 /// let view = truncator.curate_messages(&messages, &CurationContext::default())?;
-/// assert_eq!(view[1].text(), "0123456789a…[15 cut]");
-/// assert!(view[1].text().chars().count() <= 20);
+/// assert_eq!(view[2].text(), "0123456789a…[15 cut]");
+/// assert!(view[2].text().chars().count() <= 20);
 /// assert!(ToolResultTruncator::with_suffix(3, "[truncated]").is_err());
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -205,26 +205,7 @@ impl HistoryManager for RelevanceBudget {
         let present = view.present(&head);
         let below = present.map_or(view.len(), |u| u.start());
         let mut units = view.units_rev_to(head.len(), below).filter(|u| !pinned_alone(u));
-        let mut kept: Vec<Range<usize>> = Vec::new();
-        let mut used = 0;
-        let mut next = None;
-        if let Some(present) = present {
-            used += present
-                .range()
-                .filter(|&i| !head.is_pinned(i))
-                .map(|i| tally.message(i))
-                .sum::<u64>();
-            kept.push(present.range());
-        }
-        for unit in units.by_ref() {
-            let tokens = tally.range(unit.range());
-            if used + tokens > recent_room {
-                next = Some(unit);
-                break;
-            }
-            used += tokens;
-            kept.push(unit.range());
-        }
+        let (mut kept, mut used, next) = newest(&head, present, &mut units, &tally, recent_room);
         let Some(next) = next else {
             drop(tally);
             return self.budget.curate(view, ctx);
@@ -300,6 +281,34 @@ impl HistoryManager for RelevanceBudget {
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed("relevance_budget")
     }
+}
+
+/// The present (`present`, its pinned messages counted with the head), then the newest
+/// `units` while they fit `room`: the ranges kept, their tokens, and the first unit that did
+/// not fit.
+fn newest(
+    head: &crate::Head,
+    present: Option<crate::Unit>,
+    units: &mut impl Iterator<Item = crate::Unit>,
+    tally: &crate::Tally<'_, '_>,
+    room: u64,
+) -> (Vec<Range<usize>>, u64, Option<crate::Unit>) {
+    let mut kept = Vec::new();
+    let mut used = 0;
+    if let Some(present) = present {
+        used +=
+            present.range().filter(|&i| !head.is_pinned(i)).map(|i| tally.message(i)).sum::<u64>();
+        kept.push(present.range());
+    }
+    for unit in units {
+        let tokens = tally.range(unit.range());
+        if used + tokens > room {
+            return (kept, used, Some(unit));
+        }
+        used += tokens;
+        kept.push(unit.range());
+    }
+    (kept, used, None)
 }
 
 /// The view of the `kept` ranges (in order), with `note` before the first range of the body

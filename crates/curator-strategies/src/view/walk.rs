@@ -122,13 +122,14 @@ impl View<'_> {
         if newest.len() == 1 && self.structure(newest.start).role() == Role::User {
             // The results it follows, with only pinned messages between.
             let mut before = newest.start;
-            while before > 0 && head.is_pinned(before - 1) && before - 1 >= head.len() {
+            while before > head.len() && head.is_pinned(before - 1) {
                 before -= 1;
             }
-            if before > head.len() && self.structure(before - 1).role() == Role::Tool {
-                if let Some(results) = units.next().filter(|u| u.end == before) {
-                    return Some(Unit { start: results.start, end: newest.end });
-                }
+            if before > head.len()
+                && self.structure(before - 1).role() == Role::Tool
+                && let Some(results) = units.next().filter(|u| u.end == before)
+            {
+                return Some(Unit { start: results.start, end: newest.end });
             }
         }
         Some(newest)

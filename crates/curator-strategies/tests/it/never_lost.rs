@@ -137,9 +137,10 @@ fn a_newest_message_with_an_image_is_kept_or_refused() {
 /// Reproduction 1: an Anthropic turn with a long thinking block before its tool call.
 #[test]
 fn a_newest_turn_with_thinking_is_kept_or_refused() {
-    let thinking: String = (0..60)
-        .map(|i| format!("Sentence number {i} of my careful reasoning about the problem. "))
-        .collect();
+    let thinking = (0..60)
+        .map(|i| format!("Sentence number {i} of my careful reasoning about the problem."))
+        .collect::<Vec<_>>()
+        .join(" ");
     let body = json!({"messages": [
         {"role": "user", "content": "Read the log."},
         {"role": "assistant", "content": [
@@ -157,8 +158,10 @@ fn a_newest_turn_with_thinking_is_kept_or_refused() {
 /// the result was shortened.
 #[test]
 fn a_late_system_message_is_kept_in_place() {
-    let log: String =
-        (0..400).map(|i| format!("log line {i}: something happened here\n")).collect();
+    let log: String = (0..400)
+        .map(|i| format!("log line {i}: something happened here"))
+        .collect::<Vec<_>>()
+        .join("\n");
     let input = vec![
         Message::system("Be brief."),
         Message::user("Fix the bug."),
