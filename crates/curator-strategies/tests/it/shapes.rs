@@ -93,8 +93,9 @@ fn openai_step() -> impl Strategy<Value = Vec<Value>> {
 
 /// An OpenAI conversation: a system (or developer) message, the task, then steps.
 fn openai_conversation() -> impl Strategy<Value = Vec<Message>> {
-    (words(), content(), any::<bool>(), prop::collection::vec(openai_step(), 0..8)).prop_map(
-        |(system, task, image, steps)| {
+    let trailing = prop_oneof![2 => Just(None), 1 => words().prop_map(Some)];
+    (words(), content(), any::<bool>(), prop::collection::vec(openai_step(), 0..8), trailing)
+        .prop_map(|(system, task, image, steps, trailing)| {
             let task = if task.trim().is_empty() { "Fix the bug.".to_owned() } else { task };
             let mut body =
                 vec![json!({"role": "system", "content": format!("You are an agent. {system}")})];
@@ -104,9 +105,12 @@ fn openai_conversation() -> impl Strategy<Value = Vec<Message>> {
                 json!({"role": "user", "content": task})
             });
             body.extend(steps.into_iter().flatten());
+            // A rule given last, after the newest results (which a budget may shorten).
+            if let Some(rule) = trailing {
+                body.push(json!({"role": "system", "content": format!("New rule: {rule}")}));
+            }
             openai::to_messages(&Value::Array(body)).unwrap()
-        },
-    )
+        })
 }
 
 /// One step of an Anthropic conversation (an assistant turn and the user turn answering it).
@@ -260,7 +264,9 @@ proptest! {
     #[test]
     fn what_is_never_lost_is_kept_or_refused_with_numbers(
         input in conversation(),
-        max_tokens in 200u64..16_000,
+        // Mostly budgets that bind on these conversations, so that the newest unit is often
+        // shortened or refused.
+        max_tokens in prop_oneof![3 => 200u64..1_500, 1 => 1_500u64..16_000],
         tools_share in prop_oneof![Just(0.0), 0.0f64..0.95],
     ) {
         let bpe = Bpe::new(Encoding::O200kBase).unwrap();
