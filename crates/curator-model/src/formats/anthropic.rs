@@ -215,6 +215,14 @@ fn read_message(
     out: &mut Vec<Message>,
 ) -> Result<()> {
     let obj = Object::new(index, "", value)?;
+    if let Some(field) = super::OPENAI_MESSAGE_FIELDS.iter().find(|f| obj.get(f).is_some()) {
+        return Err(Error::ForeignField {
+            index,
+            field: (*field).to_owned(),
+            value: (*field).to_owned(),
+            format: "OpenAI",
+        });
+    }
     let role = match obj.str("role")? {
         "user" => Role::User,
         "assistant" => Role::Assistant,
@@ -334,7 +342,16 @@ fn read_tool_result(b: &Object<'_>) -> Result<Message> {
 /// Reads a content block that is not a tool block: text, an image, or anything else kept raw.
 fn read_block_part(index: usize, path: &str, value: &Value) -> Result<Part> {
     let b = Object::new(index, path, value)?;
-    match b.opt_str("type")? {
+    let kind = b.opt_str("type")?;
+    if let Some(kind) = kind.filter(|k| super::OPENAI_PARTS.contains(k)) {
+        return Err(Error::ForeignField {
+            index,
+            field: b.field("type"),
+            value: kind.to_owned(),
+            format: "OpenAI",
+        });
+    }
+    match kind {
         Some("text") => Ok(Part::Text {
             text: b.str("text")?.to_owned(),
             extra: ProviderFields::non_empty(Format::Anthropic, b.rest(&["type", "text"])),
@@ -726,4 +743,31 @@ fn read_response(response: &Value, inputs: &[&RawValue]) -> Result<Message> {
 pub fn parse_response(json: &str) -> Result<Message> {
     let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
     read_response(&value, &exact::response_inputs(json))
+}
+
+/// Converts OpenAI `tools` (`{"type": "function", "function": {name, description,
+/// parameters, strict}}`) to Anthropic tools (`{name, description, input_schema, strict}`).
+/// A function without `parameters` takes the empty object schema Anthropic requires.
+///
+/// # Errors
+///
+/// [`Error::ToolSchema`] naming the tool and field: `tools` not an array, a tool that is not
+/// an object, a `type` other than `function` (`custom` tools have no Anthropic form), a
+/// missing or non-string `function.name`, `parameters` that is not an object, or a field
+/// this conversion does not know (it is never dropped silently).
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::anthropic;
+/// use serde_json::json;
+///
+/// let tools = json!([{"type": "function", "function": {"name": "ls", "description": "List.",
+///     "parameters": {"type": "object", "properties": {"dir": {"type": "string"}}}}}]);
+/// assert_eq!(anthropic::tools_from_openai(&tools)?, json!([{"name": "ls", "description": "List.",
+///     "input_schema": {"type": "object", "properties": {"dir": {"type": "string"}}}}]));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn tools_from_openai(tools: &Value) -> Result<Value> {
+    super::tools::openai_to_anthropic(tools)
 }

@@ -200,7 +200,19 @@ fn read_content(obj: &Object<'_>, value: &Value) -> Result<Content> {
 
 fn read_part(index: usize, path: &str, value: &Value) -> Result<Part> {
     let part = Object::new(index, path, value)?;
-    match part.opt_str("type")? {
+    let kind = part.opt_str("type")?;
+    if let Some(kind) = kind
+        && (super::ANTHROPIC_BLOCKS.contains(&kind)
+            || (kind == "image" && part.get("source").is_some()))
+    {
+        return Err(Error::ForeignField {
+            index,
+            field: part.field("type"),
+            value: kind.to_owned(),
+            format: "Anthropic",
+        });
+    }
+    match kind {
         Some("text") => Ok(Part::Text {
             text: part.str("text")?.to_owned(),
             extra: ProviderFields::non_empty(Format::OpenAi, part.rest(&["type", "text"])),
@@ -512,4 +524,29 @@ pub fn response_message(response: &Value) -> Result<Message> {
 pub fn parse_response(json: &str) -> Result<Message> {
     let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
     response_message(&value)
+}
+
+/// Converts Anthropic tools (`{name, description, input_schema, strict}`) to OpenAI `tools`
+/// (`{"type": "function", "function": {name, description, parameters, strict}}`).
+///
+/// # Errors
+///
+/// [`Error::ToolSchema`] naming the tool and field: `tools` not an array, a tool that is not
+/// an object, a server or client tool with a `type` (`web_search_...`, `bash_...`: OpenAI has
+/// no counterpart), a missing or non-string `name`, a missing `input_schema`, or a field
+/// this conversion does not know (`cache_control` is left out: OpenAI caches by itself).
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::openai;
+/// use serde_json::json;
+///
+/// let tools = json!([{"name": "ls", "input_schema": {"type": "object", "properties": {}}}]);
+/// assert_eq!(openai::tools_from_anthropic(&tools)?, json!([{"type": "function", "function":
+///     {"name": "ls", "parameters": {"type": "object", "properties": {}}}}]));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn tools_from_anthropic(tools: &Value) -> Result<Value> {
+    super::tools::anthropic_to_openai(tools)
 }

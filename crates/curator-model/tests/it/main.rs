@@ -9,4 +9,6 @@ mod numbers;
 mod openai;
 mod props;
 mod responses;
+mod strict;
+mod tools;
 mod validate;
