@@ -281,12 +281,48 @@ fn from_object(mut object: Map<String, Value>, format: Format, id: &str) -> Resu
     // Moved out, not cloned: the envelope keeps the other fields only.
     let messages = object.remove("messages").ok_or_else(|| anyhow!("no `messages` field"))?;
     let format = detect(format, Some(&object), &messages)?;
+    refuse_foreign_envelope(&object, format)?;
     let system = object.remove("system");
     let result = to_messages(messages, system.as_ref(), format);
     if let Some(system) = system {
         object.insert("system".into(), system);
     }
     Ok(Conversation { id: id.to_owned(), messages: result?, format, envelope: Some(object) })
+}
+
+/// Refuses, with the format read explicitly, a top-level field or `tools` schema of the other
+/// format: the reader is strict, so that nothing is dropped or passed through unread (an
+/// Anthropic `system` read as OpenAI would otherwise vanish).
+fn refuse_foreign_envelope(object: &Map<String, Value>, format: Format) -> Result<()> {
+    let foreign = |what: String| {
+        let (this, that) = if format == Format::Anthropic {
+            ("Anthropic", "OpenAI")
+        } else {
+            ("OpenAI", "Anthropic")
+        };
+        anyhow!(
+            "{what} belongs to the {that} format, not {this}'s: pass --format {}",
+            that.to_lowercase()
+        )
+    };
+    let fields = if format == Format::Anthropic { OPENAI_FIELDS } else { ANTHROPIC_FIELDS };
+    if let Some(field) = fields.iter().find(|f| object.get(**f).is_some_and(|v| !v.is_null())) {
+        return Err(foreign(format!("top-level `{field}`")));
+    }
+    for (index, tool) in
+        object.get("tools").and_then(Value::as_array).into_iter().flatten().enumerate()
+    {
+        let openai_shaped = tool.get("function").is_some()
+            || tool.get("type").and_then(Value::as_str) == Some("function");
+        let anthropic_shaped = tool.get("input_schema").is_some();
+        if (format == Format::Anthropic && openai_shaped)
+            || (format != Format::Anthropic && anthropic_shaped)
+        {
+            let field = if openai_shaped { "function" } else { "input_schema" };
+            return Err(foreign(format!("`tools[{index}].{field}`")));
+        }
+    }
+    Ok(())
 }
 
 /// Converts messages, consuming their JSON: OpenAI messages one at a time (each message's

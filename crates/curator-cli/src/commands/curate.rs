@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use curator::model::validate;
+use curator::model::{formats, validate};
 use curator::strategies::{CurationContext, History, MessageRef, TokenCounter, View};
 use serde_json::Value;
 
@@ -221,6 +221,7 @@ fn curate_one(
         envelope => {
             let mut object = envelope.unwrap_or_default();
             object.remove("system");
+            convert_tools(&mut object, format, target)?;
             if let Some(system) = system {
                 object.insert("system".into(), system);
             }
@@ -229,4 +230,20 @@ fn curate_one(
         }
     };
     Ok((document, violations))
+}
+
+/// Converts the envelope's `tools` schemas when the target format is not the input's, so
+/// that a request written `--to anthropic` carries Anthropic tools.
+fn convert_tools(
+    object: &mut serde_json::Map<String, Value>,
+    from: Format,
+    to: Format,
+) -> Result<()> {
+    let Some(tools) = object.get_mut("tools").filter(|t| !t.is_null()) else { return Ok(()) };
+    *tools = match (from, to) {
+        (Format::Anthropic, Format::Openai) => formats::openai::tools_from_anthropic(tools)?,
+        (Format::Openai, Format::Anthropic) => formats::anthropic::tools_from_openai(tools)?,
+        _ => return Ok(()),
+    };
+    Ok(())
 }

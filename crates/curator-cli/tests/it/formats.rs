@@ -1,0 +1,60 @@
+//! Reading and writing formats (issue 29): strict readers, `tools` converted by `--to`.
+
+use serde_json::{Value, json};
+
+use crate::{curator, fails_with, text, write};
+
+fn anthropic_request() -> Value {
+    json!({
+        "system": "You are terse.",
+        "tools": [{"name": "ls", "description": "List.", "input_schema": {"type": "object", "properties": {"dir": {"type": "string"}}}}],
+        "messages": [
+            {"role": "user", "content": "List /tmp."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {"dir": "/tmp"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}]},
+            {"role": "assistant", "content": "One file."}
+        ]
+    })
+}
+
+fn run(args: &[&str], input: &Value) -> (std::process::Output, Option<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "in.json", &input.to_string());
+    let mut all = vec!["curate", path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = curator(&all);
+    let doc = serde_json::from_slice(&out.stdout).ok();
+    (out, doc)
+}
+
+#[test]
+fn an_anthropic_file_read_as_openai_is_refused_naming_system() {
+    let (out, _) = run(&["--format", "openai", "--check"], &anthropic_request());
+    fails_with(&out, 2, "`system`");
+    assert!(text(&out.stderr).contains("Anthropic"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn anthropic_blocks_read_as_openai_are_refused_naming_them() {
+    let mut request = anthropic_request();
+    request.as_object_mut().unwrap().remove("system");
+    let (out, _) = run(&["--format", "openai"], &request);
+    fails_with(&out, 2, "`tools[0].input_schema` belongs to the Anthropic format");
+    request.as_object_mut().unwrap().remove("tools");
+    let (out, _) = run(&["--format", "openai", "--check"], &request);
+    fails_with(&out, 2, "content[0].type");
+    assert!(text(&out.stderr).contains("tool_use"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn to_converts_tools_both_ways() {
+    let (out, doc) = run(&["--to", "openai"], &anthropic_request());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = doc.unwrap();
+    let openai_tools = json!([{"type": "function", "function": {"name": "ls", "description": "List.",
+        "parameters": {"type": "object", "properties": {"dir": {"type": "string"}}}}}]);
+    assert_eq!(doc["tools"], openai_tools);
+    let (out, back) = run(&["--to", "anthropic"], &doc);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(back.unwrap()["tools"], anthropic_request()["tools"]);
+}
