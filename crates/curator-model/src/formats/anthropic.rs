@@ -201,9 +201,21 @@ fn read_request(value: &Value, inputs: &[Vec<&RawValue>]) -> Result<Vec<Message>
             });
         }
     }
+    let mut previous_role = None;
     for (index, value) in messages.iter().enumerate() {
         let texts = inputs.get(index).map_or(&[][..], Vec::as_slice);
+        let first = out.len();
         read_message(index, value, texts, &mut out)?;
+        let role = value.get("role").and_then(Value::as_str);
+        // The API merges consecutive same-role messages; curator keeps them apart so that
+        // writing gives back what was read.
+        if role.is_some()
+            && role == previous_role
+            && let Some(message) = out.get_mut(first)
+        {
+            *message = std::mem::replace(message, Message::user("")).with_starts_turn(true);
+        }
+        previous_role = role;
     }
     Ok(out)
 }
@@ -420,8 +432,11 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
         let end = messages[i..]
             .iter()
             .map(Borrow::borrow)
-            .position(|m: &Message| {
-                (m.role() == Role::Assistant) != assistant || m.role() == Role::System
+            .enumerate()
+            .position(|(n, m): (usize, &Message)| {
+                (m.role() == Role::Assistant) != assistant
+                    || m.role() == Role::System
+                    || (n > 0 && m.starts_turn())
             })
             .map_or(messages.len(), |n| i + n);
         if messages[i].borrow().role() == Role::System {

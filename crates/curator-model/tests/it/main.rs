@@ -7,6 +7,7 @@ mod current;
 mod errors;
 mod numbers;
 mod openai;
+mod passthrough;
 mod props;
 mod responses;
 mod strict;
