@@ -786,3 +786,48 @@ pub fn parse_response(json: &str) -> Result<Message> {
 pub fn tools_from_openai(tools: &Value) -> Result<Value> {
     super::tools::openai_to_anthropic(tools)
 }
+
+/// Adapts messages read in another format (OpenAI) to what the Messages API accepts,
+/// leaving what is valid as it is: text parts that are empty or only whitespace are left
+/// out (the API refuses blank text blocks), and so is the blank text of an assistant
+/// message that calls tools; an assistant message after one that calls no tool is marked
+/// [`Message::starts_turn`], so that it is written as a message of its own and reads back
+/// as one. [`convert`] writes the adapted messages; use [`to_json`] on
+/// them to keep the numbers of arguments as written.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{Content, Message, ToolCall, formats::anthropic};
+///
+/// let adapted = anthropic::adapt(&[
+///     Message::user("go"),
+///     Message::assistant_with_calls(Some(Content::Text(" ".into())), vec![ToolCall::new("c", "f", "{}")]),
+/// ]);
+/// assert!(adapted[1].content().is_none());
+/// ```
+pub fn adapt<M: Borrow<Message>>(messages: &[M]) -> Vec<Message> {
+    super::adapt::for_anthropic(messages)
+}
+
+/// Writes messages read in another format as a Messages API request: [`adapt`], then
+/// [`from_messages`].
+///
+/// # Errors
+///
+/// As [`from_messages`].
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::{anthropic, openai};
+/// use serde_json::json;
+///
+/// let read = openai::to_messages(&json!([{"role": "user", "content": [
+///     {"type": "text", "text": ""}, {"type": "text", "text": "hi"}]}]))?;
+/// assert_eq!(anthropic::convert(&read)?.messages[0]["content"], json!([{"type": "text", "text": "hi"}]));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn convert<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
+    from_messages(&adapt(messages))
+}

@@ -11,6 +11,7 @@
 pub mod anthropic;
 pub mod openai;
 
+mod adapt;
 mod exact;
 mod object;
 mod tools;

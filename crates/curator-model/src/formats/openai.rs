@@ -550,3 +550,56 @@ pub fn parse_response(json: &str) -> Result<Message> {
 pub fn tools_from_anthropic(tools: &Value) -> Result<Value> {
     super::tools::anthropic_to_openai(tools)
 }
+
+/// Adapts messages read in another format (Anthropic) to what the Chat Completions API
+/// accepts, leaving what is valid as it is: consecutive assistant messages after one that
+/// calls tools are merged into it (Anthropic splits parallel `tool_use` over several, OpenAI
+/// wants every call of a turn in one message before the results); a tool result without
+/// content gets empty text; images in tool results (which OpenAI refuses in tool messages)
+/// move to a user message right after the run of tool messages; the content of a user or
+/// assistant message that is one plain text part becomes a string. [`convert`] writes the adapted messages.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::{anthropic, openai};
+/// use serde_json::json;
+///
+/// let read = anthropic::to_messages(&json!([
+///     {"role": "user", "content": "both"},
+///     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "a", "input": {}}]},
+///     {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "b", "input": {}}]}
+/// ]))?;
+/// let adapted = openai::adapt(&read);
+/// assert_eq!(adapted.len(), 2);
+/// assert_eq!(adapted[1].tool_calls().len(), 2);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn adapt<M: Borrow<Message>>(messages: &[M]) -> Vec<Message> {
+    super::adapt::for_openai(messages)
+}
+
+/// Writes messages read in another format as an OpenAI `messages` array: [`adapt`], then
+/// [`from_messages`].
+///
+/// # Errors
+///
+/// As [`from_messages`]: an Anthropic-only part (a thinking block, a document) is refused.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::{anthropic, openai};
+/// use serde_json::json;
+///
+/// let read = anthropic::to_messages(&json!([
+///     {"role": "user", "content": "go"},
+///     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "a", "input": {}}]},
+///     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]}
+/// ]))?;
+/// assert_eq!(openai::convert(&read)?[2], json!({"role": "tool", "tool_call_id": "t1", "content": ""}));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn convert<M: Borrow<Message>>(messages: &[M]) -> Result<Value> {
+    from_messages(&adapt(messages))
+}

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
 
 mod anthropic;
+mod convert;
 mod corpus;
 mod current;
 mod errors;
