@@ -11,6 +11,7 @@ mod openai;
 mod passthrough;
 mod props;
 mod responses;
+mod rules;
 mod strict;
 mod tools;
 mod validate;
