@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 use curator::model::{Message, formats};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// A message format on the wire.
@@ -153,7 +154,7 @@ fn from_line(line: &str, number: usize, format: Format) -> Result<Conversation, 
         });
     };
     let id = id_of(&object).unwrap_or(fallback);
-    from_object(object, format, &id)
+    from_object(object, format, &id, Some(line))
         .map_err(|error| Failed { id, error: error.context(format!("line {number}")) })
 }
 
@@ -203,7 +204,7 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
                 None => Ok(Reader {
                     layout: Layout::Object,
                     format,
-                    pending: Some(whole_object(object, format)),
+                    pending: Some(whole_object(object, format, Some(&line))),
                     source: Rest::Done,
                 }),
                 Some(second) => {
@@ -225,9 +226,13 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
     document(reader, format)
 }
 
-fn whole_object(object: Map<String, Value>, format: Format) -> Result<Conversation, Failed> {
+fn whole_object(
+    object: Map<String, Value>,
+    format: Format,
+    text: Option<&str>,
+) -> Result<Conversation, Failed> {
     let id = id_of(&object).unwrap_or_else(|| "1".to_owned());
-    from_object(object, format, &id).map_err(|error| Failed { id, error })
+    from_object(object, format, &id, text).map_err(|error| Failed { id, error })
 }
 
 /// Reads a whole JSON document (an array of messages or one conversation object).
@@ -256,7 +261,7 @@ fn document(reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
         Value::Object(object) => Ok(Reader {
             layout: Layout::Object,
             format,
-            pending: Some(whole_object(object, format)),
+            pending: Some(whole_object(object, format, None)),
             source: Rest::Done,
         }),
         other => bail!(
@@ -277,13 +282,26 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-fn from_object(mut object: Map<String, Value>, format: Format, id: &str) -> Result<Conversation> {
+/// Reads one conversation object; `text`, when known (a line), is the object as written, from
+/// which Anthropic `tool_use` inputs are read so that their numbers keep their text.
+fn from_object(
+    mut object: Map<String, Value>,
+    format: Format,
+    id: &str,
+    text: Option<&str>,
+) -> Result<Conversation> {
     // Moved out, not cloned: the envelope keeps the other fields only.
     let messages = object.remove("messages").ok_or_else(|| anyhow!("no `messages` field"))?;
     let format = detect(format, Some(&object), &messages)?;
     refuse_foreign_envelope(&object, format)?;
     let system = object.remove("system");
-    let result = to_messages(messages, system.as_ref(), format);
+    let result = match (format, text) {
+        (Format::Anthropic, Some(text)) => {
+            drop(messages);
+            formats::anthropic::parse(text).map_err(anyhow::Error::from)
+        }
+        _ => to_messages(messages, system.as_ref(), format),
+    };
     if let Some(system) = system {
         object.insert("system".into(), system);
     }
@@ -492,18 +510,43 @@ fn other(format: Format) -> Format {
     if format == Format::Anthropic { Format::Openai } else { Format::Anthropic }
 }
 
-/// Writes messages in a format: the OpenAI messages array, or the Anthropic request parts.
+/// Messages written in a format, as JSON text: the OpenAI messages array, or the Anthropic
+/// request's `messages` and `system`. Text, not `Value`, so that the numbers of Anthropic
+/// `tool_use` inputs are written as the arguments hold them (`1e2` stays `1e2`).
+#[derive(Debug)]
+pub(crate) struct Written {
+    pub(crate) messages: Box<RawValue>,
+    pub(crate) system: Option<Box<RawValue>>,
+}
+
+/// Writes messages read in `from` in the format `to`, adapting them to what `to` accepts
+/// when the two differ (see `formats::openai::adapt`, `formats::anthropic::adapt`).
 pub(crate) fn write_messages<M: std::borrow::Borrow<Message>>(
     messages: &[M],
-    format: Format,
-) -> Result<(Value, Option<Value>)> {
-    Ok(match format {
-        Format::Anthropic => {
-            let request = formats::anthropic::from_messages(messages)?;
-            (Value::Array(request.messages), request.system)
-        }
-        _ => (formats::openai::from_messages(messages)?, None),
-    })
+    from: Format,
+    to: Format,
+) -> Result<Written> {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        messages: Box<RawValue>,
+        #[serde(default)]
+        system: Option<Box<RawValue>>,
+    }
+    if to == Format::Anthropic {
+        let text = if from == Format::Anthropic {
+            formats::anthropic::to_json(messages)?
+        } else {
+            formats::anthropic::to_json(&formats::anthropic::adapt(messages))?
+        };
+        let request: Request = serde_json::from_str(&text)?;
+        return Ok(Written { messages: request.messages, system: request.system });
+    }
+    let value = if from == Format::Anthropic {
+        formats::openai::convert(messages)?
+    } else {
+        formats::openai::from_messages(messages)?
+    };
+    Ok(Written { messages: serde_json::value::to_raw_value(&value)?, system: None })
 }
 
 /// Where conversations come from: a file, or text that ships with the binary.

@@ -184,12 +184,17 @@ fn curate_one(
     conversation: Conversation,
     pipeline: &crate::pipeline::Pipeline,
     options: &Options<'_>,
-) -> Result<(Value, usize)> {
+) -> Result<(Document, usize)> {
     let Conversation { id, messages, format, envelope } = conversation;
     let target = options.to.unwrap_or(format);
+    // The input is a record (it may end with calls still waiting); the view is the request.
     let rules = |messages: &[MessageRef<'_>]| match target {
         Format::Anthropic => validate::anthropic(messages),
         _ => validate::openai(messages),
+    };
+    let request_rules = |messages: &[MessageRef<'_>]| match target {
+        Format::Anthropic => validate::anthropic_request(messages),
+        _ => validate::openai_request(messages),
     };
     let mut violations = 0;
     let history = History::from(messages);
@@ -203,7 +208,7 @@ fn curate_one(
     let view = pipeline.manager.curate(View::full(&history), &CurationContext::default())?;
     let sent = view.messages();
     if options.check
-        && let Err(v) = rules(&sent)
+        && let Err(v) = request_rules(&sent)
     {
         note!("{id}: the curated view breaks a provider rule: {v}");
         violations += 1;
@@ -215,20 +220,15 @@ fn curate_one(
         sent.len(),
         tokens(&*pipeline.counter, &sent)
     );
-    let (messages, system) = input::write_messages(&sent, target)?;
-    let document = match envelope {
-        None if system.is_none() => messages,
-        envelope => {
-            let mut object = envelope.unwrap_or_default();
-            object.remove("system");
-            convert_tools(&mut object, format, target)?;
-            if let Some(system) = system {
-                object.insert("system".into(), system);
-            }
-            object.insert("messages".into(), messages);
-            Value::Object(object)
-        }
-    };
+    let written = input::write_messages(&sent, format, target)?;
+    // A bare array written as Anthropic needs an object for its `system`.
+    let mut envelope = envelope.or_else(|| written.system.is_some().then(serde_json::Map::new));
+    if let Some(object) = &mut envelope {
+        object.remove("system");
+        object.remove("messages");
+        convert_tools(object, format, target)?;
+    }
+    let document = Document { envelope, written };
     Ok((document, violations))
 }
 
@@ -246,4 +246,39 @@ fn convert_tools(
         _ => return Ok(()),
     };
     Ok(())
+}
+
+/// One curated conversation as written: the envelope's other fields (sorted, as a JSON
+/// object's keys are), then `messages` and `system` as JSON text; the messages alone when
+/// the input was a bare array.
+#[derive(Debug)]
+struct Document {
+    envelope: Option<serde_json::Map<String, Value>>,
+    written: input::Written,
+}
+
+impl serde::Serialize for Document {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let system = self.written.system.as_deref();
+        let Some(envelope) = self.envelope.as_ref() else {
+            return self.written.messages.serialize(serializer);
+        };
+        let mut keys: Vec<&str> = envelope.keys().map(String::as_str).collect();
+        keys.push("messages");
+        if system.is_some() {
+            keys.push("system");
+        }
+        keys.sort_unstable();
+        let mut map = serializer.serialize_map(Some(keys.len()))?;
+        for key in keys {
+            match (key, envelope.get(key)) {
+                ("messages", _) => map.serialize_entry(key, &*self.written.messages)?,
+                ("system", _) if system.is_some() => map.serialize_entry(key, &system)?,
+                (_, Some(value)) => map.serialize_entry(key, value)?,
+                (_, None) => {}
+            }
+        }
+        map.end()
+    }
 }

@@ -58,3 +58,49 @@ fn to_converts_tools_both_ways() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(back.unwrap()["tools"], anthropic_request()["tools"]);
 }
+
+const EXACT: &str = r#"{"n":1e2,"big":-12345678901234567890123,"f":1.50}"#;
+
+fn anthropic_line() -> String {
+    format!(
+        r#"{{"id": "n1", "messages": [{{"role": "user", "content": "go"}}, {{"role": "assistant", "content": [{{"type": "tool_use", "id": "t1", "name": "f", "input": {EXACT}}}]}}, {{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}}]}}, {{"role": "assistant", "content": "done"}}]}}"#
+    )
+}
+
+#[test]
+fn anthropic_numbers_keep_their_text_through_passthrough_and_conversion() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = format!("{}\n{}\n", anthropic_line(), anthropic_line().replace("\"n1\"", "\"n2\""));
+    let path = write(dir.path(), "in.jsonl", &lines);
+    let out = curator(&["curate", path.to_str().unwrap(), "--format", "anthropic"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(&format!(r#""input":{EXACT}"#)), "{stdout}");
+    let out = curator(&["curate", path.to_str().unwrap(), "--to", "openai"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let first: Value = serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(first["messages"][1]["tool_calls"][0]["function"]["arguments"], EXACT);
+}
+
+#[test]
+fn an_anthropic_passthrough_keeps_consecutive_user_messages() {
+    let request = json!({"messages": [u("a"), u("b"), {"role": "assistant", "content": "c"}]});
+    let (out, doc) = run(&["--format", "anthropic"], &request);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(doc.unwrap()["messages"], request["messages"]);
+}
+
+fn u(text: &str) -> Value {
+    json!({"role": "user", "content": text})
+}
+
+#[test]
+fn check_passes_a_record_that_ends_with_calls_because_the_view_leaves_them_out() {
+    // The input is a record (stopped mid-call); the view sent drops the pending call and is
+    // checked as a request (`validate::openai_request`), which refuses pending calls.
+    let request = json!([u("go"), {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]);
+    let (out, doc) = run(&["--check"], &request);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(doc.unwrap(), json!([u("go")]));
+}
