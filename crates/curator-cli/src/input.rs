@@ -292,8 +292,11 @@ fn from_object(
 ) -> Result<Conversation> {
     // Moved out, not cloned: the envelope keeps the other fields only.
     let messages = object.remove("messages").ok_or_else(|| anyhow!("no `messages` field"))?;
+    let explicit = format != Format::Auto;
     let format = detect(format, Some(&object), &messages)?;
-    refuse_foreign_envelope(&object, format)?;
+    if explicit {
+        refuse_foreign_envelope(&object, format)?;
+    }
     let system = object.remove("system");
     let result = match (format, text) {
         (Format::Anthropic, Some(text)) => {
@@ -308,7 +311,7 @@ fn from_object(
     Ok(Conversation { id: id.to_owned(), messages: result?, format, envelope: Some(object) })
 }
 
-/// Refuses, with the format read explicitly, a top-level field or `tools` schema of the other
+/// Refuses, with the format given explicitly (`--format`), a top-level field or `tools` schema of the other
 /// format: the reader is strict, so that nothing is dropped or passed through unread (an
 /// Anthropic `system` read as OpenAI would otherwise vanish).
 fn refuse_foreign_envelope(object: &Map<String, Value>, format: Format) -> Result<()> {
