@@ -13,11 +13,16 @@
 //! and as `serde_json::Value` prints it when read from a value ([`to_messages`]), which turns
 //! integers beyond 64 bits into floats and `1e2` into `100.0`. [`to_json`] writes each
 //! `input` from its call's argument text in the same way. Writing merges
-//! consecutive messages of one side into one turn, as the API itself does. Blocks curator
+//! consecutive messages of one side into one turn, as the API itself does, except where
+//! the input had them apart: a message read from a wire message of its own after one of
+//! the same side is marked [`Message::starts_turn`] and written apart again. Blocks curator
 //! does not model (thinking, documents, …) and block fields (`cache_control`, `citations`)
 //! are kept and written back, so `Anthropic → Message → Anthropic` gives equal JSON except
 //! that an assistant's text blocks are written before its `tool_use` blocks and that
-//! consecutive messages of one side come back merged.
+//! message-level fields other than `role` and `content` are not kept.
+//!
+//! The reader is strict: OpenAI's message fields (`tool_calls`, `tool_call_id`, …) and parts
+//! (`image_url`, `input_audio`, `file`, `refusal`) are [`Error::ForeignField`].
 //!
 //! Writing messages read from the OpenAI format leaves out OpenAI-only fields and the `name`
 //! of tool results (a `tool_result` has none), skips empty text (the API refuses empty text

@@ -10,6 +10,10 @@
 //! arguments are that input, both written back as they were. Not modelled, and refused with
 //! a typed error: the legacy `function` role and tool calls of any other `type`.
 //!
+//! The reader is strict: an Anthropic block in content (`tool_use`, `tool_result`,
+//! `thinking`, `document`, an `image` with a `source`, …) is [`Error::ForeignField`], never
+//! kept as an unknown part.
+//!
 //! Writing messages read from the Anthropic format leaves out what OpenAI cannot express:
 //! the `is_error` mark of a tool result and Anthropic-only fields; an Anthropic-only content
 //! part (a thinking block, a document) is refused with [`Error::UnsupportedValue`].
