@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use curator::model::{formats, validate};
-use curator::strategies::{CurationContext, History, MessageRef, TokenCounter, View};
+use curator::strategies::{CurationContext, History, TokenCounter, View};
 use serde_json::Value;
 
 use crate::input::{self, Conversation, Format, Layout, Source};
@@ -187,32 +187,22 @@ fn curate_one(
 ) -> Result<(Document, usize)> {
     let Conversation { id, messages, format, envelope } = conversation;
     let target = options.to.unwrap_or(format);
-    // The input is a record (it may end with calls still waiting); the view is the request.
-    let rules = |messages: &[MessageRef<'_>]| match target {
-        Format::Anthropic => validate::anthropic(messages),
-        _ => validate::openai(messages),
-    };
-    let request_rules = |messages: &[MessageRef<'_>]| match target {
-        Format::Anthropic => validate::anthropic_request(messages),
-        _ => validate::openai_request(messages),
-    };
     let mut violations = 0;
     let history = History::from(messages);
     if options.check {
+        // The input is a record in its own format: it may end with calls still waiting.
         let all: Vec<_> = View::full(&history).messages();
-        if let Err(v) = rules(&all) {
+        let checked = match format {
+            Format::Anthropic => validate::anthropic(&all),
+            _ => validate::openai(&all),
+        };
+        if let Err(v) = checked {
             note!("{id}: the input breaks a provider rule: {v}");
             violations += 1;
         }
     }
     let view = pipeline.manager.curate(View::full(&history), &CurationContext::default())?;
     let sent = view.messages();
-    if options.check
-        && let Err(v) = request_rules(&sent)
-    {
-        note!("{id}: the curated view breaks a provider rule: {v}");
-        violations += 1;
-    }
     note!(
         "{id}: {} messages, {} tokens → {} messages, {} tokens",
         history.len(),
@@ -220,7 +210,27 @@ fn curate_one(
         sent.len(),
         tokens(&*pipeline.counter, &sent)
     );
-    let written = input::write_messages(&sent, format, target)?;
+    // The view is the request: checked as the target receives it, adapted when converted.
+    let adapted = (target != format).then(|| match target {
+        Format::Anthropic => formats::anthropic::adapt(&sent),
+        _ => formats::openai::adapt(&sent),
+    });
+    if options.check {
+        let checked = match (&adapted, target) {
+            (Some(adapted), Format::Anthropic) => validate::anthropic_request(adapted),
+            (Some(adapted), _) => validate::openai_request(adapted),
+            (None, Format::Anthropic) => validate::anthropic_request(&sent),
+            (None, _) => validate::openai_request(&sent),
+        };
+        if let Err(v) = checked {
+            note!("{id}: the curated view breaks a provider rule: {v}");
+            violations += 1;
+        }
+    }
+    let written = match &adapted {
+        Some(adapted) => input::write_messages(adapted, target, target)?,
+        None => input::write_messages(&sent, format, target)?,
+    };
     // A bare array written as Anthropic needs an object for its `system`.
     let mut envelope = envelope.or_else(|| written.system.is_some().then(serde_json::Map::new));
     if let Some(object) = &mut envelope {

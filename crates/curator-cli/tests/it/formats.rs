@@ -104,3 +104,18 @@ fn check_passes_a_record_that_ends_with_calls_because_the_view_leaves_them_out()
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(doc.unwrap(), json!([u("go")]));
 }
+
+#[test]
+fn to_openai_merges_split_parallel_calls_and_checks_what_is_sent() {
+    let request = json!({"messages": [u("both"),
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "a", "input": {}}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "b", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"},
+            {"type": "tool_result", "tool_use_id": "t2", "content": "y"}]},
+        {"role": "assistant", "content": "done"}]});
+    let (out, doc) = run(&["--to", "openai", "--check"], &request);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let messages = doc.unwrap()["messages"].clone();
+    assert_eq!(messages[1]["tool_calls"].as_array().unwrap().len(), 2, "{messages}");
+    assert_eq!(messages[2], json!({"role": "tool", "tool_call_id": "t1", "content": ""}));
+}
