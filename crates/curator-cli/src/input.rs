@@ -1,8 +1,9 @@
 //! Reading conversations: a JSON array of messages, `{"messages": [...]}`, or JSON Lines, from
 //! one or several files and folders, one conversation at a time.
 //!
-//! Memory stays within about twice the input: a whole-document file is parsed from the
-//! reader (its text is never held beside its JSON), the `messages` are moved out of their
+//! Memory stays within about twice the input: an array document is parsed from the
+//! reader (its text is never held beside its JSON; an object document, one conversation, is
+//! held as text while read, for the numbers of Anthropic inputs), the `messages` are moved out of their
 //! envelope rather than cloned, and JSON Lines are read one line at a time, so a file of many
 //! conversations holds one of them at a time. A line that cannot be read is reported by its
 //! id (or line number) and the others go on.
@@ -219,9 +220,23 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
                 }
             };
         }
-        // A document spread over lines: read it whole, the first line included.
-        let chained = std::io::Cursor::new(line).chain(reader);
-        return document(Box::new(BufReader::new(chained)), format);
+        // A document spread over lines: read it whole, the first line included. An object is
+        // one conversation: its text is kept while it is read, so that Anthropic `tool_use`
+        // inputs keep their numbers as written.
+        let mut text = line;
+        reader.read_to_string(&mut text).context("cannot read the input")?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            anyhow!("invalid JSON at line {}, column {}: {e}", e.line(), e.column())
+        })?;
+        let Value::Object(object) = value else {
+            bail!("expected an object with `messages`, found {}", kind(&value));
+        };
+        return Ok(Reader {
+            layout: Layout::Object,
+            format,
+            pending: Some(whole_object(object, format, Some(&text))),
+            source: Rest::Done,
+        });
     }
     document(reader, format)
 }

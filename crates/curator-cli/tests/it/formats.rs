@@ -119,3 +119,16 @@ fn to_openai_merges_split_parallel_calls_and_checks_what_is_sent() {
     assert_eq!(messages[1]["tool_calls"].as_array().unwrap().len(), 2, "{messages}");
     assert_eq!(messages[2], json!({"role": "tool", "tool_call_id": "t1", "content": ""}));
 }
+
+#[test]
+fn a_document_over_several_lines_keeps_anthropic_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = anthropic_line();
+    let spread = line.replace(", ", ",\n  ");
+    assert!(spread.lines().count() > 2);
+    let path = write(dir.path(), "in.json", &spread);
+    let out = curator(&["curate", path.to_str().unwrap(), "--format", "anthropic"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(&format!(r#""input":{EXACT}"#)), "{stdout}");
+}
