@@ -625,3 +625,97 @@ fn no_pending_calls<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation>
         None => Ok(()),
     }
 }
+
+/// Checks a request's `tools` in the OpenAI shape: each a `function` tool with a name (or
+/// a `custom` tool), never Anthropic's `{name, input_schema}`.
+///
+/// # Errors
+///
+/// [`Error::ToolSchema`](crate::Error::ToolSchema) naming the first tool and field that is
+/// wrong.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::validate;
+/// use serde_json::json;
+///
+/// assert!(validate::openai_tools(&json!([{"type": "function", "function": {"name": "ls"}}])).is_ok());
+/// assert!(validate::openai_tools(&json!([{"name": "ls", "input_schema": {}}])).is_err());
+/// ```
+pub fn openai_tools(tools: &serde_json::Value) -> crate::Result<()> {
+    for (index, tool) in tool_list(tools)?.iter().enumerate() {
+        let error = |field: &str, reason: &str| crate::Error::ToolSchema {
+            index,
+            field: field.to_owned(),
+            reason: reason.to_owned(),
+        };
+        match tool.get("type").and_then(serde_json::Value::as_str) {
+            Some("function") => {
+                if tool.pointer("/function/name").and_then(serde_json::Value::as_str).is_none() {
+                    return Err(error("function.name", "is missing or not a string"));
+                }
+            }
+            Some("custom") => {}
+            _ if tool.get("input_schema").is_some() => {
+                return Err(error(
+                    "type",
+                    "is missing: this is an Anthropic tool (`input_schema`); convert it with `formats::openai::tools_from_anthropic`",
+                ));
+            }
+            _ => return Err(error("type", "should be `function` or `custom`")),
+        }
+    }
+    Ok(())
+}
+
+/// Checks a request's `tools` in the Anthropic shape: `{name, description, input_schema}`
+/// client tools, or typed server tools, never OpenAI's `{"type": "function", ...}`.
+///
+/// # Errors
+///
+/// [`Error::ToolSchema`](crate::Error::ToolSchema) naming the first tool and field that is
+/// wrong.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::validate;
+/// use serde_json::json;
+///
+/// assert!(validate::anthropic_tools(&json!([{"name": "ls", "input_schema": {"type": "object"}}])).is_ok());
+/// assert!(validate::anthropic_tools(&json!([{"type": "function", "function": {"name": "ls"}}])).is_err());
+/// ```
+pub fn anthropic_tools(tools: &serde_json::Value) -> crate::Result<()> {
+    for (index, tool) in tool_list(tools)?.iter().enumerate() {
+        let error = |field: &str, reason: &str| crate::Error::ToolSchema {
+            index,
+            field: field.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let kind = tool.get("type").and_then(serde_json::Value::as_str);
+        if kind == Some("function") || tool.get("function").is_some() {
+            return Err(error(
+                "type",
+                "is OpenAI's `function` shape; convert it with `formats::anthropic::tools_from_openai`",
+            ));
+        }
+        if tool.get("name").and_then(serde_json::Value::as_str).is_none() {
+            return Err(error("name", "is missing or not a string"));
+        }
+        if matches!(kind, None | Some("custom"))
+            && !tool.get("input_schema").is_some_and(serde_json::Value::is_object)
+        {
+            return Err(error("input_schema", "is missing or not an object"));
+        }
+    }
+    Ok(())
+}
+
+fn tool_list(tools: &serde_json::Value) -> crate::Result<&Vec<serde_json::Value>> {
+    tools.as_array().ok_or_else(|| crate::Error::ToolSchema {
+        index: 0,
+        field: "tools".into(),
+        reason: "should be an array".into(),
+    })
+}

@@ -237,6 +237,18 @@ fn curate_one(
         object.remove("system");
         object.remove("messages");
         convert_tools(object, format, target)?;
+        if options.check
+            && let Some(tools) = object.get("tools").filter(|t| !t.is_null())
+        {
+            let checked = match target {
+                Format::Anthropic => validate::anthropic_tools(tools),
+                _ => validate::openai_tools(tools),
+            };
+            if let Err(error) = checked {
+                note!("{id}: the tools break a provider rule: {error}");
+                violations += 1;
+            }
+        }
     }
     let document = Document { envelope, written };
     Ok((document, violations))

@@ -132,3 +132,12 @@ fn a_document_over_several_lines_keeps_anthropic_numbers() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains(&format!(r#""input":{EXACT}"#)), "{stdout}");
 }
+
+#[test]
+fn check_refuses_tools_in_the_other_shape() {
+    let mut request = anthropic_request();
+    request["tools"] =
+        json!([{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}]);
+    let (out, _) = run(&["--check"], &request);
+    fails_with(&out, 1, "tool 0: field `type` is OpenAI's `function` shape");
+}

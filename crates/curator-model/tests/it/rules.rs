@@ -457,3 +457,32 @@ fn records_may_end_with_pending_calls_but_requests_may_not() {
     assert_eq!(validate::anthropic(&pending), Ok(()));
     assert!(validate::anthropic_request(&pending).is_err());
 }
+
+#[test]
+fn tools_are_checked_in_each_provider_shape() {
+    use curator_model::Error;
+    let openai_tools =
+        json!([{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}]);
+    let anthropic_tools = json!([{"name": "ls", "input_schema": {"type": "object"}},
+        {"type": "web_search_20250305", "name": "web_search"}]);
+    assert!(validate::openai_tools(&openai_tools).is_ok());
+    assert!(validate::anthropic_tools(&anthropic_tools).is_ok());
+    match validate::anthropic_tools(&openai_tools) {
+        Err(Error::ToolSchema { index: 0, field, .. }) => assert_eq!(field, "type"),
+        other => panic!("{other:?}"),
+    }
+    match validate::openai_tools(&anthropic_tools) {
+        Err(Error::ToolSchema { index: 0, field, .. }) => assert_eq!(field, "type"),
+        other => panic!("{other:?}"),
+    }
+    let nameless = json!([{"input_schema": {"type": "object"}}]);
+    assert!(matches!(
+        validate::anthropic_tools(&nameless),
+        Err(Error::ToolSchema { index: 0, .. })
+    ));
+    let schemaless = json!([{"name": "ls"}]);
+    assert!(matches!(
+        validate::anthropic_tools(&schemaless),
+        Err(Error::ToolSchema { index: 0, .. })
+    ));
+}
