@@ -18,8 +18,9 @@
 //! the same side is marked [`Message::starts_turn`] and written apart again. Blocks curator
 //! does not model (thinking, documents, …) and block fields (`cache_control`, `citations`)
 //! are kept and written back, so `Anthropic → Message → Anthropic` gives equal JSON except
-//! that an assistant's text blocks are written before its `tool_use` blocks and that
-//! message-level fields other than `role` and `content` are not kept.
+//! that an assistant's text blocks are written before its `tool_use` blocks. Fields of a
+//! message other than `role` and `content` are kept on the first message read from it, and
+//! refused ([`Error::UnexpectedField`]) on a user message that starts with a tool result.
 //!
 //! The reader is strict: OpenAI's message fields (`tool_calls`, `tool_call_id`, …) and parts
 //! (`image_url`, `input_audio`, `file`, `refusal`) are [`Error::ForeignField`].
@@ -211,6 +212,7 @@ fn read_request(value: &Value, inputs: &[Vec<&RawValue>]) -> Result<Vec<Message>
         let texts = inputs.get(index).map_or(&[][..], Vec::as_slice);
         let first = out.len();
         read_message(index, value, texts, &mut out)?;
+        keep_message_fields(index, value, first, &mut out)?;
         let role = value.get("role").and_then(Value::as_str);
         // The API merges consecutive same-role messages; curator keeps them apart so that
         // writing gives back what was read.
@@ -223,6 +225,40 @@ fn read_request(value: &Value, inputs: &[Vec<&RawValue>]) -> Result<Vec<Message>
         previous_role = role;
     }
     Ok(out)
+}
+
+/// Keeps the fields of a wire message other than `role` and `content` on the first message
+/// read from it, to be written back; a user message that starts with a tool result has no
+/// such message, and its fields are refused rather than dropped.
+fn keep_message_fields(
+    index: usize,
+    value: &Value,
+    first: usize,
+    out: &mut [Message],
+) -> Result<()> {
+    let Some(fields) = value.as_object() else { return Ok(()) };
+    let rest: Map<String, Value> = fields
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "role" | "content"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let Some(key) = rest.keys().next().cloned() else { return Ok(()) };
+    match out.get_mut(first) {
+        Some(message) if message.role() != Role::Tool && message.extra().is_none() => {
+            let kept = std::mem::replace(message, Message::user(""));
+            *message = kept.with_extra(ProviderFields::non_empty(Format::Anthropic, rest));
+            Ok(())
+        }
+        _ => Err(Error::UnexpectedField {
+            index,
+            role: if value.get("role").and_then(Value::as_str) == Some("assistant") {
+                "assistant"
+            } else {
+                "user"
+            },
+            field: key,
+        }),
+    }
 }
 
 fn read_message(
@@ -449,7 +485,16 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
         }
         let run = &messages[i..end];
         let content = if assistant { write_assistant(i, run)? } else { write_user(i, run)? };
-        out.push(json!({"role": if assistant { "assistant" } else { "user" }, "content": content}));
+        let mut message = Map::new();
+        message.insert("role".into(), json!(if assistant { "assistant" } else { "user" }));
+        message.insert("content".into(), content);
+        // Fields of the wire message kept on its first message (a tool result's go in its
+        // block instead).
+        let first = messages[i].borrow();
+        if first.role() != Role::Tool {
+            super::object::merge(&mut message, fields_for(first.extra(), Format::Anthropic));
+        }
+        out.push(Value::Object(message));
         i = end;
     }
     Ok(Request { system, messages: out })

@@ -66,3 +66,17 @@ proptest! {
         prop_assert_eq!(anthropic::from_messages(&read).unwrap().to_value(), request);
     }
 }
+
+#[test]
+fn message_level_fields_are_kept_or_refused_never_dropped() {
+    same(&json!({"messages": [
+        {"role": "user", "content": "a", "id": "m1"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "a", "input": {}}], "id": "m2"},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}
+    ]}));
+    let err = anthropic::to_messages(&json!([{"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "a", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}], "id": "m3"}]))
+    .unwrap_err();
+    assert_eq!(err.to_string(), "message 2: a user message cannot carry field `id`");
+}
