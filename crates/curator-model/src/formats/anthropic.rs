@@ -463,6 +463,21 @@ fn read_image_source(source: &Value) -> Option<ImageSource> {
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
+    write_request(messages, Inputs::Values)
+}
+
+/// How `tool_use` inputs are written: as values, or (for [`to_json`]) as a placeholder where
+/// the argument text is a JSON object that a value cannot hold (`1E400`), spliced as text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inputs {
+    Values,
+    Text,
+}
+
+/// Stands for an input that only its text can carry; [`to_json`] replaces it by that text.
+const TEXT_ONLY_INPUT: &str = "\u{0}curator: input written as text\u{0}";
+
+fn write_request<M: Borrow<Message>>(messages: &[M], inputs: Inputs) -> Result<Request> {
     let start =
         messages.iter().position(|m| m.borrow().role() != Role::System).unwrap_or(messages.len());
     let system = write_system(&messages[..start])?;
@@ -484,7 +499,8 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
             return Err(Error::SystemInsideConversation { index: i });
         }
         let run = &messages[i..end];
-        let content = if assistant { write_assistant(i, run)? } else { write_user(i, run)? };
+        let content =
+            if assistant { write_assistant(i, run, inputs)? } else { write_user(i, run)? };
         let mut message = Map::new();
         message.insert("role".into(), json!(if assistant { "assistant" } else { "user" }));
         message.insert("content".into(), content);
@@ -526,7 +542,7 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn to_json<M: Borrow<Message>>(messages: &[M]) -> Result<String> {
-    let request = from_messages(messages)?;
+    let request = write_request(messages, Inputs::Text)?;
     let mut calls = messages
         .iter()
         .map(Borrow::borrow)
@@ -541,15 +557,25 @@ pub fn to_json<M: Borrow<Message>>(messages: &[M]) -> Result<String> {
                 continue;
             }
             let id = block.get("id").and_then(Value::as_str);
-            let Some(call) = calls.next_if(|c| Some(c.id()) == id) else { continue };
-            let text = call.arguments().trim();
+            let text_only = block.get("input").and_then(Value::as_str) == Some(TEXT_ONLY_INPUT);
+            let call = calls.next_if(|c| Some(c.id()) == id);
+            let text = call.map_or("", |c| c.arguments().trim());
             // The text that reads as this block's input (so never a verbatim block that
             // happens to share the id); empty arguments are `{}` either way.
             if !text.is_empty()
-                && serde_json::from_str::<Value>(text).is_ok_and(|v| Some(&v) == block.get("input"))
+                && (text_only
+                    || serde_json::from_str::<Value>(text)
+                        .is_ok_and(|v| Some(&v) == block.get("input")))
                 && let Ok(raw) = RawValue::from_string(text.to_owned())
             {
                 inputs.push((m, b, raw));
+            } else if text_only {
+                // Never write the placeholder: a call whose text is not spliced is refused.
+                return Err(Error::InvalidArguments {
+                    index: m,
+                    field: format!("content[{b}].input"),
+                    reason: "the arguments could not be written as text".into(),
+                });
             }
         }
     }
@@ -581,7 +607,7 @@ fn write_system<M: Borrow<Message>>(system: &[M]) -> Result<Option<Value>> {
     }
 }
 
-fn write_assistant<M: Borrow<Message>>(first: usize, run: &[M]) -> Result<Value> {
+fn write_assistant<M: Borrow<Message>>(first: usize, run: &[M], inputs: Inputs) -> Result<Value> {
     if let [only] = run
         && let (Some(Content::Text(text)), false) =
             (only.borrow().content(), only.borrow().has_tool_calls())
@@ -601,7 +627,7 @@ fn write_assistant<M: Borrow<Message>>(first: usize, run: &[M]) -> Result<Value>
                     value: "custom".into(),
                 });
             }
-            let input = arguments_object(index, j, call)?;
+            let input = arguments_object(index, j, call, inputs)?;
             let mut block =
                 fields_for(call.extra(), Format::Anthropic).cloned().unwrap_or_default();
             block.insert("type".into(), json!("tool_use"));
@@ -614,13 +640,23 @@ fn write_assistant<M: Borrow<Message>>(first: usize, run: &[M]) -> Result<Value>
     Ok(Value::Array(blocks))
 }
 
-fn arguments_object(index: usize, j: usize, call: &ToolCall) -> Result<Value> {
+fn arguments_object(index: usize, j: usize, call: &ToolCall, inputs: Inputs) -> Result<Value> {
     let field = || format!("tool_calls[{j}].function.arguments");
-    let input = call.arguments_json().map_err(|e| Error::InvalidArguments {
-        index,
-        field: field(),
-        reason: e.to_string(),
-    })?;
+    let text = call.arguments().trim();
+    let input = match call.arguments_json() {
+        Ok(input) => input,
+        // Valid JSON that a value cannot hold (a number beyond a double): the text can.
+        Err(_)
+            if inputs == Inputs::Text
+                && text.starts_with('{')
+                && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() =>
+        {
+            return Ok(Value::String(TEXT_ONLY_INPUT.to_owned()));
+        }
+        Err(e) => {
+            return Err(Error::InvalidArguments { index, field: field(), reason: e.to_string() });
+        }
+    };
     if input.is_object() {
         Ok(input)
     } else {
