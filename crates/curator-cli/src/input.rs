@@ -1,8 +1,9 @@
 //! Reading conversations: a JSON array of messages, `{"messages": [...]}`, or JSON Lines, from
 //! one or several files and folders, one conversation at a time.
 //!
-//! Memory stays within about twice the input: a whole-document file is parsed from the
-//! reader (its text is never held beside its JSON), the `messages` are moved out of their
+//! Memory stays within about twice the input: an array document is parsed from the
+//! reader (its text is never held beside its JSON; an object document, one conversation, is
+//! held as text while read, for the numbers of Anthropic inputs), the `messages` are moved out of their
 //! envelope rather than cloned, and JSON Lines are read one line at a time, so a file of many
 //! conversations holds one of them at a time. A line that cannot be read is reported by its
 //! id (or line number) and the others go on.
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 use curator::model::{Message, formats};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// A message format on the wire.
@@ -153,7 +155,7 @@ fn from_line(line: &str, number: usize, format: Format) -> Result<Conversation, 
         });
     };
     let id = id_of(&object).unwrap_or(fallback);
-    from_object(object, format, &id)
+    from_object(object, format, &id, Some(line))
         .map_err(|error| Failed { id, error: error.context(format!("line {number}")) })
 }
 
@@ -203,7 +205,7 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
                 None => Ok(Reader {
                     layout: Layout::Object,
                     format,
-                    pending: Some(whole_object(object, format)),
+                    pending: Some(whole_object(object, format, Some(&line))),
                     source: Rest::Done,
                 }),
                 Some(second) => {
@@ -218,16 +220,34 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
                 }
             };
         }
-        // A document spread over lines: read it whole, the first line included.
-        let chained = std::io::Cursor::new(line).chain(reader);
-        return document(Box::new(BufReader::new(chained)), format);
+        // A document spread over lines: read it whole, the first line included. An object is
+        // one conversation: its text is kept while it is read, so that Anthropic `tool_use`
+        // inputs keep their numbers as written.
+        let mut text = line;
+        reader.read_to_string(&mut text).context("cannot read the input")?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            anyhow!("invalid JSON at line {}, column {}: {e}", e.line(), e.column())
+        })?;
+        let Value::Object(object) = value else {
+            bail!("expected an object with `messages`, found {}", kind(&value));
+        };
+        return Ok(Reader {
+            layout: Layout::Object,
+            format,
+            pending: Some(whole_object(object, format, Some(&text))),
+            source: Rest::Done,
+        });
     }
     document(reader, format)
 }
 
-fn whole_object(object: Map<String, Value>, format: Format) -> Result<Conversation, Failed> {
+fn whole_object(
+    object: Map<String, Value>,
+    format: Format,
+    text: Option<&str>,
+) -> Result<Conversation, Failed> {
     let id = id_of(&object).unwrap_or_else(|| "1".to_owned());
-    from_object(object, format, &id).map_err(|error| Failed { id, error })
+    from_object(object, format, &id, text).map_err(|error| Failed { id, error })
 }
 
 /// Reads a whole JSON document (an array of messages or one conversation object).
@@ -256,7 +276,7 @@ fn document(reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
         Value::Object(object) => Ok(Reader {
             layout: Layout::Object,
             format,
-            pending: Some(whole_object(object, format)),
+            pending: Some(whole_object(object, format, None)),
             source: Rest::Done,
         }),
         other => bail!(
@@ -277,16 +297,68 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-fn from_object(mut object: Map<String, Value>, format: Format, id: &str) -> Result<Conversation> {
+/// Reads one conversation object; `text`, when known (a line), is the object as written, from
+/// which Anthropic `tool_use` inputs are read so that their numbers keep their text.
+fn from_object(
+    mut object: Map<String, Value>,
+    format: Format,
+    id: &str,
+    text: Option<&str>,
+) -> Result<Conversation> {
     // Moved out, not cloned: the envelope keeps the other fields only.
     let messages = object.remove("messages").ok_or_else(|| anyhow!("no `messages` field"))?;
+    let explicit = format != Format::Auto;
     let format = detect(format, Some(&object), &messages)?;
+    if explicit {
+        refuse_foreign_envelope(&object, format)?;
+    }
     let system = object.remove("system");
-    let result = to_messages(messages, system.as_ref(), format);
+    let result = match (format, text) {
+        (Format::Anthropic, Some(text)) => {
+            drop(messages);
+            formats::anthropic::parse(text).map_err(anyhow::Error::from)
+        }
+        _ => to_messages(messages, system.as_ref(), format),
+    };
     if let Some(system) = system {
         object.insert("system".into(), system);
     }
     Ok(Conversation { id: id.to_owned(), messages: result?, format, envelope: Some(object) })
+}
+
+/// Refuses, with the format given explicitly (`--format`), a top-level field or `tools` schema of the other
+/// format: the reader is strict, so that nothing is dropped or passed through unread (an
+/// Anthropic `system` read as OpenAI would otherwise vanish).
+fn refuse_foreign_envelope(object: &Map<String, Value>, format: Format) -> Result<()> {
+    let foreign = |what: String| {
+        let (this, that) = if format == Format::Anthropic {
+            ("Anthropic", "OpenAI")
+        } else {
+            ("OpenAI", "Anthropic")
+        };
+        anyhow!(
+            "{what} belongs to the {that} format, not {this}'s: pass --format {}",
+            that.to_lowercase()
+        )
+    };
+    let fields = if format == Format::Anthropic { OPENAI_FIELDS } else { ANTHROPIC_FIELDS };
+    if let Some(field) = fields.iter().find(|f| object.get(**f).is_some_and(|v| !v.is_null())) {
+        return Err(foreign(format!("top-level `{field}`")));
+    }
+    for (index, tool) in
+        object.get("tools").and_then(Value::as_array).into_iter().flatten().enumerate()
+    {
+        let openai_shaped = tool.get("function").is_some()
+            || tool.get("type").and_then(Value::as_str) == Some("function");
+        let anthropic_shaped = tool.get("input_schema").is_some();
+        if (format == Format::Anthropic && openai_shaped)
+            || (format != Format::Anthropic && anthropic_shaped)
+        {
+            let field = if openai_shaped { "function" } else { "input_schema" };
+            return Err(foreign(format!("`tools[{index}].{field}`")));
+        }
+    }
+    Ok(())
 }
 
 /// Converts messages, consuming their JSON: OpenAI messages one at a time (each message's
@@ -456,18 +528,43 @@ fn other(format: Format) -> Format {
     if format == Format::Anthropic { Format::Openai } else { Format::Anthropic }
 }
 
-/// Writes messages in a format: the OpenAI messages array, or the Anthropic request parts.
+/// Messages written in a format, as JSON text: the OpenAI messages array, or the Anthropic
+/// request's `messages` and `system`. Text, not `Value`, so that the numbers of Anthropic
+/// `tool_use` inputs are written as the arguments hold them (`1e2` stays `1e2`).
+#[derive(Debug)]
+pub(crate) struct Written {
+    pub(crate) messages: Box<RawValue>,
+    pub(crate) system: Option<Box<RawValue>>,
+}
+
+/// Writes messages read in `from` in the format `to`, adapting them to what `to` accepts
+/// when the two differ (see `formats::openai::adapt`, `formats::anthropic::adapt`).
 pub(crate) fn write_messages<M: std::borrow::Borrow<Message>>(
     messages: &[M],
-    format: Format,
-) -> Result<(Value, Option<Value>)> {
-    Ok(match format {
-        Format::Anthropic => {
-            let request = formats::anthropic::from_messages(messages)?;
-            (Value::Array(request.messages), request.system)
-        }
-        _ => (formats::openai::from_messages(messages)?, None),
-    })
+    from: Format,
+    to: Format,
+) -> Result<Written> {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        messages: Box<RawValue>,
+        #[serde(default)]
+        system: Option<Box<RawValue>>,
+    }
+    if to == Format::Anthropic {
+        let text = if from == Format::Anthropic {
+            formats::anthropic::to_json(messages)?
+        } else {
+            formats::anthropic::to_json(&formats::anthropic::adapt(messages))?
+        };
+        let request: Request = serde_json::from_str(&text)?;
+        return Ok(Written { messages: request.messages, system: request.system });
+    }
+    let value = if from == Format::Anthropic {
+        formats::openai::convert(messages)?
+    } else {
+        formats::openai::from_messages(messages)?
+    };
+    Ok(Written { messages: serde_json::value::to_raw_value(&value)?, system: None })
 }
 
 /// Where conversations come from: a file, or text that ships with the binary.

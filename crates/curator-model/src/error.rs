@@ -101,6 +101,29 @@ pub enum Error {
         /// The value that was given.
         value: String,
     },
+    /// A field, part or block that belongs to the other provider's format, read with an
+    /// explicit format: strict readers never drop it nor pass it through.
+    #[error("message {index}: field `{field}` is `{value}`, which belongs to the {format} format")]
+    ForeignField {
+        /// Position of the offending message in the input list.
+        index: usize,
+        /// Path of the field (for a part or block, its `type`).
+        field: String,
+        /// What was found: the part or block type, or the field name.
+        value: String,
+        /// The format it belongs to, `OpenAI` or `Anthropic`.
+        format: &'static str,
+    },
+    /// A `tools` schema that cannot be read or has no counterpart in the target format.
+    #[error("tool {index}: field `{field}` {reason}")]
+    ToolSchema {
+        /// Position of the tool in the `tools` array.
+        index: usize,
+        /// Path of the field inside that tool.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A system message after the conversation started, which the Anthropic format cannot carry.
     #[error(
         "message {index}: a system message after the first non-system message cannot be expressed in the Anthropic format"

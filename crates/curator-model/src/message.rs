@@ -50,6 +50,9 @@ pub struct Message {
     /// `Some(false)` when the source said `is_error: false` explicitly.
     is_error: Option<bool>,
     extra: Option<ProviderFields>,
+    /// Anthropic: the message began a wire message of its own although the message before
+    /// it is on the same side, so writing keeps the two apart instead of merging them.
+    starts_turn: bool,
 }
 
 impl Message {
@@ -63,6 +66,7 @@ impl Message {
             name: None,
             is_error: None,
             extra: None,
+            starts_turn: false,
         }
     }
 
@@ -206,6 +210,7 @@ impl Message {
             name: self.name.clone(),
             is_error: self.is_error,
             extra: self.extra.clone(),
+            starts_turn: self.starts_turn,
         }
     }
 
@@ -258,6 +263,39 @@ impl Message {
     pub fn with_extra(mut self, extra: Option<ProviderFields>) -> Self {
         self.extra = extra;
         self
+    }
+
+    /// Marks the message as beginning a wire message of its own (see [`Message::starts_turn`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// assert!(Message::user("again").with_starts_turn(true).starts_turn());
+    /// ```
+    #[must_use]
+    pub fn with_starts_turn(mut self, starts_turn: bool) -> Self {
+        self.starts_turn = starts_turn;
+        self
+    }
+
+    /// Whether the message began a wire message of its own although the message before it
+    /// is on the same side: the Anthropic reader sets it for consecutive same-role messages
+    /// (`user`, `user`), and the Anthropic writer then keeps them apart rather than merging
+    /// them into one turn, so that passthrough returns the input's messages.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::formats::anthropic;
+    ///
+    /// let messages = anthropic::parse(r#"[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]"#)?;
+    /// assert!(!messages[0].starts_turn() && messages[1].starts_turn());
+    /// assert_eq!(anthropic::from_messages(&messages)?.messages.len(), 2);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn starts_turn(&self) -> bool {
+        self.starts_turn
     }
 
     pub(crate) fn set_content_omitted(&mut self) {
@@ -343,6 +381,8 @@ struct Repr<'a> {
     is_error: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     extra: Option<Cow<'a, ProviderFields>>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    starts_turn: bool,
 }
 
 #[expect(clippy::option_option, reason = "serde's way to tell an absent field from `null`")]
@@ -368,6 +408,7 @@ impl Serialize for Message {
             name: self.name.as_deref().map(Cow::Borrowed),
             is_error: self.is_error,
             extra: self.extra.as_ref().map(Cow::Borrowed),
+            starts_turn: self.starts_turn,
         }
         .serialize(serializer)
     }
@@ -399,6 +440,7 @@ impl<'de> Deserialize<'de> for Message {
             name: repr.name.map(Cow::into_owned),
             is_error: repr.is_error,
             extra: repr.extra.map(Cow::into_owned),
+            starts_turn: repr.starts_turn,
         })
     }
 }

@@ -28,7 +28,7 @@ use std::borrow::Borrow;
 use std::fmt;
 
 use crate::pairing::{CallRef, Link, Step, pairing};
-use crate::{Message, Role};
+use crate::{Format, Message, Part, Role};
 
 /// The first rule a message list breaks, and where.
 ///
@@ -109,6 +109,39 @@ pub enum ViolationKind {
         /// The role of the message.
         role: Role,
     },
+    /// A request (as opposed to a record) ends with calls that have no result: the provider
+    /// refuses it until the results are added.
+    PendingToolCall {
+        /// The first pending call's id.
+        call_id: String,
+    },
+    /// Anthropic: a `tool_use` id that an earlier `tool_use` of the request already used.
+    DuplicateToolUseId {
+        /// The shared id.
+        call_id: String,
+        /// Index of the message with the first `tool_use` of that id.
+        first_index: usize,
+    },
+    /// A field whose value the provider does not accept (an image `detail`, a media type,
+    /// a `cache_control` type).
+    InvalidValue {
+        /// Path of the field inside the message, as the wire format names it.
+        field: String,
+        /// The value found.
+        value: String,
+    },
+    /// Anthropic: more than 4 blocks carry `cache_control` in the request's messages.
+    TooManyCacheControl {
+        /// How many were counted up to this message.
+        count: usize,
+    },
+    /// Anthropic: a tool result marked `is_error: true` has no content.
+    EmptyErrorResult,
+    /// Anthropic: tool-call arguments that are not a JSON object (a `tool_use` input must be).
+    ArgumentsNotObject {
+        /// The call's id.
+        call_id: String,
+    },
 }
 
 impl fmt::Display for ViolationKind {
@@ -148,6 +181,26 @@ impl fmt::Display for ViolationKind {
             }
             ViolationKind::BlankText { role } => {
                 write!(f, "{role} message has a text that is empty or only whitespace")
+            }
+            ViolationKind::PendingToolCall { call_id } => write!(
+                f,
+                "tool call `{call_id}` has no result, and a request cannot end before its results"
+            ),
+            ViolationKind::DuplicateToolUseId { call_id, first_index } => write!(
+                f,
+                "tool_use id `{call_id}` was already used in message {first_index} (ids must be unique in a request)"
+            ),
+            ViolationKind::InvalidValue { field, value } => {
+                write!(f, "field `{field}` has a value the provider refuses: `{value}`")
+            }
+            ViolationKind::TooManyCacheControl { count } => {
+                write!(f, "{count} blocks carry `cache_control`, at most 4 are allowed")
+            }
+            ViolationKind::EmptyErrorResult => {
+                f.write_str("tool result marked `is_error: true` has no content")
+            }
+            ViolationKind::ArgumentsNotObject { call_id } => {
+                write!(f, "tool call `{call_id}` has arguments that are not a JSON object")
             }
         }
     }
@@ -229,7 +282,7 @@ pub fn openai<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
 /// name, and only text in system, developer and tool messages.
 fn openai_shape(index: usize, message: &Message) -> Result<(), Violation> {
     let violation = |kind| Err(Violation { index, kind });
-    let fields = message.extra().and_then(|e| e.fields_for(crate::Format::OpenAi));
+    let fields = message.extra().and_then(|e| e.fields_for(Format::OpenAi));
     if fields
         .and_then(|f| f.get("tool_calls"))
         .is_some_and(|v| v.as_array().is_some_and(Vec::is_empty))
@@ -239,18 +292,145 @@ fn openai_shape(index: usize, message: &Message) -> Result<(), Violation> {
     if let Some(call) = message.tool_calls().iter().find(|c| c.name().is_empty()) {
         return violation(ViolationKind::EmptyToolName { call_id: call.id().to_owned() });
     }
-    if matches!(message.role(), Role::System | Role::Tool)
-        && let Some(crate::Content::Parts(parts)) = message.content()
-        && let Some(part) = parts.iter().find(|p| p.as_text().is_none())
-    {
-        let kind = match part {
-            crate::Part::Image { .. } => "image".to_owned(),
-            crate::Part::Raw { value, .. } => {
-                value.get("type").and_then(|t| t.as_str()).unwrap_or("unknown").to_owned()
+    let Some(crate::Content::Parts(parts)) = message.content() else { return Ok(()) };
+    for (k, part) in parts.iter().enumerate() {
+        let kind = part_kind(part);
+        let allowed = match (message.role(), part) {
+            (_, Part::Text { .. }) | (Role::User, Part::Image { .. }) => true,
+            (Role::User, Part::Raw { format: Format::OpenAi, .. }) => {
+                matches!(kind.as_str(), "input_audio" | "file")
             }
-            _ => "non-text".to_owned(),
+            (Role::Assistant, Part::Raw { format: Format::OpenAi, .. }) => kind == "refusal",
+            _ => false,
         };
-        return violation(ViolationKind::UnsupportedPart { role: message.role(), part: kind });
+        if !allowed {
+            return violation(ViolationKind::UnsupportedPart { role: message.role(), part: kind });
+        }
+        if let Part::Image { extra, .. } = part
+            && let Some(detail) = extra
+                .as_ref()
+                .and_then(|e| e.fields_for(Format::OpenAi))
+                .and_then(|f| f.get("detail"))
+            && !matches!(detail.as_str(), Some("auto" | "low" | "high"))
+        {
+            return violation(ViolationKind::InvalidValue {
+                field: format!("content[{k}].image_url.detail"),
+                value: detail.as_str().map_or_else(|| detail.to_string(), str::to_owned),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The kind of a part as a violation names it: `text`, `image`, or a raw part's `type`.
+fn part_kind(part: &Part) -> String {
+    match part {
+        Part::Text { .. } => "text".to_owned(),
+        Part::Image { .. } => "image".to_owned(),
+        Part::Raw { value, .. } => {
+            value.get("type").and_then(|t| t.as_str()).unwrap_or("unknown").to_owned()
+        }
+    }
+}
+
+/// The Anthropic rules on one message's blocks: which block goes where, image media types,
+/// `cache_control` (counted into `cache`), error results with content, object inputs.
+fn anthropic_shape(index: usize, message: &Message, cache: &mut usize) -> Result<(), Violation> {
+    let violation = |kind| Err(Violation { index, kind });
+    let role = message.role();
+    if let Some(crate::Content::Parts(parts)) = message.content() {
+        for (k, part) in parts.iter().enumerate() {
+            let kind = part_kind(part);
+            let allowed = match (role, part) {
+                (_, Part::Text { .. }) | (Role::User | Role::Tool, Part::Image { .. }) => true,
+                (_, Part::Raw { format: Format::OpenAi, .. })
+                | (Role::System, _)
+                | (Role::Assistant, Part::Image { .. }) => false,
+                (Role::User | Role::Tool, Part::Raw { .. }) => {
+                    !matches!(kind.as_str(), "thinking" | "redacted_thinking" | "tool_use")
+                }
+                (Role::Assistant, Part::Raw { .. }) => {
+                    !matches!(kind.as_str(), "image" | "document" | "search_result")
+                }
+            };
+            if !allowed {
+                return violation(ViolationKind::UnsupportedPart { role, part: kind });
+            }
+            if let Part::Image { source: crate::ImageSource::Base64 { media_type, .. }, .. } = part
+                && !matches!(
+                    media_type.as_str(),
+                    "image/jpeg" | "image/png" | "image/gif" | "image/webp"
+                )
+            {
+                return violation(ViolationKind::InvalidValue {
+                    field: format!("content[{k}].source.media_type"),
+                    value: media_type.clone(),
+                });
+            }
+            let control = match part {
+                Part::Text { extra, .. } | Part::Image { extra, .. } => extra
+                    .as_ref()
+                    .and_then(|e| e.fields_for(Format::Anthropic))
+                    .and_then(|f| f.get("cache_control")),
+                Part::Raw { value, .. } => value.get("cache_control"),
+            };
+            cache_control(index, &format!("content[{k}]"), control, cache)?;
+        }
+    }
+    for (j, call) in message.tool_calls().iter().enumerate() {
+        let arguments = call.arguments().trim();
+        let object = arguments.is_empty()
+            || (arguments.starts_with('{')
+                && serde_json::from_str::<serde::de::IgnoredAny>(arguments).is_ok());
+        if !object || crate::formats::openai::is_custom_call(call) {
+            return violation(ViolationKind::ArgumentsNotObject { call_id: call.id().to_owned() });
+        }
+        let control = call
+            .extra()
+            .and_then(|e| e.fields_for(Format::Anthropic))
+            .and_then(|f| f.get("cache_control"));
+        cache_control(index, &format!("tool_calls[{j}]"), control, cache)?;
+    }
+    if role == Role::Tool {
+        if message.is_error() && message.content().is_none_or(crate::Content::is_empty) {
+            return violation(ViolationKind::EmptyErrorResult);
+        }
+        let control = message
+            .extra()
+            .and_then(|e| e.fields_for(Format::Anthropic))
+            .and_then(|f| f.get("cache_control"));
+        cache_control(index, "", control, cache)?;
+    }
+    Ok(())
+}
+
+/// Counts a block's `cache_control` and checks its type.
+fn cache_control(
+    index: usize,
+    path: &str,
+    control: Option<&serde_json::Value>,
+    cache: &mut usize,
+) -> Result<(), Violation> {
+    let Some(control) = control.filter(|c| !c.is_null()) else { return Ok(()) };
+    *cache += 1;
+    let kind = control.get("type");
+    if kind.and_then(|k| k.as_str()) != Some("ephemeral") {
+        let field = if path.is_empty() {
+            "cache_control.type".to_owned()
+        } else {
+            format!("{path}.cache_control.type")
+        };
+        let value = kind.map_or_else(
+            || "missing".to_owned(),
+            |k| k.as_str().map_or_else(|| k.to_string(), str::to_owned),
+        );
+        return Err(Violation { index, kind: ViolationKind::InvalidValue { field, value } });
+    }
+    if *cache > 4 {
+        return Err(Violation {
+            index,
+            kind: ViolationKind::TooManyCacheControl { count: *cache },
+        });
     }
     Ok(())
 }
@@ -260,7 +440,7 @@ fn blank_text(message: &Message) -> bool {
     match message.content() {
         Some(crate::Content::Text(text)) => !text.is_empty() && text.trim().is_empty(),
         Some(crate::Content::Parts(parts)) => {
-            parts.iter().filter_map(crate::Part::as_text).any(|t| t.trim().is_empty())
+            parts.iter().filter_map(Part::as_text).any(|t| t.trim().is_empty())
         }
         None => false,
     }
@@ -274,7 +454,7 @@ fn openai_lacks_content(message: &Message) -> bool {
         Role::Assistant => {
             // Legacy `function_call` and audio replies stand in for content.
             let carries_other = message.extra().is_some_and(|e| {
-                e.fields_for(crate::Format::OpenAi)
+                e.fields_for(Format::OpenAi)
                     .is_some_and(|f| f.contains_key("function_call") || f.contains_key("audio"))
             });
             !message.has_tool_calls() && !carries_other
@@ -314,6 +494,10 @@ pub fn anthropic<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
             kind: ViolationKind::FirstMessageNotUser { role: Role::Assistant },
         });
     }
+    let mut cache = 0;
+    for (index, message) in messages[..start].iter().enumerate() {
+        anthropic_shape(index, message.borrow(), &mut cache)?;
+    }
     // The side of the turn being built, where it began, and whether it has a block yet.
     let mut turn_is_assistant = false;
     let mut turn_start = start;
@@ -349,6 +533,7 @@ pub fn anthropic<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
                 kind: ViolationKind::BlankText { role: message.role() },
             });
         }
+        anthropic_shape(index, message, &mut cache)?;
         turn_is_assistant = is_assistant;
         turn_has_blocks |= message.role() == Role::Tool
             || message.has_tool_calls()
@@ -363,4 +548,174 @@ pub fn anthropic<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
 fn empty_turn(index: usize, assistant: bool) -> Violation {
     let role = if assistant { Role::Assistant } else { Role::User };
     Violation { index, kind: ViolationKind::MissingContent { role } }
+}
+
+/// Checks `messages` as an OpenAI request about to be sent: the rules of [`openai`], and
+/// no calls left without results at the end (a record may end so, a request may not).
+///
+/// # Errors
+///
+/// The first [`Violation`]; [`ViolationKind::PendingToolCall`] names the first pending call,
+/// with the index of the assistant message that made it.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{Message, ToolCall, validate, validate::ViolationKind};
+///
+/// let messages = vec![Message::user("go"), Message::assistant_with_calls(None, vec![ToolCall::new("a", "ls", "{}")])];
+/// assert!(validate::openai(&messages).is_ok());
+/// let v = validate::openai_request(&messages).unwrap_err();
+/// assert_eq!((v.index, v.kind), (1, ViolationKind::PendingToolCall { call_id: "a".into() }));
+/// ```
+pub fn openai_request<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
+    openai(messages)?;
+    no_pending_calls(messages)
+}
+
+/// Checks `messages` as an Anthropic request about to be sent: the rules of [`anthropic`],
+/// `tool_use` ids unique in the whole request, and no `tool_use` left without its result at
+/// the end.
+///
+/// # Errors
+///
+/// The first [`Violation`].
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{Message, ToolCall, validate, validate::ViolationKind};
+///
+/// let call = || Message::assistant_with_calls(None, vec![ToolCall::new("a", "ls", "{}")]);
+/// let messages = vec![Message::user("go"), call(), Message::tool_result("a", "x"), call(), Message::tool_result("a", "y")];
+/// assert!(validate::anthropic(&messages).is_ok());
+/// let v = validate::anthropic_request(&messages).unwrap_err();
+/// assert_eq!((v.index, v.kind), (3, ViolationKind::DuplicateToolUseId { call_id: "a".into(), first_index: 1 }));
+/// ```
+pub fn anthropic_request<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
+    anthropic(messages)?;
+    let mut seen = std::collections::HashMap::new();
+    for (index, message) in messages.iter().map(Borrow::borrow).enumerate() {
+        for call in message.tool_calls() {
+            if let Some(&first_index) = seen.get(call.id()) {
+                return Err(Violation {
+                    index,
+                    kind: ViolationKind::DuplicateToolUseId {
+                        call_id: call.id().to_owned(),
+                        first_index,
+                    },
+                });
+            }
+            seen.insert(call.id(), index);
+        }
+    }
+    no_pending_calls(messages)
+}
+
+fn no_pending_calls<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
+    let mut pairing = pairing(messages);
+    pairing.by_ref().for_each(drop);
+    match pairing.open().first() {
+        Some(call) => Err(Violation {
+            index: call.message,
+            kind: ViolationKind::PendingToolCall {
+                call_id: call.get(messages).map(|c| c.id().to_owned()).unwrap_or_default(),
+            },
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks a request's `tools` in the OpenAI shape: each a `function` tool with a name (or
+/// a `custom` tool), never Anthropic's `{name, input_schema}`.
+///
+/// # Errors
+///
+/// [`Error::ToolSchema`](crate::Error::ToolSchema) naming the first tool and field that is
+/// wrong.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::validate;
+/// use serde_json::json;
+///
+/// assert!(validate::openai_tools(&json!([{"type": "function", "function": {"name": "ls"}}])).is_ok());
+/// assert!(validate::openai_tools(&json!([{"name": "ls", "input_schema": {}}])).is_err());
+/// ```
+pub fn openai_tools(tools: &serde_json::Value) -> crate::Result<()> {
+    for (index, tool) in tool_list(tools)?.iter().enumerate() {
+        let error = |field: &str, reason: &str| crate::Error::ToolSchema {
+            index,
+            field: field.to_owned(),
+            reason: reason.to_owned(),
+        };
+        match tool.get("type").and_then(serde_json::Value::as_str) {
+            Some("function") => {
+                if tool.pointer("/function/name").and_then(serde_json::Value::as_str).is_none() {
+                    return Err(error("function.name", "is missing or not a string"));
+                }
+            }
+            Some("custom") => {}
+            _ if tool.get("input_schema").is_some() => {
+                return Err(error(
+                    "type",
+                    "is missing: this is an Anthropic tool (`input_schema`); convert it with `formats::openai::tools_from_anthropic`",
+                ));
+            }
+            _ => return Err(error("type", "should be `function` or `custom`")),
+        }
+    }
+    Ok(())
+}
+
+/// Checks a request's `tools` in the Anthropic shape: `{name, description, input_schema}`
+/// client tools, or typed server tools, never OpenAI's `{"type": "function", ...}`.
+///
+/// # Errors
+///
+/// [`Error::ToolSchema`](crate::Error::ToolSchema) naming the first tool and field that is
+/// wrong.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::validate;
+/// use serde_json::json;
+///
+/// assert!(validate::anthropic_tools(&json!([{"name": "ls", "input_schema": {"type": "object"}}])).is_ok());
+/// assert!(validate::anthropic_tools(&json!([{"type": "function", "function": {"name": "ls"}}])).is_err());
+/// ```
+pub fn anthropic_tools(tools: &serde_json::Value) -> crate::Result<()> {
+    for (index, tool) in tool_list(tools)?.iter().enumerate() {
+        let error = |field: &str, reason: &str| crate::Error::ToolSchema {
+            index,
+            field: field.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let kind = tool.get("type").and_then(serde_json::Value::as_str);
+        if kind == Some("function") || tool.get("function").is_some() {
+            return Err(error(
+                "type",
+                "is OpenAI's `function` shape; convert it with `formats::anthropic::tools_from_openai`",
+            ));
+        }
+        if tool.get("name").and_then(serde_json::Value::as_str).is_none() {
+            return Err(error("name", "is missing or not a string"));
+        }
+        if matches!(kind, None | Some("custom"))
+            && !tool.get("input_schema").is_some_and(serde_json::Value::is_object)
+        {
+            return Err(error("input_schema", "is missing or not an object"));
+        }
+    }
+    Ok(())
+}
+
+fn tool_list(tools: &serde_json::Value) -> crate::Result<&Vec<serde_json::Value>> {
+    tools.as_array().ok_or_else(|| crate::Error::ToolSchema {
+        index: 0,
+        field: "tools".into(),
+        reason: "should be an array".into(),
+    })
 }

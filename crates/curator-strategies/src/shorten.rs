@@ -201,30 +201,49 @@ fn collect(message: &Message, counter: &dyn TokenCounter) -> Strings {
         minimum.push(whole.min(note));
     };
     for call in message.tool_calls() {
-        match serde_json::from_str::<Value>(call.arguments()) {
-            Ok(value) => each_string(&value, &mut argument),
-            Err(_) => argument(call.arguments()),
+        match string_values(call.arguments()) {
+            Some(values) => values.iter().for_each(|v| argument(&v.text)),
+            None => argument(call.arguments()),
         }
     }
     Strings { tokens, minimum }
 }
 
-fn each_string(value: &Value, f: &mut dyn FnMut(&str)) {
-    match value {
-        Value::String(s) => f(s),
-        Value::Array(items) => items.iter().for_each(|v| each_string(v, f)),
-        Value::Object(map) => map.values().for_each(|v| each_string(v, f)),
-        _ => {}
-    }
+/// A string value (not a key) of JSON text: where its literal stands, and its text.
+struct StringValue {
+    start: usize,
+    end: usize,
+    text: String,
 }
 
-fn each_string_mut(value: &mut Value, f: &mut dyn FnMut(&mut String)) {
-    match value {
-        Value::String(s) => f(s),
-        Value::Array(items) => items.iter_mut().for_each(|v| each_string_mut(v, f)),
-        Value::Object(map) => map.values_mut().for_each(|v| each_string_mut(v, f)),
-        _ => {}
+/// The string values of JSON text in the order they are written, or `None` when the text is
+/// not JSON. Shortening replaces these literals in the text and nothing else, so numbers
+/// (`1e2`, `-12345678901234567890123`, `1E400`) and layout stay as they were written: a
+/// round trip through `Value` would rewrite them.
+fn string_values(json: &str) -> Option<Vec<StringValue>> {
+    serde_json::from_str::<serde::de::IgnoredAny>(json).ok()?;
+    let bytes = json.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        i += 1;
+        while i < bytes.len() && bytes[i] != b'"' {
+            i += if bytes[i] == b'\\' { 2 } else { 1 };
+        }
+        let end = (i + 1).min(bytes.len());
+        i = end;
+        let is_key = bytes[end..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b':');
+        if !is_key {
+            let text = serde_json::from_str::<String>(json.get(start..end)?).ok()?;
+            out.push(StringValue { start, end, text });
+        }
     }
+    Some(out)
 }
 
 /// `message` with each of its strings cut to its allowance (`None`: kept whole), in the
@@ -261,18 +280,25 @@ fn rebuild(
         None => None,
     };
     message.clone_with_content(content).map_tool_call_arguments(|call| {
-        match serde_json::from_str::<Value>(call.arguments()) {
-            Ok(mut value) => {
-                let mut changed = false;
-                each_string_mut(&mut value, &mut |s| {
+        let json = call.arguments();
+        match string_values(json) {
+            Some(values) => {
+                let mut out = String::with_capacity(json.len());
+                let mut from = 0;
+                for value in values {
                     if let Some(max) = take() {
-                        *s = cut_argument(s, max, counter);
-                        changed = true;
+                        out.push_str(&json[from..value.start]);
+                        let cut = cut_argument(&value.text, max, counter);
+                        out.push_str(&Value::String(cut).to_string());
+                        from = value.end;
                     }
-                });
-                changed.then(|| value.to_string())
+                }
+                (from > 0).then(|| {
+                    out.push_str(&json[from..]);
+                    out
+                })
             }
-            Err(_) => take().map(|max| cut_argument(call.arguments(), max, counter)),
+            None => take().map(|max| cut_argument(json, max, counter)),
         }
     })
 }
@@ -476,6 +502,29 @@ mod tests {
         assert_eq!(parts.len(), 2);
         assert!(parts[0].as_text().is_some_and(|t| t.contains("tokens cut")));
         assert_eq!(parts[1], image);
+    }
+
+    #[test]
+    fn shortened_arguments_keep_their_number_text_and_layout() {
+        // Issue 29: the arguments were re-serialized through `Value`, so `1e2` became
+        // `100.0` and big integers floats, and `1E400` left them unshortened.
+        let counter = CharEstimate::default();
+        let text = format!(
+            r#"{{"n": 1e2, "big": -12345678901234567890123, "huge": 1E400, "content": "{}", "f": 1.50}}"#,
+            "x".repeat(4_000)
+        );
+        let call = ToolCall::new("c1", "write_file", text);
+        let message = Message::assistant_with_calls(None, vec![call]);
+        let short = shorten_message(&message, 200, &counter, Marks::Count).unwrap();
+        let arguments = short.tool_calls()[0].arguments();
+        assert!(counter.count_message(&short) <= 200, "{arguments}");
+        assert!(
+            arguments.starts_with(
+                r#"{"n": 1e2, "big": -12345678901234567890123, "huge": 1E400, "content": "xx"#
+            ),
+            "{arguments}"
+        );
+        assert!(arguments.ends_with(&format!(r#"{ARGUMENT_NOTE}", "f": 1.50}}"#)), "{arguments}");
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use curator::model::validate;
-use curator::strategies::{History, HistoryManagerExt, MessageRef, TokenCounter, View};
+use curator::model::{formats, validate};
+use curator::strategies::{History, HistoryManagerExt, TokenCounter, View};
 use serde_json::Value;
 
 use crate::input::{self, Conversation, Format, Layout, Source};
@@ -184,30 +184,25 @@ fn curate_one(
     conversation: Conversation,
     pipeline: &crate::pipeline::Pipeline,
     options: &Options<'_>,
-) -> Result<(Value, usize)> {
+) -> Result<(Document, usize)> {
     let Conversation { id, messages, format, envelope } = conversation;
     let target = options.to.unwrap_or(format);
-    let rules = |messages: &[MessageRef<'_>]| match target {
-        Format::Anthropic => validate::anthropic(messages),
-        _ => validate::openai(messages),
-    };
     let mut violations = 0;
     let history = History::from(messages);
     if options.check {
+        // The input is a record in its own format: it may end with calls still waiting.
         let all: Vec<_> = View::full(&history).messages();
-        if let Err(v) = rules(&all) {
+        let checked = match format {
+            Format::Anthropic => validate::anthropic(&all),
+            _ => validate::openai(&all),
+        };
+        if let Err(v) = checked {
             note!("{id}: the input breaks a provider rule: {v}");
             violations += 1;
         }
     }
     let view = pipeline.manager.curate_history(&history, &pipeline.context())?;
     let sent = view.messages();
-    if options.check
-        && let Err(v) = rules(&sent)
-    {
-        note!("{id}: the curated view breaks a provider rule: {v}");
-        violations += 1;
-    }
     let schemas = if pipeline.tools_tokens > 0 {
         format!(
             " (and the tool schemas' {} tokens, reserved from the budget)",
@@ -223,18 +218,97 @@ fn curate_one(
         sent.len(),
         tokens(&*pipeline.counter, &sent)
     );
-    let (messages, system) = input::write_messages(&sent, target)?;
-    let document = match envelope {
-        None if system.is_none() => messages,
-        envelope => {
-            let mut object = envelope.unwrap_or_default();
-            object.remove("system");
-            if let Some(system) = system {
-                object.insert("system".into(), system);
-            }
-            object.insert("messages".into(), messages);
-            Value::Object(object)
+    // The view is the request: checked as the target receives it, adapted when converted.
+    let adapted = (target != format).then(|| match target {
+        Format::Anthropic => formats::anthropic::adapt(&sent),
+        _ => formats::openai::adapt(&sent),
+    });
+    if options.check {
+        let checked = match (&adapted, target) {
+            (Some(adapted), Format::Anthropic) => validate::anthropic_request(adapted),
+            (Some(adapted), _) => validate::openai_request(adapted),
+            (None, Format::Anthropic) => validate::anthropic_request(&sent),
+            (None, _) => validate::openai_request(&sent),
+        };
+        if let Err(v) = checked {
+            note!("{id}: the curated view breaks a provider rule: {v}");
+            violations += 1;
         }
+    }
+    let written = match &adapted {
+        Some(adapted) => input::write_messages(adapted, target, target)?,
+        None => input::write_messages(&sent, format, target)?,
     };
+    // A bare array written as Anthropic needs an object for its `system`.
+    let mut envelope = envelope.or_else(|| written.system.is_some().then(serde_json::Map::new));
+    if let Some(object) = &mut envelope {
+        object.remove("system");
+        object.remove("messages");
+        convert_tools(object, format, target)?;
+        if options.check
+            && let Some(tools) = object.get("tools").filter(|t| !t.is_null())
+        {
+            let checked = match target {
+                Format::Anthropic => validate::anthropic_tools(tools),
+                _ => validate::openai_tools(tools),
+            };
+            if let Err(error) = checked {
+                note!("{id}: the tools break a provider rule: {error}");
+                violations += 1;
+            }
+        }
+    }
+    let document = Document { envelope, written };
     Ok((document, violations))
+}
+
+/// Converts the envelope's `tools` schemas when the target format is not the input's, so
+/// that a request written `--to anthropic` carries Anthropic tools.
+fn convert_tools(
+    object: &mut serde_json::Map<String, Value>,
+    from: Format,
+    to: Format,
+) -> Result<()> {
+    let Some(tools) = object.get_mut("tools").filter(|t| !t.is_null()) else { return Ok(()) };
+    *tools = match (from, to) {
+        (Format::Anthropic, Format::Openai) => formats::openai::tools_from_anthropic(tools)?,
+        (Format::Openai, Format::Anthropic) => formats::anthropic::tools_from_openai(tools)?,
+        _ => return Ok(()),
+    };
+    Ok(())
+}
+
+/// One curated conversation as written: the envelope's other fields (sorted, as a JSON
+/// object's keys are), then `messages` and `system` as JSON text; the messages alone when
+/// the input was a bare array.
+#[derive(Debug)]
+struct Document {
+    envelope: Option<serde_json::Map<String, Value>>,
+    written: input::Written,
+}
+
+impl serde::Serialize for Document {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let system = self.written.system.as_deref();
+        let Some(envelope) = self.envelope.as_ref() else {
+            return self.written.messages.serialize(serializer);
+        };
+        let mut keys: Vec<&str> = envelope.keys().map(String::as_str).collect();
+        keys.push("messages");
+        if system.is_some() {
+            keys.push("system");
+        }
+        keys.sort_unstable();
+        let mut map = serializer.serialize_map(Some(keys.len()))?;
+        for key in keys {
+            match (key, envelope.get(key)) {
+                ("messages", _) => map.serialize_entry(key, &*self.written.messages)?,
+                ("system", _) if system.is_some() => map.serialize_entry(key, &system)?,
+                (_, Some(value)) => map.serialize_entry(key, value)?,
+                (_, None) => {}
+            }
+        }
+        map.end()
+    }
 }

@@ -11,6 +11,7 @@ mod chat;
 mod commands;
 mod corpus;
 mod files;
+mod formats;
 mod input;
 mod memory;
 mod pipes;

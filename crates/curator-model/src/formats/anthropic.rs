@@ -13,11 +13,17 @@
 //! and as `serde_json::Value` prints it when read from a value ([`to_messages`]), which turns
 //! integers beyond 64 bits into floats and `1e2` into `100.0`. [`to_json`] writes each
 //! `input` from its call's argument text in the same way. Writing merges
-//! consecutive messages of one side into one turn, as the API itself does. Blocks curator
+//! consecutive messages of one side into one turn, as the API itself does, except where
+//! the input had them apart: a message read from a wire message of its own after one of
+//! the same side is marked [`Message::starts_turn`] and written apart again. Blocks curator
 //! does not model (thinking, documents, …) and block fields (`cache_control`, `citations`)
 //! are kept and written back, so `Anthropic → Message → Anthropic` gives equal JSON except
-//! that an assistant's text blocks are written before its `tool_use` blocks and that
-//! consecutive messages of one side come back merged.
+//! that an assistant's text blocks are written before its `tool_use` blocks. Fields of a
+//! message other than `role` and `content` are kept on the first message read from it, and
+//! refused ([`Error::UnexpectedField`]) on a user message that starts with a tool result.
+//!
+//! The reader is strict: OpenAI's message fields (`tool_calls`, `tool_call_id`, …) and parts
+//! (`image_url`, `input_audio`, `file`, `refusal`) are [`Error::ForeignField`].
 //!
 //! Writing messages read from the OpenAI format leaves out OpenAI-only fields and the `name`
 //! of tool results (a `tool_result` has none), skips empty text (the API refuses empty text
@@ -201,11 +207,58 @@ fn read_request(value: &Value, inputs: &[Vec<&RawValue>]) -> Result<Vec<Message>
             });
         }
     }
+    let mut previous_role = None;
     for (index, value) in messages.iter().enumerate() {
         let texts = inputs.get(index).map_or(&[][..], Vec::as_slice);
+        let first = out.len();
         read_message(index, value, texts, &mut out)?;
+        keep_message_fields(index, value, first, &mut out)?;
+        let role = value.get("role").and_then(Value::as_str);
+        // The API merges consecutive same-role messages; curator keeps them apart so that
+        // writing gives back what was read.
+        if role.is_some()
+            && role == previous_role
+            && let Some(message) = out.get_mut(first)
+        {
+            *message = std::mem::replace(message, Message::user("")).with_starts_turn(true);
+        }
+        previous_role = role;
     }
     Ok(out)
+}
+
+/// Keeps the fields of a wire message other than `role` and `content` on the first message
+/// read from it, to be written back; a user message that starts with a tool result has no
+/// such message, and its fields are refused rather than dropped.
+fn keep_message_fields(
+    index: usize,
+    value: &Value,
+    first: usize,
+    out: &mut [Message],
+) -> Result<()> {
+    let Some(fields) = value.as_object() else { return Ok(()) };
+    let rest: Map<String, Value> = fields
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "role" | "content"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let Some(key) = rest.keys().next().cloned() else { return Ok(()) };
+    match out.get_mut(first) {
+        Some(message) if message.role() != Role::Tool && message.extra().is_none() => {
+            let kept = std::mem::replace(message, Message::user(""));
+            *message = kept.with_extra(ProviderFields::non_empty(Format::Anthropic, rest));
+            Ok(())
+        }
+        _ => Err(Error::UnexpectedField {
+            index,
+            role: if value.get("role").and_then(Value::as_str) == Some("assistant") {
+                "assistant"
+            } else {
+                "user"
+            },
+            field: key,
+        }),
+    }
 }
 
 fn read_message(
@@ -215,6 +268,14 @@ fn read_message(
     out: &mut Vec<Message>,
 ) -> Result<()> {
     let obj = Object::new(index, "", value)?;
+    if let Some(field) = super::OPENAI_MESSAGE_FIELDS.iter().find(|f| obj.get(f).is_some()) {
+        return Err(Error::ForeignField {
+            index,
+            field: (*field).to_owned(),
+            value: (*field).to_owned(),
+            format: "OpenAI",
+        });
+    }
     let role = match obj.str("role")? {
         "user" => Role::User,
         "assistant" => Role::Assistant,
@@ -334,7 +395,16 @@ fn read_tool_result(b: &Object<'_>) -> Result<Message> {
 /// Reads a content block that is not a tool block: text, an image, or anything else kept raw.
 fn read_block_part(index: usize, path: &str, value: &Value) -> Result<Part> {
     let b = Object::new(index, path, value)?;
-    match b.opt_str("type")? {
+    let kind = b.opt_str("type")?;
+    if let Some(kind) = kind.filter(|k| super::OPENAI_PARTS.contains(k)) {
+        return Err(Error::ForeignField {
+            index,
+            field: b.field("type"),
+            value: kind.to_owned(),
+            format: "OpenAI",
+        });
+    }
+    match kind {
         Some("text") => Ok(Part::Text {
             text: b.str("text")?.to_owned(),
             extra: ProviderFields::non_empty(Format::Anthropic, b.rest(&["type", "text"])),
@@ -393,6 +463,21 @@ fn read_image_source(source: &Value) -> Option<ImageSource> {
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
+    write_request(messages, Inputs::Values)
+}
+
+/// How `tool_use` inputs are written: as values, or (for [`to_json`]) as a placeholder where
+/// the argument text is a JSON object that a value cannot hold (`1E400`), spliced as text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inputs {
+    Values,
+    Text,
+}
+
+/// Stands for an input that only its text can carry; [`to_json`] replaces it by that text.
+const TEXT_ONLY_INPUT: &str = "\u{0}curator: input written as text\u{0}";
+
+fn write_request<M: Borrow<Message>>(messages: &[M], inputs: Inputs) -> Result<Request> {
     let start =
         messages.iter().position(|m| m.borrow().role() != Role::System).unwrap_or(messages.len());
     let system = write_system(&messages[..start])?;
@@ -403,16 +488,29 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
         let end = messages[i..]
             .iter()
             .map(Borrow::borrow)
-            .position(|m: &Message| {
-                (m.role() == Role::Assistant) != assistant || m.role() == Role::System
+            .enumerate()
+            .position(|(n, m): (usize, &Message)| {
+                (m.role() == Role::Assistant) != assistant
+                    || m.role() == Role::System
+                    || (n > 0 && m.starts_turn())
             })
             .map_or(messages.len(), |n| i + n);
         if messages[i].borrow().role() == Role::System {
             return Err(Error::SystemInsideConversation { index: i });
         }
         let run = &messages[i..end];
-        let content = if assistant { write_assistant(i, run)? } else { write_user(i, run)? };
-        out.push(json!({"role": if assistant { "assistant" } else { "user" }, "content": content}));
+        let content =
+            if assistant { write_assistant(i, run, inputs)? } else { write_user(i, run)? };
+        let mut message = Map::new();
+        message.insert("role".into(), json!(if assistant { "assistant" } else { "user" }));
+        message.insert("content".into(), content);
+        // Fields of the wire message kept on its first message (a tool result's go in its
+        // block instead).
+        let first = messages[i].borrow();
+        if first.role() != Role::Tool {
+            super::object::merge(&mut message, fields_for(first.extra(), Format::Anthropic));
+        }
+        out.push(Value::Object(message));
         i = end;
     }
     Ok(Request { system, messages: out })
@@ -444,7 +542,7 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn to_json<M: Borrow<Message>>(messages: &[M]) -> Result<String> {
-    let request = from_messages(messages)?;
+    let request = write_request(messages, Inputs::Text)?;
     let mut calls = messages
         .iter()
         .map(Borrow::borrow)
@@ -459,15 +557,25 @@ pub fn to_json<M: Borrow<Message>>(messages: &[M]) -> Result<String> {
                 continue;
             }
             let id = block.get("id").and_then(Value::as_str);
-            let Some(call) = calls.next_if(|c| Some(c.id()) == id) else { continue };
-            let text = call.arguments().trim();
+            let text_only = block.get("input").and_then(Value::as_str) == Some(TEXT_ONLY_INPUT);
+            let call = calls.next_if(|c| Some(c.id()) == id);
+            let text = call.map_or("", |c| c.arguments().trim());
             // The text that reads as this block's input (so never a verbatim block that
             // happens to share the id); empty arguments are `{}` either way.
             if !text.is_empty()
-                && serde_json::from_str::<Value>(text).is_ok_and(|v| Some(&v) == block.get("input"))
+                && (text_only
+                    || serde_json::from_str::<Value>(text)
+                        .is_ok_and(|v| Some(&v) == block.get("input")))
                 && let Ok(raw) = RawValue::from_string(text.to_owned())
             {
                 inputs.push((m, b, raw));
+            } else if text_only {
+                // Never write the placeholder: a call whose text is not spliced is refused.
+                return Err(Error::InvalidArguments {
+                    index: m,
+                    field: format!("content[{b}].input"),
+                    reason: "the arguments could not be written as text".into(),
+                });
             }
         }
     }
@@ -499,7 +607,7 @@ fn write_system<M: Borrow<Message>>(system: &[M]) -> Result<Option<Value>> {
     }
 }
 
-fn write_assistant<M: Borrow<Message>>(first: usize, run: &[M]) -> Result<Value> {
+fn write_assistant<M: Borrow<Message>>(first: usize, run: &[M], inputs: Inputs) -> Result<Value> {
     if let [only] = run
         && let (Some(Content::Text(text)), false) =
             (only.borrow().content(), only.borrow().has_tool_calls())
@@ -519,7 +627,7 @@ fn write_assistant<M: Borrow<Message>>(first: usize, run: &[M]) -> Result<Value>
                     value: "custom".into(),
                 });
             }
-            let input = arguments_object(index, j, call)?;
+            let input = arguments_object(index, j, call, inputs)?;
             let mut block =
                 fields_for(call.extra(), Format::Anthropic).cloned().unwrap_or_default();
             block.insert("type".into(), json!("tool_use"));
@@ -532,13 +640,23 @@ fn write_assistant<M: Borrow<Message>>(first: usize, run: &[M]) -> Result<Value>
     Ok(Value::Array(blocks))
 }
 
-fn arguments_object(index: usize, j: usize, call: &ToolCall) -> Result<Value> {
+fn arguments_object(index: usize, j: usize, call: &ToolCall, inputs: Inputs) -> Result<Value> {
     let field = || format!("tool_calls[{j}].function.arguments");
-    let input = call.arguments_json().map_err(|e| Error::InvalidArguments {
-        index,
-        field: field(),
-        reason: e.to_string(),
-    })?;
+    let text = call.arguments().trim();
+    let input = match call.arguments_json() {
+        Ok(input) => input,
+        // Valid JSON that a value cannot hold (a number beyond a double): the text can.
+        Err(_)
+            if inputs == Inputs::Text
+                && text.starts_with('{')
+                && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() =>
+        {
+            return Ok(Value::String(TEXT_ONLY_INPUT.to_owned()));
+        }
+        Err(e) => {
+            return Err(Error::InvalidArguments { index, field: field(), reason: e.to_string() });
+        }
+    };
     if input.is_object() {
         Ok(input)
     } else {
@@ -726,4 +844,76 @@ fn read_response(response: &Value, inputs: &[&RawValue]) -> Result<Message> {
 pub fn parse_response(json: &str) -> Result<Message> {
     let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
     read_response(&value, &exact::response_inputs(json))
+}
+
+/// Converts OpenAI `tools` (`{"type": "function", "function": {name, description,
+/// parameters, strict}}`) to Anthropic tools (`{name, description, input_schema, strict}`).
+/// A function without `parameters` takes the empty object schema Anthropic requires.
+///
+/// # Errors
+///
+/// [`Error::ToolSchema`] naming the tool and field: `tools` not an array, a tool that is not
+/// an object, a `type` other than `function` (`custom` tools have no Anthropic form), a
+/// missing or non-string `function.name`, `parameters` that is not an object, or a field
+/// this conversion does not know (it is never dropped silently).
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::anthropic;
+/// use serde_json::json;
+///
+/// let tools = json!([{"type": "function", "function": {"name": "ls", "description": "List.",
+///     "parameters": {"type": "object", "properties": {"dir": {"type": "string"}}}}}]);
+/// assert_eq!(anthropic::tools_from_openai(&tools)?, json!([{"name": "ls", "description": "List.",
+///     "input_schema": {"type": "object", "properties": {"dir": {"type": "string"}}}}]));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn tools_from_openai(tools: &Value) -> Result<Value> {
+    super::tools::openai_to_anthropic(tools)
+}
+
+/// Adapts messages read in another format (OpenAI) to what the Messages API accepts,
+/// leaving what is valid as it is: text parts that are empty or only whitespace are left
+/// out (the API refuses blank text blocks), and so is the blank text of an assistant
+/// message that calls tools; an assistant message after one that calls no tool is marked
+/// [`Message::starts_turn`], so that it is written as a message of its own and reads back
+/// as one. [`convert`] writes the adapted messages; use [`to_json`] on
+/// them to keep the numbers of arguments as written.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{Content, Message, ToolCall, formats::anthropic};
+///
+/// let adapted = anthropic::adapt(&[
+///     Message::user("go"),
+///     Message::assistant_with_calls(Some(Content::Text(" ".into())), vec![ToolCall::new("c", "f", "{}")]),
+/// ]);
+/// assert!(adapted[1].content().is_none());
+/// ```
+pub fn adapt<M: Borrow<Message>>(messages: &[M]) -> Vec<Message> {
+    super::adapt::for_anthropic(messages)
+}
+
+/// Writes messages read in another format as a Messages API request: [`adapt`], then
+/// [`from_messages`].
+///
+/// # Errors
+///
+/// As [`from_messages`].
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::{anthropic, openai};
+/// use serde_json::json;
+///
+/// let read = openai::to_messages(&json!([{"role": "user", "content": [
+///     {"type": "text", "text": ""}, {"type": "text", "text": "hi"}]}]))?;
+/// assert_eq!(anthropic::convert(&read)?.messages[0]["content"], json!([{"type": "text", "text": "hi"}]));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn convert<M: Borrow<Message>>(messages: &[M]) -> Result<Request> {
+    from_messages(&adapt(messages))
 }

@@ -11,5 +11,28 @@
 pub mod anthropic;
 pub mod openai;
 
+mod adapt;
 mod exact;
 mod object;
+mod tools;
+
+/// Content block types only the Anthropic format defines; the strict OpenAI reader refuses
+/// them (an `image` block with a `source` is checked apart).
+pub(crate) const ANTHROPIC_BLOCKS: &[&str] = &[
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "document",
+    "server_tool_use",
+    "web_search_tool_result",
+    "search_result",
+];
+
+/// Content part types only the OpenAI format defines; the strict Anthropic reader refuses
+/// them.
+pub(crate) const OPENAI_PARTS: &[&str] = &["image_url", "input_audio", "file", "refusal"];
+
+/// Message fields only the OpenAI format defines; the strict Anthropic reader refuses them.
+pub(crate) const OPENAI_MESSAGE_FIELDS: &[&str] =
+    &["tool_calls", "tool_call_id", "function_call", "refusal", "audio"];

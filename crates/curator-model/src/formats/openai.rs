@@ -10,6 +10,10 @@
 //! arguments are that input, both written back as they were. Not modelled, and refused with
 //! a typed error: the legacy `function` role and tool calls of any other `type`.
 //!
+//! The reader is strict: an Anthropic block in content (`tool_use`, `tool_result`,
+//! `thinking`, `document`, an `image` with a `source`, …) is [`Error::ForeignField`], never
+//! kept as an unknown part.
+//!
 //! Writing messages read from the Anthropic format leaves out what OpenAI cannot express:
 //! the `is_error` mark of a tool result and Anthropic-only fields; an Anthropic-only content
 //! part (a thinking block, a document) is refused with [`Error::UnsupportedValue`].
@@ -200,7 +204,19 @@ fn read_content(obj: &Object<'_>, value: &Value) -> Result<Content> {
 
 fn read_part(index: usize, path: &str, value: &Value) -> Result<Part> {
     let part = Object::new(index, path, value)?;
-    match part.opt_str("type")? {
+    let kind = part.opt_str("type")?;
+    if let Some(kind) = kind
+        && (super::ANTHROPIC_BLOCKS.contains(&kind)
+            || (kind == "image" && part.get("source").is_some()))
+    {
+        return Err(Error::ForeignField {
+            index,
+            field: part.field("type"),
+            value: kind.to_owned(),
+            format: "Anthropic",
+        });
+    }
+    match kind {
         Some("text") => Ok(Part::Text {
             text: part.str("text")?.to_owned(),
             extra: ProviderFields::non_empty(Format::OpenAi, part.rest(&["type", "text"])),
@@ -512,4 +528,82 @@ pub fn response_message(response: &Value) -> Result<Message> {
 pub fn parse_response(json: &str) -> Result<Message> {
     let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
     response_message(&value)
+}
+
+/// Converts Anthropic tools (`{name, description, input_schema, strict}`) to OpenAI `tools`
+/// (`{"type": "function", "function": {name, description, parameters, strict}}`).
+///
+/// # Errors
+///
+/// [`Error::ToolSchema`] naming the tool and field: `tools` not an array, a tool that is not
+/// an object, a server or client tool with a `type` (`web_search_...`, `bash_...`: OpenAI has
+/// no counterpart), a missing or non-string `name`, a missing `input_schema`, or a field
+/// this conversion does not know (`cache_control` is left out: OpenAI caches by itself).
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::openai;
+/// use serde_json::json;
+///
+/// let tools = json!([{"name": "ls", "input_schema": {"type": "object", "properties": {}}}]);
+/// assert_eq!(openai::tools_from_anthropic(&tools)?, json!([{"type": "function", "function":
+///     {"name": "ls", "parameters": {"type": "object", "properties": {}}}}]));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn tools_from_anthropic(tools: &Value) -> Result<Value> {
+    super::tools::anthropic_to_openai(tools)
+}
+
+/// Adapts messages read in another format (Anthropic) to what the Chat Completions API
+/// accepts, leaving what is valid as it is: consecutive assistant messages after one that
+/// calls tools are merged into it (Anthropic splits parallel `tool_use` over several, OpenAI
+/// wants every call of a turn in one message before the results); a tool result without
+/// content gets empty text; images in tool results (which OpenAI refuses in tool messages)
+/// move to a user message right after the run of tool messages; the content of a user or
+/// assistant message that is one plain text part becomes a string. [`convert`] writes the adapted messages.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::{anthropic, openai};
+/// use serde_json::json;
+///
+/// let read = anthropic::to_messages(&json!([
+///     {"role": "user", "content": "both"},
+///     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "a", "input": {}}]},
+///     {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "b", "input": {}}]}
+/// ]))?;
+/// let adapted = openai::adapt(&read);
+/// assert_eq!(adapted.len(), 2);
+/// assert_eq!(adapted[1].tool_calls().len(), 2);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn adapt<M: Borrow<Message>>(messages: &[M]) -> Vec<Message> {
+    super::adapt::for_openai(messages)
+}
+
+/// Writes messages read in another format as an OpenAI `messages` array: [`adapt`], then
+/// [`from_messages`].
+///
+/// # Errors
+///
+/// As [`from_messages`]: an Anthropic-only part (a thinking block, a document) is refused.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::{anthropic, openai};
+/// use serde_json::json;
+///
+/// let read = anthropic::to_messages(&json!([
+///     {"role": "user", "content": "go"},
+///     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "a", "input": {}}]},
+///     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]}
+/// ]))?;
+/// assert_eq!(openai::convert(&read)?[2], json!({"role": "tool", "tool_call_id": "t1", "content": ""}));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn convert<M: Borrow<Message>>(messages: &[M]) -> Result<Value> {
+    from_messages(&adapt(messages))
 }

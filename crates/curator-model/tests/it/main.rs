@@ -2,11 +2,16 @@
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
 
 mod anthropic;
+mod convert;
 mod corpus;
 mod current;
 mod errors;
 mod numbers;
 mod openai;
+mod passthrough;
 mod props;
 mod responses;
+mod rules;
+mod strict;
+mod tools;
 mod validate;

@@ -68,18 +68,25 @@ fn whitespace_inside_strings_is_kept_and_between_tokens_dropped() {
 }
 
 /// A JSON number as text, of any precision and form, within the range of a double (beyond
-/// it, arguments are refused as invalid JSON: see `numbers_beyond_a_double_are_refused`).
+/// it, see `numbers_beyond_a_double_are_written_as_text_and_refused_only_as_values`).
 fn number() -> impl Strategy<Value = String> {
     "-?(0|[1-9][0-9]{0,40})(\\.[0-9]{1,25})?([eE][+-]?[0-9]{1,2})?"
 }
 
 #[test]
-fn numbers_beyond_a_double_are_refused_naming_the_field() {
-    let error = anthropic::to_json(&conversation(r#"{"n":1e400}"#)).unwrap_err();
+fn numbers_beyond_a_double_are_written_as_text_and_refused_only_as_values() {
+    // Issue 29: `1E400` was refused on the way to Anthropic. The text writer keeps it; a
+    // `serde_json::Value` cannot hold it, so the value writer still refuses it, by name.
+    let messages = conversation(r#"{"n":1E400,"s":"x"}"#);
+    let json = anthropic::to_json(&messages).unwrap();
+    assert!(json.contains(r#""input":{"n":1E400,"s":"x"}"#), "{json}");
+    let error = anthropic::from_messages(&messages).unwrap_err();
     assert_eq!(
         error.to_string(),
         "message 1: field `tool_calls[0].function.arguments` is not valid JSON: number out of range at line 1 column 10"
     );
+    // Arguments that are not JSON at all are refused by both.
+    assert!(anthropic::to_json(&conversation(r#"{"n":"#)).is_err());
 }
 
 proptest! {
