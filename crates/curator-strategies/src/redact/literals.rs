@@ -201,6 +201,11 @@ impl Parser {
         match c {
             '(' => self.group(),
             '[' => {
+                let start = self.at;
+                if let Some(members) = self.small_class() {
+                    return Some(Info { exact: Some(members), cover: None });
+                }
+                self.at = start;
                 self.skip_class()?;
                 Some(Info::unknown())
             }
@@ -252,6 +257,34 @@ impl Parser {
             self.at += 1;
             info
         })
+    }
+
+    /// The members of a class of a few plain characters (`[pua]`), read past it, or `None`
+    /// for any other class (ranges, negations, escapes of classes, nesting).
+    fn small_class(&mut self) -> Option<Vec<String>> {
+        let mut members = Vec::new();
+        loop {
+            match self.peek()? {
+                ']' if !members.is_empty() => {
+                    self.at += 1;
+                    break;
+                }
+                '^' | '[' | '-' | ']' => return None,
+                '\\' => {
+                    let c = *self.chars.get(self.at + 1)?;
+                    if c.is_ascii_alphanumeric() {
+                        return None;
+                    }
+                    members.push(c.to_string());
+                    self.at += 2;
+                }
+                c => {
+                    members.push(c.to_string());
+                    self.at += 1;
+                }
+            }
+        }
+        (members.len() <= 4).then_some(members)
     }
 
     /// Past a character class, whose opening `[` has been read.
@@ -348,5 +381,7 @@ mod tests {
         check(r"(?:foo|[a-z]+)bar", Some(&["bar"]));
         check(r"(?:ab|[a-z]+)", None);
         check(r"x(?=y)", None);
+        check(r"\b(?:sq[pua])_[a-z0-9]{40}", Some(&["sqa_", "sqp_", "squ_"]));
+        check(r"[a-z]ab[cd]", Some(&["abc", "abd"]));
     }
 }

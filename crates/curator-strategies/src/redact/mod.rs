@@ -12,6 +12,8 @@ use serde_json::Value;
 use crate::map::stable_hash;
 use crate::{CurationContext, Error, History, HistoryManager, MessageMap, Result, View};
 
+#[cfg(test)]
+mod coverage;
 mod literals;
 mod rules;
 mod views;

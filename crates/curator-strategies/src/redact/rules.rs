@@ -120,6 +120,12 @@ struct Rule {
     named_secret: bool,
     entropy: Option<f64>,
     allow: Vec<Allow>,
+    /// Whether the literals of the expression send texts to the rule, besides its keywords.
+    #[cfg_attr(not(test), expect(dead_code, reason = "the coverage test reads how rules run"))]
+    by_literals: bool,
+    /// The declared keywords, lowercase.
+    #[cfg_attr(not(test), expect(dead_code, reason = "the coverage test reads how rules run"))]
+    keywords: Vec<String>,
 }
 
 impl Rule {
@@ -203,7 +209,7 @@ impl RuleSet {
                 always.push(k);
             } else {
                 let mut triggers: Vec<String> = keywords.iter().map(|w| w.to_lowercase()).collect();
-                triggers.extend(literal.unwrap_or_default());
+                triggers.extend(literal.iter().flatten().cloned());
                 index_triggers(&mut keyword_index, &mut keyword_rules, triggers, k);
             }
             compiled.push(Rule {
@@ -214,6 +220,8 @@ impl RuleSet {
                 named_secret: false,
                 entropy,
                 allow: allowlists.iter().filter_map(Allow::build).collect(),
+                by_literals: literal.is_some(),
+                keywords: keywords.iter().map(|w| w.to_lowercase()).collect(),
             });
         }
         let keywords = build_keywords(&keyword_index);
@@ -250,6 +258,8 @@ impl RuleSet {
                 named_secret: true,
                 entropy: None,
                 allow: Vec::new(),
+                by_literals: true,
+                keywords: Vec::new(),
             });
         }
         set.keywords = build_keywords(&keyword_index);
@@ -281,38 +291,65 @@ impl RuleSet {
         }
         let mut out = Vec::new();
         for k in candidates {
-            let rule = &self.rules[k];
-            let Some(re) = rule.regex() else { continue };
-            for caps in re.captures_iter(text) {
-                let Some(whole) = caps.get(0) else { continue };
-                // The secret: the rule's group, else the first group that matched, else all.
-                let secret = if rule.named_secret {
-                    caps.name("secret")
-                } else {
-                    match rule.secret_group {
-                        Some(g) if g > 0 => caps.get(g),
-                        _ => (1..caps.len()).find_map(|g| caps.get(g)),
-                    }
-                }
-                .unwrap_or(whole);
-                if secret.as_str().is_empty() {
-                    continue;
-                }
-                if rule.entropy.is_some_and(|min| entropy(secret.as_str()) < min) {
-                    continue;
-                }
-                let line = line_of(text, whole.start(), whole.end());
-                let allowed = rule
-                    .allow
-                    .iter()
-                    .chain(&self.global)
-                    .any(|a| a.allows(secret.as_str(), whole.as_str(), line));
-                if !allowed {
-                    out.push(Finding { start: secret.start(), end: secret.end(), rule: k });
-                }
-            }
+            self.find_by(k, text, &mut out);
         }
         out
+    }
+
+    /// The expression of rule `rule`, and whether it compiles.
+    #[cfg(test)]
+    pub(crate) fn source(&self, rule: usize) -> (&str, bool) {
+        (&self.rules[rule].source, self.rules[rule].regex().is_some())
+    }
+
+    /// Whether the prefilter sends texts to rule `rule` on the literals of its expression,
+    /// and its declared keywords.
+    #[cfg(test)]
+    pub(crate) fn triggers(&self, rule: usize) -> (bool, &[String]) {
+        (self.rules[rule].by_literals, &self.rules[rule].keywords)
+    }
+
+    /// The secrets rule `rule` finds in `text`, whether or not the prefilter would try it.
+    #[cfg(test)]
+    pub(crate) fn find_with(&self, rule: usize, text: &str) -> Vec<Finding> {
+        let mut out = Vec::new();
+        self.find_by(rule, text, &mut out);
+        out
+    }
+
+    /// Adds what rule `k` finds in `text` to `out`: its secret group, where entropy and the
+    /// allow-lists let it stand.
+    fn find_by(&self, k: usize, text: &str, out: &mut Vec<Finding>) {
+        let rule = &self.rules[k];
+        let Some(re) = rule.regex() else { return };
+        for caps in re.captures_iter(text) {
+            let Some(whole) = caps.get(0) else { continue };
+            // The secret: the rule's group, else the first group that matched, else all.
+            let secret = if rule.named_secret {
+                caps.name("secret")
+            } else {
+                match rule.secret_group {
+                    Some(g) if g > 0 => caps.get(g),
+                    _ => (1..caps.len()).find_map(|g| caps.get(g)),
+                }
+            }
+            .unwrap_or(whole);
+            if secret.as_str().is_empty() {
+                continue;
+            }
+            if rule.entropy.is_some_and(|min| entropy(secret.as_str()) < min) {
+                continue;
+            }
+            let line = line_of(text, whole.start(), whole.end());
+            let allowed = rule
+                .allow
+                .iter()
+                .chain(&self.global)
+                .any(|a| a.allows(secret.as_str(), whole.as_str(), line));
+            if !allowed {
+                out.push(Finding { start: secret.start(), end: secret.end(), rule: k });
+            }
+        }
     }
 }
 
