@@ -100,8 +100,13 @@ fn bundled() -> Option<&'static RuleSet> {
 /// 3. the maintained rule set of the gitleaks scanner (MIT) merged with `MongoDB`'s
 ///    kingfisher rules (Apache-2.0), nearly 1,000 rules, as the `secrets_scanner` crate ships
 ///    them; kinds are their rule ids (`stripe-access-token`, `gcp-api-key`, …). Each rule's
-///    keywords are found in one pass over the text, its expression is compiled the first
-///    time a keyword asks for it, and its entropy threshold and allow-lists apply.
+///    keywords, and the literals every match of its expression holds, are found in one pass
+///    over the text; its expression is compiled the first time one of them asks for it, and
+///    its entropy threshold and allow-lists apply.
+///
+/// The rules also read the lines of a text that hold JSON escapes decoded (`\/`, `\"`,
+/// `\u0069`), and tokens wrapped across lines joined; what they find there replaces the span
+/// of the original it stands for, so that JSON text stays valid.
 ///
 /// The record keeps the original: redaction only changes what is sent, and each message is
 /// redacted once per history position (memoised).
@@ -203,6 +208,15 @@ impl Redactor {
     /// let r = Redactor::new();
     /// assert_eq!(r.redact("postgres://app:s3cr3t-Pa55@db:5432/x"), "postgres://app:[REDACTED:url_password]@db:5432/x");
     /// assert_eq!(r.redact("Authorization: Bearer abcdefghijklmnop1234"), "Authorization: Bearer [REDACTED:bearer_token]");
+    /// // JSON text with escapes, and a token wrapped across two lines.
+    /// assert_eq!(
+    ///     r.redact(r#"{"note": "sk_l\u0069ve_51H8kZQ2eZvKYlo2C9xYz7ABCdefGHIjkl"}"#),
+    ///     r#"{"note": "[REDACTED:stripe-access-token]"}"#,
+    /// );
+    /// assert_eq!(
+    ///     r.redact("token ghp_R4nd0mT0k3nV4lu3\n    ThatIsThirtySix12345 ok"),
+    ///     "token [REDACTED:github_token] ok",
+    /// );
     /// ```
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
         self.map.redact(text)
