@@ -8,6 +8,9 @@
 /// At most this many alternatives in a set of literals; beyond it the set is given up.
 const MAX_SET: usize = 64;
 
+/// A class of at most this many plain characters counts as alternatives (`gh[pousr]_`).
+const MAX_CLASS: usize = 8;
+
 /// What is known of the strings a piece of an expression matches.
 #[derive(Clone, Debug, Default)]
 struct Info {
@@ -259,7 +262,7 @@ impl Parser {
         })
     }
 
-    /// The members of a class of a few plain characters (`[pua]`), read past it, or `None`
+    /// The members of a class of a few plain characters (`[pousr]`), read past it, or `None`
     /// for any other class (ranges, negations, escapes of classes, nesting).
     fn small_class(&mut self) -> Option<Vec<String>> {
         let mut members = Vec::new();
@@ -284,7 +287,7 @@ impl Parser {
                 }
             }
         }
-        (members.len() <= 4).then_some(members)
+        (members.len() <= MAX_CLASS).then_some(members)
     }
 
     /// Past a character class, whose opening `[` has been read.
@@ -375,6 +378,10 @@ mod tests {
         );
         check(r"ya29\.(?i:[a-zA-Z0-9_-]{30,})", Some(&["ya29."]));
         check(r"(?:ghp|gho)_[A-Za-z0-9]{36}", Some(&["gho_", "ghp_"]));
+        check(
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+            Some(&["gho_", "ghp_", "ghr_", "ghs_", "ghu_", "github_pat_"]),
+        );
         check(r"https?://hooks\.slack\.com/x", Some(&["://hooks.slack.com/x"]));
         check(r"(?:abc)+def", Some(&["abc"]));
         check(r"[MNO][A-Z0-9_-]{23}\.[A-Z0-9_-]{6}\.[A-Z0-9_-]{27}", None);

@@ -133,10 +133,17 @@ fn extend_over_escaped_quote(original: &str, end: usize) -> usize {
     at
 }
 
-/// The lines of `text` that hold JSON escapes (`\/`, `\"`, `\\`, `\n`, `\u0069`…), decoded,
-/// or `None` when there is none.
+/// Whether `text` holds an escape that can cut a secret or hide its context: `\/`, `\"`,
+/// `\\` or `\u…`. Escaped line breaks and tabs alone (code in a JSON string) end a secret
+/// where the original already does, and are left to the reading of the original.
+fn has_cutting_escape(text: &str) -> bool {
+    text.as_bytes().windows(2).any(|w| w[0] == b'\\' && b"/\"\\u".contains(&w[1]))
+}
+
+/// The lines of `text` that hold JSON escapes which can cut a secret, decoded (every escape,
+/// `\n` and `\u0069` included), or `None` when there is none.
 pub(crate) fn unescaped(text: &str) -> Option<Derived> {
-    if !text.as_bytes().windows(2).any(|w| w[0] == b'\\' && b"/\"\\bfnrtu".contains(&w[1])) {
+    if !has_cutting_escape(text) {
         return None;
     }
     let mut out = Derived::new(Kind::Unescaped, text.len());
@@ -144,7 +151,7 @@ pub(crate) fn unescaped(text: &str) -> Option<Derived> {
     // Where the last line taken ends: a line that follows on needs no separator.
     let mut taken_to = 0;
     for line in text.split_inclusive('\n') {
-        if line.contains('\\') {
+        if has_cutting_escape(line) {
             if !out.text.is_empty() && taken_to != offset {
                 out.gap();
             }
@@ -215,6 +222,21 @@ fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || "_-+/=.%".contains(c)
 }
 
+/// The length in bytes of the run of token characters that ends at `end` of `text`.
+fn before_bytes(text: &str, end: usize) -> usize {
+    text[..end].chars().rev().take_while(|&c| is_token_char(c)).map(char::len_utf8).sum()
+}
+
+/// Whether the token ending a line (`before`) and the one starting the next (the start of
+/// `after`) look like the two halves of a secret rather than words or identifiers: together
+/// they hold a digit and a letter. A random 20-character secret lacks a digit about 3 times
+/// in 100; code and prose wrapped at a word mostly do.
+fn looks_random(before: &str, after: &str) -> bool {
+    let after = after.split(|c: char| !is_token_char(c)).next().unwrap_or_default();
+    let both = || before.chars().chain(after.chars());
+    both().any(|c| c.is_ascii_digit()) && both().any(|c| c.is_ascii_alphabetic())
+}
+
 /// Shortest run of token characters before a line break for the break to count as a wrap:
 /// a shorter one is a word ending a line, not a token cut by a terminal or a formatter.
 const MIN_BEFORE_WRAP: usize = 8;
@@ -234,7 +256,10 @@ pub(crate) fn joined(text: &str) -> Option<Derived> {
         let indent = text[i + 1..].bytes().take_while(|&b| b == b' ' || b == b'\t').count();
         let next = i + 1 + indent;
         let after = text[next..].chars().take_while(|&c| is_token_char(c)).count();
-        if before >= MIN_BEFORE_WRAP && after >= MIN_AFTER_WRAP {
+        if before >= MIN_BEFORE_WRAP
+            && after >= MIN_AFTER_WRAP
+            && looks_random(&text[cut - before_bytes(text, cut)..cut], &text[next..])
+        {
             wraps.push((cut, next));
         }
     }
