@@ -255,7 +255,7 @@ impl Redact {
         let mut found = self.findings(text);
         // The same rules read the text with its JSON escapes decoded and its wrapped tokens
         // joined; what they find there replaces the span of the original it stands for.
-        for view in [views::unescaped(text), views::joined(text)].into_iter().flatten() {
+        for view in views::derived(text) {
             for (start, end, precedence, kind) in self.findings(view.text()) {
                 if let Some((from, to)) = view.original_span(text, start, end) {
                     found.push((from, to, precedence, kind));

@@ -347,7 +347,21 @@ impl RuleSet {
                 .chain(&self.global)
                 .any(|a| a.allows(secret.as_str(), whole.as_str(), line));
             if !allowed {
-                out.push(Finding { start: secret.start(), end: secret.end(), rule: k });
+                // A rule without a group whose expression ends on the character after the
+                // secret (`(?:[^a-zA-Z0-9+/]|\z)`) finds that quote or space too: replacing a
+                // quote would end a JSON string.
+                let end = if secret == whole && !rule.named_secret {
+                    secret.start()
+                        + secret
+                            .as_str()
+                            .trim_end_matches(|c: char| c.is_whitespace() || "\"'`,;".contains(c))
+                            .len()
+                } else {
+                    secret.end()
+                };
+                if end > secret.start() {
+                    out.push(Finding { start: secret.start(), end, rule: k });
+                }
             }
         }
     }

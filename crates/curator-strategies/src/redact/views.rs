@@ -11,6 +11,8 @@ pub(crate) struct Derived {
     /// For each byte offset of `text`: where the character before it ends in the original.
     ends: Vec<usize>,
     kind: Kind,
+    /// Whether escapes were decoded on the way from the original.
+    decoded: bool,
 }
 
 /// Stands for no position: a separator between two pieces of a derived text.
@@ -29,6 +31,7 @@ impl Derived {
             starts: Vec::with_capacity(capacity + 1),
             ends: vec![GAP],
             kind,
+            decoded: kind == Kind::Unescaped,
         }
     }
 
@@ -74,15 +77,42 @@ impl Derived {
             return None;
         }
         let span = original.get(from..to)?;
-        match self.kind {
-            // A joined finding matters only where it crosses a line break.
-            Kind::Joined => span.contains('\n').then_some((from, to)),
-            Kind::Unescaped => {
-                if has_structural_quote(span) {
-                    return None;
-                }
-                Some((from, to))
-            }
+        if self.decoded && has_structural_quote(span) {
+            return None;
+        }
+        // A joined finding matters only where it crosses a line break, written or escaped.
+        if self.kind == Kind::Joined && !span.contains('\n') && !span.contains("\\n") {
+            return None;
+        }
+        Some((from, to))
+    }
+}
+
+/// The texts the rules read besides `text`: its decoded lines, its joined wraps, and within
+/// the decoded lines a second level of escapes (JSON text held in a JSON string) and wraps
+/// written as `\n`.
+pub(crate) fn derived(text: &str) -> Vec<Derived> {
+    let mut out = Vec::new();
+    if let Some(decoded) = unescaped(text) {
+        for inner in [unescaped(decoded.text()), joined(decoded.text())].into_iter().flatten() {
+            out.push(decoded.compose(&inner));
+        }
+        out.push(decoded);
+    }
+    out.extend(joined(text));
+    out
+}
+
+impl Derived {
+    /// `inner`, a text derived from this one, as derived from the original.
+    fn compose(&self, inner: &Self) -> Self {
+        let through = |map: &[usize], at: usize| map.get(at).copied().unwrap_or(GAP);
+        Self {
+            text: inner.text.clone(),
+            starts: inner.starts.iter().map(|&at| through(&self.starts, at)).collect(),
+            ends: inner.ends.iter().map(|&at| through(&self.ends, at)).collect(),
+            kind: inner.kind,
+            decoded: true,
         }
     }
 }
@@ -140,10 +170,28 @@ fn has_cutting_escape(text: &str) -> bool {
     text.as_bytes().windows(2).any(|w| w[0] == b'\\' && b"/\"\\u".contains(&w[1]))
 }
 
-/// The lines of `text` that hold JSON escapes which can cut a secret, decoded (every escape,
-/// `\n` and `\u0069` included), or `None` when there is none.
+/// Whether `text` holds an escaped line break (`\n`) that looks like a wrap (see [`joined`]).
+fn has_escaped_wrap(text: &str) -> bool {
+    text.match_indices("\\n").any(|(i, _)| {
+        let before = before_bytes(text, i);
+        let rest = text[i + 2..].trim_start_matches([' ', '\t']);
+        let after = rest.chars().take_while(|&c| is_token_char(c)).count();
+        before >= MIN_BEFORE_WRAP
+            && after >= MIN_AFTER_WRAP
+            && looks_random(&text[i - before..i], rest)
+    })
+}
+
+/// Whether a line of `text` is worth reading decoded.
+fn worth_decoding(line: &str) -> bool {
+    has_cutting_escape(line) || has_escaped_wrap(line)
+}
+
+/// The lines of `text` that hold JSON escapes which can cut a secret (or an escaped line
+/// break that looks like a wrap), decoded (every escape, `\n` and `\u0069` included), or
+/// `None` when there is none.
 pub(crate) fn unescaped(text: &str) -> Option<Derived> {
-    if !has_cutting_escape(text) {
+    if !worth_decoding(text) {
         return None;
     }
     let mut out = Derived::new(Kind::Unescaped, text.len());
@@ -151,7 +199,7 @@ pub(crate) fn unescaped(text: &str) -> Option<Derived> {
     // Where the last line taken ends: a line that follows on needs no separator.
     let mut taken_to = 0;
     for line in text.split_inclusive('\n') {
-        if has_cutting_escape(line) {
+        if worth_decoding(line) {
             if !out.text.is_empty() && taken_to != offset {
                 out.gap();
             }
@@ -327,6 +375,24 @@ mod tests {
         let closing = r#"PASSWORD=\"s3cr3t\" && run"#;
         let end = closing.find(r#"\" "#).unwrap();
         assert_eq!(extend_over_escaped_quote(closing, end), end);
+    }
+
+    #[test]
+    fn json_in_a_json_string_and_wraps_written_as_escapes_are_read_too() {
+        // JSON text held in a JSON string: two levels of escapes.
+        let text = r#"{"output": "{\"key\": \"a\\/b\"}"}"#;
+        let views = derived(text);
+        let nested = views.iter().find(|v| v.text().contains(r#"{"key": "a/b"}"#)).unwrap();
+        let at = nested.text().find("a/b").unwrap();
+        let (from, to) = nested.original_span(text, at, at + 3).unwrap();
+        assert_eq!(&text[from..to], r"a\\/b");
+        // A token wrapped with an escaped line break.
+        let text = r#"{"output": "T=ghp_R4nd0mT0k3nV4lu3\n    ThatIsThirtySix12345"}"#;
+        let views = derived(text);
+        let joined = views.iter().find(|v| v.text().contains("V4lu3That")).unwrap();
+        let at = joined.text().find("ghp_").unwrap();
+        let (from, to) = joined.original_span(text, at, at + 40).unwrap();
+        assert_eq!(&text[from..to], r"ghp_R4nd0mT0k3nV4lu3\n    ThatIsThirtySix12345");
     }
 
     #[test]

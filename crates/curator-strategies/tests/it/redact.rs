@@ -372,6 +372,42 @@ fn every_format_is_redacted_and_its_near_miss_is_not() {
     );
 }
 
+/// Each format is also redacted as a tool call's argument, and inside JSON text that holds
+/// the line as a string (escaped, with `/` written `\/`), which stays JSON.
+#[test]
+fn every_format_is_redacted_in_tool_call_arguments_and_escaped_json() {
+    let redactor = Redactor::new();
+    let mut failures = Vec::new();
+    for (format, line, secret, _) in CASES {
+        let arguments = serde_json::json!({ "input": line }).to_string();
+        let call = Message::assistant_with_calls(None, vec![ToolCall::new("c1", "run", arguments)]);
+        let view = redactor.curate_messages(&[call], &CurationContext::default()).unwrap();
+        let args: serde_json::Value =
+            serde_json::from_str(view[0].tool_calls()[0].arguments()).unwrap();
+        let input = args["input"].as_str().unwrap_or_default();
+        if let Some(left) = leftover(input, secret) {
+            failures.push(format!("{format}: tool call: {left:?} left in {input}"));
+        }
+        // The line as a string inside JSON text: a tool result that returns it.
+        let literal = serde_json::to_string(line).unwrap().replace('/', "\\/");
+        let text = format!("{{\"output\": {literal}, \"status\": 0}}");
+        let redacted = redactor.redact(&text);
+        match serde_json::from_str::<serde_json::Value>(&redacted) {
+            Ok(value) => {
+                let output = value["output"].as_str().unwrap_or_default();
+                // A secret the line writes escaped is looked for as the line writes it.
+                let plain: String = serde_json::from_str(&format!("\"{secret}\""))
+                    .unwrap_or_else(|_| (*secret).to_owned());
+                if let Some(left) = leftover(output, secret).or_else(|| leftover(output, &plain)) {
+                    failures.push(format!("{format}: escaped JSON: {left:?} left in {output}"));
+                }
+            }
+            Err(_) => failures.push(format!("{format}: escaped JSON: no longer JSON: {redacted}")),
+        }
+    }
+    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
+}
+
 #[test]
 fn every_text_bearing_part_arguments_and_documents_are_redacted_in_place() {
     let secret = "AKIAZ7VQ3X5KJ2MWB4TD";
