@@ -12,7 +12,11 @@ use serde_json::Value;
 use crate::map::stable_hash;
 use crate::{CurationContext, Error, History, HistoryManager, MessageMap, Result, View};
 
+#[cfg(test)]
+mod coverage;
+mod literals;
 mod rules;
+mod views;
 
 use rules::RuleSet;
 
@@ -33,10 +37,20 @@ const OWN: &[(&str, &str)] = &[
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
     ("bearer_token", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9\-._~+/]{16,}=*)"),
     ("url_password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:(?P<secret>[^\s@/]+)@"),
+    // A JSON member (`"password": "…"`) has a quote between the key and the colon.
     (
         "password_assignment",
-        r#"(?i)\b(?:[a-z0-9_]*_)?(?:password|passwd|pwd)\s*[=:]\s*["']?(?P<secret>[^\s"'(){}\[\];,<>]{4,})(?:["'\s;,]|$)"#,
+        r#"(?i)\b(?:[a-z0-9_]*_)?(?:password|passwd|pwd)["']?\s*[=:]\s*["']?(?P<secret>[^\s"'(){}\[\];,<>]{4,})(?:["'\s;,]|$)"#,
     ),
+    // The maintained sets miss the next three. kingfisher's Discord rule wants exactly 24
+    // characters before the first dot and 27 after the second, where ids since 2022 give 26
+    // and tokens end in 38; and it is only tried where "discord" is written.
+    ("discord_bot_token", r"\b[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}\b"),
+    // kingfisher's Django rule wants a letter of `DJANGO` before `SECRET_KEY` and leaves
+    // `(`, `)`, `=` and `+` out of the key's alphabet; the prefix Django writes is certain.
+    ("django_secret_key", r"\bdjango-insecure-[a-z0-9!@#$%^&*(\-_=+)]{40,}"),
+    // Neither set knows the key id of a GCP service account file.
+    ("gcp_private_key_id", r#"(?i)\bprivate_key_id["']?\s*[:=]\s*["']?(?P<secret>[0-9a-f]{40})\b"#),
 ];
 
 /// Values that stand for a secret without being one: a found "secret" equal to one of these
@@ -79,13 +93,20 @@ fn bundled() -> Option<&'static RuleSet> {
 /// 1. your patterns ([`with_pattern`](Redactor::with_pattern));
 /// 2. curator's own: `openai_key`, `anthropic_key`, `aws_access_key`, `github_token`,
 ///    `slack_token`, `bearer_token` (the token after `Bearer`), `jwt`, `pem_private_key`,
-///    `url_password` (the password in `scheme://user:password@host`) and
-///    `password_assignment` (the value in `PASSWORD=…`, `db_pwd: …`);
+///    `url_password` (the password in `scheme://user:password@host`),
+///    `password_assignment` (the value in `PASSWORD=…`, `db_pwd: …`, `"password": "…"`),
+///    `discord_bot_token`, `django_secret_key` (`django-insecure-…`) and
+///    `gcp_private_key_id`;
 /// 3. the maintained rule set of the gitleaks scanner (MIT) merged with `MongoDB`'s
 ///    kingfisher rules (Apache-2.0), nearly 1,000 rules, as the `secrets_scanner` crate ships
 ///    them; kinds are their rule ids (`stripe-access-token`, `gcp-api-key`, …). Each rule's
-///    keywords are found in one pass over the text, its expression is compiled the first
-///    time a keyword asks for it, and its entropy threshold and allow-lists apply.
+///    keywords, and the literals every match of its expression holds, are found in one pass
+///    over the text; its expression is compiled the first time one of them asks for it, and
+///    its entropy threshold and allow-lists apply.
+///
+/// The rules also read the lines of a text that hold JSON escapes decoded (`\/`, `\"`,
+/// `\u0069`), and tokens wrapped across lines joined; what they find there replaces the span
+/// of the original it stands for, so that JSON text stays valid.
 ///
 /// The record keeps the original: redaction only changes what is sent, and each message is
 /// redacted once per history position (memoised).
@@ -187,6 +208,15 @@ impl Redactor {
     /// let r = Redactor::new();
     /// assert_eq!(r.redact("postgres://app:s3cr3t-Pa55@db:5432/x"), "postgres://app:[REDACTED:url_password]@db:5432/x");
     /// assert_eq!(r.redact("Authorization: Bearer abcdefghijklmnop1234"), "Authorization: Bearer [REDACTED:bearer_token]");
+    /// // JSON text with escapes, and a token wrapped across two lines.
+    /// assert_eq!(
+    ///     r.redact(r#"{"note": "sk_l\u0069ve_51H8kZQ2eZvKYlo2C9xYz7ABCdefGHIjkl"}"#),
+    ///     r#"{"note": "[REDACTED:stripe-access-token]"}"#,
+    /// );
+    /// assert_eq!(
+    ///     r.redact("token ghp_R4nd0mT0k3nV4lu3\n    ThatIsThirtySix12345 ok"),
+    ///     "token [REDACTED:github_token] ok",
+    /// );
     /// ```
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
         self.map.redact(text)
@@ -200,8 +230,8 @@ impl Default for Redactor {
 }
 
 impl Redact {
-    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        // (start, end, precedence, kind) of every secret found, by every rule set.
+    /// (start, end, precedence, kind) of every secret in `text`, by every rule set.
+    fn findings(&self, text: &str) -> Vec<(usize, usize, u8, &str)> {
         let mut found: Vec<(usize, usize, u8, &str)> = Vec::new();
         let mut sets: Vec<(u8, &RuleSet)> = vec![(0, &self.custom)];
         if self.builtin {
@@ -218,6 +248,20 @@ impl Redact {
                     .map(|f| (f.start, f.end, precedence, set.id(f.rule))),
             );
         }
+        found
+    }
+
+    fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let mut found = self.findings(text);
+        // The same rules read the text with its JSON escapes decoded and its wrapped tokens
+        // joined; what they find there replaces the span of the original it stands for.
+        for view in views::derived(text) {
+            for (start, end, precedence, kind) in self.findings(view.text()) {
+                if let Some((from, to)) = view.original_span(text, start, end) {
+                    found.push((from, to, precedence, kind));
+                }
+            }
+        }
         if found.is_empty() {
             return Cow::Borrowed(text);
         }
@@ -233,6 +277,14 @@ impl Redact {
             }
         }
         kept.sort_unstable_by_key(|&(start, ..)| start);
+        // A secret may take the rest of its JSON value, up to the next secret at most.
+        for k in 0..kept.len() {
+            let limit = kept.get(k + 1).map_or(text.len(), |next| next.0);
+            let end = views::whole_value_end(text, kept[k].1);
+            if end > kept[k].0 && end <= limit {
+                kept[k].1 = end;
+            }
+        }
         let found = kept;
         let mut out = String::with_capacity(text.len());
         let mut done = 0;

@@ -8,11 +8,15 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::Regex;
 use serde::Deserialize;
 
+use super::literals;
+
 /// One rule as the gitleaks TOML format writes it (the fields redaction uses).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RuleToml {
     id: String,
+    #[serde(default)]
+    description: Option<String>,
     #[serde(default)]
     regex: Option<String>,
     #[serde(default)]
@@ -116,6 +120,12 @@ struct Rule {
     named_secret: bool,
     entropy: Option<f64>,
     allow: Vec<Allow>,
+    /// Whether the literals of the expression send texts to the rule, besides its keywords.
+    #[cfg_attr(not(test), expect(dead_code, reason = "the coverage test reads how rules run"))]
+    by_literals: bool,
+    /// The declared keywords, lowercase.
+    #[cfg_attr(not(test), expect(dead_code, reason = "the coverage test reads how rules run"))]
+    keywords: Vec<String>,
 }
 
 impl Rule {
@@ -160,7 +170,19 @@ impl RuleSet {
                 .into_iter()
                 .filter_map(|r| {
                     let source = r.regex?;
-                    Some((r.id, source, r.secret_group, r.entropy, r.keywords, r.allowlists))
+                    // A rule its authors rate low in confidence runs only where its declared
+                    // keywords are (kingfisher's `username … password …` would find words).
+                    let low = r.description.is_some_and(|d| d.contains("confidence: low"));
+                    let literals = !low;
+                    Some((
+                        r.id,
+                        source,
+                        r.secret_group,
+                        r.entropy,
+                        r.keywords,
+                        r.allowlists,
+                        literals,
+                    ))
                 })
                 .collect(),
             global,
@@ -169,27 +191,26 @@ impl RuleSet {
 
     #[expect(clippy::type_complexity, reason = "the fields of a rule, read once")]
     fn from_rules(
-        rules: Vec<(String, String, Option<usize>, Option<f64>, Vec<String>, Vec<AllowToml>)>,
+        rules: Vec<(String, String, Option<usize>, Option<f64>, Vec<String>, Vec<AllowToml>, bool)>,
         global: Vec<Allow>,
     ) -> Self {
         let mut keyword_index: Vec<String> = Vec::new();
         let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
         let mut always = Vec::new();
         let mut compiled = Vec::with_capacity(rules.len());
-        for (k, (id, source, secret_group, entropy, keywords, allowlists)) in
+        for (k, (id, source, secret_group, entropy, keywords, allowlists, use_literals)) in
             rules.into_iter().enumerate()
         {
-            if keywords.is_empty() {
+            // The declared keywords, and the literals every match holds: some rules declare a
+            // keyword their secrets need not contain (see `literals`).
+            let literal =
+                if use_literals { literals::required(&source, MIN_LITERAL) } else { None };
+            if keywords.is_empty() && literal.is_none() {
                 always.push(k);
-            }
-            for keyword in keywords {
-                let keyword = keyword.to_lowercase();
-                if let Some(at) = keyword_index.iter().position(|w| *w == keyword) {
-                    keyword_rules[at].push(k);
-                } else {
-                    keyword_index.push(keyword);
-                    keyword_rules.push(vec![k]);
-                }
+            } else {
+                let mut triggers: Vec<String> = keywords.iter().map(|w| w.to_lowercase()).collect();
+                triggers.extend(literal.iter().flatten().cloned());
+                index_triggers(&mut keyword_index, &mut keyword_rules, triggers, k);
             }
             compiled.push(Rule {
                 id,
@@ -199,22 +220,34 @@ impl RuleSet {
                 named_secret: false,
                 entropy,
                 allow: allowlists.iter().filter_map(Allow::build).collect(),
+                by_literals: literal.is_some(),
+                keywords: keywords.iter().map(|w| w.to_lowercase()).collect(),
             });
         }
-        let keywords = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .build(&keyword_index)
-            .ok();
+        let keywords = build_keywords(&keyword_index);
         Self { rules: compiled, keywords, keyword_rules, always, global }
     }
 
     /// Rules given as (id, expression) pairs with no keywords: each is tried on every text, and
     /// replaces its group named `secret`, or its whole match.
     pub(crate) fn from_patterns(patterns: Vec<(String, Regex)>) -> Self {
+        let mut keyword_index: Vec<String> = Vec::new();
+        let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
         let mut set = Self::from_rules(Vec::new(), Vec::new());
         for (id, re) in patterns {
-            set.always.push(set.rules.len());
+            // A pattern every match of which holds a known literal is tried only where one
+            // is found; any other, on every text.
+            match literals::required(re.as_str(), MIN_LITERAL) {
+                Some(triggers) => {
+                    index_triggers(
+                        &mut keyword_index,
+                        &mut keyword_rules,
+                        triggers,
+                        set.rules.len(),
+                    );
+                }
+                None => set.always.push(set.rules.len()),
+            }
             let compiled = OnceLock::new();
             let _ = compiled.set(Some(re.clone()));
             set.rules.push(Rule {
@@ -225,8 +258,12 @@ impl RuleSet {
                 named_secret: true,
                 entropy: None,
                 allow: Vec::new(),
+                by_literals: true,
+                keywords: Vec::new(),
             });
         }
+        set.keywords = build_keywords(&keyword_index);
+        set.keyword_rules = keyword_rules;
         set
     }
 
@@ -254,39 +291,112 @@ impl RuleSet {
         }
         let mut out = Vec::new();
         for k in candidates {
-            let rule = &self.rules[k];
-            let Some(re) = rule.regex() else { continue };
-            for caps in re.captures_iter(text) {
-                let Some(whole) = caps.get(0) else { continue };
-                // The secret: the rule's group, else the first group that matched, else all.
-                let secret = if rule.named_secret {
-                    caps.name("secret")
-                } else {
-                    match rule.secret_group {
-                        Some(g) if g > 0 => caps.get(g),
-                        _ => (1..caps.len()).find_map(|g| caps.get(g)),
-                    }
-                }
-                .unwrap_or(whole);
-                if secret.as_str().is_empty() {
-                    continue;
-                }
-                if rule.entropy.is_some_and(|min| entropy(secret.as_str()) < min) {
-                    continue;
-                }
-                let line = line_of(text, whole.start(), whole.end());
-                let allowed = rule
-                    .allow
-                    .iter()
-                    .chain(&self.global)
-                    .any(|a| a.allows(secret.as_str(), whole.as_str(), line));
-                if !allowed {
-                    out.push(Finding { start: secret.start(), end: secret.end(), rule: k });
-                }
-            }
+            self.find_by(k, text, &mut out);
         }
         out
     }
+
+    /// The expression of rule `rule`, and whether it compiles.
+    #[cfg(test)]
+    pub(crate) fn source(&self, rule: usize) -> (&str, bool) {
+        (&self.rules[rule].source, self.rules[rule].regex().is_some())
+    }
+
+    /// Whether the prefilter sends texts to rule `rule` on the literals of its expression,
+    /// and its declared keywords.
+    #[cfg(test)]
+    pub(crate) fn triggers(&self, rule: usize) -> (bool, &[String]) {
+        (self.rules[rule].by_literals, &self.rules[rule].keywords)
+    }
+
+    /// The secrets rule `rule` finds in `text`, whether or not the prefilter would try it.
+    #[cfg(test)]
+    pub(crate) fn find_with(&self, rule: usize, text: &str) -> Vec<Finding> {
+        let mut out = Vec::new();
+        self.find_by(rule, text, &mut out);
+        out
+    }
+
+    /// Adds what rule `k` finds in `text` to `out`: its secret group, where entropy and the
+    /// allow-lists let it stand.
+    fn find_by(&self, k: usize, text: &str, out: &mut Vec<Finding>) {
+        let rule = &self.rules[k];
+        let Some(re) = rule.regex() else { return };
+        for caps in re.captures_iter(text) {
+            let Some(whole) = caps.get(0) else { continue };
+            // The secret: the rule's group, else the first group that matched, else all.
+            let secret = if rule.named_secret {
+                caps.name("secret")
+            } else {
+                match rule.secret_group {
+                    Some(g) if g > 0 => caps.get(g),
+                    _ => (1..caps.len()).find_map(|g| caps.get(g)),
+                }
+            }
+            .unwrap_or(whole);
+            if secret.as_str().is_empty() {
+                continue;
+            }
+            if rule.entropy.is_some_and(|min| entropy(secret.as_str()) < min) {
+                continue;
+            }
+            let line = line_of(text, whole.start(), whole.end());
+            let allowed = rule
+                .allow
+                .iter()
+                .chain(&self.global)
+                .any(|a| a.allows(secret.as_str(), whole.as_str(), line));
+            if !allowed {
+                // A rule without a group whose expression ends on the character after the
+                // secret (`(?:[^a-zA-Z0-9+/]|\z)`) finds that quote or space too: replacing a
+                // quote would end a JSON string.
+                let end = if secret == whole && !rule.named_secret {
+                    secret.start()
+                        + secret
+                            .as_str()
+                            .trim_end_matches(|c: char| c.is_whitespace() || "\"'`,;".contains(c))
+                            .len()
+                } else {
+                    secret.end()
+                };
+                if end > secret.start() {
+                    out.push(Finding { start: secret.start(), end, rule: k });
+                }
+            }
+        }
+    }
+}
+
+/// The shortest literal read from an expression that the prefilter looks for: shorter ones
+/// would send nearly every text to the rule.
+const MIN_LITERAL: usize = 3;
+
+/// Records that `triggers` (lowercase) send texts to rule `rule`.
+fn index_triggers(
+    index: &mut Vec<String>,
+    rules: &mut Vec<Vec<usize>>,
+    triggers: Vec<String>,
+    rule: usize,
+) {
+    for trigger in triggers {
+        match index.iter().position(|w| *w == trigger) {
+            Some(at) if !rules[at].contains(&rule) => rules[at].push(rule),
+            Some(_) => {}
+            None => {
+                index.push(trigger);
+                rules.push(vec![rule]);
+            }
+        }
+    }
+}
+
+/// The keyword automaton, ASCII case-insensitive.
+fn build_keywords(index: &[String]) -> Option<AhoCorasick> {
+    AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::Standard)
+        .build(index)
+        .ok()
 }
 
 /// The line around `start..end` of `text`.

@@ -252,10 +252,95 @@ const CASES: &[(&str, &str, &str, &str)] = &[
         "f9e8d7c6b5a4F3E2D1C0b9a8",
         "api_key = get_api_key()",
     ),
+    (
+        "azure sas signature",
+        "az storage blob download --blob-url \"https://acmeprod.blob.core.windows.net/backups/db.bak?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-12-31T23:59:59Z&spr=https&sig=Jx8k2%2BqLm9Rt4vW7yZ1aB3cD5eF6gH8iJ0kL2mN4oP6%3D\"",
+        "Jx8k2%2BqLm9Rt4vW7yZ1aB3cD5eF6gH8iJ0kL2mN4oP6%3D",
+        "the sig= parameter of a SAS URL signs it",
+    ),
+    (
+        "discord bot token",
+        "client.run(\"MTEwMjM0NTY3ODkwMTIzNDU2Nw.ecj9iN.Orjj5VfqRTk8j1d-bWWbjkloG1QX647kdNl9cD\")",
+        "MTEwMjM0NTY3ODkwMTIzNDU2Nw.ecj9iN.Orjj5VfqRTk8j1d-bWWbjkloG1QX647kdNl9cD",
+        "client = discord.Client(intents=discord.Intents.default())",
+    ),
+    (
+        "docker hub token piped to docker login",
+        "echo \"dckr_pat_Xq3M9vR2kT7pL4wN8bZ1cY6hJ0s\" | docker login -u ci-bot --password-stdin",
+        "dckr_pat_Xq3M9vR2kT7pL4wN8bZ1cY6hJ0s",
+        "create a dckr_pat_ token under Account settings",
+    ),
+    (
+        "django insecure secret key in an env file",
+        "SECRET_KEY='django-insecure-29326@ml64^%lg2tjf8-^c#z2&+%&k%a7edcmp#b3u2@m7o^s5'",
+        "django-insecure-29326@ml64^%lg2tjf8-^c#z2&+%&k%a7edcmp#b3u2@m7o^s5",
+        "SECRET_KEY = os.environ['DJANGO_SECRET_KEY']",
+    ),
+    (
+        "google oauth access token",
+        "$ gcloud auth print-access-token\nya29.a0AfB_byak6J0kGODKdinZnLXicaBAg8WY1jzIRlNQb0prFmbh7_wy5yq1XoY1BaIMcAxYmfsB4HbQLXjjlAFbVV6q9rXxtNDFyuzX9k1gnneGEYG1_LwiqD9jJBAciI05FhfwKVqlUr5Qrec8TN",
+        "ya29.a0AfB_byak6J0kGODKdinZnLXicaBAg8WY1jzIRlNQb0prFmbh7_wy5yq1XoY1BaIMcAxYmfsB4HbQLXjjlAFbVV6q9rXxtNDFyuzX9k1gnneGEYG1_LwiqD9jJBAciI05FhfwKVqlUr5Qrec8TN",
+        "tokens that start with ya29. expire after an hour",
+    ),
+    (
+        "atlassian api token",
+        "JIRA_API_TOKEN=ATATT3xFfGF0PtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA-2O76UMFxFkM-R5Kjp1vRt_1fjORS-6ilI8ihN5KXSc7Tvo-hBKqFYY-kv5ZJr3J1TWDtkwtDDb_xHKas1VOqg6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po_799NksnRH9uc=6B40928B",
+        "ATATT3xFfGF0PtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA-2O76UMFxFkM-R5Kjp1vRt_1fjORS-6ilI8ihN5KXSc7Tvo-hBKqFYY-kv5ZJr3J1TWDtkwtDDb_xHKas1VOqg6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8po_799NksnRH9uc=6B40928B",
+        "Atlassian API tokens start with ATATT3",
+    ),
+    (
+        "github token wrapped across two lines",
+        "export GITHUB_TOKEN=ghp_R4nd0mT0k3nV4lu3\n    ThatIsThirtySix12345",
+        "ghp_R4nd0mT0k3nV4lu3\n    ThatIsThirtySix12345",
+        "export GITHUB_TOKEN=\n    $(gh auth token)",
+    ),
+    (
+        "aws secret with an escaped slash in json",
+        r#"{"aws_secret_access_key": "Zq8Rk3vT9yLm2Xw7\/b4Nc6Hd1Fs5Gj0Ka8Ue3Yi2"}"#,
+        r"Zq8Rk3vT9yLm2Xw7\/b4Nc6Hd1Fs5Gj0Ka8Ue3Yi2",
+        r#"{"aws_secret_access_key": "${AWS_SECRET_ACCESS_KEY}", "path": "a\/b"}"#,
+    ),
+    (
+        "password with an escaped quote in json",
+        r#"{"db": {"user": "app", "password": "Xk9#mQ2\"vL7pR4tW"}}"#,
+        r#"Xk9#mQ2\"vL7pR4tW"#,
+        r#"{"db": {"user": "app", "password": "${DB_PASSWORD}", "note": "say \"hi\""}}"#,
+    ),
+    (
+        "stripe key with a unicode escape in json",
+        r#"{"STRIPE_KEY": "sk_l\u0069ve_51H8kZQ2eZvKYlo2C9xYz7ABCdefGHIjkl"}"#,
+        r"sk_l\u0069ve_51H8kZQ2eZvKYlo2C9xYz7ABCdefGHIjkl",
+        r#"{"note": "sk_l\u0069ve_ keys are for production"}"#,
+    ),
+    (
+        "gcp service account private key id",
+        r#"{"type": "service_account", "project_id": "acme-prod", "private_key_id": "e0ca923732881584d8c4fa2815d2802827283e0a", "client_email": "ci@acme-prod.iam.gserviceaccount.com"}"#,
+        "e0ca923732881584d8c4fa2815d2802827283e0a",
+        r#"{"type": "service_account", "project_id": "acme-prod", "private_key_id": ""}"#,
+    ),
 ];
 
 fn redact(text: &str) -> String {
     Redactor::new().redact(text).into_owned()
+}
+
+/// A piece of `secret` still in `out`: the secret whole, or (so that a secret redacted only
+/// in part, say up to an escape or a line break, is caught) any 12 characters of one of its
+/// lines.
+fn leftover(out: &str, secret: &str) -> Option<String> {
+    if out.contains(secret) {
+        return Some(secret.to_owned());
+    }
+    for piece in secret.split_whitespace() {
+        let chars: Vec<char> = piece.chars().collect();
+        for window in chars.windows(12) {
+            let window: String = window.iter().collect();
+            if out.contains(&window) {
+                return Some(window);
+            }
+        }
+    }
+    None
 }
 
 #[test]
@@ -264,8 +349,14 @@ fn every_format_is_redacted_and_its_near_miss_is_not() {
     let mut failures = Vec::new();
     for (format, line, secret, near_miss) in CASES {
         let out = redact(line);
-        if out.contains(secret) || !out.contains("[REDACTED:") {
+        if let Some(left) = leftover(&out, secret) {
+            failures.push(format!("{format}: {left:?} left in: {out}"));
+        } else if !out.contains("[REDACTED:") {
             failures.push(format!("{format}: not redacted: {out}"));
+        } else if serde_json::from_str::<serde_json::Value>(line).is_ok()
+            && serde_json::from_str::<serde_json::Value>(&out).is_err()
+        {
+            failures.push(format!("{format}: no longer JSON: {out}"));
         }
         let kept = redact(near_miss);
         if kept != *near_miss {
@@ -279,6 +370,42 @@ fn every_format_is_redacted_and_its_near_miss_is_not() {
         CASES.len(),
         failures.join("\n")
     );
+}
+
+/// Each format is also redacted as a tool call's argument, and inside JSON text that holds
+/// the line as a string (escaped, with `/` written `\/`), which stays JSON.
+#[test]
+fn every_format_is_redacted_in_tool_call_arguments_and_escaped_json() {
+    let redactor = Redactor::new();
+    let mut failures = Vec::new();
+    for (format, line, secret, _) in CASES {
+        let arguments = serde_json::json!({ "input": line }).to_string();
+        let call = Message::assistant_with_calls(None, vec![ToolCall::new("c1", "run", arguments)]);
+        let view = redactor.curate_messages(&[call], &CurationContext::default()).unwrap();
+        let args: serde_json::Value =
+            serde_json::from_str(view[0].tool_calls()[0].arguments()).unwrap();
+        let input = args["input"].as_str().unwrap_or_default();
+        if let Some(left) = leftover(input, secret) {
+            failures.push(format!("{format}: tool call: {left:?} left in {input}"));
+        }
+        // The line as a string inside JSON text: a tool result that returns it.
+        let literal = serde_json::to_string(line).unwrap().replace('/', "\\/");
+        let text = format!("{{\"output\": {literal}, \"status\": 0}}");
+        let redacted = redactor.redact(&text);
+        match serde_json::from_str::<serde_json::Value>(&redacted) {
+            Ok(value) => {
+                let output = value["output"].as_str().unwrap_or_default();
+                // A secret the line writes escaped is looked for as the line writes it.
+                let plain: String = serde_json::from_str(&format!("\"{secret}\""))
+                    .unwrap_or_else(|_| (*secret).to_owned());
+                if let Some(left) = leftover(output, secret).or_else(|| leftover(output, &plain)) {
+                    failures.push(format!("{format}: escaped JSON: {left:?} left in {output}"));
+                }
+            }
+            Err(_) => failures.push(format!("{format}: escaped JSON: no longer JSON: {redacted}")),
+        }
+    }
+    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
 }
 
 #[test]
