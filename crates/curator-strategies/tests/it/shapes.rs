@@ -49,10 +49,13 @@ fn content() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Numbers whose text arguments keep, however they are read, shortened and written.
+const NUMBERS: &[&str] = &["1e2", "2.50", "-12345678901234567890123", "-0.0"];
+
 /// Tool-call arguments whose numbers must keep their text, sometimes 100 KB long.
 fn arguments() -> impl Strategy<Value = String> {
     prop_oneof![
-        8 => (words(), prop::sample::select(vec!["1e2", "2.50", "-12345678901234567890123", "0", "-0.0"]))
+        8 => (words(), prop::sample::select(NUMBERS.to_vec()))
             .prop_map(|(w, n)| format!(r#"{{"path": {}, "n": {n}, "flags": [1, 2.50]}}"#, json!(w))),
         1 => Just(format!(r#"{{"content": {}, "n": 1e2}}"#, json!("x".repeat(100_000)))),
         1 => Just("{}".to_owned()),
@@ -132,9 +135,10 @@ fn anthropic_step() -> impl Strategy<Value = Vec<Value>> {
                 _ => {}
             }
             let ids: Vec<String> = (0..calls.len()).map(|i| format!("toolu_{tag}_{i}")).collect();
+            // Each input is a placeholder the conversation replaces with the arguments' text,
+            // so that their numbers reach the reader as written.
             let uses: Vec<Value> = calls.iter().zip(&ids).map(|(args, id)| {
-                let input: Value = serde_json::from_str(args).unwrap();
-                json!({"type": "tool_use", "id": id, "name": "read", "input": input})
+                json!({"type": "tool_use", "id": id, "name": "read", "input": format!("\u{1}{args}\u{1}")})
             }).collect();
             let mut turns = Vec::new();
             if split && uses.len() > 1 {
@@ -174,7 +178,18 @@ fn anthropic_conversation() -> impl Strategy<Value = Vec<Message>> {
             let mut messages = vec![json!({"role": "user", "content": first})];
             messages.extend(steps.into_iter().flatten());
             let body = json!({"system": format!("You are an agent. {system}"), "messages": messages});
-            anthropic::to_messages(&body).unwrap()
+            // The placeholders become the arguments' own text (read as written).
+            let text = body.to_string();
+            let mut out = String::with_capacity(text.len());
+            let mut pieces = text.split("\"\\u0001");
+            out.push_str(pieces.next().unwrap_or_default());
+            for piece in pieces {
+                let (escaped, rest) = piece.split_once("\\u0001\"").unwrap();
+                let args: String = serde_json::from_str(&format!("\"{escaped}\"")).unwrap();
+                out.push_str(&args);
+                out.push_str(rest);
+            }
+            anthropic::parse(&out).unwrap()
         },
     )
 }
@@ -278,6 +293,10 @@ proptest! {
             input.iter().enumerate().filter(|(_, m)| m.role() == Role::System).collect();
         // A view is held to the rules of each provider whose rules its input keeps (late
         // system messages are OpenAI's, split parallel calls Anthropic's).
+        // Reading kept the numbers as generated (every generated argument but `{}` has one).
+        for call in input.iter().flat_map(|m| m.tool_calls()).filter(|c| c.arguments() != "{}") {
+            prop_assert!(NUMBERS.iter().any(|n| call.arguments().contains(&format!(": {n}"))), "read as {}", call.arguments());
+        }
         let openai_valid = validate::openai(&input).is_ok();
         let anthropic_valid = validate::anthropic(&input).is_ok();
         prop_assert!(openai_valid || anthropic_valid, "the generator made an invalid input");
@@ -314,6 +333,13 @@ proptest! {
                     let pending = input[last].role() == Role::Assistant && input[last].has_tool_calls();
                     if !pending {
                         prop_assert!(kept.contains(&last), "{}: the newest message dropped: {:#?}", name, messages);
+                    }
+                    // Numbers keep their text wherever arguments are sent, shortened or not.
+                    for call in messages.iter().flat_map(|m| m.tool_calls()) {
+                        let original = input.iter().flat_map(|m| m.tool_calls()).find(|c| c.id() == call.id()).unwrap();
+                        for number in NUMBERS.iter().filter(|n| original.arguments().contains(&format!(": {n}"))) {
+                            prop_assert!(call.arguments().contains(*number), "{}: {} lost from {}", name, number, call.arguments());
+                        }
                     }
                     if has_budget(&name) {
                         let tokens: u64 = messages.iter().map(|m| bpe.count_message(m)).sum::<u64>() + bpe.reply_priming();
