@@ -330,7 +330,8 @@ impl HistoryManager for TokenBudget {
         let room_beside = available.saturating_sub(head_room + note);
         let present_min = if present_full > room_beside { present_minimum() } else { 0 };
         let mut want = (head_room + note + present_min).saturating_sub(available);
-        let floors = task.iter().chain(&systems).map(|p| p.floor);
+        let task_floor = task.map_or(0, |t| t.floor);
+        let floors = std::iter::once(task_floor).chain(systems.iter().map(|p| p.floor));
         for (room, floor) in std::iter::once(&mut task_room).chain(&mut system_rooms).zip(floors) {
             let give = room.saturating_sub(floor).min(want);
             *room -= give;

@@ -33,8 +33,8 @@ pub enum Error {
     Lost {
         /// The strategy (or pipeline) whose view it was.
         strategy: String,
-        /// What was lost: "the system message", "an edit of the system message", "the
-        /// task", "the newest unit's message".
+        /// What it did: "dropped the system message", "edited the system message",
+        /// "dropped the task", "dropped a message of the newest unit".
         what: &'static str,
         /// Its position in the history.
         position: usize,

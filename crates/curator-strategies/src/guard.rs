@@ -35,17 +35,20 @@ pub(crate) fn check<'h>(
     for &index in head.pinned() {
         let system = full.structure(index).role() == Role::System;
         let Some(at) = view.index_of(position(index)) else {
-            let what = if system { "the system message" } else { "the task" };
+            let what = if system { "dropped the system message" } else { "dropped the task" };
             return Err(Loss { what, position: position(index) });
         };
         if system && !ctx.shorten_system && view.is_replaced(at) {
-            return Err(Loss { what: "an edit of the system message", position: position(index) });
+            return Err(Loss { what: "edited the system message", position: position(index) });
         }
     }
     if let Some(present) = full.present(&head) {
         for index in present.range() {
             if view.index_of(position(index)).is_none() {
-                return Err(Loss { what: "the newest unit's message", position: position(index) });
+                return Err(Loss {
+                    what: "dropped a message of the newest unit",
+                    position: position(index),
+                });
             }
         }
     }

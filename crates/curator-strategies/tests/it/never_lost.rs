@@ -263,3 +263,19 @@ fn an_unanswered_call_at_the_end_is_never_sent() {
         curator_model::validate::openai(&view).unwrap();
     }
 }
+
+/// With no task pinned and two system messages of different sizes, the room the newest unit
+/// takes from the head comes from what may give (nothing, here): the system messages stay
+/// whole, and the budget either fits or refuses.
+#[test]
+fn several_system_messages_without_a_task_are_never_shortened() {
+    let input = vec![
+        Message::system("Follow the long house rules. ".repeat(40)),
+        Message::system("Be brief."),
+        Message::assistant_with_calls(None, vec![ToolCall::new("c1", "run", "{}")]),
+        Message::tool_result("c1", "output line\n".repeat(300)),
+    ];
+    for max in [300, 500, 700, 1_000, 2_000] {
+        check(&budget(max), &input, &[2, 3], max);
+    }
+}

@@ -202,6 +202,14 @@ fn conversation() -> impl Strategy<Value = Vec<Message>> {
 /// `tools` tokens of schemas where a strategy has a budget.
 fn pipelines(max_tokens: u64, tools: u64) -> Vec<(String, Box<dyn HistoryManager>)> {
     let o200k = Tokenizer::O200k;
+    let relevance = || StrategyConfig::RelevanceBudget {
+        max_tokens,
+        reserve: tools,
+        tokenizer: o200k,
+        head_share: 0.5,
+        recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
+        fold_note: true,
+    };
     let configs = vec![
         StrategyConfig::Passthrough,
         StrategyConfig::SlidingWindow { window_size: 0 },
@@ -233,14 +241,7 @@ fn pipelines(max_tokens: u64, tools: u64) -> Vec<(String, Box<dyn HistoryManager
             tokenizer: o200k,
             head_share: 0.5,
         },
-        StrategyConfig::RelevanceBudget {
-            max_tokens,
-            reserve: tools,
-            tokenizer: o200k,
-            head_share: 0.5,
-            recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
-            fold_note: true,
-        },
+        relevance(),
         // The CLI's default pipeline.
         StrategyConfig::Compose {
             steps: vec![
@@ -249,14 +250,7 @@ fn pipelines(max_tokens: u64, tools: u64) -> Vec<(String, Box<dyn HistoryManager
                     patterns: std::collections::BTreeMap::default(),
                 },
                 StrategyConfig::ToolResultTruncator { max_length: 4_000, suffix: None },
-                StrategyConfig::RelevanceBudget {
-                    max_tokens,
-                    reserve: tools,
-                    tokenizer: o200k,
-                    head_share: 0.5,
-                    recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
-                    fold_note: true,
-                },
+                relevance(),
             ],
         },
     ];
@@ -283,12 +277,13 @@ proptest! {
         // shortened or refused.
         max_tokens in prop_oneof![3 => 200u64..1_500, 1 => 1_500u64..16_000],
         tools_share in prop_oneof![Just(0.0), 0.0f64..0.95],
+        preserve_task in prop_oneof![3 => Just(true), 1 => Just(false)],
     ) {
         let bpe = Bpe::new(Encoding::O200kBase).unwrap();
         #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss, reason = "a share of a budget")]
         let tools = (max_tokens as f64 * tools_share) as u64;
         let history = History::from(&input);
-        let ctx = CurationContext::default();
+        let ctx = CurationContext::default().with_preserve_task(preserve_task);
         let systems: Vec<(usize, &Message)> =
             input.iter().enumerate().filter(|(_, m)| m.role() == Role::System).collect();
         // A view is held to the rules of each provider whose rules its input keeps (late
@@ -327,7 +322,7 @@ proptest! {
                         }
                     }
                     // The task, and the newest message that coherence keeps.
-                    if let Some(task) = input.iter().position(|m| m.role() == Role::User) {
+                    if let Some(task) = input.iter().position(|m| m.role() == Role::User).filter(|_| preserve_task) {
                         prop_assert!(kept.contains(&task), "{}: the task dropped", name);
                     }
                     let last = input.len() - 1;
