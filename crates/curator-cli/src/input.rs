@@ -250,20 +250,27 @@ fn whole_object(
     from_object(object, format, &id, text).map_err(|error| Failed { id, error })
 }
 
-/// Reads a whole JSON document (an array of messages or one conversation object).
-fn document(reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
-    let value: Value = serde_json::from_reader(reader)
+/// Reads a whole JSON document (an array of messages or one conversation object). Its text
+/// is kept until the format is known: Anthropic `tool_use` inputs are read from it, so that
+/// their numbers keep their text; an OpenAI array's text is dropped before its messages are
+/// converted.
+fn document(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
+    let mut text = String::new();
+    reader.read_to_string(&mut text).context("cannot read the input")?;
+    let value: Value = serde_json::from_str(&text)
         .map_err(|e| anyhow!("invalid JSON at line {}, column {}: {e}", e.line(), e.column()))?;
     match value {
         Value::Array(_) => {
             let conversation = detect(format, None, &value)
                 .and_then(|format| {
-                    Ok(Conversation {
-                        id: "1".into(),
-                        messages: to_messages(value, None, format)?,
-                        format,
-                        envelope: None,
-                    })
+                    let messages = if format == Format::Anthropic {
+                        drop(value);
+                        formats::anthropic::parse(&text)?
+                    } else {
+                        drop(text);
+                        to_messages(value, None, format)?
+                    };
+                    Ok(Conversation { id: "1".into(), messages, format, envelope: None })
                 })
                 .map_err(|error| Failed { id: "1".into(), error });
             Ok(Reader {
@@ -276,7 +283,7 @@ fn document(reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
         Value::Object(object) => Ok(Reader {
             layout: Layout::Object,
             format,
-            pending: Some(whole_object(object, format, None)),
+            pending: Some(whole_object(object, format, Some(&text))),
             source: Rest::Done,
         }),
         other => bail!(

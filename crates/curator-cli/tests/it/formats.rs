@@ -82,6 +82,26 @@ fn anthropic_numbers_keep_their_text_through_passthrough_and_conversion() {
     assert_eq!(first["messages"][1]["tool_calls"][0]["function"]["arguments"], EXACT);
 }
 
+/// A bare array of Anthropic messages, over several lines, keeps its numbers too.
+#[test]
+fn an_anthropic_array_keeps_the_numbers_of_tool_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = anthropic_line();
+    let messages = &line[line.find('[').unwrap()..line.rfind(']').unwrap() + 1];
+    for (name, content) in
+        [("one.json", messages.to_owned()), ("lines.json", messages.replace("}, {", "},\n{"))]
+    {
+        let path = write(dir.path(), name, &content);
+        for format in ["auto", "anthropic"] {
+            let out = curator(&["curate", path.to_str().unwrap(), "--format", format]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            let stdout = text(&out.stdout);
+            let compact: String = stdout.split_whitespace().collect();
+            assert!(compact.contains(&format!(r#""input":{EXACT}"#)), "{name} {format}: {stdout}");
+        }
+    }
+}
+
 #[test]
 fn an_anthropic_passthrough_keeps_consecutive_user_messages() {
     let request = json!({"messages": [u("a"), u("b"), {"role": "assistant", "content": "c"}]});
