@@ -87,7 +87,7 @@ fn anthropic_numbers_keep_their_text_through_passthrough_and_conversion() {
 fn an_anthropic_array_keeps_the_numbers_of_tool_inputs() {
     let dir = tempfile::tempdir().unwrap();
     let line = anthropic_line();
-    let messages = &line[line.find('[').unwrap()..line.rfind(']').unwrap() + 1];
+    let messages = &line[line.find('[').unwrap()..=line.rfind(']').unwrap()];
     for (name, content) in
         [("one.json", messages.to_owned()), ("lines.json", messages.replace("}, {", "},\n{"))]
     {
