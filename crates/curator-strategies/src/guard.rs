@@ -11,7 +11,7 @@
 
 use curator_model::Role;
 
-use crate::{CurationContext, History, View};
+use crate::{CurationContext, Head, History, View};
 
 /// What a view lost: what it was and its history position.
 pub(crate) struct Loss {
@@ -20,36 +20,40 @@ pub(crate) struct Loss {
 }
 
 /// `view` (curated from the whole of `history`) with coherence restored, or what it lost.
-/// Costs O(pinned + present) lookups in the view's runs, not O(history).
+/// Costs O(pinned + present) lookups in the view's runs, not O(history), unless a message of
+/// the present is missing.
 pub(crate) fn check<'h>(
     history: &'h History<'h>,
     view: View<'h>,
     ctx: &CurationContext<'_>,
 ) -> Result<View<'h>, Loss> {
     let view = view.repaired();
-    // What must be there is what coherence keeps of the whole history: a call whose result
-    // never came is not sent. Repair plans only the history's unsettled tail.
-    let full = View::full(history).repaired();
+    let full = View::full(history);
     let head = full.head(ctx);
-    let position = |index: usize| full.pos(index).unwrap_or(index);
     for &index in head.pinned() {
+        // Repair never removes a user or system message, so the whole history's own
+        // positions are the ones to find.
         let system = full.structure(index).role() == Role::System;
-        let Some(at) = view.index_of(position(index)) else {
+        let Some(at) = view.index_of(index) else {
             let what = if system { "dropped the system message" } else { "dropped the task" };
-            return Err(Loss { what, position: position(index) });
+            return Err(Loss { what, position: index });
         };
         if system && !ctx.shorten_system && view.is_replaced(at) {
-            return Err(Loss { what: "edited the system message", position: position(index) });
+            return Err(Loss { what: "edited the system message", position: index });
         }
     }
-    if let Some(present) = full.present(&head) {
-        for index in present.range() {
-            if view.index_of(position(index)).is_none() {
-                return Err(Loss {
-                    what: "dropped a message of the newest unit",
-                    position: position(index),
-                });
-            }
+    let missing = |full: &View<'_>, head: &Head| {
+        let present = full.present(head)?;
+        present.range().filter_map(|i| full.pos(i)).find(|&pos| view.index_of(pos).is_none())
+    };
+    if missing(&full, &head).is_some() {
+        // What must be there is what coherence keeps of the whole history (an orphan result
+        // at the end is not sent): only on this path is the history repaired, which costs
+        // O(history) when it holds an orphan anywhere.
+        let full = full.repaired();
+        let head = full.head(ctx);
+        if let Some(position) = missing(&full, &head) {
+            return Err(Loss { what: "dropped a message of the newest unit", position });
         }
     }
     Ok(view)

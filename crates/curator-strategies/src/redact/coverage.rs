@@ -221,8 +221,10 @@ fn check_forms(redactor: &Redactor, example: &str, secret: &str) -> Result<(), S
     }
     let arguments = serde_json::json!({ "input": example }).to_string();
     let call = Message::assistant_with_calls(None, vec![ToolCall::new("c1", "run", arguments)]);
+    // Answered: a call left unanswered at the end is never sent.
+    let result = Message::tool_result("c1", "done");
     let view = redactor
-        .curate_messages(&[call], &CurationContext::default())
+        .curate_messages(&[call, result], &CurationContext::default())
         .map_err(|e| format!("curate: {e}"))?;
     let args: Value = view
         .first()

@@ -7,6 +7,7 @@ use curator_model::{Content, Message};
 
 use super::entry::ViewEntry;
 use super::items::{Item, Items};
+use super::paired::same_structure;
 use super::selection::View;
 use crate::coherence;
 
@@ -94,19 +95,30 @@ impl<'h> View<'h> {
     #[must_use]
     pub fn replace(self, mut replace: impl FnMut(&ViewEntry<'h>) -> Option<Message>) -> Self {
         let mut edit = self.edit();
+        // A coherent view stays coherent when every replacement keeps its structure.
+        let mut same = self.coherent;
         for (index, entry) in self.iter().enumerate() {
             match replace(&entry) {
-                Some(message) => edit.replace(index, message),
+                Some(message) => {
+                    same = same && same_structure(self.structure(index), &message);
+                    edit.replace(index, message)
+                }
                 None => edit.keep(index..index + 1),
             };
         }
-        edit.build()
+        let mut next = edit.build();
+        next.coherent = same;
+        next
     }
 
     /// Restores coherence: see [`coherence`](crate::coherence). Costs O(view); returns the
     /// view itself when nothing breaks the rules.
     #[must_use]
-    pub fn repaired(self) -> Self {
+    pub fn repaired(mut self) -> Self {
+        if self.coherent {
+            return self;
+        }
+        self.coherent = true;
         // Only what follows the last point where the history's pairing shows the view
         // coherent and settled needs planning: an agent's newest calls, as a rule.
         let start = self.repair_from().unwrap_or(0);
@@ -133,7 +145,9 @@ impl<'h> View<'h> {
             }
         }
         edit.keep(from..self.len());
-        edit.build()
+        let mut repaired = edit.build();
+        repaired.coherent = true;
+        repaired
     }
 }
 
@@ -188,6 +202,11 @@ impl<'h> Edit<'_, 'h> {
 
     /// The next view as built, for edits that keep coherence by construction.
     pub(crate) fn build(self) -> View<'h> {
-        View { history: self.view.history, items: self.items, maps: self.view.maps.clone() }
+        View {
+            history: self.view.history,
+            items: self.items,
+            maps: self.view.maps.clone(),
+            coherent: false,
+        }
     }
 }

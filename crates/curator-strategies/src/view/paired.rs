@@ -94,7 +94,7 @@ impl View<'_> {
 
 /// Whether two messages have the same structure: role, answered call, and the calls' ids
 /// and names.
-fn same_structure(a: &Message, b: &Message) -> bool {
+pub(super) fn same_structure(a: &Message, b: &Message) -> bool {
     a.role() == b.role()
         && a.tool_call_id() == b.tool_call_id()
         && a.tool_calls().len() == b.tool_calls().len()

@@ -46,6 +46,9 @@ pub struct View<'h> {
     pub(super) history: &'h History<'h>,
     pub(super) items: Items,
     pub(super) maps: Vec<Arc<dyn MessageMap>>,
+    /// Whether [`repaired`](View::repaired) made this view (maps never change structure), so
+    /// that repairing it again, as the guard of every pipeline does, costs nothing.
+    pub(super) coherent: bool,
 }
 
 impl<'h> View<'h> {
@@ -53,7 +56,7 @@ impl<'h> View<'h> {
     pub fn full(history: &'h History<'h>) -> Self {
         let mut items = Items::with_capacity(1);
         items.push(Item::Run { start: 0, end: history.len() as u32 });
-        Self { history, items, maps: Vec::new() }
+        Self { history, items, maps: Vec::new(), coherent: false }
     }
 
     /// The history the view selects from.
