@@ -76,6 +76,9 @@ impl HistoryManager for ToolFilter {
         }
         // The newest unit is never lost: its calls are what the model just did.
         let present = view.present(&view.head(ctx)).map_or(view.len()..view.len(), |u| u.range());
+        // Where the view is known coherent and settled up to (O(items)): filtering keeps that
+        // part coherent, so only what follows needs planning.
+        let settled = view.repair_from();
         let answered = view.answered_calls();
         let mut edit = view.edit();
         // Messages kept as they are go in runs, from `run` to the next one that changes.
@@ -101,8 +104,18 @@ impl HistoryManager for ToolFilter {
             run = index + 1;
         }
         edit.keep(run..view.len());
-        // Calls and their results were dropped together, so a coherent view stays coherent.
-        Ok(edit.build())
+        // Calls and their results were dropped together, so a coherent part stays coherent:
+        // only the part after the settled point (calls still open at the end) is planned.
+        let next = edit.build();
+        Ok(match settled {
+            Some(settled) => {
+                let from = (settled..view.len())
+                    .find_map(|i| view.pos(i).and_then(|p| next.index_of(p)))
+                    .unwrap_or(next.len());
+                next.repaired_after(from)
+            }
+            None => next,
+        })
     }
 
     fn name(&self) -> Cow<'_, str> {

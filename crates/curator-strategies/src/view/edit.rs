@@ -114,15 +114,24 @@ impl<'h> View<'h> {
     /// Restores coherence: see [`coherence`](crate::coherence). Costs O(view); returns the
     /// view itself when nothing breaks the rules.
     #[must_use]
-    pub fn repaired(mut self) -> Self {
+    pub fn repaired(self) -> Self {
+        if self.coherent {
+            return self;
+        }
+        // Only what follows the last point where the history's pairing shows the view
+        // coherent and settled needs planning: an agent's newest calls, as a rule.
+        let start = self.repair_from().unwrap_or(0);
+        self.repaired_after(start)
+    }
+
+    /// Restores coherence in a view known to follow the rules before index `start`, with no
+    /// call open there: only what follows is planned.
+    pub(crate) fn repaired_after(mut self, start: usize) -> Self {
         if self.coherent {
             return self;
         }
         self.coherent = true;
-        // Only what follows the last point where the history's pairing shows the view
-        // coherent and settled needs planning: an agent's newest calls, as a rule.
-        let start = self.repair_from().unwrap_or(0);
-        if start == self.len() {
+        if start >= self.len() {
             return self;
         }
         let repairs = coherence::plan(self.structures().skip(start), |i| self.structure(start + i));

@@ -290,7 +290,7 @@ proptest! {
         // system messages are OpenAI's, split parallel calls Anthropic's).
         // Reading kept the numbers as generated: every generated argument but `{}` holds
         // `2.50` (in `flags`) or `1e2` (the 100 KB one), which a reader through `f64` rewrites.
-        for call in input.iter().flat_map(|m| m.tool_calls()).filter(|c| c.arguments() != "{}") {
+        for call in input.iter().flat_map(Message::tool_calls).filter(|c| c.arguments() != "{}") {
             prop_assert!(["2.50", "1e2"].iter().any(|n| call.arguments().contains(n)), "read as {}", call.arguments());
         }
         let openai_valid = validate::openai(&input).is_ok();
@@ -331,8 +331,8 @@ proptest! {
                         prop_assert!(kept.contains(&last), "{}: the newest message dropped: {:#?}", name, messages);
                     }
                     // Numbers keep their text wherever arguments are sent, shortened or not.
-                    for call in messages.iter().flat_map(|m| m.tool_calls()) {
-                        let original = input.iter().flat_map(|m| m.tool_calls()).find(|c| c.id() == call.id()).unwrap();
+                    for call in messages.iter().flat_map(Message::tool_calls) {
+                        let original = input.iter().flat_map(Message::tool_calls).find(|c| c.id() == call.id()).unwrap();
                         for number in NUMBERS.iter().filter(|n| original.arguments().contains(*n)) {
                             prop_assert!(call.arguments().contains(*number), "{}: {} lost from {}", name, number, call.arguments());
                         }
