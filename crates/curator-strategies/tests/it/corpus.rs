@@ -2,9 +2,9 @@
 
 use curator_model::{Message, Role, formats::openai, validate};
 use curator_strategies::{
-    ClearOldToolResults, CurationContext, Error, Extractive, History, HistoryManager,
-    HistoryManagerExt, Passthrough, Redactor, SlidingWindow, Summarize, Threshold, TokenBudget,
-    ToolFilter, ToolResultTruncator, TurnLimit, View,
+    ClearOldToolResults, CurationContext, Extractive, History, HistoryManager, HistoryManagerExt,
+    Passthrough, Redactor, SlidingWindow, Summarize, Threshold, TokenBudget, ToolFilter,
+    ToolResultTruncator, TurnLimit, View,
 };
 use curator_testkit::corpus;
 
@@ -63,7 +63,7 @@ fn every_view_of_every_prefix_is_valid_for_both_providers() {
 #[cfg(feature = "tiktoken")]
 #[test]
 fn tight_budgets_never_starve_the_agent_on_real_transcripts() {
-    use curator_strategies::{Bpe, Encoding, TokenCounter};
+    use curator_strategies::{Bpe, Encoding, Error, TokenCounter};
 
     let Some(conversations) = corpus::load() else { return };
     let bpe = Bpe::new(Encoding::O200kBase).unwrap();
