@@ -251,35 +251,38 @@ fn whole_object(
 }
 
 /// Reads a whole JSON document (an array of messages or one conversation object). Its text
-/// is kept until the format is known: Anthropic `tool_use` inputs are read from it, so that
-/// their numbers keep their text; an OpenAI array's text is dropped before its messages are
-/// converted.
+/// is held while it is read: an array's messages are slices of it, read one at a time (to
+/// tell the format, then to convert), so memory holds the text and the messages read from
+/// it; Anthropic `tool_use` inputs are read from the text, so that their numbers keep it.
 fn document(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
     let mut text = String::new();
     reader.read_to_string(&mut text).context("cannot read the input")?;
+    if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(&text) {
+        let conversation = detect_array(format, &items)
+            .and_then(|format| {
+                let messages = if format == Format::Anthropic {
+                    formats::anthropic::parse(&text)?
+                } else {
+                    let mut out = Vec::with_capacity(items.len());
+                    for (index, raw) in items.iter().enumerate() {
+                        let item: Value = serde_json::from_str(raw.get())?;
+                        out.push(formats::openai::message_from_value(index, &item)?);
+                    }
+                    out
+                };
+                Ok(Conversation { id: "1".into(), messages, format, envelope: None })
+            })
+            .map_err(|error| Failed { id: "1".into(), error });
+        return Ok(Reader {
+            layout: Layout::Array,
+            format,
+            pending: Some(conversation),
+            source: Rest::Done,
+        });
+    }
     let value: Value = serde_json::from_str(&text)
         .map_err(|e| anyhow!("invalid JSON at line {}, column {}: {e}", e.line(), e.column()))?;
     match value {
-        Value::Array(_) => {
-            let conversation = detect(format, None, &value)
-                .and_then(|format| {
-                    let messages = if format == Format::Anthropic {
-                        drop(value);
-                        formats::anthropic::parse(&text)?
-                    } else {
-                        drop(text);
-                        to_messages(value, None, format)?
-                    };
-                    Ok(Conversation { id: "1".into(), messages, format, envelope: None })
-                })
-                .map_err(|error| Failed { id: "1".into(), error });
-            Ok(Reader {
-                layout: Layout::Array,
-                format,
-                pending: Some(conversation),
-                source: Rest::Done,
-            })
-        }
         Value::Object(object) => Ok(Reader {
             layout: Layout::Object,
             format,
@@ -522,6 +525,30 @@ fn detect(
         );
     }
     Ok(first.format)
+}
+
+/// [`detect`] for a bare array whose messages are slices of the text, read one at a time.
+fn detect_array(format: Format, items: &[&RawValue]) -> Result<Format> {
+    if format != Format::Auto {
+        return Ok(format);
+    }
+    let mut first: Option<Signal> = None;
+    for (index, raw) in items.iter().enumerate() {
+        let message: Value = serde_json::from_str(raw.get())?;
+        let Some(signal) = message_signal(index, &message) else { continue };
+        match &first {
+            None => first = Some(signal),
+            Some(first) if first.format != signal.format => bail!(
+                "cannot tell the format: {} is {}, but {} is {}; pass --format",
+                first.what,
+                name(first.format),
+                signal.what,
+                name(signal.format)
+            ),
+            Some(_) => {}
+        }
+    }
+    Ok(first.map_or(Format::Openai, |s| s.format))
 }
 
 fn name(format: Format) -> &'static str {
