@@ -138,8 +138,12 @@ impl<'h> View<'h> {
         if repairs.is_empty() {
             return self;
         }
+        // The part before `start` stays as it is: only the tail is rebuilt, and the view's
+        // own items are cut where it begins (no copy of what comes before, which matters
+        // for a view of many items, such as one with many replaced messages).
         let mut edit = self.edit();
-        let mut from = 0;
+        edit.next = start;
+        let mut from = start;
         for (index, calls) in repairs.iter() {
             let index = start + index;
             edit.keep(from..index);
@@ -154,9 +158,10 @@ impl<'h> View<'h> {
             }
         }
         edit.keep(from..self.len());
-        let mut repaired = edit.build();
-        repaired.coherent = true;
-        repaired
+        let tail = edit.items;
+        self.items.truncate(start);
+        self.items.append(tail);
+        self
     }
 }
 

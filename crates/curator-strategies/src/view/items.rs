@@ -115,6 +115,26 @@ impl Items {
         None
     }
 
+    /// Keeps the first `len` messages (cutting a run where it must), dropping the rest.
+    pub(super) fn truncate(&mut self, len: usize) {
+        let Some(slot) = self.locate(len) else { return };
+        self.items.truncate(slot.item + 1);
+        if slot.offset == 0 {
+            self.items.pop();
+        } else if let Some((item, end)) = self.items.last_mut() {
+            // A slot inside an item is inside a run: owned items hold one message.
+            *item = item.part(0, slot.offset);
+            *end = len as u32;
+        }
+    }
+
+    /// Appends every item of `other`, merging adjacent runs at the seam.
+    pub(super) fn append(&mut self, other: Items) {
+        for (item, _) in other.items {
+            self.push(item);
+        }
+    }
+
     /// Appends the messages at view indices `range` of `other`.
     pub(super) fn extend_from(&mut self, other: &Items, range: Range<usize>) {
         if range.is_empty() {
@@ -178,6 +198,31 @@ mod tests {
         assert_eq!(items.locate(5), Some(Slot { item: 1, offset: 0 }));
         assert_eq!(items.locate(6), Some(Slot { item: 2, offset: 0 }));
         assert_eq!(items.locate(7), None);
+    }
+
+    #[test]
+    fn truncate_cuts_inside_a_run_and_append_merges_at_the_seam() {
+        let mut items = Items::default();
+        items.push(Item::Run { start: 0, end: 4 });
+        items.push(Item::Owned { pos: None, message: Arc::new(Message::user("s")), applied: 0 });
+        items.push(Item::Run { start: 10, end: 14 });
+        let mut cut = items.clone();
+        cut.truncate(2);
+        assert_eq!((cut.len(), runs(&cut)), (2, vec![(0, 2)]));
+        let mut tail = Items::default();
+        tail.push(Item::Run { start: 2, end: 3 });
+        tail.push(Item::Run { start: 12, end: 13 });
+        cut.append(tail);
+        assert_eq!((cut.len(), runs(&cut)), (4, vec![(0, 3), (12, 13)]));
+        // At an item's start the item goes whole; past the end nothing changes.
+        let mut at_owned = items.clone();
+        at_owned.truncate(4);
+        assert_eq!((at_owned.len(), at_owned.count()), (4, 1));
+        let mut past = items.clone();
+        past.truncate(9);
+        assert_eq!((past.len(), past.count()), (9, 3));
+        items.truncate(0);
+        assert_eq!(items.len(), 0);
     }
 
     #[test]

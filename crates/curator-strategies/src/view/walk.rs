@@ -166,18 +166,16 @@ impl Iterator for UnitsRev<'_, '_> {
         let mut first = last;
         if let Some(pos) = view.pos(last) {
             // A tool message's unit reaches back to the assistant message that called it.
-            let head_of = |index: usize, p: usize| {
-                if view.structure(index).role() == Role::Tool {
-                    view.history().unit_head(p).unwrap_or(p)
-                } else {
-                    p
-                }
-            };
-            let mut head = head_of(last, pos);
+            // The history knows it by position (every other message, and a tool message
+            // that answers nothing, heads its own), and a message a view shows at a
+            // position keeps that message's structure, so no message is read.
+            let history = view.history();
+            let head_of = |p: usize| history.unit_head(p).unwrap_or(p);
+            let mut head = head_of(pos);
             while first > self.floor {
                 match view.pos(first - 1) {
                     Some(p) if p >= head && p < pos => {
-                        head = head.min(head_of(first - 1, p));
+                        head = head.min(head_of(p));
                         first -= 1;
                     }
                     _ => break,
