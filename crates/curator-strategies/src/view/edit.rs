@@ -134,7 +134,7 @@ impl<'h> View<'h> {
         if start >= self.len() {
             return self;
         }
-        let repairs = coherence::plan(self.structures().skip(start), |i| self.structure(start + i));
+        let repairs = coherence::plan(self.structures_from(start), |i| self.structure(start + i));
         if repairs.is_empty() {
             return self;
         }

@@ -162,6 +162,17 @@ impl Items {
             .flat_map(|(item, (it, _))| (0..it.len()).map(move |offset| Slot { item, offset }))
     }
 
+    /// Every slot from view index `index` on, front to back: O(log items) to start, not
+    /// O(index) as skipping [`slots`](Items::slots) would be.
+    pub(super) fn slots_from(&self, index: usize) -> impl Iterator<Item = Slot> + '_ {
+        let first = self.locate(index);
+        let (start, offset) = first.map_or((self.items.len(), 0), |slot| (slot.item, slot.offset));
+        self.items[start..].iter().enumerate().flat_map(move |(k, (it, _))| {
+            let from = if k == 0 { offset } else { 0 };
+            (from..it.len()).map(move |offset| Slot { item: start + k, offset })
+        })
+    }
+
     /// Whether view index `index` begins a run item (so that a stretch of history from it
     /// can be counted as one range).
     pub(super) fn run_at(&self, slot: Slot) -> Option<(u32, u32)> {
@@ -223,6 +234,18 @@ mod tests {
         assert_eq!((past.len(), past.count()), (9, 3));
         items.truncate(0);
         assert_eq!(items.len(), 0);
+    }
+
+    #[test]
+    fn slots_from_starts_inside_an_item() {
+        let mut items = Items::default();
+        items.push(Item::Run { start: 0, end: 3 });
+        items.push(Item::Owned { pos: None, message: Arc::new(Message::user("s")), applied: 0 });
+        items.push(Item::Run { start: 9, end: 11 });
+        for index in 0..=6 {
+            let all: Vec<Slot> = items.slots().skip(index).collect();
+            assert_eq!(items.slots_from(index).collect::<Vec<_>>(), all, "from {index}");
+        }
     }
 
     #[test]

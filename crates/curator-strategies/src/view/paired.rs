@@ -235,7 +235,7 @@ mod tests {
             // repairs as planning the whole view.
             if let Some(start) = view.repair_from() {
                 let plan_from = |start: usize| -> Vec<(usize, Option<Vec<bool>>)> {
-                    coherence::plan(view.structures().skip(start), |i| view.structure(start + i))
+                    coherence::plan(view.structures_from(start), |i| view.structure(start + i))
                         .iter()
                         .map(|(index, calls)| (start + index, calls.map(<[bool]>::to_vec)))
                         .collect()

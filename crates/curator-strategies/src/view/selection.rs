@@ -147,6 +147,11 @@ impl<'h> View<'h> {
         self.items.slots().map(|slot| self.slot_structure(slot))
     }
 
+    /// [`structures`](View::structures) from view index `index` on, found in O(log items).
+    pub(crate) fn structures_from(&self, index: usize) -> impl Iterator<Item = &'_ Message> + '_ {
+        self.items.slots_from(index).map(|slot| self.slot_structure(slot))
+    }
+
     /// The messages, borrowed from the history where unchanged: the request, ready for
     /// [`formats`](curator_model::formats) and [`validate`](curator_model::validate), which
     /// take them as they are. Nothing is deep-copied.
