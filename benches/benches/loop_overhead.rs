@@ -18,7 +18,7 @@ use std::time::Instant;
 use curator_benches::{percentile, quick, recorded_conversation, report_dir};
 use curator_model::{Message, ToolCall};
 use curator_session::{Conversation, MemoryStore, SessionStore};
-use curator_sqlite::{Durability, Options, SqliteStore};
+use curator_sqlite::{Durability, SqliteOptions, SqliteStore};
 use curator_strategies::{CurationContext, HistoryManagerExt, TokenBudget, ToolResultTruncator};
 
 /// Times `iterations` loop iterations; returns each one's duration in nanoseconds.
@@ -68,7 +68,7 @@ fn main() {
                     let dir = tempfile::tempdir().expect("tempdir");
                     let sqlite = SqliteStore::open_with(
                         dir.path().join("loop.db"),
-                        Options::default().with_durability(Durability::Normal),
+                        SqliteOptions::default().with_durability(Durability::Normal),
                     )
                     .expect("open");
                     let mut conversation = recorded_conversation(&sqlite, size);

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use curator_model::{Entry, EvaluationId, Message, PromptRef};
 use curator_session::{Conversation, SessionKey, SessionStore};
-use curator_sqlite::{Durability, Options, SqliteStore};
+use curator_sqlite::{Durability, SqliteOptions, SqliteStore};
 
 fn key() -> SessionKey {
     SessionKey::new("bench")
@@ -39,7 +39,7 @@ fn entries(evaluation: EvaluationId, from: u64, n: usize) -> Vec<Entry> {
 }
 
 fn open(dir: &tempfile::TempDir, name: &str, durability: Durability) -> SqliteStore {
-    SqliteStore::open_with(dir.path().join(name), Options::default().with_durability(durability))
+    SqliteStore::open_with(dir.path().join(name), SqliteOptions::default().with_durability(durability))
         .expect("open")
 }
 
@@ -158,7 +158,7 @@ fn opening(c: &mut Criterion) {
     let path = dir.path().join("big.db");
     {
         let store =
-            SqliteStore::open_with(&path, Options::default().with_durability(Durability::Normal))
+            SqliteStore::open_with(&path, SqliteOptions::default().with_durability(Durability::Normal))
                 .expect("open");
         for chunk in 0..10u64 {
             store
@@ -179,7 +179,7 @@ fn opening(c: &mut Criterion) {
 /// assistant in turn), one prompt, under 1,000 session keys of 10 evaluations each.
 fn million_row_file(path: &std::path::Path) -> SqliteStore {
     let store =
-        SqliteStore::open_with(path, Options::default().with_durability(Durability::Normal))
+        SqliteStore::open_with(path, SqliteOptions::default().with_durability(Durability::Normal))
             .expect("open");
     let base = chrono::Utc::now() - chrono::Duration::days(30);
     let prompt = PromptRef::new("bench", "agent");

@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use curator::model::{Entry, EvaluationId, Message, PromptRef, Role};
+use curator::model::{Entry, EvaluationId, Message, PromptRef};
 use curator::postgres::{PgOptions, PgStore};
-use curator::session::{SessionKey, SessionStore};
+use curator::session::{SessionKey, SessionStore, next_turn};
 use curator::sqlite::SqliteStore;
 
 /// The prompt namespace `curator replay` records conversations under; the key is the
@@ -118,10 +118,7 @@ impl Recorder {
             .iter()
             .enumerate()
             .map(|(i, m)| {
-                if m.role() == Role::Assistant {
-                    turn += 1;
-                }
-                let turn = if m.role() == Role::Tool { turn.max(1) } else { turn };
+                turn = next_turn(turn, m.role());
                 Entry::builder(evaluation, m.clone())
                     .sequence(i as u64)
                     .turn(turn)

@@ -2,7 +2,7 @@
 //! requests are built from the turns by a [`Compression`].
 
 use curator_model::{BoxError, Message, Role};
-use curator_session::{Conversation, NextStep, SessionStore};
+use curator_session::{Conversation, Driver, NextStep, Outcome, SessionStore, Step, drive};
 
 use crate::compression::{Compression, execution_report};
 use crate::error::{Error, Result};
@@ -24,15 +24,10 @@ pub enum Executed {
     Finished(TurnDraft),
 }
 
-/// How a [`CoalescedConversation`] loop ended.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum CoalescedOutcome {
-    /// The executor said the run is finished after this turn.
-    Finished(Box<Turn>),
-    /// Every turn of the budget was taken.
-    OutOfTurns,
-}
+/// How a [`CoalescedConversation`] loop ended: the session's [`Outcome`], carrying the turn
+/// after which the executor said the run is finished ([`Outcome::Finished`]), or
+/// [`Outcome::MaxTurns`] when every turn of the run's budget was taken.
+pub type CoalescedOutcome = Outcome<Box<Turn>>;
 
 /// A [`Conversation`] for an agent that answers with programs: each reply is recorded, the
 /// caller runs its program and hands back the [`TurnDraft`], and every request is built from
@@ -75,6 +70,8 @@ pub struct CoalescedConversation<S> {
     turns: Turns,
     compression: Box<dyn Compression>,
     checkpoint: String,
+    /// The turn after which the executor said the run is finished, in this process.
+    finished: Option<Turn>,
 }
 
 impl<S: SessionStore> CoalescedConversation<S> {
@@ -107,8 +104,14 @@ impl<S: SessionStore> CoalescedConversation<S> {
             })?,
             None => Turns::new(),
         };
-        let mut adapter =
-            Self { conversation, run, turns, compression: Box::new(compression), checkpoint };
+        let mut adapter = Self {
+            conversation,
+            run,
+            turns,
+            compression: Box::new(compression),
+            checkpoint,
+            finished: None,
+        };
         if adapter.conversation.next_step() == NextStep::WaitForUser {
             let opening = mission_and_namespaces(&adapter.run);
             adapter.conversation.add_user(opening.trim_end())?;
@@ -282,35 +285,67 @@ impl<S: SessionStore> CoalescedConversation<S> {
     /// recorded stays recorded), and the adapter's own errors.
     pub fn run_blocking<P, X>(
         &mut self,
-        mut provider: P,
+        provider: P,
         mut execute: X,
     ) -> Result<CoalescedOutcome>
     where
         P: FnMut(&[Message]) -> std::result::Result<Message, BoxError>,
         X: FnMut(TurnDraft) -> std::result::Result<Executed, BoxError>,
     {
-        let mut draft = self.pending_program();
-        loop {
-            let draft_now = match draft.take() {
-                Some(draft) => draft,
-                None if self.turns_left() == 0 => return Ok(CoalescedOutcome::OutOfTurns),
-                None => {
-                    let request = self.request();
-                    let reply = provider(&request).map_err(|source| Error::Provider { source })?;
-                    self.record_reply(reply)?
-                }
-            };
-            let turn = u32::try_from(self.turns.len() + 1).unwrap_or(u32::MAX);
-            match execute(draft_now).map_err(|source| Error::Execution { turn, source })? {
-                Executed::Continue(done) => {
-                    self.record_execution(done)?;
-                }
-                Executed::Finished(done) => {
-                    let turn = self.record_execution(done)?.clone();
-                    return Ok(CoalescedOutcome::Finished(Box::new(turn)));
-                }
+        drive(self, (), provider, |draft: &TurnDraft| execute(draft.clone()), u32::MAX)
+    }
+}
+
+/// The coalesced conversation as a [`Driver`]: its work is the program of the model's
+/// latest reply, run by the caller's executor, and a finished run carries the turn after
+/// which the executor said so; the run's own budget of turns bounds it.
+impl<S: SessionStore> Driver for CoalescedConversation<S> {
+    type Work = TurnDraft;
+    type WorkResult = std::result::Result<Executed, BoxError>;
+    type Output = Box<Turn>;
+    type Error = Error;
+    type Curation<'c> = ();
+
+    fn step(&self) -> Step<TurnDraft, Box<Turn>> {
+        if let Some(draft) = self.pending_program() {
+            Step::Run(vec![draft])
+        } else if let Some(turn) = &self.finished {
+            Step::Finished(Box::new(turn.clone()))
+        } else if self.turns_left() == 0 {
+            Step::OutOfTurns
+        } else {
+            Step::CallModel
+        }
+    }
+
+    fn request(&self, (): ()) -> Result<Vec<Message>> {
+        Ok(CoalescedConversation::request(self))
+    }
+
+    fn record_reply(&mut self, reply: Message) -> Result<()> {
+        CoalescedConversation::record_reply(self, reply).map(drop)
+    }
+
+    fn record_work(
+        &mut self,
+        _draft: TurnDraft,
+        result: std::result::Result<Executed, BoxError>,
+    ) -> Result<()> {
+        let turn = u32::try_from(self.turns.len() + 1).unwrap_or(u32::MAX);
+        match result.map_err(|source| Error::Execution { turn, source })? {
+            Executed::Continue(done) => {
+                self.record_execution(done)?;
+            }
+            Executed::Finished(done) => {
+                let turn = self.record_execution(done)?.clone();
+                self.finished = Some(turn);
             }
         }
+        Ok(())
+    }
+
+    fn provider_failed(source: BoxError) -> Error {
+        Error::Provider { source }
     }
 }
 
@@ -367,38 +402,15 @@ impl<S: SessionStore + 'static> CoalescedConversation<S> {
     /// As [`run_blocking`](CoalescedConversation::run_blocking).
     pub async fn run_async<P, X>(
         agent: &curator_session::AsyncDriver<Self>,
-        mut provider: P,
+        provider: P,
         mut execute: X,
     ) -> Result<CoalescedOutcome>
     where
         P: AsyncFnMut(&[Message]) -> std::result::Result<Message, BoxError>,
         X: AsyncFnMut(TurnDraft) -> std::result::Result<Executed, BoxError>,
     {
-        let mut draft = agent.with(Self::pending_program).await;
-        loop {
-            let draft_now = match draft.take() {
-                Some(draft) => draft,
-                None if agent.with(Self::turns_left).await == 0 => {
-                    return Ok(CoalescedOutcome::OutOfTurns);
-                }
-                None => {
-                    let request = agent.with(Self::request).await;
-                    let reply =
-                        provider(&request).await.map_err(|source| Error::Provider { source })?;
-                    agent.call(move |a| a.record_reply(reply)).await?
-                }
-            };
-            let turn = agent.with(|a| u32::try_from(a.turns.len() + 1).unwrap_or(u32::MAX)).await;
-            match execute(draft_now).await.map_err(|source| Error::Execution { turn, source })? {
-                Executed::Continue(done) => {
-                    agent.call(move |a| a.record_execution(done).map(|_| ())).await?;
-                }
-                Executed::Finished(done) => {
-                    let turn = agent.call(move |a| a.record_execution(done).cloned()).await?;
-                    return Ok(CoalescedOutcome::Finished(Box::new(turn)));
-                }
-            }
-        }
+        let execute = async |draft: &TurnDraft| execute(draft.clone()).await;
+        curator_session::drive_async(agent, (), provider, execute, u32::MAX).await
     }
 }
 

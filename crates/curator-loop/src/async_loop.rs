@@ -1,11 +1,9 @@
 //! The loop for tokio users (feature `tokio`): each run on a blocking thread.
 
-use std::sync::Arc;
-
-use tokio::sync::Mutex;
+use curator_session::AsyncDriver;
 
 use crate::driver::{ConversationLoop, LoopOutcome};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::turn::ConversationTurn;
 
 /// A [`ConversationLoop`] for async code. Steps are blocking (HTTP calls, store writes), so
@@ -29,23 +27,26 @@ use crate::turn::ConversationTurn;
 /// ```
 #[derive(Debug, Clone)]
 pub struct AsyncLoop {
-    inner: Arc<Mutex<ConversationLoop>>,
+    driver: AsyncDriver<ConversationLoop>,
 }
 
 impl AsyncLoop {
     /// Wraps a built loop.
     pub fn new(inner: ConversationLoop) -> Self {
-        Self { inner: Arc::new(Mutex::new(inner)) }
+        Self { driver: AsyncDriver::new(inner) }
+    }
+
+    /// The session's one async wrapper it is: [`call`](AsyncDriver::call) runs any call of
+    /// the loop on a blocking thread.
+    pub fn driver(&self) -> &AsyncDriver<ConversationLoop> {
+        &self.driver
     }
 
     async fn blocking(
         &self,
         f: impl FnOnce(&mut ConversationLoop) -> Result<LoopOutcome> + Send + 'static,
     ) -> Result<LoopOutcome> {
-        let mut guard = Arc::clone(&self.inner).lock_owned().await;
-        tokio::task::spawn_blocking(move || f(&mut guard))
-            .await
-            .map_err(|e| Error::Join(Box::new(e)))?
+        self.driver.call(f).await
     }
 
     /// [`ConversationLoop::run`] on a blocking thread.
@@ -70,11 +71,11 @@ impl AsyncLoop {
 
     /// The turns so far.
     pub async fn turns(&self) -> Vec<ConversationTurn> {
-        self.inner.lock().await.turns()
+        self.driver.with(ConversationLoop::turns).await
     }
 
     /// Reads the loop in place.
     pub async fn with<R>(&self, f: impl FnOnce(&ConversationLoop) -> R) -> R {
-        f(&*self.inner.lock().await)
+        self.driver.with(f).await
     }
 }

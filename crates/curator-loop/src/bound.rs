@@ -35,7 +35,7 @@ pub(crate) fn build(
         .counter()
         .map_err(|e| Error::invalid("history_management.tokenizer", e.to_string()))?;
     let tokens = |max: u64| -> Box<dyn HistoryManager> {
-        Box::new(TokenBudget::new(max).with_shared_counter(Arc::clone(&counter)))
+        Box::new(TokenBudget::new(max).with_counter(Arc::clone(&counter)))
     };
     Ok(match config.strategy.unwrap_or_default() {
         HistoryStrategy::TruncateTokens => match config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) {
@@ -70,7 +70,7 @@ pub(crate) fn build(
                         (Threshold::Messages(max), Box::new(SlidingWindow::new(max)))
                     }
                 };
-            let summarize = Summarize::with_shared(summarizer)
+            let summarize = Summarize::new(summarizer)
                 .with_threshold(threshold)
                 .with_keep_recent(SUMMARIZE_KEEP_RECENT)
                 .with_counter(Arc::clone(&counter))

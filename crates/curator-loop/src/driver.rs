@@ -123,7 +123,7 @@ pub(crate) struct Parts {
 
 /// What each step of the body is, decided once from the configuration.
 #[derive(Clone, Copy, Debug)]
-struct Role_ {
+struct StepRole {
     kind: StepKind,
     use_history: bool,
     user_turn: bool,
@@ -143,7 +143,7 @@ pub struct ConversationLoop {
     name: String,
     config: LoopConfig,
     steps: Vec<(String, Box<dyn Step>)>,
-    roles: Vec<Role_>,
+    roles: Vec<StepRole>,
     bound: Option<Box<dyn HistoryManager>>,
     template: HistoryTemplate,
     redactor: Option<Redactor>,
@@ -208,7 +208,7 @@ impl ConversationLoop {
                 let use_history = on
                     && agent
                     && config.steps.get(step_name).and_then(|s| s.use_history).unwrap_or(true);
-                Role_ { kind, use_history, user_turn, assistant_turn }
+                StepRole { kind, use_history, user_turn, assistant_turn }
             })
             .collect();
         Self {
@@ -456,12 +456,12 @@ impl ConversationLoop {
             Some(prefix) => format!("{prefix}{}", self.input),
             None => self.input.clone(),
         };
-        let text = self.kept(text);
+        let text = self.as_persisted(text);
         self.history.push(Message::user(text));
     }
 
     /// Turn text as kept: redacted when `redact.persisted` is on.
-    fn kept(&self, text: String) -> String {
+    fn as_persisted(&self, text: String) -> String {
         match (&self.redactor, self.config.redact.persisted) {
             (Some(redactor), true) => match redactor.redact(&text) {
                 std::borrow::Cow::Borrowed(_) => text,
@@ -518,7 +518,7 @@ impl ConversationLoop {
     }
 
     /// Appends the turn a step's output makes, if any.
-    fn capture(&mut self, role: Role_, output: &Output) {
+    fn capture(&mut self, role: StepRole, output: &Output) {
         if !role.user_turn && !role.assistant_turn {
             return;
         }
@@ -534,7 +534,7 @@ impl ConversationLoop {
         if text.trim().is_empty() {
             return;
         }
-        let text = self.kept(text);
+        let text = self.as_persisted(text);
         self.history.push(if role.user_turn {
             Message::user(text)
         } else {

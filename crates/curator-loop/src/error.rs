@@ -104,6 +104,17 @@ pub enum Error {
     Join(#[source] BoxError),
 }
 
+/// The session layer's errors as the loop reports them: a blocking task of the async face
+/// that did not finish is [`Error::Join`]; any other is the store's.
+impl From<curator_session::Error> for Error {
+    fn from(source: curator_session::Error) -> Self {
+        match source {
+            curator_session::Error::Join(source) => Error::Join(source),
+            source => Error::Store { checkpoint: String::new(), source },
+        }
+    }
+}
+
 impl Error {
     pub(crate) fn invalid(key: impl Into<String>, reason: impl Into<String>) -> Self {
         Error::InvalidConfig { key: key.into(), reason: reason.into() }

@@ -5,10 +5,14 @@ use std::time::Duration;
 
 use curator_model::formats::openai;
 use curator_model::{BoxError, Message};
-use serde_json::{Value, json};
+use curator_strategies::http::Endpoint;
+use serde_json::json;
 
 use crate::error::Error;
 use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
+
+/// The chat completions path under `/v1`.
+const CHAT_COMPLETIONS: &str = "chat/completions";
 
 /// An agent step that sends its messages to `POST {base_url}/v1/chat/completions` (OpenAI,
 /// vLLM, Ollama, llama.cpp's server, `LiteLLM`, …) through a blocking HTTP client, and answers
@@ -38,47 +42,50 @@ use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
 /// ```
 #[derive(Clone)]
 pub struct OpenAiChat {
-    base_url: String,
+    endpoint: Endpoint,
     model: String,
-    api_key: Option<String>,
     system: Option<String>,
-    timeout: Duration,
-    connect_timeout: Duration,
     temperature: Option<f64>,
 }
 
 impl std::fmt::Debug for OpenAiChat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenAiChat")
-            .field("base_url", &self.base_url)
+            .field("endpoint", &self.endpoint)
             .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "…"))
-            .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
 }
 
 impl OpenAiChat {
-    /// A step calling `model` at `base_url` (scheme, host and port, with or without `/v1`),
-    /// with a 120 s timeout for the whole request and 10 s to connect.
+    /// A step calling `model` at `base_url` (scheme, host and port, with or without `/v1`:
+    /// the [`Endpoint`] rule), with a 120 s timeout for the whole request and 10 s to
+    /// connect.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        let base_url = base_url.into();
-        let base_url = base_url.trim_end_matches('/');
-        Self {
-            base_url: base_url.strip_suffix("/v1").unwrap_or(base_url).to_owned(),
-            model: model.into(),
-            api_key: None,
-            system: None,
-            timeout: Duration::from_mins(2),
-            connect_timeout: Duration::from_secs(10),
-            temperature: None,
-        }
+        Self::with_endpoint(Endpoint::new(base_url.into()), model)
+    }
+
+    /// A step calling `model` on an [`Endpoint`] configured elsewhere (shared with the
+    /// summarizer, for example), with its timeouts and key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::conversation_loop::OpenAiChat;
+    /// use curator::strategies::http::Endpoint;
+    ///
+    /// let server = Endpoint::new("http://localhost:8000").with_api_key("secret");
+    /// let step = OpenAiChat::with_endpoint(server, "big-model");
+    /// assert_eq!(step.url(), "http://localhost:8000/v1/chat/completions");
+    /// ```
+    pub fn with_endpoint(endpoint: Endpoint, model: impl Into<String>) -> Self {
+        Self { endpoint, model: model.into(), system: None, temperature: None }
     }
 
     /// Sends `Authorization: Bearer <key>`.
     #[must_use]
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+        self.endpoint = self.endpoint.with_api_key(key);
         self
     }
 
@@ -92,14 +99,14 @@ impl OpenAiChat {
     /// Gives up after `timeout` for the whole request (connection, sending, the answer).
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.endpoint = self.endpoint.with_timeout(timeout);
         self
     }
 
     /// Gives up connecting after `timeout`.
     #[must_use]
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.endpoint = self.endpoint.with_connect_timeout(timeout);
         self
     }
 
@@ -112,7 +119,7 @@ impl OpenAiChat {
 
     /// The endpoint the step posts to.
     pub fn url(&self) -> String {
-        format!("{}/v1/chat/completions", self.base_url)
+        self.endpoint.url(CHAT_COMPLETIONS)
     }
 
     /// Sends `messages` and reads the reply.
@@ -146,36 +153,10 @@ impl OpenAiChat {
         if let Some(t) = self.temperature {
             body["temperature"] = json!(t);
         }
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(self.timeout))
-            .timeout_connect(Some(self.connect_timeout))
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let mut request = agent.post(&url).header("Content-Type", "application/json");
-        if let Some(key) = &self.api_key {
-            request = request.header("Authorization", &format!("Bearer {key}"));
-        }
-        let timeout = self.timeout;
-        let transport = |e: ureq::Error, what: &str| match e {
-            ureq::Error::Timeout(_) => {
-                fail(format!("no answer within {timeout:?}"), Some(Box::new(e)))
-            }
-            other => fail(what.to_owned(), Some(Box::new(other))),
-        };
-        let mut response =
-            request.send(body.to_string()).map_err(|e| transport(e, "cannot send the request"))?;
-        let status = response.status().as_u16();
-        let text = response
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| transport(e, "the answer broke off"))?;
-        if !(200..300).contains(&status) {
-            let start: String = text.chars().take(200).collect();
-            return Err(fail(format!("HTTP {status}: {start}"), None));
-        }
-        let value: Value = serde_json::from_str(&text)
-            .map_err(|e| fail("the answer is not JSON".into(), Some(Box::new(e))))?;
+        let value = self
+            .endpoint
+            .post_json(CHAT_COMPLETIONS, &body)
+            .map_err(|e| fail(e.reason.clone(), Some(Box::new(e))))?;
         openai::response_message(&value)
             .map_err(|e| fail("the answer is not a chat completion".into(), Some(Box::new(e))))
     }

@@ -1,5 +1,6 @@
-//! `AsyncConversation` and `run_async` (feature `tokio`): the driver for async callers, whose
-//! store I/O runs on tokio's blocking threads, never on the runtime's own.
+//! `AsyncDriver` (feature `tokio`): any driver for async callers, its store I/O on tokio's
+//! blocking threads, never on the runtime's own; `AsyncConversation` and `run_async`, the
+//! plain conversation's conveniences on it.
 
 use std::sync::Arc;
 
@@ -7,10 +8,10 @@ use curator_model::{BoxError, Content, EvaluationId, Message, MessageId, PromptR
 use curator_strategies::{CurationContext, HistoryManager};
 use tokio::sync::Mutex;
 
-use crate::run::finished;
+use crate::driver::drive_async;
 use crate::{
-    Appended, Conversation, Error, NextStep, Result, ResumePolicy, RunOutcome, SessionKey,
-    SessionStore, StoreErrorKind, ToolContext, ToolOutcome,
+    Appended, Conversation, Curation, Error, NextStep, Result, ResumePolicy, RunOutcome,
+    SessionKey, SessionStore, ToolContext, ToolOutcome,
 };
 
 /// A [`Conversation`] for async code: every call that reaches the store (opening, resuming,
@@ -42,21 +43,18 @@ use crate::{
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct AsyncConversation<S> {
-    inner: Arc<Mutex<Conversation<S>>>,
+    driver: AsyncDriver<Conversation<S>>,
 }
 
-/// Runs `f` on a blocking thread.
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
-        Error::store(
-            "tokio",
-            StoreErrorKind::Other,
-            "the blocking store call failed",
-            Some(Box::new(e)),
-        )
-    })?
+/// Runs `f` on a blocking thread: the one place a blocking task's failure (a panic, a
+/// runtime shutting down) becomes an error, [`Error::Join`].
+pub(crate) async fn blocking<T: Send + 'static, E: From<Error> + Send + 'static>(
+    f: impl FnOnce() -> std::result::Result<T, E> + Send + 'static,
+) -> std::result::Result<T, E> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result,
+        Err(e) => Err(E::from(Error::Join(Box::new(e)))),
+    }
 }
 
 impl<S: SessionStore + 'static> AsyncConversation<S> {
@@ -77,7 +75,13 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(conversation: Conversation<S>) -> Self {
-        Self { inner: Arc::new(Mutex::new(conversation)) }
+        Self { driver: AsyncDriver::new(conversation) }
+    }
+
+    /// The [`AsyncDriver`] it is: for [`drive_async`](crate::drive_async), and for any call
+    /// of the conversation not forwarded here ([`call`](AsyncDriver::call)).
+    pub fn driver(&self) -> &AsyncDriver<Conversation<S>> {
+        &self.driver
     }
 
     /// [`Conversation::open`] on a blocking thread: resumes the latest evaluation of `key`
@@ -107,7 +111,8 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
         system: Message,
     ) -> Result<Self> {
         let key = key.into();
-        blocking(move || Conversation::open(store, key, prompt, system)).await.map(Self::new)
+        let open = move || Conversation::open(store, key, prompt, system);
+        AsyncDriver::open(open).await.map(|driver| Self { driver })
     }
 
     /// [`Conversation::start`] on a blocking thread.
@@ -136,7 +141,8 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
         system: Message,
     ) -> Result<Self> {
         let key = key.into();
-        blocking(move || Conversation::start(store, key, prompt, system)).await.map(Self::new)
+        let start = move || Conversation::start(store, key, prompt, system);
+        AsyncDriver::open(start).await.map(|driver| Self { driver })
     }
 
     /// [`Conversation::resume`] on a blocking thread.
@@ -164,7 +170,8 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     /// As [`Conversation::resume`].
     pub async fn resume(store: S, key: impl Into<SessionKey>, prompt: PromptRef) -> Result<Self> {
         let key = key.into();
-        blocking(move || Conversation::resume(store, key, &prompt)).await.map(Self::new)
+        let resume = move || Conversation::resume(store, key, &prompt);
+        AsyncDriver::open(resume).await.map(|driver| Self { driver })
     }
 
     /// [`Conversation::resume_evaluation`] on a blocking thread.
@@ -179,9 +186,8 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
         prompt: PromptRef,
     ) -> Result<Self> {
         let key = key.into();
-        blocking(move || Conversation::resume_evaluation(store, key, evaluation, &prompt))
-            .await
-            .map(Self::new)
+        let resume = move || Conversation::resume_evaluation(store, key, evaluation, &prompt);
+        AsyncDriver::open(resume).await.map(|driver| Self { driver })
     }
 
     /// Runs `f` on the driver, on a blocking thread (for calls that reach the store).
@@ -189,8 +195,7 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
         &self,
         f: impl FnOnce(&mut Conversation<S>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let mut guard = Arc::clone(&self.inner).lock_owned().await;
-        blocking(move || f(&mut guard)).await
+        self.driver.call(f).await
     }
 
     /// Reads the driver in place (no store call): its history, evaluation, pending calls.
@@ -209,7 +214,7 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn with<T>(&self, f: impl FnOnce(&Conversation<S>) -> T) -> T {
-        f(&*self.inner.lock().await)
+        self.driver.with(f).await
     }
 
     /// [`Conversation::next_step`].
@@ -228,8 +233,7 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
         manager: &dyn HistoryManager,
         ctx: &CurationContext<'_>,
     ) -> Result<Vec<Message>> {
-        let conversation = self.inner.lock().await;
-        Ok(conversation.request(manager, ctx)?.to_messages())
+        self.driver.with(|c| Ok(c.request(manager, ctx)?.to_messages())).await
     }
 
     /// [`Conversation::add_user`] on a blocking thread.
@@ -367,29 +371,21 @@ impl<D: Send + 'static> AsyncDriver<D> {
     ///
     /// # Errors
     ///
-    /// `open`'s error; [`Error::Store`] (turned into `E`) when the blocking task fails.
+    /// `open`'s error; [`Error::Join`] (turned into `E`) when the blocking task fails.
     pub async fn open<E>(
         open: impl FnOnce() -> std::result::Result<D, E> + Send + 'static,
     ) -> std::result::Result<Self, E>
     where
         E: From<Error> + Send + 'static,
     {
-        match tokio::task::spawn_blocking(open).await {
-            Ok(result) => result.map(Self::new),
-            Err(e) => Err(E::from(Error::store(
-                "tokio",
-                StoreErrorKind::Other,
-                "the blocking store call failed",
-                Some(Box::new(e)),
-            ))),
-        }
+        blocking(open).await.map(Self::new)
     }
 
     /// Runs `f` on the driver on a blocking thread, for calls that reach the store.
     ///
     /// # Errors
     ///
-    /// `f`'s error; [`Error::Store`] (turned into `E`) when the blocking task itself fails.
+    /// `f`'s error; [`Error::Join`] (turned into `E`) when the blocking task itself fails.
     pub async fn call<T, E>(
         &self,
         f: impl FnOnce(&mut D) -> std::result::Result<T, E> + Send + 'static,
@@ -399,20 +395,19 @@ impl<D: Send + 'static> AsyncDriver<D> {
         E: From<Error> + Send + 'static,
     {
         let mut guard = Arc::clone(&self.inner).lock_owned().await;
-        match tokio::task::spawn_blocking(move || f(&mut guard)).await {
-            Ok(result) => result,
-            Err(e) => Err(E::from(Error::store(
-                "tokio",
-                StoreErrorKind::Other,
-                "the blocking store call failed",
-                Some(Box::new(e)),
-            ))),
-        }
+        blocking(move || f(&mut guard)).await
     }
 
     /// Reads the driver in place (no store call).
     pub async fn with<T>(&self, f: impl FnOnce(&D) -> T) -> T {
         f(&*self.inner.lock().await)
+    }
+}
+
+/// A clone drives the same driver, behind the same mutex.
+impl<D> Clone for AsyncDriver<D> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
     }
 }
 
@@ -424,7 +419,7 @@ impl<D> std::fmt::Debug for AsyncDriver<D> {
 
 impl<S> std::fmt::Debug for AsyncConversation<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.inner.try_lock() {
+        match self.driver.inner.try_lock() {
             Ok(conversation) => f.debug_tuple("AsyncConversation").field(&*conversation).finish(),
             Err(_) => f.debug_tuple("AsyncConversation").field(&"<busy>").finish(),
         }
@@ -478,8 +473,8 @@ pub async fn run_async<S, P, T>(
     conversation: &mut AsyncConversation<S>,
     manager: &dyn HistoryManager,
     ctx: &CurationContext<'_>,
-    mut provider: P,
-    mut tool: T,
+    provider: P,
+    tool: T,
     max_turns: u32,
 ) -> Result<RunOutcome>
 where
@@ -487,26 +482,5 @@ where
     P: AsyncFnMut(&[Message]) -> std::result::Result<Message, BoxError>,
     T: AsyncFnMut(&ToolContext) -> ToolOutcome,
 {
-    let mut turns = 0;
-    loop {
-        match conversation.next_step().await {
-            NextStep::RunTools(contexts) => {
-                for context in contexts {
-                    let outcome = tool(&context).await;
-                    conversation.record_tool_result(context.call_id(), outcome).await?;
-                }
-            }
-            NextStep::CallModel if turns < max_turns => {
-                turns += 1;
-                let request = conversation.request_messages(manager, ctx).await?;
-                let reply = provider(&request).await.map_err(Error::Provider)?;
-                conversation.record_assistant(reply).await?;
-            }
-            NextStep::CallModel => return Ok(RunOutcome::MaxTurns),
-            NextStep::Finished => {
-                return Ok(conversation.with(|c| finished(c.history().messages())).await);
-            }
-            NextStep::WaitForUser => return Ok(RunOutcome::WaitingForUser),
-        }
-    }
+    drive_async(&conversation.driver, Curation::new(manager, ctx), provider, tool, max_turns).await
 }

@@ -15,6 +15,30 @@ use crate::{Appended, Error, Result, SessionKey, SessionStore};
 /// [`Content`]; this is the one [`run_blocking`](crate::run_blocking)'s tool closure returns.
 pub type ToolOutcome = std::result::Result<Content, Content>;
 
+/// The turn a message recorded after turn `current` belongs to: an assistant reply starts
+/// the next turn; a tool result belongs to the turn of the reply that called it (at least
+/// turn 1); user and system messages to the current one. The one rule every recorder
+/// follows ([`Conversation`], `curator replay`'s session files).
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::Role;
+/// use curator::session::next_turn;
+///
+/// let roles = [Role::System, Role::User, Role::Assistant, Role::Tool, Role::Assistant, Role::User];
+/// let mut turn = 0;
+/// let turns: Vec<u32> = roles.iter().map(|&role| { turn = next_turn(turn, role); turn }).collect();
+/// assert_eq!(turns, [0, 0, 1, 1, 2, 2]);
+/// ```
+pub fn next_turn(current: u32, role: Role) -> u32 {
+    match role {
+        Role::Assistant => current.saturating_add(1),
+        Role::Tool => current.max(1),
+        _ => current,
+    }
+}
+
 /// What the caller should do next with a [`Conversation`]; see
 /// [`next_step`](Conversation::next_step).
 #[derive(Clone, Debug, PartialEq)]
@@ -133,7 +157,7 @@ pub struct Conversation<S> {
     store: S,
     key: SessionKey,
     evaluation: EvaluationId,
-    prompt: Option<PromptRef>,
+    prompt: PromptRef,
     history: History<'static>,
     next_sequence: u64,
     turn: u32,
@@ -336,7 +360,7 @@ impl<S: SessionStore> Conversation<S> {
             store,
             key,
             evaluation,
-            prompt: Some(prompt),
+            prompt,
             history: History::new(),
             next_sequence: 0,
             turn: 0,
@@ -716,9 +740,20 @@ impl<S: SessionStore> Conversation<S> {
         self.evaluation
     }
 
-    /// The prompt identity.
-    pub fn prompt(&self) -> Option<&PromptRef> {
-        self.prompt.as_ref()
+    /// The prompt identity every entry of the evaluation carries.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore};
+    ///
+    /// let c = Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// assert_eq!(c.prompt(), &PromptRef::new("d", "a"));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn prompt(&self) -> &PromptRef {
+        &self.prompt
     }
 
     /// Whether this conversation was reopened from the record (by
@@ -815,12 +850,11 @@ impl<S: SessionStore> Conversation<S> {
     /// Builds the entry of a new message (the next sequence; an assistant reply starts the
     /// next turn; the caller's message id, if it gave one) and sends it.
     fn commit(&mut self, message: Message, id: Option<MessageId>) -> Result<Appended> {
-        let turn = if message.role() == Role::Assistant { self.turn + 1 } else { self.turn };
-        let mut builder =
-            Entry::builder(self.evaluation, message).sequence(self.next_sequence).turn(turn);
-        if let Some(prompt) = &self.prompt {
-            builder = builder.prompt(prompt.clone());
-        }
+        let turn = next_turn(self.turn, message.role());
+        let mut builder = Entry::builder(self.evaluation, message)
+            .sequence(self.next_sequence)
+            .turn(turn)
+            .prompt(self.prompt.clone());
         if let Some(id) = id {
             builder = builder.id(id);
         }

@@ -214,7 +214,8 @@ pub enum Error {
         /// The role it was given.
         found: curator_model::Role,
     },
-    /// The provider closure of [`run_blocking`](crate::run_blocking) failed.
+    /// The provider closure of [`run_blocking`](crate::run_blocking) (or of any
+    /// [`drive`](crate::drive) of a conversation) failed.
     #[error("provider call failed")]
     Provider(#[source] BoxError),
     /// The storage backend failed; [`kind`](StoreErrorKind) says how, the source why.
@@ -240,6 +241,11 @@ pub enum Error {
         #[source]
         source: BoxError,
     },
+    /// A blocking task of the async face ([`AsyncDriver`](crate::AsyncDriver), feature
+    /// `tokio`) ended without an answer: it panicked, or the runtime shut down. Whether its
+    /// store call took effect is unknown; retry it (record calls are idempotent).
+    #[error("the blocking task did not finish")]
+    Join(#[source] BoxError),
     /// Curation failed while building a request.
     #[error(transparent)]
     Curation(#[from] curator_strategies::Error),

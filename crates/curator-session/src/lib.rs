@@ -51,6 +51,7 @@ mod async_conversation;
 mod checkpoint;
 mod claim;
 mod conversation;
+mod driver;
 mod error;
 mod key;
 mod memory;
@@ -66,11 +67,16 @@ pub mod testing;
 pub use async_conversation::{AsyncConversation, AsyncDriver, run_async};
 pub use checkpoint::Checkpoint;
 pub use claim::{Claim, ClaimStore, Lease};
-pub use conversation::{Conversation, NextStep, ResumePolicy, ToolContext, ToolOutcome};
+pub use conversation::{
+    Conversation, NextStep, ResumePolicy, ToolContext, ToolOutcome, next_turn,
+};
 pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
 pub use key::SessionKey;
 pub use memory::MemoryStore;
-pub use run::{RunOutcome, run_blocking};
+pub use driver::{Driver, Outcome, Step, drive};
+#[cfg(feature = "tokio")]
+pub use driver::drive_async;
+pub use run::{Curation, RunOutcome, run_blocking};
 pub use snapshot::Snapshot;
 pub use snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
 pub use store::{Appended, EvaluationSummary, SessionStore};

@@ -1,22 +1,87 @@
-//! `run_blocking`: drive a conversation with a provider closure and a tool closure.
+//! The plain conversation as a [`Driver`], and `run_blocking`: drive it with a provider
+//! closure and a tool closure.
 
-use curator_model::{Message, Role};
+use curator_model::{BoxError, Message, Role};
 use curator_strategies::{CurationContext, HistoryManager};
 
+use crate::driver::{Driver, Outcome, Step, drive};
 use crate::{Conversation, Error, NextStep, Result, SessionStore, ToolContext, ToolOutcome};
 
-/// How a [`run_blocking`] loop ended.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum RunOutcome {
-    /// The assistant replied without calling a tool: its reply.
-    Finished(Message),
-    /// `max_turns` assistant replies were recorded and the last one still called tools.
-    MaxTurns,
-    /// Only the system message is recorded ([`NextStep::WaitForUser`]): there is no task to
-    /// send the model yet. Nothing was called or recorded; record the user's message
-    /// ([`Conversation::add_user`]) and run the loop again.
-    WaitingForUser,
+/// How a [`run_blocking`] loop ended: the [`Outcome`] of a plain conversation, which
+/// carries the assistant's answer.
+pub type RunOutcome = Outcome<Message>;
+
+/// What the plain [`Conversation`] needs to build a request besides its record: the
+/// curation pipeline and its context ([`Driver::Curation`]).
+///
+/// # Examples
+///
+/// ```
+/// use curator::session::Curation;
+/// use curator::strategies::{CurationContext, SlidingWindow};
+///
+/// let window = SlidingWindow::new(10);
+/// let ctx = CurationContext::default();
+/// let curation = Curation::new(&window, &ctx);
+/// let again = curation; // it is `Copy`: one per run, handed to every request
+/// # let _ = (curation, again);
+/// ```
+#[derive(Clone, Copy)]
+pub struct Curation<'c> {
+    manager: &'c dyn HistoryManager,
+    ctx: &'c CurationContext<'c>,
+}
+
+impl<'c> Curation<'c> {
+    /// Curates with `manager` in `ctx`.
+    pub fn new(manager: &'c dyn HistoryManager, ctx: &'c CurationContext<'c>) -> Self {
+        Self { manager, ctx }
+    }
+}
+
+impl std::fmt::Debug for Curation<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Curation").field("manager", &self.manager.name()).finish_non_exhaustive()
+    }
+}
+
+/// The plain conversation as a [`Driver`]: its work is the tool calls of the assistant's
+/// latest reply, and a finished run carries the assistant's answer.
+impl<S: SessionStore> Driver for Conversation<S> {
+    type Work = ToolContext;
+    type WorkResult = ToolOutcome;
+    type Output = Message;
+    type Error = Error;
+    type Curation<'c> = Curation<'c>;
+
+    fn step(&self) -> Step<ToolContext, Message> {
+        match self.next_step() {
+            NextStep::RunTools(contexts) => Step::Run(contexts),
+            NextStep::CallModel => Step::CallModel,
+            NextStep::WaitForUser => Step::WaitForUser,
+            NextStep::Finished => match self.history().messages().last() {
+                Some(answer) if answer.role() == Role::Assistant => Step::Finished(answer.clone()),
+                // `next_step` says finished only after an assistant reply.
+                _ => Step::WaitForUser,
+            },
+        }
+    }
+
+    fn request(&self, curation: Curation<'_>) -> Result<Vec<Message>> {
+        Ok(Conversation::request(self, curation.manager, curation.ctx)?.to_messages())
+    }
+
+    fn record_reply(&mut self, reply: Message) -> Result<()> {
+        self.record_assistant(reply).map(drop)
+    }
+
+    fn record_work(&mut self, work: ToolContext, result: ToolOutcome) -> Result<()> {
+        self.record_tool_result(work.call_id(), result).map(drop)
+    }
+
+    fn provider_failed(source: BoxError) -> Error {
+        Error::Provider(source)
+    }
 }
 
 /// Runs an agent loop on `conversation` until the assistant answers without calling a tool,
@@ -71,43 +136,14 @@ pub fn run_blocking<S, P, T>(
     conversation: &mut Conversation<S>,
     manager: &dyn HistoryManager,
     ctx: &CurationContext<'_>,
-    mut provider: P,
-    mut tool: T,
+    provider: P,
+    tool: T,
     max_turns: u32,
 ) -> Result<RunOutcome>
 where
     S: SessionStore,
-    P: FnMut(&[Message]) -> std::result::Result<Message, Box<dyn std::error::Error + Send + Sync>>,
+    P: FnMut(&[Message]) -> std::result::Result<Message, BoxError>,
     T: FnMut(&ToolContext) -> ToolOutcome,
 {
-    let mut turns = 0;
-    loop {
-        match conversation.next_step() {
-            NextStep::RunTools(contexts) => {
-                for context in contexts {
-                    let outcome = tool(&context);
-                    conversation.record_tool_result(context.call_id(), outcome)?;
-                }
-            }
-            NextStep::CallModel if turns < max_turns => {
-                turns += 1;
-                let request = conversation.request(manager, ctx)?.to_messages();
-                let reply = provider(&request).map_err(Error::Provider)?;
-                conversation.record_assistant(reply)?;
-            }
-            NextStep::CallModel => return Ok(RunOutcome::MaxTurns),
-            NextStep::Finished => return Ok(finished(conversation.history().messages())),
-            NextStep::WaitForUser => return Ok(RunOutcome::WaitingForUser),
-        }
-    }
-}
-
-/// The outcome of a conversation whose next step is [`NextStep::Finished`]: its latest
-/// message, the assistant's answer.
-pub(crate) fn finished(record: &[Message]) -> RunOutcome {
-    match record.last() {
-        Some(answer) if answer.role() == Role::Assistant => RunOutcome::Finished(answer.clone()),
-        // `next_step` says finished only after an assistant reply; this is never reached.
-        _ => RunOutcome::WaitingForUser,
-    }
+    drive(conversation, Curation::new(manager, ctx), provider, tool, max_turns)
 }

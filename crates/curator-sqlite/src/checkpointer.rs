@@ -21,7 +21,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 use rusqlite::hooks::Wal;
 
-use crate::Options;
+use crate::SqliteOptions;
 
 /// The log size, in pages, at which the appending connection checkpoints by itself (when
 /// this thread is not keeping up, or could not start).
@@ -46,7 +46,7 @@ pub(crate) struct Checkpointer {
 impl Checkpointer {
     /// Starts the thread on its own connection to `path`; `None` if it cannot start (the
     /// store then relies on the fallback checkpoints).
-    pub(crate) fn start(path: &Path, options: Options) -> Option<Self> {
+    pub(crate) fn start(path: &Path, options: SqliteOptions) -> Option<Self> {
         let conn = Connection::open(path).ok()?;
         conn.busy_timeout(options.busy_timeout).ok()?;
         conn.pragma_update(None, "synchronous", options.durability.pragma()).ok()?;

@@ -17,10 +17,10 @@
 //! ```
 //! use curator::model::{Message, PromptRef, ToolCall};
 //! use curator::session::{Conversation, SessionStore};
-//! use curator::sqlite::{Durability, Options, SqliteStore};
+//! use curator::sqlite::{Durability, SqliteOptions, SqliteStore};
 //!
 //! let dir = tempfile::tempdir()?;
-//! let store = SqliteStore::open_with(dir.path().join("agent.db"), Options::default().with_durability(Durability::Normal))?;
+//! let store = SqliteStore::open_with(dir.path().join("agent.db"), SqliteOptions::default().with_durability(Durability::Normal))?;
 //! let prompt = PromptRef::new("demo", "agent");
 //! let mut conversation = Conversation::start(&store, "test", prompt.clone(), Message::system("s"))?;
 //! conversation.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")]))?;
@@ -40,7 +40,9 @@ mod schema;
 mod store;
 
 pub use error::{Error, Result};
-pub use options::{Durability, Options};
+#[allow(deprecated, reason = "the old name stays available")]
+pub use options::Options;
+pub use options::{Durability, SqliteOptions};
 pub use schema::SCHEMA_VERSION;
 #[doc(hidden)]
 pub use schema::create_at_version;

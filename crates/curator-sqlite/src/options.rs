@@ -39,27 +39,31 @@ impl Durability {
 ///
 /// ```
 /// use std::time::Duration;
-/// use curator::sqlite::{Durability, Options};
+/// use curator::sqlite::{Durability, SqliteOptions};
 ///
-/// let options = Options::default().with_durability(Durability::Normal).with_busy_timeout(Duration::from_secs(30));
+/// let options = SqliteOptions::default().with_durability(Durability::Normal).with_busy_timeout(Duration::from_secs(30));
 /// assert_eq!(options.durability, Durability::Normal);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Options {
+pub struct SqliteOptions {
     /// What a committed append survives.
     pub durability: Durability,
     /// How long to wait for another process's write to finish before giving up.
     pub busy_timeout: Duration,
 }
 
-impl Default for Options {
+/// The former name of [`SqliteOptions`].
+#[deprecated(note = "renamed `SqliteOptions`, beside PostgreSQL's `PgOptions`")]
+pub type Options = SqliteOptions;
+
+impl Default for SqliteOptions {
     fn default() -> Self {
         Self { durability: Durability::Full, busy_timeout: Duration::from_secs(30) }
     }
 }
 
-impl Options {
+impl SqliteOptions {
     /// Sets the durability.
     #[must_use]
     pub fn with_durability(mut self, durability: Durability) -> Self {

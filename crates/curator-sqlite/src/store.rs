@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::error::kind_of;
 use crate::schema::{self, Raw, Verdict};
-use crate::{Error, Options, Result};
+use crate::{Error, SqliteOptions, Result};
 
 type SessionResult<T> = curator_session::Result<T>;
 
@@ -99,13 +99,13 @@ fn uri(path: &Path, query: &str) -> String {
 }
 
 impl SqliteStore {
-    /// Opens (or creates) a session file with the default [`Options`] (full durability).
+    /// Opens (or creates) a session file with the default [`SqliteOptions`] (full durability).
     ///
     /// # Errors
     ///
     /// As [`open_with`](SqliteStore::open_with).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::open_with(path, Options::default())
+        Self::open_with(path, SqliteOptions::default())
     }
 
     /// Opens (or creates) a session file.
@@ -130,7 +130,7 @@ impl SqliteStore {
     /// [`kind`](Error::kind): [`Busy`](StoreErrorKind::Busy) (retryable) when a migration
     /// waited for another writer longer than the busy timeout,
     /// [`ReadOnly`](StoreErrorKind::ReadOnly) when the file or its folder cannot be written.
-    pub fn open_with(path: impl AsRef<Path>, options: Options) -> Result<Self> {
+    pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
         let path = path.as_ref();
         schema::raw_check(path)?;
         let mut conn = Connection::open(path).map_err(open_error(path, "opening"))?;
@@ -220,7 +220,7 @@ impl SqliteStore {
                 | OpenFlags::SQLITE_OPEN_URI,
         )
         .map_err(open_error(path, "opening read-only"))?;
-        let timeout = Options::default().busy_timeout;
+        let timeout = SqliteOptions::default().busy_timeout;
         conn.busy_timeout(timeout).map_err(open_error(path, "setting the busy timeout"))?;
         let (header, verdict) = retry_open(timeout, || schema::read(path, &mut conn))?;
         if verdict == Verdict::New {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use curator_model::{Message, PromptRef, ToolCall};
 use curator_session::{Conversation, NextStep, SessionKey, SessionStore, StoreErrorKind};
-use curator_sqlite::{Durability, Error, Options, SqliteStore};
+use curator_sqlite::{Durability, Error, SqliteOptions, SqliteStore};
 
 fn prompt() -> PromptRef {
     PromptRef::new("crash", "writer")
@@ -29,7 +29,7 @@ fn prompt() -> PromptRef {
 /// each message once its record call has returned.
 fn writer(path: &Path, limit: Option<u64>) {
     let store =
-        SqliteStore::open_with(path, Options::default().with_durability(Durability::Normal))
+        SqliteStore::open_with(path, SqliteOptions::default().with_durability(Durability::Normal))
             .unwrap();
     let mut c =
         Conversation::start(&store, "test", prompt(), Message::system("You write a lot.")).unwrap();
@@ -216,7 +216,7 @@ fn creator(dir: &Path) {
         writeln!(out, "{}", path.display()).unwrap();
         out.flush().unwrap();
         drop(
-            SqliteStore::open_with(&path, Options::default().with_durability(Durability::Normal))
+            SqliteStore::open_with(&path, SqliteOptions::default().with_durability(Durability::Normal))
                 .unwrap(),
         );
     }
@@ -359,7 +359,7 @@ fn concurrent_creation_test(check: &mut Check) {
 /// and when its result is recorded), and stops when the model has answered.
 fn worker(path: &Path, key: &str, log: &Path) {
     let store =
-        SqliteStore::open_with(path, Options::default().with_durability(Durability::Normal))
+        SqliteStore::open_with(path, SqliteOptions::default().with_durability(Durability::Normal))
             .unwrap();
     let mut c =
         Conversation::open(&store, key, prompt(), Message::system("You send emails.")).unwrap();

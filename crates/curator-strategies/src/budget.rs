@@ -144,6 +144,7 @@ impl TokenBudget {
 
     /// Counts with a shared counter.
     #[must_use]
+    #[deprecated(note = "use `with_counter`: an `Arc<dyn TokenCounter>` is a `TokenCounter`")]
     pub fn with_shared_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.counter = counter;
         self

@@ -290,7 +290,7 @@ impl StrategyConfig {
                 TokenBudget::new(*max_tokens)
                     .with_reserve(*reserve)
                     .with_head_share(*head_share)?
-                    .with_shared_counter(tokenizer.counter()?),
+                    .with_counter(tokenizer.counter()?),
             ),
             StrategyConfig::RelevanceBudget {
                 max_tokens,
@@ -305,7 +305,7 @@ impl StrategyConfig {
                     .with_head_share(*head_share)?
                     .with_recent_share(*recent_share)?
                     .with_fold_note(*fold_note)
-                    .with_shared_counter(tokenizer.counter()?),
+                    .with_counter(tokenizer.counter()?),
             ),
             StrategyConfig::TurnLimit { max_turns } => Box::new(TurnLimit::new(*max_turns)),
             StrategyConfig::ToolFilter { tools } => {

@@ -191,6 +191,13 @@ impl<'m> History<'m> {
             .find(|&pos| self.marks.get(pos).is_some_and(|&mark| mark & OPEN == 0))
     }
 
+    /// Whether calls are still open right after the message at `pos`: only then can a later
+    /// tool message answer a call made at or before `pos` (a user, system or new assistant
+    /// message closes every open call), so that a unit reaches past it.
+    pub(crate) fn open_after(&self, pos: usize) -> bool {
+        self.marks.get(pos + 1).is_some_and(|&mark| mark & OPEN != 0)
+    }
+
     /// Positions of the system messages, ascending.
     pub(crate) fn system_positions(&self) -> &[u32] {
         &self.systems

@@ -54,6 +54,8 @@ mod filter;
 mod fx;
 mod guard;
 mod history;
+#[cfg(feature = "http")]
+pub mod http;
 mod manager;
 mod map;
 mod memo;

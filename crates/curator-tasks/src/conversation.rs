@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use curator_model::{BoxError, Content, Message, Role, ToolCall};
-use curator_session::{Conversation, NextStep, SessionStore, ToolContext, ToolOutcome};
+use curator_session::{
+    Conversation, Driver, NextStep, Outcome, SessionStore, Step, ToolContext, ToolOutcome, drive,
+};
 use curator_strategies::{CharEstimate, TokenCounter};
 use serde::{Deserialize, Serialize};
 
@@ -32,15 +34,9 @@ struct TaskState {
     synced: u64,
 }
 
-/// How a [`TaskConversation`] loop ended.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum TaskOutcome {
-    /// The assistant replied without calling a tool: its reply.
-    Finished(Message),
-    /// `max_turns` replies were recorded and the last one still called tools.
-    MaxTurns,
-}
+/// How a [`TaskConversation`] loop ended: the session's [`Outcome`], carrying the
+/// assistant's answer.
+pub type TaskOutcome = Outcome<Message>;
 
 /// A [`Conversation`] that keeps a [`TaskHistory`] up to date from what it records, answers
 /// the model's `summarize_step`, `expand_step` and `context_pressure` calls itself, and
@@ -481,34 +477,60 @@ impl<S: SessionStore> TaskConversation<S> {
     /// adapter's own errors.
     pub fn run_blocking<P, T>(
         &mut self,
-        mut provider: P,
-        mut tool: T,
+        provider: P,
+        tool: T,
         max_turns: u32,
     ) -> Result<TaskOutcome>
     where
         P: FnMut(&[Message]) -> std::result::Result<Message, BoxError>,
         T: FnMut(&ToolContext) -> ToolOutcome,
     {
-        self.run_tools(&mut tool)?;
-        for _ in 0..max_turns {
-            let request = self.request()?;
-            let reply = provider(&request).map_err(|source| Error::Provider { source })?;
-            let calls = reply.tool_calls().len();
-            self.record_assistant(reply.clone())?;
-            if calls == 0 {
-                return Ok(TaskOutcome::Finished(reply));
-            }
-            self.run_tools(&mut tool)?;
+        drive(self, (), provider, tool, max_turns)
+    }
+}
+
+/// Task history as a [`Driver`]: its work is the caller's tool calls (the task tools are
+/// answered as their reply is recorded), compaction is its [`prepare`](Driver::prepare), and
+/// its request the head and the task history's section.
+impl<S: SessionStore> Driver for TaskConversation<S> {
+    type Work = ToolContext;
+    type WorkResult = ToolOutcome;
+    type Output = Message;
+    type Error = Error;
+    type Curation<'c> = ();
+    const PREPARES: bool = true;
+
+    fn step(&self) -> Step<ToolContext, Message> {
+        match self.next_step() {
+            NextStep::RunTools(contexts) if !contexts.is_empty() => Step::Run(contexts),
+            // Only task tools were pending: they are answered as soon as they are recorded.
+            NextStep::RunTools(_) | NextStep::CallModel => Step::CallModel,
+            NextStep::WaitForUser => Step::WaitForUser,
+            NextStep::Finished => match self.conversation.history().messages().last() {
+                Some(answer) if answer.role() == Role::Assistant => Step::Finished(answer.clone()),
+                _ => Step::WaitForUser,
+            },
         }
-        Ok(TaskOutcome::MaxTurns)
     }
 
-    fn run_tools(&mut self, tool: &mut impl FnMut(&ToolContext) -> ToolOutcome) -> Result<()> {
-        for context in self.tool_contexts() {
-            let outcome = tool(&context);
-            self.record_tool_result(context.call_id(), outcome)?;
-        }
-        Ok(())
+    fn prepare(&mut self) -> Result<()> {
+        self.compact()
+    }
+
+    fn request(&self, (): ()) -> Result<Vec<Message>> {
+        Ok(self.messages())
+    }
+
+    fn record_reply(&mut self, reply: Message) -> Result<()> {
+        self.record_assistant(reply).map(drop)
+    }
+
+    fn record_work(&mut self, work: ToolContext, result: ToolOutcome) -> Result<()> {
+        self.record_tool_result(work.call_id(), result)
+    }
+
+    fn provider_failed(source: BoxError) -> Error {
+        Error::Provider { source }
     }
 }
 
@@ -583,39 +605,15 @@ impl<S: SessionStore + 'static> TaskConversation<S> {
     /// As [`run_blocking`](TaskConversation::run_blocking).
     pub async fn run_async<P, T>(
         agent: &curator_session::AsyncDriver<Self>,
-        mut provider: P,
-        mut tool: T,
+        provider: P,
+        tool: T,
         max_turns: u32,
     ) -> Result<TaskOutcome>
     where
         P: AsyncFnMut(&[Message]) -> std::result::Result<Message, BoxError>,
         T: AsyncFnMut(&ToolContext) -> ToolOutcome,
     {
-        Self::run_tools_async(agent, &mut tool).await?;
-        for _ in 0..max_turns {
-            let request = agent.call(Self::request).await?;
-            let reply = provider(&request).await.map_err(|source| Error::Provider { source })?;
-            let calls = reply.tool_calls().len();
-            let recorded = reply.clone();
-            agent.call(move |a| a.record_assistant(recorded)).await?;
-            if calls == 0 {
-                return Ok(TaskOutcome::Finished(reply));
-            }
-            Self::run_tools_async(agent, &mut tool).await?;
-        }
-        Ok(TaskOutcome::MaxTurns)
-    }
-
-    async fn run_tools_async(
-        agent: &curator_session::AsyncDriver<Self>,
-        tool: &mut impl AsyncFnMut(&ToolContext) -> ToolOutcome,
-    ) -> Result<()> {
-        for context in agent.with(Self::tool_contexts).await {
-            let outcome = tool(&context).await;
-            let call_id = context.call_id().to_owned();
-            agent.call(move |a| a.record_tool_result(&call_id, outcome)).await?;
-        }
-        Ok(())
+        curator_session::drive_async(agent, (), provider, tool, max_turns).await
     }
 }
 

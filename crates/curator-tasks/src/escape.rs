@@ -155,6 +155,15 @@ pub(crate) fn one_line(title: &str) -> Cow<'_, str> {
     Cow::Owned(parts.join(" "))
 }
 
+/// The text inside a Markdown code fence wrapping the whole of `raw`, or `raw` itself.
+pub(crate) fn unfenced(raw: &str) -> &str {
+    let trimmed = raw.trim();
+    let Some(rest) = trimmed.strip_prefix("```") else { return raw };
+    let Some(inner) = rest.strip_suffix("```") else { return raw };
+    // The info string (`json`) runs to the end of the first line.
+    inner.split_once('\n').map_or(inner, |(_, body)| body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::history::{StepTurn, TurnRole};
 use crate::names::CONTEXT_PRESSURE;
-use crate::tools::unfenced;
+use crate::escape::unfenced;
 
 /// A turn as the section shows it: the turn, and the text to show for it.
 #[derive(Debug)]

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use curator_strategies::TokenCounter;
 
 use crate::error::{Error, Result};
+use crate::escape::unfenced;
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
 use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP};
@@ -274,15 +275,6 @@ impl Arguments {
 
 fn invalid(tool: &'static str, reason: String) -> Error {
     Error::InvalidArguments { tool, reason, source: None }
-}
-
-/// The text inside a Markdown code fence wrapping the whole of `raw`, or `raw` itself.
-pub(crate) fn unfenced(raw: &str) -> &str {
-    let trimmed = raw.trim();
-    let Some(rest) = trimmed.strip_prefix("```") else { return raw };
-    let Some(inner) = rest.strip_suffix("```") else { return raw };
-    // The info string (`json`) runs to the end of the first line.
-    inner.split_once('\n').map_or(inner, |(_, body)| body)
 }
 
 fn field_list(names: &[&str]) -> String {

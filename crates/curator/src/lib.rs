@@ -150,10 +150,11 @@ pub mod prelude {
     #[cfg(feature = "postgres")]
     pub use curator_postgres::PgStore;
     #[cfg(feature = "tokio")]
-    pub use curator_session::{AsyncConversation, run_async};
+    pub use curator_session::{AsyncConversation, AsyncDriver, drive_async, run_async};
     pub use curator_session::{
-        Claim, ClaimStore, Conversation, MemoryStore, NextStep, ResumePolicy, RunOutcome,
-        SessionKey, SessionStore, StoreErrorKind, ToolContext, run_blocking,
+        Claim, ClaimStore, Conversation, Curation, Driver, MemoryStore, NextStep, Outcome,
+        ResumePolicy, RunOutcome, SessionKey, SessionStore, StoreErrorKind, ToolContext, drive,
+        run_blocking,
     };
     #[cfg(feature = "sqlite")]
     pub use curator_sqlite::SqliteStore;

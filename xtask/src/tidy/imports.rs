@@ -1,5 +1,6 @@
-//! No module imports another that imports it back, in any crate: a pair of modules that
-//! need each other is one concept split in two, or a third module waiting to be named.
+//! No circle of modules, of any length, in any crate: modules that need each other (a pair
+//! importing each other, or `a → b → c → a`) are one concept split up, or a further module
+//! waiting to be named. Circles are the strongly connected components of the import graph.
 //!
 //! A module's imports are its `use` declarations and the `crate::`, `super::`, `self::` and
 //! child-module paths in its code. A name imported through a re-export (`crate::View`, where
@@ -157,33 +158,126 @@ impl Crate {
         edges
     }
 
-    /// Each pair of modules that import each other, as `a (file:line) ↔ b (file:line)`.
+    /// Each circle of modules that import one another, of any length (a strongly connected
+    /// component of the import graph with more than one module), as its shortest cycle
+    /// through its first module: `a (file:line) → b (file:line) → a`, each line the first
+    /// import of the module that follows.
     fn cycles(&self) -> Vec<String> {
         let edges = self.edges();
         let first: BTreeMap<(&ModulePath, &ModulePath), usize> =
             edges.iter().rev().map(|e| ((&e.from, &e.to), e.line)).collect();
+        let mut graph: BTreeMap<&ModulePath, Vec<&ModulePath>> = BTreeMap::new();
+        for &(from, to) in first.keys() {
+            graph.entry(from).or_default().push(to);
+        }
         let file = |path: &ModulePath| {
             self.modules.get(path).map(|(file, _)| file.display().to_string()).unwrap_or_default()
         };
-        first
-            .iter()
-            .filter(|((from, to), _)| from < to)
-            .filter_map(|(&(from, to), &line)| {
-                let back = first.get(&(to, from))?;
-                Some(format!(
-                    "{} ({}:{line}) ↔ {} ({}:{back})",
-                    name(from),
-                    file(from),
-                    name(to),
-                    file(to)
-                ))
+        components(&graph)
+            .into_iter()
+            .filter(|component| component.len() > 1)
+            .map(|component| {
+                let cycle = shortest_cycle(&graph, &component);
+                let mut text = String::new();
+                for pair in cycle.windows(2) {
+                    let line = first.get(&(pair[0], pair[1])).copied().unwrap_or_default();
+                    text.push_str(&format!("{} ({}:{line}) → ", name(pair[0]), file(pair[0])));
+                }
+                text.push_str(&name(cycle[0]));
+                text
             })
             .collect()
     }
 }
 
+/// The strongly connected components of `graph` (Tarjan's algorithm), each sorted.
+fn components<'a>(
+    graph: &BTreeMap<&'a ModulePath, Vec<&'a ModulePath>>,
+) -> Vec<BTreeSet<&'a ModulePath>> {
+    #[derive(Default)]
+    struct Walk<'a> {
+        next: usize,
+        index: BTreeMap<&'a ModulePath, usize>,
+        low: BTreeMap<&'a ModulePath, usize>,
+        stack: Vec<&'a ModulePath>,
+        on_stack: BTreeSet<&'a ModulePath>,
+        found: Vec<BTreeSet<&'a ModulePath>>,
+    }
+    fn visit<'a>(
+        graph: &BTreeMap<&'a ModulePath, Vec<&'a ModulePath>>,
+        walk: &mut Walk<'a>,
+        node: &'a ModulePath,
+    ) {
+        walk.index.insert(node, walk.next);
+        walk.low.insert(node, walk.next);
+        walk.next += 1;
+        walk.stack.push(node);
+        walk.on_stack.insert(node);
+        for &next in graph.get(node).into_iter().flatten() {
+            if !walk.index.contains_key(next) {
+                visit(graph, walk, next);
+                let low = walk.low[node].min(walk.low[next]);
+                walk.low.insert(node, low);
+            } else if walk.on_stack.contains(next) {
+                let low = walk.low[node].min(walk.index[next]);
+                walk.low.insert(node, low);
+            }
+        }
+        if walk.low[node] == walk.index[node] {
+            let mut component = BTreeSet::new();
+            while let Some(member) = walk.stack.pop() {
+                walk.on_stack.remove(member);
+                component.insert(member);
+                if member == node {
+                    break;
+                }
+            }
+            walk.found.push(component);
+        }
+    }
+    let mut walk = Walk::default();
+    for &node in graph.keys() {
+        if !walk.index.contains_key(node) {
+            visit(graph, &mut walk, node);
+        }
+    }
+    walk.found.sort();
+    walk.found
+}
+
+/// The shortest cycle inside `component` through its first module (breadth first), from
+/// that module back to it: `[a, b, c, a]`.
+fn shortest_cycle<'a>(
+    graph: &BTreeMap<&'a ModulePath, Vec<&'a ModulePath>>,
+    component: &BTreeSet<&'a ModulePath>,
+) -> Vec<&'a ModulePath> {
+    let Some(&start) = component.first() else { return Vec::new() };
+    let mut parent: BTreeMap<&ModulePath, &ModulePath> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([start]);
+    while let Some(node) = queue.pop_front() {
+        for &next in graph.get(node).into_iter().flatten() {
+            if next == start {
+                // The path back from `node` to `start` by parents, then turned around.
+                let mut cycle = vec![start, node];
+                let mut at = node;
+                while let Some(&up) = parent.get(at) {
+                    cycle.push(up);
+                    at = up;
+                }
+                cycle.reverse();
+                return cycle;
+            }
+            if component.contains(next) && next != start && !parent.contains_key(next) {
+                parent.insert(next, node);
+                queue.push_back(next);
+            }
+        }
+    }
+    vec![start, start]
+}
+
 #[test]
-fn no_module_imports_one_that_imports_it_back() {
+fn no_modules_import_each_other_in_a_circle() {
     let root = crate::workspace::root();
     let mut sources: Vec<PathBuf> = vec![root.join("benches/src"), root.join("xtask/src")];
     for entry in std::fs::read_dir(root.join("crates")).into_iter().flatten().flatten() {
@@ -196,7 +290,7 @@ fn no_module_imports_one_that_imports_it_back() {
             cycles.push(cycle.replace(&format!("{}/", root.display()), ""));
         }
     }
-    assert!(cycles.is_empty(), "modules that import each other:\n{}", cycles.join("\n"));
+    assert!(cycles.is_empty(), "modules that import each other in a circle:\n{}", cycles.join("\n"));
 }
 
 #[test]
@@ -213,11 +307,25 @@ fn pairs_are_found_through_uses_paths_and_re_exports() {
     // The root's `pub use a::A` publishes its own module and adds no edge; `crate::B` in `a`
     // is `b`'s, through the root's re-export; `mod tests` importing `super::*` stays in `a`.
     assert_eq!(edges, ["a → b", "b → a", "c → crate", "c::d → a"]);
-    assert_eq!(krate.cycles(), ["a (a:1) ↔ b (b:3)"]);
+    assert_eq!(krate.cycles(), ["a (a:1) → b (b:3) → a"]);
     // The crate root calling into a module that imports an item of the root is a pair too.
     let krate = Crate::of(&[
         ("", "mod commands;\npub enum Command {}\nfn main() {\n    commands::run();\n}\n"),
         ("commands", "use crate::Command;\npub fn run() {}\n"),
     ]);
-    assert_eq!(krate.cycles(), ["crate (crate:4) ↔ commands (commands:1)"]);
+    assert_eq!(krate.cycles(), ["crate (crate:4) → commands (commands:1) → crate"]);
+}
+
+#[test]
+fn circles_of_any_length_are_found() {
+    // a → b → c → a, which no pair of modules shows, beside d → e with no way back.
+    let krate = Crate::of(&[
+        ("", "mod a;\nmod b;\nmod c;\nmod d;\nmod e;\n"),
+        ("a", "use crate::b::B;\npub struct A;\n"),
+        ("b", "pub struct B;\nuse crate::c::C;\n"),
+        ("c", "pub struct C;\n\nuse crate::a::A;\n"),
+        ("d", "use crate::e::E;\n"),
+        ("e", "pub struct E;\n"),
+    ]);
+    assert_eq!(krate.cycles(), ["a (a:1) → b (b:2) → c (c:3) → a"]);
 }

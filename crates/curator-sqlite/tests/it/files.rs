@@ -3,7 +3,7 @@
 
 use curator_model::{Entry, EvaluationId, Message, PromptRef};
 use curator_session::{Conversation, MemoryStore, SessionStore, Snapshot};
-use curator_sqlite::{Durability, Error, Options, SCHEMA_VERSION, SqliteStore};
+use curator_sqlite::{Durability, Error, SqliteOptions, SCHEMA_VERSION, SqliteStore};
 
 use crate::support::TempStore;
 
@@ -142,7 +142,7 @@ fn durability_modes_are_applied() {
     let dir = tempfile::tempdir().unwrap();
     let normal = SqliteStore::open_with(
         dir.path().join("n.db"),
-        Options::default().with_durability(Durability::Normal),
+        SqliteOptions::default().with_durability(Durability::Normal),
     )
     .unwrap();
     assert_eq!(normal.durability().unwrap(), Durability::Normal);
@@ -274,7 +274,7 @@ fn the_write_ahead_log_stays_small_when_writes_pause_and_bounded_when_they_do_no
     let path = dir.path().join("steady.db");
     let wal = Wal::of(&path);
     let store =
-        SqliteStore::open_with(&path, Options::default().with_durability(Durability::Normal))
+        SqliteStore::open_with(&path, SqliteOptions::default().with_durability(Durability::Normal))
             .unwrap();
     let evaluation = EvaluationId::new();
     let mut sequence = 0u64;

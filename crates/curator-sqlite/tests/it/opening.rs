@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use curator_model::{Entry, EvaluationId, Message, PromptRef, ToolCall};
 use curator_session::{Conversation, NextStep, SessionKey, SessionStore, StoreErrorKind};
-use curator_sqlite::{Error, Options, SCHEMA_VERSION, SqliteStore};
+use curator_sqlite::{Error, SqliteOptions, SCHEMA_VERSION, SqliteStore};
 
 fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -149,7 +149,7 @@ fn opening_a_current_file_writes_nothing_and_does_not_wait_for_a_writer() {
     // Another process holds the write lock for the whole open.
     let holder = rusqlite::Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let options = Options::default().with_busy_timeout(Duration::from_millis(200));
+    let options = SqliteOptions::default().with_busy_timeout(Duration::from_millis(200));
     let store = SqliteStore::open_with(&path, options).unwrap();
     assert_eq!(store.evaluations().unwrap().len(), 1);
     // Its appends wait for the lock, then fail as busy and retryable.
@@ -171,7 +171,7 @@ fn a_migration_behind_a_busy_writer_is_a_typed_retryable_error() {
     schema_2_file(&path);
     let holder = rusqlite::Connection::open(&path).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
-    let options = Options::default().with_busy_timeout(Duration::from_millis(200));
+    let options = SqliteOptions::default().with_busy_timeout(Duration::from_millis(200));
     let error = SqliteStore::open_with(&path, options).unwrap_err();
     assert!(error.is_retryable(), "{error:?}");
     assert_eq!(error.kind(), StoreErrorKind::Busy);

@@ -158,8 +158,9 @@ impl RelevanceBudget {
 
     /// Counts with a shared counter.
     #[must_use]
+    #[deprecated(note = "use `with_counter`: an `Arc<dyn TokenCounter>` is a `TokenCounter`")]
     pub fn with_shared_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
-        self.budget = self.budget.with_shared_counter(counter);
+        self.budget = self.budget.with_counter(counter);
         self
     }
 

@@ -3,8 +3,6 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use curator_model::Role;
-
 use crate::View;
 use crate::fx::FxBuild;
 
@@ -57,7 +55,8 @@ pub(super) fn rank(
             else {
                 continue;
             };
-            let Some(unit) = unit_at(view, at).filter(|u| u.start >= from && u.end <= before)
+            let Some(unit) =
+                view.unit_at(at).map(|u| u.range()).filter(|u| u.start >= from && u.end <= before)
             else {
                 continue;
             };
@@ -72,22 +71,32 @@ pub(super) fn rank(
     ranked
 }
 
-/// The unit of the message at view index `at`: the assistant message whose call a tool
-/// message answers, with the tool messages that follow it and answer its calls; any other
-/// message alone. `None` for a tool message whose call is not in the view.
-pub(super) fn unit_at(view: &View<'_>, at: usize) -> Option<Range<usize>> {
-    let history = view.history();
-    let head_pos = |i: usize| view.pos(i).and_then(|p| history.unit_head(p));
-    let start =
-        if view.structure(at).role() == Role::Tool { view.index_of(head_pos(at)?)? } else { at };
-    let head = view.pos(start);
-    let mut end = start + 1;
-    while end < view.len()
-        && view.structure(end).role() == Role::Tool
-        && head.is_some()
-        && head_pos(end) == head
-    {
-        end += 1;
+#[cfg(test)]
+mod tests {
+    use curator_model::{Message, ToolCall};
+
+    use crate::{CurationContext, History, View};
+
+    /// Parallel calls made in two consecutive assistant messages form one unit with both
+    /// results: a term of the second result credits that whole unit, never the second
+    /// assistant message alone (which would be kept without its result, or split from it).
+    #[test]
+    fn a_result_of_a_parallel_call_scores_its_whole_unit() {
+        let history = History::from(vec![
+            Message::system("Be brief."),
+            Message::user("Find the config."),
+            Message::assistant_with_calls(None, vec![ToolCall::new("a", "ls", "{}")]),
+            Message::assistant_with_calls(None, vec![ToolCall::new("b", "cat", "{}")]),
+            Message::tool_result("a", "src tests"),
+            Message::tool_result("b", "zanzibar = 42"),
+            Message::user("Thanks."),
+            Message::assistant("Done."),
+            Message::user("What was zanzibar set to?"),
+        ]);
+        let view = View::full(&history);
+        let head = view.head(&CurationContext::default());
+        let ranked = super::rank(&view, &[8], head.len(), 6);
+        let units: Vec<_> = ranked.iter().map(|(unit, _)| unit.clone()).collect();
+        assert_eq!(units, [2..6]);
     }
-    Some(start..end)
 }

@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use curator_model::{BoxError, Message};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use crate::http::Endpoint;
 use crate::map::stable_hash;
 
 use crate::{Error, Result, Summarizer};
@@ -43,37 +44,49 @@ pub(super) const DEFAULT_PROMPT: &str = "You summarize the earlier part of an AI
 /// ```
 #[derive(Clone)]
 pub struct OpenAiCompatible {
-    base_url: String,
+    endpoint: Endpoint,
     model: String,
-    api_key: Option<String>,
-    timeout: Duration,
     prompt: String,
 }
 
 impl OpenAiCompatible {
-    /// A summarizer calling `model` at `base_url` (scheme, host and port, without `/v1`),
-    /// with a 30 s timeout and the default prompt.
+    /// A summarizer calling `model` at `base_url` (scheme, host and port, with or without
+    /// `/v1`: the [`Endpoint`] rule), with a 30 s timeout and the default prompt.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        Self {
-            base_url: base_url.into().trim_end_matches('/').to_owned(),
-            model: model.into(),
-            api_key: None,
-            timeout: Duration::from_secs(30),
-            prompt: DEFAULT_PROMPT.to_owned(),
-        }
+        Self::with_endpoint(
+            Endpoint::new(base_url.into()).with_timeout(Duration::from_secs(30)),
+            model,
+        )
+    }
+
+    /// A summarizer calling `model` on an [`Endpoint`] configured elsewhere (shared with
+    /// the agent's own chat step, for example), with its timeouts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::strategies::OpenAiCompatible;
+    /// use curator::strategies::http::Endpoint;
+    ///
+    /// let server = Endpoint::new("http://localhost:8000/v1").with_api_key("secret");
+    /// let summarizer = OpenAiCompatible::with_endpoint(server.clone(), "small-model");
+    /// assert_eq!(summarizer.endpoint().base_url(), "http://localhost:8000");
+    /// ```
+    pub fn with_endpoint(endpoint: Endpoint, model: impl Into<String>) -> Self {
+        Self { endpoint, model: model.into(), prompt: DEFAULT_PROMPT.to_owned() }
     }
 
     /// Sends `Authorization: Bearer <key>`.
     #[must_use]
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+        self.endpoint = self.endpoint.with_api_key(key);
         self
     }
 
     /// Gives up after `timeout` for the whole request.
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.endpoint = self.endpoint.with_timeout(timeout);
         self
     }
 
@@ -84,6 +97,11 @@ impl OpenAiCompatible {
         self
     }
 
+    /// The server it posts to.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
     fn fail(&self, message: String, source: Option<BoxError>) -> Error {
         Error::Summarizer { summarizer: self.name().into_owned(), message, source }
     }
@@ -92,10 +110,8 @@ impl OpenAiCompatible {
 impl std::fmt::Debug for OpenAiCompatible {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenAiCompatible")
-            .field("base_url", &self.base_url)
+            .field("endpoint", &self.endpoint)
             .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "…"))
-            .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
 }
@@ -118,11 +134,6 @@ fn transcript(previous: Option<&str>, messages: &[&Message]) -> String {
 
 impl Summarizer for OpenAiCompatible {
     fn summarize(&self, previous: Option<&str>, messages: &[&Message]) -> Result<String> {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(self.timeout))
-            .http_status_as_error(false)
-            .build()
-            .into();
         let body = json!({
             "model": self.model,
             "messages": [
@@ -130,30 +141,13 @@ impl Summarizer for OpenAiCompatible {
                 {"role": "user", "content": transcript(previous, messages)},
             ],
         });
-        let url = format!("{}/v1/chat/completions", self.base_url);
-        let mut request = agent.post(&url).header("Content-Type", "application/json");
-        if let Some(key) = &self.api_key {
-            request = request.header("Authorization", &format!("Bearer {key}"));
-        }
-        let mut response = request.send(body.to_string()).map_err(|e| match e {
-            ureq::Error::Timeout(_) => self
-                .fail(format!("no answer from {url} within {:?}", self.timeout), Some(Box::new(e))),
-            other => self.fail(format!("cannot reach {url}"), Some(Box::new(other))),
-        })?;
-        let status = response.status().as_u16();
-        let text = response.body_mut().read_to_string().map_err(|e| match e {
-            ureq::Error::Timeout(_) => self
-                .fail(format!("no answer from {url} within {:?}", self.timeout), Some(Box::new(e))),
-            other => self.fail(format!("cannot read the answer from {url}"), Some(Box::new(other))),
-        })?;
-        if !(200..300).contains(&status) {
-            let start: String = text.chars().take(200).collect();
-            return Err(self.fail(format!("HTTP {status} from {url}: {start}"), None));
-        }
-        let value: Value = serde_json::from_str(&text).map_err(|e| {
-            self.fail(format!("the answer from {url} is not JSON"), Some(Box::new(e)))
-        })?;
+        let path = "chat/completions";
+        let value = self
+            .endpoint
+            .post_json(path, &body)
+            .map_err(|e| self.fail(e.to_string(), Some(Box::new(e))))?;
         value["choices"][0]["message"]["content"].as_str().map(str::to_owned).ok_or_else(|| {
+            let url = self.endpoint.url(path);
             self.fail(format!("the answer from {url} has no `choices[0].message.content`"), None)
         })
     }
@@ -161,7 +155,7 @@ impl Summarizer for OpenAiCompatible {
     fn key(&self) -> u64 {
         stable_hash(&[
             b"openai-compatible",
-            self.base_url.as_bytes(),
+            self.endpoint.base_url().as_bytes(),
             self.model.as_bytes(),
             self.prompt.as_bytes(),
         ])

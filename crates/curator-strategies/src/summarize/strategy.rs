@@ -111,14 +111,10 @@ impl Summarize {
     /// Folds with `summarizer`; by default past 32,000 estimated tokens, keeping the newest
     /// 10 messages, in chunks of half the threshold, summaries of at most 4,000 characters,
     /// memoised in memory, leaving the view unfolded on errors.
+    /// A shared summarizer (`Arc<dyn Summarizer>`) is a summarizer too.
     pub fn new(summarizer: impl Summarizer + 'static) -> Self {
-        Self::with_shared(Arc::new(summarizer))
-    }
-
-    /// As [`new`](Summarize::new), with a shared summarizer.
-    pub fn with_shared(summarizer: Arc<dyn Summarizer>) -> Self {
         Self {
-            summarizer,
+            summarizer: Arc::new(summarizer),
             store: Arc::new(MemorySummaryStore::default()),
             threshold: Threshold::Tokens(32_000),
             counter: Arc::new(CharEstimate::default()),
@@ -130,6 +126,12 @@ impl Summarize {
         }
     }
 
+    /// As [`new`](Summarize::new), with a shared summarizer.
+    #[deprecated(note = "use `Summarize::new`: an `Arc<dyn Summarizer>` is a `Summarizer`")]
+    pub fn with_shared(summarizer: Arc<dyn Summarizer>) -> Self {
+        Self::new(summarizer)
+    }
+
     /// Sets when to fold.
     #[must_use]
     pub fn with_threshold(mut self, threshold: Threshold) -> Self {
@@ -139,8 +141,8 @@ impl Summarize {
 
     /// Counts tokens (for a token threshold) with `counter`.
     #[must_use]
-    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
-        self.counter = counter;
+    pub fn with_counter(mut self, counter: impl TokenCounter + 'static) -> Self {
+        self.counter = Arc::new(counter);
         self
     }
 

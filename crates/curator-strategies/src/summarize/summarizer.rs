@@ -43,6 +43,21 @@ pub trait Summarizer: Send + Sync {
     }
 }
 
+/// A shared summarizer summarizes as the one it shares.
+impl<T: Summarizer + ?Sized> Summarizer for std::sync::Arc<T> {
+    fn summarize(&self, previous: Option<&str>, messages: &[&Message]) -> Result<String> {
+        (**self).summarize(previous, messages)
+    }
+
+    fn key(&self) -> u64 {
+        (**self).key()
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        (**self).name()
+    }
+}
+
 /// A summary without a model: the first user request, what the user said after, the tool
 /// calls made (arguments shortened), the errors met, and the last thing the assistant said,
 /// within `max_chars` characters. Deterministic. User text stays attributed to the user.

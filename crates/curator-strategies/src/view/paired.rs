@@ -179,8 +179,55 @@ mod tests {
         ]
     }
 
+    /// The view `ops` make of `full`, as built (not repaired).
+    fn edited<'h>(full: &View<'h>, ops: Vec<Op>) -> View<'h> {
+        let mut edit = full.edit();
+        for op in ops {
+            match op {
+                Op::Keep(start, end) => {
+                    edit.keep(start..end);
+                }
+                Op::Replace(i, other) if i < full.len() => {
+                    let message = other.unwrap_or_else(|| Message::clone(&full.message(i)));
+                    edit.replace(i, message);
+                }
+                Op::Replace(..) => {}
+                Op::Insert(message) => {
+                    edit.insert(message);
+                }
+            }
+        }
+        edit.build()
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3_000))]
+
+        /// `View::unit_at` is the walk's answer: on whole histories and on edited views
+        /// (messages left out, replaced, inserted), every index lies in the unit
+        /// `units_rev(0)` yields for it, parallel and joined calls included.
+        #[test]
+        fn unit_at_agrees_with_the_walk(
+            messages in prop::collection::vec(message(), 0..24),
+            ops in prop::collection::vec(op(), 0..6),
+            whole in any::<bool>(),
+        ) {
+            let history = History::from(messages);
+            let full = View::full(&history);
+            let view = if whole { View::full(&history) } else { edited(&full, ops) };
+            let units: Vec<_> = view.units_rev(0).map(|u| u.range()).collect();
+            prop_assert_eq!(units.iter().map(ExactSizeIterator::len).sum::<usize>(), view.len());
+            for unit in &units {
+                for at in unit.clone() {
+                    prop_assert_eq!(
+                        view.unit_at(at).map(|u| u.range()),
+                        Some(unit.clone()),
+                        "index {} of {:?}", at, view.to_messages()
+                    );
+                }
+            }
+            prop_assert_eq!(view.unit_at(view.len()), None);
+        }
 
         /// The shortcuts never call a view coherent that the full plan would repair, nor
         /// pair a result otherwise than the rule applied to the view, on histories built at
@@ -214,19 +261,7 @@ mod tests {
                 History::from(messages.clone())
             };
             let full = View::full(&history);
-            let mut edit = full.edit();
-            for op in ops {
-                match op {
-                    Op::Keep(start, end) => { edit.keep(start..end); }
-                    Op::Replace(i, other) if i < full.len() => {
-                        let message = other.unwrap_or_else(|| Message::clone(&full.message(i)));
-                        edit.replace(i, message);
-                    }
-                    Op::Replace(..) => {}
-                    Op::Insert(message) => { edit.insert(message); }
-                }
-            }
-            let view = edit.build();
+            let view = edited(&full, ops);
             if view.repair_from() == Some(view.len()) {
                 let repairs = coherence::plan(view.structures(), |i| view.structure(i));
                 prop_assert!(repairs.is_empty(), "{:?}", view.to_messages());

@@ -2,6 +2,8 @@
 
 use std::ops::Range;
 
+use curator_model::{Message, Role};
+
 /// What trimming strategies keep whatever happens: the system messages and the task (the
 /// first user message before any assistant message), as the context asks; see
 /// [`View::head`](crate::View::head).
@@ -64,4 +66,12 @@ impl Unit {
     pub fn is_empty(&self) -> bool {
         self.end == self.start
     }
+}
+
+/// Whether a message is an assistant message of tool calls and nothing else, which
+/// coherence removes when its calls are still pending at the end of the view.
+pub(crate) fn pending_only(message: &Message) -> bool {
+    message.role() == Role::Assistant
+        && message.has_tool_calls()
+        && message.content().is_none_or(curator_model::Content::is_empty)
 }

@@ -3,7 +3,7 @@
 use curator_model::{Message, Role};
 
 use super::selection::View;
-use super::shape::{Head, Unit};
+use super::shape::{Head, Unit, pending_only};
 use crate::CurationContext;
 
 impl View<'_> {
@@ -78,6 +78,50 @@ impl View<'_> {
         UnitsRev { view: self, floor: from, next: self.len() }
     }
 
+    /// The unit that holds view index `at`: the one [`units_rev`](Self::units_rev)`(0)`
+    /// yields that contains it, from the same walk, so the two never disagree. `None` past
+    /// the end of the view. Costs the messages between `at` and the end of its unit's
+    /// calls, not O(view): a unit can only reach past a message after which calls are
+    /// still open.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, ToolCall};
+    /// use curator::strategies::{History, View};
+    ///
+    /// // Two consecutive assistant messages join: their parallel calls form one unit.
+    /// let history = History::from(vec![
+    ///     Message::user("go"),
+    ///     Message::assistant_with_calls(None, vec![ToolCall::new("a", "ls", "{}")]),
+    ///     Message::assistant_with_calls(None, vec![ToolCall::new("b", "cat", "{}")]),
+    ///     Message::tool_result("a", "x"),
+    ///     Message::tool_result("b", "y"),
+    /// ]);
+    /// let view = View::full(&history);
+    /// assert_eq!(view.unit_at(4).map(|u| u.range()), Some(1..5));
+    /// assert_eq!(view.unit_at(2).map(|u| u.range()), Some(1..5));
+    /// assert_eq!(view.unit_at(0).map(|u| u.range()), Some(0..1));
+    /// assert_eq!(view.unit_at(5), None);
+    /// ```
+    pub fn unit_at(&self, at: usize) -> Option<Unit> {
+        if at >= self.len() {
+            return None;
+        }
+        // The walk from the tail ends a unit after `end` when no later message can reach
+        // back over it: when it or the next message stands outside the history (the walk
+        // never joins across those), or when no call is open after it (a later tool message
+        // answers a later call, or none). The walk from there is the walk from the tail.
+        let mut end = at;
+        while end + 1 < self.len() {
+            match (self.pos(end), self.pos(end + 1)) {
+                (Some(pos), Some(_)) if self.history.open_after(pos) => end += 1,
+                _ => break,
+            }
+        }
+        self.units_rev_to(0, end + 1).find(|unit| unit.start <= at)
+    }
+
     /// The units from index `from` up to (not including) index `to`, newest first.
     pub(crate) fn units_rev_to(&self, from: usize, to: usize) -> UnitsRev<'_, '_> {
         UnitsRev { view: self, floor: from, next: to.min(self.len()) }
@@ -134,14 +178,6 @@ impl View<'_> {
         }
         Some(newest)
     }
-}
-
-/// Whether a message is an assistant message of tool calls and nothing else, which
-/// coherence removes when its calls are still pending at the end of the view.
-pub(crate) fn pending_only(message: &Message) -> bool {
-    message.role() == Role::Assistant
-        && message.has_tool_calls()
-        && message.content().is_none_or(curator_model::Content::is_empty)
 }
 
 /// The iterator of [`View::units_rev`].

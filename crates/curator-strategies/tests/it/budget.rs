@@ -130,7 +130,7 @@ fn counts_are_cached_as_the_history_grows() {
         }
     }
     let counter = std::sync::Arc::new(Counting::default());
-    let budget = TokenBudget::new(1_000).with_shared_counter(counter.clone());
+    let budget = TokenBudget::new(1_000).with_counter(counter.clone());
     let mut history = History::new();
     history.push(Message::system("sys"));
     history.push(Message::user("task"));

@@ -1,0 +1,268 @@
+//! The driver protocol: the one description of an agent loop's steps, and the one loop that
+//! runs any driver ([`drive`]; [`drive_async`] with the feature `tokio`).
+
+use curator_model::{BoxError, Message};
+
+use crate::Error;
+
+/// What an agent loop does next, as its [`Driver`] reads it from the record.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Step<W, T> {
+    /// Build the request and call the model.
+    CallModel,
+    /// Run these pieces of work (tool calls, a program) and record what each gave.
+    Run(Vec<W>),
+    /// Nothing to send the model yet: the loop waits for the user's message.
+    WaitForUser,
+    /// The loop is done, with what it produced.
+    Finished(T),
+    /// The driver's own budget of turns is spent.
+    OutOfTurns,
+}
+
+/// How a run of a [`Driver`] ended, generic over what a finished run carries (the
+/// assistant's answer, a program's turn).
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::Message;
+/// use curator::session::{Outcome, RunOutcome};
+///
+/// let outcome: RunOutcome = Outcome::Finished(Message::assistant("4"));
+/// assert_eq!(outcome.finished().map(|m| m.text().into_owned()), Some("4".to_owned()));
+/// assert_eq!(RunOutcome::MaxTurns.finished(), None);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Outcome<T> {
+    /// The run is done: the assistant answered without calling a tool, or the work said
+    /// the run is over. What it produced.
+    Finished(T),
+    /// The budget of turns ran out while the model still had work to do.
+    MaxTurns,
+    /// Nothing to send the model yet (only the system message is recorded): record the
+    /// user's message and run again. Nothing was called or recorded.
+    WaitingForUser,
+}
+
+impl<T> Outcome<T> {
+    /// What a finished run produced; `None` for the other outcomes.
+    pub fn finished(self) -> Option<T> {
+        match self {
+            Outcome::Finished(output) => Some(output),
+            _ => None,
+        }
+    }
+}
+
+/// An agent loop's steps, read from its record: what comes next ([`step`](Driver::step)),
+/// the request to send ([`request`](Driver::request)), and how the model's reply and the
+/// caller's work are recorded. Implemented by the plain [`Conversation`](crate::Conversation),
+/// task history (`curator_tasks::TaskConversation`) and the coalesced conversation
+/// (`curator_coalesce::CoalescedConversation`); [`drive`] and [`drive_async`] run any of
+/// them, so an agent loop is written once.
+///
+/// **Recording is the driver's.** A driver holds its store and appends what it is given
+/// before it answers, so that what it says next is always what the record says: a process
+/// killed between two calls resumes from the record alone, and a retried record call is
+/// recognised (the stores' appends are idempotent). The async face runs each record call on
+/// a blocking thread ([`AsyncDriver`](crate::AsyncDriver)); building the request runs in
+/// place, after [`prepare`](Driver::prepare) did any writing it needs on a blocking thread.
+pub trait Driver {
+    /// A piece of work the caller runs between model calls: a tool call, a program.
+    type Work: Send + 'static;
+    /// What running a piece of work gave, handed to [`record_work`](Driver::record_work).
+    type WorkResult: Send + 'static;
+    /// What a finished run carries.
+    type Output;
+    /// The driver's error: the session's errors convert into it.
+    type Error: From<Error>;
+    /// What building a request needs from the caller besides the record (the plain
+    /// conversation's curation pipeline and context; `()` for drivers that own theirs).
+    type Curation<'c>: Copy;
+    /// Whether [`prepare`](Driver::prepare) writes anything (then the async runner runs it
+    /// on a blocking thread before each request).
+    const PREPARES: bool = false;
+
+    /// What comes next, from the record.
+    fn step(&self) -> Step<Self::Work, Self::Output>;
+
+    /// Brings the driver's own state up to date before a request (task history compacts
+    /// and saves). Nothing by default.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors.
+    fn prepare(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    /// The messages of the next model call. Reads only: it does no I/O.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors (curation's).
+    fn request(&self, curation: Self::Curation<'_>) -> Result<Vec<Message>, Self::Error>;
+
+    /// Records the model's reply.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors; what was recorded before stays recorded.
+    fn record_reply(&mut self, reply: Message) -> Result<(), Self::Error>;
+
+    /// Records what a piece of work gave.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors (a failed work result the driver cannot record is one).
+    fn record_work(&mut self, work: Self::Work, result: Self::WorkResult)
+    -> Result<(), Self::Error>;
+
+    /// The driver's error for a failed model call.
+    fn provider_failed(source: BoxError) -> Self::Error;
+}
+
+/// Runs `driver` until it is done, waits for the user, or `max_turns` model calls were made:
+/// each [`Step`] as it says, work first (after a resume, only what the record still waits
+/// for), then the model, its reply recorded before anything else happens. Can be called on
+/// a driver in any state, freshly reopened after a crash or not: a finished driver returns
+/// at once without calling the model.
+///
+/// # Errors
+///
+/// The driver's own errors, and its [`provider_failed`](Driver::provider_failed) error when
+/// `provider` fails; what was recorded so far stays recorded, so the run can be resumed.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{Message, PromptRef, Role, ToolCall};
+/// use curator::session::{Conversation, Curation, MemoryStore, Outcome, drive};
+/// use curator::strategies::{CurationContext, SlidingWindow};
+///
+/// let mut conversation = Conversation::open(MemoryStore::new(), "calc-1", PromptRef::new("demo", "calc"), Message::system("Add."))?;
+/// conversation.add_user("2 + 2?")?;
+/// let outcome = drive(
+///     &mut conversation,
+///     Curation::new(&SlidingWindow::new(10), &CurationContext::default()),
+///     |messages| Ok(match messages.last().map(Message::role) {
+///         Some(Role::Tool) => Message::assistant("It is 4."),
+///         _ => Message::assistant_with_calls(None, vec![ToolCall::new("c1", "add", r#"{"a":2,"b":2}"#)]),
+///     }),
+///     |_call| Ok("4".into()),
+///     5,
+/// )?;
+/// assert_eq!(outcome, Outcome::Finished(Message::assistant("It is 4.")));
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn drive<D, P, W>(
+    driver: &mut D,
+    curation: D::Curation<'_>,
+    mut provider: P,
+    mut work: W,
+    max_turns: u32,
+) -> Result<Outcome<D::Output>, D::Error>
+where
+    D: Driver,
+    P: FnMut(&[Message]) -> Result<Message, BoxError>,
+    W: FnMut(&D::Work) -> D::WorkResult,
+{
+    let mut turns = 0;
+    loop {
+        match driver.step() {
+            Step::Run(items) => {
+                for item in items {
+                    let result = work(&item);
+                    driver.record_work(item, result)?;
+                }
+            }
+            Step::CallModel if turns < max_turns => {
+                turns += 1;
+                driver.prepare()?;
+                let request = driver.request(curation)?;
+                let reply = provider(&request).map_err(D::provider_failed)?;
+                driver.record_reply(reply)?;
+            }
+            Step::CallModel | Step::OutOfTurns => return Ok(Outcome::MaxTurns),
+            Step::Finished(output) => return Ok(Outcome::Finished(output)),
+            Step::WaitForUser => return Ok(Outcome::WaitingForUser),
+        }
+    }
+}
+
+/// [`drive`] for async code: `provider` and `work` are awaited; every call that reaches the
+/// store (recording, [`prepare`](Driver::prepare)) runs on tokio's blocking threads through
+/// the [`AsyncDriver`](crate::AsyncDriver), reading the next step and building the request
+/// run in place.
+///
+/// # Errors
+///
+/// As [`drive`]; [`Error::Join`] (converted) when a blocking task did not finish.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{Message, PromptRef, Role, ToolCall};
+/// use curator::session::{AsyncDriver, Conversation, Curation, MemoryStore, Outcome, ToolContext, drive_async};
+/// use curator::strategies::{CurationContext, SlidingWindow};
+///
+/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+/// let mut conversation = Conversation::open(MemoryStore::new(), "calc-1", PromptRef::new("demo", "calc"), Message::system("Add."))?;
+/// conversation.add_user("2 + 2?")?;
+/// let driver = AsyncDriver::new(conversation);
+/// let outcome = drive_async(
+///     &driver,
+///     Curation::new(&SlidingWindow::new(10), &CurationContext::default()),
+///     async |messages: &[Message]| Ok(match messages.last().map(Message::role) {
+///         Some(Role::Tool) => Message::assistant("It is 4."),
+///         _ => Message::assistant_with_calls(None, vec![ToolCall::new("c1", "add", r#"{"a":2,"b":2}"#)]),
+///     }),
+///     async |_call: &ToolContext| Ok("4".into()),
+///     5,
+/// ).await?;
+/// assert_eq!(outcome, Outcome::Finished(Message::assistant("It is 4.")));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "tokio")]
+pub async fn drive_async<D, P, W>(
+    driver: &crate::AsyncDriver<D>,
+    curation: D::Curation<'_>,
+    mut provider: P,
+    mut work: W,
+    max_turns: u32,
+) -> Result<Outcome<D::Output>, D::Error>
+where
+    D: Driver + Send + 'static,
+    D::Error: Send + 'static,
+    P: AsyncFnMut(&[Message]) -> Result<Message, BoxError>,
+    W: AsyncFnMut(&D::Work) -> D::WorkResult,
+{
+    let mut turns = 0;
+    loop {
+        match driver.with(D::step).await {
+            Step::Run(items) => {
+                for item in items {
+                    let result = work(&item).await;
+                    driver.call(move |d| d.record_work(item, result)).await?;
+                }
+            }
+            Step::CallModel if turns < max_turns => {
+                turns += 1;
+                if D::PREPARES {
+                    driver.call(D::prepare).await?;
+                }
+                let request = driver.with(|d| d.request(curation)).await?;
+                let reply = provider(&request).await.map_err(D::provider_failed)?;
+                driver.call(move |d| d.record_reply(reply)).await?;
+            }
+            Step::CallModel | Step::OutOfTurns => return Ok(Outcome::MaxTurns),
+            Step::Finished(output) => return Ok(Outcome::Finished(output)),
+            Step::WaitForUser => return Ok(Outcome::WaitingForUser),
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! One OpenAI-compatible HTTP endpoint (feature `http`): the base URL rule, the auth header,
+//! the timeouts, the error excerpts and one reused connection pool, for every part of
+//! curator that posts to a model server (the summarizer, the loop's chat step).
+
+use std::fmt;
+use std::time::Duration;
+
+use curator_model::BoxError;
+use serde_json::Value;
+
+/// How much of an error answer's body an [`HttpError`] quotes.
+const EXCERPT_CHARS: usize = 200;
+
+/// An OpenAI-compatible server (OpenAI, vLLM, Ollama, `llama.cpp`'s server, `LiteLLM`, …):
+/// where it is, how to authenticate, how long to wait. Requests go to
+/// `{base_url}/v1/{path}` through one HTTP agent built once, whose connections are kept and
+/// reused; clones share it.
+///
+/// **The base URL** is the scheme, host and port, with or without a trailing `/v1` (and
+/// slashes): `http://localhost:11434`, `http://localhost:11434/v1/` and
+/// `https://api.openai.com/v1` all work.
+///
+/// **Timeouts**: 120 s for a whole request (connecting, sending, the answer) and 10 s to
+/// connect, unless set.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use curator::strategies::http::Endpoint;
+///
+/// let endpoint = Endpoint::new("http://localhost:11434/v1/").with_timeout(Duration::from_secs(30));
+/// assert_eq!(endpoint.base_url(), "http://localhost:11434");
+/// assert_eq!(endpoint.url("chat/completions"), "http://localhost:11434/v1/chat/completions");
+/// assert_eq!(endpoint.timeout(), Duration::from_secs(30));
+/// ```
+#[derive(Clone)]
+pub struct Endpoint {
+    base_url: String,
+    api_key: Option<String>,
+    timeout: Duration,
+    connect_timeout: Duration,
+    agent: ureq::Agent,
+}
+
+/// Why a request to an [`Endpoint`] failed: the URL and what went wrong (the status and the
+/// start of the body, a timeout, a refused connection, an answer that is not JSON).
+#[derive(Debug, thiserror::Error)]
+#[error("{url}: {reason}")]
+#[non_exhaustive]
+pub struct HttpError {
+    /// The URL posted to.
+    pub url: String,
+    /// What failed, with the status and the first 200 characters of the body for an error
+    /// answer.
+    pub reason: String,
+    /// The HTTP status, when the server answered.
+    pub status: Option<u16>,
+    /// The underlying error, when there is one.
+    #[source]
+    pub source: Option<BoxError>,
+}
+
+impl HttpError {
+    /// Whether trying again later may succeed: a timeout, a connection failure, a 429 or a
+    /// 5xx answer.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::strategies::http::Endpoint;
+    ///
+    /// // Nothing listens on port 9 of the loopback interface.
+    /// let err = Endpoint::new("http://127.0.0.1:9").post_json("chat/completions", &serde_json::json!({})).unwrap_err();
+    /// assert!(err.is_retryable());
+    /// assert!(err.to_string().starts_with("http://127.0.0.1:9/v1/chat/completions: "));
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        match self.status {
+            Some(status) => status == 429 || status >= 500,
+            // No status: the request never got an answer.
+            None => true,
+        }
+    }
+}
+
+impl Endpoint {
+    /// The server at `base_url` (see [the base URL rule](Endpoint)), with the default
+    /// timeouts and no API key.
+    pub fn new(base_url: impl AsRef<str>) -> Self {
+        let base = base_url.as_ref().trim_end_matches('/');
+        let base = base.strip_suffix("/v1").unwrap_or(base).trim_end_matches('/');
+        let timeout = Duration::from_mins(2);
+        let connect_timeout = Duration::from_secs(10);
+        Self {
+            base_url: base.to_owned(),
+            api_key: None,
+            timeout,
+            connect_timeout,
+            agent: agent(timeout, connect_timeout),
+        }
+    }
+
+    /// Sends `Authorization: Bearer <key>` with every request.
+    #[must_use]
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Gives up after `timeout` for a whole request.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self.agent = agent(self.timeout, self.connect_timeout);
+        self
+    }
+
+    /// Gives up connecting after `timeout`.
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self.agent = agent(self.timeout, self.connect_timeout);
+        self
+    }
+
+    /// The base URL, without `/v1` or a trailing slash.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The whole-request timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Whether an API key is sent.
+    pub fn has_api_key(&self) -> bool {
+        self.api_key.is_some()
+    }
+
+    /// The URL of `path` under `/v1` (`chat/completions`, `models`, …).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}/v1/{}", self.base_url, path.trim_start_matches('/'))
+    }
+
+    /// Posts `body` as JSON to [`url`](Endpoint::url)`(path)` and reads the JSON answer.
+    ///
+    /// # Errors
+    ///
+    /// [`HttpError`]: the server cannot be reached, does not answer in time, answers with a
+    /// status outside 2xx (quoting the start of the body), or with a body that is not JSON.
+    pub fn post_json(&self, path: &str, body: &Value) -> Result<Value, HttpError> {
+        let url = self.url(path);
+        let fail = |reason: String, status: Option<u16>, source: Option<BoxError>| HttpError {
+            url: url.clone(),
+            reason,
+            status,
+            source,
+        };
+        let transport = |e: ureq::Error, what: &str| match e {
+            ureq::Error::Timeout(_) => {
+                fail(format!("no answer within {:?}", self.timeout), None, Some(Box::new(e)))
+            }
+            other => fail(what.to_owned(), None, Some(Box::new(other))),
+        };
+        let mut request = self.agent.post(&url).header("Content-Type", "application/json");
+        if let Some(key) = &self.api_key {
+            request = request.header("Authorization", &format!("Bearer {key}"));
+        }
+        let mut response =
+            request.send(body.to_string()).map_err(|e| transport(e, "cannot reach the server"))?;
+        let status = response.status().as_u16();
+        let text = response
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| transport(e, "the answer broke off"))?;
+        if !(200..300).contains(&status) {
+            let start: String = text.chars().take(EXCERPT_CHARS).collect();
+            return Err(fail(format!("HTTP {status}: {start}"), Some(status), None));
+        }
+        serde_json::from_str(&text).map_err(|e| {
+            fail("the answer is not JSON".to_owned(), Some(status), Some(Box::new(e)))
+        })
+    }
+}
+
+/// The agent every request of an endpoint goes through: HTTP error statuses are answers to
+/// read, not transport errors.
+fn agent(timeout: Duration, connect_timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(timeout))
+        .timeout_connect(Some(connect_timeout))
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "…"))
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish_non_exhaustive()
+    }
+}
