@@ -39,8 +39,11 @@ fn entries(evaluation: EvaluationId, from: u64, n: usize) -> Vec<Entry> {
 }
 
 fn open(dir: &tempfile::TempDir, name: &str, durability: Durability) -> SqliteStore {
-    SqliteStore::open_with(dir.path().join(name), SqliteOptions::default().with_durability(durability))
-        .expect("open")
+    SqliteStore::open_with(
+        dir.path().join(name),
+        SqliteOptions::default().with_durability(durability),
+    )
+    .expect("open")
 }
 
 fn single_appends(c: &mut Criterion) {
@@ -157,9 +160,11 @@ fn opening(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("big.db");
     {
-        let store =
-            SqliteStore::open_with(&path, SqliteOptions::default().with_durability(Durability::Normal))
-                .expect("open");
+        let store = SqliteStore::open_with(
+            &path,
+            SqliteOptions::default().with_durability(Durability::Normal),
+        )
+        .expect("open");
         for chunk in 0..10u64 {
             store
                 .append_batch(&key(), &entries(EvaluationId::new(), chunk * 10_000, 10_000))

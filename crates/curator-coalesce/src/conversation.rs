@@ -2,7 +2,7 @@
 //! requests are built from the turns by a [`Compression`].
 
 use curator_model::{BoxError, Message, Role};
-use curator_session::{Conversation, Driver, NextStep, Outcome, SessionStore, Step, drive};
+use curator_session::{Action, Conversation, Driver, NextStep, Outcome, SessionStore, drive};
 
 use crate::compression::{Compression, execution_report};
 use crate::error::{Error, Result};
@@ -283,11 +283,7 @@ impl<S: SessionStore> CoalescedConversation<S> {
     ///
     /// [`Error::Provider`] and [`Error::Execution`] when the closures fail (what was
     /// recorded stays recorded), and the adapter's own errors.
-    pub fn run_blocking<P, X>(
-        &mut self,
-        provider: P,
-        mut execute: X,
-    ) -> Result<CoalescedOutcome>
+    pub fn run_blocking<P, X>(&mut self, provider: P, mut execute: X) -> Result<CoalescedOutcome>
     where
         P: FnMut(&[Message]) -> std::result::Result<Message, BoxError>,
         X: FnMut(TurnDraft) -> std::result::Result<Executed, BoxError>,
@@ -306,19 +302,19 @@ impl<S: SessionStore> Driver for CoalescedConversation<S> {
     type Error = Error;
     type Curation<'c> = ();
 
-    fn step(&self) -> Step<TurnDraft, Box<Turn>> {
+    fn action(&self) -> Action<TurnDraft, Box<Turn>> {
         if let Some(draft) = self.pending_program() {
-            Step::Run(vec![draft])
+            Action::Run(vec![draft])
         } else if let Some(turn) = &self.finished {
-            Step::Finished(Box::new(turn.clone()))
+            Action::Finished(Box::new(turn.clone()))
         } else if self.turns_left() == 0 {
-            Step::OutOfTurns
+            Action::OutOfTurns
         } else {
-            Step::CallModel
+            Action::CallModel
         }
     }
 
-    fn request(&self, (): ()) -> Result<Vec<Message>> {
+    fn build_request(&self, (): ()) -> Result<Vec<Message>> {
         Ok(CoalescedConversation::request(self))
     }
 

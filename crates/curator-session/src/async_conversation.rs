@@ -2,16 +2,13 @@
 //! blocking threads, never on the runtime's own; `AsyncConversation` and `run_async`, the
 //! plain conversation's conveniences on it.
 
-use std::sync::Arc;
-
 use curator_model::{BoxError, Content, EvaluationId, Message, MessageId, PromptRef, ToolCall};
 use curator_strategies::{CurationContext, HistoryManager};
-use tokio::sync::Mutex;
 
-use crate::driver::drive_async;
+use crate::async_driver::{AsyncDriver, drive_async};
 use crate::{
-    Appended, Conversation, Curation, Error, NextStep, Result, ResumePolicy, RunOutcome,
-    SessionKey, SessionStore, ToolContext, ToolOutcome,
+    Appended, Conversation, Curation, NextStep, Result, ResumePolicy, RunOutcome, SessionKey,
+    SessionStore, ToolContext, ToolOutcome,
 };
 
 /// A [`Conversation`] for async code: every call that reaches the store (opening, resuming,
@@ -44,17 +41,6 @@ use crate::{
 /// ```
 pub struct AsyncConversation<S> {
     driver: AsyncDriver<Conversation<S>>,
-}
-
-/// Runs `f` on a blocking thread: the one place a blocking task's failure (a panic, a
-/// runtime shutting down) becomes an error, [`Error::Join`].
-pub(crate) async fn blocking<T: Send + 'static, E: From<Error> + Send + 'static>(
-    f: impl FnOnce() -> std::result::Result<T, E> + Send + 'static,
-) -> std::result::Result<T, E> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(result) => result,
-        Err(e) => Err(E::from(Error::Join(Box::new(e)))),
-    }
 }
 
 impl<S: SessionStore + 'static> AsyncConversation<S> {
@@ -316,104 +302,6 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     /// As [`Conversation::repair`].
     pub async fn repair(&mut self, policy: ResumePolicy) -> Result<Vec<ToolContext>> {
         self.call(move |c| c.repair(policy)).await
-    }
-}
-
-/// Any sans-IO driver whose calls reach a store (a [`Conversation`], or an adapter that
-/// holds one: `curator_tasks::TaskConversation`, `curator_coalesce::CoalescedConversation`)
-/// for async code: [`call`](AsyncDriver::call) runs a closure on the driver on tokio's
-/// blocking threads, so the store's I/O never stalls the runtime's own, and
-/// [`with`](AsyncDriver::with) reads it in place.
-///
-/// The driver sits behind an async mutex: a call whose future is dropped still finishes on
-/// its blocking thread and leaves the driver consistent for the next call.
-///
-/// # Examples
-///
-/// ```
-/// use curator::model::{Message, PromptRef};
-/// use curator::session::{AsyncDriver, Conversation, MemoryStore, NextStep};
-///
-/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
-/// let conversation = Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))?;
-/// let driver = AsyncDriver::new(conversation);
-/// driver.call(|c| c.add_user("hi")).await?;
-/// assert_eq!(driver.with(Conversation::next_step).await, NextStep::CallModel);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// # })?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct AsyncDriver<D> {
-    inner: Arc<Mutex<D>>,
-}
-
-impl<D: Send + 'static> AsyncDriver<D> {
-    /// Wraps a driver.
-    pub fn new(driver: D) -> Self {
-        Self { inner: Arc::new(Mutex::new(driver)) }
-    }
-
-    /// Builds the driver on a blocking thread (opening reads the store) and wraps it.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use curator::model::{Message, PromptRef};
-    /// use curator::session::{AsyncDriver, Conversation, Error, MemoryStore};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
-    /// let driver = AsyncDriver::open(|| Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))).await?;
-    /// assert_eq!(driver.with(|c| c.history().len()).await, 1);
-    /// # Ok::<(), Error>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// `open`'s error; [`Error::Join`] (turned into `E`) when the blocking task fails.
-    pub async fn open<E>(
-        open: impl FnOnce() -> std::result::Result<D, E> + Send + 'static,
-    ) -> std::result::Result<Self, E>
-    where
-        E: From<Error> + Send + 'static,
-    {
-        blocking(open).await.map(Self::new)
-    }
-
-    /// Runs `f` on the driver on a blocking thread, for calls that reach the store.
-    ///
-    /// # Errors
-    ///
-    /// `f`'s error; [`Error::Join`] (turned into `E`) when the blocking task itself fails.
-    pub async fn call<T, E>(
-        &self,
-        f: impl FnOnce(&mut D) -> std::result::Result<T, E> + Send + 'static,
-    ) -> std::result::Result<T, E>
-    where
-        T: Send + 'static,
-        E: From<Error> + Send + 'static,
-    {
-        let mut guard = Arc::clone(&self.inner).lock_owned().await;
-        blocking(move || f(&mut guard)).await
-    }
-
-    /// Reads the driver in place (no store call).
-    pub async fn with<T>(&self, f: impl FnOnce(&D) -> T) -> T {
-        f(&*self.inner.lock().await)
-    }
-}
-
-/// A clone drives the same driver, behind the same mutex.
-impl<D> Clone for AsyncDriver<D> {
-    fn clone(&self) -> Self {
-        Self { inner: Arc::clone(&self.inner) }
-    }
-}
-
-impl<D> std::fmt::Debug for AsyncDriver<D> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AsyncDriver").finish_non_exhaustive()
     }
 }
 

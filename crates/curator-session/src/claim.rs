@@ -220,7 +220,7 @@ impl Claim {
         key: SessionKey,
         lease: Duration,
     ) -> Result<Claim> {
-        crate::async_conversation::blocking(move || store.claim(&key, lease)).await
+        crate::async_driver::blocking(move || store.claim(&key, lease)).await
     }
 
     /// [`ClaimStore::claim_within`] on a blocking thread (the waiting too).
@@ -234,7 +234,7 @@ impl Claim {
         lease: Duration,
         wait: Duration,
     ) -> Result<Claim> {
-        crate::async_conversation::blocking(move || store.claim_within(&key, lease, wait)).await
+        crate::async_driver::blocking(move || store.claim_within(&key, lease, wait)).await
     }
 
     /// [`renew`](Claim::renew) on a blocking thread.
@@ -246,7 +246,7 @@ impl Claim {
         let Some(handle) = self.handle.clone() else {
             return Err(Error::ClaimLost { key: self.key.clone() });
         };
-        crate::async_conversation::blocking(move || handle.renew()).await
+        crate::async_driver::blocking(move || handle.renew()).await
     }
 
     /// [`release`](Claim::release) on a blocking thread. (Dropping a claim inside a tokio
@@ -258,7 +258,7 @@ impl Claim {
     /// As [`release`](Claim::release).
     pub async fn release_async(mut self) -> Result<()> {
         match self.handle.take() {
-            Some(handle) => crate::async_conversation::blocking(move || handle.release()).await,
+            Some(handle) => crate::async_driver::blocking(move || handle.release()).await,
             None => Ok(()),
         }
     }

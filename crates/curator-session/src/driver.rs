@@ -1,5 +1,5 @@
 //! The driver protocol: the one description of an agent loop's steps, and the one loop that
-//! runs any driver ([`drive`]; [`drive_async`] with the feature `tokio`).
+//! runs any driver ([`drive`]; `drive_async` with the feature `tokio`).
 
 use curator_model::{BoxError, Message};
 
@@ -8,7 +8,7 @@ use crate::Error;
 /// What an agent loop does next, as its [`Driver`] reads it from the record.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
-pub enum Step<W, T> {
+pub enum Action<W, T> {
     /// Build the request and call the model.
     CallModel,
     /// Run these pieces of work (tool calls, a program) and record what each gave.
@@ -57,8 +57,8 @@ impl<T> Outcome<T> {
     }
 }
 
-/// An agent loop's steps, read from its record: what comes next ([`step`](Driver::step)),
-/// the request to send ([`request`](Driver::request)), and how the model's reply and the
+/// An agent loop's steps, read from its record: what comes next ([`action`](Driver::action)),
+/// the request to send ([`build_request`](Driver::build_request)), and how the model's reply and the
 /// caller's work are recorded. Implemented by the plain [`Conversation`](crate::Conversation),
 /// task history (`curator_tasks::TaskConversation`) and the coalesced conversation
 /// (`curator_coalesce::CoalescedConversation`); [`drive`] and [`drive_async`] run any of
@@ -87,7 +87,7 @@ pub trait Driver {
     const PREPARES: bool = false;
 
     /// What comes next, from the record.
-    fn step(&self) -> Step<Self::Work, Self::Output>;
+    fn action(&self) -> Action<Self::Work, Self::Output>;
 
     /// Brings the driver's own state up to date before a request (task history compacts
     /// and saves). Nothing by default.
@@ -104,7 +104,7 @@ pub trait Driver {
     /// # Errors
     ///
     /// The driver's errors (curation's).
-    fn request(&self, curation: Self::Curation<'_>) -> Result<Vec<Message>, Self::Error>;
+    fn build_request(&self, curation: Self::Curation<'_>) -> Result<Vec<Message>, Self::Error>;
 
     /// Records the model's reply.
     ///
@@ -118,15 +118,18 @@ pub trait Driver {
     /// # Errors
     ///
     /// The driver's errors (a failed work result the driver cannot record is one).
-    fn record_work(&mut self, work: Self::Work, result: Self::WorkResult)
-    -> Result<(), Self::Error>;
+    fn record_work(
+        &mut self,
+        work: Self::Work,
+        result: Self::WorkResult,
+    ) -> Result<(), Self::Error>;
 
     /// The driver's error for a failed model call.
     fn provider_failed(source: BoxError) -> Self::Error;
 }
 
 /// Runs `driver` until it is done, waits for the user, or `max_turns` model calls were made:
-/// each [`Step`] as it says, work first (after a resume, only what the record still waits
+/// each [`Action`] as it says, work first (after a resume, only what the record still waits
 /// for), then the model, its reply recorded before anything else happens. Can be called on
 /// a driver in any state, freshly reopened after a crash or not: a finished driver returns
 /// at once without calling the model.
@@ -172,97 +175,23 @@ where
 {
     let mut turns = 0;
     loop {
-        match driver.step() {
-            Step::Run(items) => {
+        match driver.action() {
+            Action::Run(items) => {
                 for item in items {
                     let result = work(&item);
                     driver.record_work(item, result)?;
                 }
             }
-            Step::CallModel if turns < max_turns => {
+            Action::CallModel if turns < max_turns => {
                 turns += 1;
                 driver.prepare()?;
-                let request = driver.request(curation)?;
+                let request = driver.build_request(curation)?;
                 let reply = provider(&request).map_err(D::provider_failed)?;
                 driver.record_reply(reply)?;
             }
-            Step::CallModel | Step::OutOfTurns => return Ok(Outcome::MaxTurns),
-            Step::Finished(output) => return Ok(Outcome::Finished(output)),
-            Step::WaitForUser => return Ok(Outcome::WaitingForUser),
-        }
-    }
-}
-
-/// [`drive`] for async code: `provider` and `work` are awaited; every call that reaches the
-/// store (recording, [`prepare`](Driver::prepare)) runs on tokio's blocking threads through
-/// the [`AsyncDriver`](crate::AsyncDriver), reading the next step and building the request
-/// run in place.
-///
-/// # Errors
-///
-/// As [`drive`]; [`Error::Join`] (converted) when a blocking task did not finish.
-///
-/// # Examples
-///
-/// ```
-/// use curator::model::{Message, PromptRef, Role, ToolCall};
-/// use curator::session::{AsyncDriver, Conversation, Curation, MemoryStore, Outcome, ToolContext, drive_async};
-/// use curator::strategies::{CurationContext, SlidingWindow};
-///
-/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
-/// let mut conversation = Conversation::open(MemoryStore::new(), "calc-1", PromptRef::new("demo", "calc"), Message::system("Add."))?;
-/// conversation.add_user("2 + 2?")?;
-/// let driver = AsyncDriver::new(conversation);
-/// let outcome = drive_async(
-///     &driver,
-///     Curation::new(&SlidingWindow::new(10), &CurationContext::default()),
-///     async |messages: &[Message]| Ok(match messages.last().map(Message::role) {
-///         Some(Role::Tool) => Message::assistant("It is 4."),
-///         _ => Message::assistant_with_calls(None, vec![ToolCall::new("c1", "add", r#"{"a":2,"b":2}"#)]),
-///     }),
-///     async |_call: &ToolContext| Ok("4".into()),
-///     5,
-/// ).await?;
-/// assert_eq!(outcome, Outcome::Finished(Message::assistant("It is 4.")));
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// # })?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[cfg(feature = "tokio")]
-pub async fn drive_async<D, P, W>(
-    driver: &crate::AsyncDriver<D>,
-    curation: D::Curation<'_>,
-    mut provider: P,
-    mut work: W,
-    max_turns: u32,
-) -> Result<Outcome<D::Output>, D::Error>
-where
-    D: Driver + Send + 'static,
-    D::Error: Send + 'static,
-    P: AsyncFnMut(&[Message]) -> Result<Message, BoxError>,
-    W: AsyncFnMut(&D::Work) -> D::WorkResult,
-{
-    let mut turns = 0;
-    loop {
-        match driver.with(D::step).await {
-            Step::Run(items) => {
-                for item in items {
-                    let result = work(&item).await;
-                    driver.call(move |d| d.record_work(item, result)).await?;
-                }
-            }
-            Step::CallModel if turns < max_turns => {
-                turns += 1;
-                if D::PREPARES {
-                    driver.call(D::prepare).await?;
-                }
-                let request = driver.with(|d| d.request(curation)).await?;
-                let reply = provider(&request).await.map_err(D::provider_failed)?;
-                driver.call(move |d| d.record_reply(reply)).await?;
-            }
-            Step::CallModel | Step::OutOfTurns => return Ok(Outcome::MaxTurns),
-            Step::Finished(output) => return Ok(Outcome::Finished(output)),
-            Step::WaitForUser => return Ok(Outcome::WaitingForUser),
+            Action::CallModel | Action::OutOfTurns => return Ok(Outcome::MaxTurns),
+            Action::Finished(output) => return Ok(Outcome::Finished(output)),
+            Action::WaitForUser => return Ok(Outcome::WaitingForUser),
         }
     }
 }

@@ -48,6 +48,8 @@
 
 #[cfg(feature = "tokio")]
 mod async_conversation;
+#[cfg(feature = "tokio")]
+mod async_driver;
 mod checkpoint;
 mod claim;
 mod conversation;
@@ -64,18 +66,16 @@ mod summaries;
 pub mod testing;
 
 #[cfg(feature = "tokio")]
-pub use async_conversation::{AsyncConversation, AsyncDriver, run_async};
+pub use async_conversation::{AsyncConversation, run_async};
+#[cfg(feature = "tokio")]
+pub use async_driver::{AsyncDriver, drive_async};
 pub use checkpoint::Checkpoint;
 pub use claim::{Claim, ClaimStore, Lease};
-pub use conversation::{
-    Conversation, NextStep, ResumePolicy, ToolContext, ToolOutcome, next_turn,
-};
+pub use conversation::{Conversation, NextStep, ResumePolicy, ToolContext, ToolOutcome, next_turn};
+pub use driver::{Action, Driver, Outcome, drive};
 pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
 pub use key::SessionKey;
 pub use memory::MemoryStore;
-pub use driver::{Driver, Outcome, Step, drive};
-#[cfg(feature = "tokio")]
-pub use driver::drive_async;
 pub use run::{Curation, RunOutcome, run_blocking};
 pub use snapshot::Snapshot;
 pub use snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};

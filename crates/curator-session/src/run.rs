@@ -4,7 +4,7 @@
 use curator_model::{BoxError, Message, Role};
 use curator_strategies::{CurationContext, HistoryManager};
 
-use crate::driver::{Driver, Outcome, Step, drive};
+use crate::driver::{Action, Driver, Outcome, drive};
 use crate::{Conversation, Error, NextStep, Result, SessionStore, ToolContext, ToolOutcome};
 
 /// How a [`run_blocking`] loop ended: the [`Outcome`] of a plain conversation, which
@@ -54,20 +54,22 @@ impl<S: SessionStore> Driver for Conversation<S> {
     type Error = Error;
     type Curation<'c> = Curation<'c>;
 
-    fn step(&self) -> Step<ToolContext, Message> {
+    fn action(&self) -> Action<ToolContext, Message> {
         match self.next_step() {
-            NextStep::RunTools(contexts) => Step::Run(contexts),
-            NextStep::CallModel => Step::CallModel,
-            NextStep::WaitForUser => Step::WaitForUser,
+            NextStep::RunTools(contexts) => Action::Run(contexts),
+            NextStep::CallModel => Action::CallModel,
+            NextStep::WaitForUser => Action::WaitForUser,
             NextStep::Finished => match self.history().messages().last() {
-                Some(answer) if answer.role() == Role::Assistant => Step::Finished(answer.clone()),
+                Some(answer) if answer.role() == Role::Assistant => {
+                    Action::Finished(answer.clone())
+                }
                 // `next_step` says finished only after an assistant reply.
-                _ => Step::WaitForUser,
+                _ => Action::WaitForUser,
             },
         }
     }
 
-    fn request(&self, curation: Curation<'_>) -> Result<Vec<Message>> {
+    fn build_request(&self, curation: Curation<'_>) -> Result<Vec<Message>> {
         Ok(Conversation::request(self, curation.manager, curation.ctx)?.to_messages())
     }
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::error::kind_of;
 use crate::schema::{self, Raw, Verdict};
-use crate::{Error, SqliteOptions, Result};
+use crate::{Error, Result, SqliteOptions};
 
 type SessionResult<T> = curator_session::Result<T>;
 

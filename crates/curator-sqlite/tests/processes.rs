@@ -216,8 +216,11 @@ fn creator(dir: &Path) {
         writeln!(out, "{}", path.display()).unwrap();
         out.flush().unwrap();
         drop(
-            SqliteStore::open_with(&path, SqliteOptions::default().with_durability(Durability::Normal))
-                .unwrap(),
+            SqliteStore::open_with(
+                &path,
+                SqliteOptions::default().with_durability(Durability::Normal),
+            )
+            .unwrap(),
         );
     }
 }

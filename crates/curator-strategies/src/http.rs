@@ -179,9 +179,8 @@ impl Endpoint {
             let start: String = text.chars().take(EXCERPT_CHARS).collect();
             return Err(fail(format!("HTTP {status}: {start}"), Some(status), None));
         }
-        serde_json::from_str(&text).map_err(|e| {
-            fail("the answer is not JSON".to_owned(), Some(status), Some(Box::new(e)))
-        })
+        serde_json::from_str(&text)
+            .map_err(|e| fail("the answer is not JSON".to_owned(), Some(status), Some(Box::new(e))))
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use curator_model::{BoxError, Content, Message, Role, ToolCall};
 use curator_session::{
-    Conversation, Driver, NextStep, Outcome, SessionStore, Step, ToolContext, ToolOutcome, drive,
+    Action, Conversation, Driver, NextStep, Outcome, SessionStore, ToolContext, ToolOutcome, drive,
 };
 use curator_strategies::{CharEstimate, TokenCounter};
 use serde::{Deserialize, Serialize};
@@ -500,16 +500,19 @@ impl<S: SessionStore> Driver for TaskConversation<S> {
     type Curation<'c> = ();
     const PREPARES: bool = true;
 
-    fn step(&self) -> Step<ToolContext, Message> {
+    fn action(&self) -> Action<ToolContext, Message> {
         match self.next_step() {
-            NextStep::RunTools(contexts) if !contexts.is_empty() => Step::Run(contexts),
-            // Only task tools were pending: they are answered as soon as they are recorded.
-            NextStep::RunTools(_) | NextStep::CallModel => Step::CallModel,
-            NextStep::WaitForUser => Step::WaitForUser,
+            NextStep::RunTools(contexts) if !contexts.is_empty() => Action::Run(contexts),
+            NextStep::WaitForUser => Action::WaitForUser,
             NextStep::Finished => match self.conversation.history().messages().last() {
-                Some(answer) if answer.role() == Role::Assistant => Step::Finished(answer.clone()),
-                _ => Step::WaitForUser,
+                Some(answer) if answer.role() == Role::Assistant => {
+                    Action::Finished(answer.clone())
+                }
+                _ => Action::WaitForUser,
             },
+            // `CallModel`, or only task tools pending: they are answered as soon as their
+            // reply is recorded.
+            _ => Action::CallModel,
         }
     }
 
@@ -517,7 +520,7 @@ impl<S: SessionStore> Driver for TaskConversation<S> {
         self.compact()
     }
 
-    fn request(&self, (): ()) -> Result<Vec<Message>> {
+    fn build_request(&self, (): ()) -> Result<Vec<Message>> {
         Ok(self.messages())
     }
 
@@ -588,6 +591,7 @@ impl<S: SessionStore + 'static> TaskConversation<S> {
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let plan = Plan::new("Ship", [(1, "Test")]).with_status(1, StepStatus::InProgress);
     /// let agent = TaskConversation::open_async(MemoryStore::new(), "job-1", PromptRef::new("d", "a"), Message::system("s"), plan).await?;
+    /// agent.call(|a| a.add_user("Run the tests.")).await?;
     /// let outcome = TaskConversation::run_async(
     ///     &agent,
     ///     async |_request: &[Message]| Ok(Message::assistant("Nothing to do.")),

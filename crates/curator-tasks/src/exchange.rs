@@ -13,9 +13,9 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use crate::escape::unfenced;
 use crate::history::{StepTurn, TurnRole};
 use crate::names::CONTEXT_PRESSURE;
-use crate::escape::unfenced;
 
 /// A turn as the section shows it: the turn, and the text to show for it.
 #[derive(Debug)]

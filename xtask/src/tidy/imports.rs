@@ -178,13 +178,15 @@ impl Crate {
             .filter(|component| component.len() > 1)
             .map(|component| {
                 let cycle = shortest_cycle(&graph, &component);
-                let mut text = String::new();
-                for pair in cycle.windows(2) {
-                    let line = first.get(&(pair[0], pair[1])).copied().unwrap_or_default();
-                    text.push_str(&format!("{} ({}:{line}) → ", name(pair[0]), file(pair[0])));
-                }
-                text.push_str(&name(cycle[0]));
-                text
+                let mut parts: Vec<String> = cycle
+                    .windows(2)
+                    .map(|pair| {
+                        let line = first.get(&(pair[0], pair[1])).copied().unwrap_or_default();
+                        format!("{} ({}:{line})", name(pair[0]), file(pair[0]))
+                    })
+                    .collect();
+                parts.push(name(cycle[0]));
+                parts.join(" → ")
             })
             .collect()
     }
@@ -290,7 +292,11 @@ fn no_modules_import_each_other_in_a_circle() {
             cycles.push(cycle.replace(&format!("{}/", root.display()), ""));
         }
     }
-    assert!(cycles.is_empty(), "modules that import each other in a circle:\n{}", cycles.join("\n"));
+    assert!(
+        cycles.is_empty(),
+        "modules that import each other in a circle:\n{}",
+        cycles.join("\n")
+    );
 }
 
 #[test]

@@ -318,3 +318,33 @@ fn the_async_face_sends_what_the_blocking_one_sends() {
     assert_eq!(blocking.len(), 6);
     assert_eq!(asynchronous, blocking);
 }
+
+#[test]
+fn a_run_that_never_finishes_ends_when_its_turns_run_out() {
+    let run = Run::new("You write PTC-Lisp.", "Count to ten.");
+    let conversation = Conversation::open(
+        MemoryStore::new(),
+        "job-count",
+        PromptRef::new("tests", "coalesce"),
+        Message::system(run.system.as_str()),
+    )
+    .unwrap();
+    let mut agent =
+        CoalescedConversation::open(conversation, run, SingleUserCoalesced::default()).unwrap();
+    let turns = agent.turns_left();
+    let mut asked = 0;
+    let outcome = agent
+        .run_blocking(
+            |_request: &[Message]| {
+                asked += 1;
+                Ok::<_, BoxError>(Message::assistant("(+ 1 1)"))
+            },
+            |mut draft: TurnDraft| {
+                draft.result = Some(TurnResult::Returned(Value::from(2)));
+                Ok(Executed::Continue(draft))
+            },
+        )
+        .unwrap();
+    assert_eq!(outcome, CoalescedOutcome::MaxTurns);
+    assert_eq!((asked, agent.turns_left()), (turns, 0));
+}

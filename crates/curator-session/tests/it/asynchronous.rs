@@ -121,3 +121,57 @@ fn a_record_call_retried_after_a_timeout_records_once() {
         assert_eq!(c.next_step().await, NextStep::CallModel);
     });
 }
+
+#[test]
+fn a_blocking_task_that_does_not_finish_is_a_join_error_and_the_driver_stays_usable() {
+    use curator_session::{AsyncDriver, Conversation, Error};
+    runtime().block_on(async {
+        let conversation =
+            Conversation::open(MemoryStore::new(), "job", prompt(), Message::system("s")).unwrap();
+        let driver = AsyncDriver::new(conversation);
+        let err = driver
+            .call(|_c: &mut Conversation<MemoryStore>| -> Result<(), Error> {
+                panic!("the tool exploded")
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(err, Error::Join(_)), "{err}");
+        assert_eq!(err.to_string(), "the blocking task did not finish");
+        driver.call(|c| c.add_user("still here")).await.unwrap();
+        assert_eq!(driver.with(|c| c.history().len()).await, 2);
+    });
+}
+
+#[test]
+fn drive_async_runs_a_conversation_held_by_the_one_async_wrapper() {
+    use curator_session::{AsyncDriver, Conversation, Curation, Outcome, drive_async};
+    runtime().block_on(async {
+        let mut conversation =
+            Conversation::open(MemoryStore::new(), "job", prompt(), Message::system("s")).unwrap();
+        conversation.add_user("check a").unwrap();
+        let driver = AsyncDriver::new(conversation);
+        let mut calls = 0;
+        let outcome = drive_async(
+            &driver,
+            Curation::new(&Passthrough, &CurationContext::default()),
+            async |request: &[Message]| {
+                Ok(match request.last().map(Message::role) {
+                    Some(Role::Tool) => Message::assistant("a is fine"),
+                    _ => {
+                        Message::assistant_with_calls(None, vec![ToolCall::new("a", "check", "{}")])
+                    }
+                })
+            },
+            async |_call: &ToolContext| {
+                calls += 1;
+                Ok("ok".into())
+            },
+            5,
+        )
+        .await
+        .unwrap();
+        assert_eq!(outcome, Outcome::Finished(Message::assistant("a is fine")));
+        assert_eq!(calls, 1);
+        assert_eq!(driver.with(|c| c.history().len()).await, 5);
+    });
+}

@@ -3,7 +3,7 @@
 
 use curator_model::{Entry, EvaluationId, Message, PromptRef};
 use curator_session::{Conversation, MemoryStore, SessionStore, Snapshot};
-use curator_sqlite::{Durability, Error, SqliteOptions, SCHEMA_VERSION, SqliteStore};
+use curator_sqlite::{Durability, Error, SCHEMA_VERSION, SqliteOptions, SqliteStore};
 
 use crate::support::TempStore;
 

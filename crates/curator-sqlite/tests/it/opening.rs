@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use curator_model::{Entry, EvaluationId, Message, PromptRef, ToolCall};
 use curator_session::{Conversation, NextStep, SessionKey, SessionStore, StoreErrorKind};
-use curator_sqlite::{Error, SqliteOptions, SCHEMA_VERSION, SqliteStore};
+use curator_sqlite::{Error, SCHEMA_VERSION, SqliteOptions, SqliteStore};
 
 fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();

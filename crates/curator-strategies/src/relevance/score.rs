@@ -88,15 +88,15 @@ mod tests {
             Message::assistant_with_calls(None, vec![ToolCall::new("a", "ls", "{}")]),
             Message::assistant_with_calls(None, vec![ToolCall::new("b", "cat", "{}")]),
             Message::tool_result("a", "src tests"),
-            Message::tool_result("b", "zanzibar = 42"),
+            Message::tool_result("b", "timeout_ms = 4200 in src/zanzibar_config.rs"),
             Message::user("Thanks."),
             Message::assistant("Done."),
-            Message::user("What was zanzibar set to?"),
+            Message::user("Why is src/zanzibar_config.rs setting timeout_ms?"),
         ]);
         let view = View::full(&history);
         let head = view.head(&CurationContext::default());
         let ranked = super::rank(&view, &[8], head.len(), 6);
-        let units: Vec<_> = ranked.iter().map(|(unit, _)| unit.clone()).collect();
-        assert_eq!(units, [2..6]);
+        let units: Vec<(usize, usize)> = ranked.iter().map(|(u, _)| (u.start, u.end)).collect();
+        assert_eq!(units, [(2, 6)]);
     }
 }

@@ -1,6 +1,6 @@
 //! The walks trimming strategies make over a view: its pinned head and its units.
 
-use curator_model::{Message, Role};
+use curator_model::Role;
 
 use super::selection::View;
 use super::shape::{Head, Unit, pending_only};

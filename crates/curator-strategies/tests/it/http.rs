@@ -125,3 +125,94 @@ fn an_unreachable_endpoint_is_a_typed_error() {
     let err = ask(&format!("http://127.0.0.1:{port}"), Duration::from_secs(2)).unwrap_err();
     assert!(err.to_string().contains("cannot reach"), "{err}");
 }
+
+#[test]
+fn a_base_url_ending_in_v1_is_not_doubled() {
+    // `OpenAiCompatible` posted to `/v1/v1/chat/completions` when given `http://host/v1`
+    // before it shared the loop's endpoint rule.
+    let answer = json!({"choices": [{"message": {"role": "assistant", "content": "ok"}}]});
+    let (base, got) = serve(Answer::Status(200, answer.to_string()));
+    assert_eq!(ask(&format!("{base}/v1/"), Duration::from_secs(5)).unwrap(), "ok");
+    let (head, _) = got.recv().unwrap();
+    assert!(head.starts_with("POST /v1/chat/completions HTTP/1.1"), "{head}");
+}
+
+/// Serves `answers.len()` requests on one connection, answering each with the next answer
+/// and keeping the connection open; returns the base URL and the paths asked for.
+fn serve_on_one_connection(answers: Vec<String>) -> (String, mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut stream = stream;
+        for body in answers {
+            let mut first = String::new();
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap() == 0 {
+                    return;
+                }
+                if first.is_empty() {
+                    first.clone_from(&line);
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut request = vec![0; length];
+            reader.read_exact(&mut request).unwrap();
+            let _ = tx.send(first);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (base, rx)
+}
+
+#[test]
+fn one_endpoint_reuses_its_connection_across_calls() {
+    use curator_strategies::http::Endpoint;
+    // The server accepts a single connection: a second call that opened a new one would
+    // wait for an answer that never comes and fail on its timeout.
+    let (base, got) =
+        serve_on_one_connection(vec![r#"{"n": 1}"#.to_owned(), r#"{"n": 2}"#.to_owned()]);
+    let endpoint = Endpoint::new(&base).with_timeout(Duration::from_secs(3));
+    let shared = endpoint.clone();
+    assert_eq!(endpoint.post_json("chat/completions", &json!({})).unwrap()["n"], 1);
+    assert_eq!(shared.post_json("chat/completions", &json!({})).unwrap()["n"], 2);
+    assert_eq!(got.recv().unwrap(), "POST /v1/chat/completions HTTP/1.1\r\n");
+    assert_eq!(got.recv().unwrap(), "POST /v1/chat/completions HTTP/1.1\r\n");
+}
+
+#[test]
+fn endpoint_errors_name_the_url_the_status_and_whether_to_retry() {
+    use curator_strategies::http::Endpoint;
+    for (status, retryable) in [(429, true), (500, true), (503, true), (401, false), (404, false)] {
+        let (base, _got) = serve(Answer::Status(status, r#"{"error": "x"}"#.into()));
+        let err = Endpoint::new(&base).post_json("chat/completions", &json!({})).unwrap_err();
+        assert_eq!(err.status, Some(status));
+        assert_eq!(err.is_retryable(), retryable, "{status}");
+        assert_eq!(
+            err.to_string(),
+            format!("{base}/v1/chat/completions: HTTP {status}: {{\"error\": \"x\"}}")
+        );
+    }
+    let (base, _got) = serve(Answer::Status(200, "{not json".into()));
+    let err = Endpoint::new(&base).post_json("chat/completions", &json!({})).unwrap_err();
+    assert!(!err.is_retryable() && err.reason.contains("not JSON"), "{err}");
+    let (base, _got) = serve(Answer::Hang);
+    let err = Endpoint::new(&base)
+        .with_timeout(Duration::from_millis(300))
+        .post_json("chat/completions", &json!({}))
+        .unwrap_err();
+    assert!(err.is_retryable() && err.reason.contains("no answer within"), "{err}");
+}

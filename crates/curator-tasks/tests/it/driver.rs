@@ -363,3 +363,31 @@ fn the_async_face_sends_what_the_blocking_one_sends() {
     });
     assert_eq!(asynchronous, blocking);
 }
+
+#[test]
+fn the_one_driver_loop_waits_for_the_user_and_does_not_resend_a_finished_task() {
+    use curator_session::{MemoryStore, Outcome};
+    let conversation = Conversation::open(
+        MemoryStore::new(),
+        "job-wait",
+        PromptRef::new("tests", "tasks"),
+        Message::system("Work through the plan."),
+    )
+    .unwrap();
+    let mut agent = TaskConversation::open(conversation, &plan()).unwrap();
+    let mut sent = 0;
+    let mut provider = |_: &[Message]| {
+        sent += 1;
+        Ok::<_, curator_model::BoxError>(Message::assistant("Done."))
+    };
+    // Nothing but the system message: nothing to send yet.
+    let outcome = agent.run_blocking(&mut provider, tool, 3).unwrap();
+    assert_eq!(outcome, Outcome::WaitingForUser);
+    agent.add_user("Fix the bug.").unwrap();
+    let outcome = agent.run_blocking(&mut provider, tool, 3).unwrap();
+    assert_eq!(outcome, Outcome::Finished(Message::assistant("Done.")));
+    // Finished: run again, the answer comes from the record, the model is not called.
+    let outcome = agent.run_blocking(&mut provider, tool, 3).unwrap();
+    assert_eq!(outcome, Outcome::Finished(Message::assistant("Done.")));
+    assert_eq!(sent, 1);
+}

@@ -1,0 +1,190 @@
+//! `AsyncDriver` (feature `tokio`): the one async wrapper of any driver, its store I/O on
+//! tokio's blocking threads, and `drive_async`, the one async loop over it.
+
+use std::sync::Arc;
+
+use curator_model::{BoxError, Message};
+use tokio::sync::Mutex;
+
+use crate::Error;
+use crate::driver::{Action, Driver, Outcome};
+
+/// Runs `f` on a blocking thread: the one place a blocking task's failure (a panic, a
+/// runtime shutting down) becomes an error, [`Error::Join`].
+pub(crate) async fn blocking<T: Send + 'static, E: From<Error> + Send + 'static>(
+    f: impl FnOnce() -> Result<T, E> + Send + 'static,
+) -> Result<T, E> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result,
+        Err(e) => Err(E::from(Error::Join(Box::new(e)))),
+    }
+}
+
+/// Any sans-IO driver whose calls reach a store (a [`Conversation`], or an adapter that
+/// holds one: `curator_tasks::TaskConversation`, `curator_coalesce::CoalescedConversation`)
+/// for async code: [`call`](AsyncDriver::call) runs a closure on the driver on tokio's
+/// blocking threads, so the store's I/O never stalls the runtime's own, and
+/// [`with`](AsyncDriver::with) reads it in place.
+///
+/// The driver sits behind an async mutex: a call whose future is dropped still finishes on
+/// its blocking thread and leaves the driver consistent for the next call.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{Message, PromptRef};
+/// use curator::session::{AsyncDriver, Conversation, MemoryStore, NextStep};
+///
+/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+/// let conversation = Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))?;
+/// let driver = AsyncDriver::new(conversation);
+/// driver.call(|c| c.add_user("hi")).await?;
+/// assert_eq!(driver.with(Conversation::next_step).await, NextStep::CallModel);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct AsyncDriver<D> {
+    pub(crate) inner: Arc<Mutex<D>>,
+}
+
+impl<D: Send + 'static> AsyncDriver<D> {
+    /// Wraps a driver.
+    pub fn new(driver: D) -> Self {
+        Self { inner: Arc::new(Mutex::new(driver)) }
+    }
+
+    /// Builds the driver on a blocking thread (opening reads the store) and wraps it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{AsyncDriver, Conversation, Error, MemoryStore};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+    /// let driver = AsyncDriver::open(|| Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))).await?;
+    /// assert_eq!(driver.with(|c| c.history().len()).await, 1);
+    /// # Ok::<(), Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `open`'s error; [`Error::Join`] (turned into `E`) when the blocking task fails.
+    pub async fn open<E>(open: impl FnOnce() -> Result<D, E> + Send + 'static) -> Result<Self, E>
+    where
+        E: From<Error> + Send + 'static,
+    {
+        blocking(open).await.map(Self::new)
+    }
+
+    /// Runs `f` on the driver on a blocking thread, for calls that reach the store.
+    ///
+    /// # Errors
+    ///
+    /// `f`'s error; [`Error::Join`] (turned into `E`) when the blocking task itself fails.
+    pub async fn call<T, E>(
+        &self,
+        f: impl FnOnce(&mut D) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<Error> + Send + 'static,
+    {
+        let mut guard = Arc::clone(&self.inner).lock_owned().await;
+        blocking(move || f(&mut guard)).await
+    }
+
+    /// Reads the driver in place (no store call).
+    pub async fn with<T>(&self, f: impl FnOnce(&D) -> T) -> T {
+        f(&*self.inner.lock().await)
+    }
+}
+
+/// A clone drives the same driver, behind the same mutex.
+impl<D> Clone for AsyncDriver<D> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<D> std::fmt::Debug for AsyncDriver<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncDriver").finish_non_exhaustive()
+    }
+}
+
+/// [`drive`] for async code: `provider` and `work` are awaited; every call that reaches the
+/// store (recording, [`prepare`](Driver::prepare)) runs on tokio's blocking threads through
+/// the [`AsyncDriver`](crate::AsyncDriver), reading the next step and building the request
+/// run in place.
+///
+/// # Errors
+///
+/// As [`drive`]; [`Error::Join`] (converted) when a blocking task did not finish.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{Message, PromptRef, Role, ToolCall};
+/// use curator::session::{AsyncDriver, Conversation, Curation, MemoryStore, Outcome, ToolContext, drive_async};
+/// use curator::strategies::{CurationContext, SlidingWindow};
+///
+/// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
+/// let mut conversation = Conversation::open(MemoryStore::new(), "calc-1", PromptRef::new("demo", "calc"), Message::system("Add."))?;
+/// conversation.add_user("2 + 2?")?;
+/// let driver = AsyncDriver::new(conversation);
+/// let outcome = drive_async(
+///     &driver,
+///     Curation::new(&SlidingWindow::new(10), &CurationContext::default()),
+///     async |messages: &[Message]| Ok(match messages.last().map(Message::role) {
+///         Some(Role::Tool) => Message::assistant("It is 4."),
+///         _ => Message::assistant_with_calls(None, vec![ToolCall::new("c1", "add", r#"{"a":2,"b":2}"#)]),
+///     }),
+///     async |_call: &ToolContext| Ok("4".into()),
+///     5,
+/// ).await?;
+/// assert_eq!(outcome, Outcome::Finished(Message::assistant("It is 4.")));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub async fn drive_async<D, P, W>(
+    driver: &AsyncDriver<D>,
+    curation: D::Curation<'_>,
+    mut provider: P,
+    mut work: W,
+    max_turns: u32,
+) -> Result<Outcome<D::Output>, D::Error>
+where
+    D: Driver + Send + 'static,
+    D::Error: Send + 'static,
+    P: AsyncFnMut(&[Message]) -> Result<Message, BoxError>,
+    W: AsyncFnMut(&D::Work) -> D::WorkResult,
+{
+    let mut turns = 0;
+    loop {
+        match driver.with(D::action).await {
+            Action::Run(items) => {
+                for item in items {
+                    let result = work(&item).await;
+                    driver.call(move |d| d.record_work(item, result)).await?;
+                }
+            }
+            Action::CallModel if turns < max_turns => {
+                turns += 1;
+                if D::PREPARES {
+                    driver.call(D::prepare).await?;
+                }
+                let request = driver.with(|d| d.build_request(curation)).await?;
+                let reply = provider(&request).await.map_err(D::provider_failed)?;
+                driver.call(move |d| d.record_reply(reply)).await?;
+            }
+            Action::CallModel | Action::OutOfTurns => return Ok(Outcome::MaxTurns),
+            Action::Finished(output) => return Ok(Outcome::Finished(output)),
+            Action::WaitForUser => return Ok(Outcome::WaitingForUser),
+        }
+    }
+}
