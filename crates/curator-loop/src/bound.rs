@@ -1,12 +1,12 @@
-//! The bound on injected history, built on the strategies crate from the effective history
-//! settings.
+//! The bound on injected history: the strategies crate's `StrategyConfig` that the effective
+//! history settings describe, built with the loop's summarizers and summary store.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use curator_strategies::{
-    Extractive, HistoryManager, HistoryManagerExt, SlidingWindow, Summarize, Summarizer,
-    SummaryStore, Threshold, TokenBudget, Tokenizer,
+    HistoryManager, OnError, Registry, StrategyConfig, Summarizer, SummarizerConfig,
+    SummaryStore, TokenBudget, Tokenizer,
 };
 
 use crate::config::{
@@ -17,10 +17,18 @@ use crate::error::{Error, Result};
 /// Newest turns `summarize` never folds: the last exchange.
 const SUMMARIZE_KEEP_RECENT: usize = 2;
 
+/// The extractive summarizer's summaries, at most (its default).
+const EXTRACTIVE_CHARS: usize = 2_000;
+
+/// Any other summarizer's summaries are cut to this (the `Summarize` default).
+const SUMMARY_CHARS: usize = 4_000;
+
 /// The summarizers a loop can name: `extractive`, plus those registered by the program.
 pub(crate) type Summarizers = BTreeMap<String, Arc<dyn Summarizer>>;
 
-/// The manager that bounds the history, or `None` when the limit is 0 (no history is sent).
+/// The manager that bounds the history, or `None` when the limit is 0 (no history is sent):
+/// the [`StrategyConfig`] the history settings describe, built with the loop's summarizers
+/// and summary store.
 ///
 /// Every turn is its own unit (turns carry no tool calls), so windows count turns; nothing is
 /// pinned: the bound keeps the newest turns.
@@ -29,13 +37,34 @@ pub(crate) fn build(
     summarizers: &Summarizers,
     summaries: Arc<dyn SummaryStore>,
 ) -> Result<Option<Box<dyn HistoryManager>>> {
-    let counter = config
-        .tokenizer
-        .unwrap_or(Tokenizer::O200k)
+    let tokenizer = config.tokenizer.unwrap_or(Tokenizer::O200k);
+    // Checked first, so that each failure names the setting it comes from.
+    tokenizer
         .counter()
         .map_err(|e| Error::invalid("history_management.tokenizer", e.to_string()))?;
-    let tokens = |max: u64| -> Box<dyn HistoryManager> {
-        Box::new(TokenBudget::new(max).with_counter(Arc::clone(&counter)))
+    let mut registry = Registry::new().with_summary_store(summaries);
+    for (name, summarizer) in summarizers {
+        registry = registry.with_summarizer(name.clone(), Arc::clone(summarizer));
+    }
+    let Some(strategy) = strategy(config, tokenizer, &registry)? else { return Ok(None) };
+    let key = match strategy {
+        StrategyConfig::Summarize { .. } => "history_management.summarize_ratio",
+        _ => "history_management.strategy",
+    };
+    strategy.build_with(&registry).map(Some).map_err(|e| Error::invalid(key, e.to_string()))
+}
+
+/// The strategy the history settings describe; `None` when the limit is 0.
+fn strategy(
+    config: &HistoryConfig,
+    tokenizer: Tokenizer,
+    registry: &Registry,
+) -> Result<Option<StrategyConfig>> {
+    let tokens = |max_tokens: u64| StrategyConfig::TokenBudget {
+        max_tokens,
+        reserve: 0,
+        tokenizer,
+        head_share: TokenBudget::new(max_tokens).head_share(),
     };
     Ok(match config.strategy.unwrap_or_default() {
         HistoryStrategy::TruncateTokens => match config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) {
@@ -44,40 +73,44 @@ pub(crate) fn build(
         },
         HistoryStrategy::TruncateTurns => match config.max_turns.unwrap_or(DEFAULT_MAX_TURNS) {
             0 => None,
-            max => Some(Box::new(SlidingWindow::new(max))),
+            max => Some(StrategyConfig::SlidingWindow { window_size: max }),
         },
         HistoryStrategy::Summarize => {
             let name = config.summarizer.as_deref().unwrap_or_default();
-            let summarizer: Arc<dyn Summarizer> = match summarizers.get(name) {
-                Some(s) => Arc::clone(s),
-                None if name == "extractive" => Arc::new(Extractive::default()),
-                None => {
-                    let known: Vec<&str> = std::iter::once("extractive")
-                        .chain(summarizers.keys().map(String::as_str))
-                        .collect();
-                    return Err(Error::invalid(
-                        "history_management.summarizer",
-                        format!("no summarizer named `{name}` (known: {})", known.join(", ")),
-                    ));
-                }
+            let (summarizer, max_summary_chars) = if name == "extractive" {
+                // The extractive summarizer's own default length.
+                (SummarizerConfig::Extractive, EXTRACTIVE_CHARS)
+            } else if registry.summarizer_names().contains(&name) {
+                (SummarizerConfig::Named(name.to_owned()), SUMMARY_CHARS)
+            } else {
+                return Err(Error::invalid(
+                    "history_management.summarizer",
+                    format!(
+                        "no summarizer named `{name}` (known: {})",
+                        registry.summarizer_names().join(", ")
+                    ),
+                ));
             };
-            let (threshold, bound): (Threshold, Box<dyn HistoryManager>) =
+            let (threshold_messages, threshold_tokens, bound) =
                 match (config.max_tokens, config.max_turns) {
                     (Some(0), _) | (None, Some(0)) => return Ok(None),
-                    (Some(max), _) => (Threshold::Tokens(max), tokens(max)),
+                    (Some(max), _) => (None, Some(max), tokens(max)),
                     (None, max) => {
                         let max = max.unwrap_or(DEFAULT_MAX_TURNS);
-                        (Threshold::Messages(max), Box::new(SlidingWindow::new(max)))
+                        (Some(max), None, StrategyConfig::SlidingWindow { window_size: max })
                     }
                 };
-            let summarize = Summarize::new(summarizer)
-                .with_threshold(threshold)
-                .with_keep_recent(SUMMARIZE_KEEP_RECENT)
-                .with_counter(Arc::clone(&counter))
-                .with_ratio(config.summarize_ratio.unwrap_or(DEFAULT_SUMMARIZE_RATIO))
-                .map_err(|e| Error::invalid("history_management.summarize_ratio", e.to_string()))?
-                .with_store(summaries);
-            Some(Box::new(summarize.then(bound)))
+            Some(StrategyConfig::Summarize {
+                summarizer,
+                threshold_messages,
+                threshold_tokens,
+                tokenizer,
+                keep_recent: SUMMARIZE_KEEP_RECENT,
+                summarize_ratio: config.summarize_ratio.unwrap_or(DEFAULT_SUMMARIZE_RATIO),
+                max_summary_chars,
+                on_error: OnError::default(),
+                then: Some(Box::new(bound)),
+            })
         }
     })
 }

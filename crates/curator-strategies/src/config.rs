@@ -21,7 +21,7 @@ use crate::{
 /// | `tool_filter` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]), `essentials` (200) |
 /// | `redactor` | `builtin` (true), `patterns` (kind → regex) |
-/// | `summarize` | `summarizer` (`extractive`, required), `threshold_messages` or `threshold_tokens`, `keep_recent` (10), `summarize_ratio` (0.5), `max_summary_chars` (4000), `on_error` (`fallback`), `then` (a bound) |
+/// | `summarize` | `summarizer` (`extractive` or a name [registered](Registry), required), `threshold_messages` or `threshold_tokens` (counted by `tokenizer`, `estimate`), `keep_recent` (10), `summarize_ratio` (0.5), `max_summary_chars` (4000), `on_error` (`fallback`), `then` (a bound) |
 /// | `compose` | `steps`: a list of the above, run in order |
 ///
 /// Each strategy is named as its type is (`TokenBudget` is `token_budget`). The names of
@@ -147,9 +147,12 @@ pub enum StrategyConfig {
         /// Fold past this many messages (give this or `threshold_tokens`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         threshold_messages: Option<usize>,
-        /// Fold past this many tokens (estimated).
+        /// Fold past this many tokens, counted by `tokenizer`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         threshold_tokens: Option<u64>,
+        /// How `threshold_tokens` counts (`estimate` by default).
+        #[serde(default)]
+        tokenizer: Tokenizer,
         /// Newest messages never folded.
         #[serde(default = "ten")]
         keep_recent: usize,
@@ -201,13 +204,90 @@ fn four_thousand() -> usize {
     4_000
 }
 
-/// A summarizer, in configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// A summarizer, in configuration: `"extractive"`, or the name of one registered with
+/// [`Registry::with_summarizer`] (a model behind an endpoint, say).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SummarizerConfig {
     /// [`Extractive`](crate::Extractive), within `max_summary_chars`.
     Extractive,
+    /// A summarizer registered under this name.
+    #[serde(untagged)]
+    Named(String),
+}
+
+/// What a configuration can name but not describe as data: summarizers registered by name,
+/// and the store that keeps summaries (shared with a session, say). See
+/// [`StrategyConfig::build_with`].
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use curator::strategies::{FnSummarizer, Registry, StrategyConfig};
+///
+/// let registry = Registry::new().with_summarizer(
+///     "short",
+///     Arc::new(FnSummarizer::new("short", 1, |_previous, messages| Ok(format!("{} messages", messages.len())))),
+/// );
+/// let config = StrategyConfig::from_json(r#"{"strategy": "summarize", "summarizer": "short", "threshold_messages": 20}"#)?;
+/// assert_eq!(config.build_with(&registry)?.name(), "summarize");
+/// assert!(config.build().is_err()); // `short` is known to the registry only
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct Registry {
+    summarizers: BTreeMap<String, std::sync::Arc<dyn crate::Summarizer>>,
+    summary_store: Option<std::sync::Arc<dyn crate::SummaryStore>>,
+}
+
+impl Registry {
+    /// Nothing registered: only `extractive` can be named, summaries kept in memory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `summarizer` under `name` (replacing one of that name).
+    #[must_use]
+    pub fn with_summarizer(
+        mut self,
+        name: impl Into<String>,
+        summarizer: std::sync::Arc<dyn crate::Summarizer>,
+    ) -> Self {
+        self.summarizers.insert(name.into(), summarizer);
+        self
+    }
+
+    /// Keeps the summaries of every `summarize` it builds in `store`.
+    #[must_use]
+    pub fn with_summary_store(mut self, store: std::sync::Arc<dyn crate::SummaryStore>) -> Self {
+        self.summary_store = Some(store);
+        self
+    }
+
+    /// The names a configuration can give as its summarizer: `extractive` and the registered.
+    pub fn summarizer_names(&self) -> Vec<&str> {
+        std::iter::once("extractive").chain(self.summarizers.keys().map(String::as_str)).collect()
+    }
+
+    fn summarizer(&self, name: &str) -> Result<std::sync::Arc<dyn crate::Summarizer>> {
+        self.summarizers.get(name).cloned().ok_or_else(|| {
+            Error::config(format!(
+                "summarize: no summarizer named `{name}` (known: {})",
+                self.summarizer_names().join(", ")
+            ))
+        })
+    }
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("summarizers", &self.summarizers.keys().collect::<Vec<_>>())
+            .field("summary_store", &self.summary_store.is_some())
+            .finish()
+    }
 }
 
 /// How a configured token budget counts tokens.
@@ -277,6 +357,17 @@ impl StrategyConfig {
     /// The strategies' construction errors ([`Error::InvalidOption`], [`Error::Pattern`],
     /// [`Error::Config`]).
     pub fn build(&self) -> Result<Box<dyn HistoryManager>> {
+        self.build_with(&Registry::default())
+    }
+
+    /// Builds the manager the configuration describes, with the summarizers and the summary
+    /// store of `registry` (see [`Registry`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](StrategyConfig::build); [`Error::Config`] for a summarizer the registry
+    /// does not know, naming those it knows.
+    pub fn build_with(&self, registry: &Registry) -> Result<Box<dyn HistoryManager>> {
         Ok(match self {
             StrategyConfig::Passthrough => Box::new(Passthrough),
             StrategyConfig::SlidingWindow { window_size } => {
@@ -328,9 +419,10 @@ impl StrategyConfig {
                 Box::new(redactor)
             }
             StrategyConfig::Summarize {
-                summarizer: SummarizerConfig::Extractive,
+                summarizer,
                 threshold_messages,
                 threshold_tokens,
+                tokenizer,
                 keep_recent,
                 summarize_ratio,
                 max_summary_chars,
@@ -346,20 +438,33 @@ impl StrategyConfig {
                         ));
                     }
                 };
-                let summarize = crate::Summarize::new(crate::Extractive::new(*max_summary_chars))
+                let summarize = match summarizer {
+                    SummarizerConfig::Extractive => {
+                        crate::Summarize::new(crate::Extractive::new(*max_summary_chars))
+                    }
+                    SummarizerConfig::Named(name) => {
+                        crate::Summarize::new(registry.summarizer(name)?)
+                    }
+                };
+                let summarize = match &registry.summary_store {
+                    Some(store) => summarize.with_store(std::sync::Arc::clone(store)),
+                    None => summarize,
+                };
+                let summarize = summarize
                     .with_threshold(threshold)
+                    .with_counter(tokenizer.counter()?)
                     .with_keep_recent(*keep_recent)
                     .with_ratio(*summarize_ratio)?
                     .with_max_summary_chars(*max_summary_chars)
                     .with_on_error(*on_error);
                 match then {
-                    Some(then) => Box::new(summarize.then(then.build()?)),
+                    Some(then) => Box::new(summarize.then(then.build_with(registry)?)),
                     None => Box::new(summarize),
                 }
             }
-            StrategyConfig::Compose { steps } => {
-                Box::new(steps.iter().map(StrategyConfig::build).collect::<Result<Vec<_>>>()?)
-            }
+            StrategyConfig::Compose { steps } => Box::new(
+                steps.iter().map(|step| step.build_with(registry)).collect::<Result<Vec<_>>>()?,
+            ),
         })
     }
 }

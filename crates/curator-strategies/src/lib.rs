@@ -76,7 +76,7 @@ mod window;
 pub use budget::{MIN_TASK_TOKENS, TokenBudget};
 pub use clear::ClearOldToolResults;
 pub use combinators::HistoryManagerExt;
-pub use config::{StrategyConfig, SummarizerConfig, Tokenizer};
+pub use config::{Registry, StrategyConfig, SummarizerConfig, Tokenizer};
 pub use context::CurationContext;
 pub use error::{Error, Result, Shortfall};
 pub use events::{

@@ -56,6 +56,7 @@ fn leaf() -> impl Strategy<Value = StrategyConfig> {
                     summarizer: curator_strategies::SummarizerConfig::Extractive,
                     threshold_messages: Some(threshold),
                     threshold_tokens: None,
+                    tokenizer: curator_strategies::Tokenizer::Estimate,
                     keep_recent,
                     summarize_ratio,
                     max_summary_chars: 4_000,
