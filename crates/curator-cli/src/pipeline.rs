@@ -167,7 +167,7 @@ impl PipelineArgs {
                 summarizer: curator::strategies::SummarizerConfig::Extractive,
                 threshold_messages: None,
                 threshold_tokens: Some(self.summarize_after),
-                tokenizer: curator::strategies::Tokenizer::Estimate,
+                tokenizer: Tokenizer::Estimate,
                 keep_recent: 10,
                 summarize_ratio: self.summarize_ratio,
                 max_summary_chars: 4_000,

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use curator_strategies::{
-    HistoryManager, OnError, Registry, StrategyConfig, Summarizer, SummarizerConfig,
-    SummaryStore, TokenBudget, Tokenizer,
+    HistoryManager, OnError, Registry, StrategyConfig, Summarizer, SummarizerConfig, SummaryStore,
+    TokenBudget, Tokenizer,
 };
 
 use crate::config::{

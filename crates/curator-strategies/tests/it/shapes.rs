@@ -229,7 +229,7 @@ fn pipelines(max_tokens: u64, tools: u64) -> Vec<(String, Box<dyn HistoryManager
             summarizer: curator_strategies::SummarizerConfig::Extractive,
             threshold_messages: Some(4),
             threshold_tokens: None,
-            tokenizer: curator_strategies::Tokenizer::Estimate,
+            tokenizer: Tokenizer::Estimate,
             keep_recent: 1,
             summarize_ratio: 0.5,
             max_summary_chars: 400,
