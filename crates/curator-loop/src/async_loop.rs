@@ -53,7 +53,7 @@ impl AsyncLoop {
     ///
     /// # Errors
     ///
-    /// As [`ConversationLoop::run`]; [`Error::Join`] when the blocking task panicked.
+    /// As [`ConversationLoop::run`]; [`Error::Join`](crate::Error::Join) when the blocking task panicked.
     pub async fn run(&self, input: impl Into<String>) -> Result<LoopOutcome> {
         let input = input.into();
         self.blocking(move |l| l.run(&input)).await
@@ -63,7 +63,7 @@ impl AsyncLoop {
     ///
     /// # Errors
     ///
-    /// As [`ConversationLoop::resume`]; [`Error::Join`] when the blocking task panicked.
+    /// As [`ConversationLoop::resume`]; [`Error::Join`](crate::Error::Join) when the blocking task panicked.
     pub async fn resume(&self, human_input: impl Into<String>) -> Result<LoopOutcome> {
         let input = human_input.into();
         self.blocking(move |l| l.resume(&input)).await

@@ -327,7 +327,7 @@ impl<S> std::fmt::Debug for AsyncConversation<S> {
 ///
 /// # Errors
 ///
-/// [`Error::Provider`] when `provider` fails (what was recorded so far stays recorded), and
+/// [`Error::Provider`](crate::Error::Provider) when `provider` fails (what was recorded so far stays recorded), and
 /// the conversation's own errors.
 ///
 /// # Examples

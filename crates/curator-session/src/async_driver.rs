@@ -20,7 +20,7 @@ pub(crate) async fn blocking<T: Send + 'static, E: From<Error> + Send + 'static>
     }
 }
 
-/// Any sans-IO driver whose calls reach a store (a [`Conversation`], or an adapter that
+/// Any sans-IO driver whose calls reach a store (a [`Conversation`](crate::Conversation), or an adapter that
 /// holds one: `curator_tasks::TaskConversation`, `curator_coalesce::CoalescedConversation`)
 /// for async code: [`call`](AsyncDriver::call) runs a closure on the driver on tokio's
 /// blocking threads, so the store's I/O never stalls the runtime's own, and
@@ -116,14 +116,14 @@ impl<D> std::fmt::Debug for AsyncDriver<D> {
     }
 }
 
-/// [`drive`] for async code: `provider` and `work` are awaited; every call that reaches the
+/// [`drive`](crate::drive) for async code: `provider` and `work` are awaited; every call that reaches the
 /// store (recording, [`prepare`](Driver::prepare)) runs on tokio's blocking threads through
 /// the [`AsyncDriver`](crate::AsyncDriver), reading the next step and building the request
 /// run in place.
 ///
 /// # Errors
 ///
-/// As [`drive`]; [`Error::Join`] (converted) when a blocking task did not finish.
+/// As [`drive`](crate::drive); [`Error::Join`] (converted) when a blocking task did not finish.
 ///
 /// # Examples
 ///

@@ -61,7 +61,7 @@ impl<T> Outcome<T> {
 /// the request to send ([`build_request`](Driver::build_request)), and how the model's reply and the
 /// caller's work are recorded. Implemented by the plain [`Conversation`](crate::Conversation),
 /// task history (`curator_tasks::TaskConversation`) and the coalesced conversation
-/// (`curator_coalesce::CoalescedConversation`); [`drive`] and [`drive_async`] run any of
+/// (`curator_coalesce::CoalescedConversation`); [`drive`] and `drive_async` (feature `tokio`) run any of
 /// them, so an agent loop is written once.
 ///
 /// **Recording is the driver's.** A driver holds its store and appends what it is given
