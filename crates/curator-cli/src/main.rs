@@ -46,7 +46,7 @@ enum Command {
         /// The input format.
         #[arg(long, value_enum, default_value = "auto")]
         format: Format,
-        /// The output format (the input's by default).
+        /// The output format (the input's by default, or with `auto`).
         #[arg(long, value_enum)]
         to: Option<Format>,
         /// Write here instead of stdout (a folder, one file per input, for several inputs).

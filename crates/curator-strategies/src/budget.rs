@@ -314,9 +314,14 @@ impl HistoryManager for TokenBudget {
         };
         let (mut systems, mut task) = Self::pinned(&view, &head, &tally);
         // A view that would start with an assistant message begins with a note, when no task
-        // is pinned to start it.
-        let note =
-            if task.is_none() { counter.count_message(&Message::user(OMITTED_NOTE)) } else { 0 };
+        // is pinned to start it: only when the input itself starts otherwise (one that
+        // starts with an assistant message is kept so), and has something after its system
+        // messages.
+        let note = match view.structures().map(Message::role).find(|r| *r != Role::System) {
+            Some(Role::Assistant) | None => 0,
+            Some(_) if task.is_some() => 0,
+            Some(_) => counter.count_message(&Message::user(OMITTED_NOTE)),
+        };
         let share = self.share_of(available);
         let head_full: u64 = systems.iter().chain(&task).map(|p| p.full).sum();
         if head_full > share || head_full + note + present_full > available {

@@ -28,7 +28,7 @@ pub enum Error {
     /// newest unit) or edited a system message it may not edit. Built-in strategies never
     /// do; this names a custom strategy (or a defect) instead of sending a view without it.
     #[error(
-        "strategy `{strategy}` dropped {what} (history position {position}), which curation never loses"
+        "strategy `{strategy}` {what} (history position {position}), which curation never loses"
     )]
     Lost {
         /// The strategy (or pipeline) whose view it was.

@@ -38,7 +38,7 @@ pub(crate) fn check<'h>(
             let what = if system { "dropped the system message" } else { "dropped the task" };
             return Err(Loss { what, position: index });
         };
-        if system && !ctx.shorten_system && view.is_replaced(at) {
+        if system && !ctx.shorten_system && (view.is_replaced(at) || view.map_edits_system(at)) {
             return Err(Loss { what: "edited the system message", position: index });
         }
     }

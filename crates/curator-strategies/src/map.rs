@@ -49,6 +49,14 @@ pub trait MessageMap: Send + Sync + fmt::Debug {
         let _ = pos;
         None
     }
+
+    /// Whether the map may change system messages: `false` by default, so that curation
+    /// refuses a view whose system message a map edited ([`Error::Lost`](crate::Error::Lost),
+    /// "edited the system message"), as it refuses a replaced one. Redaction says `true`: a
+    /// secret in a system prompt is redacted rather than sent.
+    fn edits_system(&self) -> bool {
+        false
+    }
 }
 
 /// Combines memo keys into the key of a chain (FNV-1a style mixing, stable across runs).

@@ -179,6 +179,38 @@ pub(crate) fn run(
     })
 }
 
+/// Says which messages of the input no provider would take, whatever the pipeline (a
+/// result that answers no open call, a call closed without its result): coherence leaves
+/// them out of every view, and this says so rather than letting them vanish. Calls still
+/// waiting for their results at the end of a record are not counted: they are the record's
+/// present, answered by the next step.
+fn unsendable_note(id: &str, history: &History<'_>) {
+    let repaired = View::full(history).repaired();
+    let mut kept = vec![false; history.len()];
+    for entry in repaired.iter() {
+        if let Some(slot) = entry.pos.and_then(|pos| kept.get_mut(pos)) {
+            *slot = true;
+        }
+    }
+    let mut left_out: Vec<usize> = (0..history.len()).filter(|&pos| !kept[pos]).collect();
+    // A record that ends with calls still waiting: its last assistant message goes.
+    if let Some(&last) = left_out.last()
+        && last + 1 == history.len()
+        && history.get(last).is_some_and(curator::model::Message::has_tool_calls)
+    {
+        left_out.pop();
+    }
+    if left_out.is_empty() {
+        return;
+    }
+    let positions: Vec<String> = left_out.iter().map(ToString::to_string).collect();
+    note!(
+        "{id}: {} message(s) of the input (at {}) answer no open call or call a tool whose result never comes (a system or user message came between): no provider takes them, so no view sends them",
+        left_out.len(),
+        positions.join(", ")
+    );
+}
+
 /// Curates one conversation: its output document and the number of rule violations found.
 fn curate_one(
     conversation: Conversation,
@@ -186,7 +218,11 @@ fn curate_one(
     options: &Options<'_>,
 ) -> Result<(Document, usize)> {
     let Conversation { id, messages, format, envelope } = conversation;
-    let target = options.to.unwrap_or(format);
+    // `--to auto` is the input's own format, as leaving `--to` out is.
+    let target = match options.to {
+        None | Some(Format::Auto) => format,
+        Some(to) => to,
+    };
     let mut violations = 0;
     let history = History::from(messages);
     if options.check {
@@ -203,6 +239,7 @@ fn curate_one(
     }
     let view = pipeline.manager.curate_history(&history, &pipeline.context())?;
     let sent = view.messages();
+    unsendable_note(&id, &history);
     let schemas = if pipeline.tools_tokens > 0 {
         format!(
             " (and the tool schemas' {} tokens, reserved from the budget)",

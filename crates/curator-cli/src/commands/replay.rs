@@ -232,8 +232,8 @@ fn replay_all(
             {
                 progress.break_line();
                 match call {
-                    0 => note!("{}: {problem}", replayed.id),
-                    call => note!("{}: call {call}: {problem}", replayed.id),
+                    0 => note!("{name}: conversation {}: {problem}", replayed.id),
+                    call => note!("{name}: conversation {}: call {call}: {problem}", replayed.id),
                 }
             }
             replays.push(replayed);

@@ -147,7 +147,10 @@ fn replay_check_names_the_conversation_the_call_and_the_violation() {
         &format!("{}\n{}\n", json!({"id": "fine", "messages": conversation(1)}), line),
     );
     let out = curator(&["replay", file.to_str().unwrap(), "--check", "--window", "50"]);
-    fails_with(&out, 1, "broken-one: call 2: Anthropic rule broken");
+    // Named with its file: conversation ids repeat across files (a bare array's is `1`).
+    let expected =
+        format!("{}: conversation broken-one: call 2: Anthropic rule broken", file.display());
+    fails_with(&out, 1, &expected);
 }
 
 #[test]

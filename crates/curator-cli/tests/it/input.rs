@@ -193,3 +193,44 @@ fn a_budget_too_small_says_the_tools_schemas_take_part_of_it() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains(&explained) && text(&out.stderr).contains(&schemas));
 }
+
+/// `--to auto` is the input's own format, as leaving `--to` out is (the fresh-eyes review
+/// found Anthropic input turned into OpenAI output by it).
+#[test]
+fn to_auto_writes_the_input_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let messages = json!([
+        {"role": "user", "content": "Read a."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {"n": 12_345_678_901_234_567_890_u64}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "A"}]}
+    ]);
+    let file = write(dir.path(), "anthropic.json", &messages.to_string());
+    let out = curator(&["curate", file.to_str().unwrap(), "--to", "auto"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = text(&out.stdout);
+    assert!(
+        written.contains(r#""type":"tool_use""#) && !written.contains("tool_calls"),
+        "{written}"
+    );
+    // A bare Anthropic array keeps a 20-digit integer's text.
+    assert!(written.contains("12345678901234567890"), "{written}");
+}
+
+/// Messages no provider takes (a call closed by a system message before its result came,
+/// and that orphaned result) are left out of every view, and `curate` says so.
+#[test]
+fn messages_no_provider_takes_are_named_not_dropped_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let messages = json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Fix the bug."},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}]},
+        {"role": "system", "content": "New rule: answer in French."},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+    ]);
+    let file = write(dir.path(), "broken.json", &messages.to_string());
+    let out = curator(&["curate", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("2 message(s) of the input (at 2, 4)"), "{stderr}");
+}

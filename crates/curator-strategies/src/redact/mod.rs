@@ -318,14 +318,54 @@ impl Redact {
         }
     }
 
+    /// Tool-call arguments with their secrets redacted in the text as it stands: keys stay
+    /// beside their values (a `"password": "..."` pair is seen as one), and everything that
+    /// holds no secret keeps its bytes (numbers' text, key order, spacing). When that would
+    /// break JSON arguments (a match across a string's quotes), each string value is
+    /// redacted on its own instead, still in place.
     fn redact_arguments(&self, arguments: &str) -> Option<String> {
-        if let Ok(mut value) = serde_json::from_str::<Value>(arguments) {
-            return self.redact_value(&mut value).then(|| value.to_string());
+        let Cow::Owned(redacted) = self.redact(arguments) else { return None };
+        let is_json = |text: &str| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
+        if !is_json(arguments) || is_json(&redacted) {
+            return Some(redacted);
         }
-        match self.redact(arguments) {
-            Cow::Owned(r) => Some(r),
-            Cow::Borrowed(_) => None,
+        self.redact_strings_in_place(arguments)
+    }
+
+    /// `json` with each string literal's content redacted on its own and written back in
+    /// place (escaped again); `None` when no string held a secret.
+    fn redact_strings_in_place(&self, json: &str) -> Option<String> {
+        let mut out = String::with_capacity(json.len());
+        let mut done = 0;
+        let mut changed = false;
+        let bytes = json.as_bytes();
+        let mut at = 0;
+        while at < bytes.len() {
+            if bytes[at] != b'"' {
+                at += 1;
+                continue;
+            }
+            // The closing quote: the next one not escaped.
+            let mut end = at + 1;
+            while end < bytes.len() && bytes[end] != b'"' {
+                end += if bytes[end] == b'\\' { 2 } else { 1 };
+            }
+            let Some(literal) = json.get(at..=end.min(bytes.len() - 1)) else { break };
+            if let Ok(text) = serde_json::from_str::<String>(literal)
+                && let Cow::Owned(redacted) = self.redact(&text)
+                && let Ok(escaped) = serde_json::to_string(&redacted)
+            {
+                out.push_str(&json[done..at]);
+                out.push_str(&escaped);
+                done = end + 1;
+                changed = true;
+            }
+            at = end + 1;
         }
+        changed.then(|| {
+            out.push_str(&json[done.min(json.len())..]);
+            out
+        })
     }
 }
 
@@ -410,6 +450,10 @@ impl MessageMap for Redact {
 
     fn memo_key(&self, _pos: usize) -> Option<u64> {
         Some(self.key)
+    }
+
+    fn edits_system(&self) -> bool {
+        true
     }
 }
 

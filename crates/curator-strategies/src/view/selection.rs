@@ -108,6 +108,18 @@ impl<'h> View<'h> {
         self.items.index_of_pos(u32::try_from(pos).ok()?)
     }
 
+    /// Whether a map of the view that may not edit system messages changes the system
+    /// message at view index `index` (see [`MessageMap::edits_system`]). Each such map is
+    /// asked about the history's message on its own.
+    pub(crate) fn map_edits_system(&self, index: usize) -> bool {
+        let Some(pos) = self.pos(index) else { return false };
+        let Some(original) = self.history.get(pos) else { return false };
+        self.maps
+            .iter()
+            .filter(|map| !map.edits_system())
+            .any(|map| map.map(original, Some(pos), self.history).is_some_and(|m| m != *original))
+    }
+
     /// Whether a strategy replaced the message at view index `index` (a shortened or
     /// rebuilt copy) rather than showing the history's message through the view's maps.
     pub(crate) fn is_replaced(&self, index: usize) -> bool {

@@ -279,3 +279,86 @@ fn several_system_messages_without_a_task_are_never_shortened() {
         check(&budget(max), &input, &[2, 3], max);
     }
 }
+
+/// A conversation with no user message has no task: nothing is reserved for one, so a budget
+/// that holds what there is sends it (the fresh-eyes review found an empty conversation of 3
+/// tokens refused at 22, "the task at least 20").
+#[test]
+fn a_conversation_without_a_task_reserves_nothing_for_one() {
+    let counter = o200k();
+    let inputs = [
+        vec![],
+        vec![Message::system("Be brief.")],
+        vec![Message::system("Be brief."), Message::assistant("Hello! How can I help?")],
+    ];
+    for input in inputs {
+        let needed = tokens(&counter, &input);
+        let view = budget(needed).curate_messages(&input, &CurationContext::default()).unwrap();
+        assert_eq!(view, input, "at {needed} tokens");
+    }
+}
+
+/// What `Error::Lost` says reads as a sentence: the strategy, what it did, where.
+#[test]
+fn a_lost_message_is_named_in_a_sentence() {
+    #[derive(Debug)]
+    struct DropsTask;
+    impl HistoryManager for DropsTask {
+        fn curate<'h>(
+            &self,
+            view: curator_strategies::View<'h>,
+            _ctx: &CurationContext<'_>,
+        ) -> curator_strategies::Result<curator_strategies::View<'h>> {
+            Ok(view.retain(|entry| entry.message.role() != Role::User))
+        }
+        fn name(&self) -> std::borrow::Cow<'_, str> {
+            "drops_task".into()
+        }
+    }
+    let input = vec![Message::system("s"), Message::user("task"), Message::assistant("a")];
+    let err = DropsTask.curate_messages(&input, &CurationContext::default()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "strategy `drops_task` dropped the task (history position 1), which curation never loses"
+    );
+}
+
+/// A map that rewrites a system message is caught as a replaced one is; redaction may
+/// (a secret in a system prompt is redacted rather than sent).
+#[test]
+fn a_map_that_edits_a_system_message_is_refused_but_redaction_is_not() {
+    use std::sync::Arc;
+
+    use curator_strategies::{History, MessageMap, View};
+
+    #[derive(Debug)]
+    struct Shout;
+    impl MessageMap for Shout {
+        fn map(&self, m: &Message, _pos: Option<usize>, _h: &History<'_>) -> Option<Message> {
+            Some(m.clone().with_content(Some(Content::Text(m.text().to_uppercase()))))
+        }
+    }
+    #[derive(Debug)]
+    struct Shouts;
+    impl HistoryManager for Shouts {
+        fn curate<'h>(
+            &self,
+            view: View<'h>,
+            _ctx: &CurationContext<'_>,
+        ) -> curator_strategies::Result<View<'h>> {
+            Ok(view.with_map(Arc::new(Shout)))
+        }
+    }
+    let input = vec![Message::system("Be brief."), Message::user("hi")];
+    let err = Shouts.curate_messages(&input, &CurationContext::default()).unwrap_err();
+    assert!(
+        matches!(err, Error::Lost { what: "edited the system message", position: 0, .. }),
+        "{err}"
+    );
+    let secret = vec![
+        Message::system("Use key AKIAZ7VQ3X5KJ2MWB4TD for the bucket."),
+        Message::user("List it."),
+    ];
+    let view = Redactor::new().curate_messages(&secret, &CurationContext::default()).unwrap();
+    assert!(!view[0].text().contains("AKIAZ7VQ3X5KJ2MWB4TD"), "{}", view[0].text());
+}

@@ -501,3 +501,27 @@ fn the_corpus_redactions_are_counted_and_stable() {
         eprintln!("{n:5} {kind}: {samples:?}");
     }
 }
+
+/// Redacting tool-call arguments keeps everything that is not a secret byte for byte
+/// (numbers' text, key order, spacing), and sees keys beside their values: a password in
+/// JSON arguments is redacted as it is in text (the fresh-eyes review found `1e2` written
+/// back as `100.0`, keys reordered, and `"password": "..."` sent as it was).
+#[test]
+fn arguments_keep_their_text_and_their_passwords_are_redacted() {
+    let arguments = r#"{"z": 1, "a": 1e2, "b": 2.50, "big": 123456789012345678901234567890, "token": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "password": "Xk9#mQ2vL7pR4tW"}"#;
+    let input = vec![
+        Message::user("deploy"),
+        Message::assistant_with_calls(None, vec![ToolCall::new("c1", "deploy", arguments)]),
+        Message::tool_result("c1", "done"),
+    ];
+    let view = Redactor::new().curate_messages(&input, &CurationContext::default()).unwrap();
+    let sent = view[1].tool_calls()[0].arguments();
+    assert!(
+        sent.starts_with(
+            r#"{"z": 1, "a": 1e2, "b": 2.50, "big": 123456789012345678901234567890, "token": ""#
+        ),
+        "{sent}"
+    );
+    assert!(!sent.contains("xoxb-123456789012") && !sent.contains("Xk9#mQ2vL7pR4tW"), "{sent}");
+    serde_json::from_str::<serde_json::Value>(sent).unwrap();
+}
