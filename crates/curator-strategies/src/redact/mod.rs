@@ -324,12 +324,22 @@ impl Redact {
     /// break JSON arguments (a match across a string's quotes), each string value is
     /// redacted on its own instead, still in place.
     fn redact_arguments(&self, arguments: &str) -> Option<String> {
-        let Cow::Owned(redacted) = self.redact(arguments) else { return None };
         let is_json = |text: &str| serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok();
-        if !is_json(arguments) || is_json(&redacted) {
-            return Some(redacted);
+        if !is_json(arguments) {
+            return match self.redact(arguments) {
+                Cow::Owned(redacted) => Some(redacted),
+                Cow::Borrowed(_) => None,
+            };
         }
-        self.redact_strings_in_place(arguments)
+        // The text first (keys beside their values), unless that breaks the JSON; then each
+        // string on its own, unescaped, for what only shows without its escapes (a secret
+        // after `\n\t` in the text).
+        let text = match self.redact(arguments) {
+            Cow::Owned(redacted) if is_json(&redacted) => Some(redacted),
+            _ => None,
+        };
+        let base = text.as_deref().unwrap_or(arguments);
+        self.redact_strings_in_place(base).or(text)
     }
 
     /// `json` with each string literal's content redacted on its own and written back in
