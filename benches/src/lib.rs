@@ -1,5 +1,6 @@
 //! Shared helpers of the benchmark suite: histories counted and memoised before timing, so
-//! that benches measure one agent-loop iteration, not the first curate call.
+//! that benches measure one agent-loop iteration, not the first curate call; and the store
+//! benches, one set for every session store ([`store`]).
 #![expect(
     clippy::expect_used,
     reason = "a bench of a failing setup measures nothing and must stop"
@@ -8,6 +9,8 @@
 use curator_model::{Message, PromptRef, Role};
 use curator_session::{Conversation, SessionStore};
 use curator_strategies::{CurationContext, History, HistoryManager, View};
+
+pub mod store;
 
 /// The history sizes most scenarios run at: up to 100k, or up to 10k in a quick run.
 pub fn sizes() -> &'static [(usize, &'static str)] {

@@ -179,11 +179,6 @@ pub(crate) fn store_error(what: &'static str, e: postgres::Error) -> curator_ses
     curator_session::Error::store("postgres", kind_of(&e), message, Some(Box::new(e)))
 }
 
-/// A row this build cannot read: `what` is wrong with it.
-pub(crate) fn corrupt(what: String, cause: Option<BoxError>) -> curator_session::Error {
-    curator_session::Error::store("postgres", StoreErrorKind::Corrupt, what, cause)
-}
-
 impl From<Error> for curator_session::Error {
     fn from(e: Error) -> Self {
         match e {

@@ -1,10 +1,11 @@
 //! `PgStore`: the session store on PostgreSQL.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use chrono::{DateTime, Utc};
-use curator_model::{Entry, EvaluationId, Message, MessageId, PromptRef};
+use chrono::Utc;
+use curator_model::{Entry, EvaluationId, MessageId, PromptRef};
+use curator_session::rows::{EntryRow, RowCodec, SnapshotRows, SummaryRow};
 use curator_session::{
     Appended, Checkpoint, EvaluationSummary, SessionKey, SessionStore, Snapshot, StoreErrorKind,
 };
@@ -14,11 +15,13 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::conn::{During, Failure, run};
-use crate::error::corrupt;
 use crate::pool::{Conn, Connector, Pool, off_runtime};
 use crate::{PgOptions, Result, schema};
 
 type SessionResult<T> = curator_session::Result<T>;
+
+/// The rows of this store, read and written as every SQL store does.
+const CODEC: RowCodec = RowCodec::new("postgres");
 
 /// A [`SessionStore`] on PostgreSQL: one durable record shared by agent workers on many
 /// machines, with [claims](curator_session::ClaimStore) so that two workers never drive one
@@ -209,63 +212,18 @@ impl Columns {
     fn of(entries: &[Entry]) -> SessionResult<Self> {
         let mut c = Columns::default();
         for entry in entries {
-            let row = RowValues::of(entry)?;
-            c.ids.push(row.id);
-            c.evaluations.push(row.evaluation);
+            let row = CODEC.entry_values(entry)?;
+            c.ids.push(Uuid::from_bytes(*row.message_id));
+            c.evaluations.push(Uuid::from_bytes(*row.evaluation_id));
             c.sequences.push(row.sequence);
             c.turns.push(row.turn);
-            c.prompt_ns.push(row.prompt_ns);
-            c.prompt_keys.push(row.prompt_key);
-            c.created.push(row.created);
+            c.prompt_ns.push(row.prompt_ns.map(str::to_owned));
+            c.prompt_keys.push(row.prompt_key.map(str::to_owned));
+            c.created.push(row.created_ns);
             c.roles.push(row.role);
             c.messages.push(row.message);
         }
         Ok(c)
-    }
-}
-
-/// One entry as the columns of its row.
-struct RowValues {
-    id: Uuid,
-    evaluation: Uuid,
-    sequence: i64,
-    turn: i32,
-    prompt_ns: Option<String>,
-    prompt_key: Option<String>,
-    created: i64,
-    role: &'static str,
-    message: String,
-}
-
-fn other(what: String, cause: Option<curator_model::BoxError>) -> curator_session::Error {
-    curator_session::Error::store("postgres", StoreErrorKind::Other, what, cause)
-}
-
-pub(crate) fn nanos(at: DateTime<Utc>) -> SessionResult<i64> {
-    at.timestamp_nanos_opt().ok_or_else(|| {
-        other(format!("time {at} is outside the range the store holds (1677 to 2262)"), None)
-    })
-}
-
-impl RowValues {
-    fn of(entry: &Entry) -> SessionResult<Self> {
-        let message = serde_json::to_string(&entry.message)
-            .map_err(|e| other("cannot serialise the message".into(), Some(Box::new(e))))?;
-        Ok(Self {
-            id: *entry.id.as_uuid(),
-            evaluation: *entry.evaluation_id.as_uuid(),
-            sequence: i64::try_from(entry.sequence).map_err(|e| {
-                other(format!("sequence {} is too large", entry.sequence), Some(Box::new(e)))
-            })?,
-            turn: i32::try_from(entry.turn).map_err(|e| {
-                other(format!("turn {} is too large", entry.turn), Some(Box::new(e)))
-            })?,
-            prompt_ns: entry.prompt.as_ref().map(|p| p.ns.clone()),
-            prompt_key: entry.prompt.as_ref().map(|p| p.key.clone()),
-            created: nanos(entry.created_at)?,
-            role: entry.message.role().as_str(),
-            message,
-        })
     }
 }
 
@@ -324,7 +282,7 @@ fn taken(conn: &mut Conn, entries: &[Entry]) -> Result<curator_session::Error, F
             sequence: entry.sequence,
             existing: MessageId::from_uuid(existing),
         },
-        None => corrupt(format!("the taken place's row {index} is not in the batch"), None),
+        None => CODEC.corrupt(format!("the taken place's row {index} is not in the batch"), None),
     })
 }
 
@@ -385,7 +343,7 @@ fn insert(
                         entry.evaluation_id.as_uuid(),
                         &entry.prompt.as_ref().map(|p| p.ns.as_str()),
                         &entry.prompt.as_ref().map(|p| p.key.as_str()),
-                        &nanos(entry.created_at)?,
+                        &CODEC.nanos(entry.created_at)?,
                     ],
                 )
                 .during("recording the evaluation's start")?;
@@ -423,57 +381,42 @@ fn uuid_of(row: &Row, column: usize) -> Result<Uuid, Failure> {
 
 /// An [`Entry`] from a row of [`COLUMNS`].
 fn entry(row: &Row) -> Result<Entry, Failure> {
-    let sequence: i64 = row.try_get(2).during("reading a row")?;
+    let message_id = uuid_of(row, 0)?;
+    let evaluation_id = uuid_of(row, 1)?;
     let turn: i32 = row.try_get(3).during("reading a row")?;
-    let ns: Option<String> = row.try_get(4).during("reading a row")?;
-    let key: Option<String> = row.try_get(5).during("reading a row")?;
-    let created: i64 = row.try_get(6).during("reading a row")?;
-    let message: &str = row.try_get(7).during("reading a row")?;
-    let message: Message = serde_json::from_str(message).map_err(|e| {
-        corrupt(format!("bad message at sequence {sequence} in the store"), Some(Box::new(e)))
-    })?;
-    Ok(Entry {
-        id: MessageId::from_uuid(uuid_of(row, 0)?),
-        evaluation_id: EvaluationId::from_uuid(uuid_of(row, 1)?),
-        sequence: u64::try_from(sequence)
-            .map_err(|_| corrupt(format!("negative sequence {sequence}"), None))?,
-        turn: u32::try_from(turn).map_err(|_| corrupt(format!("bad turn {turn}"), None))?,
-        prompt: ns.zip(key).map(|(ns, key)| PromptRef { ns, key }),
-        created_at: DateTime::from_timestamp_nanos(created),
-        message,
-    })
+    CODEC
+        .entry(EntryRow {
+            message_id: message_id.as_bytes(),
+            evaluation_id: evaluation_id.as_bytes(),
+            sequence: row.try_get(2).during("reading a row")?,
+            turn: i64::from(turn),
+            prompt_ns: row.try_get(4).during("reading a row")?,
+            prompt_key: row.try_get(5).during("reading a row")?,
+            created_ns: row.try_get(6).during("reading a row")?,
+            message: row.try_get(7).during("reading a row")?,
+        })
+        .map_err(Failure::from)
 }
 
 fn summary(row: &Row) -> SessionResult<EvaluationSummary> {
-    let read = || -> Result<EvaluationSummary, postgres::Error> {
-        let id: Uuid = row.try_get(0)?;
-        let key: String = row.try_get(1)?;
-        let first: i64 = row.try_get(2)?;
-        let last: i64 = row.try_get(3)?;
-        let messages: i64 = row.try_get(4)?;
-        let turns: i32 = row.try_get(5)?;
-        let ns: Option<String> = row.try_get(6)?;
-        let prompt_key: Option<String> = row.try_get(7)?;
-        let mut summary = EvaluationSummary::new(
-            EvaluationId::from_uuid(id),
-            SessionKey::new(key),
-            DateTime::from_timestamp_nanos(first),
-        );
-        summary.prompt = ns.zip(prompt_key).map(|(ns, key)| PromptRef { ns, key });
-        summary.messages = u64::try_from(messages).unwrap_or(0);
-        summary.turns = u32::try_from(turns).unwrap_or(0);
-        summary.last_at = DateTime::from_timestamp_nanos(last);
-        Ok(summary)
+    let unreadable = |e: postgres::Error| {
+        CODEC.corrupt("a summary row this build cannot read", Some(Box::new(e)))
     };
-    read().map_err(|e| corrupt("a summary row this build cannot read".into(), Some(Box::new(e))))
-}
-
-fn checkpoint(name: String, version: i64, document: &str, saved: i64) -> SessionResult<Checkpoint> {
-    let document = serde_json::from_str(document)
-        .map_err(|e| corrupt(format!("bad checkpoint `{name}` in the store"), Some(Box::new(e))))?;
-    let mut checkpoint = Checkpoint::new(name, document, DateTime::from_timestamp_nanos(saved));
-    checkpoint.version = u64::try_from(version).unwrap_or(0);
-    Ok(checkpoint)
+    let id: Uuid = row.try_get(0).map_err(unreadable)?;
+    let read = || -> Result<SummaryRow<'_>, postgres::Error> {
+        let turns: i32 = row.try_get(5)?;
+        Ok(SummaryRow {
+            evaluation_id: id.as_bytes(),
+            key: row.try_get(1)?,
+            first_ns: row.try_get(2)?,
+            last_ns: row.try_get(3)?,
+            messages: row.try_get(4)?,
+            turns: i64::from(turns),
+            prompt_ns: row.try_get(6)?,
+            prompt_key: row.try_get(7)?,
+        })
+    };
+    CODEC.summary(read().map_err(unreadable)?)
 }
 
 impl SessionStore for PgStore {
@@ -484,19 +427,21 @@ impl SessionStore for PgStore {
                 .map(|outcomes| outcomes.first().copied().unwrap_or(Appended::Duplicate));
         }
         // A conversation's next message: one statement, committed on its own.
-        let row = RowValues::of(entry)?;
+        let row = CODEC.entry_values(entry)?;
+        let (id, evaluation) =
+            (Uuid::from_bytes(*row.message_id), Uuid::from_bytes(*row.evaluation_id));
         run(&self.pool, |conn| {
             let statement = conn.prepare(INSERT_ONE).during("appending an entry")?;
             let inserted = conn.client.execute(
                 &statement,
                 &[
-                    &row.id,
-                    &row.evaluation,
+                    &id,
+                    &evaluation,
                     &row.sequence,
                     &row.turn,
                     &row.prompt_ns,
                     &row.prompt_key,
-                    &row.created,
+                    &row.created_ns,
                     &row.role,
                     &row.message,
                 ],
@@ -590,7 +535,7 @@ impl SessionStore for PgStore {
     }
 
     fn put_checkpoint(&self, name: &str, document: &Value) -> SessionResult<u64> {
-        let saved = nanos(Utc::now())?;
+        let saved = CODEC.nanos(Utc::now())?;
         let document = document.to_string();
         let version: i64 = run(&self.pool, |conn| {
             let statement = conn
@@ -607,7 +552,7 @@ impl SessionStore for PgStore {
                 .during("saving a checkpoint")?;
             row.try_get(0).during("reading a row")
         })?;
-        Ok(u64::try_from(version).unwrap_or(0))
+        CODEC.checkpoint_version(name, version)
     }
 
     fn checkpoint(&self, name: &str) -> SessionResult<Option<Checkpoint>> {
@@ -625,8 +570,10 @@ impl SessionStore for PgStore {
             })
             .transpose()
         })?;
-        row.map(|(version, document, saved)| checkpoint(name.to_owned(), version, &document, saved))
-            .transpose()
+        row.map(|(version, document, saved)| {
+            CODEC.checkpoint(name.to_owned(), version, &document, saved)
+        })
+        .transpose()
     }
 
     fn snapshot(&self) -> SessionResult<Snapshot> {
@@ -651,15 +598,9 @@ impl SessionStore for PgStore {
                     &[],
                 )
                 .during("reading the snapshot's entries")?;
-            let mut sessions = BTreeMap::new();
-            let mut entries = Vec::with_capacity(rows.len());
+            let mut snapshot = SnapshotRows::with_capacity(rows.len());
             for row in &rows {
-                let e = entry(row)?;
-                let key: String = row.try_get(8).during("reading a row")?;
-                if key != SessionKey::DEFAULT {
-                    sessions.entry(e.evaluation_id).or_insert_with(|| SessionKey::new(key));
-                }
-                entries.push(e);
+                snapshot.push(row.try_get(8).during("reading a row")?, entry(row)?);
             }
             let rows = tx
                 .query(
@@ -670,7 +611,7 @@ impl SessionStore for PgStore {
             let mut checkpoints = Vec::with_capacity(rows.len());
             for r in &rows {
                 let document: &str = r.try_get(2).during("reading a row")?;
-                checkpoints.push(checkpoint(
+                checkpoints.push(CODEC.checkpoint(
                     r.try_get(0).during("reading a row")?,
                     r.try_get(1).during("reading a row")?,
                     document,
@@ -678,7 +619,7 @@ impl SessionStore for PgStore {
                 )?);
             }
             tx.commit().during("ending a snapshot")?;
-            Ok(Snapshot::new(entries, checkpoints).with_sessions(sessions))
+            Ok(snapshot.into_snapshot(checkpoints))
         })
     }
 
@@ -713,14 +654,10 @@ impl SessionStore for PgStore {
                 }
             }
             for c in &snapshot.checkpoints {
+                let row = CODEC.checkpoint_values(c)?;
                 tx.execute(
                     "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES ($1, $2, $3, $4)",
-                    &[
-                        &c.name,
-                        &i64::try_from(c.version).unwrap_or(i64::MAX),
-                        &c.document.to_string(),
-                        &nanos(c.saved_at)?,
-                    ],
+                    &[&c.name, &row.version, &row.document, &row.saved_ns],
                 )
                 .during("restoring a checkpoint")?;
             }

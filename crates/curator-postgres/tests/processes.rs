@@ -13,22 +13,22 @@
 )]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use curator_model::{Entry, EvaluationId, Message, MessageId, PromptRef, ToolCall};
 use curator_postgres::{PgOptions, PgStore};
 use curator_session::{ClaimStore, Conversation, Error, NextStep, SessionKey, SessionStore};
 use curator_testkit::postgres::PgServer;
+use curator_testkit::processes::{Check, Lines, Roles, kill, say, var};
+
+/// The roles this binary plays as a child.
+const ROLES: Roles = Roles::new("CURATOR_PG_CHILD");
 
 fn prompt() -> PromptRef {
     PromptRef::new("workers", "agent")
-}
-
-fn var(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"))
 }
 
 /// The store the child's environment names.
@@ -36,11 +36,6 @@ fn child_store() -> PgStore {
     let options =
         PgOptions::from_url(&var("CURATOR_PG_URL")).unwrap().with_schema(&var("CURATOR_PG_SCHEMA"));
     PgStore::open(options.unwrap()).unwrap()
-}
-
-fn say(out: &mut std::io::StdoutLock<'_>, line: &str) {
-    writeln!(out, "{line}").unwrap();
-    out.flush().unwrap();
 }
 
 /// A worker with its own key: records `limit` messages, printing each sequence once its
@@ -166,24 +161,10 @@ fn agent() {
     }
 }
 
-struct Check {
-    failures: Vec<String>,
-}
-
-impl Check {
-    fn expect(&mut self, ok: bool, what: String) {
-        if !ok {
-            eprintln!("FAILED: {what}");
-            self.failures.push(what);
-        }
-    }
-}
-
 /// Starts a child in `mode` with `env`, its output piped.
 fn spawn(server: &PgServer, schema: &str, mode: &str, env: &[(&str, String)]) -> Child {
-    let mut command = Command::new(std::env::current_exe().unwrap());
+    let mut command = ROLES.command(mode);
     command
-        .env("CURATOR_PG_CHILD", mode)
         .env("CURATOR_PG_URL", server.url())
         .env("CURATOR_PG_SCHEMA", schema)
         .stdout(Stdio::piped())
@@ -314,28 +295,6 @@ fn same_evaluation_test(server: &PgServer, check: &mut Check) {
     );
 }
 
-/// The lines a child prints, read on a thread so that the parent can wait for one.
-struct Lines(std::sync::mpsc::Receiver<String>);
-
-impl Lines {
-    fn of(stdout: ChildStdout) -> Self {
-        let (send, receive) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self(receive)
-    }
-
-    /// The next line, waiting up to 60 s.
-    fn next(&self) -> Option<String> {
-        self.0.recv_timeout(Duration::from_mins(1)).ok()
-    }
-}
-
 /// Starts an agent, returning it and its lines.
 fn agent_child(
     server: &PgServer,
@@ -385,8 +344,7 @@ fn kill_and_take_over_test(server: &PgServer, check: &mut Check) {
             said.as_deref() == Some(&format!("in-call {key}-c2")),
             format!("{key}: {said:?}"),
         );
-        first.kill().unwrap();
-        first.wait().unwrap();
+        kill(&mut first);
 
         // The resumer waits for the dead worker's lease, then re-runs only c2, and hangs in c3.
         let (mut second, lines) = agent_child(server, schema, &key, &log, lease, wait, "c3");
@@ -409,8 +367,7 @@ fn kill_and_take_over_test(server: &PgServer, check: &mut Check) {
         check.expect(output.status.success(), format!("{key}: the racer failed"));
 
         // The resumer dies too; a third worker takes over after its lease and finishes.
-        second.kill().unwrap();
-        second.wait().unwrap();
+        kill(&mut second);
         let (third, lines) = agent_child(server, schema, &key, &log, lease, wait, "");
         let waited = claimed_after(lines.next());
         check.expect(
@@ -457,7 +414,7 @@ fn kill_and_take_over_test(server: &PgServer, check: &mut Check) {
 }
 
 fn main() {
-    if let Ok(mode) = std::env::var("CURATOR_PG_CHILD") {
+    if let Some(mode) = ROLES.role() {
         let limit = || var("CURATOR_PG_LIMIT").parse().unwrap();
         match mode.as_str() {
             "appender" => appender(limit()),
@@ -468,14 +425,10 @@ fn main() {
         return;
     }
     let Some(server) = PgServer::start() else { return };
-    let mut check = Check { failures: Vec::new() };
+    let mut check = Check::new();
     eight_workers_test(&server, &mut check);
     same_evaluation_test(&server, &mut check);
     kill_and_take_over_test(&server, &mut check);
     drop(server);
-    if !check.failures.is_empty() {
-        eprintln!("{} failure(s)", check.failures.len());
-        std::process::exit(1);
-    }
-    println!("processes: all checks passed");
+    check.finish();
 }

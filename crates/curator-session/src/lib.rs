@@ -14,6 +14,8 @@
 //! - [`ClaimStore`]: claims, so that two workers never drive (and re-run the tool calls of)
 //!   one session at once.
 //! - [`run_blocking`]: a ready-made loop over provider and tool closures.
+//! - [`rows`]: for store implementations, the row codec of the SQL stores, with one policy
+//!   for rows that cannot be read.
 //! - Feature `tokio`: `AsyncConversation` and `run_async`, the same driver for async code,
 //!   its store I/O on tokio's blocking threads; `AsyncDriver` does the same for any driver
 //!   that holds a conversation (the task-history and coalescing adapters).
@@ -57,6 +59,7 @@ mod driver;
 mod error;
 mod key;
 mod memory;
+pub mod rows;
 mod run;
 mod snapshot;
 mod snapshot_json;

@@ -3,8 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use chrono::{DateTime, Utc};
-use curator_model::{Entry, EvaluationId, Message, MessageId, PromptRef};
+use chrono::Utc;
+use curator_model::{Entry, EvaluationId, PromptRef};
+use curator_session::rows::{EntryRow, RowCodec, SnapshotRows, SummaryRow};
 use curator_session::{
     Appended, Checkpoint, EvaluationSummary, SessionKey, SessionStore, Snapshot, StoreErrorKind,
 };
@@ -16,6 +17,9 @@ use crate::schema::{self, Raw, Verdict};
 use crate::{Error, Result, SqliteOptions};
 
 type SessionResult<T> = curator_session::Result<T>;
+
+/// The rows of this store, read and written as every SQL store does.
+const CODEC: RowCodec = RowCodec::new("sqlite");
 
 /// A [`SessionStore`] on one SQLite file: durable (see [`Durability`](crate::Durability)),
 /// crash-safe, and shared safely by several processes.
@@ -318,21 +322,22 @@ impl SqliteStore {
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(store_error)?;
         rows.into_iter()
-            .map(|(id, first, last, count, turns, prompt, key)| {
-                let id = uuid::Uuid::from_slice(&id)
-                    .map_err(|e| corrupt("bad evaluation id in the file".into(), e))?;
-                let prompt = prompt
-                    .and_then(|p| p.split_once('\0').map(|(ns, key)| PromptRef::new(ns, key)));
-                let mut summary = EvaluationSummary::new(
-                    EvaluationId::from_uuid(id),
-                    SessionKey::new(key),
-                    DateTime::from_timestamp_nanos(first),
-                );
-                summary.prompt = prompt;
-                summary.messages = u64::try_from(count).unwrap_or(0);
-                summary.turns = u32::try_from(turns).unwrap_or(0);
-                summary.last_at = DateTime::from_timestamp_nanos(last);
-                Ok(summary)
+            .map(|(id, first_ns, last_ns, messages, turns, prompt, key)| {
+                let (prompt_ns, prompt_key) = prompt
+                    .and_then(|p| {
+                        p.split_once('\0').map(|(ns, k)| (Some(ns.to_owned()), Some(k.to_owned())))
+                    })
+                    .unwrap_or_default();
+                CODEC.summary(SummaryRow {
+                    evaluation_id: &id,
+                    key,
+                    first_ns,
+                    last_ns,
+                    messages,
+                    turns,
+                    prompt_ns,
+                    prompt_key,
+                })
             })
             .collect()
     }
@@ -342,26 +347,11 @@ fn store_error(e: rusqlite::Error) -> curator_session::Error {
     curator_session::Error::store("sqlite", kind_of(&e), "the database failed", Some(Box::new(e)))
 }
 
-/// A row this build cannot read: `what` is wrong with it, `cause` says why.
-fn corrupt(
-    what: String,
-    cause: impl std::error::Error + Send + Sync + 'static,
-) -> curator_session::Error {
-    curator_session::Error::store("sqlite", StoreErrorKind::Corrupt, what, Some(Box::new(cause)))
-}
-
-/// A row this build cannot read, with no underlying error to quote.
-fn corrupt_row(what: String) -> curator_session::Error {
-    curator_session::Error::store("sqlite", StoreErrorKind::Corrupt, what, None)
-}
-
 const COLUMNS: &str =
     "message_id, evaluation_id, sequence, turn, prompt_ns, prompt_key, created_ns, message";
 
-/// One row, read before it is checked and turned into an [`Entry`].
+/// One row, read before [`CODEC`] checks it and turns it into an [`Entry`].
 struct RawEntry {
-    /// The session key, when it was selected (as column 8).
-    key: Option<String>,
     message_id: Vec<u8>,
     evaluation_id: Vec<u8>,
     sequence: i64,
@@ -372,10 +362,8 @@ struct RawEntry {
 }
 
 /// A row of [`COLUMNS`] and the session key after them.
-fn raw_keyed(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
-    let mut entry = raw(row)?;
-    entry.key = Some(row.get(8)?);
-    Ok(entry)
+fn raw_keyed(row: &Row<'_>) -> rusqlite::Result<(String, RawEntry)> {
+    Ok((row.get(8)?, raw(row)?))
 }
 
 /// A row of [`COLUMNS`].
@@ -383,7 +371,6 @@ fn raw(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
     let ns: Option<String> = row.get(4)?;
     let key: Option<String> = row.get(5)?;
     Ok(RawEntry {
-        key: None,
         message_id: row.get(0)?,
         evaluation_id: row.get(1)?,
         sequence: row.get(2)?,
@@ -396,42 +383,17 @@ fn raw(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
 
 impl RawEntry {
     fn into_entry(self) -> SessionResult<Entry> {
-        self.into_keyed().map(|(_, entry)| entry)
+        CODEC.entry(EntryRow {
+            message_id: &self.message_id,
+            evaluation_id: &self.evaluation_id,
+            sequence: self.sequence,
+            turn: self.turn,
+            prompt_ns: self.prompt.as_ref().map(|(ns, _)| ns.as_str()),
+            prompt_key: self.prompt.as_ref().map(|(_, key)| key.as_str()),
+            created_ns: self.created_ns,
+            message: &self.message,
+        })
     }
-
-    fn into_keyed(self) -> SessionResult<(Option<String>, Entry)> {
-        let id = |bytes: &[u8], what: &str| {
-            uuid::Uuid::from_slice(bytes).map_err(|e| corrupt(format!("bad {what} in the file"), e))
-        };
-        let message: Message = serde_json::from_str(&self.message).map_err(|e| {
-            corrupt(format!("bad message at sequence {} in the file", self.sequence), e)
-        })?;
-        Ok((
-            self.key,
-            Entry {
-                id: MessageId::from_uuid(id(&self.message_id, "message id")?),
-                evaluation_id: EvaluationId::from_uuid(id(&self.evaluation_id, "evaluation id")?),
-                sequence: u64::try_from(self.sequence)
-                    .map_err(|_| corrupt_row(format!("negative sequence {}", self.sequence)))?,
-                turn: u32::try_from(self.turn)
-                    .map_err(|_| corrupt_row(format!("bad turn {}", self.turn)))?,
-                prompt: self.prompt.map(|(ns, key)| PromptRef { ns, key }),
-                created_at: DateTime::from_timestamp_nanos(self.created_ns),
-                message,
-            },
-        ))
-    }
-}
-
-fn nanos(at: DateTime<Utc>) -> SessionResult<i64> {
-    at.timestamp_nanos_opt().ok_or_else(|| {
-        curator_session::Error::store(
-            "sqlite",
-            StoreErrorKind::Other,
-            format!("time {at} is outside the range the file can hold (1677 to 2262)"),
-            None,
-        )
-    })
 }
 
 /// Refuses an append under `key` to an evaluation of another key. `verified` is the last
@@ -473,8 +435,9 @@ fn insert(
     verified: &mut Option<(EvaluationId, SessionKey)>,
 ) -> SessionResult<Appended> {
     check_key(tx, key, entry, verified)?;
-    let id = entry.id.as_uuid().as_bytes().as_slice();
-    let evaluation = entry.evaluation_id.as_uuid().as_bytes().as_slice();
+    let row = CODEC.entry_values(entry)?;
+    let id = row.message_id.as_slice();
+    let evaluation = row.evaluation_id.as_slice();
     let exists = tx
         .prepare_cached("SELECT 1 FROM entries WHERE message_id = ?1")
         .and_then(|mut s| s.exists([id]))
@@ -482,22 +445,6 @@ fn insert(
     if exists {
         return Ok(Appended::Duplicate);
     }
-    let message = serde_json::to_string(&entry.message).map_err(|e| {
-        curator_session::Error::store(
-            "sqlite",
-            StoreErrorKind::Other,
-            "cannot serialise the message",
-            Some(Box::new(e)),
-        )
-    })?;
-    let sequence = i64::try_from(entry.sequence).map_err(|e| {
-        curator_session::Error::store(
-            "sqlite",
-            StoreErrorKind::Other,
-            format!("sequence {} is too large", entry.sequence),
-            Some(Box::new(e)),
-        )
-    })?;
     let inserted = tx
         .prepare_cached(&format!(
             "INSERT INTO entries ({COLUMNS}, role, session_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
@@ -506,14 +453,13 @@ fn insert(
             s.execute(params![
                 id,
                 evaluation,
-                sequence,
-                entry.turn,
-                entry.prompt.as_ref().map(|p| p.ns.as_str()),
-                entry.prompt.as_ref().map(|p| p.key.as_str()),
-                nanos(entry.created_at)
-                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
-                message,
-                entry.message.role().as_str(),
+                row.sequence,
+                row.turn,
+                row.prompt_ns,
+                row.prompt_key,
+                row.created_ns,
+                row.message,
+                row.role,
                 key.as_str(),
             ])
         });
@@ -525,24 +471,20 @@ fn insert(
             let existing: Vec<u8> = tx
                 .query_row(
                     "SELECT message_id FROM entries WHERE evaluation_id = ?1 AND sequence = ?2",
-                    params![evaluation, sequence],
+                    params![evaluation, row.sequence],
                     |r| r.get(0),
                 )
                 .map_err(store_error)?;
-            let existing = uuid::Uuid::from_slice(&existing)
-                .map_err(|e| corrupt("bad message id in the file".into(), e))?;
+            let place = format!(
+                "entries row at sequence {} of evaluation {}",
+                entry.sequence, entry.evaluation_id
+            );
             Err(curator_session::Error::SequenceTaken {
                 evaluation: entry.evaluation_id,
                 sequence: entry.sequence,
-                existing: MessageId::from_uuid(existing),
+                existing: CODEC.message_id(&existing, "message_id", &place)?,
             })
         }
-        Err(rusqlite::Error::ToSqlConversionFailure(e)) => Err(curator_session::Error::store(
-            "sqlite",
-            StoreErrorKind::Other,
-            "storing the entry",
-            Some(e),
-        )),
         Err(e) => Err(store_error(e)),
     }
 }
@@ -620,16 +562,18 @@ impl SessionStore for SqliteStore {
             })
             .map_err(store_error)?;
         id.map(|id| {
-            uuid::Uuid::from_slice(&id)
-                .map(EvaluationId::from_uuid)
-                .map_err(|e| corrupt("bad evaluation id in the file".into(), e))
+            CODEC.evaluation_id(
+                &id,
+                "evaluation_id",
+                &format!("first entries row of session `{key}`"),
+            )
         })
         .transpose()
     }
 
     fn put_checkpoint(&self, name: &str, document: &Value) -> SessionResult<u64> {
         let conn = self.writable()?;
-        let saved = nanos(Utc::now())?;
+        let saved = CODEC.nanos(Utc::now())?;
         let version: i64 = conn
             .prepare_cached(
                 "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES (?1, 1, ?2, ?3)
@@ -638,7 +582,7 @@ impl SessionStore for SqliteStore {
             )
             .and_then(|mut s| s.query_row(params![name, document.to_string(), saved], |r| r.get(0)))
             .map_err(store_error)?;
-        Ok(u64::try_from(version).unwrap_or(0))
+        CODEC.checkpoint_version(name, version)
     }
 
     fn checkpoint(&self, name: &str) -> SessionResult<Option<Checkpoint>> {
@@ -649,8 +593,10 @@ impl SessionStore for SqliteStore {
                 s.query_row([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()
             })
             .map_err(store_error)?;
-        row.map(|(version, document, saved)| checkpoint(name.to_owned(), version, &document, saved))
-            .transpose()
+        row.map(|(version, document, saved)| {
+            CODEC.checkpoint(name.to_owned(), version, &document, saved)
+        })
+        .transpose()
     }
 
     fn snapshot(&self) -> SessionResult<Snapshot> {
@@ -666,14 +612,9 @@ impl SessionStore for SqliteStore {
             ))
             .and_then(|mut s| s.query_map([], raw_keyed)?.collect::<rusqlite::Result<Vec<_>>>())
             .map_err(store_error)?;
-        let mut sessions = std::collections::BTreeMap::new();
-        let mut entries = Vec::with_capacity(rows.len());
-        for row in rows {
-            let (key, entry) = row.into_keyed()?;
-            if let Some(key) = key.filter(|k| k != SessionKey::DEFAULT) {
-                sessions.entry(entry.evaluation_id).or_insert_with(|| SessionKey::new(key));
-            }
-            entries.push(entry);
+        let mut snapshot = SnapshotRows::with_capacity(rows.len());
+        for (key, row) in rows {
+            snapshot.push(&key, row.into_entry()?);
         }
         let checkpoints = tx
             .prepare("SELECT name, version, document, saved_ns FROM checkpoints ORDER BY name")
@@ -686,9 +627,11 @@ impl SessionStore for SqliteStore {
             .map_err(store_error)?;
         let checkpoints = checkpoints
             .into_iter()
-            .map(|(name, version, document, saved)| checkpoint(name, version, &document, saved))
+            .map(|(name, version, document, saved)| {
+                CODEC.checkpoint(name, version, &document, saved)
+            })
             .collect::<SessionResult<Vec<_>>>()?;
-        Ok(Snapshot::new(entries, checkpoints).with_sessions(sessions))
+        Ok(snapshot.into_snapshot(checkpoints))
     }
 
     fn restore(&self, snapshot: &Snapshot) -> SessionResult<()> {
@@ -707,9 +650,10 @@ impl SessionStore for SqliteStore {
                 insert(&tx, &snapshot.key_of(entry.evaluation_id), entry, &mut verified)?;
             }
             for c in &snapshot.checkpoints {
+                let row = CODEC.checkpoint_values(c)?;
                 tx.execute(
                     "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES (?1, ?2, ?3, ?4)",
-                    params![c.name, i64::try_from(c.version).unwrap_or(i64::MAX), c.document.to_string(), nanos(c.saved_at)?],
+                    params![c.name, row.version, row.document, row.saved_ns],
                 )
                 .map_err(store_error)?;
             }
@@ -721,17 +665,4 @@ impl SessionStore for SqliteStore {
         }
         restored
     }
-}
-
-fn checkpoint(
-    name: String,
-    version: i64,
-    document: &str,
-    saved_ns: i64,
-) -> SessionResult<Checkpoint> {
-    let document = serde_json::from_str(document)
-        .map_err(|e| corrupt(format!("bad checkpoint `{name}` in the file"), e))?;
-    let mut checkpoint = Checkpoint::new(name, document, DateTime::from_timestamp_nanos(saved_ns));
-    checkpoint.version = u64::try_from(version).unwrap_or(0);
-    Ok(checkpoint)
 }

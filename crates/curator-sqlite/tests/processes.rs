@@ -14,12 +14,16 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use curator_model::{Message, PromptRef, ToolCall};
 use curator_session::{Conversation, NextStep, SessionKey, SessionStore, StoreErrorKind};
 use curator_sqlite::{Durability, Error, SqliteOptions, SqliteStore};
+use curator_testkit::processes::{Check, Roles, Xorshift, kill};
+
+/// The roles this binary plays as a child.
+const ROLES: Roles = Roles::new("CURATOR_SQLITE_CHILD");
 
 fn prompt() -> PromptRef {
     PromptRef::new("crash", "writer")
@@ -50,33 +54,16 @@ fn writer(path: &Path, limit: Option<u64>) {
     }
 }
 
-struct Check {
-    failures: Vec<String>,
-}
-
-impl Check {
-    fn expect(&mut self, ok: bool, what: String) {
-        if !ok {
-            eprintln!("FAILED: {what}");
-            self.failures.push(what);
-        }
-    }
-}
-
 /// Kills a writer at pseudo-random moments, 20 times, and checks every acknowledged message
 /// is in a sound file that a resumed conversation continues.
 fn crash_test(check: &mut Check) {
-    let exe = std::env::current_exe().unwrap();
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut random = Xorshift::new(0x9E37_79B9_7F4A_7C15);
     for round in 0..20 {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let kill_after = Duration::from_millis(20 + seed % 280);
+        let kill_after = Duration::from_millis(20 + random.next_u64() % 280);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("crash.db");
-        let mut child = Command::new(&exe)
-            .env("CURATOR_SQLITE_CHILD", "writer")
+        let mut child = ROLES
+            .command("writer")
             .env("CURATOR_SQLITE_PATH", &path)
             .stdout(Stdio::piped())
             .spawn()
@@ -93,8 +80,7 @@ fn crash_test(check: &mut Check) {
         while started.elapsed() < kill_after {
             std::thread::sleep(Duration::from_millis(1));
         }
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        kill(&mut child);
         let acks = reader.join().unwrap();
 
         let store = SqliteStore::open(&path).unwrap();
@@ -158,14 +144,13 @@ fn crash_test(check: &mut Check) {
 /// Two writers append to one file at the same time; nothing is lost and no "database is
 /// locked" surfaces.
 fn concurrency_test(check: &mut Check) {
-    let exe = std::env::current_exe().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shared.db");
     let limit = 400;
     let children: Vec<_> = (0..2)
         .map(|_| {
-            Command::new(&exe)
-                .env("CURATOR_SQLITE_CHILD", "bounded")
+            ROLES
+                .command("bounded")
                 .env("CURATOR_SQLITE_PATH", &path)
                 .env("CURATOR_SQLITE_LIMIT", limit.to_string())
                 .stdout(Stdio::piped())
@@ -229,16 +214,13 @@ fn creator(dir: &Path) {
 /// that every file opens afterwards (read-only, then read-write) and records: a kill while a
 /// file is being created never strands it.
 fn kill_during_creation_test(check: &mut Check) {
-    let exe = std::env::current_exe().unwrap();
-    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut random = Xorshift::new(0x2545_F491_4F6C_DD1D);
     let (mut files, started) = (0, Instant::now());
     for round in 0..300 {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
+        let seed = random.next_u64();
         let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(&exe)
-            .env("CURATOR_SQLITE_CHILD", "creator")
+        let mut child = ROLES
+            .command("creator")
             .env("CURATOR_SQLITE_PATH", dir.path())
             .stdout(Stdio::piped())
             .spawn()
@@ -252,8 +234,7 @@ fn kill_during_creation_test(check: &mut Check) {
         while clock.elapsed() < wait {
             std::hint::spin_loop();
         }
-        child.kill().unwrap();
-        child.wait().unwrap();
+        kill(&mut child);
         drop(lines);
         let mut names: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -316,7 +297,6 @@ fn opener(path: &Path, key: &str) {
 /// Eight processes open one new file at the same moment, 100 times: none is refused (no
 /// false `ForeignDatabase`), and each records.
 fn concurrent_creation_test(check: &mut Check) {
-    let exe = std::env::current_exe().unwrap();
     let started = Instant::now();
     for round in 0..100 {
         let dir = tempfile::tempdir().unwrap();
@@ -325,8 +305,8 @@ fn concurrent_creation_test(check: &mut Check) {
             + Duration::from_millis(60);
         let children: Vec<_> = (0..8)
             .map(|i| {
-                Command::new(&exe)
-                    .env("CURATOR_SQLITE_CHILD", "opener")
+                ROLES
+                    .command("opener")
                     .env("CURATOR_SQLITE_PATH", &path)
                     .env("CURATOR_SQLITE_KEY", format!("opener-{i}"))
                     .env("CURATOR_SQLITE_START", start.as_nanos().to_string())
@@ -409,17 +389,15 @@ fn worker(path: &Path, key: &str, log: &Path) {
 /// own key: each resumes only its own conversation, every call interrupted by a kill runs
 /// again once per restart, no call whose result was recorded runs again, and nothing is lost.
 fn keyed_workers_test(check: &mut Check) {
-    let exe = std::env::current_exe().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("workers.db");
     let handles: Vec<_> = ["alice", "bob"]
         .into_iter()
         .enumerate()
         .map(|(w, key)| {
-            let (exe, path, log) =
-                (exe.clone(), path.clone(), dir.path().join(format!("{key}.log")));
+            let (path, log) = (path.clone(), dir.path().join(format!("{key}.log")));
             std::thread::spawn(move || {
-                let (finished, kills) = run_killing(&exe, &path, key, &log, w as u64);
+                let (finished, kills) = run_killing(&path, key, &log, w as u64);
                 (key, log, finished, kills)
             })
         })
@@ -502,12 +480,12 @@ fn keyed_workers_test(check: &mut Check) {
 
 /// Runs the worker of `key`, killing it during a tool call four times and restarting it,
 /// then lets it finish: whether the last run finished, and how many kills there were.
-fn run_killing(exe: &Path, path: &Path, key: &str, log: &Path, worker: u64) -> (bool, u32) {
+fn run_killing(path: &Path, key: &str, log: &Path, worker: u64) -> (bool, u32) {
     let mut kills = 0;
-    let mut seed = 0x9E37_79B9_7F4A_7C15_u64 + worker;
+    let mut random = Xorshift::new(0x9E37_79B9_7F4A_7C15_u64 + worker);
     loop {
-        let mut child = Command::new(exe)
-            .env("CURATOR_SQLITE_CHILD", "worker")
+        let mut child = ROLES
+            .command("worker")
             .env("CURATOR_SQLITE_PATH", path)
             .env("CURATOR_SQLITE_KEY", key)
             .env("CURATOR_SQLITE_LOG", log)
@@ -519,9 +497,7 @@ fn run_killing(exe: &Path, path: &Path, key: &str, log: &Path, worker: u64) -> (
             for _ in lines.by_ref() {}
             return (child.wait().unwrap().success(), kills);
         }
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
+        let seed = random.next_u64();
         // Kill during the n-th tool call of this run, while it runs (a call takes 15 ms).
         let nth = 1 + seed % 3;
         let mut started = 0;
@@ -529,8 +505,7 @@ fn run_killing(exe: &Path, path: &Path, key: &str, log: &Path, worker: u64) -> (
             started += 1;
         }
         std::thread::sleep(Duration::from_millis(seed % 10));
-        child.kill().unwrap();
-        child.wait().unwrap();
+        kill(&mut child);
         kills += 1;
     }
 }
@@ -578,8 +553,8 @@ fn read_only_directory_test(check: &mut Check) {
     } else {
         std::env::current_exe().unwrap()
     };
-    let mut command = Command::new(&exe);
-    command.env("CURATOR_SQLITE_CHILD", "read-only").env("CURATOR_SQLITE_PATH", &path);
+    let mut command = ROLES.command_at(&exe, "read-only");
+    command.env("CURATOR_SQLITE_PATH", &path);
     if root {
         command.uid(65_534).gid(65_534);
     }
@@ -625,14 +600,13 @@ fn claimer(path: &Path, key: &str) {
 /// worker is killed (the operating system drops its lock), whatever its lease.
 fn claims_test(check: &mut Check) {
     use curator_session::ClaimStore as _;
-    let exe = std::env::current_exe().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("claims.db");
     let store = SqliteStore::open(&path).unwrap();
     let key = SessionKey::new("ticket-7");
     for round in 0..5 {
-        let mut child = Command::new(&exe)
-            .env("CURATOR_SQLITE_CHILD", "claimer")
+        let mut child = ROLES
+            .command("claimer")
             .env("CURATOR_SQLITE_PATH", &path)
             .env("CURATOR_SQLITE_KEY", key.as_str())
             .stdout(Stdio::piped())
@@ -646,8 +620,7 @@ fn claims_test(check: &mut Check) {
             matches!(refused, Err(curator_session::Error::Claimed { .. })),
             format!("round {round}: a live worker's claim was not refused: {refused:?}"),
         );
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        kill(&mut child);
         let taken = store.claim(&key, Duration::from_secs(1));
         check.expect(
             taken.is_ok(),
@@ -658,7 +631,7 @@ fn claims_test(check: &mut Check) {
 }
 
 fn main() {
-    if let Ok(mode) = std::env::var("CURATOR_SQLITE_CHILD") {
+    if let Some(mode) = ROLES.role() {
         let path = std::env::var("CURATOR_SQLITE_PATH").unwrap();
         let limit = std::env::var("CURATOR_SQLITE_LIMIT").ok().map(|l| l.parse().unwrap());
         let key = std::env::var("CURATOR_SQLITE_KEY").unwrap_or_default();
@@ -679,7 +652,7 @@ fn main() {
         }
         return;
     }
-    let mut check = Check { failures: Vec::new() };
+    let mut check = Check::new();
     crash_test(&mut check);
     concurrency_test(&mut check);
     kill_during_creation_test(&mut check);
@@ -687,9 +660,5 @@ fn main() {
     keyed_workers_test(&mut check);
     read_only_directory_test(&mut check);
     claims_test(&mut check);
-    if !check.failures.is_empty() {
-        eprintln!("{} failure(s)", check.failures.len());
-        std::process::exit(1);
-    }
-    println!("processes: all checks passed");
+    check.finish();
 }

@@ -7,6 +7,7 @@
 //!   messages across formats.
 //! - [`chat_server`]: a loopback HTTP server that speaks OpenAI chat completions.
 //! - [`postgres`]: a throwaway PostgreSQL server (`initdb`, `pg_ctl`) for tests and benches.
+//! - [`processes`]: the harness of the process tests, a test binary that is its own child.
 //! - [`error_chain`]: an error with all its causes, for asserting on what a cause said.
 
 #![expect(clippy::print_stderr, reason = "tests print why they skip")]
@@ -16,6 +17,7 @@ pub mod arb;
 pub mod chat_server;
 pub mod corpus;
 pub mod postgres;
+pub mod processes;
 pub mod projection;
 pub mod synthetic;
 

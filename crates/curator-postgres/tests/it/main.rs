@@ -7,6 +7,7 @@ mod claims;
 mod conformance;
 mod opening;
 mod restart;
+mod rows;
 mod support;
 #[cfg(feature = "tls")]
 mod tls;

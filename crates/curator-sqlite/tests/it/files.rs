@@ -333,3 +333,65 @@ fn the_write_ahead_log_stays_small_when_writes_pause_and_bounded_when_they_do_no
     assert_eq!(store.entries(evaluation).unwrap().len() as u64, sequence);
     assert_eq!(store.integrity_check().unwrap(), "ok");
 }
+
+/// The message of the `Corrupt` error `result` holds.
+#[track_caller]
+fn corrupt<T: std::fmt::Debug>(result: curator_session::Result<T>) -> String {
+    match result {
+        Err(curator_session::Error::Store {
+            kind: curator_session::StoreErrorKind::Corrupt,
+            backend: "sqlite",
+            message,
+            ..
+        }) => message,
+        other => panic!("expected a Corrupt error of the SQLite store, got {other:?}"),
+    }
+}
+
+/// Records a system message, returning its evaluation and a connection to edit the rows.
+fn one_message(temp: &TempStore) -> (EvaluationId, rusqlite::Connection) {
+    let c =
+        Conversation::start(&temp.store, "test", PromptRef::new("b", "r"), Message::system("s"))
+            .unwrap();
+    (c.evaluation_id(), rusqlite::Connection::open(temp.store.path()).unwrap())
+}
+
+#[test]
+fn a_negative_checkpoint_version_is_corrupt_not_zero() {
+    let temp = TempStore::new();
+    temp.store.put_checkpoint("progress", &serde_json::json!({"done": 2})).unwrap();
+    let conn = rusqlite::Connection::open(temp.store.path()).unwrap();
+    conn.execute("UPDATE checkpoints SET version = -1 WHERE name = 'progress'", []).unwrap();
+    let message = corrupt(temp.store.checkpoint("progress"));
+    assert!(message.contains("checkpoints row `progress`: version -1"), "{message}");
+    let message = corrupt(temp.store.snapshot());
+    assert!(message.contains("`progress`"), "{message}");
+    // Saving again counts on from the bad version: still negative, still refused.
+    conn.execute("UPDATE checkpoints SET version = -5 WHERE name = 'progress'", []).unwrap();
+    let message = corrupt(temp.store.put_checkpoint("progress", &serde_json::json!({})));
+    assert!(message.contains("version -4"), "{message}");
+}
+
+#[test]
+fn a_negative_turn_is_corrupt_in_the_entries_and_in_the_summary() {
+    let temp = TempStore::new();
+    let (evaluation, conn) = one_message(&temp);
+    conn.execute("UPDATE entries SET turn = -1", []).unwrap();
+    let message = corrupt(temp.store.evaluations());
+    assert!(message.contains(&format!("evaluation {evaluation}: turn -1")), "{message}");
+    corrupt(temp.store.evaluation(evaluation));
+    let message = corrupt(temp.store.entries(evaluation));
+    assert!(message.contains(&format!("sequence 0 of evaluation {evaluation}")), "{message}");
+}
+
+#[test]
+fn a_negative_sequence_and_a_short_id_are_corrupt_and_named() {
+    let temp = TempStore::new();
+    let (evaluation, conn) = one_message(&temp);
+    conn.execute("UPDATE entries SET sequence = -3", []).unwrap();
+    let message = corrupt(temp.store.entries(evaluation));
+    assert!(message.contains("sequence -3") && message.contains("negative"), "{message}");
+    conn.execute("UPDATE entries SET sequence = 0, message_id = x'0102'", []).unwrap();
+    let message = corrupt(temp.store.snapshot());
+    assert!(message.contains("message_id"), "{message}");
+}
