@@ -20,11 +20,12 @@ pub(crate) async fn blocking<T: Send + 'static, E: From<Error> + Send + 'static>
     }
 }
 
-/// Any sans-IO driver whose calls reach a store (a [`Conversation`](crate::Conversation), or an adapter that
-/// holds one: `curator_tasks::TaskConversation`, `curator_coalesce::CoalescedConversation`)
-/// for async code: [`call`](AsyncDriver::call) runs a closure on the driver on tokio's
-/// blocking threads, so the store's I/O never stalls the runtime's own, and
-/// [`with`](AsyncDriver::with) reads it in place.
+/// The one async wrapper: any driver whose calls reach a store (a
+/// [`Conversation`](crate::Conversation), `curator_tasks::TaskConversation`,
+/// `curator_coalesce::CoalescedConversation`, the loop's `ConversationLoop`) for async code:
+/// [`call`](AsyncDriver::call) runs a closure on the driver on tokio's blocking threads, so
+/// the store's I/O never stalls the runtime's own, and [`with`](AsyncDriver::with) reads it
+/// in place. [`drive_async`] runs a [`Driver`] held by one.
 ///
 /// The driver sits behind an async mutex: a call whose future is dropped still finishes on
 /// its blocking thread and leaves the driver consistent for the next call.

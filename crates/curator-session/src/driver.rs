@@ -11,7 +11,8 @@ use crate::Error;
 pub enum Action<W, T> {
     /// Build the request and call the model.
     CallModel,
-    /// Run these pieces of work (tool calls, a program) and record what each gave.
+    /// Run these pieces of work (tool calls, a program) and record what each gave. Never
+    /// empty: a driver with nothing to run says what comes next instead.
     Run(Vec<W>),
     /// Nothing to send the model yet: the loop waits for the user's message.
     WaitForUser,
