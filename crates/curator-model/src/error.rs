@@ -103,7 +103,7 @@ pub enum Error {
     },
     /// A field, part or block that belongs to the other provider's format, read with an
     /// explicit format: strict readers never drop it nor pass it through.
-    #[error("message {index}: field `{field}` is `{value}`, which belongs to the {format} format")]
+    #[error("message {index}: {}, which belongs to the {format} format", foreign(.field, .value))]
     ForeignField {
         /// Position of the offending message in the input list.
         index: usize,
@@ -159,5 +159,15 @@ pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
         serde_json::Value::String(_) => "a string",
         serde_json::Value::Array(_) => "an array",
         serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// What a [`Error::ForeignField`] found: the field and its value, or the field alone when the
+/// field itself is the foreign thing (`tool_calls` in an Anthropic message).
+fn foreign(field: &str, value: &str) -> String {
+    if field == value || field.ends_with(&format!(".{value}")) {
+        format!("field `{field}`")
+    } else {
+        format!("field `{field}` is `{value}`")
     }
 }

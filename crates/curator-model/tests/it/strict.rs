@@ -73,3 +73,18 @@ fn shared_shapes_still_read_in_both() {
     assert!(openai::to_messages(&plain).is_ok());
     assert!(anthropic::to_messages(&plain).is_ok());
 }
+
+/// A field that is itself foreign is named once (`field `tool_calls` is `tool_calls`` read
+/// twice before).
+#[test]
+fn a_foreign_field_is_named_once() {
+    let messages = json!([
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "ok", "tool_calls": []}
+    ]);
+    let err = anthropic::to_messages(&messages).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "message 1: field `tool_calls`, which belongs to the OpenAI format"
+    );
+}
