@@ -74,8 +74,8 @@ fn shared_shapes_still_read_in_both() {
     assert!(anthropic::to_messages(&plain).is_ok());
 }
 
-/// A field that is itself foreign is named once (`field `tool_calls` is `tool_calls`` read
-/// twice before).
+/// A field that is itself foreign is named once (it read "field `tool_calls` is
+/// `tool_calls`" before).
 #[test]
 fn a_foreign_field_is_named_once() {
     let messages = json!([
