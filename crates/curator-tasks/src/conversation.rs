@@ -469,7 +469,10 @@ impl<S: SessionStore> TaskConversation<S> {
     /// [`run_blocking`](curator_session::run_blocking). Calls left waiting by a crash are
     /// run first (with `is_resume: true`); then each turn `provider` gets the
     /// [`request`](TaskConversation::request), its reply is recorded, the task tools are
-    /// answered and `tool` runs each of the caller's calls.
+    /// answered and `tool` runs each of the caller's calls. It is the session's one loop
+    /// ([`drive`](curator_session::drive)) over this adapter: while only the system message
+    /// is recorded it returns [`Outcome::WaitingForUser`] without calling `provider`, and a
+    /// task that has finished returns its recorded answer without being sent again.
     ///
     /// # Errors
     ///

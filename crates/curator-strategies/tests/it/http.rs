@@ -1,6 +1,6 @@
 //! The OpenAI-compatible summarizer against a small HTTP server on loopback.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -15,6 +15,29 @@ enum Answer {
     Hang,
 }
 
+/// Reads one request: its head (request line and headers) and its body; `None` when the
+/// client closed the connection.
+fn read_request(reader: &mut impl BufRead) -> Option<(String, Vec<u8>)> {
+    let mut head = String::new();
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            return None;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap();
+        }
+        if line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    Some((head, body))
+}
+
 /// Serves one request with `answer`; returns the base URL and the request the server got.
 fn serve(answer: Answer) -> (String, mpsc::Receiver<(String, Value)>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -23,21 +46,7 @@ fn serve(answer: Answer) -> (String, mpsc::Receiver<(String, Value)>) {
     std::thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
         let mut reader = BufReader::new(stream.try_clone().unwrap());
-        let mut head = String::new();
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = value.trim().parse().unwrap();
-            }
-            if line == "\r\n" {
-                break;
-            }
-            head.push_str(&line);
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
+        let (head, body) = read_request(&mut reader).unwrap();
         let _ = tx.send((head, serde_json::from_slice(&body).unwrap_or(Value::Null)));
         let mut stream = stream;
         match answer {
@@ -148,25 +157,8 @@ fn serve_on_one_connection(answers: Vec<String>) -> (String, mpsc::Receiver<Stri
         let mut reader = BufReader::new(stream.try_clone().unwrap());
         let mut stream = stream;
         for body in answers {
-            let mut first = String::new();
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap() == 0 {
-                    return;
-                }
-                if first.is_empty() {
-                    first.clone_from(&line);
-                }
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap();
-                }
-                if line == "\r\n" {
-                    break;
-                }
-            }
-            let mut request = vec![0; length];
-            reader.read_exact(&mut request).unwrap();
+            let Some((head, _)) = read_request(&mut reader) else { return };
+            let first = head.lines().next().unwrap_or_default().to_owned();
             let _ = tx.send(first);
             let _ = write!(
                 stream,
@@ -189,8 +181,8 @@ fn one_endpoint_reuses_its_connection_across_calls() {
     let shared = endpoint.clone();
     assert_eq!(endpoint.post_json("chat/completions", &json!({})).unwrap()["n"], 1);
     assert_eq!(shared.post_json("chat/completions", &json!({})).unwrap()["n"], 2);
-    assert_eq!(got.recv().unwrap(), "POST /v1/chat/completions HTTP/1.1\r\n");
-    assert_eq!(got.recv().unwrap(), "POST /v1/chat/completions HTTP/1.1\r\n");
+    assert_eq!(got.recv().unwrap(), "POST /v1/chat/completions HTTP/1.1");
+    assert_eq!(got.recv().unwrap(), "POST /v1/chat/completions HTTP/1.1");
 }
 
 #[test]
