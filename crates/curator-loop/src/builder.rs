@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use curator_session::{SessionKey, SessionStore, SessionSummaries};
+use std::time::Duration;
+
+use curator_session::{ClaimStore, SessionKey, SessionStore, SessionSummaries};
 use curator_strategies::{MemorySummaryStore, Redactor, Summarizer, SummaryStore};
 
 use crate::config::{Defaults, LoopConfig};
@@ -40,7 +42,9 @@ pub struct LoopBuilder {
     defaults: Defaults,
     steps: Vec<(String, Box<dyn Step>)>,
     summarizers: BTreeMap<String, Arc<dyn Summarizer>>,
-    store: Option<(Arc<dyn SessionStore>, SessionKey)>,
+    store: Option<LoopStore>,
+    claim_lease: Duration,
+    claim_wait: Duration,
     trace: Option<Arc<dyn TraceSink>>,
     exit: Option<ExitCondition>,
 }
@@ -55,6 +59,12 @@ impl std::fmt::Debug for LoopBuilder {
     }
 }
 
+/// Where a loop is checkpointed: the store, its claims (the same object), the key.
+type LoopStore = (Arc<dyn SessionStore>, Arc<dyn ClaimStore>, SessionKey);
+
+/// How long a loop's claim on its session lasts between saves, by default.
+pub const DEFAULT_CLAIM_LEASE: Duration = Duration::from_mins(5);
+
 impl LoopBuilder {
     /// A loop named `name` (the name keys its checkpoint) with `config`.
     pub fn new(name: impl Into<String>, config: LoopConfig) -> Self {
@@ -65,6 +75,8 @@ impl LoopBuilder {
             steps: Vec::new(),
             summarizers: BTreeMap::new(),
             store: None,
+            claim_lease: DEFAULT_CLAIM_LEASE,
+            claim_wait: Duration::ZERO,
             trace: None,
             exit: None,
         }
@@ -95,11 +107,41 @@ impl LoopBuilder {
         self
     }
 
-    /// Checkpoints the loop in `store` under `key` after every iteration and at every pause,
-    /// and resumes from what is saved there when built.
+    /// Checkpoints the loop in `store` under `key` after every iteration and at every pause
+    /// (one transaction each), and resumes from what is saved there when built.
+    ///
+    /// The loop claims its session (the key and the loop's name) when built and holds the
+    /// claim while it lives, as a conversation does ([`ClaimStore`]): a second process (or
+    /// a second loop in this one) that builds the same loop is refused with
+    /// [`Error::Claim`] instead of overwriting the first one's checkpoints. Every save
+    /// renews the claim; a loop whose claim was lost (another process took the session over
+    /// after its lease ran out) saves nothing and fails with [`Error::Claim`].
     #[must_use]
-    pub fn store(mut self, store: impl SessionStore + 'static, key: impl Into<SessionKey>) -> Self {
-        self.store = Some((Arc::new(store), key.into()));
+    pub fn store(
+        mut self,
+        store: impl SessionStore + ClaimStore + 'static,
+        key: impl Into<SessionKey>,
+    ) -> Self {
+        let store = Arc::new(store);
+        self.store = Some((Arc::clone(&store) as Arc<dyn SessionStore>, store, key.into()));
+        self
+    }
+
+    /// How long the loop's claim on its session lasts between saves before another process
+    /// may take it over, in the stores whose claims are leases (memory, PostgreSQL; a SQLite
+    /// claim lasts as long as the process). Default 5 minutes: a loop paused for a human
+    /// longer than that may lose its session to another process, and then saves nothing.
+    #[must_use]
+    pub fn claim_lease(mut self, lease: Duration) -> Self {
+        self.claim_lease = lease;
+        self
+    }
+
+    /// How long `build` waits for another process's claim on the session to end (default 0:
+    /// refused at once).
+    #[must_use]
+    pub fn claim_wait(mut self, wait: Duration) -> Self {
+        self.claim_wait = wait;
         self
     }
 
@@ -130,7 +172,18 @@ impl LoopBuilder {
     /// unknown summarizer or tokenizer; [`Error::Template`]; [`Error::Store`] or
     /// [`Error::BadCheckpoint`] when the saved state cannot be read.
     pub fn build(self) -> Result<ConversationLoop> {
-        let LoopBuilder { name, config, defaults, steps, summarizers, store, trace, exit } = self;
+        let LoopBuilder {
+            name,
+            config,
+            defaults,
+            steps,
+            summarizers,
+            store,
+            claim_lease,
+            claim_wait,
+            trace,
+            exit,
+        } = self;
         config.validate()?;
         if steps.is_empty() {
             return Err(Error::invalid("body", "a loop needs at least one step"));
@@ -155,7 +208,11 @@ impl LoopBuilder {
         let configured: Vec<String> = config.steps.keys().cloned().collect();
         check("steps", &configured)?;
         let history = config.effective_history(&defaults)?;
-        let persister = store.map(|(store, key)| Persister::new(store, &key, &name));
+        let persister = store
+            .map(|(store, claims, key)| {
+                Persister::claim(store, &*claims, &key, &name, claim_lease, claim_wait)
+            })
+            .transpose()?;
         let summaries: Arc<dyn SummaryStore> = match &persister {
             Some(p) => {
                 Arc::new(SessionSummaries::open(Arc::clone(p.store())).map_err(|source| {
@@ -168,6 +225,7 @@ impl LoopBuilder {
             None => Arc::new(MemorySummaryStore::default()),
         };
         let bound = crate::bound::build(&history, &summarizers, summaries)?;
+        let history_config = history;
         let template = match &config.history_template {
             Some(source) => HistoryTemplate::new(source)?,
             None => HistoryTemplate::default_template(),
@@ -184,6 +242,7 @@ impl LoopBuilder {
             trace,
             exit,
             persister,
+            history: history_config,
         });
         built.restore()?;
         Ok(built)

@@ -100,6 +100,12 @@ pub struct HistoryConfig {
     /// How tokens are counted: `o200k` (default, exact), `cl100k` or `estimate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<Tokenizer>,
+    /// Whether the current message (the newest user turn, which the agent step is handed as
+    /// its input) may be shortened to fit `max_tokens` (default `false`: it is sent whole, or
+    /// the step fails with [`Error::MessageTooLong`] naming its size and the budget; only
+    /// older turns are cut).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_current_message: Option<bool>,
 }
 
 impl HistoryConfig {
@@ -113,6 +119,7 @@ impl HistoryConfig {
             summarizer: self.summarizer.clone().or_else(|| defaults.summarizer.clone()),
             summarize_ratio: self.summarize_ratio.or(defaults.summarize_ratio),
             tokenizer: self.tokenizer.or(defaults.tokenizer),
+            cut_current_message: self.cut_current_message.or(defaults.cut_current_message),
         }
     }
 

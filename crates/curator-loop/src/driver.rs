@@ -5,12 +5,15 @@ use std::sync::Arc;
 
 use curator_model::{Message, Role};
 use curator_strategies::{
-    CurationContext, History, HistoryManager, HistoryManagerExt, Redactor, View,
+    CharEstimate, CurationContext, History, HistoryManager, HistoryManagerExt, Redactor,
+    TokenCounter, Tokenizer, View,
 };
 
 use crate::config::{AiTurnSource, LoopConfig, UserTurnSource};
+use crate::config::{DEFAULT_MAX_TOKENS, HistoryConfig};
 use crate::error::{Error, Result};
 use crate::inject::{Injected, inject};
+use crate::persist::HeadValues;
 use crate::persist::Persister;
 use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
 use crate::template::{HistoryTemplate, turn_value};
@@ -119,6 +122,8 @@ pub(crate) struct Parts {
     pub(crate) trace: Option<Arc<dyn TraceSink>>,
     pub(crate) exit: Option<ExitCondition>,
     pub(crate) persister: Option<Persister>,
+    /// The effective history settings (the current message's rule and the budget).
+    pub(crate) history: HistoryConfig,
 }
 
 /// What each step of the body is, decided once from the configuration.
@@ -151,10 +156,15 @@ pub struct ConversationLoop {
     trace_failures: u64,
     exit: Option<ExitCondition>,
     persister: Option<Persister>,
+    /// The effective history settings.
+    history_config: HistoryConfig,
     /// The turns as chat messages, with the strategies' caches (token counts, redactions).
     history: History<'static>,
     iteration: u64,
     input: String,
+    /// Whether a run is in progress (paused, interrupted, or stopped by an error): `run`
+    /// continues it from `input` instead of starting one.
+    running: bool,
     paused: Option<Paused>,
     /// Whether the last `drive` failed in the iteration it resumed.
     resume_failed: bool,
@@ -174,6 +184,17 @@ impl std::fmt::Debug for ConversationLoop {
     }
 }
 
+/// Whether an agent step's own last message repeats the newest turn, and which copy goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Repeat {
+    /// It does not: both are sent.
+    No,
+    /// The step's own copy is sent (whole); the history's is left out.
+    DropNewest,
+    /// The history's copy is sent; the step's is left out.
+    DropOwn,
+}
+
 /// How an iteration ended, short of an error.
 enum Iterated {
     Done(Vec<(String, String)>),
@@ -182,8 +203,18 @@ enum Iterated {
 
 impl ConversationLoop {
     pub(crate) fn new(parts: Parts) -> Self {
-        let Parts { name, config, steps, bound, template, redactor, trace, exit, persister } =
-            parts;
+        let Parts {
+            name,
+            config,
+            steps,
+            bound,
+            template,
+            redactor,
+            trace,
+            exit,
+            persister,
+            history,
+        } = parts;
         let last = steps.len().saturating_sub(1);
         let roles = steps
             .iter()
@@ -223,9 +254,11 @@ impl ConversationLoop {
             trace_failures: 0,
             exit,
             persister,
+            history_config: history,
             history: History::new(),
             iteration: 0,
             input: String::new(),
+            running: false,
             paused: None,
             resume_failed: false,
             values: std::cell::RefCell::default(),
@@ -235,16 +268,50 @@ impl ConversationLoop {
     /// Reads the saved state, when the loop has a store that holds one.
     pub(crate) fn restore(&mut self) -> Result<()> {
         let Some(persister) = &mut self.persister else { return Ok(()) };
+        let checkpoint = persister.head().to_owned();
         let Some(restored) = persister.load()? else { return Ok(()) };
+        self.set_state(
+            LoopState {
+                iteration: restored.iteration,
+                turns: restored.turns,
+                paused: restored.paused,
+                input: restored.input,
+                running: restored.running,
+            },
+            &checkpoint,
+        )
+    }
+
+    /// Takes `state` as the loop's own, restoring a paused nested step's state in it.
+    fn set_state(&mut self, state: LoopState, checkpoint: &str) -> Result<()> {
+        let LoopState { iteration, turns, paused, input, running } = state;
+        if let Some(paused) = &paused {
+            let bad =
+                |reason: String| Error::BadCheckpoint { checkpoint: checkpoint.to_owned(), reason };
+            let (name, step) = self.steps.get_mut(paused.step).ok_or_else(|| {
+                bad(format!("paused at step {}, which the body does not have", paused.step))
+            })?;
+            if *name != paused.step_name {
+                return Err(bad(format!(
+                    "paused at step {} `{}`, which is `{name}` in this body",
+                    paused.step, paused.step_name
+                )));
+            }
+            if let Some(nested) = &paused.nested {
+                step.restore_state(nested.clone())
+                    .map_err(|e| bad(format!("step `{name}`'s own state: {e}")))?;
+            }
+        }
         let mut history = History::new();
-        for turn in &restored.turns {
+        for turn in &turns {
             history.push(turn.to_message());
         }
         self.history = history;
         self.values.get_mut().clear();
-        self.iteration = restored.iteration;
-        self.input = restored.input;
-        self.paused = restored.paused;
+        self.iteration = iteration;
+        self.input = input;
+        self.running = running;
+        self.paused = paused;
         Ok(())
     }
 
@@ -273,9 +340,28 @@ impl ConversationLoop {
         self.history.messages().iter().filter_map(ConversationTurn::from_message).collect()
     }
 
-    /// The whole state (copied): iteration, turns, pause.
+    /// The whole state (copied): iteration, turns, pause, next input.
     pub fn state(&self) -> LoopState {
-        LoopState { iteration: self.iteration, turns: self.turns(), paused: self.paused.clone() }
+        LoopState {
+            iteration: self.iteration,
+            turns: self.turns(),
+            paused: self.paused.clone(),
+            input: self.input.clone(),
+            running: self.running,
+        }
+    }
+
+    /// The next iteration's input: the last output of the last completed iteration, or the
+    /// input the run started with.
+    pub fn next_input(&self) -> &str {
+        &self.input
+    }
+
+    /// Whether a run is in progress: paused, interrupted (a process killed mid-iteration,
+    /// read back from the checkpoint) or stopped by an error. [`run`](Self::run) continues
+    /// it.
+    pub fn is_running(&self) -> bool {
+        self.running
     }
 
     /// How many traces a failing sink refused (the loop went on each time).
@@ -286,6 +372,13 @@ impl ConversationLoop {
     /// Runs iterations from the current state, with `input` as the next iteration's input
     /// (and, on a fresh loop, as the seed of the first user turn), until the exit condition
     /// holds, `max_iterations` are made, a step pauses or aborts.
+    ///
+    /// A run that is still in progress ([`is_running`](Self::is_running): a process killed
+    /// mid-iteration and read back from the checkpoint, or a run stopped by an error) is
+    /// continued instead, from its saved next input ([`next_input`](Self::next_input)):
+    /// `input` starts runs, it never replaces the input of one under way. So the same
+    /// `run(input)` call, made again after a crash, goes on as the uninterrupted run would
+    /// have. Call [`reset`](Self::reset) to start afresh instead.
     ///
     /// # Errors
     ///
@@ -300,7 +393,10 @@ impl ConversationLoop {
                 hint: "call `resume` with the human's input",
             });
         }
-        input.clone_into(&mut self.input);
+        if !self.running {
+            input.clone_into(&mut self.input);
+            self.running = true;
+        }
         self.drive(None)
     }
 
@@ -353,6 +449,7 @@ impl ConversationLoop {
         self.resume_failed = false;
         loop {
             if resume.is_none() && self.iteration >= self.config.max_iterations {
+                self.running = false;
                 return Ok(LoopOutcome::Finished {
                     iterations: self.iteration,
                     reason: FinishReason::MaxIterations,
@@ -377,16 +474,25 @@ impl ConversationLoop {
             if let Some((_, last)) = outputs.last() {
                 last.clone_into(&mut self.input);
             }
-            self.save()?;
             let progress = Progress {
                 iteration: self.iteration,
                 outputs: &outputs,
                 turns: self.history.len(),
             };
-            if self.exit.as_mut().is_some_and(|exit| exit(&progress)) {
+            let reason = if self.exit.as_mut().is_some_and(|exit| exit(&progress)) {
+                Some(FinishReason::ExitCondition)
+            } else if self.iteration >= self.config.max_iterations {
+                Some(FinishReason::MaxIterations)
+            } else {
+                None
+            };
+            // One save per iteration, which says whether the run goes on.
+            self.running = reason.is_none();
+            self.save()?;
+            if let Some(reason) = reason {
                 return Ok(LoopOutcome::Finished {
                     iterations: self.iteration,
-                    reason: FinishReason::ExitCondition,
+                    reason,
                     output: self.input.clone(),
                 });
             }
@@ -394,8 +500,60 @@ impl ConversationLoop {
     }
 
     fn save(&mut self) -> Result<()> {
+        if self.persister.is_none() {
+            return Ok(());
+        }
+        // What is kept is redacted when the loop redacts what it persists: the next input
+        // and the paused iteration's outputs too, not only the turns.
+        let input = self.as_persisted(self.input.clone());
+        let paused = self.paused.as_ref().map(|p| self.persisted_pause(p));
+        let values = HeadValues {
+            iteration: self.iteration,
+            input: &input,
+            running: self.running,
+            paused: paused.as_ref(),
+        };
         let Some(persister) = &mut self.persister else { return Ok(()) };
-        persister.save(self.history.messages(), self.iteration, &self.input, self.paused.as_ref())
+        persister.save(self.history.messages(), &values)
+    }
+
+    /// A pause as kept: its outputs and nested state redacted when the loop redacts what it
+    /// persists.
+    fn persisted_pause(&self, paused: &Paused) -> Paused {
+        if !self.redacts_persisted() {
+            return paused.clone();
+        }
+        let mut kept = paused.clone();
+        for (_, output) in &mut kept.outputs {
+            *output = self.as_persisted(std::mem::take(output));
+        }
+        kept.prompt = kept.prompt.map(|p| self.as_persisted(p));
+        if let Some(nested) = &mut kept.nested {
+            self.redact_value(nested);
+        }
+        kept
+    }
+
+    /// Redacts every string in `value` (a nested step's state).
+    fn redact_value(&self, value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(text) => *text = self.as_persisted(std::mem::take(text)),
+            serde_json::Value::Array(items) => {
+                for item in items {
+                    self.redact_value(item);
+                }
+            }
+            serde_json::Value::Object(map) => {
+                for item in map.values_mut() {
+                    self.redact_value(item);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn redacts_persisted(&self) -> bool {
+        self.redactor.is_some() && self.config.redact.persisted
     }
 
     /// Drops the turns after the first `len` (a failed iteration's).
@@ -430,12 +588,16 @@ impl ConversationLoop {
                     step_name: step_name.clone(),
                     prompt: prompt.clone(),
                     outputs,
+                    nested: self.steps[step].1.checkpoint_state(),
                 });
                 self.save()?;
                 Ok(Iterated::Stopped(LoopOutcome::Paused { step: step_name, prompt }))
             }
             Ok(Some(StepOutcome::Abort { reason })) => {
                 self.rollback(start);
+                // The run ends here: saved as ended, so the next `run` starts a new one.
+                self.running = false;
+                self.save()?;
                 let step = self.steps[outputs.len()].0.clone();
                 Ok(Iterated::Stopped(LoopOutcome::Aborted { step, reason }))
             }
@@ -552,14 +714,6 @@ impl ConversationLoop {
     ) -> Result<(Vec<Message>, Option<Vec<Message>>)> {
         let (name, step) = &self.steps[i];
         let own = step.request(input);
-        let repeat = match (own.last(), self.history.messages().last()) {
-            (Some(mine), Some(newest)) => {
-                mine.role() == Role::User
-                    && newest.role() == Role::User
-                    && mine.text() == newest.text()
-            }
-            _ => false,
-        };
         let tracing = self.trace.is_some();
         let redact_sent = self.config.redact.sent;
         let ctx = CurationContext::default().with_preserve_system(false).with_preserve_task(false);
@@ -569,6 +723,10 @@ impl ConversationLoop {
                 Some(bound.curate_history(&self.history, &ctx).map_err(history_error)?)
             }
             _ => None,
+        };
+        let repeat = match &bounded {
+            Some(view) => self.repeat(name, own.last(), view)?,
+            None => Repeat::No,
         };
         let redacted = match (&self.redactor, &bounded) {
             (Some(redactor), Some(view)) if tracing || redact_sent => {
@@ -586,7 +744,7 @@ impl ConversationLoop {
                         std::borrow::Cow::Owned(text) => m.clone_with_content(Some(text.into())),
                     })
                     .collect();
-                Some(inject(own, self.injected(view.as_ref(), injection)?, repeat))
+                Some(inject(own, self.injected(view.as_ref(), injection, repeat)?, repeat))
             }
             _ => None,
         };
@@ -594,26 +752,78 @@ impl ConversationLoop {
             let traced = tracing.then(|| sent.clone());
             return Ok((sent, traced));
         }
-        let sent = inject(own, self.injected(bounded.as_ref(), injection)?, repeat);
+        let sent = inject(own, self.injected(bounded.as_ref(), injection, repeat)?, repeat);
         Ok((sent, redacted_request.filter(|_| tracing)))
     }
 
-    /// The bounded history in the form `injection` takes. A turn the view shows unchanged
-    /// is turned into a template value once over the loop's life (memoised by position),
-    /// so rendering costs the template's run, not a copy of every kept turn.
-    fn injected(&self, view: Option<&View<'_>>, injection: Injection) -> Result<Injected> {
-        let Some(view) = view.filter(|v| !v.is_empty()) else {
+    /// Whether the step's own last message (`mine`) repeats the newest turn, and which copy
+    /// is sent. A user turn is the current message (the human's answer, or the seed, that
+    /// the step is handed as its input): the step's own copy is sent whole and the
+    /// history's is left out, unless the bound had to shorten it, which only
+    /// `cut_current_message` allows. An assistant turn is the reply the step is handed back
+    /// (a loop whose agent's input is its previous output): it is sent once, as the
+    /// assistant's, never again as a user message.
+    fn repeat(&self, step: &str, mine: Option<&Message>, view: &View<'_>) -> Result<Repeat> {
+        let (Some(mine), Some(newest)) = (mine, self.history.messages().last()) else {
+            return Ok(Repeat::No);
+        };
+        if mine.role() != Role::User || self.as_persisted(mine.text().into_owned()) != newest.text()
+        {
+            return Ok(Repeat::No);
+        }
+        let last = self.history.len() - 1;
+        let Some(shown) = view.iter().last().filter(|e| e.pos == Some(last)) else {
+            // The bound left the newest turn out (it sends no history): the step's copy goes.
+            return Ok(Repeat::No);
+        };
+        if newest.role() != Role::User {
+            return Ok(Repeat::DropOwn);
+        }
+        if shown.message.text() == newest.text() {
+            return Ok(Repeat::DropNewest);
+        }
+        if self.history_config.cut_current_message.unwrap_or(false) {
+            return Ok(Repeat::DropOwn);
+        }
+        let tokenizer = self.history_config.tokenizer.unwrap_or(Tokenizer::O200k);
+        let tokens = match tokenizer.counter() {
+            Ok(counter) => counter.count_text(&mine.text()),
+            Err(_) => CharEstimate::default().count_text(&mine.text()),
+        };
+        Err(Error::MessageTooLong {
+            step: step.to_owned(),
+            tokens,
+            max_tokens: self.history_config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        })
+    }
+
+    /// The bounded history in the form `injection` takes, without its newest turn when the
+    /// step sends its own copy of it. A turn the view shows unchanged is turned into a
+    /// template value once over the loop's life (memoised by position), so rendering costs
+    /// the template's run, not a copy of every kept turn.
+    fn injected(
+        &self,
+        view: Option<&View<'_>>,
+        injection: Injection,
+        repeat: Repeat,
+    ) -> Result<Injected> {
+        let left_out = usize::from(repeat == Repeat::DropNewest);
+        let Some(view) = view.filter(|v| v.len() > left_out) else {
             return Ok(match injection {
                 Injection::Prompt => Injected::Block(None),
                 _ => Injected::Messages(Vec::new()),
             });
         };
+        let shown = view.len() - left_out;
         if injection != Injection::Prompt {
-            return Ok(Injected::Messages(view.to_messages()));
+            let mut messages = view.to_messages();
+            messages.truncate(shown);
+            return Ok(Injected::Messages(messages));
         }
         let mut cache = self.values.borrow_mut();
         let values = view
             .iter()
+            .take(shown)
             .map(|entry| {
                 let fresh = || turn_value(entry.message.role().as_str(), &entry.message.text());
                 match (entry.pos, entry.message.is_borrowed()) {
@@ -663,7 +873,17 @@ impl ConversationLoop {
         self.values.get_mut().clear();
         self.iteration = 0;
         self.input.clear();
+        self.running = false;
         self.paused = None;
+    }
+
+    /// The state as kept: the next input and the pause redacted when the loop redacts what
+    /// it persists (the turns are kept redacted already).
+    fn persisted_state(&self) -> LoopState {
+        let mut state = self.state();
+        state.input = self.as_persisted(state.input);
+        state.paused = self.paused.as_ref().map(|p| self.persisted_pause(p));
+        state
     }
 }
 
@@ -695,5 +915,21 @@ impl Step for ConversationLoop {
             LoopOutcome::Paused { prompt, .. } => StepOutcome::Pause { prompt },
             LoopOutcome::Aborted { reason, .. } => StepOutcome::Abort { reason },
         })
+    }
+
+    /// The nested loop's state (turns, next input, pause), so that a parent paused inside it
+    /// resumes it in a new process.
+    fn checkpoint_state(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(self.persisted_state()).ok()
+    }
+
+    fn restore_state(
+        &mut self,
+        state: serde_json::Value,
+    ) -> std::result::Result<(), curator_model::BoxError> {
+        let state: LoopState = serde_json::from_value(state)?;
+        let name = format!("nested loop `{}`", self.name);
+        self.set_state(state, &name)?;
+        Ok(())
     }
 }

@@ -50,6 +50,32 @@ pub enum Error {
         #[source]
         source: curator_strategies::Error,
     },
+    /// The current message (the newest user turn, the agent step's input) does not fit the
+    /// history budget: it is never cut unless `history_management.cut_current_message` says
+    /// so. The iteration was rolled back; the human's answer is kept when the loop was
+    /// resumed with it (the loop is paused again).
+    #[error(
+        "the current message to step `{step}` is {tokens} tokens, more than the history budget of {max_tokens}: it is not cut (raise `history_management.max_tokens`, or set `history_management.cut_current_message = true` to allow it)"
+    )]
+    MessageTooLong {
+        /// The agent step.
+        step: String,
+        /// The message's size (its text, by the history's tokenizer).
+        tokens: u64,
+        /// `history_management.max_tokens`.
+        max_tokens: u64,
+    },
+    /// The loop's session is driven by another process (or this one lost its claim): a loop
+    /// with a store claims its session, so two processes never overwrite each other.
+    #[error("loop session `{session}`: {source}")]
+    Claim {
+        /// The loop's session (its key and name).
+        session: String,
+        /// [`Claimed`](curator_session::Error::Claimed) when another process holds it,
+        /// [`ClaimLost`](curator_session::Error::ClaimLost) when this one lost it.
+        #[source]
+        source: curator_session::Error,
+    },
     /// A step failed: the iteration was rolled back and the history is as it was before it.
     #[error("step `{step}` failed in iteration {iteration}")]
     Step {

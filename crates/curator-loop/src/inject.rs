@@ -3,6 +3,8 @@
 
 use curator_model::{Message, Role};
 
+use crate::driver::Repeat;
+
 /// The history put into a request: messages, or the rendered block (`None` when there is no
 /// history to render).
 pub(crate) enum Injected {
@@ -13,20 +15,17 @@ pub(crate) enum Injected {
 /// The request an agent is sent: `own` (the step's system messages, then its own messages)
 /// with the bounded history injected.
 ///
-/// With `repeat` (the step's last own message is a user message repeating the newest turn
-/// of the record: the human's answer the step was handed as its input), that message is not
-/// sent twice: the history holds it (shortened, when the budget had to).
-pub(crate) fn inject(own: Vec<Message>, history: Injected, repeat: bool) -> Vec<Message> {
+/// With [`Repeat::DropOwn`] (the step's last own message repeats the newest turn, and the
+/// history's copy is the one sent), that message is not sent twice. With
+/// [`Repeat::DropNewest`] the history was injected without its newest turn already, and the
+/// step's own copy goes whole.
+pub(crate) fn inject(own: Vec<Message>, history: Injected, repeat: Repeat) -> Vec<Message> {
     let systems = own.iter().take_while(|m| m.role() == Role::System).count();
     let mut own = own.into_iter();
     let mut out: Vec<Message> = Vec::with_capacity(systems + 2);
     out.extend(own.by_ref().take(systems));
     let mut rest: Vec<Message> = own.collect();
-    let has_history = match &history {
-        Injected::Messages(messages) => !messages.is_empty(),
-        Injected::Block(block) => block.is_some(),
-    };
-    if repeat && has_history {
+    if repeat == Repeat::DropOwn {
         rest.pop();
     }
     match history {
@@ -63,7 +62,12 @@ mod tests {
         injection: Injection,
         expected: &[(&str, &str)],
     ) {
-        let repeat = matches!((own.last(), history.last()), (Some(a), Some(b)) if a.role() == Role::User && b.role() == Role::User && a.text() == b.text());
+        let repeat = if matches!((own.last(), history.last()), (Some(a), Some(b)) if a.role() == Role::User && b.role() == Role::User && a.text() == b.text())
+        {
+            Repeat::DropOwn
+        } else {
+            Repeat::No
+        };
         let history = match injection {
             Injection::Prompt if history.is_empty() => Injected::Block(None),
             Injection::Prompt => {

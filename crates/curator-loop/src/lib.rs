@@ -60,7 +60,7 @@ mod turn;
 
 #[cfg(feature = "tokio")]
 pub use async_loop::AsyncLoop;
-pub use builder::LoopBuilder;
+pub use builder::{DEFAULT_CLAIM_LEASE, LoopBuilder};
 pub use config::{
     AiTurnSource, DEFAULT_MAX_TOKENS, DEFAULT_MAX_TURNS, DEFAULT_SUMMARIZE_RATIO, Defaults,
     HistoryConfig, HistoryStrategy, InitConfig, LoopConfig, MIN_MAX_TOKENS, RedactConfig,

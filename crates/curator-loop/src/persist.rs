@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use curator_model::Message;
-use curator_session::{SessionKey, SessionStore};
+use std::time::Duration;
+
+use curator_session::{Claim, ClaimStore, SessionKey, SessionStore};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -32,6 +34,9 @@ struct Head {
     page: usize,
     /// The next iteration's input.
     input: String,
+    /// Whether a run was in progress (interrupted, paused or failed): `run` continues it.
+    #[serde(default)]
+    running: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     paused: Option<Paused>,
 }
@@ -48,14 +53,27 @@ pub(crate) struct Restored {
     pub(crate) iteration: u64,
     pub(crate) turns: Vec<ConversationTurn>,
     pub(crate) input: String,
+    pub(crate) running: bool,
     pub(crate) paused: Option<Paused>,
 }
 
+/// What a save writes besides the turns (as kept: redacted when the loop redacts what it
+/// persists).
+#[derive(Debug)]
+pub(crate) struct HeadValues<'a> {
+    pub(crate) iteration: u64,
+    pub(crate) input: &'a str,
+    pub(crate) running: bool,
+    pub(crate) paused: Option<&'a Paused>,
+}
+
 /// Where and how far a loop's state is saved.
-#[derive(Clone)]
 pub(crate) struct Persister {
     store: Arc<dyn SessionStore>,
     head: String,
+    /// The claim on the loop's session, renewed at every save: a save after it was lost is
+    /// refused.
+    claim: Claim,
     /// Turns saved by the last save: pages before the one holding turn `saved` are final.
     saved: usize,
 }
@@ -75,8 +93,26 @@ pub(crate) fn head_name(key: &SessionKey, name: &str) -> String {
 }
 
 impl Persister {
-    pub(crate) fn new(store: Arc<dyn SessionStore>, key: &SessionKey, name: &str) -> Self {
-        Self { store, head: head_name(key, name), saved: 0 }
+    /// Claims the loop's session (`claim` tries once, or waits as the builder says) and
+    /// returns the persister that holds the claim.
+    pub(crate) fn claim(
+        store: Arc<dyn SessionStore>,
+        claims: &dyn ClaimStore,
+        key: &SessionKey,
+        name: &str,
+        lease: Duration,
+        wait: Duration,
+    ) -> Result<Self> {
+        let head = head_name(key, name);
+        let claim = claims
+            .claim_within(&SessionKey::new(head.clone()), lease, wait)
+            .map_err(|source| Error::Claim { session: head.clone(), source })?;
+        Ok(Self { store, head, claim, saved: 0 })
+    }
+
+    /// The checkpoint name of the loop's head (also the claimed session).
+    pub(crate) fn head(&self) -> &str {
+        &self.head
     }
 
     pub(crate) fn store(&self) -> &Arc<dyn SessionStore> {
@@ -87,25 +123,16 @@ impl Persister {
         format!("{}/turns/{page}", self.head)
     }
 
-    fn put(&self, name: &str, document: &Value) -> Result<()> {
-        self.store
-            .put_checkpoint(name, document)
-            .map(|_| ())
-            .map_err(|source| Error::Store { checkpoint: name.to_owned(), source })
-    }
-
-    /// Saves the state: the pages holding turns not saved yet (from the page of the first
-    /// unsaved turn on), then the head. A crash between the two leaves the previous head,
-    /// which reads only the turns it counts, so the state read back is always one that was
-    /// saved whole.
-    pub(crate) fn save(
-        &mut self,
-        messages: &[Message],
-        iteration: u64,
-        input: &str,
-        paused: Option<&Paused>,
-    ) -> Result<()> {
+    /// Saves the state in one transaction of the store (one commit): the pages holding turns
+    /// not saved yet (from the page of the first unsaved turn on), then the head. The claim
+    /// is renewed first, so a loop that lost its session to another process saves nothing.
+    /// A store that saves checkpoints one at a time (not those of this workspace) may stop
+    /// between a page and the head: the previous head then reads only the turns it counts,
+    /// so the state read back is always one that was saved whole.
+    pub(crate) fn save(&mut self, messages: &[Message], values: &HeadValues<'_>) -> Result<()> {
+        self.claim.renew().map_err(|source| Error::Claim { session: self.head.clone(), source })?;
         let n = messages.len();
+        let mut documents: Vec<(String, Value)> = Vec::with_capacity(3);
         if n > 0 {
             for page in self.saved.min(n) / PAGE..=(n - 1) / PAGE {
                 // The page's JSON is built straight from the messages (the turns' own
@@ -119,29 +146,30 @@ impl Persister {
                         Value::Object(turn)
                     })
                     .collect();
-                let document = serde_json::json!({ "turns": turns });
-                self.put(&self.page_name(page), &document)?;
+                documents.push((self.page_name(page), serde_json::json!({ "turns": turns })));
             }
         }
-        let head = serde_json::json!({
+        let mut head = serde_json::json!({
             "format": LOOP_CHECKPOINT_FORMAT,
             "version": VERSION,
-            "iteration": iteration,
+            "iteration": values.iteration,
             "turns": n,
             "page": PAGE,
-            "input": input,
-            "paused": paused,
+            "input": values.input,
+            "running": values.running,
         });
-        let head = match head {
-            Value::Object(mut map) => {
-                if paused.is_none() {
-                    map.remove("paused");
-                }
-                Value::Object(map)
-            }
-            other => other,
-        };
-        self.put(&self.head.clone(), &head)?;
+        if let (Some(paused), Value::Object(map)) = (values.paused, &mut head) {
+            let paused = serde_json::to_value(paused).map_err(|e| Error::BadCheckpoint {
+                checkpoint: self.head.clone(),
+                reason: format!("the pause cannot be saved: {e}"),
+            })?;
+            map.insert("paused".to_owned(), paused);
+        }
+        documents.push((self.head.clone(), head));
+        let batch: Vec<(&str, &Value)> = documents.iter().map(|(n, d)| (n.as_str(), d)).collect();
+        self.store
+            .put_checkpoints(&batch)
+            .map_err(|source| Error::Store { checkpoint: self.head.clone(), source })?;
         self.saved = n;
         Ok(())
     }
@@ -196,6 +224,7 @@ impl Persister {
             iteration: head.iteration,
             turns,
             input: head.input,
+            running: head.running,
             paused: head.paused,
         }))
     }

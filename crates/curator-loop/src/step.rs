@@ -153,6 +153,27 @@ pub trait Step: Send {
     /// Any error: the loop reports it as [`Error::Step`](crate::Error::Step) with the step's
     /// name and iteration, and the iteration's turns are dropped.
     fn run(&mut self, call: StepCall<'_>) -> Result<StepOutcome, BoxError>;
+
+    /// The step's own state, saved in the loop's checkpoint when the loop pauses at this
+    /// step, so that a new process can [`restore_state`](Self::restore_state) it before
+    /// resuming. `None` (the default) for steps that keep nothing between a pause and the
+    /// resume; a nested loop gives its turns, next input and pause.
+    fn checkpoint_state(&self) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// Restores what [`checkpoint_state`](Self::checkpoint_state) gave, in a new process,
+    /// before the paused loop resumes at this step. The default accepts anything and does
+    /// nothing.
+    ///
+    /// # Errors
+    ///
+    /// A state the step cannot read: the loop is not built
+    /// ([`Error::BadCheckpoint`](crate::Error::BadCheckpoint)).
+    fn restore_state(&mut self, state: serde_json::Value) -> Result<(), BoxError> {
+        let _ = state;
+        Ok(())
+    }
 }
 
 impl<T: Step + ?Sized> Step for Box<T> {
@@ -164,6 +185,12 @@ impl<T: Step + ?Sized> Step for Box<T> {
     }
     fn run(&mut self, call: StepCall<'_>) -> Result<StepOutcome, BoxError> {
         (**self).run(call)
+    }
+    fn checkpoint_state(&self) -> Option<serde_json::Value> {
+        (**self).checkpoint_state()
+    }
+    fn restore_state(&mut self, state: serde_json::Value) -> Result<(), BoxError> {
+        (**self).restore_state(state)
     }
 }
 

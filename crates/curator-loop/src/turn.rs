@@ -128,6 +128,12 @@ pub struct Paused {
     /// The outputs of the steps that ran before it in this iteration, in order.
     #[serde(default)]
     pub outputs: Vec<(String, String)>,
+    /// The waiting step's own state, when it has one ([`Step::checkpoint_state`]): a nested
+    /// loop's turns and pause, so that a new process resumes it where it waits.
+    ///
+    /// [`Step::checkpoint_state`]: crate::Step::checkpoint_state
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested: Option<serde_json::Value>,
 }
 
 /// A loop's state: the iteration counter, the turns, and where it paused. It serialises
@@ -139,7 +145,12 @@ pub struct Paused {
 /// ```
 /// use curator::conversation_loop::{ConversationTurn, LoopState};
 ///
-/// let state = LoopState { iteration: 2, turns: vec![ConversationTurn::user("hi")], paused: None };
+/// let state = LoopState {
+///     iteration: 2,
+///     turns: vec![ConversationTurn::user("hi")],
+///     input: "hi".into(),
+///     ..LoopState::default()
+/// };
 /// let json = serde_json::to_string(&state)?;
 /// assert_eq!(serde_json::from_str::<LoopState>(&json)?, state);
 /// Ok::<(), Box<dyn std::error::Error>>(())
@@ -154,4 +165,12 @@ pub struct LoopState {
     /// Where the loop waits for a human, when it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<Paused>,
+    /// The next iteration's input (the last output of the last completed iteration, or the
+    /// input the run started with).
+    #[serde(default)]
+    pub input: String,
+    /// Whether a run is in progress: paused, interrupted by a crash, or stopped by an error.
+    /// [`ConversationLoop::run`](crate::ConversationLoop::run) continues it from `input`.
+    #[serde(default)]
+    pub running: bool,
 }

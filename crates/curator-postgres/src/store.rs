@@ -555,6 +555,37 @@ impl SessionStore for PgStore {
         CODEC.checkpoint_version(name, version)
     }
 
+    fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> SessionResult<Vec<u64>> {
+        let saved = CODEC.nanos(Utc::now())?;
+        let documents: Vec<String> = checkpoints.iter().map(|(_, d)| d.to_string()).collect();
+        let versions: Vec<i64> = run(&self.pool, |conn| {
+            let statement = conn
+                .prepare(
+                    "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES ($1, 1, $2, $3)
+                     ON CONFLICT (name) DO UPDATE SET version = checkpoints.version + 1,
+                        document = excluded.document, saved_ns = excluded.saved_ns
+                     RETURNING version",
+                )
+                .during("saving checkpoints")?;
+            // One transaction: all of them or none.
+            let mut tx = conn.client.transaction().during("starting to save checkpoints")?;
+            let mut versions = Vec::with_capacity(checkpoints.len());
+            for ((name, _), document) in checkpoints.iter().zip(&documents) {
+                let row = tx
+                    .query_one(&statement, &[name, document, &saved])
+                    .during("saving checkpoints")?;
+                versions.push(row.try_get(0).during("reading a row")?);
+            }
+            tx.commit().during("committing checkpoints")?;
+            Ok(versions)
+        })?;
+        checkpoints
+            .iter()
+            .zip(versions)
+            .map(|((name, _), version)| CODEC.checkpoint_version(name, version))
+            .collect()
+    }
+
     fn checkpoint(&self, name: &str) -> SessionResult<Option<Checkpoint>> {
         let row = run(&self.pool, |conn| {
             let statement = conn

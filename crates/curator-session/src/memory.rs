@@ -328,6 +328,28 @@ impl SessionStore for MemoryStore {
         Ok(version)
     }
 
+    fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> Result<Vec<u64>> {
+        // One lock: readers see all of them or none.
+        let mut inner = self.write();
+        let now = Utc::now();
+        Ok(checkpoints
+            .iter()
+            .map(|(name, document)| {
+                let version = inner.checkpoints.get(*name).map_or(1, |c| c.version + 1);
+                inner.checkpoints.insert(
+                    (*name).to_owned(),
+                    Checkpoint {
+                        name: (*name).to_owned(),
+                        version,
+                        document: (*document).clone(),
+                        saved_at: now,
+                    },
+                );
+                version
+            })
+            .collect())
+    }
+
     fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>> {
         Ok(self.read().checkpoints.get(name).cloned())
     }

@@ -214,6 +214,32 @@ pub trait SessionStore: Send + Sync {
     /// A backend error.
     fn put_checkpoint(&self, name: &str, document: &Value) -> Result<u64>;
 
+    /// Saves new versions of several checkpoints at once, returning their versions in order.
+    ///
+    /// The stores of this workspace save them in one transaction (one commit, so one sync
+    /// to disk for a durable store): a crash leaves all of them or none. The default saves
+    /// them one after another, which a store without transactions may keep.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::session::{MemoryStore, SessionStore};
+    /// use serde_json::json;
+    ///
+    /// let store = MemoryStore::new();
+    /// let versions = store.put_checkpoints(&[("a", &json!(1)), ("b", &json!(2)), ("a", &json!(3))])?;
+    /// assert_eq!(versions, [1, 1, 2]);
+    /// assert_eq!(store.checkpoint("a")?.map(|c| c.document), Some(json!(3)));
+    /// # Ok::<(), curator::session::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A backend error; nothing is saved then by the stores of this workspace.
+    fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> Result<Vec<u64>> {
+        checkpoints.iter().map(|(name, document)| self.put_checkpoint(name, document)).collect()
+    }
+
     /// The latest version of the checkpoint `name`.
     ///
     /// # Errors
@@ -268,6 +294,7 @@ macro_rules! forward_store {
             fn latest_evaluation(&self) -> Result<Option<EvaluationId>> { (**self).latest_evaluation() }
             fn latest_evaluation_of(&self, key: &SessionKey, prompt: &PromptRef) -> Result<Option<EvaluationId>> { (**self).latest_evaluation_of(key, prompt) }
             fn put_checkpoint(&self, name: &str, document: &Value) -> Result<u64> { (**self).put_checkpoint(name, document) }
+            fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> Result<Vec<u64>> { (**self).put_checkpoints(checkpoints) }
             fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>> { (**self).checkpoint(name) }
             fn snapshot(&self) -> Result<Snapshot> { (**self).snapshot() }
             fn restore(&self, snapshot: &Snapshot) -> Result<()> { (**self).restore(snapshot) }

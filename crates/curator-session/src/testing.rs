@@ -234,6 +234,13 @@ pub fn checkpoints_are_versioned<S: SessionStore>(factory: &dyn Fn() -> S) {
     let latest = store.checkpoint("loop").unwrap().unwrap();
     assert_eq!((latest.version, latest.document), (2, json!({"iteration": 2})));
     assert_eq!(store.checkpoint("tasks").unwrap().unwrap().document, json!([1, 2, 3]));
+    // Several at once (one transaction in the workspace's stores), a name twice included.
+    let batch = [("loop", &json!({"iteration": 3})), ("page", &json!([4])), ("loop", &json!(5))];
+    assert_eq!(store.put_checkpoints(&batch).unwrap(), [3, 1, 4]);
+    let latest = store.checkpoint("loop").unwrap().unwrap();
+    assert_eq!((latest.version, latest.document), (4, json!(5)));
+    assert_eq!(store.checkpoint("page").unwrap().unwrap().document, json!([4]));
+    assert_eq!(store.put_checkpoints(&[]).unwrap(), Vec::<u64>::new());
 }
 
 fn sample(store: &impl SessionStore) -> (EvaluationId, EvaluationId) {

@@ -489,6 +489,24 @@ fn insert(
     }
 }
 
+/// Saves a new version of the checkpoint `name` on `conn` (in its transaction, if any).
+fn put_checkpoint(
+    conn: &Connection,
+    name: &str,
+    document: &Value,
+    saved: i64,
+) -> SessionResult<u64> {
+    let version: i64 = conn
+        .prepare_cached(
+            "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES (?1, 1, ?2, ?3)
+             ON CONFLICT (name) DO UPDATE SET version = version + 1, document = excluded.document, saved_ns = excluded.saved_ns
+             RETURNING version",
+        )
+        .and_then(|mut s| s.query_row(params![name, document.to_string(), saved], |r| r.get(0)))
+        .map_err(store_error)?;
+    CODEC.checkpoint_version(name, version)
+}
+
 impl SessionStore for SqliteStore {
     fn append(&self, key: &SessionKey, entry: &Entry) -> SessionResult<Appended> {
         self.append_batch(key, std::slice::from_ref(entry))
@@ -574,15 +592,21 @@ impl SessionStore for SqliteStore {
     fn put_checkpoint(&self, name: &str, document: &Value) -> SessionResult<u64> {
         let conn = self.writable()?;
         let saved = CODEC.nanos(Utc::now())?;
-        let version: i64 = conn
-            .prepare_cached(
-                "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES (?1, 1, ?2, ?3)
-                 ON CONFLICT (name) DO UPDATE SET version = version + 1, document = excluded.document, saved_ns = excluded.saved_ns
-                 RETURNING version",
-            )
-            .and_then(|mut s| s.query_row(params![name, document.to_string(), saved], |r| r.get(0)))
-            .map_err(store_error)?;
-        CODEC.checkpoint_version(name, version)
+        put_checkpoint(&conn, name, document, saved)
+    }
+
+    fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> SessionResult<Vec<u64>> {
+        let mut conn = self.writable()?;
+        let saved = CODEC.nanos(Utc::now())?;
+        // One transaction, so one commit (and one sync with full durability) for them all.
+        let tx =
+            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
+        let versions = checkpoints
+            .iter()
+            .map(|(name, document)| put_checkpoint(&tx, name, document, saved))
+            .collect::<SessionResult<Vec<_>>>()?;
+        tx.commit().map_err(store_error)?;
+        Ok(versions)
     }
 
     fn checkpoint(&self, name: &str) -> SessionResult<Option<Checkpoint>> {

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use curator_loop::{AiTurnSource, Hitl, Injection, LoopBuilder, LoopConfig, Step};
+use curator_loop::{AiTurnSource, Error, Hitl, Injection, LoopBuilder, LoopConfig, Step};
 use curator_model::Message;
 use curator_strategies::{FnSummarizer, Tokenizer};
 
@@ -81,10 +81,40 @@ fn truncate_tokens_is_a_hard_cap_with_exact_counts() {
 }
 
 #[test]
-fn an_oversize_newest_turn_is_shortened_and_marked() {
+fn an_oversize_current_message_is_refused_not_cut() {
     let mut config =
         LoopConfig::from_toml("conversation = true\n[history_management]\nmax_tokens = 100")
             .unwrap();
+    config.ai_turn_source = AiTurnSource::AllAgents;
+    let (step, calls) = agent("agent", Injection::Messages);
+    let mut l = LoopBuilder::new("b", config)
+        .step("agent", step)
+        .step("human", Hitl::new("?"))
+        .build()
+        .unwrap();
+    let long = "word ".repeat(5_000);
+    let err = l.run(&long).unwrap_err();
+    match &err {
+        Error::MessageTooLong { step, tokens, max_tokens } => {
+            assert_eq!((step.as_str(), *max_tokens), ("agent", 100));
+            assert!(*tokens >= 5_000, "{tokens}");
+        }
+        other => panic!("expected MessageTooLong, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(text.contains("100") && text.contains("cut_current_message"), "{text}");
+    // Nothing was sent, and the input is kept for the run to go on with.
+    assert!(calls.lock().unwrap().is_empty());
+    assert_eq!(l.next_input(), long);
+    assert!(l.is_running());
+}
+
+#[test]
+fn an_oversize_current_message_is_shortened_and_marked_when_the_configuration_allows_it() {
+    let mut config = LoopConfig::from_toml(
+        "conversation = true\n[history_management]\nmax_tokens = 100\ncut_current_message = true",
+    )
+    .unwrap();
     config.ai_turn_source = AiTurnSource::AllAgents;
     let (step, calls) = agent("agent", Injection::Messages);
     let mut l = LoopBuilder::new("b", config)
@@ -102,6 +132,29 @@ fn an_oversize_newest_turn_is_shortened_and_marked() {
     assert!(text.contains("cut by curator"), "marked: {text}");
     // The record keeps the turn whole.
     assert_eq!(l.turns()[0].content, long);
+}
+
+#[test]
+fn a_long_current_message_that_fits_is_sent_whole_and_older_turns_are_cut() {
+    let config =
+        LoopConfig::from_toml("conversation = true\n[history_management]\nmax_tokens = 400")
+            .unwrap();
+    let (step, calls) = agent("agent", Injection::Messages);
+    let mut l = LoopBuilder::new("b", config)
+        .step("human", Hitl::new("?"))
+        .step("agent", step)
+        .build()
+        .unwrap();
+    assert!(l.run("").unwrap().is_paused());
+    assert!(l.resume(&"old ".repeat(300)).unwrap().is_paused());
+    let current = "now ".repeat(250);
+    assert!(l.resume(&current).unwrap().is_paused());
+    let calls = calls.lock().unwrap();
+    let last = calls.last().unwrap();
+    // The current message goes whole, once, last; the older turns gave way.
+    assert_eq!(last.last().unwrap().text(), current);
+    assert_eq!(last.iter().filter(|m| m.text().contains("now now")).count(), 1);
+    assert!(last.iter().all(|m| m.text() != "old ".repeat(300)), "{last:?}");
 }
 
 #[test]

@@ -48,7 +48,8 @@ fn prompt_mode_sends_a_delimited_block_and_keeps_the_system_prompt() {
         calls[1],
         [
             "system: You are the agent.",
-            "user: <conversation_history>\nuser: Plan a trip\nassistant: agent 1\nuser: to Rome\n</conversation_history>",
+            // The history block goes before the prompt, which is the current message, whole.
+            "user: <conversation_history>\nuser: Plan a trip\nassistant: agent 1\n</conversation_history>\n\nto Rome",
         ]
     );
 }
@@ -64,7 +65,7 @@ history_template = "{% for t in history %}<turn role=\"{{ t.role }}\">{{ t.conte
     );
     assert_eq!(
         calls[1][1],
-        r#"user: <turn role="user">Plan a trip</turn><turn role="assistant">agent 1</turn><turn role="user">to Rome</turn>"#
+        "user: <turn role=\"user\">Plan a trip</turn><turn role=\"assistant\">agent 1</turn>\n\nto Rome"
     );
 }
 

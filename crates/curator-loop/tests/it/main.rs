@@ -8,6 +8,7 @@ mod inject;
 mod persist;
 mod processes;
 mod props;
+mod resume;
 mod support;
 mod trace;
 mod turns;

@@ -7,7 +7,7 @@ use curator_loop::{
     AiTurnSource, ConversationLoop, Error, FnStep, Hitl, Injection, LOOP_CHECKPOINT_FORMAT,
     LoopBuilder, LoopConfig, LoopOutcome, StepOutcome,
 };
-use curator_session::{MemoryStore, SessionStore};
+use curator_session::{ClaimStore, MemoryStore, SessionStore};
 use curator_sqlite::SqliteStore;
 
 /// A deterministic agent whose reply depends on everything it is sent.
@@ -23,7 +23,10 @@ pub(crate) fn echo_agent() -> impl curator_loop::Step {
     .with_system("You count.")
 }
 
-pub(crate) fn build(store: impl SessionStore + 'static, key: &str) -> ConversationLoop {
+pub(crate) fn build(
+    store: impl SessionStore + ClaimStore + 'static,
+    key: &str,
+) -> ConversationLoop {
     let mut config = LoopConfig::from_toml(
         "conversation = true\nmax_iterations = 6\n[history_management]\nmax_tokens = 80",
     )
@@ -127,6 +130,7 @@ fn a_damaged_checkpoint_is_a_typed_error() {
     let store = Arc::new(MemoryStore::new());
     let mut l = build(Arc::clone(&store), "k");
     l.run("a").unwrap();
+    drop(l);
     store
         .put_checkpoint(
             &format!("{LOOP_CHECKPOINT_FORMAT}/k/interview/turns/0"),

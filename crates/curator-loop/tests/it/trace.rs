@@ -95,3 +95,65 @@ fn redacting_what_is_sent_and_what_is_kept_is_an_option() {
     l.resume(&format!("again {KEY}")).unwrap();
     assert!(l.turns().iter().all(|t| !t.content.contains(KEY)), "{:?}", l.turns());
 }
+
+/// Every file of a SQLite store (the database, its WAL and shared memory, the claim locks),
+/// read raw: whether any holds `secret`.
+fn files_holding(dir: &std::path::Path, secret: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            let bytes = std::fs::read(&path).unwrap();
+            if bytes.windows(secret.len()).any(|w| w == secret.as_bytes()) {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn persisted_redaction_keeps_no_secret_in_any_table_or_checkpoint_and_sends_the_message_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("loop.db");
+    let (step, _) = crate::support::Recording::new(Injection::Messages, |n, _| {
+        // The agent's output holds the key too.
+        Ok(curator_loop::StepOutcome::text(format!("reply {n}: noted {KEY}")))
+    });
+    let (check, calls) = agent("check", Injection::Messages);
+    let mut l = LoopBuilder::new("t", config("conversation = true\n[redact]\npersisted = true"))
+        .step("agent", step)
+        .step("human", Hitl::new("?"))
+        .step("check", check)
+        .store(curator_sqlite::SqliteStore::open(&db).unwrap(), "k")
+        .build()
+        .unwrap();
+    // The seed, a human answer, and the agents' outputs (the paused iteration's outputs are
+    // in the checkpoint) all hold the key.
+    assert!(l.run(&format!("key {KEY}")).unwrap().is_paused());
+    assert!(l.resume(&format!("again {KEY}")).unwrap().is_paused());
+    assert!(l.state().paused.unwrap().outputs[0].1.contains(KEY), "in memory, as it was");
+    assert_eq!(files_holding(dir.path(), KEY), Vec::<String>::new());
+    // The human's message went once, whole, to the agent after it (the history holds its
+    // redacted copy, which is not sent beside it).
+    let calls = calls.lock().unwrap();
+    let last = texts(calls.last().unwrap());
+    assert_eq!(last.iter().filter(|t| t.contains("again")).count(), 1, "{last:?}");
+    assert_eq!(last.last().unwrap(), &format!("user: again {KEY}"));
+    drop(calls);
+    drop(l);
+    // Read back in a new loop: what was kept is the redacted form.
+    let (step, _) = agent("agent", Injection::Messages);
+    let l = LoopBuilder::new("t", config("conversation = true\n[redact]\npersisted = true"))
+        .step("agent", step)
+        .step("human", Hitl::new("?"))
+        .step("check", agent("check", Injection::Messages).0)
+        .store(curator_sqlite::SqliteStore::open(&db).unwrap(), "k")
+        .build()
+        .unwrap();
+    let state = l.state();
+    assert!(!state.paused.unwrap().outputs[0].1.contains(KEY));
+    assert!(state.turns.iter().all(|t| !t.content.contains(KEY)));
+}

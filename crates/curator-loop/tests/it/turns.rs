@@ -270,7 +270,9 @@ fn a_nested_loop_keeps_its_own_history() {
     let inner_calls = inner_calls.lock().unwrap();
     assert_eq!(
         texts(&inner_calls[1]),
-        ["system: You are the agent.", "user: Question", "assistant: inner 1", "user: inner 1"]
+        // The agent's previous reply, which is its input, is sent once, as its own: never
+        // again as a user message.
+        ["system: You are the agent.", "user: Question", "assistant: inner 1"]
     );
     assert_eq!(texts(&inner_calls[2]), ["system: You are the agent.", "user: outer 1"]);
 }
