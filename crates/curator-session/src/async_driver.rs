@@ -7,7 +7,7 @@ use curator_model::{BoxError, Message};
 use tokio::sync::Mutex;
 
 use crate::Error;
-use crate::driver::{Action, Driver, Outcome};
+use crate::driver::{Action, Driver, Outcome, empty_run};
 
 /// Runs `f` on a blocking thread: the one place a blocking task's failure (a panic, a
 /// runtime shutting down) becomes an error, [`Error::Join`].
@@ -168,6 +168,7 @@ where
     let mut turns = 0;
     loop {
         match driver.with(D::action).await {
+            Action::Run(items) if items.is_empty() => return Err(empty_run::<D>().into()),
             Action::Run(items) => {
                 for item in items {
                     let result = work(&item).await;

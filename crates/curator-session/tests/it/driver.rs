@@ -1,0 +1,140 @@
+//! The driver protocol with a driver of the caller's own: what `drive` and `drive_async`
+//! refuse.
+
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+use std::time::Duration;
+
+use curator_model::{BoxError, Message, Role, ToolCall};
+use curator_session::{Action, AsyncDriver, Driver, Error, drive, drive_async};
+
+/// A driver kept in memory: the model asks for one tool call, then answers. `PREPARES` is a
+/// parameter, so that both places `prepare` can run are tested with one driver.
+#[derive(Default)]
+struct Scripted<const PREPARES: bool = false> {
+    log: Vec<Message>,
+    pending: Vec<String>,
+    done: Option<String>,
+    /// Says `Run(vec![])` whatever the state: a driver that breaks the protocol.
+    empty_run: bool,
+    /// The thread of each `prepare`.
+    prepared_on: Arc<Mutex<Vec<ThreadId>>>,
+}
+
+impl<const P: bool> Scripted<P> {
+    fn asked() -> Self {
+        Self { log: vec![Message::user("go")], ..Self::default() }
+    }
+}
+
+impl<const P: bool> Driver for Scripted<P> {
+    type Work = String;
+    type WorkResult = String;
+    type Output = String;
+    type Error = Error;
+    type Curation<'c> = ();
+    const PREPARES: bool = P;
+
+    fn action(&self) -> Action<String, String> {
+        if self.empty_run {
+            Action::Run(Vec::new())
+        } else if !self.pending.is_empty() {
+            Action::Run(self.pending.clone())
+        } else if let Some(done) = &self.done {
+            Action::Finished(done.clone())
+        } else if self.log.is_empty() {
+            Action::WaitForUser
+        } else {
+            Action::CallModel
+        }
+    }
+
+    fn prepare(&mut self) -> Result<(), Error> {
+        self.prepared_on.lock().unwrap().push(std::thread::current().id());
+        Ok(())
+    }
+
+    fn build_request(&self, (): ()) -> Result<Vec<Message>, Error> {
+        Ok(self.log.clone())
+    }
+
+    fn record_reply(&mut self, reply: Message) -> Result<(), Error> {
+        self.pending = reply.tool_calls().iter().map(|call| call.id().to_owned()).collect();
+        if self.pending.is_empty() {
+            self.done = Some(reply.text().into_owned());
+        }
+        self.log.push(reply);
+        Ok(())
+    }
+
+    fn record_work(&mut self, work: String, result: String) -> Result<(), Error> {
+        self.pending.retain(|pending| *pending != work);
+        self.log.push(Message::tool_result(work, result));
+        Ok(())
+    }
+
+    fn provider_failed(source: BoxError) -> Error {
+        Error::Provider(source)
+    }
+}
+
+/// The model of every test here: a tool call first, then the answer.
+fn reply_to(request: &[Message]) -> Message {
+    match request.last().map(Message::role) {
+        Some(Role::Tool) => Message::assistant("done"),
+        _ => Message::assistant_with_calls(None, vec![ToolCall::new("t1", "charge", "{}")]),
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap()
+}
+
+#[test]
+fn drive_refuses_an_empty_run_at_once() {
+    // On a thread of its own, so that a `drive` that loops forever fails the test instead
+    // of hanging it.
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut driver = Scripted::<false> { empty_run: true, ..Scripted::asked() };
+        let mut works = 0;
+        let outcome = drive(
+            &mut driver,
+            (),
+            |request| Ok(reply_to(request)),
+            |work: &String| {
+                works += 1;
+                work.clone()
+            },
+            5,
+        );
+        let _ = sender.send((outcome, works));
+    });
+    let (outcome, works) = receiver
+        .recv_timeout(Duration::from_secs(5))
+        .expect("drive returns at once on an empty Run, instead of asking again forever");
+    let err = outcome.unwrap_err();
+    assert!(matches!(err, Error::EmptyRun { .. }), "{err}");
+    assert!(err.to_string().contains("Scripted"), "the error names the driver: {err}");
+    assert_eq!(works, 0);
+}
+
+#[test]
+fn drive_async_refuses_an_empty_run_at_once() {
+    runtime().block_on(async {
+        let driver = AsyncDriver::new(Scripted::<false> { empty_run: true, ..Scripted::asked() });
+        let outcome = tokio::time::timeout(
+            Duration::from_secs(5),
+            drive_async(
+                &driver,
+                (),
+                async |request: &[Message]| Ok(reply_to(request)),
+                async |work: &String| work.clone(),
+                5,
+            ),
+        )
+        .await
+        .expect("drive_async returns at once on an empty Run, instead of asking again forever");
+        assert!(matches!(outcome, Err(Error::EmptyRun { .. })), "{outcome:?}");
+    });
+}
