@@ -117,10 +117,10 @@ impl<D> std::fmt::Debug for AsyncDriver<D> {
     }
 }
 
-/// [`drive`](crate::drive) for async code: `provider` and `work` are awaited; every call that reaches the
-/// store (recording, [`prepare`](Driver::prepare)) runs on tokio's blocking threads through
-/// the [`AsyncDriver`](crate::AsyncDriver), reading the next step and building the request
-/// run in place.
+/// [`drive`](crate::drive) for async code: `provider` and `work` are awaited; every record
+/// call runs on tokio's blocking threads through the [`AsyncDriver`], and so does
+/// [`prepare`](Driver::prepare) for a driver that sets [`PREPARES`](Driver::PREPARES) (in
+/// place otherwise); reading the next action and building the request run in place.
 ///
 /// # Errors
 ///
@@ -179,6 +179,8 @@ where
                 turns += 1;
                 if D::PREPARES {
                     driver.call(D::prepare).await?;
+                } else {
+                    D::prepare(&mut *driver.inner.lock().await)?;
                 }
                 let request = driver.with(|d| d.build_request(curation)).await?;
                 let reply = provider(&request).await.map_err(D::provider_failed)?;

@@ -74,7 +74,7 @@ impl<T> Outcome<T> {
 /// killed between two calls resumes from the record alone, and a retried record call is
 /// recognised (the stores' appends are idempotent). The async face runs each record call on
 /// a blocking thread ([`AsyncDriver`](crate::AsyncDriver)); building the request runs in
-/// place, after [`prepare`](Driver::prepare) did any writing it needs on a blocking thread.
+/// place, and [`prepare`](Driver::prepare) where [`PREPARES`](Driver::PREPARES) says.
 ///
 /// # Writing your own driver
 ///
@@ -178,8 +178,11 @@ pub trait Driver {
     /// What building a request needs from the caller besides the record (the plain
     /// conversation's curation pipeline and context; `()` for drivers that own theirs).
     type Curation<'c>: Copy;
-    /// Whether [`prepare`](Driver::prepare) writes anything (then the async runner runs it
-    /// on a blocking thread before each request).
+    /// Where `drive_async` runs [`prepare`](Driver::prepare): `false` (the default) in
+    /// place, on the runtime's thread, for a `prepare` that does no I/O; `true` on tokio's
+    /// blocking threads, for one that writes to the store (task history's compaction) or
+    /// otherwise blocks. It does not decide *whether* `prepare` runs: [`drive`] and
+    /// `drive_async` call it before every model call either way.
     const PREPARES: bool = false;
 
     /// What comes next, from the record: read from the driver's state alone, with no I/O,
@@ -188,7 +191,8 @@ pub trait Driver {
     fn action(&self) -> Action<Self::Work, Self::Output>;
 
     /// Brings the driver's own state up to date before a request (task history compacts
-    /// and saves). Nothing by default.
+    /// and saves); called before every model call, where [`PREPARES`](Driver::PREPARES)
+    /// says. Nothing by default.
     ///
     /// # Errors
     ///

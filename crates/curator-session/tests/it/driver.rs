@@ -1,12 +1,12 @@
 //! The driver protocol with a driver of the caller's own: what `drive` and `drive_async`
-//! refuse.
+//! refuse, and where `prepare` runs.
 
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::Duration;
 
 use curator_model::{BoxError, Message, Role, ToolCall};
-use curator_session::{Action, AsyncDriver, Driver, Error, drive, drive_async};
+use curator_session::{Action, AsyncDriver, Driver, Error, Outcome, drive, drive_async};
 
 /// A driver kept in memory: the model asks for one tool call, then answers. `PREPARES` is a
 /// parameter, so that both places `prepare` can run are tested with one driver.
@@ -137,4 +137,41 @@ fn drive_async_refuses_an_empty_run_at_once() {
         .expect("drive_async returns at once on an empty Run, instead of asking again forever");
         assert!(matches!(outcome, Err(Error::EmptyRun { .. })), "{outcome:?}");
     });
+}
+
+#[test]
+fn drive_async_runs_prepare_in_place_unless_the_driver_prepares() {
+    // A driver that overrides `prepare` without setting `PREPARES` is still prepared, as
+    // `drive` prepares it, on the runtime's thread; one that sets it is prepared on a
+    // blocking thread.
+    let runtime = runtime();
+    let here = std::thread::current().id();
+
+    let in_place = Scripted::<false>::asked();
+    let prepared_in_place = Arc::clone(&in_place.prepared_on);
+    let driver = AsyncDriver::new(in_place);
+    let outcome = runtime.block_on(drive_async(
+        &driver,
+        (),
+        async |request: &[Message]| Ok(reply_to(request)),
+        async |work: &String| format!("ran {work}"),
+        5,
+    ));
+    assert_eq!(outcome.unwrap(), Outcome::Finished("done".to_owned()));
+    assert_eq!(*prepared_in_place.lock().unwrap(), [here, here], "once per model call, here");
+
+    let blocking = Scripted::<true>::asked();
+    let prepared_blocking = Arc::clone(&blocking.prepared_on);
+    let driver = AsyncDriver::new(blocking);
+    let outcome = runtime.block_on(drive_async(
+        &driver,
+        (),
+        async |request: &[Message]| Ok(reply_to(request)),
+        async |work: &String| format!("ran {work}"),
+        5,
+    ));
+    assert_eq!(outcome.unwrap(), Outcome::Finished("done".to_owned()));
+    let threads = prepared_blocking.lock().unwrap().clone();
+    assert_eq!(threads.len(), 2, "once per model call");
+    assert!(threads.iter().all(|thread| *thread != here), "on tokio's blocking threads");
 }
