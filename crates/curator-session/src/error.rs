@@ -257,6 +257,16 @@ pub enum Error {
         /// The driver's type.
         driver: &'static str,
     },
+    /// `drive_async` was called on an [`AsyncDriver`](crate::AsyncDriver) (or a clone of it)
+    /// whose previous `drive_async` has not ended: both would call the model and run the
+    /// same work. Nothing was called or recorded; run it again once the other run ended.
+    #[error(
+        "the driver `{driver}` is already being driven by another drive_async: one run at a time"
+    )]
+    AlreadyRunning {
+        /// The driver's type.
+        driver: &'static str,
+    },
     /// Curation failed while building a request.
     #[error(transparent)]
     Curation(#[from] curator_strategies::Error),

@@ -1,12 +1,18 @@
 //! The driver protocol with a driver of the caller's own: what `drive` and `drive_async`
-//! refuse, and where `prepare` runs.
+//! refuse (an empty `Run`, a second run of one driver at once), where `prepare` runs, and a
+//! cancelled run that leaves the driver free.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::Duration;
 
-use curator_model::{BoxError, Message, Role, ToolCall};
-use curator_session::{Action, AsyncDriver, Driver, Error, Outcome, drive, drive_async};
+use curator_model::{BoxError, Message, PromptRef, Role, ToolCall};
+use curator_session::{
+    Action, AsyncDriver, Conversation, Curation, Driver, Error, MemoryStore, Outcome, ToolContext,
+    drive, drive_async,
+};
+use curator_strategies::{CurationContext, Passthrough};
 
 /// A driver kept in memory: the model asks for one tool call, then answers. `PREPARES` is a
 /// parameter, so that both places `prepare` can run are tested with one driver.
@@ -174,4 +180,154 @@ fn drive_async_runs_prepare_in_place_unless_the_driver_prepares() {
     let threads = prepared_blocking.lock().unwrap().clone();
     assert_eq!(threads.len(), 2, "once per model call");
     assert!(threads.iter().all(|thread| *thread != here), "on tokio's blocking threads");
+}
+
+#[test]
+fn a_second_drive_async_of_one_driver_is_refused_while_the_first_runs() {
+    runtime().block_on(async {
+        let driver = AsyncDriver::new(Scripted::<false>::asked());
+        let clone = driver.clone();
+        let works = AtomicUsize::new(0);
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let mut released = Some(released);
+        let first = drive_async(
+            &driver,
+            (),
+            async |request: &[Message]| {
+                // The first model call waits until the second run was tried.
+                if let Some(released) = released.take() {
+                    released.await.unwrap();
+                }
+                Ok(reply_to(request))
+            },
+            async |work: &String| {
+                works.fetch_add(1, Ordering::SeqCst);
+                format!("ran {work}")
+            },
+            5,
+        );
+        let second = async {
+            let outcome = drive_async(
+                &clone,
+                (),
+                async |request: &[Message]| Ok(reply_to(request)),
+                async |work: &String| {
+                    works.fetch_add(1, Ordering::SeqCst);
+                    format!("ran {work}")
+                },
+                5,
+            )
+            .await;
+            release.send(()).unwrap();
+            outcome
+        };
+        let (first, second) = tokio::join!(first, second);
+        assert_eq!(first.unwrap(), Outcome::Finished("done".to_owned()));
+        let err = second.unwrap_err();
+        assert!(matches!(err, Error::AlreadyRunning { .. }), "{err}");
+        assert_eq!(works.load(Ordering::SeqCst), 1, "the work ran once");
+
+        // Once the first run is over, the driver can be run again: it is finished.
+        let again = drive_async(
+            &clone,
+            (),
+            async |_request: &[Message]| Err::<Message, BoxError>("not called".into()),
+            async |work: &String| work.clone(),
+            5,
+        )
+        .await;
+        assert_eq!(again.unwrap(), Outcome::Finished("done".to_owned()));
+    });
+}
+
+#[test]
+fn a_dropped_drive_async_leaves_the_driver_free_to_run_again() {
+    runtime().block_on(async {
+        let driver = AsyncDriver::new(Scripted::<false>::asked());
+        let cancelled = tokio::time::timeout(
+            Duration::from_millis(20),
+            drive_async(
+                &driver,
+                (),
+                async |_request: &[Message]| {
+                    std::future::pending::<Result<Message, BoxError>>().await
+                },
+                async |work: &String| work.clone(),
+                5,
+            ),
+        )
+        .await;
+        assert!(cancelled.is_err(), "the run was cancelled while the model was called");
+        let outcome = drive_async(
+            &driver,
+            (),
+            async |request: &[Message]| Ok(reply_to(request)),
+            async |work: &String| format!("ran {work}"),
+            5,
+        )
+        .await;
+        assert_eq!(outcome.unwrap(), Outcome::Finished("done".to_owned()));
+    });
+}
+
+#[test]
+fn two_tasks_driving_clones_of_one_conversation_run_its_tool_once() {
+    // The fresh-eyes review's case: a side-effecting tool, two tasks on a multi-thread
+    // runtime, each with a clone of one `AsyncDriver`.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let conversation = Conversation::open(
+            MemoryStore::new(),
+            "job",
+            PromptRef::new("tests", "driver"),
+            Message::system("s"),
+        )
+        .unwrap();
+        let driver = AsyncDriver::new(conversation);
+        driver.call(|c| c.add_user("charge the card")).await.unwrap();
+        let charges = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..2)
+            .map(|_| {
+                let driver = driver.clone();
+                let charges = Arc::clone(&charges);
+                tokio::spawn(async move {
+                    let window = Passthrough;
+                    let ctx = CurationContext::default();
+                    drive_async(
+                        &driver,
+                        Curation::new(&window, &ctx),
+                        async move |request: &[Message]| {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            Ok(reply_to(request))
+                        },
+                        async move |_call: &ToolContext| {
+                            charges.fetch_add(1, Ordering::SeqCst);
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            Ok("charged".into())
+                        },
+                        5,
+                    )
+                    .await
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for task in tasks {
+            outcomes.push(task.await.unwrap());
+        }
+        // Each task either drove the conversation to its answer or was refused (the second
+        // one usually is; one that starts after the first run ended finds it finished).
+        for outcome in &outcomes {
+            assert!(
+                matches!(outcome, Ok(Outcome::Finished(_)) | Err(Error::AlreadyRunning { .. })),
+                "{outcomes:?}"
+            );
+        }
+        assert_eq!(charges.load(Ordering::SeqCst), 1, "the card was charged once");
+        assert_eq!(driver.with(|c| c.history().len()).await, 5);
+    });
 }
