@@ -41,10 +41,13 @@ pub type CoalescedOutcome = Outcome<Box<Turn>>;
 /// the output). **The request** is never the record: it is
 /// [`Compression::to_messages`] of the run and the turns.
 ///
-/// **Crash and resume.** The turns (values, memory, tool calls) are saved as a checkpoint of
+/// **Crash and resume.** The turns (values, memory, tool calls, and whether the executor
+/// said the run is finished after one: [`Turn::ends_run`]) are saved as a checkpoint of
 /// the store, named after the evaluation, *before* the execution is recorded; reopening
 /// reads them back, records an execution the crash left unrecorded, and hands back a reply
 /// whose program had not run yet ([`pending_program`](CoalescedConversation::pending_program)).
+/// A run reopened after it finished is finished: [`run_blocking`](Self::run_blocking)
+/// returns its last turn at once, without calling the model.
 ///
 /// # Examples
 ///
@@ -70,8 +73,6 @@ pub struct CoalescedConversation<S> {
     turns: Turns,
     compression: Box<dyn Compression>,
     checkpoint: String,
-    /// The turn after which the executor said the run is finished, in this process.
-    finished: Option<Turn>,
 }
 
 impl<S: SessionStore> CoalescedConversation<S> {
@@ -104,14 +105,8 @@ impl<S: SessionStore> CoalescedConversation<S> {
             })?,
             None => Turns::new(),
         };
-        let mut adapter = Self {
-            conversation,
-            run,
-            turns,
-            compression: Box::new(compression),
-            checkpoint,
-            finished: None,
-        };
+        let mut adapter =
+            Self { conversation, run, turns, compression: Box::new(compression), checkpoint };
         if adapter.conversation.next_step() == NextStep::WaitForUser {
             let opening = mission_and_namespaces(&adapter.run);
             adapter.conversation.add_user(opening.trim_end())?;
@@ -233,6 +228,13 @@ impl<S: SessionStore> CoalescedConversation<S> {
     /// [`Error::Checkpoint`] when the turns cannot be saved; [`Error::Conversation`] when
     /// recording fails.
     pub fn record_execution(&mut self, draft: TurnDraft) -> Result<&Turn> {
+        self.record_turn(draft, false)
+    }
+
+    /// [`record_execution`](Self::record_execution), the turn marked as the run's last when
+    /// `ends_run`: the mark is saved with the turns, so a run reopened after it finished
+    /// says so at once.
+    fn record_turn(&mut self, draft: TurnDraft, ends_run: bool) -> Result<&Turn> {
         // Checked before anything is written: a refused execution leaves no trace.
         let executions = self.recorded_executions();
         if self.pending_reply().is_none() {
@@ -256,6 +258,9 @@ impl<S: SessionStore> CoalescedConversation<S> {
         }
         let mut turns = self.turns.clone();
         turns.push(draft);
+        if ends_run {
+            turns.end_run();
+        }
         let document = serde_json::to_value(&turns).map_err(|source| Error::Checkpoint {
             name: self.checkpoint.clone(),
             action: "written",
@@ -305,7 +310,7 @@ impl<S: SessionStore> Driver for CoalescedConversation<S> {
     fn action(&self) -> Action<TurnDraft, Box<Turn>> {
         if let Some(draft) = self.pending_program() {
             Action::Run(vec![draft])
-        } else if let Some(turn) = &self.finished {
+        } else if let Some(turn) = self.turns.finished() {
             Action::Finished(Box::new(turn.clone()))
         } else if self.turns_left() == 0 {
             Action::OutOfTurns
@@ -329,15 +334,9 @@ impl<S: SessionStore> Driver for CoalescedConversation<S> {
     ) -> Result<()> {
         let turn = u32::try_from(self.turns.len() + 1).unwrap_or(u32::MAX);
         match result.map_err(|source| Error::Execution { turn, source })? {
-            Executed::Continue(done) => {
-                self.record_execution(done)?;
-            }
-            Executed::Finished(done) => {
-                let turn = self.record_execution(done)?.clone();
-                self.finished = Some(turn);
-            }
+            Executed::Continue(done) => self.record_turn(done, false).map(drop),
+            Executed::Finished(done) => self.record_turn(done, true).map(drop),
         }
-        Ok(())
     }
 
     fn provider_failed(source: BoxError) -> Error {

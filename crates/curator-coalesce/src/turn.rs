@@ -145,6 +145,10 @@ pub struct Turn {
     prints: Vec<String>,
     tool_calls: Vec<RecordedToolCall>,
     memory: Vec<Definition>,
+    /// Whether the executor said the run is finished after this turn. Saved only when true,
+    /// so that the turns of a run that goes on read as they always did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    ends_run: bool,
 }
 
 impl Turn {
@@ -194,6 +198,13 @@ impl Turn {
     /// The user namespace after this turn, in definition order.
     pub fn memory(&self) -> &[Definition] {
         &self.memory
+    }
+
+    /// Whether the executor said the run is finished after this turn
+    /// ([`Executed::Finished`](crate::Executed::Finished)); `false` for turns pushed on
+    /// [`Turns`] directly.
+    pub fn ends_run(&self) -> bool {
+        self.ends_run
     }
 }
 
@@ -264,8 +275,21 @@ impl Turns {
             prints: draft.prints,
             tool_calls: draft.tool_calls,
             memory: draft.memory,
+            ends_run: false,
         });
         &self.turns[index]
+    }
+
+    /// Marks the most recent turn as the one after which the run is finished.
+    pub(crate) fn end_run(&mut self) {
+        if let Some(last) = self.turns.last_mut() {
+            last.ends_run = true;
+        }
+    }
+
+    /// The latest turn after which the executor said the run is finished.
+    pub(crate) fn finished(&self) -> Option<&Turn> {
+        self.turns.iter().rev().find(|turn| turn.ends_run)
     }
 
     /// The number of turns taken.
@@ -324,5 +348,22 @@ mod tests {
 
         let json = serde_json::to_string(&turns).unwrap();
         assert_eq!(serde_json::from_str::<Turns>(&json).unwrap(), turns);
+    }
+
+    #[test]
+    fn the_run_s_end_is_saved_on_its_turn_and_only_there() {
+        let mut turns = Turns::new();
+        turns.push(TurnDraft::returned("(+ 1 2)", Value::from(3)));
+        let going_on = serde_json::to_value(&turns).unwrap();
+        assert!(going_on[0].get("ends_run").is_none(), "a run going on saves what it always did");
+        assert_eq!(turns.finished(), None);
+
+        turns.end_run();
+        let finished = serde_json::to_value(&turns).unwrap();
+        assert_eq!(finished[0]["ends_run"], serde_json::Value::Bool(true));
+        let read = serde_json::from_value::<Turns>(finished).unwrap();
+        assert_eq!(read.finished().map(Turn::number), Some(1));
+        assert!(read.as_slice()[0].ends_run());
+        assert!(!serde_json::from_value::<Turns>(going_on).unwrap().as_slice()[0].ends_run());
     }
 }

@@ -1,6 +1,6 @@
-//! `AsyncDriver` (feature `tokio`): any driver for async callers, its store I/O on tokio's
-//! blocking threads, never on the runtime's own; `AsyncConversation` and `run_async`, the
-//! plain conversation's conveniences on it.
+//! `AsyncConversation` and `run_async` (feature `tokio`): the plain conversation for async
+//! callers, on the one async wrapper `AsyncDriver`, its store I/O on tokio's blocking
+//! threads, never on the runtime's own.
 
 use curator_model::{BoxError, Content, EvaluationId, Message, MessageId, PromptRef, ToolCall};
 use curator_strategies::{CurationContext, HistoryManager};

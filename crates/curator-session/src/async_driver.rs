@@ -2,12 +2,13 @@
 //! tokio's blocking threads, and `drive_async`, the one async loop over it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use curator_model::{BoxError, Message};
 use tokio::sync::Mutex;
 
 use crate::Error;
-use crate::driver::{Action, Driver, Outcome};
+use crate::driver::{Action, Driver, Outcome, empty_run};
 
 /// Runs `f` on a blocking thread: the one place a blocking task's failure (a panic, a
 /// runtime shutting down) becomes an error, [`Error::Join`].
@@ -30,6 +31,13 @@ pub(crate) async fn blocking<T: Send + 'static, E: From<Error> + Send + 'static>
 /// The driver sits behind an async mutex: a call whose future is dropped still finishes on
 /// its blocking thread and leaves the driver consistent for the next call.
 ///
+/// **One run at a time.** A clone drives the same driver, so two [`drive_async`] on clones
+/// of one `AsyncDriver` would both call the model and both run its work (a card charged
+/// twice). The second is refused with [`Error::AlreadyRunning`] while the first runs; the
+/// driver is free again when the first ends, fails or its future is dropped. This holds
+/// within one process: across processes, claim the session key first
+/// ([`ClaimStore`](crate::ClaimStore)).
+///
 /// # Examples
 ///
 /// ```
@@ -47,12 +55,14 @@ pub(crate) async fn blocking<T: Send + 'static, E: From<Error> + Send + 'static>
 /// ```
 pub struct AsyncDriver<D> {
     pub(crate) inner: Arc<Mutex<D>>,
+    /// Whether a [`drive_async`] of this driver (or of a clone) is under way.
+    running: Arc<AtomicBool>,
 }
 
 impl<D: Send + 'static> AsyncDriver<D> {
     /// Wraps a driver.
     pub fn new(driver: D) -> Self {
-        Self { inner: Arc::new(Mutex::new(driver)) }
+        Self { inner: Arc::new(Mutex::new(driver)), running: Arc::new(AtomicBool::new(false)) }
     }
 
     /// Builds the driver on a blocking thread (opening reads the store) and wraps it.
@@ -107,7 +117,28 @@ impl<D: Send + 'static> AsyncDriver<D> {
 /// A clone drives the same driver, behind the same mutex.
 impl<D> Clone for AsyncDriver<D> {
     fn clone(&self) -> Self {
-        Self { inner: Arc::clone(&self.inner) }
+        Self { inner: Arc::clone(&self.inner), running: Arc::clone(&self.running) }
+    }
+}
+
+impl<D> AsyncDriver<D> {
+    /// Marks the driver as driven until the returned guard is dropped, or says
+    /// [`Error::AlreadyRunning`] when another run holds it.
+    fn start_run(&self) -> Result<Running<'_>, Error> {
+        self.running
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .map(|_| Running(&self.running))
+            .map_err(|_| Error::AlreadyRunning { driver: std::any::type_name::<D>() })
+    }
+}
+
+/// A [`drive_async`] under way: dropping it (the run ended, failed, or its future was
+/// dropped) frees the driver for the next run.
+struct Running<'a>(&'a AtomicBool);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
@@ -117,14 +148,31 @@ impl<D> std::fmt::Debug for AsyncDriver<D> {
     }
 }
 
-/// [`drive`](crate::drive) for async code: `provider` and `work` are awaited; every call that reaches the
-/// store (recording, [`prepare`](Driver::prepare)) runs on tokio's blocking threads through
-/// the [`AsyncDriver`](crate::AsyncDriver), reading the next step and building the request
-/// run in place.
+/// [`drive`](crate::drive) for async code: `provider` and `work` are awaited; every record
+/// call runs on tokio's blocking threads through the [`AsyncDriver`], and so does
+/// [`prepare`](Driver::prepare) for a driver that sets [`PREPARES`](Driver::PREPARES) (in
+/// place otherwise); reading the next action and building the request run in place.
+///
+/// One run of a driver at a time: a `drive_async` on an `AsyncDriver` (or a clone of it)
+/// that is being driven is refused with [`Error::AlreadyRunning`].
+///
+/// # Cancel safety
+///
+/// Dropping the future (a timeout, `select!`, an aborted task) stops the run at its next
+/// `await`. A record call already handed to its blocking thread still completes, and the
+/// driver is left consistent and free for the next run. But a model reply or a work result
+/// that was awaited and not yet recorded is lost: the next run calls the model again, or
+/// runs that work again, as the record says. `is_resume`
+/// ([`ToolContext::is_resume`](crate::ToolContext::is_resume)) does not mark such work: it
+/// covers only work found pending when a driver was opened (a process restart). Work with
+/// side effects should be idempotent (keyed by its call id), or the future should not be
+/// dropped while it runs: put a timeout inside the `work` closure rather than around the run.
 ///
 /// # Errors
 ///
-/// As [`drive`](crate::drive); [`Error::Join`] (converted) when a blocking task did not finish.
+/// As [`drive`](crate::drive); [`Error::Join`] (converted) when a blocking task did not
+/// finish; [`Error::AlreadyRunning`] (converted) when another `drive_async` of the driver has
+/// not ended.
 ///
 /// # Examples
 ///
@@ -165,9 +213,11 @@ where
     P: AsyncFnMut(&[Message]) -> Result<Message, BoxError>,
     W: AsyncFnMut(&D::Work) -> D::WorkResult,
 {
+    let _running = driver.start_run()?;
     let mut turns = 0;
     loop {
         match driver.with(D::action).await {
+            Action::Run(items) if items.is_empty() => return Err(empty_run::<D>().into()),
             Action::Run(items) => {
                 for item in items {
                     let result = work(&item).await;
@@ -178,6 +228,8 @@ where
                 turns += 1;
                 if D::PREPARES {
                     driver.call(D::prepare).await?;
+                } else {
+                    D::prepare(&mut *driver.inner.lock().await)?;
                 }
                 let request = driver.with(|d| d.build_request(curation)).await?;
                 let reply = provider(&request).await.map_err(D::provider_failed)?;

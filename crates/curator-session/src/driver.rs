@@ -12,7 +12,8 @@ pub enum Action<W, T> {
     /// Build the request and call the model.
     CallModel,
     /// Run these pieces of work (tool calls, a program) and record what each gave. Never
-    /// empty: a driver with nothing to run says what comes next instead.
+    /// empty: a driver with nothing to run says what comes next instead ([`drive`] refuses
+    /// an empty one with [`Error::EmptyRun`]).
     Run(Vec<W>),
     /// Nothing to send the model yet: the loop waits for the user's message.
     WaitForUser,
@@ -38,13 +39,16 @@ pub enum Action<W, T> {
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Outcome<T> {
-    /// The run is done: the assistant answered without calling a tool, or the work said
-    /// the run is over. What it produced.
+    /// The driver said the run is done ([`Action::Finished`]), with what it produced (the
+    /// plain conversation's answer without a tool call, the coalesced conversation's last
+    /// turn).
     Finished(T),
-    /// The budget of turns ran out while the model still had work to do.
+    /// `max_turns` model calls were made and the driver asked for another, or the driver's
+    /// own budget of turns is spent ([`Action::OutOfTurns`]).
     MaxTurns,
-    /// Nothing to send the model yet (only the system message is recorded): record the
-    /// user's message and run again. Nothing was called or recorded.
+    /// The driver waits for what only the caller can give ([`Action::WaitForUser`]): give
+    /// it (the plain conversation: record the user's message) and run again. The model was
+    /// not called for it.
     WaitingForUser,
 }
 
@@ -70,7 +74,98 @@ impl<T> Outcome<T> {
 /// killed between two calls resumes from the record alone, and a retried record call is
 /// recognised (the stores' appends are idempotent). The async face runs each record call on
 /// a blocking thread ([`AsyncDriver`](crate::AsyncDriver)); building the request runs in
-/// place, after [`prepare`](Driver::prepare) did any writing it needs on a blocking thread.
+/// place, and [`prepare`](Driver::prepare) where [`PREPARES`](Driver::PREPARES) says.
+///
+/// # Writing your own driver
+///
+/// The loops rely on these rules; a driver that breaks them makes them loop or stop early:
+///
+/// - **`action` is read from the state alone**: it does no I/O and says the same until a
+///   record call (or the caller) changes the state.
+/// - **Every record call changes what `action` says next.** [`record_reply`](Driver::record_reply)
+///   moves on from [`Action::CallModel`] (to the reply's work, to finished, to the next
+///   call); [`record_work`](Driver::record_work) takes the piece of work it records out of
+///   the next [`Action::Run`]. A driver whose answer does not move is asked again and again.
+/// - **`Run` is never empty**: with nothing to run, say what comes next. The loops refuse an
+///   empty `Run` at once with [`Error::EmptyRun`].
+/// - **Work results**: the loop runs the pieces of a `Run` in order and hands each, with what
+///   it gave, to `record_work` before it runs the next, so a crash loses at most the piece
+///   that was running. After a resume, `action` lists only the work the record still waits
+///   for.
+/// - [`Curation<'c>`](Driver::Curation) is what the caller hands to every request; `()` for
+///   a driver that builds its requests from its own state.
+/// - [`provider_failed`](Driver::provider_failed) turns the provider closure's error into
+///   the driver's (a variant that keeps it as its source).
+///
+/// # Examples
+///
+/// A driver kept in memory (a real one appends to its store in each record call): the model
+/// asks for one tool call, then answers.
+///
+/// ```
+/// use curator::model::{BoxError, Message, Role, ToolCall};
+/// use curator::session::{Action, Driver, Error, Outcome, drive};
+///
+/// #[derive(Default)]
+/// struct Agent {
+///     log: Vec<Message>,
+///     pending: Vec<ToolCall>,
+/// }
+///
+/// impl Driver for Agent {
+///     type Work = ToolCall;
+///     type WorkResult = String;
+///     type Output = String;
+///     type Error = Error;
+///     type Curation<'c> = ();
+///
+///     fn action(&self) -> Action<ToolCall, String> {
+///         if !self.pending.is_empty() {
+///             return Action::Run(self.pending.clone());
+///         }
+///         match self.log.last() {
+///             None => Action::WaitForUser,
+///             Some(last) if last.role() == Role::Assistant => Action::Finished(last.text().into_owned()),
+///             Some(_) => Action::CallModel,
+///         }
+///     }
+///
+///     fn build_request(&self, (): ()) -> Result<Vec<Message>, Error> {
+///         Ok(self.log.clone())
+///     }
+///
+///     fn record_reply(&mut self, reply: Message) -> Result<(), Error> {
+///         self.pending = reply.tool_calls().to_vec();
+///         self.log.push(reply);
+///         Ok(())
+///     }
+///
+///     fn record_work(&mut self, call: ToolCall, result: String) -> Result<(), Error> {
+///         self.pending.retain(|pending| pending.id() != call.id());
+///         self.log.push(Message::tool_result(call.id(), result));
+///         Ok(())
+///     }
+///
+///     fn provider_failed(source: BoxError) -> Error {
+///         Error::Provider(source)
+///     }
+/// }
+///
+/// let mut agent = Agent { log: vec![Message::user("2 + 2?")], ..Agent::default() };
+/// let outcome = drive(
+///     &mut agent,
+///     (),
+///     |request| Ok(match request.last().map(Message::role) {
+///         Some(Role::Tool) => Message::assistant("4"),
+///         _ => Message::assistant_with_calls(None, vec![ToolCall::new("c1", "add", "[2, 2]")]),
+///     }),
+///     |call: &ToolCall| format!("{} gave 4", call.name()),
+///     5,
+/// )?;
+/// assert_eq!(outcome, Outcome::Finished("4".to_owned()));
+/// assert_eq!(agent.log.len(), 4); // question, call, result, answer
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Driver {
     /// A piece of work the caller runs between model calls: a tool call, a program.
     type Work: Send + 'static;
@@ -83,15 +178,21 @@ pub trait Driver {
     /// What building a request needs from the caller besides the record (the plain
     /// conversation's curation pipeline and context; `()` for drivers that own theirs).
     type Curation<'c>: Copy;
-    /// Whether [`prepare`](Driver::prepare) writes anything (then the async runner runs it
-    /// on a blocking thread before each request).
+    /// Where `drive_async` runs [`prepare`](Driver::prepare): `false` (the default) in
+    /// place, on the runtime's thread, for a `prepare` that does no I/O; `true` on tokio's
+    /// blocking threads, for one that writes to the store (task history's compaction) or
+    /// otherwise blocks. It does not decide *whether* `prepare` runs: [`drive`] and
+    /// `drive_async` call it before every model call either way.
     const PREPARES: bool = false;
 
-    /// What comes next, from the record.
+    /// What comes next, from the record: read from the driver's state alone, with no I/O,
+    /// and the same answer until a record call changes the state. Never an empty
+    /// [`Action::Run`].
     fn action(&self) -> Action<Self::Work, Self::Output>;
 
     /// Brings the driver's own state up to date before a request (task history compacts
-    /// and saves). Nothing by default.
+    /// and saves); called before every model call, where [`PREPARES`](Driver::PREPARES)
+    /// says. Nothing by default.
     ///
     /// # Errors
     ///
@@ -107,14 +208,15 @@ pub trait Driver {
     /// The driver's errors (curation's).
     fn build_request(&self, curation: Self::Curation<'_>) -> Result<Vec<Message>, Self::Error>;
 
-    /// Records the model's reply.
+    /// Records the model's reply; what [`action`](Driver::action) says next must move on
+    /// from [`Action::CallModel`].
     ///
     /// # Errors
     ///
     /// The driver's errors; what was recorded before stays recorded.
     fn record_reply(&mut self, reply: Message) -> Result<(), Self::Error>;
 
-    /// Records what a piece of work gave.
+    /// Records what a piece of work gave; the next [`Action::Run`] no longer lists it.
     ///
     /// # Errors
     ///
@@ -125,7 +227,8 @@ pub trait Driver {
         result: Self::WorkResult,
     ) -> Result<(), Self::Error>;
 
-    /// The driver's error for a failed model call.
+    /// The driver's error for a failed model call, keeping the provider's error as its
+    /// source.
     fn provider_failed(source: BoxError) -> Self::Error;
 }
 
@@ -135,10 +238,15 @@ pub trait Driver {
 /// a driver in any state, freshly reopened after a crash or not: a finished driver returns
 /// at once without calling the model.
 ///
+/// `max_turns` bounds the model calls only: work the record waits for still runs and is
+/// recorded (with `max_turns` 0, a resumed conversation's pending tool calls run, then the
+/// run returns [`Outcome::MaxTurns`]).
+///
 /// # Errors
 ///
 /// The driver's own errors, and its [`provider_failed`](Driver::provider_failed) error when
 /// `provider` fails; what was recorded so far stays recorded, so the run can be resumed.
+/// [`Error::EmptyRun`] (converted) when the driver says [`Action::Run`] with nothing to run.
 ///
 /// # Examples
 ///
@@ -177,6 +285,7 @@ where
     let mut turns = 0;
     loop {
         match driver.action() {
+            Action::Run(items) if items.is_empty() => return Err(empty_run::<D>().into()),
             Action::Run(items) => {
                 for item in items {
                     let result = work(&item);
@@ -195,4 +304,9 @@ where
             Action::WaitForUser => return Ok(Outcome::WaitingForUser),
         }
     }
+}
+
+/// The error of a driver that asked to run nothing ([`Error::EmptyRun`]), naming it.
+pub(crate) fn empty_run<D>() -> Error {
+    Error::EmptyRun { driver: std::any::type_name::<D>() }
 }

@@ -246,6 +246,27 @@ pub enum Error {
     /// store call took effect is unknown; retry it (record calls are idempotent).
     #[error("the blocking task did not finish")]
     Join(#[source] BoxError),
+    /// A [`Driver`](crate::Driver) said [`Action::Run`](crate::Action::Run) with nothing to
+    /// run: recording nothing cannot change what it says next, so a loop would ask it again
+    /// forever. [`drive`](crate::drive) and `drive_async` refuse it at once, having called
+    /// and recorded nothing for it.
+    #[error(
+        "the driver `{driver}` asked to run an empty list of work: a driver with nothing to run says what comes next instead"
+    )]
+    EmptyRun {
+        /// The driver's type.
+        driver: &'static str,
+    },
+    /// `drive_async` was called on an [`AsyncDriver`](crate::AsyncDriver) (or a clone of it)
+    /// whose previous `drive_async` has not ended: both would call the model and run the
+    /// same work. Nothing was called or recorded; run it again once the other run ended.
+    #[error(
+        "the driver `{driver}` is already being driven by another drive_async: one run at a time"
+    )]
+    AlreadyRunning {
+        /// The driver's type.
+        driver: &'static str,
+    },
     /// Curation failed while building a request.
     #[error(transparent)]
     Curation(#[from] curator_strategies::Error),

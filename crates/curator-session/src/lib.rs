@@ -13,12 +13,16 @@
 //!   [`Conversation::open`] resumes a key's conversation or starts one.
 //! - [`ClaimStore`]: claims, so that two workers never drive (and re-run the tool calls of)
 //!   one session at once.
-//! - [`run_blocking`]: a ready-made loop over provider and tool closures.
+//! - The driver protocol: [`Driver`], the one description of an agent loop's steps
+//!   ([`Action`]: call the model, run work, wait for the user, finished), implemented by
+//!   [`Conversation`], task history and the coalesced conversation; [`drive`], the one loop
+//!   over any driver, ending with an [`Outcome`]; [`run_blocking`], that loop for the plain
+//!   conversation with provider and tool closures.
 //! - [`rows`]: for store implementations, the row codec of the SQL stores, with one policy
 //!   for rows that cannot be read.
-//! - Feature `tokio`: `AsyncConversation` and `run_async`, the same driver for async code,
-//!   its store I/O on tokio's blocking threads; `AsyncDriver` does the same for any driver
-//!   that holds a conversation (the task-history and coalescing adapters).
+//! - Feature `tokio`: `AsyncDriver`, the one async wrapper of any driver (its store I/O on
+//!   tokio's blocking threads), `drive_async`, the loop over it, and `AsyncConversation` and
+//!   `run_async`, the plain conversation's conveniences on them.
 //!
 //! # Examples
 //!

@@ -46,7 +46,10 @@ impl std::fmt::Debug for Curation<'_> {
 }
 
 /// The plain conversation as a [`Driver`]: its work is the tool calls of the assistant's
-/// latest reply, and a finished run carries the assistant's answer.
+/// latest reply, and a finished run carries the assistant's answer. It waits for the user
+/// ([`Action::WaitForUser`], a run's [`Outcome::WaitingForUser`]) while only the system
+/// message is recorded: record the user's message with
+/// [`add_user`](Conversation::add_user) and run again.
 impl<S: SessionStore> Driver for Conversation<S> {
     type Work = ToolContext;
     type WorkResult = ToolOutcome;

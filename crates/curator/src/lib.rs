@@ -149,13 +149,13 @@ pub mod prelude {
     };
     #[cfg(feature = "postgres")]
     pub use curator_postgres::PgStore;
-    #[cfg(feature = "tokio")]
-    pub use curator_session::{AsyncConversation, AsyncDriver, drive_async, run_async};
     pub use curator_session::{
-        Claim, ClaimStore, Conversation, Curation, Driver, MemoryStore, NextStep, Outcome,
+        Action, Claim, ClaimStore, Conversation, Curation, Driver, MemoryStore, NextStep, Outcome,
         ResumePolicy, RunOutcome, SessionKey, SessionStore, StoreErrorKind, ToolContext, drive,
         run_blocking,
     };
+    #[cfg(feature = "tokio")]
+    pub use curator_session::{AsyncConversation, AsyncDriver, drive_async, run_async};
     #[cfg(feature = "sqlite")]
     pub use curator_sqlite::SqliteStore;
     pub use curator_strategies::{

@@ -5,8 +5,11 @@ use curator_coalesce::{
     CoalescedConversation, CoalescedOutcome, DataEntry, Definition, Executed, RecordedToolCall,
     Run, SingleUserCoalesced, TURNS_CHECKPOINT, ToolSpec, TurnDraft, TurnResult, Value,
 };
+use std::sync::Arc;
+
+use curator::sqlite::SqliteStore;
 use curator_model::{BoxError, Message, PromptRef};
-use curator_session::{Conversation, MemoryStore};
+use curator_session::{Conversation, MemoryStore, SessionStore};
 
 fn laptop(sku: &str, price: i64) -> Value {
     Value::map([
@@ -240,12 +243,7 @@ fn a_run_resumes_after_a_crash_before_and_after_execution() {
     let mut turns = agent.turns().clone();
     turns.push(done);
     let name = format!("{TURNS_CHECKPOINT}/{}", agent.conversation().evaluation_id());
-    curator_session::SessionStore::put_checkpoint(
-        &store,
-        &name,
-        &serde_json::to_value(&turns).unwrap(),
-    )
-    .unwrap();
+    SessionStore::put_checkpoint(&store, &name, &serde_json::to_value(&turns).unwrap()).unwrap();
     drop(agent);
     let agent = open();
     assert_eq!(agent.turns(), &turns);
@@ -347,4 +345,89 @@ fn a_run_that_never_finishes_ends_when_its_turns_run_out() {
         .unwrap();
     assert_eq!(outcome, CoalescedOutcome::MaxTurns);
     assert_eq!((asked, agent.turns_left()), (turns, 0));
+}
+
+/// The fresh-eyes review's case: a run the executor finishes on its first turn, opened again
+/// on the same store and key (`open` gives a fresh handle on the store each time, as a new
+/// process would) and run again. Returns the outcome of each run and the provider calls.
+#[expect(clippy::unwrap_used, reason = "a helper of tests: an error is a test failure")]
+fn finish_then_reopen<S: SessionStore>(open: impl Fn() -> S) -> (Vec<CoalescedOutcome>, usize) {
+    let mut asked = 0;
+    let mut executed = 0;
+    let mut outcomes = Vec::new();
+    for _ in 0..2 {
+        let run = Run::new("You write PTC-Lisp.", "Add 1 and 2");
+        let conversation = Conversation::open(
+            open(),
+            "job-1",
+            PromptRef::new("demo", "lisp"),
+            Message::system(run.system.as_str()),
+        )
+        .unwrap();
+        let mut agent =
+            CoalescedConversation::open(conversation, run, SingleUserCoalesced::default()).unwrap();
+        let outcome = agent
+            .run_blocking(
+                |_request| {
+                    asked += 1;
+                    Ok::<_, BoxError>(Message::assistant("(+ 1 2)"))
+                },
+                |mut draft| {
+                    executed += 1;
+                    draft.result = Some(TurnResult::Returned(Value::from(3)));
+                    Ok(Executed::Finished(draft))
+                },
+            )
+            .unwrap();
+        assert_eq!(agent.conversation().history().len(), 4, "system, mission, reply, result");
+        outcomes.push(outcome);
+    }
+    assert_eq!(executed, 1, "the program ran once");
+    (outcomes, asked)
+}
+
+#[test]
+fn a_finished_run_reopened_on_a_shared_memory_store_returns_at_once() {
+    let store = Arc::new(MemoryStore::new());
+    let (outcomes, asked) = finish_then_reopen(|| Arc::clone(&store));
+    assert_eq!(asked, 1, "the model is not called again once the run finished");
+    let numbers: Vec<_> =
+        outcomes.into_iter().map(|outcome| outcome.finished().map(|turn| turn.number())).collect();
+    assert_eq!(numbers, [Some(1), Some(1)]);
+
+    // The async face reads it back too.
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    runtime.block_on(async {
+        let run = Run::new("You write PTC-Lisp.", "Add 1 and 2");
+        let agent = CoalescedConversation::open_async(
+            Arc::clone(&store),
+            "job-1",
+            PromptRef::new("demo", "lisp"),
+            run,
+            SingleUserCoalesced::default(),
+        )
+        .await
+        .unwrap();
+        let outcome = CoalescedConversation::run_async(
+            &agent,
+            async |_request: &[Message]| Err::<Message, BoxError>("not called".into()),
+            async |_draft: TurnDraft| Err::<Executed, BoxError>("not called".into()),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            outcome.finished().map(|turn| turn.program().to_owned()).as_deref(),
+            Some("(+ 1 2)")
+        );
+    });
+}
+
+#[test]
+fn a_finished_run_reopened_from_its_sqlite_file_returns_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let (outcomes, asked) = finish_then_reopen(|| SqliteStore::open(&path).unwrap());
+    assert_eq!(asked, 1, "the model is not called again once the run finished");
+    assert_eq!(outcomes[0], outcomes[1], "the same finished turn");
+    assert!(matches!(&outcomes[1], CoalescedOutcome::Finished(turn) if turn.number() == 1));
 }

@@ -5,5 +5,6 @@ mod asynchronous;
 mod conformance;
 mod conversation;
 mod crash;
+mod driver;
 mod run;
 mod snapshot;
