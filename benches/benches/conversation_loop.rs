@@ -8,6 +8,13 @@
 //! turns; each iteration is timed on its own, and p50 and p99 over all iterations are
 //! written to `target/curator-bench/conversation.json` for `cargo xtask bench`.
 //!
+//! A second scenario, `hitl_<store>`, is the human-in-the-loop loop a chat runs (a human
+//! step, then the agent), checkpointed in a `MemoryStore`, in SQLite with
+//! `Durability::Normal` and with `Durability::Full` (the default, a sync to disk per commit):
+//! each iteration is one `resume` with the human's answer, which completes the iteration and
+//! pauses at the next human step. Histories of 10, 1,000 and 10,000 turns are recorded first
+//! (for SQLite with `Normal`, then the file is reopened with the durability measured).
+//!
 //! Each iteration is timed twice: wall-clock, and the thread's on-CPU time
 //! (`CLOCK_THREAD_CPUTIME_ID`). On a shared machine a thread is preempted for a whole
 //! scheduler slice (4 ms here) now and then, and one iteration in a hundred that waits for
@@ -29,9 +36,10 @@ use cpu_time::ThreadTime;
 
 use curator_benches::{percentile, quick, report_dir};
 use curator_loop::{
-    ConversationLoop, FnStep, Injection, LoopBuilder, LoopConfig, StepOutcome, UserTurnSource,
+    ConversationLoop, FnStep, Hitl, Injection, LoopBuilder, LoopConfig, StepOutcome, UserTurnSource,
 };
-use curator_session::MemoryStore;
+use curator_session::{ClaimStore, MemoryStore, SessionStore};
+use curator_sqlite::{Durability, SqliteOptions, SqliteStore};
 
 /// What the user says and the agent answers, cycling: prose of 100 to 400 characters.
 fn texts() -> Vec<String> {
@@ -86,6 +94,96 @@ fn run(l: &mut ConversationLoop, iterations: usize) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// The chat's loop: the human, then a prompt-only agent, on `store`.
+fn hitl(store: impl SessionStore + ClaimStore + 'static) -> ConversationLoop {
+    let config = LoopConfig::from_toml(
+        "conversation = true\nai_turn_source = \"last\"\nmax_iterations = 100000000\n[history_management]\nstrategy = \"truncate_tokens\"\nmax_tokens = 4096",
+    )
+    .expect("config");
+    let answer = texts();
+    let mut j = 0;
+    LoopBuilder::new("bench", config)
+        .step("user", Hitl::new("you"))
+        .step(
+            "agent",
+            FnStep::agent(Injection::Prompt, move |call| {
+                std::hint::black_box(call.messages);
+                j += 1;
+                Ok(StepOutcome::text(answer[(j * 7) % answer.len()].clone()))
+            })
+            .with_system("You are a coding assistant."),
+        )
+        .store(store, "bench")
+        .build()
+        .expect("build")
+}
+
+/// Answers `iterations` times, returning each iteration's (on-CPU, wall-clock) duration in
+/// nanoseconds.
+fn answer(l: &mut ConversationLoop, iterations: usize) -> Vec<(u64, u64)> {
+    let ns = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let say = texts();
+    (0..iterations)
+        .map(|i| {
+            let cpu = ThreadTime::now();
+            let wall = Instant::now();
+            let outcome = l.resume(&say[i % say.len()]).expect("iteration");
+            let times = (ns(cpu.elapsed()), ns(wall.elapsed()));
+            assert!(outcome.is_paused());
+            times
+        })
+        .collect()
+}
+
+/// The human-in-the-loop scenarios: per store, per history length.
+fn hitl_rows(sizes: &[usize], runs: usize) -> Vec<serde_json::Value> {
+    let mut rows = Vec::new();
+    for &size in sizes {
+        for store in ["memory", "sqlite_normal", "sqlite_full"] {
+            let (mut times, mut walls) = (Vec::new(), Vec::new());
+            for _ in 0..runs {
+                let dir = tempfile::tempdir().expect("tempdir");
+                let path = dir.path().join("chat.db");
+                let normal = SqliteOptions::default().with_durability(Durability::Normal);
+                let mut l = match store {
+                    "memory" => hitl(MemoryStore::new()),
+                    _ => hitl(SqliteStore::open_with(&path, normal).expect("open")),
+                };
+                assert!(l.run("").expect("start").is_paused());
+                answer(&mut l, size / 2);
+                if store == "sqlite_full" {
+                    drop(l);
+                    let full = SqliteOptions::default().with_durability(Durability::Full);
+                    l = hitl(SqliteStore::open_with(&path, full).expect("reopen"));
+                }
+                assert_eq!(l.turn_count(), size / 2 * 2);
+                answer(&mut l, 10);
+                for (cpu, wall) in answer(&mut l, 50) {
+                    times.push(cpu);
+                    walls.push(wall);
+                }
+            }
+            times.sort_unstable();
+            walls.sort_unstable();
+            let (p50, p99) = (percentile(&walls, 50), percentile(&walls, 99));
+            let (cpu_p50, cpu_p99) = (percentile(&times, 50), percentile(&times, 99));
+            let us = |ns: u64| ns as f64 / 1e3;
+            println!(
+                "conversation/hitl_{store}/{size}: wall-clock p50 {:.1} µs, p99 {:.1} µs; on-CPU p50 {:.1} µs, p99 {:.1} µs; {} iterations",
+                us(p50),
+                us(p99),
+                us(cpu_p50),
+                us(cpu_p99),
+                walls.len()
+            );
+            // A sync to disk is waiting, not computing: the wall clock is the measure here.
+            rows.push(serde_json::json!({"scenario": format!("hitl_{store}"), "history": size, "iterations": walls.len(),
+                "p50_ns": p50, "p99_ns": p99, "cpu_p50_ns": cpu_p50, "cpu_p99_ns": cpu_p99}));
+        }
+    }
+    rows
+}
+
 fn main() {
     let sizes: &[usize] = if quick() { &[10, 1_000] } else { &[10, 100, 1_000, 10_000] };
     let runs = if quick() { 2 } else { 5 };
@@ -119,6 +217,8 @@ fn main() {
         rows.push(serde_json::json!({"scenario": "truncate_tokens_template", "history": size, "iterations": times.len(),
             "p50_ns": p50, "p99_ns": p99, "wall_p50_ns": wall_p50, "wall_p99_ns": wall_p99}));
     }
+    let hitl_sizes: &[usize] = if quick() { &[10, 1_000] } else { &[10, 1_000, 10_000] };
+    rows.extend(hitl_rows(hitl_sizes, if quick() { 1 } else { 3 }));
     let dir = report_dir();
     std::fs::create_dir_all(&dir).expect("report dir");
     std::fs::write(

@@ -200,7 +200,7 @@ pub(crate) fn collect_custom(dir: &Path, since: SystemTime) -> Result<Vec<Measur
         for row in read(&conversations)?.as_array().into_iter().flatten() {
             let (scenario, history) =
                 (row["scenario"].as_str().unwrap_or("?"), row["history"].as_u64().unwrap_or(0));
-            for stat in ["p50", "p99", "wall_p50", "wall_p99"] {
+            for stat in ["p50", "p99", "wall_p50", "wall_p99", "cpu_p50", "cpu_p99"] {
                 if row.get(format!("{stat}_ns")).is_none() {
                     continue;
                 }

@@ -119,6 +119,21 @@ pub(crate) const TARGETS: &[Target] = &[
     },
     Target { pattern: "loop/*/*/p50", max_ns: 5.0 * MS, why: "the spec's 5 ms per iteration" },
     Target {
+        pattern: "conversation/hitl_*/*/p50",
+        max_ns: 5.0 * MS,
+        why: "the spec's 5 ms per iteration, wall clock, checkpointed (issue 31)",
+    },
+    Target {
+        pattern: "conversation/hitl_*/*/p99",
+        max_ns: 25.0 * MS,
+        why: "a human-in-the-loop iteration's tail, wall clock, checkpointed",
+    },
+    Target {
+        pattern: "conversation/hitl_*/*/cpu_*",
+        max_ns: 1.0 * MS,
+        why: "what the loop computes per human-in-the-loop iteration",
+    },
+    Target {
         pattern: "conversation/*/*/p99",
         max_ns: 200.0 * US,
         why: "conversational loop overhead p99, flat in history length (issue 19)",

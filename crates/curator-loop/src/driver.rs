@@ -168,6 +168,10 @@ pub struct ConversationLoop {
     paused: Option<Paused>,
     /// Whether the last `drive` failed in the iteration it resumed.
     resume_failed: bool,
+    /// Whether a completed iteration is not saved yet: its save is left to the next one
+    /// (the pause of a human step that comes first), so that an iteration of a chat is one
+    /// commit. Saved before any other step runs and whenever the loop returns.
+    unsaved: bool,
     /// Template values of history positions, made once each (see `injected`).
     values: std::cell::RefCell<Vec<Option<minijinja::Value>>>,
 }
@@ -261,6 +265,7 @@ impl ConversationLoop {
             running: false,
             paused: None,
             resume_failed: false,
+            unsaved: false,
             values: std::cell::RefCell::default(),
         }
     }
@@ -486,9 +491,15 @@ impl ConversationLoop {
             } else {
                 None
             };
-            // One save per iteration, which says whether the run goes on.
+            // One save per iteration, which says whether the run goes on. When the next
+            // iteration starts with a human step, its pause saves this iteration with it:
+            // nothing runs in between.
             self.running = reason.is_none();
-            self.save()?;
+            if reason.is_none() && self.roles.first().is_some_and(|r| r.kind == StepKind::Human) {
+                self.unsaved = true;
+            } else {
+                self.save()?;
+            }
             if let Some(reason) = reason {
                 return Ok(LoopOutcome::Finished {
                     iterations: self.iteration,
@@ -501,6 +512,7 @@ impl ConversationLoop {
 
     fn save(&mut self) -> Result<()> {
         if self.persister.is_none() {
+            self.unsaved = false;
             return Ok(());
         }
         // What is kept is redacted when the loop redacts what it persists: the next input
@@ -514,7 +526,9 @@ impl ConversationLoop {
             paused: paused.as_ref(),
         };
         let Some(persister) = &mut self.persister else { return Ok(()) };
-        persister.save(self.history.messages(), &values)
+        persister.save(self.history.messages(), &values)?;
+        self.unsaved = false;
+        Ok(())
     }
 
     /// A pause as kept: its outputs and nested state redacted when the loop redacts what it
@@ -603,6 +617,12 @@ impl ConversationLoop {
             }
             Err(e) => {
                 self.rollback(start);
+                // A completed iteration whose save was left to this one is saved now.
+                if self.unsaved
+                    && let Err(saving) = self.save()
+                {
+                    tracing::warn!(target: "curator_loop", loop_name = %self.name, error = %saving, "the last completed iteration could not be saved");
+                }
                 Err(e)
             }
         }
@@ -645,6 +665,9 @@ impl ConversationLoop {
         for i in from..self.steps.len() {
             let input = outputs.last().map_or_else(|| self.input.clone(), |(_, o)| o.clone());
             let role = self.roles[i];
+            if self.unsaved && role.kind != StepKind::Human {
+                self.save()?;
+            }
             let messages = match role.kind {
                 StepKind::Agent(injection) => {
                     let (sent, traced) = self.request(i, &input, injection)?;
@@ -874,6 +897,7 @@ impl ConversationLoop {
         self.iteration = 0;
         self.input.clear();
         self.running = false;
+        self.unsaved = false;
         self.paused = None;
     }
 

@@ -25,6 +25,8 @@ enum Kind {
     ModelOnly,
     /// An agent, then a human.
     Human,
+    /// A human, then an agent (a chat: a completed iteration is saved with the next pause).
+    Chat,
     /// A nested loop (an agent, then a human, two iterations) then an agent.
     Nested,
 }
@@ -34,6 +36,7 @@ impl Kind {
         match self {
             Kind::ModelOnly => "model-only",
             Kind::Human => "human",
+            Kind::Chat => "chat",
             Kind::Nested => "nested",
         }
     }
@@ -42,6 +45,7 @@ impl Kind {
         match name {
             "model-only" => Kind::ModelOnly,
             "human" => Kind::Human,
+            "chat" => Kind::Chat,
             _ => Kind::Nested,
         }
     }
@@ -94,6 +98,9 @@ fn build(
         Kind::Human => LoopBuilder::new("l", conversational(4))
             .step("agent", agent("interviewer", calls))
             .step("human", Hitl::new("Your answer?")),
+        Kind::Chat => LoopBuilder::new("l", conversational(4))
+            .step("human", Hitl::new("You?"))
+            .step("agent", agent("assistant", calls)),
         Kind::Nested => {
             let inner = LoopBuilder::new("inner", conversational(2))
                 .step("agent", agent("researcher", calls))
@@ -208,6 +215,11 @@ fn a_model_only_loop_killed_at_any_step_resumes_in_another_process() {
 #[test]
 fn a_loop_with_a_human_step_killed_at_any_step_resumes_in_another_process() {
     killed_at_every_step(Kind::Human);
+}
+
+#[test]
+fn a_chat_loop_killed_at_any_step_resumes_in_another_process() {
+    killed_at_every_step(Kind::Chat);
 }
 
 #[test]
@@ -370,4 +382,21 @@ fn two_processes_on_one_loop_session_the_second_is_refused() {
     // The killed holder's claim ended with it; its pause is there to resume.
     let l = build(Kind::Human, SqliteStore::open(&db).unwrap(), &calls);
     assert!(l.paused().is_some());
+}
+
+#[test]
+fn a_chat_iteration_is_one_save_of_its_turns_and_the_next_pause() {
+    let store = std::sync::Arc::new(MemoryStore::new());
+    let calls = Calls::default();
+    let mut l = build(Kind::Chat, std::sync::Arc::clone(&store), &calls);
+    assert!(l.run("").unwrap().is_paused());
+    for answer in ["one", "two", "three"] {
+        assert!(l.resume(answer).unwrap().is_paused());
+    }
+    // The first pause, then one save per answered iteration (the head's version counts
+    // saves; every save writes the head).
+    let head = store.checkpoint("curator.loop/job-7/l").unwrap().unwrap();
+    assert_eq!(head.version, 4);
+    assert_eq!(head.document["iteration"], 3);
+    assert_eq!(head.document["turns"], 6);
 }
