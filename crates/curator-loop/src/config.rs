@@ -92,7 +92,8 @@ pub struct HistoryConfig {
     pub max_turns: Option<usize>,
     /// The summarizer's name (`extractive`, or one registered with
     /// [`LoopBuilder::summarizer`](crate::LoopBuilder::summarizer)); required by `summarize`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The specification's `summarizer_agent` is read as this.
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "summarizer_agent")]
     pub summarizer: Option<String>,
     /// The share of the threshold folded at a time, 0 to 1 (default 0.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -168,17 +169,84 @@ impl HistoryConfig {
 }
 
 /// Where the first user turn comes from.
+///
+/// The specification's nested form, `init.history.start_with.{from_initial_input, prefix}`,
+/// is read as well (giving a key both ways is an error naming it).
+///
+/// # Examples
+///
+/// ```
+/// use curator::conversation_loop::LoopConfig;
+///
+/// let spec = LoopConfig::from_toml("[init.history.start_with]\nfrom_initial_input = true\nprefix = \"User: \"")?;
+/// let flat = LoopConfig::from_toml("[init]\nfrom_initial_input = true\nprefix = \"User: \"")?;
+/// assert_eq!(spec.init, flat.init);
+/// assert!(LoopConfig::from_toml("[init]\nprefix = \"a\"\n[init.history.start_with]\nprefix = \"b\"").is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, try_from = "InitRepr")]
 #[non_exhaustive]
 pub struct InitConfig {
     /// Seed the first user turn from the loop's initial input (default `true`; an empty
     /// input seeds nothing).
-    #[serde(default = "yes")]
     pub from_initial_input: bool,
     /// Text put before the seeded turn (a formatting hint for prompt-only models).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
+}
+
+/// What `init` may hold: the flat keys, or the specification's `history.start_with` table.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InitRepr {
+    #[serde(default)]
+    from_initial_input: Option<bool>,
+    #[serde(default)]
+    prefix: Option<String>,
+    #[serde(default)]
+    history: Option<InitHistoryRepr>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InitHistoryRepr {
+    start_with: StartWithRepr,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StartWithRepr {
+    #[serde(default)]
+    from_initial_input: Option<bool>,
+    #[serde(default)]
+    prefix: Option<String>,
+}
+
+impl TryFrom<InitRepr> for InitConfig {
+    type Error = String;
+
+    fn try_from(repr: InitRepr) -> std::result::Result<Self, String> {
+        let (nested_input, nested_prefix) = match repr.history {
+            Some(InitHistoryRepr { start_with }) => {
+                (start_with.from_initial_input, start_with.prefix)
+            }
+            None => (None, None),
+        };
+        let both = |key: &str| {
+            format!("`init.{key}` and `init.history.start_with.{key}` are both given: give one")
+        };
+        if repr.from_initial_input.is_some() && nested_input.is_some() {
+            return Err(both("from_initial_input"));
+        }
+        if repr.prefix.is_some() && nested_prefix.is_some() {
+            return Err(both("prefix"));
+        }
+        Ok(Self {
+            from_initial_input: repr.from_initial_input.or(nested_input).unwrap_or(true),
+            prefix: repr.prefix.or(nested_prefix),
+        })
+    }
 }
 
 impl Default for InitConfig {
@@ -279,10 +347,6 @@ pub struct LoopConfig {
     /// only).
     #[serde(default)]
     pub include_tool_artifacts: bool,
-}
-
-fn yes() -> bool {
-    true
 }
 
 fn hundred() -> u64 {

@@ -2,16 +2,16 @@
 //! the turns in fixed pages, of which an iteration rewrites only the last one or two.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use curator_model::Message;
-use std::time::Duration;
 
 use curator_session::{Claim, ClaimStore, SessionKey, SessionStore};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::turn::{ConversationTurn, Paused};
+use crate::turn::{ConversationTurn, LoopState, Paused};
 
 /// Turns per page: an iteration rewrites at most the page its new turns land in (and the
 /// next), so its cost does not grow with the conversation.
@@ -21,7 +21,8 @@ pub(crate) const PAGE: usize = 16;
 pub const LOOP_CHECKPOINT_FORMAT: &str = "curator.loop";
 
 /// The head's version this build writes.
-const VERSION: u32 = 1;
+/// Version 2 added the session's key and the loop's name, and whether a run is under way.
+const VERSION: u32 = 2;
 
 /// The head document: everything but the turns.
 #[derive(Debug, Serialize, Deserialize)]
@@ -29,6 +30,12 @@ const VERSION: u32 = 1;
 struct Head {
     format: String,
     version: u32,
+    /// The session key (from version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+    /// The loop's name (from version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
     iteration: u64,
     turns: usize,
     page: usize,
@@ -55,6 +62,8 @@ pub(crate) struct Restored {
     pub(crate) input: String,
     pub(crate) running: bool,
     pub(crate) paused: Option<Paused>,
+    pub(crate) key: Option<String>,
+    pub(crate) name: Option<String>,
 }
 
 /// What a save writes besides the turns (as kept: redacted when the loop redacts what it
@@ -71,6 +80,8 @@ pub(crate) struct HeadValues<'a> {
 pub(crate) struct Persister {
     store: Arc<dyn SessionStore>,
     head: String,
+    key: String,
+    name: String,
     /// The claim on the loop's session, renewed at every save: a save after it was lost is
     /// refused.
     claim: Claim,
@@ -85,6 +96,96 @@ impl std::fmt::Debug for Persister {
             .field("saved", &self.saved)
             .finish_non_exhaustive()
     }
+}
+
+/// The checkpoint name of page `page` of the turns of the loop whose head is `head`.
+fn page_name(head: &str, page: usize) -> String {
+    format!("{head}/turns/{page}")
+}
+
+/// A loop session saved in a store, read without claiming it (what `curator inspect` and
+/// `curator trace` show).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SavedLoop {
+    /// The session key.
+    pub key: String,
+    /// The loop's name.
+    pub name: String,
+    /// Its state: turns, iteration, pause, next input.
+    pub state: LoopState,
+    /// When it was last saved.
+    pub saved_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The loop sessions saved in `store`, by key and name, read only: nothing is claimed or
+/// written, so a loop running in another process is read as its last save left it.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use curator::conversation_loop::{saved_loops, Hitl, LoopBuilder, LoopConfig};
+/// use curator::session::MemoryStore;
+///
+/// let store = Arc::new(MemoryStore::new());
+/// let mut chat = LoopBuilder::new("chat", LoopConfig::conversational())
+///     .step("user", Hitl::new("you"))
+///     .store(Arc::clone(&store), "alice")
+///     .build()?;
+/// chat.run("")?;
+/// let saved = saved_loops(&*store)?;
+/// assert_eq!((saved[0].key.as_str(), saved[0].name.as_str()), ("alice", "chat"));
+/// assert!(saved[0].state.paused.is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// [`Error::Store`] when the store cannot be read; [`Error::BadCheckpoint`] when a saved
+/// loop cannot be read back.
+pub fn saved_loops(store: &dyn SessionStore) -> Result<Vec<SavedLoop>> {
+    let prefix = format!("{LOOP_CHECKPOINT_FORMAT}/");
+    let names = store
+        .checkpoint_names(&prefix)
+        .map_err(|source| Error::Store { checkpoint: prefix.clone(), source })?;
+    let mut out = Vec::new();
+    for head in names.iter().filter(|n| !is_page(n)) {
+        let saved_at = match store.checkpoint(head) {
+            Ok(Some(c)) => c.saved_at,
+            Ok(None) => continue,
+            Err(source) => return Err(Error::Store { checkpoint: head.clone(), source }),
+        };
+        let Some((restored, _)) = load(store, head)? else { continue };
+        // Heads of version 1 do not name their key and loop: the last `/` separates them.
+        let rest = &head[prefix.len()..];
+        let (key, name) = match (restored.key, restored.name) {
+            (Some(key), Some(name)) => (key, name),
+            _ => match rest.rsplit_once('/') {
+                Some((key, name)) => (key.to_owned(), name.to_owned()),
+                None => (rest.to_owned(), String::new()),
+            },
+        };
+        out.push(SavedLoop {
+            key,
+            name,
+            state: LoopState {
+                iteration: restored.iteration,
+                turns: restored.turns,
+                paused: restored.paused,
+                input: restored.input,
+                running: restored.running,
+            },
+            saved_at,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether a checkpoint name is a page of turns (`…/turns/N`), not a head.
+fn is_page(name: &str) -> bool {
+    name.rsplit_once("/turns/")
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The checkpoint name of the head of loop `name` under `key`.
@@ -107,7 +208,14 @@ impl Persister {
         let claim = claims
             .claim_within(&SessionKey::new(head.clone()), lease, wait)
             .map_err(|source| Error::Claim { session: head.clone(), source })?;
-        Ok(Self { store, head, claim, saved: 0 })
+        Ok(Self {
+            store,
+            head,
+            key: key.as_str().to_owned(),
+            name: name.to_owned(),
+            claim,
+            saved: 0,
+        })
     }
 
     /// The checkpoint name of the loop's head (also the claimed session).
@@ -120,7 +228,7 @@ impl Persister {
     }
 
     fn page_name(&self, page: usize) -> String {
-        format!("{}/turns/{page}", self.head)
+        page_name(&self.head, page)
     }
 
     /// Saves the state in one transaction of the store (one commit): the pages holding turns
@@ -152,6 +260,8 @@ impl Persister {
         let mut head = serde_json::json!({
             "format": LOOP_CHECKPOINT_FORMAT,
             "version": VERSION,
+            "key": self.key,
+            "name": self.name,
             "iteration": values.iteration,
             "turns": n,
             "page": PAGE,
@@ -176,56 +286,57 @@ impl Persister {
 
     /// Reads the saved state, or `None` when nothing was saved under this name.
     pub(crate) fn load(&mut self) -> Result<Option<Restored>> {
-        let bad = |reason: String| Error::BadCheckpoint { checkpoint: self.head.clone(), reason };
-        let read = |name: &str| {
-            self.store
-                .checkpoint(name)
-                .map_err(|source| Error::Store { checkpoint: name.to_owned(), source })
-        };
-        let Some(head) = read(&self.head)? else { return Ok(None) };
-        let head: Head = serde_json::from_value(head.document).map_err(|e| bad(e.to_string()))?;
-        if head.format != LOOP_CHECKPOINT_FORMAT {
-            return Err(bad(format!(
-                "format is `{}`, not `{LOOP_CHECKPOINT_FORMAT}`",
-                head.format
-            )));
-        }
-        if head.version > VERSION {
-            return Err(bad(format!(
-                "version {} is newer than this build's {VERSION}",
-                head.version
-            )));
-        }
-        if head.page == 0 {
-            return Err(bad("page size 0".to_owned()));
-        }
-        let mut turns = Vec::with_capacity(head.turns);
-        let mut page = 0;
-        while turns.len() < head.turns {
-            let name = self.page_name(page);
-            let document = read(&name)?
-                .ok_or_else(|| {
-                    bad(format!("page `{name}` is missing ({} turns counted)", head.turns))
-                })?
-                .document;
-            let Page { turns: mut these } =
-                serde_json::from_value(document).map_err(|e| bad(format!("page `{name}`: {e}")))?;
-            // A page may hold turns of a save whose head never landed: they are not counted.
-            these.truncate(head.page.min(head.turns - turns.len()));
-            if these.is_empty() {
-                return Err(bad(format!("page `{name}` holds fewer turns than the head counts")));
-            }
-            turns.extend(these);
-            page += 1;
-        }
+        let Some((restored, page)) = load(&*self.store, &self.head)? else { return Ok(None) };
         // Pages of another size are read whole; this build then rewrites from the start.
-        self.saved = if head.page == PAGE { head.turns } else { 0 };
-        Ok(Some(Restored {
-            iteration: head.iteration,
-            turns,
-            input: head.input,
-            running: head.running,
-            paused: head.paused,
-        }))
+        self.saved = if page == PAGE { restored.turns.len() } else { 0 };
+        Ok(Some(restored))
     }
+}
+
+/// Reads the state saved under the head `head`, with the page size it was saved with.
+fn load(store: &dyn SessionStore, head_name: &str) -> Result<Option<(Restored, usize)>> {
+    let bad = |reason: String| Error::BadCheckpoint { checkpoint: head_name.to_owned(), reason };
+    let read = |name: &str| {
+        store
+            .checkpoint(name)
+            .map_err(|source| Error::Store { checkpoint: name.to_owned(), source })
+    };
+    let Some(head) = read(head_name)? else { return Ok(None) };
+    let head: Head = serde_json::from_value(head.document).map_err(|e| bad(e.to_string()))?;
+    if head.format != LOOP_CHECKPOINT_FORMAT {
+        return Err(bad(format!("format is `{}`, not `{LOOP_CHECKPOINT_FORMAT}`", head.format)));
+    }
+    if head.version > VERSION {
+        return Err(bad(format!("version {} is newer than this build's {VERSION}", head.version)));
+    }
+    if head.page == 0 {
+        return Err(bad("page size 0".to_owned()));
+    }
+    let mut turns = Vec::with_capacity(head.turns);
+    let mut page = 0;
+    while turns.len() < head.turns {
+        let name = page_name(head_name, page);
+        let document = read(&name)?
+            .ok_or_else(|| bad(format!("page `{name}` is missing ({} turns counted)", head.turns)))?
+            .document;
+        let Page { turns: mut these } =
+            serde_json::from_value(document).map_err(|e| bad(format!("page `{name}`: {e}")))?;
+        // A page may hold turns of a save whose head never landed: they are not counted.
+        these.truncate(head.page.min(head.turns - turns.len()));
+        if these.is_empty() {
+            return Err(bad(format!("page `{name}` holds fewer turns than the head counts")));
+        }
+        turns.extend(these);
+        page += 1;
+    }
+    let restored = Restored {
+        iteration: head.iteration,
+        turns,
+        input: head.input,
+        running: head.running,
+        paused: head.paused,
+        key: head.key,
+        name: head.name,
+    };
+    Ok(Some((restored, head.page)))
 }

@@ -47,11 +47,26 @@ const NAME: &str = "history";
 impl HistoryTemplate {
     /// Compiles `source` and tries it on a sample history.
     ///
+    /// The specification's Handlebars form is accepted as well and translated:
+    /// `{{#each history}}` … `{{/each}}` (with `{{ this.role }}`, `{{ this.content }}`, or
+    /// `{{ role }}` and `{{ content }}` inside), `{{@index}}`, `{{#if …}}`, `{{else}}` and
+    /// `{{/if}}`.
+    ///
+    /// ```
+    /// use curator::conversation_loop::{ConversationTurn, HistoryTemplate};
+    ///
+    /// let template = HistoryTemplate::new("{{#each history}}{{ this.role }}: {{ this.content }}\n{{/each}}")?;
+    /// assert_eq!(template.render(&[ConversationTurn::user("hi")])?, "user: hi\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Error::Template`] with the engine's message (and line) when it does not compile or
     /// fails on the sample.
     pub fn new(source: &str) -> Result<Self> {
+        let translated = from_handlebars(source);
+        let source = translated.as_deref().unwrap_or(source);
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         env.set_auto_escape_callback(|_| AutoEscape::None);
@@ -132,9 +147,81 @@ impl Object for TurnObject {
     }
 }
 
-/// A turn as the template sees it: its two fields and nothing else.
+/// A turn as the template sees it: its two fields and nothing else. A closing tag of the
+/// default block in the content (`</conversation_history>`, in any case) is written
+/// `<\/conversation_history>`, so that no turn can end the block early and pass what
+/// follows as something else.
 pub(crate) fn turn_value(role: &str, content: &str) -> Value {
-    Value::from_object(TurnObject { role: Value::from(role), content: Value::from(content) })
+    let content = match guard_block_end(content) {
+        Some(guarded) => Value::from(guarded),
+        None => Value::from(content),
+    };
+    Value::from_object(TurnObject { role: Value::from(role), content })
+}
+
+/// `text` with every `</conversation_history` (ASCII case ignored) written
+/// `<\/conversation_history`, or `None` when it holds none.
+fn guard_block_end(text: &str) -> Option<String> {
+    const END: &str = "</conversation_history";
+    let bytes = text.as_bytes();
+    let hits: Vec<usize> = (0..bytes.len().saturating_sub(END.len() - 1))
+        .filter(|&i| {
+            bytes[i] == b'<' && bytes[i..i + END.len()].eq_ignore_ascii_case(END.as_bytes())
+        })
+        .collect();
+    if hits.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len() + hits.len());
+    let mut from = 0;
+    for at in hits {
+        out.push_str(&text[from..=at]);
+        out.push('\\');
+        from = at + 1;
+    }
+    out.push_str(&text[from..]);
+    Some(out)
+}
+
+/// The specification's Handlebars form translated to the template language, or `None`
+/// when `source` has no Handlebars block.
+fn from_handlebars(source: &str) -> Option<String> {
+    if !source.contains("{{#") && !source.contains("{{/") && !source.contains("{{@") {
+        return None;
+    }
+    let mut out = String::with_capacity(source.len() + 16);
+    let mut rest = source;
+    let mut in_each = 0usize;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find("}}") else {
+            out.push_str(&rest[open..]);
+            return Some(out);
+        };
+        let tag = rest[open + 2..open + close].trim();
+        let words: Vec<&str> = tag.split_whitespace().collect();
+        match words.as_slice() {
+            ["#each", list] => {
+                in_each += 1;
+                out.push_str(&format!("{{% for this in {list} %}}"));
+            }
+            ["/each"] => {
+                in_each = in_each.saturating_sub(1);
+                out.push_str("{% endfor %}");
+            }
+            ["#if", condition @ ..] => out.push_str(&format!("{{% if {} %}}", condition.join(" "))),
+            ["else"] => out.push_str("{% else %}"),
+            ["/if"] => out.push_str("{% endif %}"),
+            ["@index"] => out.push_str("{{ loop.index0 }}"),
+            [field @ ("role" | "content")] if in_each > 0 => {
+                out.push_str(&format!("{{{{ this.{field} }}}}"));
+            }
+            _ => out.push_str(&rest[open..open + close + 2]),
+        }
+        rest = &rest[open + close + 2..];
+    }
+    out.push_str(rest);
+    Some(out)
 }
 
 fn template_error(e: minijinja::Error) -> Error {

@@ -586,6 +586,18 @@ impl SessionStore for PgStore {
             .collect()
     }
 
+    fn checkpoint_names(&self, prefix: &str) -> SessionResult<Vec<String>> {
+        run(&self.pool, |conn| {
+            let statement = conn
+                .prepare(
+                    "SELECT name FROM checkpoints WHERE left(name, char_length($1)) = $1 ORDER BY name COLLATE \"C\"",
+                )
+                .during("listing checkpoints")?;
+            let rows = conn.client.query(&statement, &[&prefix]).during("listing checkpoints")?;
+            rows.iter().map(|r| r.try_get(0).during("reading a row")).collect()
+        })
+    }
+
     fn checkpoint(&self, name: &str) -> SessionResult<Option<Checkpoint>> {
         let row = run(&self.pool, |conn| {
             let statement = conn

@@ -354,6 +354,13 @@ impl SessionStore for MemoryStore {
         Ok(self.read().checkpoints.get(name).cloned())
     }
 
+    fn checkpoint_names(&self, prefix: &str) -> Result<Vec<String>> {
+        let mut names: Vec<String> =
+            self.read().checkpoints.keys().filter(|n| n.starts_with(prefix)).cloned().collect();
+        names.sort();
+        Ok(names)
+    }
+
     fn snapshot(&self) -> Result<Snapshot> {
         let inner = self.read();
         let mut entries = Vec::with_capacity(inner.ids.len());

@@ -247,6 +247,34 @@ pub trait SessionStore: Send + Sync {
     /// A backend error.
     fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>>;
 
+    /// The names of the checkpoints that begin with `prefix`, sorted (`""` lists all).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::session::{MemoryStore, SessionStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// store.put_checkpoints(&[("loop/a", &1.into()), ("loop/b", &2.into()), ("other", &3.into())])?;
+    /// assert_eq!(store.checkpoint_names("loop/")?, ["loop/a", "loop/b"]);
+    /// # Ok::<(), curator::session::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A backend error.
+    fn checkpoint_names(&self, prefix: &str) -> Result<Vec<String>> {
+        let mut names: Vec<String> = self
+            .snapshot()?
+            .checkpoints
+            .into_iter()
+            .map(|c| c.name)
+            .filter(|n| n.starts_with(prefix))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// Everything the store holds, as a [`Snapshot`].
     ///
     /// # Errors
@@ -296,6 +324,7 @@ macro_rules! forward_store {
             fn put_checkpoint(&self, name: &str, document: &Value) -> Result<u64> { (**self).put_checkpoint(name, document) }
             fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> Result<Vec<u64>> { (**self).put_checkpoints(checkpoints) }
             fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>> { (**self).checkpoint(name) }
+            fn checkpoint_names(&self, prefix: &str) -> Result<Vec<String>> { (**self).checkpoint_names(prefix) }
             fn snapshot(&self) -> Result<Snapshot> { (**self).snapshot() }
             fn restore(&self, snapshot: &Snapshot) -> Result<()> { (**self).restore(snapshot) }
             fn snapshot_json(&self) -> Result<String> { (**self).snapshot_json() }

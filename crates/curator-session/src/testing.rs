@@ -241,6 +241,12 @@ pub fn checkpoints_are_versioned<S: SessionStore>(factory: &dyn Fn() -> S) {
     assert_eq!((latest.version, latest.document), (4, json!(5)));
     assert_eq!(store.checkpoint("page").unwrap().unwrap().document, json!([4]));
     assert_eq!(store.put_checkpoints(&[]).unwrap(), Vec::<u64>::new());
+    // Listed by prefix, sorted, the prefix read literally.
+    store.put_checkpoint("lo_p", &json!(0)).unwrap();
+    assert_eq!(store.checkpoint_names("loop").unwrap(), ["loop"]);
+    assert_eq!(store.checkpoint_names("lo").unwrap(), ["lo_p", "loop"]);
+    assert_eq!(store.checkpoint_names("lo%").unwrap(), Vec::<String>::new());
+    assert_eq!(store.checkpoint_names("").unwrap(), ["lo_p", "loop", "page", "tasks"]);
 }
 
 fn sample(store: &impl SessionStore) -> (EvaluationId, EvaluationId) {

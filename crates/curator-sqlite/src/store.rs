@@ -623,6 +623,16 @@ impl SessionStore for SqliteStore {
         .transpose()
     }
 
+    fn checkpoint_names(&self, prefix: &str) -> SessionResult<Vec<String>> {
+        let conn = self.lock();
+        // `substr` compares the prefix exactly (LIKE would read `_` and `%` as patterns).
+        conn.prepare_cached(
+            "SELECT name FROM checkpoints WHERE substr(name, 1, length(?1)) = ?1 ORDER BY name",
+        )
+        .and_then(|mut s| s.query_map([prefix], |r| r.get(0))?.collect())
+        .map_err(store_error)
+    }
+
     fn snapshot(&self) -> SessionResult<Snapshot> {
         let conn = self.lock();
         // One read transaction, so the snapshot is consistent while other processes append.

@@ -163,3 +163,43 @@ fn the_toml_examples_of_the_guide_load() {
     assert_eq!(config.effective_history(&defaults).unwrap().max_tokens, Some(1200));
     assert!(config.redact.sent);
 }
+
+#[test]
+fn the_specifications_own_names_and_template_form_are_accepted() {
+    // The specification's example, as JSON: `summarizer_agent`, `init.history.start_with`
+    // and a Handlebars `{{#each}}` template.
+    let config = LoopConfig::from_json(
+        r#"{
+            "conversation": true,
+            "history_management": {"strategy": "summarize", "max_tokens": 4096, "summarizer_agent": "extractive", "summarize_ratio": 0.5},
+            "init": {"history": {"start_with": {"from_initial_input": true, "prefix": "User: "}}},
+            "history_template": "{{#each history}}\n{{ this.role }}: {{ this.content }}\n{{/each}}"
+        }"#,
+    )
+    .unwrap();
+    assert_eq!(config.history_management.summarizer.as_deref(), Some("extractive"));
+    assert_eq!(config.init.prefix.as_deref(), Some("User: "));
+    assert!(config.init.from_initial_input);
+    let template =
+        curator_loop::HistoryTemplate::new(config.history_template.as_deref().unwrap()).unwrap();
+    let text = template
+        .render(&[
+            curator_loop::ConversationTurn::user("hi"),
+            curator_loop::ConversationTurn::assistant("hello"),
+        ])
+        .unwrap();
+    assert_eq!(text, "\nuser: hi\n\nassistant: hello\n");
+    // Bare names inside the block, the index and conditions translate too.
+    let template = curator_loop::HistoryTemplate::new(
+        "{{#each history}}{{@index}} {{#if this.content}}{{role}}={{content}}{{else}}-{{/if}};{{/each}}",
+    )
+    .unwrap();
+    assert_eq!(template.render(&[curator_loop::ConversationTurn::user("a")]).unwrap(), "0 user=a;");
+    // Both spellings of one key at once is an error naming them.
+    let err =
+        LoopConfig::from_toml("[init]\nprefix = \"a\"\n[init.history.start_with]\nprefix = \"b\"")
+            .unwrap_err();
+    assert!(err.to_string().contains("init.history.start_with.prefix"), "{err}");
+    let err = LoopConfig::from_toml("[init.history.start_with]\nprefx = \"a\"").unwrap_err();
+    assert!(err.to_string().contains("prefx"), "{err}");
+}
