@@ -1,6 +1,7 @@
 //! Rendering the history as a text block for prompt-only agents, through a sandboxed
 //! minijinja template.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use minijinja::value::{Enumerator, Object};
@@ -203,18 +204,20 @@ fn from_handlebars(source: &str) -> Option<String> {
         match words.as_slice() {
             ["#each", list] => {
                 in_each += 1;
-                out.push_str(&format!("{{% for this in {list} %}}"));
+                let _ = write!(out, "{{% for this in {list} %}}");
             }
             ["/each"] => {
                 in_each = in_each.saturating_sub(1);
                 out.push_str("{% endfor %}");
             }
-            ["#if", condition @ ..] => out.push_str(&format!("{{% if {} %}}", condition.join(" "))),
+            ["#if", condition @ ..] => {
+                let _ = write!(out, "{{% if {} %}}", condition.join(" "));
+            }
             ["else"] => out.push_str("{% else %}"),
             ["/if"] => out.push_str("{% endif %}"),
             ["@index"] => out.push_str("{{ loop.index0 }}"),
             [field @ ("role" | "content")] if in_each > 0 => {
-                out.push_str(&format!("{{{{ this.{field} }}}}"));
+                let _ = write!(out, "{{{{ this.{field} }}}}");
             }
             _ => out.push_str(&rest[open..open + close + 2]),
         }

@@ -10,11 +10,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use curator::conversation_loop::{
-    ConversationLoop, ConversationRole, Error as LoopError, HistoryStrategy, Hitl, LoopBuilder,
-    LoopConfig, LoopOutcome, OpenAiChat,
+    ConversationLoop, ConversationRole, HistoryStrategy, Hitl, LoopBuilder, LoopConfig,
+    LoopOutcome, OpenAiChat,
 };
 use curator::session::SessionStore as _;
 use curator::sqlite::SqliteStore;
+use curator::strategies::Redactor;
+use serde_json::json;
 
 use crate::output::{note, out, outln};
 use crate::pipeline::TokenizerArg;
@@ -77,6 +79,9 @@ pub(crate) struct ChatArgs {
     /// How tokens are counted (default o200k).
     #[arg(long, value_enum)]
     pub(crate) tokenizer: Option<TokenizerArg>,
+    /// Drop the message a failed exchange kept, instead of sending it again at the start.
+    #[arg(long)]
+    pub(crate) discard_unsent: bool,
 }
 
 /// The loop configuration: the file's, or a conversational default, with the flags over it.
@@ -95,6 +100,8 @@ fn config(args: &ChatArgs) -> Result<LoopConfig> {
     config.conversation = true;
     // A chat goes on as long as the person does.
     config.max_iterations = u64::MAX;
+    // A reply that calls a tool is shown and recorded, never dropped for having no text.
+    config.include_tool_artifacts = true;
     let history = &mut config.history_management;
     if let Some(strategy) = args.strategy {
         history.strategy = Some(match strategy {
@@ -111,6 +118,11 @@ fn config(args: &ChatArgs) -> Result<LoopConfig> {
     history.tokenizer = args.tokenizer.map(Into::into).or(history.tokenizer);
     config.validate()?;
     Ok(config)
+}
+
+/// Whether the chat's configuration redacts what it persists.
+fn chat_redacts(args: &ChatArgs) -> Result<bool> {
+    Ok(config(args)?.redact.persisted)
 }
 
 /// The API key to send: from the variable `--api-key-env` names (which must be set), else
@@ -142,6 +154,58 @@ fn system_prompt(store: &SqliteStore, args: &ChatArgs) -> Result<Option<String>>
     Ok(kept)
 }
 
+/// The message of an exchange not known to be recorded yet: kept in the session file before
+/// it is sent, cleared once the loop has recorded it, so that a failed exchange (the server
+/// down, Ctrl-C, a crash) never loses what the person typed.
+struct Unsent {
+    store: SqliteStore,
+    checkpoint: String,
+    /// Redacted before it is kept, when the chat redacts what it persists.
+    redactor: Option<Redactor>,
+}
+
+impl Unsent {
+    fn new(args: &ChatArgs, redact: bool) -> Result<Self> {
+        let store = SqliteStore::open(&args.db)
+            .with_context(|| format!("cannot open the session file {}", args.db.display()))?;
+        Ok(Self {
+            store,
+            checkpoint: format!("curator.chat.unsent/{}", args.session),
+            redactor: redact.then(Redactor::new),
+        })
+    }
+
+    /// The kept message, unless the loop recorded it since (its iteration went past the one
+    /// the message was typed in).
+    fn take(&self, iteration: u64) -> Result<Option<String>> {
+        let kept = self.store.checkpoint(&self.checkpoint).context("cannot read the session")?;
+        let Some(document) = kept.map(|c| c.document) else { return Ok(None) };
+        let typed_in = document["iteration"].as_u64();
+        Ok(document["text"]
+            .as_str()
+            .filter(|_| typed_in.is_some_and(|i| i >= iteration))
+            .map(str::to_owned))
+    }
+
+    fn keep(&self, text: &str, iteration: u64) -> Result<()> {
+        let text = match &self.redactor {
+            Some(redactor) => redactor.redact(text).into_owned(),
+            None => text.to_owned(),
+        };
+        self.store
+            .put_checkpoint(&self.checkpoint, &json!({"text": text, "iteration": iteration}))
+            .context("cannot keep your message in the session file")?;
+        Ok(())
+    }
+
+    fn clear(&self) -> Result<()> {
+        self.store
+            .put_checkpoint(&self.checkpoint, &serde_json::Value::Null)
+            .context("cannot update the session file")?;
+        Ok(())
+    }
+}
+
 fn build(args: &ChatArgs) -> Result<ConversationLoop> {
     if !(args.base_url.starts_with("http://") || args.base_url.starts_with("https://")) {
         anyhow::bail!(
@@ -171,7 +235,61 @@ fn say(role: ConversationRole, text: &str) -> std::io::Result<()> {
         ConversationRole::User => "you",
         ConversationRole::Assistant => "assistant",
     };
-    outln!("{who}> {text}")
+    outln!("{who}> {}", shown(text))
+}
+
+/// A turn as the terminal shows it: the tool calls a reply holds (kept in the turn as JSON
+/// lines) as `[tool call] name(arguments)`.
+fn shown(text: &str) -> String {
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let call = serde_json::from_str::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| v.get("tool_call").cloned());
+            match call {
+                Some(call) => format!(
+                    "[tool call] {}({})",
+                    call["name"].as_str().unwrap_or("?"),
+                    call["arguments"].as_str().unwrap_or_default()
+                ),
+                None => line.to_owned(),
+            }
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// Sends `text` as the person's message: kept first, cleared once recorded; the reply is
+/// shown. A failed exchange leaves the message kept and ends the chat with an error that
+/// says so.
+fn exchange(chat: &mut ConversationLoop, unsent: &Unsent, text: &str, session: &str) -> Result<()> {
+    let before = chat.turn_count();
+    unsent.keep(text, chat.iteration())?;
+    match chat.resume(text) {
+        Ok(LoopOutcome::Paused { .. }) => {
+            unsent.clear()?;
+            let turns = chat.turns();
+            let reply = turns
+                .last()
+                .filter(|t| t.role == ConversationRole::Assistant && turns.len() > before + 1);
+            if let Some(reply) = reply {
+                say(ConversationRole::Assistant, &reply.content)?;
+            } else {
+                note!(
+                    "[the model sent an empty reply: your message is recorded, nothing from the model is]"
+                );
+            }
+            Ok(())
+        }
+        Ok(other) => anyhow::bail!("the chat loop ended: {other:?}"),
+        Err(e) => {
+            let e = anyhow::Error::from(e);
+            Err(e.context(format!(
+                "the exchange failed; your message is kept in session `{session}` and is sent again when you run the same command (--discard-unsent drops it)"
+            )))
+        }
+    }
 }
 
 fn paused_note(session: &str, db: &Path) -> String {
@@ -185,8 +303,9 @@ fn paused_note(session: &str, db: &Path) -> String {
 pub(crate) fn run(args: &ChatArgs) -> Result<ExitCode> {
     let mut chat = build(args)?;
     let note_text = paused_note(&args.session, &args.db);
-    // The loop is checkpointed at every pause for the person: Ctrl-C only has to leave.
-    // What a reply in flight would have added is lost, as the loop's contract says.
+    // The loop is checkpointed at every pause for the person: Ctrl-C only has to leave. A
+    // message in flight was kept before it was sent (`Unsent`) and is sent again at the
+    // next start.
     ctrlc::set_handler(move || {
         note!("\n{note_text}");
         std::process::exit(130);
@@ -213,6 +332,19 @@ pub(crate) fn run(args: &ChatArgs) -> Result<ExitCode> {
         if !outcome.is_paused() {
             anyhow::bail!("the chat loop ended without waiting for you: {outcome:?}");
         }
+    }
+    let unsent = Unsent::new(args, chat_redacts(args)?)?;
+    match unsent.take(chat.iteration())? {
+        Some(_) if args.discard_unsent => {
+            unsent.clear()?;
+            note!("[the message a failed exchange kept was dropped]");
+        }
+        Some(text) => {
+            outln!("you> {text}")?;
+            note!("[sent again: the last exchange failed before it was recorded]");
+            exchange(&mut chat, &unsent, &text, &args.session)?;
+        }
+        None => {}
     }
     let stdin = std::io::stdin();
     let mut line = String::new();
@@ -243,19 +375,7 @@ pub(crate) fn run(args: &ChatArgs) -> Result<ExitCode> {
                 }
                 outln!("---")?;
             }
-            _ => match chat.resume(text) {
-                Ok(LoopOutcome::Paused { .. }) => {
-                    if let Some(reply) =
-                        chat.turns().last().filter(|t| t.role == ConversationRole::Assistant)
-                    {
-                        say(ConversationRole::Assistant, &reply.content)?;
-                    }
-                }
-                Ok(other) => anyhow::bail!("the chat loop ended: {other:?}"),
-                // The exchange failed and was rolled back: the person can try again.
-                Err(e @ LoopError::Step { .. }) => note!("error: {:#}", anyhow::Error::from(e)),
-                Err(e) => return Err(e.into()),
-            },
+            _ => exchange(&mut chat, &unsent, text, &args.session)?,
         }
     }
 }

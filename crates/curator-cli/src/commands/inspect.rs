@@ -1,9 +1,11 @@
-//! `curator inspect`: the evaluations a session file holds.
+//! `curator inspect`: the evaluations a session file holds, and its loop sessions (those
+//! of `curator chat` among them).
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
+use curator::conversation_loop::{SavedLoop, saved_loops};
 use curator::model::{Message, pending_tool_calls};
 use curator::session::{SessionKey, SessionStore};
 
@@ -46,12 +48,6 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
             if pending.is_empty() { "none".to_owned() } else { pending.join(", ") },
         ]);
     }
-    let mut widths = [0; 8];
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
     let mut out = String::new();
     let scope = key.map(|k| format!(" of session `{}`", visible(k))).unwrap_or_default();
     let _ = writeln!(
@@ -60,24 +56,68 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
         session_file::name(path),
         plural(evaluations.len(), "evaluation", "evaluations")
     );
-    for row in &rows {
+    table(&mut out, &rows);
+    let loops: Vec<SavedLoop> =
+        saved_loops(&*store)?.into_iter().filter(|l| key.is_none_or(|k| l.key == k)).collect();
+    if !loops.is_empty() {
+        let _ = writeln!(out, "\n{}{scope}", plural(loops.len(), "loop session", "loop sessions"));
+        let mut rows = vec![[
+            "key".to_owned(),
+            "loop".to_owned(),
+            "turns".to_owned(),
+            "iterations".to_owned(),
+            "last saved".to_owned(),
+            "state".to_owned(),
+        ]];
+        for l in &loops {
+            let state = match (&l.state.paused, l.state.running) {
+                (Some(p), _) => format!("waiting at step `{}`", visible(&p.step_name)),
+                (None, true) => "under way (continued by the next run)".to_owned(),
+                (None, false) => "finished".to_owned(),
+            };
+            rows.push([
+                visible(&l.key),
+                visible(&l.name),
+                l.state.turns.len().to_string(),
+                l.state.iteration.to_string(),
+                l.saved_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                state,
+            ]);
+        }
+        table(&mut out, &rows);
+    }
+    Ok(out)
+}
+
+/// Writes `rows` as a table whose columns are as wide as their longest value: counts
+/// (columns whose cells are all numbers) aligned right, text left, the last column not
+/// padded.
+fn table<const N: usize>(out: &mut String, rows: &[[String; N]]) {
+    let mut widths = [0; N];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let numeric: Vec<bool> = (0..N)
+        .map(|i| {
+            rows.len() > 1 && rows[1..].iter().all(|r| r[i].bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    for row in rows {
         let mut line = String::new();
         for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
             let pad = width - cell.chars().count();
-            match i {
-                // Counts align right, text left; the last column is not padded.
-                3 | 4 => {
-                    let _ = write!(line, "{}{cell}  ", " ".repeat(pad));
-                }
-                7 => line.push_str(cell),
-                _ => {
-                    let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
-                }
+            if i + 1 == N {
+                line.push_str(cell);
+            } else if numeric[i] {
+                let _ = write!(line, "{}{cell}  ", " ".repeat(pad));
+            } else {
+                let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
             }
         }
         let _ = writeln!(out, "{}", line.trim_end());
     }
-    Ok(out)
 }
 
 /// A name as one line of the table: control characters (a newline or a tab in a session

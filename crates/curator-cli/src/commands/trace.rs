@@ -3,7 +3,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use anyhow::{Context as _, Result, bail};
+use curator::conversation_loop::{ConversationTurn, saved_loops};
 use curator::model::{EvaluationId, Message};
 use curator::session::{SessionKey, SessionStore};
 use curator::strategies::{History, HistoryManagerExt, TokenCounter};
@@ -47,11 +48,23 @@ pub(crate) fn run(
         }
         (None, Some(key)) => match store.evaluations_of(key)?.last() {
             Some(summary) => summary.evaluation_id,
-            None => bail!("{} holds no evaluation of session `{key}`", session_file::name(path)),
+            None => {
+                return loop_session(&*store, Some(key.as_str()), kind, raw, usage, pipeline)?
+                    .with_context(|| {
+                        format!(
+                            "{} holds no evaluation or loop session of session `{key}`",
+                            session_file::name(path)
+                        )
+                    });
+            }
         },
         (None, None) => match store.latest_evaluation()? {
             Some(id) => id,
-            None => bail!("{} holds no evaluation", session_file::name(path)),
+            None => {
+                return loop_session(&*store, None, kind, raw, usage, pipeline)?.with_context(
+                    || format!("{} holds no evaluation or loop session", session_file::name(path)),
+                );
+            }
         },
     };
     if let Some(key) = &key
@@ -65,15 +78,67 @@ pub(crate) fn run(
         bail!("{} holds no evaluation {evaluation}", session_file::name(path));
     }
     let history = History::from(entries.iter().map(|e| e.message.clone()).collect::<Vec<_>>());
+    let heading = |shown: usize, tokens: u64| {
+        format!(
+            "evaluation {evaluation}: {shown} messages shown of {} recorded, {tokens} tokens",
+            entries.len()
+        )
+    };
+    let records: Vec<(String, Message)> = entries
+        .iter()
+        .map(|e| (format!("#{:<4} turn {:<3}", e.sequence, e.turn), e.message.clone()))
+        .collect();
+    render(&history, records, &heading, kind, raw, usage, pipeline)
+}
+
+/// The turns of the latest saved loop session (of `key`, when given): a `curator chat`
+/// conversation, say; `None` when there is none.
+fn loop_session(
+    store: &dyn SessionStore,
+    key: Option<&str>,
+    kind: ViewKind,
+    raw: bool,
+    usage: bool,
+    pipeline: &Pipeline,
+) -> Result<Option<String>> {
+    let latest = saved_loops(store)?
+        .into_iter()
+        .filter(|l| key.is_none_or(|k| l.key == k))
+        .max_by_key(|l| l.saved_at);
+    let Some(saved) = latest else { return Ok(None) };
+    let messages: Vec<Message> =
+        saved.state.turns.iter().map(ConversationTurn::to_message).collect();
+    let records: Vec<(String, Message)> =
+        messages.iter().enumerate().map(|(i, m)| (format!("#{i:<4}"), m.clone())).collect();
+    let history = History::from(messages);
+    let heading = |shown: usize, tokens: u64| {
+        format!(
+            "loop `{}` of session `{}` (iteration {}): {shown} turns shown of {}, {tokens} tokens",
+            saved.name,
+            saved.key,
+            saved.state.iteration,
+            saved.state.turns.len()
+        )
+    };
+    render(&history, records, &heading, kind, raw, usage, pipeline).map(Some)
+}
+
+/// The record (`records`) or the pipeline's view of `history`, one line per message.
+fn render(
+    history: &History<'_>,
+    records: Vec<(String, Message)>,
+    heading: &dyn Fn(usize, u64) -> String,
+    kind: ViewKind,
+    raw: bool,
+    usage: bool,
+    pipeline: &Pipeline,
+) -> Result<String> {
     let mut out = String::new();
     let counter: &dyn TokenCounter = &*pipeline.counter;
     let lines: Vec<(String, Message)> = match kind {
-        ViewKind::Record => entries
-            .iter()
-            .map(|e| (format!("#{:<4} turn {:<3}", e.sequence, e.turn), e.message.clone()))
-            .collect(),
+        ViewKind::Record => records,
         ViewKind::Curated => {
-            let view = pipeline.manager.curate_history(&history, &pipeline.context())?;
+            let view = pipeline.manager.curate_history(history, &pipeline.context())?;
             view.iter()
                 .map(|v| {
                     let place = v.pos.map_or_else(|| "new".to_owned(), |p| format!("#{p}"));
@@ -84,12 +149,7 @@ pub(crate) fn run(
         }
     };
     let total: u64 = lines.iter().map(|(_, m)| counter.count_message(m)).sum();
-    let _ = writeln!(
-        out,
-        "evaluation {evaluation}: {} messages shown of {} recorded, {total} tokens",
-        lines.len(),
-        entries.len()
-    );
+    let _ = writeln!(out, "{}", heading(lines.len(), total));
     for (place, message) in &lines {
         let tokens = if usage {
             format!("{:>7} tok  ", counter.count_message(message))

@@ -174,3 +174,102 @@ fn the_system_prompt_is_kept_with_the_session() {
     let out = chat(&["--system", "Answer in German."], "/history\n/quit\n");
     assert!(out.contains("[system] Answer in German.") && !out.contains("French"), "{out}");
 }
+
+/// Runs `curator chat` on `db` against `url` with `input` on stdin.
+fn chat_with(db: &str, url: &str, extra: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_curator"))
+        .args(
+            [&["chat", "--base-url", url, "--model", "m", "--db", db, "--session", "s"], extra]
+                .concat(),
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_reply_that_only_calls_a_tool_is_shown_and_recorded_and_an_empty_one_is_said() {
+    use curator_testkit::chat_server::Reply;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let db = db.to_str().unwrap();
+    let server = ChatServer::start(|n, _| {
+        let message = if n == 1 {
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Rome\"}"}}]})
+        } else {
+            serde_json::json!({"role": "assistant", "content": ""})
+        };
+        Reply::Status(200, serde_json::json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).to_string())
+    });
+    let output = chat_with(db, &server.url(), &[], "Weather in Rome?\nAnd tomorrow?\n/quit\n");
+    let (out, err) = (crate::text(&output.stdout), crate::text(&output.stderr));
+    assert!(output.status.success(), "{err}");
+    assert!(out.contains(r#"assistant> [tool call] get_weather({"city":"Rome"})"#), "{out}");
+    assert!(err.contains("the model sent an empty reply"), "{err}");
+    // Recorded: the chat session is read by `inspect` and `trace`.
+    let output = crate::curator(&["inspect", db]);
+    let out = crate::text(&output.stdout);
+    assert!(output.status.success(), "{}", crate::text(&output.stderr));
+    assert!(out.contains("1 loop session"), "{out}");
+    assert!(out.contains("s    chat") || out.contains("s  chat"), "{out}");
+    let line = out.lines().find(|l| l.contains("waiting at step `user`")).unwrap_or_default();
+    assert!(line.split_whitespace().any(|w| w == "3"), "three turns: {out}");
+    let output = crate::curator(&["trace", db, "--key", "s"]);
+    let out = crate::text(&output.stdout);
+    assert!(output.status.success(), "{}", crate::text(&output.stderr));
+    assert!(out.contains("loop `chat` of session `s`"), "{out}");
+    assert!(out.contains("Weather in Rome?") && out.contains("get_weather"), "{out}");
+    assert!(out.contains("And tomorrow?"), "{out}");
+}
+
+#[test]
+fn a_failed_exchange_keeps_the_message_exits_non_zero_and_sends_it_at_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let db = db.to_str().unwrap();
+    // Nothing listens on port 9: the exchange fails.
+    let output = chat_with(db, "http://127.0.0.1:9", &["--timeout", "2"], "Book the 9:40 train\n");
+    let err = crate::text(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{err}");
+    assert!(err.contains("your message is kept in session `s`"), "{err}");
+    // The same command with the server up: the message goes first, once.
+    let server = ChatServer::counting("reply");
+    let output = chat_with(db, &server.url(), &[], "/quit\n");
+    let out = crate::text(&output.stdout);
+    assert!(output.status.success(), "{}", crate::text(&output.stderr));
+    assert!(out.contains("you> Book the 9:40 train"), "{out}");
+    assert!(out.contains("assistant> reply 1 (1 messages)"), "{out}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["messages"][0]["content"], "Book the 9:40 train");
+    // Started again: nothing is sent twice.
+    let output = chat_with(db, &server.url(), &[], "/quit\n");
+    assert!(output.status.success());
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_message_over_the_budget_is_refused_whole_not_cut_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let db = db.to_str().unwrap();
+    let server = ChatServer::counting("reply");
+    let long = "word ".repeat(2_000);
+    let output = chat_with(db, &server.url(), &["--max-tokens", "100"], &format!("{long}\n"));
+    let err = crate::text(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{err}");
+    assert!(err.contains("more than the history budget of 100"), "{err}");
+    assert!(err.contains("your message is kept"), "{err}");
+    assert!(server.requests().is_empty(), "nothing cut was sent");
+    // With a budget that holds it, it goes whole.
+    let output = chat_with(db, &server.url(), &["--max-tokens", "4096"], "/quit\n");
+    assert!(output.status.success(), "{}", crate::text(&output.stderr));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["messages"][0]["content"].as_str().unwrap(), long.trim_end());
+}
