@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::compact::{Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact};
 use crate::error::{Error, Result};
 use crate::event::TaskEvent;
-use crate::history::{StepId, StepTurn, TaskHistory, TurnRole};
+use crate::history::{StepId, StepTurn, TaskHistory, TurnRole, Visibility};
 use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP, is_task_tool};
 use crate::persist::TASK_HISTORY_CHECKPOINT;
 use crate::plan::{Plan, PlanSync, sync_plan};
@@ -112,13 +112,13 @@ impl<S: SessionStore> TaskConversation<S> {
     ///
     /// **`plan` is applied on a resume** as [`sync_plan`](TaskConversation::sync_plan)
     /// applies it: pass the plan as it stands now (the step in progress becomes the active
-    /// step, new steps are added, renamed ones renamed; a plan with another objective is a
-    /// new task and starts a new history). A plan unchanged since the last sync changes
-    /// nothing.
+    /// step, new steps are added, renamed ones renamed; a revised objective is taken and the
+    /// turns stay). A plan unchanged since the last sync changes nothing.
     ///
     /// # Errors
     ///
-    /// [`Error::Store`] or [`Error::Document`] when the checkpoint cannot be read or
+    /// [`Error::InvalidPlan`] for a plan that lists a step twice or has two steps in
+    /// progress; [`Error::Store`] or [`Error::Document`] when the checkpoint cannot be read or
     /// written; [`Error::Conversation`] when recording an answer fails; the reducer's errors
     /// for a saved history that breaks its rules.
     pub fn open(conversation: Conversation<S>, plan: &Plan) -> Result<Self> {
@@ -239,9 +239,10 @@ impl<S: SessionStore> TaskConversation<S> {
     ///
     /// # Errors
     ///
-    /// The reducer's errors; [`Error::Store`] when saving fails.
+    /// [`Error::InvalidPlan`] (see [`sync_plan`]); the reducer's errors; [`Error::Store`]
+    /// when saving fails.
     pub fn sync_plan(&mut self, plan: &Plan) -> Result<PlanSync> {
-        let sync = sync_plan(Some(&self.state.history), plan);
+        let sync = sync_plan(Some(&self.state.history), plan)?;
         if sync.events.is_empty() {
             return Ok(sync);
         }
@@ -318,11 +319,35 @@ impl<S: SessionStore> TaskConversation<S> {
     ///
     /// # Errors
     ///
-    /// [`Error::Summarizer`] from compaction; [`Error::Store`] when saving a compacted
-    /// history fails.
+    /// [`Error::WindowExceeded`] when the request is still over the window after
+    /// compaction (it is never cut); [`Error::Summarizer`] from compaction; [`Error::Store`]
+    /// when saving a compacted history fails.
     pub fn request(&mut self) -> Result<Vec<Message>> {
         self.compact()?;
-        Ok(self.messages())
+        self.checked_messages()
+    }
+
+    /// The request, refused when it does not fit the window (compaction summarizes done
+    /// steps; the active step is never cut, so a request it makes too large is an error,
+    /// not a silent overflow).
+    fn checked_messages(&self) -> Result<Vec<Message>> {
+        let messages = self.messages();
+        let tokens: u64 = messages.iter().map(|m| self.counter.count_message(m)).sum::<u64>()
+            + self.counter.reply_priming();
+        if tokens <= self.max_tokens {
+            return Ok(messages);
+        }
+        let history = &self.state.history;
+        let active_step = history.active_step_id();
+        let active_tokens = active_step.and_then(|id| history.step(id)).map_or(0, |step| {
+            self.counter.count_text(&self.section.step_markdown(step, Visibility::Full))
+        });
+        Err(Error::WindowExceeded {
+            tokens,
+            max_tokens: self.max_tokens,
+            active_step,
+            active_tokens,
+        })
     }
 
     /// The request as it stands, without compacting.
@@ -524,7 +549,7 @@ impl<S: SessionStore> Driver for TaskConversation<S> {
     }
 
     fn build_request(&self, (): ()) -> Result<Vec<Message>> {
-        Ok(self.messages())
+        self.checked_messages()
     }
 
     fn record_reply(&mut self, reply: Message) -> Result<()> {
@@ -626,7 +651,7 @@ impl<S: SessionStore + 'static> TaskConversation<S> {
 
 /// The history a plan starts.
 fn seeded(plan: &Plan) -> Result<TaskHistory> {
-    match sync_plan(None, plan).events.into_iter().next() {
+    match sync_plan(None, plan)?.events.into_iter().next() {
         Some(TaskEvent::Seed { history }) => Ok(history),
         // `sync_plan` without a history always seeds; an empty history is its equivalent.
         _ => TaskHistory::new(plan.objective.clone(), Vec::<(StepId, String)>::new()),
@@ -667,9 +692,10 @@ fn step_of_call(history: &TaskHistory, call_id: &str) -> Option<StepId> {
 /// event first (the handler runs on the history the live answer saw, so a fold from the
 /// record repeats exactly what happened).
 fn fold(history: TaskHistory, message: &Message) -> Result<TaskHistory> {
-    let Some(step_id) = target(&history) else { return Ok(history) };
-    let append = |history: &TaskHistory, step_id: StepId, turn: StepTurn| {
-        history.apply(&TaskEvent::AppendTurn { step_id: Some(step_id), turn })
+    // `None` while the plan has no step: the turn is kept before the plan.
+    let step_id = target(&history);
+    let append = |history: &TaskHistory, step_id: Option<StepId>, turn: StepTurn| {
+        history.apply(&TaskEvent::AppendTurn { step_id, turn })
     };
     match message.role() {
         Role::System => Ok(history),
@@ -704,7 +730,7 @@ fn fold(history: TaskHistory, message: &Message) -> Result<TaskHistory> {
             {
                 history = history.apply(&event)?;
             }
-            let step_id = step_of_call(&history, call_id).unwrap_or(step_id);
+            let step_id = step_of_call(&history, call_id).or(step_id);
             let turn = StepTurn::new(history.next_turn_id(), TurnRole::Tool, message.text())
                 .with_tool(name, call_id);
             append(&history, step_id, turn)

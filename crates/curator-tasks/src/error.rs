@@ -27,6 +27,29 @@ pub enum Error {
         /// The repeated id.
         step_id: StepId,
     },
+    /// A plan that cannot be followed: a step id listed twice, two steps in progress.
+    #[error("invalid plan: {reason}")]
+    InvalidPlan {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The request, after compaction, does not fit the window: the active step (which is
+    /// never summarized while it receives turns) and what else must be sent are larger. It
+    /// is not cut: summarize or split the step, or give a larger window.
+    #[error(
+        "the request is {tokens} tokens, more than the window of {max_tokens}, after compaction{}",
+        match active_step { Some(step) => format!(" (the active step {step} alone is {active_tokens} tokens)"), None => String::new() }
+    )]
+    WindowExceeded {
+        /// The request's size.
+        tokens: u64,
+        /// The window.
+        max_tokens: u64,
+        /// The active step, if any.
+        active_step: Option<StepId>,
+        /// What the active step's section takes.
+        active_tokens: u64,
+    },
     /// A turn with no step to go to: no active step and none named.
     #[error("no active step: set one, or name the step the turn belongs to")]
     NoActiveStep,

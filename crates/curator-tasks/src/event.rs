@@ -45,6 +45,11 @@ pub enum TaskEvent {
     },
     /// Stop sending turns to any step (every step of the plan is done).
     ClearActiveStep,
+    /// Give the task a new objective (the plan's changed): the steps and their turns stay.
+    SetObjective {
+        /// The new objective.
+        objective: String,
+    },
     /// Give a step a new title (the plan renamed it).
     RenameStep {
         /// The step.
@@ -52,7 +57,8 @@ pub enum TaskEvent {
         /// Its new title.
         title: String,
     },
-    /// Append a turn to the named step, or to the active one. A turn appended to a step
+    /// Append a turn to the named step, or to the active one; while the plan has no step,
+    /// to the turns before the plan ([`TaskHistory::unplanned`]). A turn appended to a step
     /// with a summary drops the summary (it does not cover the new turn) and shows the step
     /// in full; the task tools' own calls and answers (`summarize_step`, `expand_step`,
     /// `context_pressure`) do not, as they say nothing about the task (so that a step that
@@ -131,7 +137,12 @@ impl TaskHistory {
         objective: impl Into<String>,
         steps: impl IntoIterator<Item = (StepId, T)>,
     ) -> Result<Self> {
-        let empty = Self { objective: objective.into(), active_step_id: None, steps: Vec::new() };
+        let empty = Self {
+            objective: objective.into(),
+            active_step_id: None,
+            steps: Vec::new(),
+            unplanned: Vec::new(),
+        };
         let steps = steps.into_iter().map(|(id, title)| StepHistory::new(id, title)).collect();
         empty.apply(&TaskEvent::AddSteps { steps })
     }
@@ -178,10 +189,29 @@ impl TaskHistory {
                 Ok(Self { active_step_id: Some(*step_id), ..self.clone() })
             }
             TaskEvent::ClearActiveStep => Ok(Self { active_step_id: None, ..self.clone() }),
+            TaskEvent::SetObjective { objective } => {
+                Ok(Self { objective: objective.clone(), ..self.clone() })
+            }
             TaskEvent::RenameStep { step_id, title } => self.with_step(*step_id, |step| {
                 step.step_title.clone_from(title);
                 Ok(())
             }),
+            TaskEvent::AppendTurn { step_id: None, turn }
+                if self.active_step_id.is_none() && self.steps.is_empty() =>
+            {
+                // No step to hold it yet: kept before the plan, never dropped.
+                let next_id = self.next_turn_id();
+                if turn.turn_id < next_id {
+                    return Err(Error::TurnOutOfOrder {
+                        step_id: 0,
+                        turn_id: turn.turn_id,
+                        last: next_id - 1,
+                    });
+                }
+                let mut next = self.clone();
+                next.unplanned.push(turn.clone());
+                Ok(next)
+            }
             TaskEvent::AppendTurn { step_id, turn } => {
                 let step_id = step_id.or(self.active_step_id).ok_or(Error::NoActiveStep)?;
                 self.with_step(step_id, |step| {

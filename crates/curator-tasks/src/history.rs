@@ -291,6 +291,9 @@ pub struct TaskHistory {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) active_step_id: Option<StepId>,
     pub(crate) steps: Vec<Arc<StepHistory>>,
+    /// Turns recorded while the plan had no step (the user's first message, say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) unplanned: Vec<StepTurn>,
 }
 
 impl TaskHistory {
@@ -307,6 +310,12 @@ impl TaskHistory {
     /// The steps, in plan order.
     pub fn steps(&self) -> impl ExactSizeIterator<Item = &StepHistory> + '_ {
         self.steps.iter().map(AsRef::as_ref)
+    }
+
+    /// The turns recorded while the plan had no step yet, oldest first: they are rendered
+    /// before the steps, so that nothing said before the plan is lost.
+    pub fn unplanned(&self) -> &[StepTurn] {
+        &self.unplanned
     }
 
     /// The step with this id.
@@ -328,6 +337,7 @@ impl TaskHistory {
         self.steps
             .iter()
             .filter_map(|step| step.turns.last())
+            .chain(self.unplanned.last())
             .map(|turn| turn.turn_id)
             .max()
             .map_or(1, |id| id + 1)

@@ -109,12 +109,17 @@ pub struct PlanSync {
 
 /// The events that bring `history` in line with `plan`:
 ///
-/// - a `Seed` when there is no history yet, or when the plan's objective is not the
-///   history's (a new plan is a new task: its steps start empty, even where ids repeat);
-/// - `AddSteps` for steps the history lacks, `RenameStep` for steps whose title changed;
+/// - a `Seed` when there is no history yet;
+/// - `SetObjective` when the plan's objective changed: the steps and their turns stay (a
+///   revised plan is the same task; a new task is a new conversation);
+/// - `AddSteps` for steps the history lacks, `RenameStep` for steps whose title changed
+///   (steps the plan no longer lists keep their turns);
 /// - `SetActiveStep` for the step in progress, or `ClearActiveStep` when no step is in
-///   progress and the active one is done (every step finished: none receives turns, and
-///   the last one can be compacted like the others).
+///   progress and the active one is done or no longer in the plan (every step finished:
+///   none receives turns, and the last one can be compacted like the others).
+///
+/// A plan that lists a step id twice, or marks two steps in progress, is refused: which
+/// one is meant cannot be told.
 ///
 /// # Examples
 ///
@@ -122,32 +127,58 @@ pub struct PlanSync {
 /// use curator::tasks::{Plan, StepStatus, TaskEvent, sync_plan};
 ///
 /// let plan = Plan::new("Ship", [(1, "Test")]);
-/// let first = sync_plan(None, &plan);
+/// let first = sync_plan(None, &plan)?;
 /// let Some(TaskEvent::Seed { history }) = first.events.first() else { return Err("no seed".into()) };
 ///
 /// let plan = Plan::new("Ship", [(1, "Test"), (2, "Tag")]).with_status(2, StepStatus::InProgress);
 /// let mut history = history.clone();
-/// for event in sync_plan(Some(&history), &plan).events {
+/// for event in sync_plan(Some(&history), &plan)?.events {
 ///     history = history.apply(&event)?;
 /// }
 /// assert_eq!(history.active_step_id(), Some(2));
 ///
 /// let plan = plan.with_status(1, StepStatus::Done).with_status(2, StepStatus::Done);
-/// assert_eq!(sync_plan(Some(&history), &plan).events, [TaskEvent::ClearActiveStep]);
+/// assert_eq!(sync_plan(Some(&history), &plan)?.events, [TaskEvent::ClearActiveStep]);
+///
+/// // A revised objective keeps the steps and what they hold.
+/// let revised = Plan::new("Ship v2", [(1, "Test"), (2, "Tag")]);
+/// assert_eq!(sync_plan(Some(&history), &revised)?.events[0], TaskEvent::SetObjective { objective: "Ship v2".into() });
+/// // Two steps in progress: refused.
+/// let both = revised.with_status(1, StepStatus::InProgress).with_status(2, StepStatus::InProgress);
+/// assert!(sync_plan(Some(&history), &both).is_err());
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> PlanSync {
+///
+/// # Errors
+///
+/// [`Error::InvalidPlan`](crate::Error::InvalidPlan) for a step id listed twice or two steps
+/// in progress.
+pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> crate::Result<PlanSync> {
     let mut sync = PlanSync::default();
-    let in_progress = plan
-        .steps
-        .iter()
-        .find(|step| step.status == StepStatus::InProgress)
-        .map(|step| step.step_id);
-    let Some(history) = history.filter(|history| history.objective() == plan.objective) else {
+    for (i, step) in plan.steps.iter().enumerate() {
+        if plan.steps[..i].iter().any(|earlier| earlier.step_id == step.step_id) {
+            return Err(crate::Error::InvalidPlan {
+                reason: format!("step {} is listed twice", step.step_id),
+            });
+        }
+    }
+    let mut in_progress = plan.steps.iter().filter(|step| step.status == StepStatus::InProgress);
+    let first_in_progress = in_progress.next();
+    if let (Some(a), Some(b)) = (first_in_progress, in_progress.next()) {
+        return Err(crate::Error::InvalidPlan {
+            reason: format!(
+                "steps {} and {} are both in progress: one step at a time receives turns",
+                a.step_id, b.step_id
+            ),
+        });
+    }
+    let in_progress = first_in_progress.map(|step| step.step_id);
+    let Some(history) = history else {
         let mut seeded = TaskHistory {
             objective: plan.objective.clone(),
             active_step_id: None,
             steps: Vec::with_capacity(plan.steps.len()),
+            unplanned: Vec::new(),
         };
         for step in &plan.steps {
             if seeded.step(step.step_id).is_none() {
@@ -158,8 +189,11 @@ pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> PlanSync {
         }
         seeded.active_step_id = in_progress;
         sync.events.push(TaskEvent::Seed { history: seeded });
-        return sync;
+        return Ok(sync);
     };
+    if history.objective() != plan.objective {
+        sync.events.push(TaskEvent::SetObjective { objective: plan.objective.clone() });
+    }
     let mut new_steps: Vec<StepHistory> = Vec::new();
     for step in &plan.steps {
         match history.step(step.step_id) {
@@ -192,7 +226,8 @@ pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> PlanSync {
         (Some(step_id), active) if active != Some(step_id) => {
             sync.events.push(TaskEvent::SetActiveStep { step_id });
         }
-        (None, Some(active)) if status(active) == Some(StepStatus::Done) => {
+        // Done, or removed from the plan: no longer the step receiving turns.
+        (None, Some(active)) if matches!(status(active), Some(StepStatus::Done) | None) => {
             sync.events.push(TaskEvent::ClearActiveStep);
         }
         _ => {}
@@ -208,5 +243,5 @@ pub fn sync_plan(history: Option<&TaskHistory>, plan: &Plan) -> PlanSync {
         })
         .map(|step| step.step_id)
         .collect();
-    sync
+    Ok(sync)
 }

@@ -197,7 +197,15 @@ impl HistorySection {
             self.title,
             escaped(history.objective(), Lead::AfterLabel)
         );
-        if history.steps.is_empty() {
+        if !history.unplanned.is_empty() {
+            // What was said before the plan had a step: shown in full, before the steps.
+            out.push('\n');
+            out.extend(std::iter::repeat_n('#', self.level + 1));
+            out.push_str(" Before the plan\n\n");
+            for turn in shown(&history.unplanned) {
+                markdown_turn(&mut out, &turn, false);
+            }
+        } else if history.steps.is_empty() {
             out.push_str("\n_No history recorded._");
             return out;
         }
@@ -223,7 +231,12 @@ impl HistorySection {
     pub fn text(&self, history: &TaskHistory) -> String {
         let mut out = String::with_capacity(4096);
         let _ = writeln!(out, "Task: {}", history.objective());
-        if history.steps.is_empty() {
+        if !history.unplanned.is_empty() {
+            out.push_str("\nBefore the plan:\n");
+            for shown in shown(&history.unplanned) {
+                text_turn(&mut out, shown.turn, &shown.content, false);
+            }
+        } else if history.steps.is_empty() {
             out.push_str("\n<no history recorded>");
             return out;
         }

@@ -270,7 +270,11 @@ fn inspect_and_trace_filter_by_session_key() {
 
     let bob = text(&curator(&["trace", db, "--key", "bob"]).stdout);
     assert!(bob.contains("a task for bob") && !bob.contains("alice"), "{bob}");
-    fails_with(&curator(&["trace", db, "--key", "carol"]), 2, "no evaluation or loop session of session `carol`");
+    fails_with(
+        &curator(&["trace", db, "--key", "carol"]),
+        2,
+        "no evaluation or loop session of session `carol`",
+    );
     // An evaluation of another key is refused.
     let evaluation = alice
         .lines()

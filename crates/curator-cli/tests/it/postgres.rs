@@ -34,5 +34,9 @@ fn replay_inspect_and_trace_take_a_postgres_url() {
     let out = curator(&["inspect", &secret]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stdout).contains("hunter2") && text(&out.stdout).contains(":***@"));
-    fails_with(&curator(&["trace", &url, "--key", "carol"]), 2, "no evaluation or loop session of session `carol`");
+    fails_with(
+        &curator(&["trace", &url, "--key", "carol"]),
+        2,
+        "no evaluation or loop session of session `carol`",
+    );
 }

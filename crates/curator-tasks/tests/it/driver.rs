@@ -265,6 +265,21 @@ fn a_four_step_task_with_every_tool_compaction_and_a_crash() {
     agent.sync_plan(&done).unwrap();
     assert_eq!(agent.history().active_step_id(), None);
     let mut agent = agent.with_window(Arc::clone(&counter), 120);
+    // Compacted as far as it goes, the request is still over this window: refused, never
+    // sent over it. The compaction is kept; with a window that holds it, it is sent.
+    assert!(
+        matches!(
+            agent.request(),
+            Err(curator_tasks::Error::WindowExceeded {
+                tokens: 169,
+                max_tokens: 120,
+                active_step: None,
+                ..
+            })
+        ),
+        "over the window"
+    );
+    let mut agent = agent.with_window(Arc::clone(&counter), 200);
     let request = agent.request().unwrap();
     // Step 4 (one short turn) stays in full: no summary of it would be shorter.
     assert_eq!(

@@ -21,7 +21,7 @@ pub(crate) fn applied(mut history: TaskHistory, events: &[TaskEvent]) -> TaskHis
 #[test]
 fn plan_changes_become_history_events() {
     let plan = Plan::new("Release 2.0", [(1, "Test"), (2, "Tag")]);
-    let seeded = sync_plan(None, &plan);
+    let seeded = sync_plan(None, &plan).unwrap();
     assert_eq!(seeded.events.len(), 1);
     let TaskEvent::Seed { history } = &seeded.events[0] else {
         unreachable!("seed expected, got {:?}", seeded.events)
@@ -31,11 +31,11 @@ fn plan_changes_become_history_events() {
     let history = history.clone();
 
     // Nothing changed: nothing to do.
-    assert!(sync_plan(Some(&history), &plan).events.is_empty());
+    assert!(sync_plan(Some(&history), &plan).unwrap().events.is_empty());
 
     // A step starts: it becomes active.
     let plan = plan.with_status(1, StepStatus::InProgress);
-    let sync = sync_plan(Some(&history), &plan);
+    let sync = sync_plan(Some(&history), &plan).unwrap();
     assert_eq!(sync.events, [TaskEvent::SetActiveStep { step_id: 1 }]);
     let history = applied(history, &sync.events);
     let history = history
@@ -49,7 +49,7 @@ fn plan_changes_become_history_events() {
         title: "Announce".into(),
         status: StepStatus::Pending,
     });
-    let sync = sync_plan(Some(&history), &plan);
+    let sync = sync_plan(Some(&history), &plan).unwrap();
     assert_eq!(sync.completed, [1]);
     let history = applied(history, &sync.events);
     assert_eq!(
@@ -62,7 +62,7 @@ fn plan_changes_become_history_events() {
     let history = history
         .apply(&TaskEvent::SummarizeStep { step_id: 1, summary: "Tests pass.".into() })
         .unwrap();
-    assert!(sync_plan(Some(&history), &plan).completed.is_empty());
+    assert!(sync_plan(Some(&history), &plan).unwrap().completed.is_empty());
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Integration tests of curator-tasks.
 
 mod driver;
+mod kept;
 mod lifecycle;
 mod new_user;
 mod props;

@@ -17,7 +17,9 @@ use curator_tasks::{
 fn setext_headings_titles_and_code_fences() {
     let plan = Plan::new("Obj", [(1, "Reproduce\n### 9. Fake [active]"), (2, "Fix")])
         .with_status(1, StepStatus::InProgress);
-    let Some(TaskEvent::Seed { history }) = sync_plan(None, &plan).events.into_iter().next() else {
+    let Some(TaskEvent::Seed { history }) =
+        sync_plan(None, &plan).unwrap().events.into_iter().next()
+    else {
         panic!("no seed")
     };
     let turns = [

@@ -90,21 +90,25 @@ fn plan_sync_follows_new_plans_renames_and_the_end() {
         .with_status(2, StepStatus::InProgress);
     let history = tested();
 
-    // A new task reusing the ids: a fresh history, whose step 1 is empty and active.
+    // A revised objective over the same ids: the objective and titles change, the turns
+    // the steps hold stay (the specification's sync only adds and updates).
     let next =
         Plan::new("Add 2FA", [(1, "Design"), (2, "Build")]).with_status(1, StepStatus::InProgress);
-    let sync = sync_plan(Some(&history), &next);
-    let fresh = applied(history.clone(), &sync.events);
-    assert_eq!(fresh.objective(), "Add 2FA");
-    assert_eq!(fresh.active_step_id(), Some(1));
-    assert!(fresh.steps().all(|step| step.turns().is_empty() && step.summary().is_none()));
-    assert_eq!(fresh.step(1).map(curator_tasks::StepHistory::step_title), Some("Design"));
+    let sync = sync_plan(Some(&history), &next).unwrap();
+    assert_eq!(sync.events[0], TaskEvent::SetObjective { objective: "Add 2FA".into() });
+    let revised = applied(history.clone(), &sync.events);
+    assert_eq!(revised.objective(), "Add 2FA");
+    assert_eq!(revised.active_step_id(), Some(1));
+    for step in history.steps() {
+        assert_eq!(revised.step(step.step_id()).unwrap().turns(), step.turns());
+    }
+    assert_eq!(revised.step(1).map(curator_tasks::StepHistory::step_title), Some("Design"));
 
     // A renamed step.
     let renamed = plan.clone();
     let mut renamed = renamed;
     renamed.steps[1].title = "Ship to production".into();
-    let sync = sync_plan(Some(&history), &renamed);
+    let sync = sync_plan(Some(&history), &renamed).unwrap();
     assert_eq!(
         sync.events,
         [TaskEvent::RenameStep { step_id: 2, title: "Ship to production".into() }]
@@ -119,7 +123,7 @@ fn plan_sync_follows_new_plans_renames_and_the_end() {
             "Tagged v1.2 and pushed it; CI is green on 3 platforms after 2 reruns.",
         )))
         .unwrap();
-    let sync = sync_plan(Some(&history), &done);
+    let sync = sync_plan(Some(&history), &done).unwrap();
     assert_eq!(sync.events, [TaskEvent::ClearActiveStep]);
     assert_eq!(sync.completed, [1, 2]);
     let finished = applied(history, &sync.events);

@@ -1,0 +1,111 @@
+//! What the user gave is kept (issue 31): a revised objective keeps the history, the first
+//! message before any step is sent, an active step over the window is an error, a plan that
+//! cannot be followed is refused. Each failed before its fix.
+
+use std::sync::Arc;
+
+use curator_model::{Message, PromptRef};
+use curator_session::{Conversation, MemoryStore};
+use curator_strategies::CharEstimate;
+use curator_tasks::{Error, HistorySection, Plan, StepStatus, TaskConversation};
+
+#[expect(clippy::unwrap_used, reason = "a helper of tests: an error is a test failure")]
+fn open(plan: &Plan) -> TaskConversation<MemoryStore> {
+    let conversation =
+        Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))
+            .unwrap();
+    TaskConversation::open(conversation, plan).unwrap()
+}
+
+#[expect(clippy::unwrap_used, reason = "a helper of tests: an error is a test failure")]
+fn section(agent: &mut TaskConversation<MemoryStore>) -> String {
+    agent.request().unwrap().last().unwrap().text().into_owned()
+}
+
+#[test]
+fn a_revised_objective_keeps_what_the_user_said() {
+    let plan = Plan::new("Book a trip", [(1, "Gather constraints"), (2, "Book")])
+        .with_status(1, StepStatus::InProgress);
+    let mut agent = open(&plan);
+    agent.add_user("500 EUR, Berlin, vegetarian").unwrap();
+    agent.record_assistant(Message::assistant("Noted.")).unwrap();
+    let revised = Plan::new("Book a trip (revised)", [(1, "Gather constraints"), (2, "Book")])
+        .with_status(1, StepStatus::Done)
+        .with_status(2, StepStatus::InProgress);
+    agent.sync_plan(&revised).unwrap();
+    let text = section(&mut agent);
+    assert!(text.contains("500 EUR, Berlin, vegetarian"), "{text}");
+    assert!(text.contains("**Objective**: Book a trip (revised)"), "{text}");
+}
+
+#[test]
+fn the_first_message_before_any_step_is_sent() {
+    let mut agent = open(&Plan::new("Help the user", Vec::<(u32, String)>::new()));
+    agent.add_user("My flight LH 454 was cancelled, rebook me").unwrap();
+    let text = section(&mut agent);
+    assert!(text.contains("My flight LH 454 was cancelled, rebook me"), "{text}");
+    assert!(!text.contains("No history recorded"), "{text}");
+    // Once the plan has steps, the early turns stay, before them.
+    agent
+        .sync_plan(
+            &Plan::new("Help the user", [(1, "Rebook")]).with_status(1, StepStatus::InProgress),
+        )
+        .unwrap();
+    agent.record_assistant(Message::assistant("Looking for flights.")).unwrap();
+    let text = section(&mut agent);
+    let before = text.find("LH 454").unwrap();
+    let step = text.find("### 1. Rebook").unwrap();
+    assert!(before < step, "{text}");
+    assert!(text.contains("Looking for flights."), "{text}");
+    assert_eq!(agent.history().unplanned().len(), 1);
+}
+
+#[test]
+fn an_active_step_over_the_window_is_refused_naming_the_sizes() {
+    let plan = Plan::new("Read the logs", [(1, "Read")]).with_status(1, StepStatus::InProgress);
+    let mut agent = open(&plan).with_window(Arc::new(CharEstimate::default()), 8_000);
+    agent.add_user("Read them").unwrap();
+    let calls = agent
+        .record_assistant(Message::assistant_with_calls(
+            None,
+            vec![curator_model::ToolCall::new("c1", "read_logs", "{}")],
+        ))
+        .unwrap();
+    agent.record_tool_result(calls[0].id(), Ok::<_, String>("log line ".repeat(25_000))).unwrap();
+    match agent.request() {
+        Err(Error::WindowExceeded { tokens, max_tokens, active_step, active_tokens }) => {
+            assert_eq!((max_tokens, active_step), (8_000, Some(1)));
+            assert!(tokens > 50_000 && active_tokens > 50_000, "{tokens} {active_tokens}");
+        }
+        other => panic!("expected WindowExceeded, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_active_step_removed_from_the_plan_is_no_longer_active() {
+    let plan = Plan::new("Ship", [(1, "Test"), (2, "Tag")]).with_status(1, StepStatus::InProgress);
+    let mut agent = open(&plan);
+    agent.sync_plan(&Plan::new("Ship", [(2, "Tag")])).unwrap();
+    assert_eq!(agent.history().active_step_id(), None);
+    assert!(!HistorySection::new().markdown(agent.history()).contains("[active]"));
+}
+
+#[test]
+fn a_plan_with_a_repeated_step_or_two_steps_in_progress_is_refused() {
+    let mut agent = open(&Plan::new("Ship", [(1, "Test")]));
+    let err = agent.sync_plan(&Plan::new("Ship", [(1, "Test"), (1, "Test again")])).unwrap_err();
+    assert!(err.to_string().contains("step 1 is listed twice"), "{err}");
+    let two = Plan::new("Ship", [(1, "Test"), (2, "Tag")])
+        .with_status(1, StepStatus::InProgress)
+        .with_status(2, StepStatus::InProgress);
+    let err = agent.sync_plan(&two).unwrap_err();
+    assert!(err.to_string().contains("steps 1 and 2 are both in progress"), "{err}");
+    let conversation = Conversation::open(
+        MemoryStore::new(),
+        "k2",
+        PromptRef::new("d", "a"),
+        Message::system("s"),
+    )
+    .unwrap();
+    assert!(matches!(TaskConversation::open(conversation, &two), Err(Error::InvalidPlan { .. })));
+}
