@@ -517,7 +517,11 @@ impl ConversationLoop {
         }
         // What is kept is redacted when the loop redacts what it persists: the next input
         // and the paused iteration's outputs too, not only the turns.
-        let input = self.as_persisted(self.input.clone());
+        let input: std::borrow::Cow<'_, str> = if self.redacts_persisted() {
+            self.as_persisted(self.input.clone()).into()
+        } else {
+            self.input.as_str().into()
+        };
         let paused = self.paused.as_ref().map(|p| self.persisted_pause(p));
         let values = HeadValues {
             iteration: self.iteration,
@@ -790,19 +794,29 @@ impl ConversationLoop {
         let (Some(mine), Some(newest)) = (mine, self.history.messages().last()) else {
             return Ok(Repeat::No);
         };
-        if mine.role() != Role::User || self.as_persisted(mine.text().into_owned()) != newest.text()
-        {
+        if mine.role() != Role::User {
+            return Ok(Repeat::No);
+        }
+        // The record keeps the text as persisted: redacted, when the loop redacts what it
+        // keeps.
+        let repeats = if self.redacts_persisted() {
+            self.as_persisted(mine.text().into_owned()) == newest.text()
+        } else {
+            mine.text() == newest.text()
+        };
+        if !repeats {
             return Ok(Repeat::No);
         }
         let last = self.history.len() - 1;
-        let Some(shown) = view.iter().last().filter(|e| e.pos == Some(last)) else {
+        let Some(index) = view.len().checked_sub(1).filter(|&i| view.pos(i) == Some(last)) else {
             // The bound left the newest turn out (it sends no history): the step's copy goes.
             return Ok(Repeat::No);
         };
+        let shown = view.message(index);
         if newest.role() != Role::User {
             return Ok(Repeat::DropOwn);
         }
-        if shown.message.text() == newest.text() {
+        if shown.text() == newest.text() {
             return Ok(Repeat::DropNewest);
         }
         if self.history_config.cut_current_message.unwrap_or(false) {

@@ -37,7 +37,13 @@ pub(crate) fn inject(own: Vec<Message>, history: Injected, repeat: Repeat) -> Ve
         Injected::Block(Some(block)) => {
             match rest.iter().rposition(|m| m.role() == Role::User) {
                 Some(i) => {
-                    let prompt = format!("{block}\n\n{}", rest[i].text());
+                    // The block's own buffer takes the prompt: one copy of the prompt, none
+                    // of the block.
+                    let mut prompt = block;
+                    let own = rest[i].text();
+                    prompt.reserve(2 + own.len());
+                    prompt.push_str("\n\n");
+                    prompt.push_str(&own);
                     rest[i] = rest[i].clone_with_content(Some(prompt.into()));
                 }
                 None => rest.push(Message::user(block)),
