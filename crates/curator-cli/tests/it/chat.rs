@@ -117,9 +117,10 @@ fn two_turns_ctrl_c_restart_and_the_history_is_there() {
         assert!(screen.contains(line), "{line} missing after the restart:\n{screen}");
     }
     tmux.type_line("/history");
-    let screen = tmux.wait_for("--- what the model is sent next (5 messages", 1);
+    tmux.wait_for("--- what the model is sent next (5 messages", 1);
+    // The listing's last message, printed after its header: wait for it, not the header.
+    let screen = tmux.wait_for("[assistant] reply 2 (4 messages)", 1);
     assert!(screen.contains("[system] Be brief."), "{screen}");
-    assert!(screen.contains("[assistant] reply 2 (4 messages)"), "{screen}");
     tmux.type_line("And a restaurant");
     tmux.wait_for("assistant> reply 3 (6 messages)", 1);
     let requests = server.requests();
