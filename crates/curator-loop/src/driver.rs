@@ -12,7 +12,7 @@ use curator_strategies::{
 use crate::config::{AiTurnSource, LoopConfig, UserTurnSource};
 use crate::config::{DEFAULT_MAX_TOKENS, HistoryConfig};
 use crate::error::{Error, Result};
-use crate::inject::{Injected, inject};
+use crate::inject::{Injected, Repeat, inject};
 use crate::persist::HeadValues;
 use crate::persist::Persister;
 use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
@@ -186,17 +186,6 @@ impl std::fmt::Debug for ConversationLoop {
             .field("paused", &self.paused)
             .finish_non_exhaustive()
     }
-}
-
-/// Whether an agent step's own last message repeats the newest turn, and which copy goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Repeat {
-    /// It does not: both are sent.
-    No,
-    /// The step's own copy is sent (whole); the history's is left out.
-    DropNewest,
-    /// The history's copy is sent; the step's is left out.
-    DropOwn,
 }
 
 /// How an iteration ended, short of an error.

@@ -3,7 +3,16 @@
 
 use curator_model::{Message, Role};
 
-use crate::driver::Repeat;
+/// Whether an agent step's own last message repeats the newest turn, and which copy goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Repeat {
+    /// It does not: both are sent.
+    No,
+    /// The step's own copy is sent (whole); the history's is left out.
+    DropNewest,
+    /// The history's copy is sent; the step's is left out.
+    DropOwn,
+}
 
 /// The history put into a request: messages, or the rendered block (`None` when there is no
 /// history to render).
