@@ -47,6 +47,7 @@ mod trace;
 mod turn;
 mod user_namespace;
 mod value;
+mod walk;
 
 pub use compression::{
     Compression, CompressionConfig, ConfiguredStrategy, SingleUserCoalesced, StrategyName,
@@ -64,3 +65,4 @@ pub use error::{Error, Result};
 pub use format::{ELLIPSIS, Limits, to_clojure};
 pub use turn::{Definition, RecordedToolCall, Turn, TurnDraft, TurnResult, Turns};
 pub use value::{Function, Value};
+pub use walk::MAX_NESTING;

@@ -1,6 +1,7 @@
 //! Integration tests of curator-coalesce.
 
 mod arb;
+mod bounds;
 mod config;
 mod driver;
 mod golden;
