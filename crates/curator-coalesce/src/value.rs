@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 ///
 /// # Depth
 ///
-/// A value may nest as deep as its producer likes: converting from JSON, cloning, comparing
-/// and dropping walk it with a stack on the heap, never by recursion, so a value 100,000
-/// levels deep is as safe as a flat one. Two traversals are bounded instead:
+/// A value may nest as deep as its producer likes: converting from JSON, cloning, comparing,
+/// dropping and printing ([`to_clojure`](crate::to_clojure)) walk it with a stack on the heap,
+/// never by recursion, so a value 100,000 levels deep is as safe as a flat one. Two traversals are bounded instead:
 /// `Debug` prints `..` below [`MAX_NESTING`](crate::MAX_NESTING) levels, and serializing a
 /// value nested deeper than that fails with an error (serde serializers recurse; a checkpoint
 /// of such a value is refused rather than crashing the process). Deserializing is bounded by
