@@ -184,17 +184,18 @@ impl Compression for Uncompressed {
 }
 
 /// What happened when a turn's program ran, as the full history shows it: `Result: {value}`
-/// or `Error: {error}`, every tool call and all output, unbounded.
+/// or `Error: {error}`, every tool call and all output, unbounded but for private (`_`) map
+/// keys, which the model never sees.
 pub(crate) fn execution_report(turn: &Turn) -> String {
+    const FULL: Limits = Limits::UNLIMITED.with_private_hidden();
     let mut text = match turn.result() {
-        TurnResult::Returned(value) => format!("Result: {}", to_clojure(value, Limits::UNLIMITED)),
+        TurnResult::Returned(value) => format!("Result: {}", to_clojure(value, FULL)),
         TurnResult::Failed(error) => format!("Error: {error}"),
     };
     if !turn.tool_calls().is_empty() {
         text.push_str("\n\n;; Tool calls made:");
         for call in turn.tool_calls() {
-            let _ =
-                write!(text, "\n;   {}({})", call.name, to_clojure(&call.args, Limits::UNLIMITED));
+            let _ = write!(text, "\n;   {}({})", call.name, to_clojure(&call.args, FULL));
         }
     }
     if !turn.prints().is_empty() {
