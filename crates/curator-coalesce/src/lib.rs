@@ -35,6 +35,7 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod budget;
 mod compression;
 mod conversation;
 mod error;

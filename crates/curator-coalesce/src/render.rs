@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use crate::budget::{self, Layout, Section, SectionKind, write_capped};
 use crate::format::{Limits, Printer, is_private, write_escaped, write_string};
 use crate::namespace::Run;
 use crate::turn::{Turn, Turns};
@@ -19,34 +20,50 @@ pub(crate) const TEXT_CHARS: usize = 240;
 /// What a private (`_`) name shows in place of its sample.
 pub(crate) const HIDDEN: &str = "[hidden]";
 
-/// Limits of the execution history in the coalesced USER message.
+/// Limits of the execution history in the coalesced USER message, and its budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HistoryLimits {
     pub(crate) println_limit: usize,
     pub(crate) tool_call_limit: usize,
+    /// The most characters of the whole message.
+    pub(crate) max_chars: usize,
 }
 
-/// The text being written, with the printer its samples share.
+/// The text being written and where its pieces are, for the budget.
 struct Writer<'a> {
     out: String,
+    layout: Layout,
     printer: Printer<'a>,
 }
 
 impl<'a> Writer<'a> {
     fn new(capacity: usize) -> Self {
-        Self { out: String::with_capacity(capacity), printer: Printer::new() }
+        Self {
+            out: String::with_capacity(capacity),
+            layout: Layout::default(),
+            printer: Printer::new(),
+        }
     }
 
     /// Starts a section with its header line, after a blank line.
-    fn section(&mut self, header: &str) {
+    fn section(&mut self, kind: SectionKind, header: &str) {
+        let start = self.out.len();
         self.out.push('\n');
         self.out.push_str(header);
         self.out.push('\n');
+        self.layout.sections.push(Section {
+            kind,
+            header: start..self.out.len(),
+            entries: Vec::new(),
+        });
     }
 
-    /// Ends an entry.
-    fn end_entry(&mut self) {
+    /// Ends the entry that started at `start` (its line break included).
+    fn end_entry(&mut self, start: usize) {
         self.out.push('\n');
+        if let Some(section) = self.layout.sections.last_mut() {
+            section.entries.push(start..self.out.len());
+        }
     }
 
     /// Pads the code written since `start` to the comment column and starts the comment.
@@ -82,7 +99,7 @@ impl<'a> Writer<'a> {
         if run.tools.is_empty() {
             return;
         }
-        self.section(";; === tool/ ===");
+        self.section(SectionKind::Tool, ";; === tool/ ===");
         for tool in &run.tools {
             let start = self.out.len();
             self.out.push_str("(tool/");
@@ -102,7 +119,7 @@ impl<'a> Writer<'a> {
                     write_string(&mut self.out, description, Some(TEXT_CHARS), None);
                 }
             }
-            self.end_entry();
+            self.end_entry(start);
         }
     }
 
@@ -110,14 +127,14 @@ impl<'a> Writer<'a> {
         if run.data.is_empty() {
             return;
         }
-        self.section(";; === data/ ===");
+        self.section(SectionKind::Data, ";; === data/ ===");
         for entry in &run.data {
             let start = self.out.len();
             self.out.push_str("data/");
             self.name(&entry.name);
             self.comment(start);
             self.described(&entry.name, &entry.value, entry.show_sample);
-            self.end_entry();
+            self.end_entry(start);
         }
     }
 
@@ -125,7 +142,7 @@ impl<'a> Writer<'a> {
         if definitions.is_empty() {
             return;
         }
-        self.section(";; === user/ (your prelude) ===");
+        self.section(SectionKind::User, ";; === user/ (your prelude) ===");
         for entry in definitions {
             let start = self.out.len();
             if let Value::Function(function) = entry.value {
@@ -159,14 +176,14 @@ impl<'a> Writer<'a> {
                 self.out.push_str("= ");
                 self.described(entry.name, entry.value, entry.sample);
             }
-            self.end_entry();
+            self.end_entry(start);
         }
     }
 
     fn tool_calls_section(&mut self, turns: &'a Turns, limit: usize) {
         let calls: Vec<_> = turns.iter().flat_map(Turn::tool_calls).collect();
         if calls.is_empty() {
-            self.section(";; No tool calls made");
+            self.section(SectionKind::ToolCalls, ";; No tool calls made");
             return;
         }
         let shown = &calls[calls.len().saturating_sub(limit)..];
@@ -174,8 +191,9 @@ impl<'a> Writer<'a> {
             // A limit of zero hides the history; a header with nothing under it would mislead.
             return;
         }
-        self.section(";; Tool calls made:");
+        self.section(SectionKind::ToolCalls, ";; Tool calls made:");
         for call in shown {
+            let start = self.out.len();
             self.out.push_str(";   ");
             self.name(&call.name);
             self.out.push('(');
@@ -183,34 +201,44 @@ impl<'a> Writer<'a> {
                 self.printer.write(&mut self.out, &call.args, Limits::TOOL_ARGS);
             }
             self.out.push(')');
-            self.end_entry();
+            self.end_entry(start);
         }
     }
 
-    fn output_section(&mut self, turns: &Turns, limit: usize) {
+    fn output_section(&mut self, turns: &Turns, limits: HistoryLimits) {
         let prints: Vec<&String> =
             turns.iter().filter(|turn| turn.success()).flat_map(Turn::prints).collect();
-        let shown = &prints[prints.len().saturating_sub(limit)..];
+        let shown = &prints[prints.len().saturating_sub(limits.println_limit)..];
         if shown.is_empty() {
             return;
         }
-        self.section(";; Output:");
+        self.section(SectionKind::Output, ";; Output:");
+        // One println call takes at most a quarter of the budget, its beginning and its end.
+        let cap = limits.max_chars / 4;
         for print in shown {
-            self.out.push_str(print);
-            self.out.push('\n');
+            let start = self.out.len();
+            write_capped(&mut self.out, print, cap);
+            self.end_entry(start);
         }
     }
 
-    fn failure_section(&mut self, turns: &Turns) {
+    fn failure_section(&mut self, turns: &Turns, max_chars: usize) {
         // Only while the run is still failing: one successful turn collapses every error.
         let Some(turn) = turns.last() else { return };
         let Some(error) = turn.error() else { return };
-        let program = turn.program().trim_end();
-        let fence = fence(program);
+        let start = self.out.len();
+        // The program and the error take at most an eighth of the budget each.
+        let cap = max_chars / 8;
+        let mut program = String::new();
+        write_capped(&mut program, turn.program().trim_end(), cap);
+        let fence = fence(&program);
         let _ = write!(
             self.out,
-            "\n---\nYour previous attempt:\n{fence}clojure\n{program}\n{fence}\n\nError: {error}\n---\n"
+            "\n---\nYour previous attempt:\n{fence}clojure\n{program}\n{fence}\n\nError: "
         );
+        write_capped(&mut self.out, error, cap);
+        self.out.push_str("\n---\n");
+        self.layout.failure = Some(start..self.out.len());
     }
 }
 
@@ -226,6 +254,7 @@ fn write_opening<'a>(writer: &mut Writer<'a>, run: &'a Run) {
     // Trailing line breaks of the mission would add to the one blank line between sections.
     let mission = run.mission.trim_end_matches(['\n', '\r']);
     writer.out.push_str(mission);
+    writer.layout.mission = 0..writer.out.len();
     writer.out.push('\n');
     writer.tool_section(run);
     writer.data_section(run);
@@ -238,7 +267,7 @@ pub(crate) fn mission_and_namespaces(run: &Run) -> String {
     writer.out
 }
 
-/// The whole coalesced USER message.
+/// The whole coalesced USER message, within `limits.max_chars` characters.
 pub(crate) fn coalesced(run: &Run, turns: &Turns, limits: HistoryLimits) -> String {
     let mut writer = Writer::new(1024);
     write_opening(&mut writer, run);
@@ -246,10 +275,13 @@ pub(crate) fn coalesced(run: &Run, turns: &Turns, limits: HistoryLimits) -> Stri
     if !run.tools.is_empty() || turns.iter().any(|turn| !turn.tool_calls().is_empty()) {
         writer.tool_calls_section(turns, limits.tool_call_limit);
     }
-    writer.output_section(turns, limits.println_limit);
-    writer.failure_section(turns);
+    writer.output_section(turns, limits);
+    writer.failure_section(turns, limits.max_chars);
+    let start = writer.out.len();
     let _ = write!(writer.out, "\nTurns left: {}", turns_left(run, turns));
-    writer.out
+    writer.layout.tail = start..writer.out.len();
+    let Writer { out, layout, .. } = writer;
+    budget::fit(out, &layout, limits.max_chars)
 }
 
 pub(crate) fn turns_left(run: &Run, turns: &Turns) -> u64 {

@@ -79,6 +79,19 @@ fn private_names_and_keys_are_hidden() {
 }
 
 #[test]
+fn a_five_megabyte_println_keeps_its_beginning_and_end_within_the_budget() {
+    let print = format!("BEGIN{}END", "x".repeat(5 * 1024 * 1024));
+    let mut draft = TurnDraft::returned("(println big)", Value::Nil);
+    draft.prints = vec!["an older print".to_owned(), print];
+    let text = user_message(&Run::new("s", "Print it"), &one_turn(draft));
+    let budget = SingleUserCoalesced::DEFAULT_MAX_CHARS;
+    assert!(text.chars().count() <= budget, "{} characters", text.chars().count());
+    assert!(text.contains("\n;; Output:\nan older print\nBEGINxxx"), "{}", &text[..200]);
+    assert!(text.contains("xxxEND\n\nTurns left: 4"), "the newest output keeps its end");
+    assert!(text.contains(" characters cut ...]"), "the cut is marked");
+}
+
+#[test]
 fn lists_ten_deep_and_four_wide_give_a_short_sample() {
     let run = Run::new("s", "Look").with_data(vec![DataEntry::new("grid", deep_and_wide(10, 4))]);
     let text = user_message(&run, &Turns::new());
@@ -175,4 +188,48 @@ fn a_docstring_cannot_inject_a_section_header() {
         ),
         "{text}"
     );
+}
+
+#[test]
+fn the_smallest_budget_holds_a_marker_for_everything_it_cuts() {
+    let huge = "y".repeat(100_000);
+    let run = Run::new("s", format!("MISSION{huge}END"))
+        .with_tools(
+            (0..50).map(|i| ToolSpec::new(format!("tool-{i}"), ["q"], huge.clone())).collect(),
+        )
+        .with_data(
+            (0..50).map(|i| DataEntry::new(format!("d{i}"), Value::from(huge.clone()))).collect(),
+        )
+        .with_max_turns(u32::MAX);
+    let mut turns = Turns::new();
+    for _ in 0..30 {
+        let mut draft = TurnDraft::returned("(work)", Value::Nil);
+        draft.prints = vec![huge.clone(); 20];
+        draft.tool_calls = (0..30)
+            .map(|i| RecordedToolCall::new(format!("tool-{i}"), Value::Nil, Value::Nil))
+            .collect();
+        draft.memory = (0..40)
+            .map(|i| Definition { name: format!("{huge}{i}"), value: Value::from(i) })
+            .collect();
+        turns.push(draft);
+    }
+    turns.push(TurnDraft::failed(huge.clone(), huge.clone()));
+    let minimum = SingleUserCoalesced::MIN_MAX_CHARS;
+    let text =
+        SingleUserCoalesced::default().with_max_chars(minimum).unwrap().user_message(&run, &turns);
+    assert!(text.chars().count() <= minimum, "{} characters:\n{text}", text.chars().count());
+    for marker in [
+        ";; ... 50 tools cut to fit the message budget\n",
+        ";; ... 50 inputs cut to fit the message budget\n",
+        ";; ... 40 definitions cut to fit the message budget\n",
+        ";   ... 20 tool calls cut to fit the message budget\n",
+        ";; ... 15 println calls cut to fit the message budget\n",
+        "\n;; ... the failed attempt (",
+    ] {
+        assert!(text.contains(marker), "{marker:?} missing:\n{text}");
+    }
+    assert!(text.starts_with("MISSIONyyy"), "{text}");
+    assert!(text.contains(" characters cut ...]yyy"), "{text}");
+    assert!(text.contains("yyyEND\n\n;; === tool/ ===\n"), "the mission keeps its end: {text}");
+    assert!(text.ends_with("\n\nTurns left: 4294967264"), "{text}");
 }
