@@ -2,6 +2,7 @@
 
 mod arb;
 mod bounds;
+mod budget_props;
 mod config;
 mod driver;
 mod golden;
