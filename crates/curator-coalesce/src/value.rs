@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 /// of such a value is refused rather than crashing the process). Deserializing is bounded by
 /// the deserializer: `serde_json` refuses text nested deeper than 128 levels.
 ///
+/// Because `Value` implements `Drop` (to take deep values apart without recursion), a `match`
+/// cannot move a field out of it: match on `&mut value` and take the field instead, as in
+/// `if let Value::String(text) = &mut value { std::mem::take(text) }`.
+///
 /// # Examples
 ///
 /// ```
