@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use curator_model::Message;
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
 use crate::format::{Limits, to_clojure};
 use crate::namespace::Run;
 use crate::render::{self, HistoryLimits};
@@ -49,6 +50,23 @@ impl std::fmt::Debug for dyn Compression + '_ {
 /// the `tool/`, `data/` and `user/` namespaces, the tool calls and output so far, the failed
 /// attempt while the run is still failing, and the turns left.
 ///
+/// # Bounds
+///
+/// The USER message never exceeds [`max_chars`](Self::max_chars) characters (default
+/// [`DEFAULT_MAX_CHARS`](Self::DEFAULT_MAX_CHARS), about 12,500 tokens at four characters a
+/// token), whatever the run holds. Every piece is bounded first: a println call to a
+/// quarter of the budget, the failed program and its error to an eighth each (their
+/// beginning and end kept, `[... N characters cut ...]` between), samples and tool
+/// arguments by [`Limits::SAMPLE`] and [`Limits::TOOL_ARGS`], descriptions and docstrings to
+/// 240 characters. When the whole is still too long, whole entries are cut, the oldest
+/// output first and the mission last (see `docs/coalesce.md`), and each cut leaves a line
+/// saying what and how many: `;; ... 3 earlier println calls cut to fit the message budget`.
+/// The newest println call and tool call are the last history to go.
+///
+/// Names starting with `_` are private: `data/` and `user/` list them with their type and
+/// `[hidden]` in place of a sample, and maps everywhere in the message leave out their
+/// `_` keys, saying how many (`{:user "bob", ... 1 private key hidden}`).
+///
 /// # Examples
 ///
 /// ```
@@ -61,22 +79,73 @@ impl std::fmt::Debug for dyn Compression + '_ {
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(try_from = "SingleUserCoalescedOptions")]
 #[non_exhaustive]
 pub struct SingleUserCoalesced {
     /// The most recent `println` calls shown (default 15).
     pub println_limit: usize,
     /// The most recent tool calls shown (default 20).
     pub tool_call_limit: usize,
+    /// The most characters of the USER message; at least [`Self::MIN_MAX_CHARS`], so
+    /// private, and saved only when it is not the default.
+    #[serde(skip_serializing_if = "is_default_budget")]
+    max_chars: usize,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's `skip_serializing_if` lends the field"
+)]
+fn is_default_budget(max_chars: &usize) -> bool {
+    *max_chars == SingleUserCoalesced::DEFAULT_MAX_CHARS
+}
+
+/// The options as configuration writes them, checked before they become a
+/// [`SingleUserCoalesced`].
+#[derive(Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct SingleUserCoalescedOptions {
+    println_limit: usize,
+    tool_call_limit: usize,
+    max_chars: usize,
+}
+
+impl Default for SingleUserCoalescedOptions {
+    fn default() -> Self {
+        let defaults = SingleUserCoalesced::default();
+        Self {
+            println_limit: defaults.println_limit,
+            tool_call_limit: defaults.tool_call_limit,
+            max_chars: defaults.max_chars,
+        }
+    }
+}
+
+impl TryFrom<SingleUserCoalescedOptions> for SingleUserCoalesced {
+    type Error = Error;
+
+    fn try_from(options: SingleUserCoalescedOptions) -> Result<Self, Error> {
+        Self::default()
+            .with_println_limit(options.println_limit)
+            .with_tool_call_limit(options.tool_call_limit)
+            .with_max_chars(options.max_chars)
+    }
 }
 
 impl Default for SingleUserCoalesced {
     fn default() -> Self {
-        Self { println_limit: 15, tool_call_limit: 20 }
+        Self { println_limit: 15, tool_call_limit: 20, max_chars: Self::DEFAULT_MAX_CHARS }
     }
 }
 
 impl SingleUserCoalesced {
+    /// The default budget of the USER message: 50,000 characters.
+    pub const DEFAULT_MAX_CHARS: usize = 50_000;
+
+    /// The smallest budget: what the section headers, the cut markers and `Turns left` need,
+    /// with room for the mission's beginning and end.
+    pub const MIN_MAX_CHARS: usize = 1_000;
+
     /// The same strategy showing at most `limit` println calls.
     ///
     /// # Examples
@@ -109,6 +178,46 @@ impl SingleUserCoalesced {
         self
     }
 
+    /// The same strategy with a budget of `max_chars` characters for the USER message
+    /// (`usize::MAX` for none); configuration writes it `"max_chars": 20000`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::coalesce::SingleUserCoalesced;
+    ///
+    /// let coalesced = SingleUserCoalesced::default().with_max_chars(20_000)?;
+    /// assert_eq!(coalesced.max_chars(), 20_000);
+    /// assert!(SingleUserCoalesced::default().with_max_chars(10).is_err());
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BudgetTooSmall`] below [`Self::MIN_MAX_CHARS`]: the markers that say what
+    /// was cut would not fit.
+    pub const fn with_max_chars(mut self, max_chars: usize) -> Result<Self, Error> {
+        if max_chars < Self::MIN_MAX_CHARS {
+            return Err(Error::BudgetTooSmall { max_chars, minimum: Self::MIN_MAX_CHARS });
+        }
+        self.max_chars = max_chars;
+        Ok(self)
+    }
+
+    /// The most characters of the USER message.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::coalesce::SingleUserCoalesced;
+    ///
+    /// assert_eq!(SingleUserCoalesced::default().max_chars(), SingleUserCoalesced::DEFAULT_MAX_CHARS);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub const fn max_chars(&self) -> usize {
+        self.max_chars
+    }
+
     /// The USER message alone.
     ///
     /// # Examples
@@ -127,6 +236,7 @@ impl SingleUserCoalesced {
             HistoryLimits {
                 println_limit: self.println_limit,
                 tool_call_limit: self.tool_call_limit,
+                max_chars: self.max_chars,
             },
         )
     }
@@ -184,17 +294,18 @@ impl Compression for Uncompressed {
 }
 
 /// What happened when a turn's program ran, as the full history shows it: `Result: {value}`
-/// or `Error: {error}`, every tool call and all output, unbounded.
+/// or `Error: {error}`, every tool call and all output, unbounded but for private (`_`) map
+/// keys, which the model never sees.
 pub(crate) fn execution_report(turn: &Turn) -> String {
+    const FULL: Limits = Limits::UNLIMITED.with_private_hidden();
     let mut text = match turn.result() {
-        TurnResult::Returned(value) => format!("Result: {}", to_clojure(value, Limits::UNLIMITED)),
+        TurnResult::Returned(value) => format!("Result: {}", to_clojure(value, FULL)),
         TurnResult::Failed(error) => format!("Error: {error}"),
     };
     if !turn.tool_calls().is_empty() {
         text.push_str("\n\n;; Tool calls made:");
         for call in turn.tool_calls() {
-            let _ =
-                write!(text, "\n;   {}({})", call.name, to_clojure(&call.args, Limits::UNLIMITED));
+            let _ = write!(text, "\n;   {}({})", call.name, to_clojure(&call.args, FULL));
         }
     }
     if !turn.prints().is_empty() {

@@ -3,8 +3,8 @@
 /// The result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What can go wrong when a program's names are resolved, or when a run is recorded
-/// through a session conversation.
+/// What can go wrong when a program's names are resolved, when a compression is configured,
+/// or when a run is recorded through a session conversation.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -19,6 +19,14 @@ pub enum Error {
     Ambiguous {
         /// The bare name.
         name: String,
+    },
+    /// A message budget too small for the markers that say what the budget cut.
+    #[error("a message budget of {max_chars} characters is below the minimum of {minimum}")]
+    BudgetTooSmall {
+        /// The budget asked for.
+        max_chars: usize,
+        /// The smallest budget accepted.
+        minimum: usize,
     },
     /// Recording the conversation a run follows failed.
     #[error("recording the conversation failed")]

@@ -19,6 +19,21 @@
 //! - [`CoalescedConversation`]: a session conversation whose requests are built from the
 //!   turns by a compression, with crash resume.
 //!
+//! # Guarantees
+//!
+//! - The USER message of [`SingleUserCoalesced`] never exceeds its budget,
+//!   [`SingleUserCoalesced::max_chars`] characters (default 50,000), whatever the run holds;
+//!   what the budget cuts (the oldest output and tool calls first, the mission's middle last)
+//!   leaves a marker with its count, and the newest output keeps its beginning and its end.
+//! - Every printed value says what its [`Limits`] cut: `[1 2 3 ... 4 more]`.
+//! - Names and map keys starting with `_` are private: listed with `[hidden]` in place of a
+//!   sample, or left out of maps with a count (`... 1 private key hidden`).
+//! - Descriptions, docstrings, names and printed values stay on their line: nothing they hold
+//!   can start a line of the message or fake a section header.
+//! - No traversal of a [`Value`] recurses without a bound: a value 100,000 levels deep
+//!   converts from JSON, prints, clones, compares and drops like a flat one (serializing
+//!   refuses values deeper than [`MAX_NESTING`]).
+//!
 //! # Examples
 //!
 //! ```
@@ -35,6 +50,7 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod budget;
 mod compression;
 mod conversation;
 mod error;
@@ -47,6 +63,7 @@ mod trace;
 mod turn;
 mod user_namespace;
 mod value;
+mod walk;
 
 pub use compression::{
     Compression, CompressionConfig, ConfiguredStrategy, SingleUserCoalesced, StrategyName,
@@ -64,3 +81,4 @@ pub use error::{Error, Result};
 pub use format::{ELLIPSIS, Limits, to_clojure};
 pub use turn::{Definition, RecordedToolCall, Turn, TurnDraft, TurnResult, Turns};
 pub use value::{Function, Value};
+pub use walk::MAX_NESTING;

@@ -8,6 +8,20 @@ use serde::{Deserialize, Serialize};
 /// Lists and vectors print the same way (`[1 2 3]`) and share the `list[N]` label; the
 /// distinction is kept for interpreters that care.
 ///
+/// # Depth
+///
+/// A value may nest as deep as its producer likes: converting from JSON, cloning, comparing,
+/// dropping and printing ([`to_clojure`](crate::to_clojure)) walk it with a stack on the heap,
+/// never by recursion, so a value 100,000 levels deep is as safe as a flat one. Two traversals are bounded instead:
+/// `Debug` prints `..` below [`MAX_NESTING`](crate::MAX_NESTING) levels, and serializing a
+/// value nested deeper than that fails with an error (serde serializers recurse; a checkpoint
+/// of such a value is refused rather than crashing the process). Deserializing is bounded by
+/// the deserializer: `serde_json` refuses text nested deeper than 128 levels.
+///
+/// Because `Value` implements `Drop` (to take deep values apart without recursion), a `match`
+/// cannot move a field out of it: match on `&mut value` and take the field instead, as in
+/// `if let Value::String(text) = &mut value { std::mem::take(text) }`.
+///
 /// # Examples
 ///
 /// ```
@@ -18,7 +32,9 @@ use serde::{Deserialize, Serialize};
 /// assert_eq!(Value::keyword("active").type_label(), "keyword");
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// `Clone`, `PartialEq`, `Debug`, `Serialize` and `Drop` are written by hand in `walk.rs`,
+// without recursion (or with a bound), so that a deep value cannot overflow the stack.
+#[derive(Deserialize)]
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Value {
@@ -175,6 +191,21 @@ impl Value {
             Self::List(items) | Self::Vector(items) | Self::Set(items) => items.first(),
             Self::Map(entries) if entries.is_empty() => None,
             _ => Some(self),
+        }
+    }
+
+    /// Whether this is a collection holding at least one collection that is not empty: a
+    /// value that nests, which the hand-written traversals walk without recursion.
+    pub(crate) fn nests(&self) -> bool {
+        let nonempty = |value: &Value| value.len().is_some_and(|len| len > 0);
+        match self {
+            Self::List(items) | Self::Vector(items) | Self::Set(items) => {
+                items.iter().any(nonempty)
+            }
+            Self::Map(entries) => {
+                entries.iter().any(|(key, value)| nonempty(key) || nonempty(value))
+            }
+            _ => false,
         }
     }
 }

@@ -268,7 +268,10 @@ fn tool_arguments_are_truncated_at_60_characters_and_3_items() {
     let mut turns = Turns::new();
     turns.push(draft);
     let text = SingleUserCoalesced::default().user_message(&Run::new("s", "m"), &turns);
-    assert!(text.contains(&format!(";   t([\"{}...\" 2 3 ...])\n", "x".repeat(60))), "{text}");
+    assert!(
+        text.contains(&format!(";   t([\"{}...\" 2 3 ... 1 more])\n", "x".repeat(60))),
+        "{text}"
+    );
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! Integration tests of curator-coalesce.
 
 mod arb;
+mod bounds;
+mod budget_props;
 mod config;
 mod driver;
 mod golden;

@@ -47,7 +47,7 @@ fn samples_from_the_spec_examples() {
     let users = Value::list(vec![user; 5]);
     assert_eq!(
         described(&users),
-        r#"= list[5], sample: {:id 1, :name "Alice", :email "alice@example.com", ...}"#
+        r#"= list[5], sample: {:id 1, :name "Alice", :email "alice@example.com", ... 1 more}"#
     );
 }
 
