@@ -536,7 +536,7 @@ impl SessionStore for PgStore {
 
     fn put_checkpoint(&self, name: &str, document: &Value) -> SessionResult<u64> {
         let saved = CODEC.nanos(Utc::now())?;
-        let document = document.to_string();
+        let document = CODEC.checkpoint_document(name, document)?;
         let version: i64 = run(&self.pool, |conn| {
             let statement = conn
                 .prepare(
@@ -557,7 +557,10 @@ impl SessionStore for PgStore {
 
     fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> SessionResult<Vec<u64>> {
         let saved = CODEC.nanos(Utc::now())?;
-        let documents: Vec<String> = checkpoints.iter().map(|(_, d)| d.to_string()).collect();
+        let documents = checkpoints
+            .iter()
+            .map(|(name, document)| CODEC.checkpoint_document(name, document))
+            .collect::<SessionResult<Vec<String>>>()?;
         let versions: Vec<i64> = run(&self.pool, |conn| {
             let statement = conn
                 .prepare(

@@ -314,6 +314,8 @@ impl SessionStore for MemoryStore {
     }
 
     fn put_checkpoint(&self, name: &str, document: &Value) -> Result<u64> {
+        // The same rule as the stores that keep JSON text: what is saved reads back.
+        CODEC.checkpoint_document_depth(name, document)?;
         let mut inner = self.write();
         let version = inner.checkpoints.get(name).map_or(1, |c| c.version + 1);
         inner.checkpoints.insert(
@@ -329,6 +331,9 @@ impl SessionStore for MemoryStore {
     }
 
     fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> Result<Vec<u64>> {
+        for (name, document) in checkpoints {
+            CODEC.checkpoint_document_depth(name, document)?;
+        }
         // One lock: readers see all of them or none.
         let mut inner = self.write();
         let now = Utc::now();
@@ -438,6 +443,9 @@ impl crate::Lease for MemoryLease {
 
 /// Claims within one process: a claim lasts until it is released, dropped, or its lease runs
 /// out without a renewal (a worker thread that died).
+/// The memory store's checks of what it is given, the ones the other stores make.
+const CODEC: crate::rows::RowCodec = crate::rows::RowCodec::new("memory");
+
 impl crate::ClaimStore for MemoryStore {
     fn claim(&self, key: &SessionKey, lease: std::time::Duration) -> Result<crate::Claim> {
         let mut claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);

@@ -492,6 +492,52 @@ impl RowCodec {
         Ok(checkpoint)
     }
 
+    /// The `document` column of checkpoint `name`: its JSON text, refused when it is nested
+    /// deeper than a store can read back ([`MAX_DOCUMENT_DEPTH`] levels of arrays and
+    /// objects: JSON readers stop there), so that a checkpoint that was saved can always be
+    /// read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::session::rows::{MAX_DOCUMENT_DEPTH, RowCodec};
+    ///
+    /// let codec = RowCodec::new("sqlite");
+    /// assert_eq!(codec.checkpoint_document("c", &serde_json::json!({"a": [1]}))?, r#"{"a":[1]}"#);
+    /// let mut deep = serde_json::json!(0);
+    /// for _ in 0..=MAX_DOCUMENT_DEPTH {
+    ///     deep = serde_json::json!([deep]);
+    /// }
+    /// assert!(codec.checkpoint_document("c", &deep).unwrap_err().to_string().contains("deeper than"));
+    /// # Ok::<(), curator::session::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`] of kind [`Other`](StoreErrorKind::Other), naming the checkpoint, for
+    /// a document nested deeper than [`MAX_DOCUMENT_DEPTH`].
+    pub fn checkpoint_document(&self, name: &str, document: &Value) -> Result<String> {
+        self.checkpoint_document_depth(name, document)?;
+        Ok(document.to_string())
+    }
+
+    /// The check of [`checkpoint_document`](Self::checkpoint_document) alone, for a store
+    /// that keeps documents as values.
+    ///
+    /// # Errors
+    ///
+    /// As [`checkpoint_document`](Self::checkpoint_document).
+    pub fn checkpoint_document_depth(&self, name: &str, document: &Value) -> Result<()> {
+        check_document_depth(document).map_err(|_| {
+            self.unstorable(
+                format!(
+                    "checkpoint `{name}`: the document is nested deeper than the {MAX_DOCUMENT_DEPTH} levels of arrays and objects a store can read back"
+                ),
+                None,
+            )
+        })
+    }
+
     /// The columns of `checkpoint`'s row.
     ///
     /// # Examples
@@ -513,10 +559,33 @@ impl RowCodec {
                     Some(Box::new(e)),
                 )
             })?,
-            document: checkpoint.document.to_string(),
+            document: self.checkpoint_document(&checkpoint.name, &checkpoint.document)?,
             saved_ns: self.nanos(checkpoint.saved_at)?,
         })
     }
+}
+
+/// The deepest nesting of arrays and objects a checkpoint's document may have: what the
+/// stores' JSON reader reads back (it refuses deeper text, to bound its recursion).
+pub const MAX_DOCUMENT_DEPTH: usize = 127;
+
+/// `Ok` when `document` is nested at most [`MAX_DOCUMENT_DEPTH`] levels deep, else the depth
+/// at which the walk stopped. Iterative: a document of any depth is checked without
+/// recursion.
+fn check_document_depth(document: &Value) -> std::result::Result<(), usize> {
+    let mut stack: Vec<(&Value, usize)> = vec![(document, 0)];
+    while let Some((value, depth)) = stack.pop() {
+        let depth = depth + 1;
+        match value {
+            Value::Array(_) | Value::Object(_) if depth > MAX_DOCUMENT_DEPTH => {
+                return Err(MAX_DOCUMENT_DEPTH);
+            }
+            Value::Array(items) => stack.extend(items.iter().map(|c| (c, depth))),
+            Value::Object(map) => stack.extend(map.values().map(|c| (c, depth))),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// A prompt from its two columns, when both are there.
@@ -570,6 +639,23 @@ impl SnapshotRows {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_document_at_the_deepest_allowed_nesting_reads_back_and_one_deeper_would_not() {
+        let codec = RowCodec::new("test");
+        let mut document = serde_json::json!("bottom");
+        for _ in 0..MAX_DOCUMENT_DEPTH {
+            document = serde_json::json!([document]);
+        }
+        let text = codec.checkpoint_document("c", &document).unwrap();
+        assert_eq!(codec.checkpoint("c".into(), 1, &text, 0).unwrap().document, document);
+        // One level more: the reader would refuse its text, so it is refused when written.
+        let deeper = serde_json::json!([document]);
+        assert!(serde_json::from_str::<Value>(&deeper.to_string()).is_err());
+        let err = codec.checkpoint_document("c", &deeper).unwrap_err();
+        assert!(err.to_string().contains("checkpoint `c`"), "{err}");
+    }
+
     use super::*;
 
     const SYSTEM: &str = r#"{"role": "system", "content": "s"}"#;

@@ -496,13 +496,14 @@ fn put_checkpoint(
     document: &Value,
     saved: i64,
 ) -> SessionResult<u64> {
+    let document = CODEC.checkpoint_document(name, document)?;
     let version: i64 = conn
         .prepare_cached(
             "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES (?1, 1, ?2, ?3)
              ON CONFLICT (name) DO UPDATE SET version = version + 1, document = excluded.document, saved_ns = excluded.saved_ns
              RETURNING version",
         )
-        .and_then(|mut s| s.query_row(params![name, document.to_string(), saved], |r| r.get(0)))
+        .and_then(|mut s| s.query_row(params![name, document, saved], |r| r.get(0)))
         .map_err(store_error)?;
     CODEC.checkpoint_version(name, version)
 }

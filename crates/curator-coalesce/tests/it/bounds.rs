@@ -233,3 +233,38 @@ fn the_smallest_budget_holds_a_marker_for_everything_it_cuts() {
     assert!(text.contains("yyyEND\n\n;; === tool/ ===\n"), "the mission keeps its end: {text}");
     assert!(text.ends_with("\n\nTurns left: 4294967264"), "{text}");
 }
+
+#[test]
+fn what_is_recorded_reads_back_and_what_would_not_is_refused_when_recorded() {
+    for (depth, recorded) in [(30, true), (100, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        let open = || {
+            let run = Run::new("You write PTC-Lisp.", "Dig");
+            let conversation = Conversation::open(
+                curator::sqlite::SqliteStore::open(&path).unwrap(),
+                "job-1",
+                PromptRef::new("demo", "lisp"),
+                Message::system(run.system.as_str()),
+            )
+            .unwrap();
+            CoalescedConversation::open(conversation, run, SingleUserCoalesced::default()).unwrap()
+        };
+        let mut agent = open();
+        let mut draft = agent.record_reply(Message::assistant("(dig)")).unwrap();
+        draft.result = Some(curator_coalesce::TurnResult::Returned(nested(depth)));
+        let outcome = agent.record_execution(draft);
+        assert_eq!(outcome.is_ok(), recorded, "depth {depth}: {:?}", outcome.err());
+        if let Err(error) = outcome {
+            // Its checkpoint, nested deeper than a store reads back, was refused: nothing
+            // recorded that could not be read.
+            assert!(matches!(error, Error::Checkpoint { action: "written", .. }), "{error:?}");
+            let source =
+                std::error::Error::source(&error).map(ToString::to_string).unwrap_or_default();
+            assert!(source.contains("a store can read back"), "{source}");
+        }
+        let turns = agent.turns().len();
+        drop(agent);
+        assert_eq!(open().turns().len(), turns, "depth {depth}: read back as recorded");
+    }
+}
