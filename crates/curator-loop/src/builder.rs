@@ -208,6 +208,12 @@ impl LoopBuilder {
         let configured: Vec<String> = config.steps.keys().cloned().collect();
         check("steps", &configured)?;
         let history = config.effective_history(&defaults)?;
+        if let Some((_, _, key)) = &store {
+            key.check().map_err(|source| Error::Store {
+                checkpoint: crate::persist::head_name(key, &name),
+                source,
+            })?;
+        }
         let persister = store
             .map(|(store, claims, key)| {
                 Persister::claim(store, &*claims, &key, &name, claim_lease, claim_wait)

@@ -56,6 +56,7 @@ fn micros(lease: Duration) -> i64 {
 /// ```
 impl ClaimStore for PgStore {
     fn claim(&self, key: &SessionKey, lease: Duration) -> SessionResult<Claim> {
+        key.check()?;
         let holder = Uuid::now_v7();
         let taken = run(&self.pool, |conn| {
             let take = conn.prepare(TAKE).during("claiming the session")?;

@@ -421,6 +421,7 @@ fn summary(row: &Row) -> SessionResult<EvaluationSummary> {
 
 impl SessionStore for PgStore {
     fn append(&self, key: &SessionKey, entry: &Entry) -> SessionResult<Appended> {
+        key.check()?;
         if entry.sequence == 0 || !self.is_verified(key, entry.evaluation_id) {
             return self
                 .append_batch(key, std::slice::from_ref(entry))
@@ -458,6 +459,7 @@ impl SessionStore for PgStore {
     }
 
     fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> SessionResult<Vec<Appended>> {
+        key.check()?;
         if entries.is_empty() {
             return Ok(Vec::new());
         }

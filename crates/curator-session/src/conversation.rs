@@ -242,7 +242,8 @@ impl<S: SessionStore> Conversation<S> {
     ///
     /// # Errors
     ///
-    /// As [`start`](Conversation::start) and [`resume`](Conversation::resume).
+    /// [`Error::BadKey`] for a key every store refuses ([`SessionKey::check`]); otherwise as
+    /// [`start`](Conversation::start) and [`resume`](Conversation::resume).
     pub fn open(
         store: S,
         key: impl Into<SessionKey>,
@@ -250,6 +251,7 @@ impl<S: SessionStore> Conversation<S> {
         system: Message,
     ) -> Result<Self> {
         let key = key.into();
+        key.check()?;
         match store.latest_evaluation_of(&key, &prompt)? {
             Some(evaluation) => Self::reopen(store, key, evaluation, prompt),
             None => Self::start(store, key, prompt, system),

@@ -143,6 +143,16 @@ pub enum Error {
         source: Option<BoxError>,
     },
 
+    /// A session key that breaks the rule every store applies (see
+    /// [`SessionKey::check`](crate::SessionKey::check)).
+    #[error("session key `{key}`: {rule}")]
+    BadKey {
+        /// The key, shortened to one short line.
+        key: String,
+        /// The rule it breaks.
+        rule: String,
+    },
+
     /// Another worker holds a live claim on the session (see
     /// [`ClaimStore`](crate::ClaimStore)): it is driving it now.
     #[error("session `{key}` is claimed by another worker{}", .expires_in.map(|d| format!(" (its lease runs out in {:.1} s unless renewed)", d.as_secs_f64())).unwrap_or_default())]

@@ -218,6 +218,7 @@ impl Inner {
 
 impl SessionStore for MemoryStore {
     fn append(&self, key: &SessionKey, entry: &Entry) -> Result<Appended> {
+        key.check()?;
         let mut inner = self.write();
         let outcome = inner.check(key, entry)?;
         if outcome == Appended::New {
@@ -227,6 +228,7 @@ impl SessionStore for MemoryStore {
     }
 
     fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> Result<Vec<Appended>> {
+        key.check()?;
         let mut inner = self.write();
         // Check the whole batch (against the store and itself) before changing anything.
         let mut staged: Ids<()> = Ids::default();
@@ -448,6 +450,7 @@ const CODEC: crate::rows::RowCodec = crate::rows::RowCodec::new("memory");
 
 impl crate::ClaimStore for MemoryStore {
     fn claim(&self, key: &SessionKey, lease: std::time::Duration) -> Result<crate::Claim> {
+        key.check()?;
         let mut claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
         let now = std::time::Instant::now();
         if let Some((_, until)) = claims.held.get(key)

@@ -59,6 +59,7 @@ macro_rules! store_conformance_tests {
             content_is_stored_losslessly,
             an_unknown_evaluation_has_no_entries,
             evaluations_belong_to_their_key,
+            bad_keys_are_refused_and_nothing_is_written,
             the_latest_evaluation_of_a_key_is_found_by_key_and_prompt,
             a_record_retried_after_an_unknown_outcome_is_a_duplicate,
             restore_refuses_records_the_driver_could_not_write,
@@ -434,6 +435,32 @@ impl<S: SessionStore> SessionStore for FailAfterCommit<S> {
     fn restore(&self, snapshot: &Snapshot) -> crate::Result<()> {
         self.inner.restore(snapshot)
     }
+}
+
+/// Every store refuses the keys [`SessionKey::check`] refuses, naming the rule, and writes
+/// nothing under them; the longest allowed key works.
+pub fn bad_keys_are_refused_and_nothing_is_written<S: SessionStore>(factory: &dyn Fn() -> S) {
+    let store = factory();
+    let long = "k".repeat(SessionKey::MAX_LEN + 1);
+    for (key, rule) in [
+        ("", "is empty"),
+        (" \t", "is only white space"),
+        ("user\u{0}42", "control character (U+0000) at byte 4"),
+        ("user\n42", "control character (U+000A) at byte 4"),
+        (long.as_str(), "257 bytes, longer than 256 bytes"),
+    ] {
+        let evaluation = EvaluationId::new();
+        let key = SessionKey::new(key);
+        let err = store.append(&key, &entry(evaluation, 0, Message::system("s"))).unwrap_err();
+        assert!(matches!(&err, Error::BadKey { rule: r, .. } if r.contains(rule)), "{err}");
+        let err = store.append_batch(&key, &[entry(evaluation, 0, Message::system("s"))]);
+        assert!(matches!(err, Err(Error::BadKey { .. })));
+        assert!(store.entries(evaluation).unwrap().is_empty());
+    }
+    assert!(store.evaluations().unwrap().is_empty(), "nothing written");
+    let longest = SessionKey::new("é".repeat(SessionKey::MAX_LEN / 2));
+    store.append(&longest, &entry(EvaluationId::new(), 0, Message::system("s"))).unwrap();
+    assert_eq!(store.evaluations().unwrap()[0].key, longest);
 }
 
 /// Evaluations belong to the key of their first append: listed by it, and never appended

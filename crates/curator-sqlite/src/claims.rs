@@ -60,6 +60,7 @@ fn io_error(what: &str, e: std::io::Error) -> curator_session::Error {
 /// ```
 impl ClaimStore for SqliteStore {
     fn claim(&self, key: &SessionKey, lease: Duration) -> SessionResult<Claim> {
+        key.check()?;
         std::fs::create_dir_all(folder(self))
             .map_err(|e| io_error("creating the folder of claim locks", e))?;
         let path = lock_file(self, key);

@@ -515,6 +515,7 @@ impl SessionStore for SqliteStore {
     }
 
     fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> SessionResult<Vec<Appended>> {
+        key.check()?;
         let mut conn = self.writable()?;
         let mut verified = self.verified();
         let tx =

@@ -12,6 +12,9 @@ use curator::session::{SessionKey, SessionStore};
 use crate::output::plural;
 use crate::session_file;
 
+/// The most characters of a session key a row shows (a longer one is cut with its length).
+const KEY_CHARS: usize = 60;
+
 /// Evaluations (all, or those of one session key) with their key, message counts, turns,
 /// first and last time, pending tool calls; the columns are as wide as their longest value.
 pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
@@ -39,7 +42,7 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
             .collect();
         rows.push([
             e.evaluation_id.to_string(),
-            visible(e.key.as_str()),
+            e.key.shortened(KEY_CHARS),
             e.prompt.as_ref().map_or_else(|| "-".to_owned(), |p| visible(&p.to_string())),
             e.messages.to_string(),
             e.turns.to_string(),
@@ -49,7 +52,9 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
         ]);
     }
     let mut out = String::new();
-    let scope = key.map(|k| format!(" of session `{}`", visible(k))).unwrap_or_default();
+    let scope = key
+        .map(|k| format!(" of session `{}`", SessionKey::new(k).shortened(KEY_CHARS)))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
         "{}: {}{scope}",
@@ -76,7 +81,7 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
                 (None, false) => "finished".to_owned(),
             };
             rows.push([
-                visible(&l.key),
+                SessionKey::new(l.key.as_str()).shortened(KEY_CHARS),
                 visible(&l.name),
                 l.state.turns.len().to_string(),
                 l.state.iteration.to_string(),

@@ -309,28 +309,63 @@ fn messages_say_it_once_and_missing_inputs_stop_before_any_output() {
     }
 }
 
-#[test]
-fn inspect_shows_control_characters_in_keys_escaped() {
+/// A session file whose records were written before keys were checked (restored from a
+/// snapshot, which keeps the keys it holds): `keys` each with one evaluation.
+fn file_with_old_keys(db: &std::path::Path, keys: &[&str]) {
     use curator::model::{Message, PromptRef};
-    use curator::session::Conversation;
+    use curator::session::{Conversation, MemoryStore, SessionStore as _};
 
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("s.db");
-    {
-        let store = curator::sqlite::SqliteStore::open(&db).unwrap();
+    let memory = MemoryStore::new();
+    let mut placeholders = Vec::new();
+    for n in 0..keys.len() {
+        let placeholder = format!("placeholder-{n}");
         Conversation::open(
-            &store,
-            "line one\nline\ttwo",
+            &memory,
+            placeholder.as_str(),
             PromptRef::new("d", "a"),
             Message::system("s"),
         )
         .unwrap();
+        placeholders.push(placeholder);
     }
+    let mut json = memory.snapshot_json().unwrap();
+    for (placeholder, key) in placeholders.iter().zip(keys) {
+        json = json.replace(&format!("\"{placeholder}\""), &serde_json::to_string(key).unwrap());
+    }
+    curator::sqlite::SqliteStore::open(db).unwrap().restore_json(&json).unwrap();
+}
+
+#[test]
+fn inspect_shows_control_characters_in_keys_escaped_and_long_keys_shortened() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let long = "k".repeat(5_000);
+    file_with_old_keys(&db, &["line one\nline\ttwo", &long]);
     let out = curator(&["inspect", db.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains(r"line one\nline\ttwo"), "{stdout}");
-    assert_eq!(stdout.lines().count(), 3, "a title, the header and one row: {stdout}");
+    assert!(stdout.contains("… (5000 bytes)"), "{stdout}");
+    assert!(stdout.lines().all(|l| l.chars().count() < 300), "{stdout}");
+    assert_eq!(stdout.lines().count(), 4, "a title, the header and two rows: {stdout}");
+}
+
+#[test]
+fn a_bad_session_key_is_refused_naming_the_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let store = curator::sqlite::SqliteStore::open(&db).unwrap();
+    let err = curator::session::Conversation::open(
+        &store,
+        "user\u{0}42",
+        curator::model::PromptRef::new("d", "a"),
+        curator::model::Message::system("s"),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r"session key `user\u{0}42`: holds a control character (U+0000) at byte 4"
+    );
 }
 
 #[test]
