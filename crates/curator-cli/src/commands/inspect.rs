@@ -13,7 +13,7 @@ use crate::output::plural;
 use crate::session_file;
 
 /// The most characters of a session key a row shows (a longer one is cut with its length).
-const KEY_CHARS: usize = 60;
+const KEY_CHARS: usize = 80;
 
 /// Evaluations (all, or those of one session key) with their key, message counts, turns,
 /// first and last time, pending tool calls; the columns are as wide as their longest value.
