@@ -107,11 +107,20 @@
 //!
 //! # Guides
 //!
-//! In the repository's `docs/` folder: `sessions.md` (the record, the driver, resume,
-//! stores, claims), `strategies.md` (every strategy and how to compose them),
-//! `task-history.md`, `coalesce.md`, `conversation-loop.md`, `cli.md` (the `curator`
-//! command: curate, replay with a report, inspect, trace, chat), `benchmarks.md` (what every
-//! speed and quality number is, and how it was measured) and `architecture.md`.
+//! Each guide is a page of these docs (and a file of the repository's `docs/` folder):
+//!
+//! - [Sessions](guides::sessions): the record, session keys, the driver, resume, stores,
+//!   claims, snapshots.
+//! - [Strategies](guides::strategies): every strategy, what it keeps, and how to compose
+//!   them.
+//! - [Task history](guides::task_history), [Coalesce](guides::coalesce) and
+//!   [Conversational loops](guides::conversation_loop): the three upper layers.
+//! - [The `curator` command](guides::cli): curate, replay with a report, inspect, trace,
+//!   chat.
+//! - [Benchmarks](guides::benchmarks): what every speed and quality number is, and how it
+//!   was measured.
+//! - [Architecture](guides::architecture): the crates, their contracts and the invariants
+//!   checked.
 
 mod error;
 
@@ -165,32 +174,32 @@ pub mod prelude {
     };
 }
 
-/// The Rust examples of `docs/sessions.md`, compiled and run as doctests against this
-/// facade, so that the guide cannot drift from the API (with the features its async and
-/// PostgreSQL examples need, as CI builds it).
-#[cfg(all(doctest, feature = "sqlite", feature = "tokio", feature = "postgres-tls"))]
-#[doc = include_str!("../../../docs/sessions.md")]
-struct SessionsGuide;
-
-/// The Rust examples of `docs/task-history.md`, run as doctests against this facade.
-#[cfg(all(doctest, feature = "tasks"))]
-#[doc = include_str!("../../../docs/task-history.md")]
-struct TaskHistoryGuide;
-
-/// The Rust examples of `docs/strategies.md`, run as doctests against this facade.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/strategies.md")]
-struct StrategiesGuide;
-
-/// The Rust examples of `docs/coalesce.md`, run as doctests against this facade.
-#[cfg(all(doctest, feature = "coalesce"))]
-#[doc = include_str!("../../../docs/coalesce.md")]
-struct CoalesceGuide;
-
-/// The Rust examples of `docs/conversation-loop.md`, compiled and run as doctests.
-#[cfg(all(doctest, feature = "loop"))]
-#[doc = include_str!("../../../docs/conversation-loop.md")]
-struct ConversationLoopGuide;
+/// The guides, one page each. Their Rust examples are compiled and run as doctests against
+/// this facade, so that a guide cannot drift from the API; under `cargo test --doc` a guide
+/// is built only with the features its examples need (CI builds them all).
+#[cfg(doc)]
+pub mod guides {
+    #[cfg(any(not(doctest), all(feature = "sqlite", feature = "tokio", feature = "postgres-tls")))]
+    #[doc = include_str!("../../../docs/sessions.md")]
+    pub mod sessions {}
+    #[doc = include_str!("../../../docs/strategies.md")]
+    pub mod strategies {}
+    #[cfg(any(not(doctest), feature = "tasks"))]
+    #[doc = include_str!("../../../docs/task-history.md")]
+    pub mod task_history {}
+    #[cfg(any(not(doctest), feature = "coalesce"))]
+    #[doc = include_str!("../../../docs/coalesce.md")]
+    pub mod coalesce {}
+    #[cfg(any(not(doctest), feature = "loop"))]
+    #[doc = include_str!("../../../docs/conversation-loop.md")]
+    pub mod conversation_loop {}
+    #[doc = include_str!("../../../docs/cli.md")]
+    pub mod cli {}
+    #[doc = include_str!("../../../docs/benchmarks.md")]
+    pub mod benchmarks {}
+    #[doc = include_str!("../../../docs/architecture.md")]
+    pub mod architecture {}
+}
 
 /// The Rust examples of the README, compiled and run as doctests.
 #[cfg(doctest)]
