@@ -40,7 +40,7 @@ pub(crate) enum SummarizerArg {
 }
 
 /// The default pipeline's `--truncate-tools`.
-const DEFAULT_TRUNCATE_TOOLS: usize = 4_000;
+const DEFAULT_TRUNCATE_TOOLS: usize = curator::strategies::DEFAULT_TOOL_RESULT_CHARS;
 /// The default pipeline's `--max-tokens`.
 const DEFAULT_MAX_TOKENS: u64 = 32_000;
 
@@ -251,7 +251,7 @@ impl Pipelines {
             return Ok(&self.plain);
         }
         if !self.with_tools.contains_key(&tokens) {
-            let config = with_reserve(self.plain.config.clone(), tokens);
+            let config = self.plain.config.clone().with_reserve(tokens);
             let manager = config.build().context("cannot build the pipeline")?;
             let pipeline = Pipeline {
                 manager,
@@ -266,21 +266,6 @@ impl Pipelines {
     }
 }
 
-/// The configuration with `extra` more tokens reserved by every token budget in it.
-fn with_reserve(mut config: StrategyConfig, extra: u64) -> StrategyConfig {
-    add_reserve(&mut config, extra);
-    config
-}
-
-fn add_reserve(config: &mut StrategyConfig, extra: u64) {
-    match config {
-        StrategyConfig::TokenBudget { reserve, .. }
-        | StrategyConfig::RelevanceBudget { reserve, .. } => *reserve += extra,
-        StrategyConfig::Compose { steps } => steps.iter_mut().for_each(|s| add_reserve(s, extra)),
-        StrategyConfig::Summarize { then: Some(then), .. } => add_reserve(then, extra),
-        _ => {}
-    }
-}
 /// Reads a `StrategyConfig` from TOML or JSON (by extension; otherwise JSON, then TOML).
 fn read_config(path: &std::path::Path) -> Result<StrategyConfig> {
     let text = std::fs::read_to_string(path)
@@ -317,5 +302,30 @@ pub(crate) fn explain(error: anyhow::Error, tools_tokens: u64) -> anyhow::Error 
             anyhow::anyhow!("{shortfall}")
         }
         _ => error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_pipeline_is_the_librarys() {
+        let args = PipelineArgs {
+            config: None,
+            window: None,
+            truncate_tools: None,
+            max_tokens: None,
+            max_turns: None,
+            redact: false,
+            relevance: false,
+            summarize: None,
+            summarize_after: 0,
+            summarize_ratio: 0.5,
+            reserve: 0,
+            tokenizer: TokenizerArg::O200k,
+            shorten_system: false,
+        };
+        assert_eq!(args.config().ok(), Some(StrategyConfig::default_pipeline(DEFAULT_MAX_TOKENS)));
     }
 }

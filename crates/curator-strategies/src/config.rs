@@ -305,6 +305,11 @@ pub enum Tokenizer {
 }
 
 impl Tokenizer {
+    /// `O200k` when the crate is built with the `tiktoken` feature, else `Estimate`.
+    pub fn exact_or_estimate() -> Self {
+        if cfg!(feature = "tiktoken") { Tokenizer::O200k } else { Tokenizer::Estimate }
+    }
+
     /// The counter this tokenizer names.
     ///
     /// # Errors
@@ -334,7 +339,130 @@ impl Tokenizer {
     }
 }
 
+/// The most characters of a tool result the default pipeline keeps before the budget
+/// (see [`StrategyConfig::default_pipeline`]).
+pub const DEFAULT_TOOL_RESULT_CHARS: usize = 4_000;
+
 impl StrategyConfig {
+    /// The default pipeline, the one `curator replay` and `curator curate` run without
+    /// options: secrets redacted (the built-in rules), each tool result cut to
+    /// [`DEFAULT_TOOL_RESULT_CHARS`] characters, then a relevance-aware token budget of
+    /// `max_tokens` that keeps the system messages, the task and the newest unit and folds
+    /// what it leaves out into a note. Tokens are counted exactly (`o200k_base`) when the
+    /// crate is built with the `tiktoken` feature (the facade's default), else estimated.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// use curator::strategies::{CurationContext, History, HistoryManagerExt, StrategyConfig};
+    ///
+    /// let pipeline = StrategyConfig::default_pipeline(8_000).build()?;
+    /// let history = History::from(vec![
+    ///     Message::system("You are an agent."),
+    ///     Message::user("My key is sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3i."),
+    /// ]);
+    /// let view = pipeline.curate_history(&history, &CurationContext::default())?;
+    /// assert!(!view.message(1).text().contains("sk-proj-"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn default_pipeline(max_tokens: u64) -> Self {
+        StrategyConfig::Compose {
+            steps: vec![
+                StrategyConfig::Redactor { builtin: true, patterns: BTreeMap::default() },
+                StrategyConfig::ToolResultTruncator {
+                    max_length: DEFAULT_TOOL_RESULT_CHARS,
+                    suffix: None,
+                },
+                StrategyConfig::RelevanceBudget {
+                    max_tokens,
+                    reserve: 0,
+                    tokenizer: Tokenizer::exact_or_estimate(),
+                    head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
+                    recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
+                    fold_note: true,
+                },
+            ],
+        }
+    }
+
+    /// The same configuration with every token budget in it reserving `extra` more tokens
+    /// (room for what is sent beside the messages).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::strategies::StrategyConfig;
+    ///
+    /// let config = StrategyConfig::default_pipeline(8_000).with_reserve(500);
+    /// assert!(serde_json::to_string(&config)?.contains(r#""reserve":500"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_reserve(mut self, extra: u64) -> Self {
+        self.add_reserve(extra);
+        self
+    }
+
+    fn add_reserve(&mut self, extra: u64) {
+        match self {
+            StrategyConfig::TokenBudget { reserve, .. }
+            | StrategyConfig::RelevanceBudget { reserve, .. } => {
+                *reserve = reserve.saturating_add(extra);
+            }
+            StrategyConfig::Compose { steps } => {
+                for step in steps {
+                    step.add_reserve(extra);
+                }
+            }
+            StrategyConfig::Summarize { then: Some(then), .. } => then.add_reserve(extra),
+            _ => {}
+        }
+    }
+
+    /// The same configuration reserving room for the tool definitions sent with every call
+    /// (`tools`, in any provider's shape): their compact JSON text counted with the
+    /// configuration's own tokenizer ([`tokenizer`](Self::tokenizer)), which is close to,
+    /// not exactly, what a provider charges for them. Returns the configuration and the
+    /// tokens reserved.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::strategies::StrategyConfig;
+    /// use serde_json::json;
+    ///
+    /// let tools = json!([{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}]);
+    /// let (config, tokens) = StrategyConfig::default_pipeline(8_000).with_tools(&tools)?;
+    /// assert!(tokens > 10);
+    /// assert!(serde_json::to_string(&config)?.contains(&format!(r#""reserve":{tokens}"#)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] when the configuration's tokenizer is not built in.
+    pub fn with_tools(self, tools: &serde_json::Value) -> Result<(Self, u64)> {
+        let counter = self.tokenizer().unwrap_or_default().counter()?;
+        let tokens = match tools {
+            serde_json::Value::Null => 0,
+            serde_json::Value::Array(items) if items.is_empty() => 0,
+            tools => counter.count_text(&tools.to_string()),
+        };
+        Ok((self.with_reserve(tokens), tokens))
+    }
+
+    /// The tokenizer of the configuration's first token budget, if it has one.
+    pub fn tokenizer(&self) -> Option<Tokenizer> {
+        match self {
+            StrategyConfig::TokenBudget { tokenizer, .. }
+            | StrategyConfig::RelevanceBudget { tokenizer, .. } => Some(*tokenizer),
+            StrategyConfig::Compose { steps } => steps.iter().find_map(StrategyConfig::tokenizer),
+            StrategyConfig::Summarize { then: Some(then), .. } => then.tokenizer(),
+            _ => None,
+        }
+    }
+
     /// Reads a configuration from JSON text.
     ///
     /// # Errors

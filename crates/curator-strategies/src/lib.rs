@@ -76,7 +76,9 @@ mod window;
 pub use budget::{MIN_TASK_TOKENS, TokenBudget};
 pub use clear::ClearOldToolResults;
 pub use combinators::HistoryManagerExt;
-pub use config::{Registry, StrategyConfig, SummarizerConfig, Tokenizer};
+pub use config::{
+    DEFAULT_TOOL_RESULT_CHARS, Registry, StrategyConfig, SummarizerConfig, Tokenizer,
+};
 pub use context::CurationContext;
 pub use error::{Error, Result, Shortfall};
 pub use events::{
