@@ -62,6 +62,7 @@ mod conversation;
 mod driver;
 mod error;
 mod key;
+mod key_rule;
 mod memory;
 pub mod rows;
 mod run;
