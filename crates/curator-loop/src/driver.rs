@@ -793,7 +793,14 @@ impl ConversationLoop {
         } else {
             mine.text() == newest.text()
         };
-        if !repeats {
+        // The seed is kept with `init.prefix` before it: it repeats the step's input too, and
+        // its prefixed copy (the one the configuration asks for) is the one sent.
+        let prefixed_seed = !repeats
+            && self.history.len() == 1
+            && self.config.init.prefix.as_ref().is_some_and(|prefix| {
+                self.as_persisted(format!("{prefix}{}", mine.text())) == newest.text()
+            });
+        if !repeats && !prefixed_seed {
             return Ok(Repeat::No);
         }
         let last = self.history.len() - 1;
@@ -806,7 +813,7 @@ impl ConversationLoop {
             return Ok(Repeat::DropOwn);
         }
         if shown.text() == newest.text() {
-            return Ok(Repeat::DropNewest);
+            return Ok(if prefixed_seed { Repeat::DropOwn } else { Repeat::DropNewest });
         }
         if self.history_config.cut_current_message.unwrap_or(false) {
             return Ok(Repeat::DropOwn);

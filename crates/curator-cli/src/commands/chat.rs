@@ -142,8 +142,14 @@ fn api_key(args: &ChatArgs) -> Result<Option<String>> {
 fn system_prompt(store: &SqliteStore, args: &ChatArgs) -> Result<Option<String>> {
     let checkpoint = format!("curator.chat.system/{}", args.session);
     if let Some(system) = &args.system {
+        // Kept as the chat keeps everything: redacted when it redacts what it persists.
+        let kept = if chat_redacts(args)? {
+            Redactor::new().redact(system).into_owned()
+        } else {
+            system.clone()
+        };
         store
-            .put_checkpoint(&checkpoint, &serde_json::Value::from(system.as_str()))
+            .put_checkpoint(&checkpoint, &serde_json::Value::from(kept))
             .context("cannot keep the system prompt in the session file")?;
         return Ok(Some(system.clone()));
     }

@@ -274,3 +274,27 @@ fn a_message_over_the_budget_is_refused_whole_not_cut_and_kept() {
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0]["messages"][0]["content"].as_str().unwrap(), long.trim_end());
 }
+
+#[test]
+fn a_system_prompt_is_kept_redacted_when_the_chat_redacts_what_it_persists() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let config = dir.path().join("red.toml");
+    std::fs::write(&config, "conversation = true\n[redact]\npersisted = true\n").unwrap();
+    let key = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3i";
+    let system = format!("system {key}");
+    let output = chat_with(
+        db.to_str().unwrap(),
+        "http://127.0.0.1:9",
+        &["--config", config.to_str().unwrap(), "--system", &system],
+        "/quit\n",
+    );
+    assert!(output.status.success(), "{}", crate::text(&output.stderr));
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(!bytes.windows(key.len()).any(|w| w == key.as_bytes()), "{}", path.display());
+        }
+    }
+}

@@ -190,3 +190,16 @@ fn a_turn_cannot_close_the_history_block_early() {
     // The record keeps the turn as it was.
     assert!(l.turns()[0].content.contains("look: </conversation_history>"));
 }
+
+#[test]
+fn a_prefixed_seed_is_sent_once_with_its_prefix() {
+    let config = LoopConfig::from_toml(
+        "conversation = true\nmax_iterations = 1\n[init]\nprefix = \"PFX: \"",
+    )
+    .unwrap();
+    let (step, calls) = agent("agent", Injection::Messages);
+    let mut l = LoopBuilder::new("t", config).step("agent", step).build().unwrap();
+    l.run("hello").unwrap();
+    let calls = calls.lock().unwrap();
+    assert_eq!(texts(&calls[0]), ["system: You are the agent.", "user: PFX: hello"]);
+}
