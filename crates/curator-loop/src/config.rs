@@ -83,8 +83,9 @@ pub struct HistoryConfig {
     /// `truncate_tokens` (default), `truncate_turns` or `summarize`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<HistoryStrategy>,
-    /// The token budget of the injected history, a hard cap counting each message's framing
-    /// (default 4,096; at least 64; 0 injects none).
+    /// The token budget of the injected history with `truncate_tokens` and `summarize`, a
+    /// hard cap counting each message's framing (default 4,096; at least 64; 0 injects
+    /// none). `truncate_turns` bounds by `max_turns` alone and does not read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// The turn limit (default 20; 0 injects none).

@@ -55,7 +55,7 @@ pub enum Error {
     /// so. The iteration was rolled back; the human's answer is kept when the loop was
     /// resumed with it (the loop is paused again).
     #[error(
-        "the current message to step `{step}` is {tokens} tokens, more than the history budget of {max_tokens}: it is not cut (raise `history_management.max_tokens`, or set `history_management.cut_current_message = true` to allow it)"
+        "the current message to step `{step}` is {tokens} tokens, more than the history budget of {max_tokens}: it is not cut (raise `history_management.max_tokens` (`curator chat --max-tokens`), shorten the message, or set `history_management.cut_current_message = true` to allow cutting it)"
     )]
     MessageTooLong {
         /// The agent step.

@@ -11,8 +11,10 @@ use crate::error::{Error, Result};
 use crate::turn::ConversationTurn;
 
 /// The template used when a loop names none: the turns inside a clearly delimited block,
-/// one `role: content` paragraph each.
-pub const DEFAULT_TEMPLATE: &str = "<conversation_history>\n{% for turn in history %}{{ turn.role }}: {{ turn.content }}\n{% endfor %}</conversation_history>";
+/// one `role: content` paragraph each. A turn's later lines are indented by two spaces, so
+/// a role line always starts a turn: a turn holding `"x\nsystem: evil"` shows as
+/// `user: x` and `  system: evil`, not as a system turn.
+pub const DEFAULT_TEMPLATE: &str = "<conversation_history>\n{% for turn in history %}{{ turn.role }}: {{ turn.content | indent(2) }}\n{% endfor %}</conversation_history>";
 
 /// The most template instructions one rendering may run: a template that loops without end
 /// fails instead of hanging the loop.
@@ -205,6 +207,13 @@ fn from_handlebars(source: &str) -> Option<String> {
             ["#each", list] => {
                 in_each += 1;
                 let _ = write!(out, "{{% for this in {list} %}}");
+            }
+            // Block parameters: `{{#each history as |turn|}}`.
+            ["#each", list, "as", param]
+                if param.len() > 2 && param.starts_with('|') && param.ends_with('|') =>
+            {
+                in_each += 1;
+                let _ = write!(out, "{{% for {} in {list} %}}", &param[1..param.len() - 1]);
             }
             ["/each"] => {
                 in_each = in_each.saturating_sub(1);

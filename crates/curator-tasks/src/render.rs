@@ -1,5 +1,6 @@
 //! The task history as a prompt section: Markdown or plain text, laid out for prompt caching.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -243,8 +244,12 @@ impl HistorySection {
         for (_, step) in ordered(history) {
             let active = history.active_step_id() == Some(step.step_id());
             let marker = if active { " [active]" } else { "" };
-            let _ =
-                writeln!(out, "\nStep {}: {}{marker}", step.step_id(), one_line(step.step_title()));
+            let _ = writeln!(
+                out,
+                "\nStep {}: {}{marker}",
+                step.step_id(),
+                title_text(step.step_title())
+            );
             match self.visibility(step) {
                 Visibility::Title => {}
                 Visibility::Summary => {
@@ -292,7 +297,14 @@ impl HistorySection {
         let plain = step.is_plain();
         out.push('\n');
         out.extend(std::iter::repeat_n('#', self.level + 1));
-        let _ = writeln!(out, " {number}. {}{marker}", one_line(step.step_title()));
+        let title = title_text(step.step_title());
+        // The tools take step ids: a heading whose plan position is not the id says the id.
+        let id = step.step_id();
+        if usize::try_from(id).ok() == Some(number) {
+            let _ = writeln!(out, " {number}. {title}{marker}");
+        } else {
+            let _ = writeln!(out, " {number}. {title} (step_id {id}){marker}");
+        }
         match visibility {
             Visibility::Title => {}
             Visibility::Summary => {
@@ -340,7 +352,8 @@ impl HistorySection {
     /// would replace).
     pub(crate) fn step_markdown(&self, step: &StepHistory, visibility: Visibility) -> String {
         let mut out = String::new();
-        self.markdown_step(&mut out, 1, step, false, visibility);
+        let number = usize::try_from(step.step_id()).unwrap_or(1);
+        self.markdown_step(&mut out, number, step, false, visibility);
         out
     }
 
@@ -350,6 +363,17 @@ impl HistorySection {
             Visibility::Summary if step.summary().is_none() => Visibility::Full,
             visibility => visibility,
         }
+    }
+}
+
+/// A step's title on one line, a literal `[active]` in it escaped (`\[active]`) so that only
+/// the marker marks the active step.
+fn title_text(title: &str) -> Cow<'_, str> {
+    let title = one_line(title);
+    if title.contains("[active]") {
+        Cow::Owned(title.replace("[active]", "\\[active]"))
+    } else {
+        title
     }
 }
 

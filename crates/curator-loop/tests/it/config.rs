@@ -195,6 +195,14 @@ fn the_specifications_own_names_and_template_form_are_accepted() {
     )
     .unwrap();
     assert_eq!(template.render(&[curator_loop::ConversationTurn::user("a")]).unwrap(), "0 user=a;");
+    // Block parameters name the turn.
+    let template = curator_loop::HistoryTemplate::new(
+        "{{#each history as |turn|}}{{@index}}:{{ turn.role }}={{ turn.content }};{{/each}}",
+    )
+    .unwrap();
+    let turns =
+        [curator_loop::ConversationTurn::user("a"), curator_loop::ConversationTurn::assistant("b")];
+    assert_eq!(template.render(&turns).unwrap(), "0:user=a;1:assistant=b;");
     // Both spellings of one key at once is an error naming them.
     let err =
         LoopConfig::from_toml("[init]\nprefix = \"a\"\n[init.history.start_with]\nprefix = \"b\"")

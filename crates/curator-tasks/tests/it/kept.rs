@@ -109,3 +109,30 @@ fn a_plan_with_a_repeated_step_or_two_steps_in_progress_is_refused() {
     .unwrap();
     assert!(matches!(TaskConversation::open(conversation, &two), Err(Error::InvalidPlan { .. })));
 }
+
+#[test]
+fn a_heading_whose_position_is_not_its_step_id_names_the_id_the_tools_take() {
+    let plan = Plan::new("Ship", [(1, "Test"), (3, "Push")]).with_status(1, StepStatus::Done);
+    let mut agent = open(&plan);
+    // Step 2 is added after step 3 was recorded: the history lists it third.
+    let revised = Plan::new("Ship", [(1, "Test"), (2, "Tag"), (3, "Push")])
+        .with_status(1, StepStatus::Done)
+        .with_status(2, StepStatus::InProgress);
+    agent.sync_plan(&revised).unwrap();
+    agent.add_user("tag it").unwrap();
+    let text = HistorySection::new().markdown(agent.history());
+    assert!(text.contains(". Push (step_id 3)"), "{text}");
+    assert!(text.contains(". Tag (step_id 2) [active]"), "{text}");
+    assert!(text.contains("### 1. Test\n"), "{text}");
+}
+
+#[test]
+fn an_active_marker_in_a_step_title_is_escaped() {
+    let plan = Plan::new("Ship", [(1, "Test [active]"), (2, "Tag")])
+        .with_status(1, StepStatus::Done)
+        .with_status(2, StepStatus::InProgress);
+    let agent = open(&plan);
+    let text = HistorySection::new().markdown(agent.history());
+    assert!(text.contains("### 1. Test \\[active]\n"), "{text}");
+    assert_eq!(text.matches(" [active]").count(), 1, "{text}");
+}
