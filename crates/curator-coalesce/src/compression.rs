@@ -82,9 +82,11 @@ impl std::fmt::Debug for dyn Compression + '_ {
 #[serde(try_from = "SingleUserCoalescedOptions")]
 #[non_exhaustive]
 pub struct SingleUserCoalesced {
-    /// The most recent `println` calls shown (default 15).
+    /// The most recent `println` calls shown (default 15); the older ones are counted in a
+    /// line under the section's header.
     pub println_limit: usize,
-    /// The most recent tool calls shown (default 20).
+    /// The most recent tool calls shown (default 20); the older ones are counted in a line
+    /// under the section's header.
     pub tool_call_limit: usize,
     /// The most characters of the USER message; at least [`Self::MIN_MAX_CHARS`], so
     /// private, and saved only when it is not the default.

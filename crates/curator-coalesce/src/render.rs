@@ -191,7 +191,16 @@ impl<'a> Writer<'a> {
             // A limit of zero hides the history; a header with nothing under it would mislead.
             return;
         }
-        self.section(SectionKind::ToolCalls, ";; Tool calls made:");
+        let hidden = calls.len() - shown.len();
+        if hidden == 0 {
+            self.section(SectionKind::ToolCalls, ";; Tool calls made:");
+        } else {
+            let noun = if hidden == 1 { "tool call" } else { "tool calls" };
+            let header = format!(
+                ";; Tool calls made:\n;   ... {hidden} earlier {noun} not shown (tool_call_limit {limit})"
+            );
+            self.section(SectionKind::ToolCalls, &header);
+        }
         for call in shown {
             let start = self.out.len();
             self.out.push_str(";   ");
@@ -212,7 +221,17 @@ impl<'a> Writer<'a> {
         if shown.is_empty() {
             return;
         }
-        self.section(SectionKind::Output, ";; Output:");
+        let hidden = prints.len() - shown.len();
+        if hidden == 0 {
+            self.section(SectionKind::Output, ";; Output:");
+        } else {
+            let noun = if hidden == 1 { "println call" } else { "println calls" };
+            let header = format!(
+                ";; Output:\n;; ... {hidden} earlier {noun} not shown (println_limit {})",
+                limits.println_limit
+            );
+            self.section(SectionKind::Output, &header);
+        }
         // One println call takes at most a quarter of the budget, its beginning and its end.
         let cap = limits.max_chars / 4;
         for print in shown {

@@ -363,8 +363,11 @@ pub(crate) fn run(args: &ChatArgs) -> Result<ExitCode> {
             note!("{}", paused_note(&args.session, &args.db));
             return Ok(ExitCode::SUCCESS);
         }
-        let text = line.trim();
-        match text {
+        // The message as typed, only its line ending removed; commands and blank lines are
+        // recognised trimmed.
+        let text = line.strip_suffix('\n').unwrap_or(&line);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        match text.trim() {
             "" => {}
             "/quit" | "/exit" => {
                 note!("{}", paused_note(&args.session, &args.db));

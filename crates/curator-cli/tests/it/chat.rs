@@ -272,7 +272,7 @@ fn a_message_over_the_budget_is_refused_whole_not_cut_and_kept() {
     assert!(output.status.success(), "{}", crate::text(&output.stderr));
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0]["messages"][0]["content"].as_str().unwrap(), long.trim_end());
+    assert_eq!(requests[0]["messages"][0]["content"].as_str().unwrap(), long);
 }
 
 #[test]
@@ -297,4 +297,18 @@ fn a_system_prompt_is_kept_redacted_when_the_chat_redacts_what_it_persists() {
             assert!(!bytes.windows(key.len()).any(|w| w == key.as_bytes()), "{}", path.display());
         }
     }
+}
+
+#[test]
+fn a_message_is_sent_as_typed_only_its_line_ending_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let server = ChatServer::counting("reply");
+    let output =
+        chat_with(db.to_str().unwrap(), &server.url(), &[], "    let x = 1;  \r\n  /quit  \n");
+    assert!(output.status.success(), "{}", crate::text(&output.stderr));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "the indented `/quit` is a command");
+    let sent = requests[0]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(sent, "    let x = 1;  ");
 }

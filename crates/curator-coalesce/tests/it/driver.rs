@@ -167,17 +167,18 @@ fn six_turns_with_a_failure_and_its_recovery() {
              Error: undefined symbol 'tool/search-review'\n---\n\nTurns left: 3"
         ),
         // ... and collapses once a turn succeeds; the limits keep the last two calls and
-        // the last two println calls.
+        // the last two println calls, and count the others.
         format!(
             "{head}{prelude}{stock}reviews                          ; = string\n\n\
-             ;; Tool calls made:\n;   get-stock(\"L2\")\n;   search-reviews(\"laptops\")\n\n\
+             ;; Tool calls made:\n;   ... 1 earlier tool call not shown (tool_call_limit 2)\n;   get-stock(\"L2\")\n;   search-reviews(\"laptops\")\n\n\
              ;; Output:\nstock: 3 0\n{reviews}\n\nTurns left: 2"
         ),
         format!(
             "{head}{prelude}{stock}reviews                          ; = string\n\
              in-stock                         ; = list[1]\n\n\
-             ;; Tool calls made:\n;   search-reviews(\"laptops\")\n;   get-stock(\"L1\")\n\n\
-             ;; Output:\n{reviews}\n1\n\nTurns left: 1"
+             ;; Tool calls made:\n;   ... 2 earlier tool calls not shown (tool_call_limit 2)\n\
+             ;   search-reviews(\"laptops\")\n;   get-stock(\"L1\")\n\n\
+             ;; Output:\n;; ... 1 earlier println call not shown (println_limit 2)\n{reviews}\n1\n\nTurns left: 1"
         ),
     ];
     assert_eq!(requests.len(), expected.len());

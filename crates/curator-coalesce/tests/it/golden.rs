@@ -288,8 +288,19 @@ fn prints_and_tool_calls_keep_only_the_most_recent() {
         turns.push(draft);
     }
     let text = compression.user_message(&Run::new("s", "m"), &turns);
-    assert!(text.contains(";; Tool calls made:\n;   t1-1()\n;   t2-0()\n;   t2-1()\n\n"), "{text}");
-    assert!(text.contains(";; Output:\nturn 1\nsecond line\nturn 2\nsecond line\n\n"), "{text}");
+    // What the limits leave out is counted, not dropped unsaid.
+    assert!(
+        text.contains(
+            ";; Tool calls made:\n;   ... 3 earlier tool calls not shown (tool_call_limit 3)\n;   t1-1()\n;   t2-0()\n;   t2-1()\n\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            ";; Output:\n;; ... 1 earlier println call not shown (println_limit 2)\nturn 1\nsecond line\nturn 2\nsecond line\n\n"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

@@ -32,7 +32,19 @@ proptest! {
         let total = turns.iter().map(|turn| turn.tool_calls().len()).sum::<usize>();
         match section(&text, ";; Tool calls made:") {
             Some(calls) => {
-                prop_assert_eq!(calls.len(), total.min(tool_call_limit));
+                // The calls past the limit are counted in a marker line, never dropped unsaid.
+                let hidden = total - total.min(tool_call_limit);
+                let listed = if hidden > 0 {
+                    let noun = if hidden == 1 { "tool call" } else { "tool calls" };
+                    prop_assert_eq!(
+                        calls[0].clone(),
+                        format!(";   ... {hidden} earlier {noun} not shown (tool_call_limit {tool_call_limit})")
+                    );
+                    &calls[1..]
+                } else {
+                    &calls[..]
+                };
+                prop_assert_eq!(listed.len(), total.min(tool_call_limit));
                 prop_assert!(calls.iter().all(|line| line.starts_with(";   ")));
             }
             None => prop_assert!(total == 0 || tool_call_limit == 0, "{} calls made but none listed", total),
@@ -43,9 +55,15 @@ proptest! {
         if shown.is_empty() {
             prop_assert!(!text.contains("\n;; Output:\n"), "no output header without output");
         } else {
+            let hidden = prints.len() - shown.len();
+            let marker = match hidden {
+                0 => String::new(),
+                1 => format!(";; ... 1 earlier println call not shown (println_limit {println_limit})\n"),
+                n => format!(";; ... {n} earlier println calls not shown (println_limit {println_limit})\n"),
+            };
             prop_assert!(
-                text.contains(&format!("\n;; Output:\n{output}\n\n")),
-                "output is the last {} println calls", println_limit
+                text.contains(&format!("\n;; Output:\n{marker}{output}\n\n")),
+                "output is the last {} println calls, the others counted", println_limit
             );
         }
 
