@@ -37,7 +37,7 @@ proptest! {
                 let listed = if hidden > 0 {
                     let noun = if hidden == 1 { "tool call" } else { "tool calls" };
                     prop_assert_eq!(
-                        calls[0].clone(),
+                        calls[0].to_owned(),
                         format!(";   ... {hidden} earlier {noun} not shown (tool_call_limit {tool_call_limit})")
                     );
                     &calls[1..]
