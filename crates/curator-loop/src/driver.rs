@@ -614,7 +614,7 @@ impl ConversationLoop {
                 if self.unsaved
                     && let Err(saving) = self.save()
                 {
-                    tracing::warn!(target: "curator_loop", loop_name = %self.name, error = %saving, "the last completed iteration could not be saved");
+                    return Err(Error::NotSaved { failed: Box::new(e), source: Box::new(saving) });
                 }
                 Err(e)
             }

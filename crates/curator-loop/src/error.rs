@@ -124,6 +124,17 @@ pub enum Error {
         #[source]
         source: Option<BoxError>,
     },
+    /// A step failed (`failed`), and saving the completed iteration before it, left to this
+    /// one, failed too (`source`): that iteration is still in the loop's memory and the next
+    /// successful save writes it; a process that ends now loses it.
+    #[error("{failed}; and the last completed iteration could not be saved")]
+    NotSaved {
+        /// The step's error.
+        failed: Box<Error>,
+        /// The store's error.
+        #[source]
+        source: Box<Error>,
+    },
     /// The async face's blocking task ended without an answer (it panicked or the runtime
     /// shut down).
     #[error("the loop's blocking task did not finish")]

@@ -400,3 +400,38 @@ fn a_chat_iteration_is_one_save_of_its_turns_and_the_next_pause() {
     assert_eq!(head.document["iteration"], 3);
     assert_eq!(head.document["turns"], 6);
 }
+
+#[test]
+fn a_step_failing_after_an_iteration_whose_save_then_fails_says_both() {
+    use curator_loop::{Error, StepKind};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("loop.db");
+    let breaker = db.clone();
+    let runs = AtomicUsize::new(0);
+    // A human step that answers itself once, then fails after the file lost its
+    // checkpoints table: the completed iteration, whose save waited for this pause, cannot
+    // be saved.
+    let human = FnStep::new(StepKind::Human, move |_call| {
+        if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Ok(StepOutcome::text("go"));
+        }
+        let connection = rusqlite::Connection::open(&breaker)?;
+        connection.execute_batch("DROP TABLE checkpoints")?;
+        Err("the person left".into())
+    });
+    let mut l = LoopBuilder::new("l", conversational(4))
+        .step("human", human)
+        .step("agent", FnStep::agent(Injection::Messages, |_| Ok(StepOutcome::text("done"))))
+        .store(SqliteStore::open(&db).unwrap(), "job-8")
+        .build()
+        .unwrap();
+    match l.run("") {
+        Err(Error::NotSaved { failed, source }) => {
+            assert!(failed.to_string().contains("step `human` failed in iteration 2"), "{failed}");
+            let cause = std::error::Error::source(&*failed).map(ToString::to_string);
+            assert_eq!(cause.as_deref(), Some("the person left"));
+            assert!(matches!(*source, Error::Store { .. }), "{source}");
+        }
+        other => panic!("expected NotSaved, got {other:?}"),
+    }
+}
