@@ -68,6 +68,13 @@ pub struct ToolContext {
     pub call: ToolCall,
     /// Whether the call was recorded before the process that resumed it.
     pub is_resume: bool,
+    /// Whether the call may have started running before the process that resumed it: it
+    /// was [marked started](Conversation::mark_started) and has no result, so a crash
+    /// interrupted it while it ran. A resumed call of a conversation that keeps start marks
+    /// ([`with_start_marks`](Conversation::with_start_marks)) and was never marked did not
+    /// start: it is safe to run. Without start marks nothing is known, so every resumed call
+    /// counts as started. Never true for a call recorded in this process.
+    pub started: bool,
 }
 
 impl ToolContext {
@@ -84,8 +91,9 @@ pub enum ResumePolicy {
     /// Hand them back to be run again, with `is_resume: true` (the default).
     #[default]
     Rerun,
-    /// Answer each with a recorded error result saying the call was interrupted, for tools
-    /// that must not run twice.
+    /// Answer each call that was interrupted while it ran ([`ToolContext::started`]) with a
+    /// recorded error result saying so, for tools that must not run twice; the calls that
+    /// never started are handed back to be run.
     AnswerInterrupted,
 }
 
@@ -173,6 +181,17 @@ pub struct Conversation<S> {
     /// Whether this conversation was reopened from the record.
     resumed: bool,
     events: Option<Arc<dyn EventSink>>,
+    /// Whether every call is marked started before it runs, so that an unmarked resumed
+    /// call is known not to have started.
+    pub(crate) start_marks: bool,
+    /// The calls of the latest reply marked started (read back on resume).
+    pub(crate) started: std::collections::BTreeSet<String>,
+    /// The sequence of the latest assistant reply.
+    pub(crate) reply_sequence: Option<u64>,
+    /// Each user message's id and its position in the history.
+    pub(crate) user_ids: std::collections::HashMap<MessageId, usize>,
+    /// Applied to every message before it is recorded.
+    pub(crate) redactor: Option<curator_strategies::Redactor>,
 }
 
 impl<S: SessionStore> Conversation<S> {
@@ -372,6 +391,11 @@ impl<S: SessionStore> Conversation<S> {
             last_appended: None,
             resumed: false,
             events: None,
+            start_marks: false,
+            started: std::collections::BTreeSet::new(),
+            reply_sequence: None,
+            user_ids: std::collections::HashMap::new(),
+            redactor: None,
         }
     }
 
@@ -392,6 +416,14 @@ impl<S: SessionStore> Conversation<S> {
         }
         let next_sequence = entries.last().map_or(0, |e| e.sequence + 1);
         let turn = entries.iter().map(|e| e.turn).max().unwrap_or(0);
+        let reply_sequence =
+            entries.iter().rev().find(|e| e.message.role() == Role::Assistant).map(|e| e.sequence);
+        let user_ids = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.message.role() == Role::User)
+            .map(|(position, e)| (e.id, position))
+            .collect();
         let history = History::from(entries.into_iter().map(|e| e.message).collect::<Vec<_>>());
         let pending = waiting_calls(history.messages());
         let mut conversation = Self::empty(store, key, evaluation, prompt);
@@ -401,6 +433,8 @@ impl<S: SessionStore> Conversation<S> {
         conversation.pending_from_resume = !pending.is_empty();
         conversation.pending = pending;
         conversation.resumed = true;
+        conversation.reply_sequence = reply_sequence;
+        conversation.user_ids = user_ids;
         Ok(conversation)
     }
 
@@ -487,7 +521,12 @@ impl<S: SessionStore> Conversation<S> {
         self.add_user_message(Message::user(content), Some(id))
     }
 
-    fn add_user_message(&mut self, message: Message, id: Option<MessageId>) -> Result<Appended> {
+    pub(crate) fn add_user_message(
+        &mut self,
+        message: Message,
+        id: Option<MessageId>,
+    ) -> Result<Appended> {
+        let message = self.recorded_form(message);
         if let Some(appended) = self.retry(&message)? {
             return Ok(appended);
         }
@@ -557,7 +596,10 @@ impl<S: SessionStore> Conversation<S> {
                 found: reply.role(),
             });
         }
+        // The calls as the model made them: this process runs them so, whatever redaction
+        // before recording keeps of their arguments.
         let calls = reply.tool_calls().to_vec();
+        let reply = self.recorded_form(reply);
         if self.retry(&reply)?.is_some() {
             return Ok(calls);
         }
@@ -572,6 +614,9 @@ impl<S: SessionStore> Conversation<S> {
             }
         }
         self.commit(reply, None)?;
+        if self.redactor.is_some() {
+            self.pending.clone_from(&calls);
+        }
         Ok(calls)
     }
 
@@ -612,10 +657,10 @@ impl<S: SessionStore> Conversation<S> {
         O: Into<Content>,
         E: Into<Content>,
     {
-        let message = match outcome {
+        let message = self.recorded_form(match outcome {
             Ok(content) => Message::tool_result(call_id, content),
             Err(content) => Message::tool_error(call_id, content),
-        };
+        });
         let Some(call) = self.pending.iter().find(|c| c.id() == call_id) else {
             return self.answered_again(call_id, message);
         };
@@ -672,7 +717,12 @@ impl<S: SessionStore> Conversation<S> {
     pub fn tool_contexts(&self) -> Vec<ToolContext> {
         self.pending
             .iter()
-            .map(|call| ToolContext { call: call.clone(), is_resume: self.pending_from_resume })
+            .map(|call| ToolContext {
+                call: call.clone(),
+                is_resume: self.pending_from_resume,
+                started: self.pending_from_resume
+                    && (!self.start_marks || self.started.contains(call.id())),
+            })
             .collect()
     }
 
@@ -703,14 +753,14 @@ impl<S: SessionStore> Conversation<S> {
         match policy {
             ResumePolicy::Rerun => Ok(self.tool_contexts()),
             ResumePolicy::AnswerInterrupted => {
-                for call in self.pending.clone() {
+                for context in self.tool_contexts().into_iter().filter(|c| c.started) {
                     let text = format!(
                         "The call to `{}` was interrupted before it finished and was not run again; its effects, if any, are unknown.",
-                        call.name()
+                        context.call.name()
                     );
-                    self.record_tool_result(call.id(), Err::<Content, _>(text))?;
+                    self.record_tool_result(context.call_id(), Err::<Content, _>(text))?;
                 }
-                Ok(Vec::new())
+                Ok(self.tool_contexts())
             }
         }
     }
@@ -889,6 +939,8 @@ impl<S: SessionStore> Conversation<S> {
             Role::Assistant => {
                 self.pending = entry.message.tool_calls().to_vec();
                 self.pending_from_resume = false;
+                self.reply_sequence = Some(entry.sequence);
+                self.started.clear();
             }
             Role::Tool => {
                 if let Some(id) = entry.message.tool_call_id()
@@ -900,7 +952,10 @@ impl<S: SessionStore> Conversation<S> {
                     self.pending_from_resume = false;
                 }
             }
-            Role::System | Role::User => {}
+            Role::User => {
+                self.user_ids.insert(entry.id, self.history.len());
+            }
+            Role::System => {}
         }
         if let Some(sink) = &self.events {
             sink.emit(&Event::ConversationRecorded(ConversationRecorded::from_entry(&entry)));

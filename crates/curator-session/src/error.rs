@@ -277,6 +277,18 @@ pub enum Error {
         /// The driver's type.
         driver: &'static str,
     },
+    /// A user message under a new caller's key ([`add_user_keyed`](crate::Conversation::add_user_keyed))
+    /// while the turn of an earlier message has not ended: nothing was recorded. Finish
+    /// that turn (run the conversation), then record it.
+    #[error(
+        "message `{key}` was not recorded: the turn of an earlier message is still running (the record waits for {waiting}); finish it, then record this one"
+    )]
+    TurnInProgress {
+        /// The caller's key of the refused message.
+        key: String,
+        /// What the running turn waits for.
+        waiting: &'static str,
+    },
     /// Curation failed while building a request.
     #[error(transparent)]
     Curation(#[from] curator_strategies::Error),

@@ -63,11 +63,14 @@ mod driver;
 mod error;
 mod key;
 mod key_rule;
+mod keyed;
 mod memory;
+mod record_redaction;
 pub mod rows;
 mod run;
 mod snapshot;
 mod snapshot_json;
+mod started;
 mod store;
 mod summaries;
 #[cfg(feature = "testing")]
@@ -83,6 +86,7 @@ pub use conversation::{Conversation, NextStep, ResumePolicy, ToolContext, ToolOu
 pub use driver::{Action, Driver, Outcome, drive};
 pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
 pub use key::SessionKey;
+pub use keyed::Keyed;
 pub use memory::MemoryStore;
 pub use run::{Curation, RunOutcome, run_blocking};
 pub use snapshot::Snapshot;

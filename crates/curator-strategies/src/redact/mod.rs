@@ -223,6 +223,26 @@ impl Redactor {
     }
 }
 
+impl Redactor {
+    /// Redacts one message (its text and parts, and its tool calls' arguments); `None` when
+    /// there is nothing to redact.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// use curator::strategies::Redactor;
+    ///
+    /// let r = Redactor::new();
+    /// let redacted = r.redact_message(&Message::user("key sk-proj-abcdefghijklmnopqrstuvwx"));
+    /// assert_eq!(redacted.map(|m| m.text().into_owned()).as_deref(), Some("key [REDACTED:openai_key]"));
+    /// assert_eq!(r.redact_message(&Message::user("nothing secret")), None);
+    /// ```
+    pub fn redact_message(&self, message: &Message) -> Option<Message> {
+        self.map.map(message, None, &History::new())
+    }
+}
+
 impl Default for Redactor {
     fn default() -> Self {
         Self::new()
