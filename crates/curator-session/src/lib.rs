@@ -20,6 +20,8 @@
 //!   conversation with provider and tool closures.
 //! - [`rows`]: for store implementations, the row codec of the SQL stores, with one policy
 //!   for rows that cannot be read.
+//! - Features `openai` and `anthropic`: `client`, model clients (`OpenAiClient`,
+//!   `AnthropicClient`) behind one `ModelClient` trait, with retries and typed errors.
 //! - Feature `tokio`: `AsyncDriver`, the one async wrapper of any driver (its store I/O on
 //!   tokio's blocking threads), `drive_async`, the loop over it, and `AsyncConversation` and
 //!   `run_async`, the plain conversation's conveniences on them.
@@ -58,6 +60,8 @@ mod async_conversation;
 mod async_driver;
 mod checkpoint;
 mod claim;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub mod client;
 mod conversation;
 mod driver;
 mod error;

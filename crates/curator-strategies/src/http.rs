@@ -1,6 +1,7 @@
-//! One OpenAI-compatible HTTP endpoint (feature `http`): the base URL rule, the auth header,
-//! the timeouts, the error excerpts and one reused connection pool, for every part of
-//! curator that posts to a model server (the summarizer, the loop's chat step).
+//! One model server's HTTP endpoint (feature `http`): the base URL rule, the auth and other
+//! headers, the timeouts, the error excerpts and one reused connection pool, for every part
+//! of curator that posts to a model server (the summarizer, the loop's chat step, the
+//! session's model clients).
 
 use std::fmt;
 use std::time::Duration;
@@ -23,6 +24,10 @@ const EXCERPT_CHARS: usize = 200;
 /// **Timeouts**: 120 s for a whole request (connecting, sending, the answer) and 10 s to
 /// connect, unless set.
 ///
+/// **Headers**: [`with_api_key`](Endpoint::with_api_key) sends `Authorization: Bearer`;
+/// [`with_header`](Endpoint::with_header) any other (Anthropic's `x-api-key`, say). Their
+/// values never show in `Debug`.
+///
 /// # Examples
 ///
 /// ```
@@ -38,6 +43,7 @@ const EXCERPT_CHARS: usize = 200;
 pub struct Endpoint {
     base_url: String,
     api_key: Option<String>,
+    headers: Vec<(String, String)>,
     timeout: Duration,
     connect_timeout: Duration,
     agent: ureq::Agent,
@@ -51,14 +57,38 @@ pub struct Endpoint {
 pub struct HttpError {
     /// The URL posted to.
     pub url: String,
+    /// What kind of failure.
+    pub kind: HttpErrorKind,
     /// What failed, with the status and the first 200 characters of the body for an error
     /// answer.
     pub reason: String,
     /// The HTTP status, when the server answered.
     pub status: Option<u16>,
+    /// The whole body of an error answer (a status outside 2xx), for reading the server's
+    /// own explanation out of it.
+    pub body: Option<String>,
+    /// How long the server asked to wait before trying again: its `retry-after` header, in
+    /// seconds (the HTTP-date form is not read).
+    pub retry_after: Option<Duration>,
     /// The underlying error, when there is one.
     #[source]
     pub source: Option<BoxError>,
+}
+
+/// What kind of failure an [`HttpError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HttpErrorKind {
+    /// The server could not be reached (refused, no route, a TLS failure, ...).
+    Unreachable,
+    /// No whole answer within the endpoint's timeout.
+    Timeout,
+    /// The answer broke off before its end.
+    BrokenOff,
+    /// The server answered with a status outside 2xx.
+    Status,
+    /// The server answered 2xx with a body that is not JSON.
+    NotJson,
 }
 
 impl HttpError {
@@ -76,10 +106,10 @@ impl HttpError {
     /// assert!(err.to_string().starts_with("http://127.0.0.1:9/v1/chat/completions: "));
     /// ```
     pub fn is_retryable(&self) -> bool {
-        match self.status {
-            Some(status) => status == 429 || status >= 500,
-            // No status: the request never got an answer.
-            None => true,
+        match self.kind {
+            HttpErrorKind::Unreachable | HttpErrorKind::Timeout | HttpErrorKind::BrokenOff => true,
+            HttpErrorKind::Status => self.status.is_some_and(|s| s == 429 || s >= 500),
+            HttpErrorKind::NotJson => false,
         }
     }
 }
@@ -95,6 +125,7 @@ impl Endpoint {
         Self {
             base_url: base.to_owned(),
             api_key: None,
+            headers: Vec::new(),
             timeout,
             connect_timeout,
             agent: agent(timeout, connect_timeout),
@@ -106,6 +137,32 @@ impl Endpoint {
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(key.into());
         self
+    }
+
+    /// Sends the header `name: value` with every request, in place of one of that name set
+    /// before (names compare without case). Its value never shows in `Debug`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::strategies::http::Endpoint;
+    ///
+    /// let endpoint = Endpoint::new("https://api.anthropic.com").with_header("x-api-key", "sk-secret");
+    /// assert!(endpoint.has_header("X-Api-Key"));
+    /// assert!(!format!("{endpoint:?}").contains("sk-secret"));
+    /// ```
+    #[must_use]
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let name = name.into();
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// Whether a header of this name is sent (set by [`with_header`](Endpoint::with_header);
+    /// names compare without case).
+    pub fn has_header(&self, name: &str) -> bool {
+        self.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
     }
 
     /// Gives up after `timeout` for a whole request.
@@ -149,39 +206,68 @@ impl Endpoint {
     /// # Errors
     ///
     /// [`HttpError`]: the server cannot be reached, does not answer in time, answers with a
-    /// status outside 2xx (quoting the start of the body), or with a body that is not JSON.
+    /// status outside 2xx (quoting the start of the body, keeping the whole body and the
+    /// `retry-after` header), or with a body that is not JSON.
     pub fn post_json(&self, path: &str, body: &Value) -> Result<Value, HttpError> {
         let url = self.url(path);
-        let fail = |reason: String, status: Option<u16>, source: Option<BoxError>| HttpError {
+        let fail = |kind: HttpErrorKind, reason: String, source: Option<BoxError>| HttpError {
             url: url.clone(),
+            kind,
             reason,
-            status,
+            status: None,
+            body: None,
+            retry_after: None,
             source,
         };
-        let transport = |e: ureq::Error, what: &str| match e {
-            ureq::Error::Timeout(_) => {
-                fail(format!("no answer within {:?}", self.timeout), None, Some(Box::new(e)))
-            }
-            other => fail(what.to_owned(), None, Some(Box::new(other))),
+        let transport = |e: ureq::Error, kind: HttpErrorKind, what: &str| match e {
+            ureq::Error::Timeout(_) => fail(
+                HttpErrorKind::Timeout,
+                format!("no answer within {:?}", self.timeout),
+                Some(Box::new(e)),
+            ),
+            other => fail(kind, what.to_owned(), Some(Box::new(other))),
         };
         let mut request = self.agent.post(&url).header("Content-Type", "application/json");
         if let Some(key) = &self.api_key {
             request = request.header("Authorization", &format!("Bearer {key}"));
         }
-        let mut response =
-            request.send(body.to_string()).map_err(|e| transport(e, "cannot reach the server"))?;
+        for (name, value) in &self.headers {
+            request = request.header(name, value);
+        }
+        let mut response = request
+            .send(body.to_string())
+            .map_err(|e| transport(e, HttpErrorKind::Unreachable, "cannot reach the server"))?;
         let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
         let text = response
             .body_mut()
             .read_to_string()
-            .map_err(|e| transport(e, "the answer broke off"))?;
+            .map_err(|e| transport(e, HttpErrorKind::BrokenOff, "the answer broke off"))?;
         if !(200..300).contains(&status) {
             let start: String = text.chars().take(EXCERPT_CHARS).collect();
-            return Err(fail(format!("HTTP {status}: {start}"), Some(status), None));
+            return Err(HttpError {
+                status: Some(status),
+                body: Some(text),
+                retry_after,
+                ..fail(HttpErrorKind::Status, format!("HTTP {status}: {start}"), None)
+            });
         }
-        serde_json::from_str(&text)
-            .map_err(|e| fail("the answer is not JSON".to_owned(), Some(status), Some(Box::new(e))))
+        serde_json::from_str(&text).map_err(|e| HttpError {
+            status: Some(status),
+            ..fail(HttpErrorKind::NotJson, "the answer is not JSON".to_owned(), Some(Box::new(e)))
+        })
     }
+}
+
+/// Reads a `retry-after` header given in seconds (`2`, `1.5`); `None` for the HTTP-date form
+/// or anything else.
+fn parse_retry_after(value: &str) -> Option<Duration> {
+    let seconds: f64 = value.trim().parse().ok()?;
+    Duration::try_from_secs_f64(seconds).ok()
 }
 
 /// The agent every request of an endpoint goes through: HTTP error statuses are answers to
@@ -200,8 +286,31 @@ impl fmt::Debug for Endpoint {
         f.debug_struct("Endpoint")
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "…"))
+            .field("headers", &self.headers.iter().map(|(name, _)| name).collect::<Vec<_>>())
             .field("timeout", &self.timeout)
             .field("connect_timeout", &self.connect_timeout)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::parse_retry_after;
+
+    #[track_caller]
+    fn check(header: &str, expected: Option<Duration>) {
+        assert_eq!(parse_retry_after(header), expected, "{header:?}");
+    }
+
+    #[test]
+    fn retry_after_is_read_in_seconds() {
+        check("2", Some(Duration::from_secs(2)));
+        check(" 1.5 ", Some(Duration::from_millis(1_500)));
+        check("0", Some(Duration::ZERO));
+        check("-1", None);
+        check("NaN", None);
+        check("Wed, 21 Oct 2015 07:28:00 GMT", None);
     }
 }

@@ -1,6 +1,8 @@
-//! A loopback HTTP server that speaks OpenAI chat completions, for testing HTTP agent steps
-//! and `curator chat` against a real socket.
+//! A loopback HTTP server that speaks OpenAI chat completions (and any other JSON API through
+//! [`Reply::Full`]), for testing HTTP agent steps, model clients and `curator chat` against a
+//! real socket.
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -16,6 +18,15 @@ pub enum Reply {
     Text(String),
     /// A status and a body, as given.
     Status(u16, String),
+    /// A status, headers and a body, as given.
+    Full {
+        /// The status.
+        status: u16,
+        /// Headers sent besides `Content-Type`, `Content-Length` and `Connection`.
+        headers: Vec<(String, String)>,
+        /// The body.
+        body: String,
+    },
     /// Waits this long, then answers with the text (a slow model).
     Slow(Duration, String),
     /// Announces a long body, sends the start of a completion, then closes the connection.
@@ -25,11 +36,29 @@ pub enum Reply {
 /// The function that picks the reply to a request body (the parsed JSON) and its number.
 pub type Responder = dyn Fn(usize, &Value) -> Reply + Send + Sync;
 
+/// One request the server received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// The request line's target (`/v1/chat/completions`).
+    pub path: String,
+    /// The headers, names as sent.
+    pub headers: Vec<(String, String)>,
+    /// The body, parsed (`Null` when it is not JSON).
+    pub body: Value,
+}
+
+impl Received {
+    /// The value of the header `name` (compared without case), if sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
 /// A running server; requests received are kept, in order.
 #[derive(Debug)]
 pub struct ChatServer {
     addr: SocketAddr,
-    requests: Arc<Mutex<Vec<Value>>>,
+    requests: Arc<Mutex<Vec<Received>>>,
     _thread: JoinHandle<()>,
 }
 
@@ -71,14 +100,24 @@ impl ChatServer {
 
     /// The request bodies received so far.
     pub fn requests(&self) -> Vec<Value> {
+        self.received().into_iter().map(|r| r.body).collect()
+    }
+
+    /// The requests received so far, with their paths and headers.
+    pub fn received(&self) -> Vec<Received> {
         self.requests.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 }
 
-fn serve(stream: TcpStream, kept: &Mutex<Vec<Value>>, respond: &Responder) {
+fn serve(stream: TcpStream, kept: &Mutex<Vec<Received>>, respond: &Responder) {
     let mut reader = BufReader::new(stream);
     let mut length = 0;
     let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    let path = line.split_whitespace().nth(1).unwrap_or_default().to_owned();
+    let mut headers = Vec::new();
     loop {
         line.clear();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -88,10 +127,11 @@ fn serve(stream: TcpStream, kept: &Mutex<Vec<Value>>, respond: &Responder) {
         if header.is_empty() {
             break;
         }
-        if let Some((name, value)) = header.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+            headers.push((name.trim().to_owned(), value.trim().to_owned()));
         }
     }
     let mut body = vec![0; length];
@@ -101,7 +141,7 @@ fn serve(stream: TcpStream, kept: &Mutex<Vec<Value>>, respond: &Responder) {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let n = {
         let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.push(body.clone());
+        kept.push(Received { path, headers, body: body.clone() });
         kept.len()
     };
     let mut stream = reader.into_inner();
@@ -111,12 +151,13 @@ fn serve(stream: TcpStream, kept: &Mutex<Vec<Value>>, respond: &Responder) {
                             "message": {"role": "assistant", "content": text}}]})
         .to_string()
     };
-    let (status, payload) = match respond(n, &body) {
-        Reply::Text(text) => (200, completion(&text)),
-        Reply::Status(status, body) => (status, body),
+    let (status, extra, payload) = match respond(n, &body) {
+        Reply::Text(text) => (200, Vec::new(), completion(&text)),
+        Reply::Status(status, body) => (status, Vec::new(), body),
+        Reply::Full { status, headers, body } => (status, headers, body),
         Reply::Slow(wait, text) => {
             std::thread::sleep(wait);
-            (200, completion(&text))
+            (200, Vec::new(), completion(&text))
         }
         Reply::BrokenOff => {
             let start = &completion("cut")[..20];
@@ -128,9 +169,13 @@ fn serve(stream: TcpStream, kept: &Mutex<Vec<Value>>, respond: &Responder) {
             return;
         }
     };
+    let extra = extra.iter().fold(String::new(), |mut out, (name, value)| {
+        let _ = write!(out, "{name}: {value}\r\n");
+        out
+    });
     let _ = write!(
         stream,
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n{payload}",
         payload.len()
     );
     let _ = stream.flush();

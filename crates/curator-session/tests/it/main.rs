@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
 
 mod asynchronous;
+mod client;
 mod conformance;
 mod conversation;
 mod crash;

@@ -208,3 +208,44 @@ fn endpoint_errors_name_the_url_the_status_and_whether_to_retry() {
         .unwrap_err();
     assert!(err.is_retryable() && err.reason.contains("no answer within"), "{err}");
 }
+
+#[test]
+fn endpoint_headers_are_sent_and_error_answers_keep_their_body_and_retry_after() {
+    use curator_strategies::http::{Endpoint, HttpErrorKind};
+    use curator_testkit::chat_server::{ChatServer, Reply};
+
+    let body =
+        r#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#;
+    let server = ChatServer::start(move |_, _| Reply::Full {
+        status: 529,
+        headers: vec![("retry-after".into(), "7".into())],
+        body: body.into(),
+    });
+    let endpoint = Endpoint::new(server.url())
+        .with_header("x-api-key", "first")
+        .with_header("X-Api-Key", "sk-ant-secret")
+        .with_header("anthropic-version", "2023-06-01");
+    let debug = format!("{endpoint:?}");
+    assert!(!debug.contains("secret") && debug.contains("anthropic-version"), "{debug}");
+    let err = endpoint.post_json("messages", &json!({})).unwrap_err();
+    assert_eq!((err.kind, err.status), (HttpErrorKind::Status, Some(529)));
+    assert_eq!(err.body.as_deref(), Some(body));
+    assert_eq!(err.retry_after, Some(Duration::from_secs(7)));
+    assert!(err.is_retryable());
+    let received = &server.received()[0];
+    assert_eq!(received.path, "/v1/messages");
+    assert_eq!(
+        received.header("x-api-key"),
+        Some("sk-ant-secret"),
+        "one header per name, the last"
+    );
+    assert_eq!(
+        received.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case("x-api-key")).count(),
+        1
+    );
+    assert_eq!(received.header("anthropic-version"), Some("2023-06-01"));
+
+    let server = ChatServer::start(|_, _| Reply::Status(200, "{not json".into()));
+    let err = Endpoint::new(server.url()).post_json("messages", &json!({})).unwrap_err();
+    assert_eq!((err.kind, err.body, err.retry_after), (HttpErrorKind::NotJson, None, None));
+}

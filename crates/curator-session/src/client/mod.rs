@@ -1,0 +1,110 @@
+//! Model clients (features `openai`, `anthropic`): one call to a model's chat API, retried
+//! when the failure is passing, with typed errors.
+//!
+//! A [`ModelClient`] sends a [`ModelRequest`] (the messages, and tools in OpenAI's shape) and
+//! answers with a [`ModelReply`]: the assistant's [`Message`](curator_model::Message) with
+//! its tool calls, the token [`Usage`] and the stop reason. `OpenAiClient` (feature `openai`)
+//! speaks OpenAI's chat completions (and every server that speaks it: vLLM, Ollama,
+//! `llama.cpp`, `LiteLLM`, ...), `AnthropicClient` (feature `anthropic`) Anthropic's
+//! Messages API. Both post through one [`Endpoint`](curator_strategies::http::Endpoint),
+//! whose connections clones share, and retry by a [`Retry`] policy: 429, 5xx, timeouts and
+//! connection failures, waiting longer each time (or as long as the server's `retry-after`
+//! says). Feature `tokio` adds `AsyncModelClient`, the call from async code.
+//!
+//! # Examples
+//!
+//! A stand-in model, as tests write one: any type can be a client.
+//!
+//! ```
+//! use curator::model::Message;
+//! use curator::session::client::{ClientError, ModelClient, ModelReply, ModelRequest, Usage};
+//!
+//! struct Echo;
+//!
+//! impl ModelClient for Echo {
+//!     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+//!         let last = request.messages.last().map(|m| m.text().into_owned()).unwrap_or_default();
+//!         Ok(ModelReply::new(Message::assistant(last)).with_usage(Usage::new(1, 1)))
+//!     }
+//! }
+//!
+//! let reply = Echo.complete(&ModelRequest::new(&[Message::user("hello")]))?;
+//! assert_eq!(reply.message.text(), "hello");
+//! Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#[cfg(feature = "anthropic")]
+mod anthropic;
+#[cfg(feature = "tokio")]
+mod asynchronous;
+mod error;
+#[cfg(feature = "openai")]
+mod openai;
+mod reply;
+mod request;
+mod retry;
+
+#[cfg(feature = "anthropic")]
+pub use anthropic::AnthropicClient;
+#[cfg(feature = "tokio")]
+pub use asynchronous::AsyncModelClient;
+pub use error::ClientError;
+#[cfg(feature = "openai")]
+pub use openai::OpenAiClient;
+pub use reply::{ModelReply, Usage};
+pub use request::{ModelRequest, ModelSettings};
+pub use retry::Retry;
+
+use std::sync::Arc;
+
+/// One call to a model: the request's messages (and tools) in, the assistant's reply out.
+///
+/// Object safe, so that a program can pick its model at run time (`Box<dyn ModelClient>`);
+/// implemented for references, boxes and `Arc`s of clients.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::Message;
+/// use curator::session::client::{ClientError, ModelClient, ModelRequest, OpenAiClient, Retry};
+///
+/// // Nothing listens on port 9 of the loopback interface: a typed error, not a panic.
+/// let client: Box<dyn ModelClient> =
+///     Box::new(OpenAiClient::new("http://127.0.0.1:9", "gpt-4o-mini").with_retry(Retry::none()));
+/// let err = client.complete(&ModelRequest::new(&[Message::user("hi")])).unwrap_err();
+/// assert!(matches!(err, ClientError::Connection { attempts: 1, .. }));
+/// assert!(err.is_retryable());
+/// ```
+pub trait ModelClient: Send + Sync {
+    /// Sends `request` to the model and reads its reply.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]: the request cannot be written in the provider's format, the server
+    /// cannot be reached or answers with an error (after the retries the client makes), or
+    /// its reply is not one the format reads.
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError>;
+}
+
+impl<C: ModelClient + ?Sized> ModelClient for &C {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+        (**self).complete(request)
+    }
+}
+
+impl<C: ModelClient + ?Sized> ModelClient for Box<C> {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+        (**self).complete(request)
+    }
+}
+
+impl<C: ModelClient + ?Sized> ModelClient for Arc<C> {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+        (**self).complete(request)
+    }
+}
+
+/// An environment variable that is set and not empty.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}

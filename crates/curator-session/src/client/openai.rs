@@ -1,0 +1,222 @@
+//! The client of OpenAI's chat completions API, and of every server that speaks it.
+
+use std::time::Duration;
+
+use curator_model::formats::openai;
+use curator_strategies::http::Endpoint;
+use serde_json::{Map, Value};
+
+use super::error::ClientError;
+use super::reply::{ModelReply, Usage};
+use super::request::{ModelRequest, ModelSettings};
+use super::retry::{self, Retry};
+use super::{ModelClient, env};
+
+/// The provider's name in errors.
+const PROVIDER: &str = "OpenAI";
+/// The chat completions path under `/v1`.
+const CHAT_COMPLETIONS: &str = "chat/completions";
+/// Where [`OpenAiClient::from_env`] posts without `OPENAI_BASE_URL`.
+const DEFAULT_BASE_URL: &str = "https://api.openai.com";
+
+/// A [`ModelClient`] that posts to `{base_url}/v1/chat/completions`: OpenAI, or any server
+/// that speaks its chat completions (vLLM, Ollama, `llama.cpp`'s server, `LiteLLM`, ...).
+///
+/// The messages are written by curator's OpenAI format ([`openai::convert`]: messages read
+/// from Anthropic are adapted first), the tools sent as given, the [`ModelSettings`] added
+/// (`model`, `temperature`, `max_tokens`, then `extra`). The reply is the first choice's
+/// message with its tool calls, the `usage` (`prompt_tokens`, `completion_tokens`) and the
+/// `finish_reason`. Failures that may pass are retried as the [`Retry`] says (the default:
+/// 4 attempts). Clones share the endpoint's connections.
+///
+/// # Examples
+///
+/// ```no_run
+/// use curator::model::Message;
+/// use curator::session::client::{ModelClient, ModelRequest, OpenAiClient};
+///
+/// let client = OpenAiClient::from_env("gpt-4o-mini"); // OPENAI_API_KEY, OPENAI_BASE_URL
+/// let reply = client.complete(&ModelRequest::new(&[Message::user("Say hi.")]))?;
+/// println!("{} ({:?})", reply.message.text(), reply.usage);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct OpenAiClient {
+    endpoint: Endpoint,
+    settings: ModelSettings,
+    retry: Retry,
+}
+
+impl OpenAiClient {
+    /// A client of `model` at `base_url` (scheme, host and port, with or without `/v1`: the
+    /// [`Endpoint`] rule), with no API key, the endpoint's default timeouts (120 s for a
+    /// request, 10 s to connect) and the default [`Retry`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::session::client::OpenAiClient;
+    ///
+    /// let client = OpenAiClient::new("http://localhost:11434/v1", "llama3.1");
+    /// assert_eq!(client.url(), "http://localhost:11434/v1/chat/completions");
+    /// assert_eq!(client.settings().model, "llama3.1");
+    /// ```
+    pub fn new(base_url: impl AsRef<str>, model: impl Into<String>) -> Self {
+        Self::with_endpoint(Endpoint::new(base_url), model)
+    }
+
+    /// A client of `model` on an [`Endpoint`] configured elsewhere (its timeouts, key and
+    /// headers; shared with the summarizer, say).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator::session::client::OpenAiClient;
+    /// use curator::strategies::http::Endpoint;
+    ///
+    /// let server = Endpoint::new("http://localhost:8000").with_timeout(Duration::from_secs(30));
+    /// let client = OpenAiClient::with_endpoint(server, "big-model");
+    /// assert_eq!(client.endpoint().timeout(), Duration::from_secs(30));
+    /// ```
+    pub fn with_endpoint(endpoint: Endpoint, model: impl Into<String>) -> Self {
+        Self { endpoint, settings: ModelSettings::new(model), retry: Retry::new() }
+    }
+
+    /// A client of `model` at `OPENAI_BASE_URL` (default `https://api.openai.com`), with the
+    /// key `OPENAI_API_KEY` when it is set (a local server needs none).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::session::client::OpenAiClient;
+    ///
+    /// let client = OpenAiClient::from_env("gpt-4o-mini");
+    /// assert!(client.url().ends_with("/v1/chat/completions"));
+    /// ```
+    pub fn from_env(model: impl Into<String>) -> Self {
+        let base_url = env("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let client = Self::new(base_url, model);
+        match env("OPENAI_API_KEY") {
+            Some(key) => client.with_api_key(key),
+            None => client,
+        }
+    }
+
+    /// Sends `Authorization: Bearer <key>`.
+    #[must_use]
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.endpoint = self.endpoint.with_api_key(key);
+        self
+    }
+
+    /// Gives up on a request after `timeout` (a timeout is retried like a 5xx).
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.endpoint = self.endpoint.with_timeout(timeout);
+        self
+    }
+
+    /// Uses `settings` (its model among them) for every call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::session::client::{ModelSettings, OpenAiClient};
+    ///
+    /// let client = OpenAiClient::new("http://localhost:8000", "m")
+    ///     .with_settings(ModelSettings::new("gpt-4o").with_temperature(0.0));
+    /// assert_eq!((client.settings().model.as_str(), client.settings().temperature), ("gpt-4o", Some(0.0)));
+    /// ```
+    #[must_use]
+    pub fn with_settings(mut self, settings: ModelSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Retries as `retry` says ([`Retry::none`] never retries).
+    #[must_use]
+    pub fn with_retry(mut self, retry: Retry) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The endpoint the client posts to.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The settings of every call.
+    pub fn settings(&self) -> &ModelSettings {
+        &self.settings
+    }
+
+    /// The retry policy.
+    pub fn retry(&self) -> &Retry {
+        &self.retry
+    }
+
+    /// The URL the client posts to.
+    pub fn url(&self) -> String {
+        self.endpoint.url(CHAT_COMPLETIONS)
+    }
+
+    /// The JSON body [`complete`](ModelClient::complete) posts for `request`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// use curator::session::client::{ModelRequest, ModelSettings, OpenAiClient};
+    /// use serde_json::json;
+    ///
+    /// let client = OpenAiClient::new("http://localhost:8000", "m")
+    ///     .with_settings(ModelSettings::new("m").with_max_tokens(100));
+    /// let body = client.request_body(&ModelRequest::new(&[Message::user("hi")]))?;
+    /// assert_eq!(body, json!({"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Conversion`]: a message the OpenAI format cannot carry (an
+    /// Anthropic-only block, such as a thinking block or a document).
+    pub fn request_body(&self, request: &ModelRequest<'_>) -> Result<Value, ClientError> {
+        let messages = openai::convert(request.messages)
+            .map_err(|source| ClientError::Conversion { provider: PROVIDER, source })?;
+        let mut body = Map::new();
+        body.insert("messages".into(), messages);
+        if let Some(tools) = request.tools_to_send() {
+            body.insert("tools".into(), tools.clone());
+        }
+        self.settings.write(&mut body, None);
+        Ok(Value::Object(body))
+    }
+}
+
+impl ModelClient for OpenAiClient {
+    /// Posts the request and reads the first choice.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]: [`Conversion`](ClientError::Conversion) as
+    /// [`request_body`](OpenAiClient::request_body); after the retries,
+    /// [`Status`](ClientError::Status) with OpenAI's message,
+    /// [`Timeout`](ClientError::Timeout) or [`Connection`](ClientError::Connection);
+    /// [`MalformedReply`](ClientError::MalformedReply) for a body that is not JSON or not a
+    /// chat completion (no `choices[0].message`, say).
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+        let body = self.request_body(request)?;
+        let value = retry::post(&self.endpoint, &self.retry, PROVIDER, CHAT_COMPLETIONS, &body)?;
+        let message = openai::response_message(&value)
+            .map_err(|e| ClientError::malformed(PROVIDER, "a chat completion", e))?;
+        Ok(ModelReply {
+            message,
+            usage: Usage::read(&value, "prompt_tokens", "completion_tokens"),
+            stop_reason: value
+                .pointer("/choices/0/finish_reason")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        })
+    }
+}

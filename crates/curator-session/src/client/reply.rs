@@ -1,0 +1,101 @@
+//! What a model call answers: the assistant's message, the tokens it took, why it stopped.
+
+use curator_model::Message;
+use serde_json::Value;
+
+/// The model's answer to one call.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{Message, ToolCall};
+/// use curator::session::client::{ModelReply, Usage};
+///
+/// let reply = ModelReply::new(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")]))
+///     .with_usage(Usage::new(120, 8))
+///     .with_stop_reason("tool_calls");
+/// assert_eq!(reply.usage.map(|u| u.total()), Some(128));
+/// let message: Message = reply.into(); // what a conversation records
+/// assert_eq!(message.tool_calls()[0].id(), "c1");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ModelReply {
+    /// The assistant's message, with its tool calls.
+    pub message: Message,
+    /// The tokens the call took, when the provider said.
+    pub usage: Option<Usage>,
+    /// Why the model stopped, in the provider's words: OpenAI's `finish_reason` (`stop`,
+    /// `tool_calls`, `length`, ...), Anthropic's `stop_reason` (`end_turn`, `tool_use`,
+    /// `max_tokens`, ...).
+    pub stop_reason: Option<String>,
+}
+
+impl ModelReply {
+    /// A reply holding `message`, without usage or stop reason.
+    pub fn new(message: Message) -> Self {
+        Self { message, usage: None, stop_reason: None }
+    }
+
+    /// Sets the tokens the call took.
+    #[must_use]
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Sets why the model stopped.
+    #[must_use]
+    pub fn with_stop_reason(mut self, stop_reason: impl Into<String>) -> Self {
+        self.stop_reason = Some(stop_reason.into());
+        self
+    }
+}
+
+impl From<ModelReply> for Message {
+    fn from(reply: ModelReply) -> Self {
+        reply.message
+    }
+}
+
+/// The tokens one call took, as the provider counted them.
+///
+/// # Examples
+///
+/// ```
+/// use curator::session::client::Usage;
+///
+/// let usage = Usage::new(1_000, 50);
+/// assert_eq!((usage.input_tokens, usage.output_tokens, usage.total()), (1_000, 50, 1_050));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Usage {
+    /// The tokens of the request (OpenAI's `prompt_tokens`, Anthropic's `input_tokens`).
+    pub input_tokens: u64,
+    /// The tokens of the reply (OpenAI's `completion_tokens`, Anthropic's `output_tokens`).
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// `input_tokens` in, `output_tokens` out.
+    pub const fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self { input_tokens, output_tokens }
+    }
+
+    /// Both counts together.
+    pub const fn total(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// Reads a reply's `usage` object with the provider's names for the two counts; `None`
+    /// when there is no such object or it holds neither count (a count missing alone is 0).
+    pub(crate) fn read(reply: &Value, input: &str, output: &str) -> Option<Self> {
+        let usage = reply.get("usage")?;
+        let count = |name: &str| usage.get(name).and_then(Value::as_u64);
+        match (count(input), count(output)) {
+            (None, None) => None,
+            (i, o) => Some(Self::new(i.unwrap_or(0), o.unwrap_or(0))),
+        }
+    }
+}
