@@ -78,6 +78,21 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
+    /// A context for a call of this process (not resumed, not started before).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::ToolCall;
+    /// use curator::session::ToolContext;
+    ///
+    /// let context = ToolContext::new(ToolCall::new("c1", "ls", "{}"));
+    /// assert_eq!((context.call_id(), context.is_resume, context.started), ("c1", false, false));
+    /// ```
+    pub fn new(call: ToolCall) -> Self {
+        Self { call, is_resume: false, started: false }
+    }
+
     /// The call's id, usable as an idempotency key.
     pub fn call_id(&self) -> &str {
         self.call.id()

@@ -54,6 +54,8 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod agent;
 #[cfg(feature = "tokio")]
 mod async_conversation;
 #[cfg(feature = "tokio")]
@@ -79,7 +81,12 @@ mod store;
 mod summaries;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tools;
 
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub use agent::{
+    Agent, AgentOutcome, DEFAULT_AGENT_LEASE, DEFAULT_AGENT_MAX_TOKENS, DEFAULT_AGENT_MAX_TURNS,
+};
 #[cfg(feature = "tokio")]
 pub use async_conversation::{AsyncConversation, run_async};
 #[cfg(feature = "tokio")]
@@ -97,3 +104,4 @@ pub use snapshot::Snapshot;
 pub use snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
 pub use store::{Appended, EvaluationSummary, SessionStore};
 pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};
+pub use tools::{ToolError, ToolInput, Tools};

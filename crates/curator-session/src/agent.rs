@@ -1,0 +1,522 @@
+//! `Agent`: a model client, tools, the default pipeline and exactly-once resume around the
+//! plain conversation, so that a whole agent is a few lines.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use curator_model::{Message, PromptRef, Role};
+use curator_strategies::{CurationContext, HistoryManager, Redactor, StrategyConfig};
+
+use crate::client::{ModelClient, ModelRequest};
+use crate::{
+    Claim, ClaimStore, Conversation, Error, Keyed, NextStep, Result, ResumePolicy, SessionKey,
+    SessionStore, ToolContext, ToolError, Tools,
+};
+
+/// The history budget of an agent that names none, in tokens.
+pub const DEFAULT_AGENT_MAX_TOKENS: u64 = 32_000;
+
+/// How long [`Agent::ask_claimed`] holds its claim between renewals, unless set: longer
+/// than a model call or a tool batch may take.
+pub const DEFAULT_AGENT_LEASE: Duration = Duration::from_mins(5);
+
+/// The model calls one [`Agent::ask`] makes at most, unless set.
+pub const DEFAULT_AGENT_MAX_TURNS: u32 = 25;
+
+/// How an [`Agent`] run ended.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum AgentOutcome {
+    /// The model answered without calling a tool: the answer to the message.
+    Answered(Message),
+    /// A tool stopped the run ([`ToolError::Stop`]): its call stays pending (marked
+    /// started), and the next run resumes it as the [`ResumePolicy`] says.
+    Stopped {
+        /// The call that stopped the run.
+        call_id: String,
+        /// Its tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// The run made its [`max_turns`](Agent::max_turns) model calls without an answer; the
+    /// next run continues it.
+    MaxTurns,
+}
+
+impl AgentOutcome {
+    /// The answer of an answered run.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// use curator::session::AgentOutcome;
+    ///
+    /// assert_eq!(AgentOutcome::Answered(Message::assistant("4")).answer().map(|m| m.text().into_owned()), Some("4".into()));
+    /// assert_eq!(AgentOutcome::MaxTurns.answer(), None);
+    /// ```
+    pub fn answer(&self) -> Option<&Message> {
+        match self {
+            Self::Answered(message) => Some(message),
+            _ => None,
+        }
+    }
+
+    /// The answer's text; for a run that did not answer, a sentence saying why.
+    pub fn text(&self) -> String {
+        match self {
+            Self::Answered(message) => message.text().into_owned(),
+            Self::Stopped { tool, reason, .. } => format!("[stopped by `{tool}`: {reason}]"),
+            Self::MaxTurns => "[no answer within the turn limit]".to_owned(),
+        }
+    }
+}
+
+struct Parts {
+    model: Box<dyn ModelClient>,
+    tools: Tools,
+    system: String,
+    prompt: PromptRef,
+    pipeline: StrategyConfig,
+    built: OnceLock<Arc<dyn HistoryManager>>,
+    max_turns: u32,
+    policy: ResumePolicy,
+    redactor: Option<Redactor>,
+    claim_lease: Duration,
+    claim_wait: Duration,
+}
+
+/// A tool-using agent: a [`ModelClient`], [`Tools`], a system prompt and a curation
+/// pipeline (the default one, [`StrategyConfig::default_pipeline`], with the tools' schemas
+/// counted into the budget), driving a [`Conversation`] per session key in any
+/// [`SessionStore`].
+///
+/// [`ask`](Agent::ask) records the user's message under the caller's own id, runs the
+/// model and the tools until the model answers, and returns the answer. Every step is
+/// recorded before the next one runs, so an agent killed at any point answers the same
+/// `ask` again exactly where it stopped:
+///
+/// - the message is recorded once per id: asked again (a redelivered job), it returns its
+///   own recorded answer without calling the model, or finishes its turn if it was cut
+///   short; a new message while an earlier one's turn was cut short waits for that turn to
+///   finish first (nothing is dropped);
+/// - each tool call is marked started, durably, before it runs, and its result is recorded
+///   the moment it comes: a call that never started is run on resume; one interrupted while
+///   it ran is run again (the default, [`ResumePolicy::Rerun`]: the tool sees
+///   [`ToolContext::started`] and can check its idempotency key, the call id) or answered as
+///   interrupted ([`ResumePolicy::AnswerInterrupted`]); no call whose result is recorded runs
+///   again;
+/// - the calls of one reply run at once, one thread each.
+///
+/// Cloning is cheap (the parts are shared), and an `Agent` is `Send + Sync`: one per
+/// program, shared by its threads and tasks.
+///
+/// # Examples
+///
+/// A stand-in model that calls the tool once, then answers with its result:
+///
+/// ```
+/// use curator::model::{Message, Role, ToolCall};
+/// use curator::session::client::{ClientError, ModelClient, ModelReply, ModelRequest};
+/// use curator::session::{Agent, MemoryStore, Tools};
+/// use serde_json::json;
+///
+/// struct Model;
+/// impl ModelClient for Model {
+///     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+///         let last = request.messages.last().map(|m| (m.role(), m.text().into_owned()));
+///         Ok(ModelReply::new(match last {
+///             Some((Role::Tool, result)) => Message::assistant(format!("It is {result}.")),
+///             _ => Message::assistant_with_calls(None, vec![ToolCall::new("c1", "add", r#"{"a": 2, "b": 2}"#)]),
+///         }))
+///     }
+/// }
+///
+/// let tools = Tools::new().add("add", "Adds a and b.", json!({"type": "object"}), |args| {
+///     Ok((args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)).to_string())
+/// });
+/// let agent = Agent::new(Model, tools).system("You add numbers.");
+/// let store = MemoryStore::new();
+/// let outcome = agent.ask(&store, "user-42", "msg-1", "What is 2 + 2?")?;
+/// assert_eq!(outcome.text(), "It is 4.");
+/// // The same message again (a redelivery): its recorded answer, no model call.
+/// assert_eq!(agent.ask(&store, "user-42", "msg-1", "What is 2 + 2?")?.text(), "It is 4.");
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Agent {
+    parts: Arc<Parts>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("tools", &self.parts.tools)
+            .field("prompt", &self.parts.prompt)
+            .field("max_turns", &self.parts.max_turns)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// An agent asking `model`, with `tools`, an empty system prompt, the default pipeline at
+    /// [`DEFAULT_AGENT_MAX_TOKENS`], at most [`DEFAULT_AGENT_MAX_TURNS`] model calls per
+    /// run, recorded under the prompt `agent/default`.
+    pub fn new(model: impl ModelClient + 'static, tools: Tools) -> Self {
+        Self {
+            parts: Arc::new(Parts {
+                model: Box::new(model),
+                tools,
+                system: String::new(),
+                prompt: PromptRef::new("agent", "default"),
+                pipeline: StrategyConfig::default_pipeline(DEFAULT_AGENT_MAX_TOKENS),
+                built: OnceLock::new(),
+                max_turns: DEFAULT_AGENT_MAX_TURNS,
+                policy: ResumePolicy::Rerun,
+                redactor: None,
+                claim_lease: DEFAULT_AGENT_LEASE,
+                claim_wait: Duration::from_secs(30),
+            }),
+        }
+    }
+
+    fn with(self, change: impl FnOnce(&mut Parts)) -> Self {
+        let mut parts = match Arc::try_unwrap(self.parts) {
+            Ok(parts) => parts,
+            Err(shared) => Parts {
+                model: Box::new(SharedModel(Arc::clone(&shared))),
+                tools: shared.tools.clone(),
+                system: shared.system.clone(),
+                prompt: shared.prompt.clone(),
+                pipeline: shared.pipeline.clone(),
+                built: OnceLock::new(),
+                max_turns: shared.max_turns,
+                policy: shared.policy,
+                redactor: shared.redactor.clone(),
+                claim_lease: shared.claim_lease,
+                claim_wait: shared.claim_wait,
+            },
+        };
+        change(&mut parts);
+        parts.built = OnceLock::new();
+        Self { parts: Arc::new(parts) }
+    }
+
+    /// The system prompt, recorded when a session starts (a resumed session keeps the one
+    /// it started with).
+    #[must_use]
+    pub fn system(self, system: impl Into<String>) -> Self {
+        let system = system.into();
+        self.with(|parts| parts.system = system)
+    }
+
+    /// The default pipeline with a history budget of `max_tokens` (the tools' schemas
+    /// counted into it).
+    #[must_use]
+    pub fn max_tokens(self, max_tokens: u64) -> Self {
+        self.with(|parts| parts.pipeline = StrategyConfig::default_pipeline(max_tokens))
+    }
+
+    /// Another pipeline (the tools' schemas are counted into its budgets).
+    #[must_use]
+    pub fn pipeline(self, pipeline: StrategyConfig) -> Self {
+        self.with(|parts| parts.pipeline = pipeline)
+    }
+
+    /// The prompt identity sessions are recorded under: a key's conversation with another
+    /// prompt is another conversation.
+    #[must_use]
+    pub fn prompt(self, prompt: PromptRef) -> Self {
+        self.with(|parts| parts.prompt = prompt)
+    }
+
+    /// The most model calls one run makes ([`AgentOutcome::MaxTurns`] after them).
+    #[must_use]
+    pub fn max_turns(self, max_turns: u32) -> Self {
+        self.with(|parts| parts.max_turns = max_turns)
+    }
+
+    /// What a resumed run does with a call that was interrupted while it ran.
+    #[must_use]
+    pub fn resume_policy(self, policy: ResumePolicy) -> Self {
+        self.with(|parts| parts.policy = policy)
+    }
+
+    /// Redacts every message before it is recorded: secrets never reach the store (see
+    /// [`Conversation::with_redaction`]). Without it the record keeps what was said and the
+    /// default pipeline redacts what is sent.
+    #[must_use]
+    pub fn redact_before_recording(self, redactor: Redactor) -> Self {
+        self.with(|parts| parts.redactor = Some(redactor))
+    }
+
+    /// How long [`ask_claimed`](Agent::ask_claimed) holds its claim between renewals, and
+    /// how long it waits for a claim another worker holds.
+    #[must_use]
+    pub fn claim(self, lease: Duration, wait: Duration) -> Self {
+        self.with(|parts| {
+            parts.claim_lease = lease;
+            parts.claim_wait = wait;
+        })
+    }
+
+    /// The tools.
+    pub fn tools(&self) -> &Tools {
+        &self.parts.tools
+    }
+
+    /// Records the user's `text` under the caller's `message_id` in the session `session`
+    /// of `store`, runs the model and the tools until the model answers, and returns how the
+    /// run ended. See [`Agent`] for what happens after a crash and when a message is asked
+    /// again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Provider`] when the model call fails (after its client's retries), holding
+    /// the client's error; [`Error::BadKey`] for a session key every store refuses;
+    /// [`Error::Curation`] when the pipeline cannot be built or cannot keep what it must;
+    /// a store error. What was recorded stays recorded: ask again to continue.
+    pub fn ask<S: SessionStore>(
+        &self,
+        store: S,
+        session: impl Into<SessionKey>,
+        message_id: &str,
+        text: &str,
+    ) -> Result<AgentOutcome> {
+        let mut conversation = self.open(store, session.into())?;
+        self.ask_in(&mut conversation, message_id, text, None)
+    }
+
+    /// As [`ask`](Agent::ask), holding a claim on the session for the run, so that two
+    /// workers never drive one session at once (PostgreSQL's store, for workers on many
+    /// machines): waits for a claim another worker holds (up to the wait of
+    /// [`claim`](Agent::claim)), renews it before every model call and tool batch, and
+    /// releases it at the end.
+    ///
+    /// # Errors
+    ///
+    /// As [`ask`](Agent::ask); [`Error::Claimed`] when the session stays claimed by another
+    /// worker; [`Error::ClaimLost`] when the claim ran out and another worker took it (this
+    /// worker stops before its next step: nothing of it is recorded after that).
+    pub fn ask_claimed<S: SessionStore + ClaimStore>(
+        &self,
+        store: S,
+        session: impl Into<SessionKey>,
+        message_id: &str,
+        text: &str,
+    ) -> Result<AgentOutcome> {
+        let key = session.into();
+        key.check()?;
+        let claim = store.claim_within(&key, self.parts.claim_lease, self.parts.claim_wait)?;
+        let outcome = self.open(&store, key).and_then(|mut conversation| {
+            self.ask_in(&mut conversation, message_id, text, Some(&claim))
+        });
+        let released = claim.release();
+        let outcome = outcome?;
+        released?;
+        Ok(outcome)
+    }
+
+    /// As [`ask`](Agent::ask), on tokio: the run (store I/O, model calls, tools) goes to
+    /// the runtime's blocking threads, so the future is `Send` and never blocks the
+    /// runtime; works on the multi-threaded runtime.
+    ///
+    /// # Errors
+    ///
+    /// As [`ask`](Agent::ask); [`Error::Join`] when the blocking task panicked or the
+    /// runtime shut down.
+    #[cfg(feature = "tokio")]
+    pub async fn ask_async<S: SessionStore + Send + 'static>(
+        &self,
+        store: S,
+        session: impl Into<SessionKey>,
+        message_id: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Result<AgentOutcome> {
+        let (agent, key, id, text) = (self.clone(), session.into(), message_id.into(), text.into());
+        tokio::task::spawn_blocking(move || agent.ask(store, key, &id, &text))
+            .await
+            .map_err(|e| Error::Join(Box::new(e)))?
+    }
+
+    /// As [`ask_claimed`](Agent::ask_claimed), on tokio (see [`ask_async`](Agent::ask_async)).
+    ///
+    /// # Errors
+    ///
+    /// As [`ask_claimed`](Agent::ask_claimed); [`Error::Join`].
+    #[cfg(feature = "tokio")]
+    pub async fn ask_claimed_async<S: SessionStore + ClaimStore + Send + 'static>(
+        &self,
+        store: S,
+        session: impl Into<SessionKey>,
+        message_id: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Result<AgentOutcome> {
+        let (agent, key, id, text) = (self.clone(), session.into(), message_id.into(), text.into());
+        tokio::task::spawn_blocking(move || agent.ask_claimed(store, key, &id, &text))
+            .await
+            .map_err(|e| Error::Join(Box::new(e)))?
+    }
+
+    fn open<S: SessionStore>(&self, store: S, key: SessionKey) -> Result<Conversation<S>> {
+        let parts = &self.parts;
+        let conversation = Conversation::open(
+            store,
+            key,
+            parts.prompt.clone(),
+            Message::system(parts.system.clone()),
+        )?;
+        let conversation = match &parts.redactor {
+            Some(redactor) => conversation.with_redaction(redactor.clone()),
+            None => conversation,
+        };
+        conversation.with_start_marks()
+    }
+
+    fn ask_in<S: SessionStore>(
+        &self,
+        conversation: &mut Conversation<S>,
+        message_id: &str,
+        text: &str,
+        claim: Option<&Claim>,
+    ) -> Result<AgentOutcome> {
+        loop {
+            match conversation.add_user_keyed(message_id, text) {
+                Ok(Keyed::Answered(answer)) => return Ok(AgentOutcome::Answered(answer)),
+                Ok(Keyed::New | Keyed::InProgress) => return self.run(conversation, claim),
+                // An earlier message's turn was cut short: it finishes first.
+                Err(Error::TurnInProgress { .. }) => match self.run(conversation, claim)? {
+                    AgentOutcome::Answered(_) => {}
+                    other => return Ok(other),
+                },
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The pipeline, built the first time a run needs it (the tools' schemas counted into
+    /// its budgets); a pipeline that cannot be built is an error of every run.
+    fn built_pipeline(&self) -> Result<Arc<dyn HistoryManager>> {
+        let parts = &self.parts;
+        if let Some(built) = parts.built.get() {
+            return Ok(Arc::clone(built));
+        }
+        let config = if parts.tools.is_empty() {
+            parts.pipeline.clone()
+        } else {
+            parts.pipeline.clone().with_tools(&parts.tools.definitions())?.0
+        };
+        let built: Arc<dyn HistoryManager> = Arc::from(config.build()?);
+        Ok(Arc::clone(parts.built.get_or_init(|| built)))
+    }
+
+    /// Runs the conversation until the model answers, a tool stops the run or the turns
+    /// are spent.
+    fn run<S: SessionStore>(
+        &self,
+        conversation: &mut Conversation<S>,
+        claim: Option<&Claim>,
+    ) -> Result<AgentOutcome> {
+        let parts = &self.parts;
+        let pipeline = self.built_pipeline()?;
+        let definitions = parts.tools.definitions();
+        let ctx = CurationContext::default();
+        let mut turns = 0;
+        loop {
+            match conversation.next_step() {
+                NextStep::RunTools(contexts) => {
+                    let contexts = if contexts.iter().any(|c| c.started) {
+                        conversation.repair(parts.policy)?
+                    } else {
+                        contexts
+                    };
+                    if contexts.is_empty() {
+                        continue;
+                    }
+                    renew(claim)?;
+                    if let Some(stop) = self.run_tools(conversation, &contexts)? {
+                        return Ok(stop);
+                    }
+                }
+                NextStep::CallModel => {
+                    if turns == parts.max_turns {
+                        return Ok(AgentOutcome::MaxTurns);
+                    }
+                    turns += 1;
+                    renew(claim)?;
+                    let request = conversation.request(&*pipeline, &ctx)?.to_messages();
+                    let mut model_request = ModelRequest::new(&request);
+                    if !parts.tools.is_empty() {
+                        model_request = model_request.with_tools(&definitions);
+                    }
+                    let reply = parts
+                        .model
+                        .complete(&model_request)
+                        .map_err(|e| Error::Provider(Box::new(e)))?;
+                    renew(claim)?;
+                    conversation.record_assistant(reply.message)?;
+                }
+                NextStep::Finished => {
+                    let answer = conversation
+                        .history()
+                        .messages()
+                        .last()
+                        .filter(|m| m.role() == Role::Assistant)
+                        .cloned()
+                        .unwrap_or_else(|| Message::assistant(""));
+                    return Ok(AgentOutcome::Answered(answer));
+                }
+                // Not after a recorded user message; said for completeness.
+                NextStep::WaitForUser => return Ok(AgentOutcome::MaxTurns),
+            }
+        }
+    }
+
+    /// Marks the calls started, runs them at once, records each result; a stop ends the
+    /// run after the others' results are recorded.
+    fn run_tools<S: SessionStore>(
+        &self,
+        conversation: &mut Conversation<S>,
+        contexts: &[ToolContext],
+    ) -> Result<Option<AgentOutcome>> {
+        let ids: Vec<&str> = contexts.iter().map(ToolContext::call_id).collect();
+        conversation.mark_started(&ids)?;
+        let results = self.parts.tools.run_all(contexts);
+        let mut stopped = None;
+        for (context, result) in contexts.iter().zip(results) {
+            match result {
+                Ok(text) => {
+                    conversation.record_tool_result(context.call_id(), Ok::<_, String>(text))?;
+                }
+                Err(ToolError::Failed(reason)) => {
+                    conversation.record_tool_result(context.call_id(), Err::<String, _>(reason))?;
+                }
+                Err(ToolError::Stop(reason)) => {
+                    stopped.get_or_insert(AgentOutcome::Stopped {
+                        call_id: context.call_id().to_owned(),
+                        tool: context.call.name().to_owned(),
+                        reason,
+                    });
+                }
+            }
+        }
+        Ok(stopped)
+    }
+}
+
+fn renew(claim: Option<&Claim>) -> Result<()> {
+    claim.map_or(Ok(()), Claim::renew)
+}
+
+/// A model shared with another agent (an agent changed after it was cloned).
+struct SharedModel(Arc<Parts>);
+
+impl ModelClient for SharedModel {
+    fn complete(
+        &self,
+        request: &ModelRequest<'_>,
+    ) -> std::result::Result<crate::client::ModelReply, crate::client::ClientError> {
+        self.0.model.complete(request)
+    }
+}

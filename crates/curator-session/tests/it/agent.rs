@@ -1,0 +1,404 @@
+//! `Agent` (issue 32): parallel tools killed at every point resume exactly once, a repeated
+//! message id returns its own answer, a tool stops the run, secrets never reach the store.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use curator::sqlite::SqliteStore;
+use curator_model::{Message, Role, ToolCall};
+use curator_session::client::{ClientError, ModelClient, ModelReply, ModelRequest};
+use curator_session::{
+    Agent, AgentOutcome, Conversation, Error, Keyed, MemoryStore, ResumePolicy, SessionStore,
+    ToolError, Tools,
+};
+use curator_strategies::Redactor;
+use curator_testkit::processes::{Lines, kill, say};
+use serde_json::json;
+
+/// A stand-in model: the first call of a turn asks for three calls at once (`a`, `b`, `c`),
+/// then it answers with what they gave. Counts its calls.
+#[derive(Clone, Default)]
+struct Model {
+    calls: Arc<AtomicUsize>,
+}
+
+impl ModelClient for Model {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+        point("model");
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let last = request.messages.last().unwrap();
+        let reply = if last.role() == Role::Tool {
+            let results: Vec<String> = request
+                .messages
+                .iter()
+                .filter(|m| m.role() == Role::Tool)
+                .map(|m| m.text().into_owned())
+                .collect();
+            Message::assistant(format!("done: {}", results.join(", ")))
+        } else {
+            let turn = request.messages.iter().filter(|m| m.role() == Role::User).count();
+            Message::assistant_with_calls(
+                None,
+                ["a", "b", "c"]
+                    .iter()
+                    .map(|n| {
+                        ToolCall::new(format!("{n}{turn}"), "effect", format!(r#"{{"n":"{n}"}}"#))
+                    })
+                    .collect(),
+            )
+        };
+        point("model");
+        Ok(ModelReply::new(reply))
+    }
+}
+
+/// A kill point of the child: the child announces point k and waits to be killed.
+fn point(_what: &str) {
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+    let Ok(at) = std::env::var("CURATOR_AGENT_KILL_AT") else { return };
+    let k = COUNT.fetch_add(1, Ordering::SeqCst) + 1;
+    if at.parse::<usize>().ok() == Some(k) {
+        say(&mut std::io::stdout(), &format!("\n[child] at {k}"));
+        std::thread::sleep(std::time::Duration::from_mins(2));
+    }
+}
+
+/// The side effects, one line per effect, appended and synced.
+fn effects(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+/// A tool with a side effect (a line in `log`). `idempotent`: a call that may have started
+/// before (`started`) checks the log for its id, as a payment checks its idempotency key.
+fn tools(log: &Path, idempotent: bool) -> Tools {
+    let log = log.to_owned();
+    Tools::new().add_with_context(
+        "effect",
+        "Has an effect.",
+        json!({"type": "object"}),
+        move |input| {
+            let id = input.context.call_id().to_owned();
+            point("tool");
+            let done = idempotent && input.context.started && effects(&log).contains(&id);
+            if !done {
+                let mut file =
+                    std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+                // One write per line: the three tools append at once.
+                file.write_all(format!("{id}\n").as_bytes()).unwrap();
+                file.sync_all().unwrap();
+            }
+            point("tool");
+            Ok(format!("{} ok", input.args["n"].as_str().unwrap_or("?")))
+        },
+    )
+}
+
+fn agent(log: &Path, policy: ResumePolicy, idempotent: bool, model: Model) -> Agent {
+    Agent::new(model, tools(log, idempotent)).system("You have effects.").resume_policy(policy)
+}
+
+/// Runs in the child process only: asks once on the SQLite file, until killed.
+#[test]
+fn child_asks_the_agent() {
+    let Ok(spec) = std::env::var("CURATOR_AGENT_CHILD") else { return };
+    let mut parts = spec.splitn(3, '|');
+    let (policy, db, log) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+    let (policy, idempotent) = policy_of(policy);
+    let agent = agent(Path::new(log), policy, idempotent, Model::default());
+    agent.ask(SqliteStore::open(db).unwrap(), "user-1", "m1", "have effects").unwrap();
+    say(&mut std::io::stdout(), "\n[child] done");
+}
+
+fn policy_of(name: &str) -> (ResumePolicy, bool) {
+    match name {
+        "rerun" => (ResumePolicy::Rerun, true),
+        _ => (ResumePolicy::AnswerInterrupted, false),
+    }
+}
+
+/// Starts a child that stops at point `k`; `true` when it got there (and was killed).
+fn run_child_until(policy: &str, db: &Path, log: &Path, k: usize) -> bool {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "agent::child_asks_the_agent", "--test-threads=1", "--nocapture"])
+        .env("CURATOR_AGENT_CHILD", format!("{policy}|{}|{}", db.display(), log.display()))
+        .env("CURATOR_AGENT_KILL_AT", k.to_string())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = Lines::of(child.stdout.take().unwrap());
+    loop {
+        let Some(line) = lines.next() else {
+            kill(&mut child);
+            panic!("the child said nothing for a minute");
+        };
+        if line.starts_with("[child] at ") {
+            kill(&mut child);
+            return true;
+        }
+        if line.starts_with("[child] done") {
+            assert!(child.wait().unwrap().success());
+            return false;
+        }
+    }
+}
+
+/// Kills a child at every point (before and after each model call and each tool's effect,
+/// the three tools running at once), resumes in this process, and checks the side effects.
+fn killed_at_every_point(policy: &str) {
+    let mut k = 1;
+    loop {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, log) = (dir.path().join("agent.db"), dir.path().join("effects.log"));
+        if !run_child_until(policy, &db, &log, k) {
+            break;
+        }
+        let (resume_policy, idempotent) = policy_of(policy);
+        let model = Model::default();
+        let agent = agent(&log, resume_policy, idempotent, model.clone());
+        let outcome =
+            agent.ask(SqliteStore::open(&db).unwrap(), "user-1", "m1", "have effects").unwrap();
+        let effects = effects(&log);
+        let store = SqliteStore::open(&db).unwrap();
+        let evaluation = store.evaluations().unwrap()[0].evaluation_id;
+        let record: Vec<Message> =
+            store.entries(evaluation).unwrap().into_iter().map(|e| e.message).collect();
+        let interrupted: Vec<&str> = record
+            .iter()
+            .filter(|m| m.is_error() && m.text().contains("was interrupted"))
+            .filter_map(|m| m.tool_call_id())
+            .collect();
+        for id in ["a1", "b1", "c1"] {
+            let count = effects.iter().filter(|e| *e == id).count();
+            if policy == "rerun" {
+                // Re-run, and the tool's idempotency key holds: exactly once.
+                assert_eq!(count, 1, "point {k}: {id} ran {count} times: {effects:?}");
+            } else {
+                // Answered as interrupted: at most once, and exactly once unless it was
+                // interrupted while it ran.
+                assert!(count <= 1, "point {k}: {id} ran {count} times: {effects:?}");
+                assert!(
+                    count == 1 || interrupted.contains(&id),
+                    "point {k}: {id} never ran and was not answered as interrupted: {record:?}"
+                );
+            }
+        }
+        // Exactly one answer was recorded, and it is what the resumed ask returned.
+        let answers: Vec<&Message> = record
+            .iter()
+            .filter(|m| m.role() == Role::Assistant && m.tool_calls().is_empty())
+            .collect();
+        assert_eq!(answers.len(), 1, "point {k}: {record:?}");
+        assert_eq!(outcome, AgentOutcome::Answered(answers[0].clone()), "point {k}");
+        assert!(answers[0].text().starts_with("done: "), "point {k}");
+        // A call recorded with its result never ran again: one result per call.
+        for id in ["a1", "b1", "c1"] {
+            let results = record.iter().filter(|m| m.tool_call_id() == Some(id)).count();
+            assert_eq!(results, 1, "point {k}: {id} has {results} results");
+        }
+        k += 1;
+    }
+    // Two points per model call (two calls) and per tool (three tools).
+    assert_eq!(k - 1, 2 * 2 + 2 * 3, "every point was a kill point");
+}
+
+#[test]
+fn parallel_tools_killed_at_every_point_rerun_exactly_once_with_an_idempotency_key() {
+    killed_at_every_point("rerun");
+}
+
+#[test]
+fn parallel_tools_killed_at_every_point_run_at_most_once_when_interrupted_calls_are_answered() {
+    killed_at_every_point("answer");
+}
+
+#[test]
+fn calls_that_never_started_are_run_not_answered_as_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("effects.log");
+    let store = MemoryStore::new();
+    let agent = agent(&log, ResumePolicy::AnswerInterrupted, false, Model::default());
+    // A crash right after the reply was recorded: no call started.
+    {
+        let mut c = Conversation::open(
+            &store,
+            "user-1",
+            curator_model::PromptRef::new("agent", "default"),
+            Message::system("You have effects."),
+        )
+        .unwrap()
+        .with_start_marks()
+        .unwrap();
+        assert_eq!(c.add_user_keyed("m1", "have effects").unwrap(), Keyed::New);
+        c.record_assistant(Message::assistant_with_calls(
+            None,
+            vec![
+                ToolCall::new("a1", "effect", r#"{"n":"a"}"#),
+                ToolCall::new("b1", "effect", r#"{"n":"b"}"#),
+            ],
+        ))
+        .unwrap();
+        c.mark_started(&["a1"]).unwrap();
+    }
+    let outcome = agent.ask(&store, "user-1", "m1", "have effects").unwrap();
+    assert_eq!(
+        outcome.text(),
+        "done: The call to `effect` was interrupted before it finished and was not run again; its effects, if any, are unknown., b ok"
+    );
+    // `b1` never started: it ran; `a1` had started: it was answered, not run again.
+    assert_eq!(effects(&log), ["b1"]);
+}
+
+#[test]
+fn a_repeated_message_id_returns_its_own_answer_and_a_new_one_waits_for_the_turn_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("effects.log");
+    let model = Model::default();
+    let agent = agent(&log, ResumePolicy::Rerun, true, model.clone());
+    let store = MemoryStore::new();
+    let first = agent.ask(&store, "user-1", "job-1", "first").unwrap();
+    let second = agent.ask(&store, "user-1", "job-2", "second").unwrap();
+    assert_ne!(first, second);
+    assert_eq!(model.calls.load(Ordering::SeqCst), 4);
+    // Redelivered, each job gets its own answer, not the latest one, and the model is not
+    // called again.
+    assert_eq!(agent.ask(&store, "user-1", "job-1", "first").unwrap(), first);
+    assert_eq!(agent.ask(&store, "user-1", "job-2", "second").unwrap(), second);
+    assert_eq!(model.calls.load(Ordering::SeqCst), 4);
+    assert_eq!(effects(&log).len(), 6);
+    // A job whose turn was cut short (the model failed) is finished by the next ask, before
+    // the next job's message is recorded: nothing is ignored.
+    let failing = Agent::new(Failing, Tools::new());
+    assert!(matches!(failing.ask(&store, "user-2", "job-3", "third"), Err(Error::Provider(_))));
+    let echo = Agent::new(Echo, Tools::new());
+    let outcome = echo.ask(&store, "user-2", "job-4", "fourth").unwrap();
+    assert_eq!(outcome.text(), "echo: fourth");
+    let mut c = Conversation::open(
+        &store,
+        "user-2",
+        curator_model::PromptRef::new("agent", "default"),
+        Message::system(""),
+    )
+    .unwrap();
+    assert_eq!(c.answer_to("job-3").map(|m| m.text().into_owned()).as_deref(), Some("echo: third"));
+    assert_eq!(
+        c.add_user_keyed("job-4", "fourth").unwrap(),
+        Keyed::Answered(Message::assistant("echo: fourth"))
+    );
+}
+
+struct Failing;
+impl ModelClient for Failing {
+    fn complete(&self, _request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+        Err(ClientError::MalformedReply {
+            provider: "test",
+            field: None,
+            detail: "down".into(),
+            source: None,
+        })
+    }
+}
+
+struct Echo;
+impl ModelClient for Echo {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+        let last = request.messages.iter().rev().find(|m| m.role() == Role::User).unwrap();
+        Ok(ModelReply::new(Message::assistant(format!("echo: {}", last.text()))))
+    }
+}
+
+#[test]
+fn a_tool_can_stop_the_run_and_the_next_run_resumes_its_call() {
+    let stop = Arc::new(AtomicUsize::new(1));
+    let stops = Arc::clone(&stop);
+    let tools = Tools::new().add_with_context(
+        "effect",
+        "Has an effect.",
+        json!({"type": "object"}),
+        move |input| {
+            if stops.fetch_sub(1, Ordering::SeqCst) == 1 {
+                return Err(ToolError::stop("the claim was lost"));
+            }
+            Ok(format!(
+                "{} ok (started before: {})",
+                input.args["n"].as_str().unwrap_or("?"),
+                input.context.started
+            ))
+        },
+    );
+    let agent = Agent::new(Model::default(), tools);
+    let store = MemoryStore::new();
+    let outcome = agent.ask(&store, "user-1", "m1", "go").unwrap();
+    let AgentOutcome::Stopped { call_id, tool, reason } = &outcome else { panic!("{outcome:?}") };
+    assert_eq!((tool.as_str(), reason.as_str()), ("effect", "the claim was lost"));
+    // The stopped call has no result; the others were recorded.
+    let c = Conversation::open(
+        &store,
+        "user-1",
+        curator_model::PromptRef::new("agent", "default"),
+        Message::system(""),
+    )
+    .unwrap();
+    assert_eq!(c.pending_tool_calls().len(), 1);
+    assert_eq!(c.pending_tool_calls()[0].id(), call_id);
+    // The next ask resumes it (it had started: the tool is told) and answers.
+    let outcome = agent.ask(&store, "user-1", "m1", "go").unwrap();
+    assert!(outcome.text().contains("ok (started before: true)"), "{outcome:?}");
+}
+
+/// A model that repeats the secret it was told, in a tool call and in its answer.
+struct Leaky;
+impl ModelClient for Leaky {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+        let secret = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3i";
+        Ok(ModelReply::new(if request.messages.last().unwrap().role() == Role::Tool {
+            Message::assistant(format!("Your key {secret} is fine."))
+        } else {
+            Message::assistant_with_calls(
+                None,
+                vec![ToolCall::new("c1", "effect", format!(r#"{{"key":"{secret}"}}"#))],
+            )
+        }))
+    }
+}
+
+#[test]
+fn secrets_redacted_before_recording_are_absent_from_the_raw_sqlite_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("agent.db");
+    let secret = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3i";
+    let seen = Arc::new(std::sync::Mutex::new(String::new()));
+    let seen_by_tool = Arc::clone(&seen);
+    let tools =
+        Tools::new().add("effect", "Has an effect.", json!({"type": "object"}), move |args| {
+            *seen_by_tool.lock().unwrap() = args.to_string();
+            Ok(format!("the key {secret} works"))
+        });
+    let agent = Agent::new(Leaky, tools).redact_before_recording(Redactor::new());
+    let store = SqliteStore::open(&db).unwrap();
+    let outcome = agent.ask(&store, "user-1", "m1", &format!("check my key {secret}")).unwrap();
+    // The caller gets the answer redacted as recorded; the tool ran with the real argument.
+    assert_eq!(outcome.text(), "Your key [REDACTED:openai_key] is fine.");
+    assert!(seen.lock().unwrap().contains(secret));
+    // The database, its WAL and shared memory while open, then what is left once closed.
+    let check = || {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !bytes.windows(12).any(|w| w == b"Ab3dEf6hIj9k"),
+                "{} holds the secret",
+                path.display()
+            );
+            files.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+        files
+    };
+    let open = check();
+    assert!(open.iter().any(|f| f.ends_with("-wal")), "{open:?}");
+    drop(store);
+    assert!(check().contains(&"agent.db".to_owned()));
+}
