@@ -319,25 +319,62 @@ impl Agent {
     }
 
     /// As [`ask`](Agent::ask), on tokio: the run (store I/O, model calls, tools) goes to
-    /// the runtime's blocking threads, so the future is `Send` and never blocks the
-    /// runtime; works on the multi-threaded runtime.
+    /// the runtime's blocking threads. The future owns what it needs (it does not borrow the
+    /// agent), so it is `Send + 'static`: hand it to `tokio::spawn` on the multi-threaded
+    /// runtime as it is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// use curator::session::client::{ClientError, ModelClient, ModelReply, ModelRequest};
+    /// use curator::session::{Agent, MemoryStore, Tools};
+    /// use std::sync::Arc;
+    ///
+    /// struct Model;
+    /// impl ModelClient for Model {
+    ///     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+    ///         let question = request.messages.last().map(|m| m.text().into_owned()).unwrap_or_default();
+    ///         Ok(ModelReply::new(Message::assistant(format!("You asked: {question}"))))
+    ///     }
+    /// }
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    /// runtime.block_on(async {
+    ///     let agent = Agent::new(Model, Tools::new());
+    ///     let store = Arc::new(MemoryStore::new());
+    ///     let tasks: Vec<_> = ["ann", "bob"]
+    ///         .into_iter()
+    ///         .map(|user| tokio::spawn(agent.ask_async(Arc::clone(&store), user, "m1", format!("{user}'s question"))))
+    ///         .collect();
+    ///     for task in tasks {
+    ///         let outcome = task.await??;
+    ///         assert!(outcome.text().starts_with("You asked: "));
+    ///     }
+    ///     Ok::<(), Box<dyn std::error::Error>>(())
+    /// })
+    /// # }
+    /// ```
     ///
     /// # Errors
     ///
     /// As [`ask`](Agent::ask); [`Error::Join`] when the blocking task panicked or the
     /// runtime shut down.
     #[cfg(feature = "tokio")]
-    pub async fn ask_async<S: SessionStore + Send + 'static>(
+    pub fn ask_async<S: SessionStore + Send + 'static>(
         &self,
         store: S,
         session: impl Into<SessionKey>,
         message_id: impl Into<String>,
         text: impl Into<String>,
-    ) -> Result<AgentOutcome> {
+    ) -> impl std::future::Future<Output = Result<AgentOutcome>> + Send + 'static {
         let (agent, key, id, text) = (self.clone(), session.into(), message_id.into(), text.into());
-        tokio::task::spawn_blocking(move || agent.ask(store, key, &id, &text))
-            .await
-            .map_err(|e| Error::Join(Box::new(e)))?
+        async move {
+            tokio::task::spawn_blocking(move || agent.ask(store, key, &id, &text))
+                .await
+                .map_err(|e| Error::Join(Box::new(e)))?
+        }
     }
 
     /// As [`ask_claimed`](Agent::ask_claimed), on tokio (see [`ask_async`](Agent::ask_async)).
@@ -346,17 +383,19 @@ impl Agent {
     ///
     /// As [`ask_claimed`](Agent::ask_claimed); [`Error::Join`].
     #[cfg(feature = "tokio")]
-    pub async fn ask_claimed_async<S: SessionStore + ClaimStore + Send + 'static>(
+    pub fn ask_claimed_async<S: SessionStore + ClaimStore + Send + 'static>(
         &self,
         store: S,
         session: impl Into<SessionKey>,
         message_id: impl Into<String>,
         text: impl Into<String>,
-    ) -> Result<AgentOutcome> {
+    ) -> impl std::future::Future<Output = Result<AgentOutcome>> + Send + 'static {
         let (agent, key, id, text) = (self.clone(), session.into(), message_id.into(), text.into());
-        tokio::task::spawn_blocking(move || agent.ask_claimed(store, key, &id, &text))
-            .await
-            .map_err(|e| Error::Join(Box::new(e)))?
+        async move {
+            tokio::task::spawn_blocking(move || agent.ask_claimed(store, key, &id, &text))
+                .await
+                .map_err(|e| Error::Join(Box::new(e)))?
+        }
     }
 
     fn open<S: SessionStore>(&self, store: S, key: SessionKey) -> Result<Conversation<S>> {

@@ -201,7 +201,8 @@ pub mod guides {
     pub mod architecture {}
 }
 
-/// The Rust examples of the README, compiled and run as doctests.
-#[cfg(doctest)]
+/// The Rust examples of the README, compiled and run as doctests (with the features its
+/// agent needs: `openai` and `sqlite`, which `--all-features` turns on).
+#[cfg(all(doctest, feature = "openai", feature = "sqlite"))]
 #[doc = include_str!("../../../README.md")]
 struct Readme;
