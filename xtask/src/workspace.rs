@@ -66,9 +66,18 @@ mod tests {
     fn the_facade_features_are_listed() {
         let metadata = super::metadata().unwrap();
         let features = super::facade_features(&metadata);
-        for name in
-            ["coalesce", "loop", "postgres", "postgres-tls", "sqlite", "tasks", "tiktoken", "tokio"]
-        {
+        for name in [
+            "anthropic",
+            "coalesce",
+            "loop",
+            "openai",
+            "postgres",
+            "postgres-tls",
+            "sqlite",
+            "tasks",
+            "tiktoken",
+            "tokio",
+        ] {
             assert!(features.contains(&name), "{name} missing from {features:?}");
         }
         assert!(!features.contains(&"default"));

@@ -38,6 +38,10 @@ pub enum Error {
     /// Recording, resuming or a store failed.
     #[error(transparent)]
     Session(Box<curator_session::Error>),
+    /// A model call failed (features `openai`, `anthropic`).
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
+    #[error(transparent)]
+    Client(Box<curator_session::client::ClientError>),
     /// Opening a SQLite store failed.
     #[cfg(feature = "sqlite")]
     #[error(transparent)]
@@ -77,6 +81,8 @@ from_module_errors!(
     Invalid(curator_model::validate::Violation),
     Strategy(curator_strategies::Error),
     Session(curator_session::Error),
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
+    Client(curator_session::client::ClientError),
     #[cfg(feature = "sqlite")]
     Sqlite(curator_sqlite::Error),
     #[cfg(feature = "postgres")]
@@ -92,7 +98,8 @@ from_module_errors!(
 impl Error {
     /// Whether the same call may succeed if tried again: a store that was busy or briefly
     /// unreachable, wherever the store error sits in the chain of causes (an adapter's or a
-    /// loop's error wraps the session's).
+    /// loop's error wraps the session's), or a model call refused for a while (a 429, a 5xx,
+    /// a timeout: `ClientError::is_retryable`).
     ///
     /// # Examples
     ///
@@ -105,6 +112,8 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Session(e) => return e.is_retryable(),
+            #[cfg(any(feature = "openai", feature = "anthropic"))]
+            Error::Client(e) => return e.is_retryable(),
             #[cfg(feature = "sqlite")]
             Error::Sqlite(e) => return e.is_retryable(),
             #[cfg(feature = "postgres")]

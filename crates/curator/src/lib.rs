@@ -94,7 +94,7 @@
 //! |---|---|---|
 //! | [`model`] | always | messages, tool calls, entries; the OpenAI and Anthropic formats; validation |
 //! | [`strategies`] | always (`tiktoken`: exact OpenAI token counts; `openai-compatible`: a summarizer that calls a model) | `HistoryManager` and the strategies: windows, turn limits, token and relevance budgets, truncation, clearing, summaries, redaction, composition |
-//! | [`session`] | always (`tokio`: the async driver) | the record: `SessionStore`, `MemoryStore`, session keys, claims, the `Conversation` driver, snapshots |
+//! | [`session`] | always (`tokio`: the async driver; `openai`, `anthropic`: model clients) | the record: `SessionStore`, `MemoryStore`, session keys, claims, the `Conversation` driver, snapshots; `session::client`: calls to OpenAI and Anthropic models with retries |
 //! | `sqlite` | `sqlite` (default) | `SqliteStore`: the embedded, crash-safe store on one file |
 //! | `postgres` | `postgres` (`postgres-tls`: encrypted connections) | `PgStore`: one record shared by workers on many machines |
 //! | `coalesce` | `coalesce` | `SingleUserCoalesced`, for code-executing agents: the history as one user message |
@@ -109,8 +109,8 @@
 //!
 //! Each guide is a page of these docs (and a file of the repository's `docs/` folder):
 //!
-//! - [Sessions](guides::sessions): the record, session keys, the driver, resume, stores,
-//!   claims, snapshots.
+//! - [Sessions](guides::sessions): the record, session keys, the driver, model clients,
+//!   resume, stores, claims, snapshots.
 //! - [Strategies](guides::strategies): every strategy, what it keeps, and how to compose
 //!   them.
 //! - [Task history](guides::task_history), [Coalesce](guides::coalesce) and
@@ -149,7 +149,7 @@ pub use curator_strategies as strategies;
 pub use curator_tasks as tasks;
 
 /// The names an agent loop needs, for a glob import: messages, the driver, the stores, the
-/// common strategies, and [`Error`].
+/// common strategies, the model clients (features `openai`, `anthropic`), and [`Error`].
 pub mod prelude {
     pub use crate::Error;
     pub use curator_model::{
@@ -158,6 +158,14 @@ pub mod prelude {
     };
     #[cfg(feature = "postgres")]
     pub use curator_postgres::PgStore;
+    #[cfg(feature = "anthropic")]
+    pub use curator_session::client::AnthropicClient;
+    #[cfg(all(feature = "tokio", any(feature = "openai", feature = "anthropic")))]
+    pub use curator_session::client::AsyncModelClient;
+    #[cfg(feature = "openai")]
+    pub use curator_session::client::OpenAiClient;
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
+    pub use curator_session::client::{ModelClient, ModelRequest};
     pub use curator_session::{
         Action, Claim, ClaimStore, Conversation, Curation, Driver, MemoryStore, NextStep, Outcome,
         ResumePolicy, RunOutcome, SessionKey, SessionStore, StoreErrorKind, ToolContext, drive,
@@ -179,7 +187,16 @@ pub mod prelude {
 /// is built only with the features its examples need (CI builds them all).
 #[cfg(doc)]
 pub mod guides {
-    #[cfg(any(not(doctest), all(feature = "sqlite", feature = "tokio", feature = "postgres-tls")))]
+    #[cfg(any(
+        not(doctest),
+        all(
+            feature = "sqlite",
+            feature = "tokio",
+            feature = "postgres-tls",
+            feature = "openai",
+            feature = "anthropic"
+        )
+    ))]
     #[doc = include_str!("../../../docs/sessions.md")]
     pub mod sessions {}
     #[doc = include_str!("../../../docs/strategies.md")]

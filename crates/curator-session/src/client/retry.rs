@@ -155,7 +155,8 @@ impl Retry {
         let random = std::collections::hash_map::RandomState::new().hash_one(retry);
         #[expect(clippy::cast_precision_loss, reason = "53 random bits make an exact f64")]
         let fraction = (random >> 11) as f64 / (1_u64 << 53) as f64;
-        backoff.mul_f64(0.5 + fraction / 2.0)
+        Duration::try_from_secs_f64(backoff.as_secs_f64() * (0.5 + fraction / 2.0))
+            .unwrap_or(backoff)
     }
 }
 

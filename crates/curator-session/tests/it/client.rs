@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use curator_model::{Message, PromptRef, Role, ToolCall};
 use curator_session::client::{
-    AnthropicClient, AsyncModelClient, ClientError, ModelClient, ModelRequest, ModelSettings,
-    OpenAiClient, Retry, Usage,
+    AnthropicClient, AsyncModelClient, ClientError, ModelClient, ModelReply, ModelRequest,
+    ModelSettings, OpenAiClient, Retry, Usage,
 };
 use curator_session::{Conversation, Error, MemoryStore, RunOutcome, run_blocking};
 use curator_strategies::{CurationContext, Passthrough};
@@ -28,6 +28,17 @@ fn anthropic(server: &ChatServer) -> AnthropicClient {
 
 fn ok(body: &Value) -> Reply {
     Reply::Status(200, body.to_string())
+}
+
+/// A server that answers every request with `status` and `body`.
+fn always(status: u16, body: impl Into<String>) -> ChatServer {
+    let body = body.into();
+    ChatServer::start(move |_, _| Reply::Status(status, body.clone()))
+}
+
+/// Sends one user message, "Hi".
+fn ask(client: &dyn ModelClient) -> Result<ModelReply, ClientError> {
+    client.complete(&ModelRequest::new(&[Message::user("Hi")]))
 }
 
 /// A chat completion whose first choice is `message`.
@@ -72,7 +83,7 @@ fn openai_a_plain_answer_with_its_usage_and_stop_reason() {
             .with_max_tokens(64)
             .with_extra("seed", json!(3)),
     );
-    let reply = client.complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap();
+    let reply = ask(&client).unwrap();
     assert_eq!(reply.message, Message::assistant("Hello there."));
     assert_eq!(reply.usage, Some(Usage::new(42, 7)));
     assert_eq!(reply.stop_reason.as_deref(), Some("stop"));
@@ -119,7 +130,7 @@ fn anthropic_a_plain_answer_with_its_usage_and_stop_reason() {
     let server = ChatServer::start(|_, _| {
         ok(&message(&json!([{"type": "text", "text": "Bonjour."}]), "end_turn"))
     });
-    let reply = anthropic(&server).complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap();
+    let reply = ask(&anthropic(&server)).unwrap();
     assert_eq!(
         (reply.message.role(), reply.message.text().as_ref()),
         (Role::Assistant, "Bonjour.")
@@ -207,7 +218,7 @@ fn a_429_is_retried_after_the_wait_its_retry_after_names() {
     }
     });
     let started = Instant::now();
-    let reply = anthropic(&server).complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap();
+    let reply = ask(&anthropic(&server)).unwrap();
     assert_eq!(reply.message.text(), "Done.");
     assert_eq!(server.received().len(), 2);
     // The backoff alone would have waited 1 ms: the wait is the server's second.
@@ -227,10 +238,7 @@ fn a_retry_after_longer_than_max_backoff_is_cut_to_it() {
     let retry = Retry::default().with_backoff(Duration::ZERO, Duration::from_millis(10));
     let client = openai(&server).with_retry(retry);
     let started = Instant::now();
-    assert_eq!(
-        client.complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap().message.text(),
-        "up again"
-    );
+    assert_eq!(ask(&client).unwrap().message.text(), "up again");
     // Half a minute was asked; a generous bound that only an uncapped wait breaks.
     assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
 }
@@ -241,21 +249,19 @@ fn two_500s_then_a_success_is_a_success() {
         1 | 2 => Reply::Status(500, r#"{"error": {"message": "The server had an error."}}"#.into()),
         _ => Reply::Text("third time".into()),
     });
-    let reply = openai(&server).complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap();
+    let reply = ask(&openai(&server)).unwrap();
     assert_eq!(reply.message.text(), "third time");
     assert_eq!(server.received().len(), 3);
 }
 
 #[test]
 fn status_500_until_the_attempts_run_out_say_how_many_and_what_the_provider_said() {
-    let server = ChatServer::start(|_, _| {
-        Reply::Status(
-            500,
-            r#"{"error": {"message": "The server had an error.", "type": "server_error"}}"#.into(),
-        )
-    });
+    let server = always(
+        500,
+        r#"{"error": {"message": "The server had an error.", "type": "server_error"}}"#,
+    );
     let client = openai(&server).with_retry(fast().with_max_attempts(3));
-    let err = client.complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap_err();
+    let err = ask(&client).unwrap_err();
     let ClientError::Status { provider, status, message, error_type, attempts, .. } = &err else {
         panic!("{err:?}")
     };
@@ -269,15 +275,10 @@ fn status_500_until_the_attempts_run_out_say_how_many_and_what_the_provider_said
 
 #[test]
 fn a_400_is_not_retried_and_carries_the_provider_message() {
-    let server = ChatServer::start(|_, _| {
-        Reply::Status(
-            400,
-            json!({"error": {"message": "Invalid value for 'temperature'.", "type": "invalid_request_error",
-                             "param": "temperature", "code": null}})
-            .to_string(),
-        )
-    });
-    let err = openai(&server).complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap_err();
+    let body = json!({"error": {"message": "Invalid value for 'temperature'.",
+        "type": "invalid_request_error", "param": "temperature", "code": null}});
+    let server = always(400, body.to_string());
+    let err = ask(&openai(&server)).unwrap_err();
     assert!(
         matches!(&err, ClientError::Status { status: 400, attempts: 1, message, .. }
             if message == "Invalid value for 'temperature'."),
@@ -286,14 +287,10 @@ fn a_400_is_not_retried_and_carries_the_provider_message() {
     assert!(!err.is_retryable());
     assert_eq!(server.received().len(), 1);
 
-    let server = ChatServer::start(|_, _| {
-        Reply::Status(
-            401,
-            json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
-                .to_string(),
-        )
-    });
-    let err = anthropic(&server).complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap_err();
+    let body = json!({"type": "error",
+        "error": {"type": "authentication_error", "message": "invalid x-api-key"}});
+    let server = always(401, body.to_string());
+    let err = ask(&anthropic(&server)).unwrap_err();
     assert_eq!(err.to_string(), "Anthropic answered HTTP 401: invalid x-api-key (1 attempt)");
     assert!(
         matches!(&err, ClientError::Status { error_type: Some(t), .. } if t == "authentication_error")
@@ -303,7 +300,7 @@ fn a_400_is_not_retried_and_carries_the_provider_message() {
 
 #[track_caller]
 fn malformed(client: &dyn ModelClient, server: &ChatServer, field: Option<&str>) {
-    let err = client.complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap_err();
+    let err = ask(client).unwrap_err();
     let ClientError::MalformedReply { field: found, .. } = &err else { panic!("{err:?}") };
     assert_eq!(found.as_deref(), field, "{err}");
     assert!(!err.is_retryable());
@@ -312,19 +309,17 @@ fn malformed(client: &dyn ModelClient, server: &ChatServer, field: Option<&str>)
 
 #[test]
 fn malformed_replies_are_typed_and_name_the_field() {
-    let server = ChatServer::start(|_, _| Reply::Status(200, "<html>not json".into()));
+    let server = always(200, "<html>not json");
     malformed(&openai(&server), &server, None);
-    let server = ChatServer::start(|_, _| Reply::Status(200, r#"{"id": "chatcmpl-1"}"#.into()));
+    let server = always(200, r#"{"id": "chatcmpl-1"}"#);
     malformed(&openai(&server), &server, Some("choices"));
-    let server = ChatServer::start(|_, _| Reply::Status(200, r#"{"choices": [{}]}"#.into()));
+    let server = always(200, r#"{"choices": [{}]}"#);
     malformed(&openai(&server), &server, Some("choices[0].message"));
-    let server = ChatServer::start(|_, _| Reply::Status(200, String::new()));
+    let server = always(200, String::new());
     malformed(&anthropic(&server), &server, None);
-    let server = ChatServer::start(|_, _| {
-        Reply::Status(200, r#"{"type": "message", "role": "assistant"}"#.into())
-    });
+    let server = always(200, r#"{"type": "message", "role": "assistant"}"#);
     malformed(&anthropic(&server), &server, Some("content"));
-    let err = anthropic(&server).complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap_err();
+    let err = ask(&anthropic(&server)).unwrap_err();
     assert_eq!(
         err.to_string(),
         "Anthropic sent a malformed reply: not a Messages API reply (field `content`): message 0: missing field `content`"
@@ -337,7 +332,7 @@ fn a_reply_slower_than_the_timeout_is_retried_then_fails() {
     let client = openai(&server)
         .with_timeout(Duration::from_millis(300))
         .with_retry(fast().with_max_attempts(2));
-    let err = client.complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap_err();
+    let err = ask(&client).unwrap_err();
     assert!(
         matches!(err, ClientError::Timeout { attempts: 2, timeout, .. } if timeout == Duration::from_millis(300)),
         "{err:?}"
@@ -353,7 +348,7 @@ fn a_timeout_then_an_answer_is_an_answer() {
         _ => Reply::Text("on time".into()),
     });
     let client = openai(&server).with_timeout(Duration::from_millis(300));
-    let reply = client.complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap();
+    let reply = ask(&client).unwrap();
     assert_eq!(reply.message.text(), "on time");
     assert_eq!(server.received().len(), 2);
 }
@@ -363,7 +358,7 @@ fn an_unreachable_server_is_retried_then_a_connection_error() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let client = OpenAiClient::new(format!("http://127.0.0.1:{port}"), "m")
         .with_retry(fast().with_max_attempts(2));
-    let err = client.complete(&ModelRequest::new(&[Message::user("Hi")])).unwrap_err();
+    let err = ask(&client).unwrap_err();
     assert!(matches!(err, ClientError::Connection { attempts: 2, .. }), "{err:?}");
     assert!(err.to_string().contains("cannot reach the server (2 attempts)"), "{err}");
 }
@@ -437,8 +432,7 @@ fn a_client_is_the_provider_of_a_recorded_conversation() {
     );
 
     // A failing call is the conversation's provider error, its cause kept whole.
-    let down =
-        ChatServer::start(|_, _| Reply::Status(401, r#"{"error": {"message": "bad key"}}"#.into()));
+    let down = always(401, r#"{"error": {"message": "bad key"}}"#);
     let client = openai(&down);
     let mut c =
         Conversation::open(&store, "user-2", PromptRef::new("t", "weather"), Message::system("s"))
