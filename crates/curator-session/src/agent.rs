@@ -368,7 +368,7 @@ impl Agent {
         session: impl Into<SessionKey>,
         message_id: impl Into<String>,
         text: impl Into<String>,
-    ) -> impl std::future::Future<Output = Result<AgentOutcome>> + Send + 'static {
+    ) -> impl Future<Output = Result<AgentOutcome>> + Send + 'static {
         let (agent, key, id, text) = (self.clone(), session.into(), message_id.into(), text.into());
         async move {
             tokio::task::spawn_blocking(move || agent.ask(store, key, &id, &text))
@@ -389,7 +389,7 @@ impl Agent {
         session: impl Into<SessionKey>,
         message_id: impl Into<String>,
         text: impl Into<String>,
-    ) -> impl std::future::Future<Output = Result<AgentOutcome>> + Send + 'static {
+    ) -> impl Future<Output = Result<AgentOutcome>> + Send + 'static {
         let (agent, key, id, text) = (self.clone(), session.into(), message_id.into(), text.into());
         async move {
             tokio::task::spawn_blocking(move || agent.ask_claimed(store, key, &id, &text))

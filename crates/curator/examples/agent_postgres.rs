@@ -12,7 +12,7 @@ use curator::postgres::PgOptions;
 use curator::prelude::*;
 use serde_json::json;
 
-fn main() -> Result<(), curator::Error> {
+fn main() -> Result<(), Error> {
     let Ok(url) = std::env::var("CURATOR_PG_URL") else {
         println!("skipping: set CURATOR_PG_URL to a PostgreSQL server");
         return Ok(());
@@ -20,13 +20,14 @@ fn main() -> Result<(), curator::Error> {
     // The agent: twelve lines.
     let store = PgStore::open(PgOptions::from_url(&url)?.with_schema("curator_agent")?)?;
     let model = OpenAiClient::from_env("gpt-4o-mini");
-    let weather = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let weather =
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
     let tools = Tools::new().add("weather", "Today's weather in a city.", weather, |args| {
         Ok(format!("{}: light rain, 11 °C", args["city"].as_str().unwrap_or("?")))
     });
     let agent = Agent::new(model, tools)
         .system("You answer weather questions.")
-        .claim(std::time::Duration::from_secs(60), std::time::Duration::from_secs(30));
+        .claim(std::time::Duration::from_mins(1), std::time::Duration::from_secs(30));
     let outcome = agent.ask_claimed(&store, "user-42", "msg-1", "What is the weather in Lyon?")?;
     println!("answer: {}", outcome.text());
     Ok(())

@@ -165,12 +165,14 @@ pub mod prelude {
     #[cfg(feature = "openai")]
     pub use curator_session::client::OpenAiClient;
     #[cfg(any(feature = "openai", feature = "anthropic"))]
-    pub use curator_session::client::{ModelClient, ModelRequest};
+    pub use curator_session::client::{ModelClient, ModelReply, ModelRequest};
     pub use curator_session::{
         Action, Claim, ClaimStore, Conversation, Curation, Driver, MemoryStore, NextStep, Outcome,
-        ResumePolicy, RunOutcome, SessionKey, SessionStore, StoreErrorKind, ToolContext, drive,
-        run_blocking,
+        ResumePolicy, RunOutcome, SessionKey, SessionStore, StoreErrorKind, ToolContext, ToolError,
+        Tools, drive, run_blocking,
     };
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
+    pub use curator_session::{Agent, AgentOutcome};
     #[cfg(feature = "tokio")]
     pub use curator_session::{AsyncConversation, AsyncDriver, drive_async, run_async};
     #[cfg(feature = "sqlite")]

@@ -168,3 +168,102 @@ fn task_history_renders_the_plan_and_answers() {
         "{out}"
     );
 }
+
+/// A loopback OpenAI-compatible server for the agent examples: a question gets a call to
+/// `weather` for Lyon, a tool result gets the answer built from it.
+#[cfg(feature = "openai")]
+fn weather_server() -> curator_testkit::chat_server::ChatServer {
+    use curator_testkit::chat_server::{ChatServer, Reply};
+    ChatServer::start(|_, body| {
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let last = messages.last().cloned().unwrap_or_default();
+        let message = if last["role"] == "tool" {
+            serde_json::json!({"role": "assistant", "content": format!("In Lyon: {}.", last["content"].as_str().unwrap_or("?"))})
+        } else {
+            let user = messages.iter().filter(|m| m["role"] == "user").count();
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{
+                "id": format!("call_{user}"), "type": "function",
+                "function": {"name": "weather", "arguments": "{\"city\":\"Lyon\"}"}}]})
+        };
+        Reply::Status(
+            200,
+            serde_json::json!({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+                .to_string(),
+        )
+    })
+}
+
+#[cfg(all(feature = "openai", feature = "sqlite"))]
+#[test]
+fn the_front_page_agent_killed_mid_tool_call_resumes_and_answers_once() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::Stdio;
+    let server = weather_server();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("agent.db");
+    let env = |c: &mut Command| {
+        c.env("OPENAI_BASE_URL", server.url()).env("OPENAI_API_KEY", "test").env("AGENT_DB", &db);
+    };
+    // First run: killed while its tool runs.
+    let mut first = Command::new(binary("agent"));
+    env(&mut first);
+    let mut child = first.env("AGENT_SLOW_TOOL", "1").stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "tool started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(server.requests().len(), 1, "one model call before the kill");
+    // The same command again: the pending call runs, then the model answers.
+    let out = run_with("agent", |c| env(c));
+    assert_eq!(out, "answer: In Lyon: Lyon: light rain, 11 °C.\n");
+    assert_eq!(server.requests().len(), 2, "the recorded reply was not asked for again");
+    // And again (a redelivered message): its own answer, no model call.
+    assert_eq!(run_with("agent", |c| env(c)), out);
+    assert_eq!(server.requests().len(), 2);
+    // What the model was sent counts the tool's schema and holds the question once.
+    let second = &server.requests()[1];
+    assert_eq!(second["tools"][0]["function"]["name"], "weather");
+    let questions = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["content"] == "What is the weather in Lyon?")
+        .count();
+    assert_eq!(questions, 1);
+}
+
+#[cfg(all(feature = "openai", feature = "sqlite", feature = "tokio"))]
+#[test]
+fn the_async_agent_answers_three_users_at_once() {
+    let server = weather_server();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_with("agent_async", |c| {
+        c.env("OPENAI_BASE_URL", server.url())
+            .env("OPENAI_API_KEY", "test")
+            .env("AGENT_DB", dir.path().join("agent.db"));
+    });
+    assert_eq!(out, "answer: In Lyon: Lyon: light rain, 11 °C.\n".repeat(3));
+    assert_eq!(server.requests().len(), 6);
+}
+
+#[cfg(all(feature = "openai", feature = "postgres"))]
+#[test]
+fn the_postgres_agent_answers_under_a_claim() {
+    let skipped = run_with("agent_postgres", |c| {
+        c.env_remove("CURATOR_PG_URL");
+    });
+    assert!(skipped.starts_with("skipping: set CURATOR_PG_URL"), "{skipped}");
+    let Some(pg) = curator_testkit::postgres::PgServer::shared() else { return };
+    let server = weather_server();
+    let env = |c: &mut Command| {
+        c.env("CURATOR_PG_URL", pg.url())
+            .env("OPENAI_BASE_URL", server.url())
+            .env("OPENAI_API_KEY", "test");
+    };
+    let first = run_with("agent_postgres", env);
+    assert_eq!(first, "answer: In Lyon: Lyon: light rain, 11 °C.\n");
+    // The session and its message are kept in the server: asked again, the same answer.
+    let requests = server.requests().len();
+    assert_eq!(run_with("agent_postgres", env), first);
+    assert_eq!(server.requests().len(), requests);
+}

@@ -6,6 +6,7 @@
 mod claims;
 mod conformance;
 mod opening;
+mod redaction;
 mod restart;
 mod rows;
 mod support;
