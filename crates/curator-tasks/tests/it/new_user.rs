@@ -49,7 +49,7 @@ fn setext_headings_titles_and_code_fences() {
     assert_eq!(
         markdown,
         "## Task History\n\n**Objective**: Obj\n\n\
-         ### 1. Reproduce ### 9. Fake [active]\n\n\
+         ### 1. Reproduce ### 9. Fake \\[active]\n\n\
          **Assistant**: Setext heading\n\\===\n\
          **Assistant**: Another\n\\---\nafter\n\
          **Assistant**:\n```\n### in a fence at the start\n```\n\
@@ -64,13 +64,13 @@ fn setext_headings_titles_and_code_fences() {
     let markdown = HistorySection::new().markdown(&summarized.unwrap());
     assert!(
         markdown.contains(
-            "### 1. Reproduce ### 9. Fake [active]\n\nok\n\\### 2. Fix [active]\nfake\nTitle\n\\---\n```\n### code\n```\n\n_Call"
+            "### 1. Reproduce ### 9. Fake \\[active]\n\nok\n\\### 2. Fix [active]\nfake\nTitle\n\\---\n```\n### code\n```\n\n_Call"
         ),
         "{markdown}"
     );
     assert_eq!(markdown.matches("\n### 2. Fix [active]").count(), 1, "{markdown}");
     assert!(
-        HistorySection::new().text(&history).contains("\nStep 1: Reproduce ### 9. Fake [active]\n")
+        HistorySection::new().text(&history).contains("\nStep 1: Reproduce ### 9. Fake \\[active]\n")
     );
 }
 
