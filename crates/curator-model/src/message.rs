@@ -258,6 +258,31 @@ impl Message {
         self
     }
 
+    /// The message with the ids of some tool calls replaced: `rename` returns the new id for
+    /// the calls it changes. Names, arguments and provider fields stay as they were.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, ToolCall};
+    ///
+    /// let m = Message::assistant_with_calls(None, vec![ToolCall::new("c", "a", "{}"), ToolCall::new("c", "b", "{}")]);
+    /// let m = m.map_tool_call_ids(|c| (c.name() == "b").then(|| "c~1".to_owned()));
+    /// assert_eq!((m.tool_calls()[0].id(), m.tool_calls()[1].id()), ("c", "c~1"));
+    /// ```
+    #[must_use]
+    pub fn map_tool_call_ids(
+        mut self,
+        mut rename: impl FnMut(&ToolCall) -> Option<String>,
+    ) -> Self {
+        for call in &mut self.tool_calls {
+            if let Some(id) = rename(call) {
+                call.set_id(id);
+            }
+        }
+        self
+    }
+
     /// Attaches provider fields that curator carries but does not interpret.
     #[must_use]
     pub fn with_extra(mut self, extra: Option<ProviderFields>) -> Self {

@@ -34,6 +34,11 @@ impl ToolCall {
         self.arguments = arguments;
     }
 
+    /// Replaces the id (for [`Message::map_tool_call_ids`](crate::Message::map_tool_call_ids)).
+    pub(crate) fn set_id(&mut self, id: String) {
+        self.id = id;
+    }
+
     /// A call with the provider's id, the tool name and the arguments as JSON text.
     ///
     /// # Examples

@@ -1,7 +1,8 @@
 //! `Agent`: a model client, tools, the default pipeline and exactly-once resume around the
 //! plain conversation, so that a whole agent is a few lines.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use curator_model::{Message, PromptRef, Role};
@@ -85,6 +86,9 @@ struct Parts {
     redactor: Option<Redactor>,
     claim_lease: Duration,
     claim_wait: Duration,
+    /// One lock per session key, shared by every clone: one run at a time per session in
+    /// this process.
+    locks: Arc<Mutex<HashMap<SessionKey, Weak<Mutex<()>>>>>,
 }
 
 /// A tool-using agent: a [`ModelClient`], [`Tools`], a system prompt and a curation
@@ -107,7 +111,10 @@ struct Parts {
 ///   [`ToolContext::started`] and can check its idempotency key, the call id) or answered as
 ///   interrupted ([`ResumePolicy::AnswerInterrupted`]); no call whose result is recorded runs
 ///   again;
-/// - the calls of one reply run at once, one thread each.
+/// - the calls of one reply run at once, one thread each, and each result is recorded the
+///   moment its tool returns;
+/// - runs on one session key take turns (in this process: across processes, use
+///   [`ask_claimed`](Agent::ask_claimed)).
 ///
 /// Cloning is cheap (the parts are shared), and an `Agent` is `Send + Sync`: one per
 /// program, shared by its threads and tasks.
@@ -177,6 +184,7 @@ impl Agent {
                 redactor: None,
                 claim_lease: DEFAULT_AGENT_LEASE,
                 claim_wait: Duration::from_secs(30),
+                locks: Arc::default(),
             }),
         }
     }
@@ -196,6 +204,7 @@ impl Agent {
                 redactor: shared.redactor.clone(),
                 claim_lease: shared.claim_lease,
                 claim_wait: shared.claim_wait,
+                locks: Arc::clone(&shared.locks),
             },
         };
         change(&mut parts);
@@ -212,7 +221,7 @@ impl Agent {
     }
 
     /// The default pipeline with a history budget of `max_tokens` (the tools' schemas
-    /// counted into it).
+    /// counted into it), in place of any pipeline set before.
     #[must_use]
     pub fn max_tokens(self, max_tokens: u64) -> Self {
         self.with(|parts| parts.pipeline = StrategyConfig::default_pipeline(max_tokens))
@@ -284,8 +293,26 @@ impl Agent {
         message_id: &str,
         text: &str,
     ) -> Result<AgentOutcome> {
-        let mut conversation = self.open(store, session.into())?;
+        let key = session.into();
+        key.check()?;
+        let lock = self.lock(&key);
+        let _running = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut conversation = self.open(store, key)?;
         self.ask_in(&mut conversation, message_id, text, None)
+    }
+
+    /// The lock of a session key: a run of this agent (or a clone) on the key holds it.
+    fn lock(&self, key: &SessionKey) -> Arc<Mutex<()>> {
+        let mut locks = self.parts.locks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(lock) = locks.get(key).and_then(Weak::upgrade) {
+            return lock;
+        }
+        if locks.len() >= 1_024 {
+            locks.retain(|_, lock| lock.strong_count() > 0);
+        }
+        let lock = Arc::new(Mutex::new(()));
+        locks.insert(key.clone(), Arc::downgrade(&lock));
+        lock
     }
 
     /// As [`ask`](Agent::ask), holding a claim on the session for the run, so that two
@@ -308,6 +335,8 @@ impl Agent {
     ) -> Result<AgentOutcome> {
         let key = session.into();
         key.check()?;
+        let lock = self.lock(&key);
+        let _running = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let claim = store.claim_within(&key, self.parts.claim_lease, self.parts.claim_wait)?;
         let outcome = self.open(&store, key).and_then(|mut conversation| {
             self.ask_in(&mut conversation, message_id, text, Some(&claim))
@@ -400,12 +429,12 @@ impl Agent {
 
     fn open<S: SessionStore>(&self, store: S, key: SessionKey) -> Result<Conversation<S>> {
         let parts = &self.parts;
-        let conversation = Conversation::open(
-            store,
-            key,
-            parts.prompt.clone(),
-            Message::system(parts.system.clone()),
-        )?;
+        let system = Message::system(parts.system.clone());
+        let system = match &parts.redactor {
+            Some(redactor) => redactor.redact_message(&system).unwrap_or(system),
+            None => system,
+        };
+        let conversation = Conversation::open(store, key, parts.prompt.clone(), system)?;
         let conversation = match &parts.redactor {
             Some(redactor) => conversation.with_redaction(redactor.clone()),
             None => conversation,
@@ -420,17 +449,28 @@ impl Agent {
         text: &str,
         claim: Option<&Claim>,
     ) -> Result<AgentOutcome> {
-        loop {
-            match conversation.add_user_keyed(message_id, text) {
-                Ok(Keyed::Answered(answer)) => return Ok(AgentOutcome::Answered(answer)),
-                Ok(Keyed::New | Keyed::InProgress) => return self.run(conversation, claim),
-                // An earlier message's turn was cut short: it finishes first.
-                Err(Error::TurnInProgress { .. }) => match self.run(conversation, claim)? {
-                    AgentOutcome::Answered(_) => {}
-                    other => return Ok(other),
-                },
-                Err(e) => return Err(e),
-            }
+        let keyed = match conversation.add_user_keyed(message_id, text) {
+            // An earlier message's turn was cut short (a crash, a failed model call): it
+            // runs to its end first.
+            Err(Error::TurnInProgress { .. }) => match self.run(conversation, claim)? {
+                AgentOutcome::Answered(_) => conversation.add_user_keyed(message_id, text)?,
+                // It ran out of turns: given up, and this message is recorded after it.
+                AgentOutcome::MaxTurns => {
+                    conversation.add_user_keyed_after_unanswered(message_id, text)?
+                }
+                // A tool stopped it: its call needs a result before any new message.
+                AgentOutcome::Stopped { call_id, tool, reason } => {
+                    return Err(Error::TurnInProgress {
+                        key: message_id.to_owned(),
+                        waiting: stopped_waiting(&call_id, &tool, &reason),
+                    });
+                }
+            },
+            other => other?,
+        };
+        match keyed {
+            Keyed::Answered(answer) => Ok(AgentOutcome::Answered(answer)),
+            Keyed::New | Keyed::InProgress => self.run(conversation, claim),
         }
     }
 
@@ -474,7 +514,7 @@ impl Agent {
                         continue;
                     }
                     renew(claim)?;
-                    if let Some(stop) = self.run_tools(conversation, &contexts)? {
+                    if let Some(stop) = self.run_tools(conversation, &contexts, claim)? {
                         return Ok(stop);
                     }
                 }
@@ -493,8 +533,18 @@ impl Agent {
                         .model
                         .complete(&model_request)
                         .map_err(|e| Error::Provider(Box::new(e)))?;
+                    let message = reply.message;
+                    if message.tool_calls().is_empty()
+                        && message.text().trim().is_empty()
+                        && !matches!(message.content(), Some(curator_model::Content::Parts(p)) if !p.is_empty())
+                    {
+                        return Err(Error::EmptyReply);
+                    }
                     renew(claim)?;
-                    conversation.record_assistant(reply.message)?;
+                    conversation.record_assistant(with_fresh_ids(
+                        message,
+                        conversation.history().messages(),
+                    ))?;
                 }
                 NextStep::Finished => {
                     let answer = conversation
@@ -512,36 +562,92 @@ impl Agent {
         }
     }
 
-    /// Marks the calls started, runs them at once, records each result; a stop ends the
-    /// run after the others' results are recorded.
+    /// Marks the calls started, runs them at once (one thread each), and records each result
+    /// the moment its tool returns (renewing the claim first, so a worker that lost it records
+    /// nothing more); a stop ends the run once the others' results are recorded.
     fn run_tools<S: SessionStore>(
         &self,
         conversation: &mut Conversation<S>,
         contexts: &[ToolContext],
+        claim: Option<&Claim>,
     ) -> Result<Option<AgentOutcome>> {
         let ids: Vec<&str> = contexts.iter().map(ToolContext::call_id).collect();
         conversation.mark_started(&ids)?;
-        let results = self.parts.tools.run_all(contexts);
-        let mut stopped = None;
-        for (context, result) in contexts.iter().zip(results) {
-            match result {
-                Ok(text) => {
-                    conversation.record_tool_result(context.call_id(), Ok::<_, String>(text))?;
-                }
-                Err(ToolError::Failed(reason)) => {
-                    conversation.record_tool_result(context.call_id(), Err::<String, _>(reason))?;
-                }
-                Err(ToolError::Stop(reason)) => {
-                    stopped.get_or_insert(AgentOutcome::Stopped {
-                        call_id: context.call_id().to_owned(),
-                        tool: context.call.name().to_owned(),
-                        reason,
-                    });
+        let tools = &self.parts.tools;
+        std::thread::scope(|scope| {
+            let (send, results) = std::sync::mpsc::channel();
+            for (index, context) in contexts.iter().enumerate() {
+                let send = send.clone();
+                scope.spawn(move || {
+                    // The receiver lives until every sender is gone.
+                    let _ = send.send((index, tools.run_one(context)));
+                });
+            }
+            drop(send);
+            let mut stopped = None;
+            for (index, result) in results {
+                let context = &contexts[index];
+                match result {
+                    Ok(text) => {
+                        renew(claim)?;
+                        conversation
+                            .record_tool_result(context.call_id(), Ok::<_, String>(text))?;
+                    }
+                    Err(ToolError::Failed(reason)) => {
+                        renew(claim)?;
+                        conversation
+                            .record_tool_result(context.call_id(), Err::<String, _>(reason))?;
+                    }
+                    Err(ToolError::Stop(reason)) => {
+                        stopped.get_or_insert(AgentOutcome::Stopped {
+                            call_id: context.call_id().to_owned(),
+                            tool: context.call.name().to_owned(),
+                            reason,
+                        });
+                    }
                 }
             }
-        }
-        Ok(stopped)
+            Ok(stopped)
+        })
     }
+}
+
+/// What a new message waits for when the earlier turn was stopped by a tool.
+fn stopped_waiting(_call_id: &str, _tool: &str, _reason: &str) -> &'static str {
+    "the result of a call a tool stopped (ask again with the earlier message's id to resume it)"
+}
+
+/// `reply` with every tool call id that is empty, repeated in the reply, or already in the
+/// record replaced by a fresh one (`<id>~<n>`): some servers reuse ids (`call_0` every
+/// turn) or give two calls one id, and each call must be told apart from the others to be
+/// answered. The ids are the record's: the model is sent them back as recorded.
+fn with_fresh_ids(reply: Message, record: &[Message]) -> Message {
+    let calls = reply.tool_calls();
+    if calls.is_empty() {
+        return reply;
+    }
+    let mut taken: HashSet<String> =
+        record.iter().flat_map(|m| m.tool_calls().iter().map(|c| c.id().to_owned())).collect();
+    let mut fresh: Vec<Option<String>> = Vec::with_capacity(calls.len());
+    for call in calls {
+        let id = call.id();
+        if !id.is_empty() && taken.insert(id.to_owned()) {
+            fresh.push(None);
+            continue;
+        }
+        let base = if id.is_empty() { "call" } else { id };
+        // Of `taken.len() + 1` candidates, one is free.
+        let new = (1..=taken.len() + 1).map(|n| format!("{base}~{n}")).find(|c| !taken.contains(c));
+        if let Some(new) = &new {
+            taken.insert(new.clone());
+        }
+        fresh.push(new);
+    }
+    if fresh.iter().all(Option::is_none) {
+        return reply;
+    }
+    let mut fresh = fresh.into_iter();
+    reply.map_tool_call_ids(|_| fresh.next().flatten())
 }
 
 fn renew(claim: Option<&Claim>) -> Result<()> {

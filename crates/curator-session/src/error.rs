@@ -226,7 +226,7 @@ pub enum Error {
     },
     /// The provider closure of [`run_blocking`](crate::run_blocking) (or of any
     /// [`drive`](crate::drive) of a conversation) failed.
-    #[error("provider call failed")]
+    #[error("provider call failed: {0}")]
     Provider(#[source] BoxError),
     /// The storage backend failed; [`kind`](StoreErrorKind) says how, the source why.
     #[error("session store ({backend}): {message}: {kind}")]
@@ -289,6 +289,26 @@ pub enum Error {
         /// What the running turn waits for.
         waiting: &'static str,
     },
+    /// A caller's message id ([`add_user_keyed`](crate::Conversation::add_user_keyed)) that
+    /// breaks the rule of session keys (empty, blank, a control character, longer than
+    /// [`SessionKey::MAX_LEN`](crate::SessionKey::MAX_LEN)), or that was recorded before with
+    /// another text: nothing was recorded.
+    #[error("message id `{key}`: {rule}")]
+    BadMessageId {
+        /// The id, shortened to one short line.
+        key: String,
+        /// What is wrong with it.
+        rule: String,
+    },
+    /// A user message with nothing in it: providers refuse an empty message, so a session
+    /// that recorded one could never be sent again. Nothing was recorded.
+    #[error("an empty user message is not recorded: providers refuse empty messages")]
+    EmptyMessage,
+    /// The model replied with no text and no tool call. An empty reply is no answer and
+    /// providers refuse to be sent one back, so nothing was recorded: the turn still waits
+    /// for the model (ask again to call it again).
+    #[error("the model replied with nothing (no text, no tool call); nothing was recorded")]
+    EmptyReply,
     /// Curation failed while building a request.
     #[error(transparent)]
     Curation(#[from] curator_strategies::Error),

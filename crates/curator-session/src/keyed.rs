@@ -86,8 +86,45 @@ impl<S: SessionStore> Conversation<S> {
     /// [`Error::TurnInProgress`] as above; a store error (the entry is kept: calling again
     /// with the same key and content re-sends it).
     pub fn add_user_keyed(&mut self, key: &str, content: impl Into<Content>) -> Result<Keyed> {
+        self.keyed(key, Message::user(content), false)
+    }
+
+    /// As [`add_user_keyed`](Conversation::add_user_keyed), but a new key is recorded even
+    /// while the turn of an earlier message waits for the model: that turn is given up (its
+    /// message stays recorded, unanswered) and the model answers from everything, this
+    /// message last. For an agent whose earlier turn ran out of turns. Still refused while
+    /// tool calls wait for results ([`Error::PendingToolCalls`]): providers need each call's
+    /// result before the next message.
+    ///
+    /// # Errors
+    ///
+    /// As [`add_user_keyed`](Conversation::add_user_keyed), with
+    /// [`Error::PendingToolCalls`] in place of [`Error::TurnInProgress`].
+    pub fn add_user_keyed_after_unanswered(
+        &mut self,
+        key: &str,
+        content: impl Into<Content>,
+    ) -> Result<Keyed> {
+        self.keyed(key, Message::user(content), true)
+    }
+
+    fn keyed(&mut self, key: &str, message: Message, after_unanswered: bool) -> Result<Keyed> {
+        check_message_id(key)?;
+        let recorded = self.recorded_form(message.clone());
+        if is_empty(&recorded) {
+            return Err(Error::EmptyMessage);
+        }
         let id = self.message_id_for(key);
         if let Some(&position) = self.user_ids.get(&id) {
+            if self.history().messages().get(position).map(Message::content)
+                != Some(recorded.content())
+            {
+                return Err(Error::BadMessageId {
+                    key: shortened(key),
+                    rule: "was recorded before with another text (an id names one message)"
+                        .to_owned(),
+                });
+            }
             return Ok(match self.answer_at(position) {
                 Some(answer) => Keyed::Answered(answer.clone()),
                 None => Keyed::InProgress,
@@ -95,7 +132,8 @@ impl<S: SessionStore> Conversation<S> {
         }
         match self.next_step() {
             NextStep::WaitForUser | NextStep::Finished => {}
-            NextStep::CallModel | NextStep::RunTools(_) => {
+            NextStep::CallModel if after_unanswered => {}
+            NextStep::CallModel | NextStep::RunTools(_) if !after_unanswered => {
                 return Err(Error::TurnInProgress {
                     key: key.to_owned(),
                     waiting: if self.pending_tool_calls().is_empty() {
@@ -105,8 +143,13 @@ impl<S: SessionStore> Conversation<S> {
                     },
                 });
             }
+            NextStep::CallModel | NextStep::RunTools(_) => {
+                return Err(Error::PendingToolCalls {
+                    calls: self.pending_tool_calls().iter().map(|c| c.id().to_owned()).collect(),
+                });
+            }
         }
-        self.add_user_message(Message::user(content), Some(id))?;
+        self.add_user_message(message, Some(id))?;
         Ok(Keyed::New)
     }
 
@@ -130,5 +173,27 @@ impl<S: SessionStore> Conversation<S> {
             .skip(position + 1)
             .take_while(|m| m.role() != Role::User)
             .find(|m| m.role() == Role::Assistant && m.tool_calls().is_empty())
+    }
+}
+
+/// `key` shortened to one short line, for an error.
+fn shortened(key: &str) -> String {
+    crate::SessionKey::new(key).shortened(40)
+}
+
+/// Whether a message holds nothing a provider would take: no text but white space, no part.
+fn is_empty(message: &Message) -> bool {
+    match message.content() {
+        None => true,
+        Some(Content::Text(text)) => text.trim().is_empty(),
+        Some(Content::Parts(parts)) => parts.is_empty(),
+    }
+}
+
+/// The rule of session keys, applied to a caller's message id.
+fn check_message_id(key: &str) -> Result<()> {
+    match crate::SessionKey::new(key).check() {
+        Err(Error::BadKey { key, rule }) => Err(Error::BadMessageId { key, rule }),
+        other => other,
     }
 }

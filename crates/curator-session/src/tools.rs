@@ -237,6 +237,16 @@ impl Tools {
         })
     }
 
+    /// Runs one call as [`run_all`](Tools::run_all) does: a tool that panics gives a failed
+    /// call (`the tool panicked`) instead of unwinding into the caller.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Tools::run).
+    pub fn run_one(&self, context: &ToolContext) -> Result<String, ToolError> {
+        self.run_caught(context)
+    }
+
     fn run_caught(&self, context: &ToolContext) -> Result<String, ToolError> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(context)))
             .unwrap_or_else(|_| panicked())

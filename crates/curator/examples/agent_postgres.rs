@@ -20,8 +20,7 @@ fn main() -> Result<(), Error> {
     // The agent: twelve lines.
     let store = PgStore::open(PgOptions::from_url(&url)?.with_schema("curator_agent")?)?;
     let model = OpenAiClient::from_env("gpt-4o-mini");
-    let weather =
-        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let weather = json!({"type": "object", "properties": {"city": {"type": "string"}}});
     let tools = Tools::new().add("weather", "Today's weather in a city.", weather, |args| {
         Ok(format!("{}: light rain, 11 °C", args["city"].as_str().unwrap_or("?")))
     });

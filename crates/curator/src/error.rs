@@ -95,6 +95,15 @@ from_module_errors!(
     Loop(curator_loop::Error),
 );
 
+/// A spawned task that panicked or was cancelled (`tokio::spawn(agent.ask_async(..)).await?`):
+/// a session's [`Join`](curator_session::Error::Join) error.
+#[cfg(feature = "tokio")]
+impl From<tokio::task::JoinError> for Error {
+    fn from(error: tokio::task::JoinError) -> Self {
+        Error::Session(Box::new(curator_session::Error::Join(Box::new(error))))
+    }
+}
+
 impl Error {
     /// Whether the same call may succeed if tried again: a store that was busy or briefly
     /// unreachable, wherever the store error sits in the chain of causes (an adapter's or a

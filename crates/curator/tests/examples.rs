@@ -234,16 +234,19 @@ fn the_front_page_agent_killed_mid_tool_call_resumes_and_answers_once() {
 
 #[cfg(all(feature = "openai", feature = "sqlite", feature = "tokio"))]
 #[test]
-fn the_async_agent_answers_three_users_at_once() {
+fn the_async_agent_answers_on_the_multi_threaded_runtime() {
     let server = weather_server();
     let dir = tempfile::tempdir().unwrap();
-    let out = run_with("agent_async", |c| {
+    let env = |c: &mut Command| {
         c.env("OPENAI_BASE_URL", server.url())
             .env("OPENAI_API_KEY", "test")
             .env("AGENT_DB", dir.path().join("agent.db"));
-    });
-    assert_eq!(out, "answer: In Lyon: Lyon: light rain, 11 °C.\n".repeat(3));
-    assert_eq!(server.requests().len(), 6);
+    };
+    assert_eq!(run_with("agent_async", env), "answer: In Lyon: Lyon: light rain, 11 °C.\n");
+    assert_eq!(server.requests().len(), 2);
+    // Asked again: the message's own answer, no model call.
+    assert_eq!(run_with("agent_async", env), "answer: In Lyon: Lyon: light rain, 11 °C.\n");
+    assert_eq!(server.requests().len(), 2);
 }
 
 #[cfg(all(feature = "openai", feature = "postgres"))]

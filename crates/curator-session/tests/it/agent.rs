@@ -402,3 +402,258 @@ fn secrets_redacted_before_recording_are_absent_from_the_raw_sqlite_files() {
     drop(store);
     assert!(check().contains(&"agent.db".to_owned()));
 }
+
+/// A model that answers as `reply` says from the request's messages.
+struct Script<F>(F);
+
+impl<F: Fn(&[Message]) -> Message + Send + Sync> ModelClient for Script<F> {
+    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+        Ok(ModelReply::new((self.0)(request.messages)))
+    }
+}
+
+fn prompt() -> curator_model::PromptRef {
+    curator_model::PromptRef::new("agent", "default")
+}
+
+/// Two calls per turn (`pay`, `notify`), then an answer.
+fn pay_and_notify(messages: &[Message]) -> Message {
+    if messages.last().is_some_and(|m| m.role() == Role::Tool) {
+        return Message::assistant("paid and notified");
+    }
+    let n = messages.iter().filter(|m| m.role() == Role::User).count();
+    Message::assistant_with_calls(
+        None,
+        vec![
+            ToolCall::new(format!("pay{n}"), "pay", "{}"),
+            ToolCall::new(format!("notify{n}"), "notify", "{}"),
+        ],
+    )
+}
+
+#[test]
+fn a_finished_parallel_result_is_recorded_while_another_tool_still_runs() {
+    let store = Arc::new(MemoryStore::new());
+    let (release, wait) = std::sync::mpsc::channel::<()>();
+    let wait = std::sync::Mutex::new(wait);
+    let tools = Tools::new()
+        .add("pay", "Pays.", json!({"type": "object"}), move |_| {
+            wait.lock().unwrap().recv().unwrap();
+            Ok("paid".to_owned())
+        })
+        .add("notify", "Notifies.", json!({"type": "object"}), |_| Ok("notified".to_owned()));
+    let agent = Agent::new(Script(pay_and_notify), tools);
+    let running = {
+        let (agent, store) = (agent.clone(), Arc::clone(&store));
+        std::thread::spawn(move || agent.ask(store, "user-1", "m1", "pay").unwrap())
+    };
+    // While `pay` runs, `notify`'s result is already in the store.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let evaluations = store.evaluations().unwrap();
+        let recorded =
+            evaluations.first().map_or(Vec::new(), |e| store.entries(e.evaluation_id).unwrap());
+        if recorded.iter().any(|e| e.message.tool_call_id() == Some("notify1")) {
+            assert!(!recorded.iter().any(|e| e.message.tool_call_id() == Some("pay1")));
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "notify's result was not recorded while pay ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    release.send(()).unwrap();
+    assert_eq!(running.join().unwrap().text(), "paid and notified");
+}
+
+#[test]
+fn two_asks_on_one_session_at_once_run_each_call_once_and_answer_both() {
+    let store = Arc::new(MemoryStore::new());
+    let pays = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&pays);
+    let tools = Tools::new()
+        .add("pay", "Pays.", json!({"type": "object"}), move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            Ok("paid".to_owned())
+        })
+        .add("notify", "Notifies.", json!({"type": "object"}), |_| Ok("notified".to_owned()));
+    let agent = Agent::new(Script(pay_and_notify), tools);
+    let threads: Vec<_> = ["m1", "m2", "m1"]
+        .into_iter()
+        .map(|id| {
+            let (agent, store) = (agent.clone(), Arc::clone(&store));
+            std::thread::spawn(move || agent.ask(store, "user-1", id, id).unwrap())
+        })
+        .collect();
+    for thread in threads {
+        assert_eq!(thread.join().unwrap().text(), "paid and notified");
+    }
+    // One pay per message: m1 asked twice at once ran once.
+    assert_eq!(pays.load(Ordering::SeqCst), 2);
+    let c = Conversation::open(&*store, "user-1", prompt(), Message::system("")).unwrap();
+    assert!(c.answer_to("m1").is_some() && c.answer_to("m2").is_some());
+}
+
+#[test]
+fn an_empty_reply_or_message_is_refused_and_nothing_is_recorded() {
+    let empty_once = Arc::new(AtomicUsize::new(0));
+    let calls = Arc::clone(&empty_once);
+    let agent = Agent::new(
+        Script(move |_: &[Message]| {
+            if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                Message::assistant("")
+            } else {
+                Message::assistant("hello")
+            }
+        }),
+        Tools::new(),
+    );
+    let store = MemoryStore::new();
+    assert!(matches!(agent.ask(&store, "user-1", "m0", "  "), Err(Error::EmptyMessage)));
+    let err = agent.ask(&store, "user-1", "m1", "hi").unwrap_err();
+    assert!(matches!(err, Error::EmptyReply), "{err}");
+    let c = Conversation::open(&store, "user-1", prompt(), Message::system("")).unwrap();
+    assert_eq!(c.history().len(), 2, "the system message and `hi`: no empty message recorded");
+    // Asked again, the model is called again and answers.
+    assert_eq!(agent.ask(&store, "user-1", "m1", "hi").unwrap().text(), "hello");
+}
+
+#[test]
+fn a_new_message_after_a_turn_out_of_turns_is_recorded_and_after_a_stopped_one_refused() {
+    // A model that always calls a tool.
+    let looping = |messages: &[Message]| {
+        let n = messages.iter().filter(|m| m.role() == Role::Assistant).count();
+        Message::assistant_with_calls(None, vec![ToolCall::new(format!("c{n}"), "look", "{}")])
+    };
+    let tools =
+        Tools::new().add("look", "Looks.", json!({"type": "object"}), |_| Ok("nothing".into()));
+    let agent = Agent::new(Script(looping), tools).max_turns(2);
+    let store = MemoryStore::new();
+    assert_eq!(agent.ask(&store, "user-1", "m1", "first").unwrap(), AgentOutcome::MaxTurns);
+    assert_eq!(agent.ask(&store, "user-1", "m2", "second").unwrap(), AgentOutcome::MaxTurns);
+    let c = Conversation::open(&store, "user-1", prompt(), Message::system("")).unwrap();
+    let users: Vec<String> = c
+        .history()
+        .messages()
+        .iter()
+        .filter(|m| m.role() == Role::User)
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(users, ["first", "second"], "the second message is recorded, not dropped");
+
+    let tools = Tools::new().add("look", "Looks.", json!({"type": "object"}), |_| {
+        Err(ToolError::stop("a person must decide"))
+    });
+    let agent = Agent::new(Script(looping), tools);
+    let store = MemoryStore::new();
+    assert!(matches!(
+        agent.ask(&store, "user-1", "m1", "first").unwrap(),
+        AgentOutcome::Stopped { .. }
+    ));
+    let err = agent.ask(&store, "user-1", "m2", "second").unwrap_err();
+    assert!(matches!(err, Error::TurnInProgress { .. }), "{err}");
+    assert!(err.to_string().contains("message `m2` was not recorded"), "{err}");
+}
+
+#[test]
+fn a_worker_whose_claim_ran_out_during_a_tool_records_nothing_more() {
+    use curator_session::ClaimStore as _;
+    let store = Arc::new(MemoryStore::new());
+    let (started, tool_started) = std::sync::mpsc::channel::<()>();
+    let started = std::sync::Mutex::new(started);
+    let tools = Tools::new().add("slow", "Is slow.", json!({"type": "object"}), move |_| {
+        started.lock().unwrap().send(()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        Ok("done".to_owned())
+    });
+    let one_call = |messages: &[Message]| match messages.last().map(Message::role) {
+        Some(Role::Tool) => Message::assistant("finished"),
+        _ => Message::assistant_with_calls(None, vec![ToolCall::new("s1", "slow", "{}")]),
+    };
+    let agent = Agent::new(Script(one_call), tools)
+        .claim(std::time::Duration::from_millis(200), std::time::Duration::ZERO);
+    let worker = {
+        let (agent, store) = (agent.clone(), Arc::clone(&store));
+        std::thread::spawn(move || agent.ask_claimed(store, "user-1", "m1", "go"))
+    };
+    tool_started.recv().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The lease ran out: another worker takes the session.
+    let taken = store.claim(&"user-1".into(), std::time::Duration::from_secs(30)).unwrap();
+    let err = worker.join().unwrap().unwrap_err();
+    assert!(matches!(err, Error::ClaimLost { .. }), "{err}");
+    let c = Conversation::open(&*store, "user-1", prompt(), Message::system("")).unwrap();
+    assert_eq!(c.pending_tool_calls().len(), 1, "the result of the lost worker was not recorded");
+    taken.release().unwrap();
+}
+
+#[test]
+fn reused_empty_or_repeated_call_ids_are_made_unique_and_every_call_runs() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let tools = Tools::new().add("poll", "Polls.", json!({"type": "object"}), move |_| {
+        Ok(format!("poll {}", counted.fetch_add(1, Ordering::SeqCst) + 1))
+    });
+    // A server that numbers calls from 0 every turn, and gives two calls one id.
+    let model = |messages: &[Message]| {
+        let results = messages.iter().filter(|m| m.role() == Role::Tool).count();
+        match results {
+            // The same call twice: a poll, not a retry.
+            0 | 1 => {
+                Message::assistant_with_calls(None, vec![ToolCall::new("call_0", "poll", "{}")])
+            }
+            2 => Message::assistant_with_calls(
+                None,
+                vec![ToolCall::new("", "poll", "{}"), ToolCall::new("", "poll", "{}")],
+            ),
+            _ => Message::assistant("polled"),
+        }
+    };
+    let agent = Agent::new(Script(model), tools);
+    let store = MemoryStore::new();
+    assert_eq!(agent.ask(&store, "user-1", "m1", "poll").unwrap().text(), "polled");
+    assert_eq!(runs.load(Ordering::SeqCst), 4);
+    let c = Conversation::open(&store, "user-1", prompt(), Message::system("")).unwrap();
+    let ids: Vec<&str> = c.history().messages().iter().filter_map(|m| m.tool_call_id()).collect();
+    assert_eq!(ids, ["call_0", "call_0~1", "call~1", "call~2"]);
+}
+
+#[test]
+fn a_message_id_given_again_with_another_text_or_against_the_rule_is_refused() {
+    let agent = Agent::new(Echo, Tools::new());
+    let store = MemoryStore::new();
+    agent.ask(&store, "user-1", "m1", "What is 2+2?").unwrap();
+    let err = agent.ask(&store, "user-1", "m1", "DELETE my account").unwrap_err();
+    assert!(matches!(err, Error::BadMessageId { .. }), "{err}");
+    assert!(err.to_string().contains("recorded before with another text"), "{err}");
+    for bad in ["", " ", "a\nb"] {
+        assert!(
+            matches!(agent.ask(&store, "user-1", bad, "x"), Err(Error::BadMessageId { .. })),
+            "{bad:?}"
+        );
+    }
+    assert!(matches!(
+        agent.ask(&store, "user-1", &"k".repeat(300), "x"),
+        Err(Error::BadMessageId { .. })
+    ));
+}
+
+#[test]
+fn a_system_prompt_is_redacted_too_when_the_agent_redacts_before_recording() {
+    let store = MemoryStore::new();
+    let agent = Agent::new(Echo, Tools::new())
+        .system("Use sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0fGh3i for lookups.")
+        .redact_before_recording(Redactor::new());
+    agent.ask(&store, "user-1", "m1", "hi").unwrap();
+    let snapshot = store.snapshot_json().unwrap();
+    assert!(!snapshot.contains("Ab3dEf6hIj9k"), "{snapshot}");
+}
+
+#[test]
+fn a_provider_error_says_its_cause() {
+    let err =
+        Agent::new(Failing, Tools::new()).ask(MemoryStore::new(), "u", "m", "hi").unwrap_err();
+    assert!(err.to_string().contains("down"), "{err}");
+}

@@ -70,7 +70,9 @@ fn setext_headings_titles_and_code_fences() {
     );
     assert_eq!(markdown.matches("\n### 2. Fix [active]").count(), 1, "{markdown}");
     assert!(
-        HistorySection::new().text(&history).contains("\nStep 1: Reproduce ### 9. Fake \\[active]\n")
+        HistorySection::new()
+            .text(&history)
+            .contains("\nStep 1: Reproduce ### 9. Fake \\[active]\n")
     );
 }
 
