@@ -14,12 +14,12 @@ type SessionResult<T> = curator_session::Result<T>;
 
 /// Takes the key's row when there is none or its lease ran out (by the server's clock, so
 /// that workers on machines whose clocks differ agree).
-const TAKE: &str = "INSERT INTO claims (session_key, holder, expires_at)
-    VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond')
+const TAKE: &str = "INSERT INTO claims (session_key, holder, expires_at, token)
+    VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond', nextval('claim_tokens'))
     ON CONFLICT (session_key) DO UPDATE
-        SET holder = excluded.holder, expires_at = excluded.expires_at
+        SET holder = excluded.holder, expires_at = excluded.expires_at, token = excluded.token
         WHERE claims.expires_at <= clock_timestamp()
-    RETURNING holder";
+    RETURNING token";
 
 const LEFT: &str = "SELECT extract(epoch FROM expires_at - clock_timestamp())::float8
     FROM claims WHERE session_key = $1";
@@ -64,8 +64,9 @@ impl ClaimStore for PgStore {
                 .client
                 .query_opt(&take, &[&key.as_str(), &holder, &micros(lease)])
                 .during("claiming the session")?;
-            if row.is_some() {
-                return Ok(None);
+            if let Some(row) = row {
+                let token: i64 = row.try_get(0).during("reading a row")?;
+                return Ok(Ok(token));
             }
             let left = conn.prepare(LEFT).during("reading the other claim")?;
             let row =
@@ -74,15 +75,16 @@ impl ClaimStore for PgStore {
                 Some(row) => row.try_get(0).during("reading a row")?,
                 None => None,
             };
-            Ok(Some(seconds.map(|s| Duration::from_secs_f64(s.max(0.0)))))
+            Ok(Err(seconds.map(|s| Duration::from_secs_f64(s.max(0.0)))))
         })?;
         match taken {
-            None => {
+            Ok(fencing_token) => {
                 let handle =
                     PgLease { pool: Arc::clone(&self.pool), key: key.clone(), holder, lease };
-                Ok(Claim::new(key.clone(), lease, Box::new(handle)))
+                let claim = Claim::new(key.clone(), lease, Box::new(handle));
+                Ok(claim.with_token(u64::try_from(fencing_token).unwrap_or_default()))
             }
-            Some(expires_in) => {
+            Err(expires_in) => {
                 Err(curator_session::Error::Claimed { key: key.clone(), expires_in })
             }
         }

@@ -8,7 +8,7 @@ use crate::pool::Pool;
 use crate::{Error, Result};
 
 /// The schema version this build writes; the `schema_version` table holds a schema's version.
-pub const PG_SCHEMA_VERSION: i32 = 1;
+pub const PG_SCHEMA_VERSION: i32 = 2;
 
 /// Forward migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -49,6 +49,10 @@ const MIGRATIONS: &[&str] = &[
         holder      uuid        NOT NULL,
         expires_at  timestamptz NOT NULL
     );",
+    // 2: fencing tokens: each claim takes the next number of one sequence, and appends made
+    // under a claim are refused once the session's row holds another.
+    "CREATE SEQUENCE claim_tokens;
+    ALTER TABLE claims ADD COLUMN token bigint NOT NULL DEFAULT nextval('claim_tokens');",
 ];
 
 /// What a schema holds.

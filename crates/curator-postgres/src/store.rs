@@ -90,6 +90,9 @@ const HOLDER: &str = "SELECT x.i, e.message_id
     JOIN entries e ON e.evaluation_id = x.evaluation_id AND e.sequence = x.sequence
     WHERE e.message_id <> x.message_id ORDER BY x.i LIMIT 1";
 
+/// The token of the session's claim, locked against a takeover until the append commits.
+const FENCE: &str = "SELECT token FROM claims WHERE session_key = $1 FOR SHARE";
+
 const ENTRIES: &str = "SELECT e.message_id, e.evaluation_id, e.sequence, e.turn, e.prompt_ns,
     e.prompt_key, e.created_ns, e.message FROM entries e WHERE evaluation_id = $1 ORDER BY sequence";
 
@@ -482,6 +485,68 @@ impl SessionStore for PgStore {
                 }
                 Err(Failure::Pg(_, e)) if is_unique_violation(&e) => {
                     tx.rollback().during("rolling back a batch")?;
+                    Err(Failure::Session(taken(conn, entries)?))
+                }
+                Err(other) => Err(other),
+            }
+        })?;
+        self.remember(key, unchecked.into_iter().map(EvaluationId::from_uuid));
+        Ok(outcomes)
+    }
+
+    /// The fence is checked in the append's transaction: the session's claim row is read
+    /// `FOR SHARE`, so a worker taking the session over waits until this append commits (or
+    /// this append sees its token and is refused).
+    fn append_batch_fenced(
+        &self,
+        key: &SessionKey,
+        entries: &[Entry],
+        fence: &curator_session::Fence,
+    ) -> SessionResult<Vec<Appended>> {
+        key.check()?;
+        check_places(entries)?;
+        let token = i64::try_from(fence.token).unwrap_or(i64::MAX);
+        let unchecked: Vec<Uuid> = {
+            let mut unchecked: Vec<Uuid> = Vec::new();
+            for entry in entries {
+                if !self.is_verified(key, entry.evaluation_id)
+                    && !unchecked.contains(entry.evaluation_id.as_uuid())
+                {
+                    unchecked.push(*entry.evaluation_id.as_uuid());
+                }
+            }
+            unchecked
+        };
+        let outcomes = run(&self.pool, |conn| {
+            let statements = Statements::prepare(conn)?;
+            let fenced = conn.prepare(FENCE).during("preparing a fenced append")?;
+            let mut tx = conn.client.transaction().during("starting a fenced append")?;
+            let current: Option<i64> = match tx
+                .query_opt(&fenced, &[&key.as_str()])
+                .during("reading the session's claim")?
+            {
+                Some(row) => Some(row.try_get(0).during("reading a row")?),
+                None => None,
+            };
+            if current != Some(token) || fence.key != *key {
+                tx.rollback().during("rolling back a fenced append")?;
+                return Err(Failure::Session(curator_session::Error::Fenced {
+                    key: key.clone(),
+                    token: fence.token,
+                    current: current.and_then(|c| u64::try_from(c).ok()),
+                }));
+            }
+            if entries.is_empty() {
+                tx.commit().during("committing a fenced append")?;
+                return Ok(Vec::new());
+            }
+            match insert(&mut tx, &statements, key, entries, &unchecked) {
+                Ok(outcomes) => {
+                    tx.commit().during("committing a fenced append")?;
+                    Ok(outcomes)
+                }
+                Err(Failure::Pg(_, e)) if is_unique_violation(&e) => {
+                    tx.rollback().during("rolling back a fenced append")?;
                     Err(Failure::Session(taken(conn, entries)?))
                 }
                 Err(other) => Err(other),

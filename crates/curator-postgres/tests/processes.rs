@@ -161,6 +161,109 @@ fn agent() {
     }
 }
 
+/// A worker that claims `CURATOR_PG_KEY` with a one-second lease and appends under its
+/// fence every 200 ms, printing each acknowledged message, until an append is fenced.
+fn stalling() {
+    let store = child_store();
+    let key = SessionKey::new(var("CURATOR_PG_KEY"));
+    let claim = store.claim(&key, Duration::from_secs(1)).unwrap();
+    let fence = claim.fence().unwrap();
+    let mut c = Conversation::open(&store, key, prompt(), Message::system("s"))
+        .unwrap()
+        .with_fence(fence.clone());
+    let mut out = std::io::stdout().lock();
+    say(&mut out, &format!("token {}", fence.token));
+    for n in 1.. {
+        match c.add_user(format!("a{n}")) {
+            Ok(_) => say(&mut out, &format!("appended a{n}")),
+            Err(Error::Fenced { current, .. }) => {
+                say(&mut out, &format!("fenced at a{n} (session token {current:?})"));
+                return;
+            }
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Sends `signal` (`-STOP`, `-CONT`) to a child.
+fn signal(child: &Child, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {signal} failed");
+}
+
+/// A worker stopped (SIGSTOP) past its lease, another claims the session and appends, the
+/// first continues (SIGCONT): its appends are refused, the second's are all there, in order.
+fn stopped_past_its_lease_test(server: &PgServer, check: &mut Check) {
+    let schema = "fencing";
+    let key = "stalled-1";
+    let mut child = spawn(server, schema, "stalling", &[("CURATOR_PG_KEY", key.to_owned())]);
+    let lines = Lines::of(child.stdout.take().unwrap());
+    let first_token: u64 = lines.next().unwrap().trim_start_matches("token ").parse().unwrap();
+    let mut acknowledged = Vec::new();
+    while acknowledged.len() < 3 {
+        let line = lines.next().unwrap();
+        acknowledged.push(line.trim_start_matches("appended ").to_owned());
+    }
+    signal(&child, "-STOP");
+    std::thread::sleep(Duration::from_millis(1_500));
+    // The lease ran out: another worker takes the session over (in a thread, in case the
+    // stopped one holds the claim's row in an unfinished append: then this waits for it).
+    let takeover = {
+        let store = store(server, schema);
+        std::thread::spawn(move || {
+            let key = SessionKey::new(key);
+            let claim = store.claim(&key, Duration::from_secs(30)).unwrap();
+            let mut c = Conversation::open(&store, key, prompt(), Message::system("s"))
+                .unwrap()
+                .with_fence(claim.fence().unwrap());
+            for n in 1..=3 {
+                c.add_user(format!("b{n}")).unwrap();
+            }
+            (claim, c.history().messages().len())
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, "-CONT");
+    let (claim, _) = takeover.join().unwrap();
+    let mut fenced = None;
+    // Unfenced, the worker would append for ever: a few lines are enough to tell.
+    for _ in 0..10 {
+        let Some(line) = lines.next() else { break };
+        if let Some(rest) = line.strip_prefix("appended ") {
+            acknowledged.push(rest.to_owned());
+        } else if line.starts_with("fenced") {
+            fenced = Some(line);
+            break;
+        }
+    }
+    if fenced.is_some() {
+        let status = child.wait().unwrap();
+        check.expect(status.success(), format!("the stopped worker ended with {status}"));
+    } else {
+        kill(&mut child);
+    }
+    check.expect(fenced.is_some(), "the stopped worker was never fenced".to_owned());
+    check.expect(claim.fence().unwrap().token > first_token, "the new token is larger".to_owned());
+    let c = Conversation::open(store(server, schema), key, prompt(), Message::system("s")).unwrap();
+    let texts: Vec<String> =
+        c.history().messages().iter().skip(1).map(|m| m.text().into_owned()).collect();
+    let expected: Vec<String> =
+        acknowledged.iter().cloned().chain((1..=3).map(|n| format!("b{n}"))).collect();
+    check.expect(
+        texts == expected,
+        format!("the record holds every acknowledged message, the stalled worker's before the new holder's, and nothing else: {texts:?}"),
+    );
+    println!(
+        "a worker stopped past its lease: {} messages before, fenced after ({}); the new holder's 3 kept",
+        acknowledged.len(),
+        fenced.unwrap_or_default()
+    );
+}
+
 /// Starts a child in `mode` with `env`, its output piped.
 fn spawn(server: &PgServer, schema: &str, mode: &str, env: &[(&str, String)]) -> Child {
     let mut command = ROLES.command(mode);
@@ -420,6 +523,7 @@ fn main() {
             "appender" => appender(limit()),
             "racer" => racer(limit() as usize),
             "agent" => agent(),
+            "stalling" => stalling(),
             other => panic!("unknown child mode {other}"),
         }
         return;
@@ -429,6 +533,7 @@ fn main() {
     eight_workers_test(&server, &mut check);
     same_evaluation_test(&server, &mut check);
     kill_and_take_over_test(&server, &mut check);
+    stopped_past_its_lease_test(&server, &mut check);
     drop(server);
     check.finish();
 }

@@ -338,7 +338,13 @@ impl Agent {
         let lock = self.lock(&key);
         let _running = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let claim = store.claim_within(&key, self.parts.claim_lease, self.parts.claim_wait)?;
-        let outcome = self.open(&store, key).and_then(|mut conversation| {
+        let outcome = self.open(&store, key).and_then(|conversation| {
+            // Fenced where the claims carry tokens: a worker that stalled past its lease and
+            // lost the session appends nothing more.
+            let mut conversation = match claim.fence() {
+                Some(fence) => conversation.with_fence(fence),
+                None => conversation,
+            };
             self.ask_in(&mut conversation, message_id, text, Some(&claim))
         });
         let released = claim.release();

@@ -125,6 +125,27 @@ pub struct Claim {
     key: SessionKey,
     lease: Duration,
     handle: Option<Arc<dyn Lease>>,
+    token: Option<u64>,
+}
+
+/// A claim's fencing token with its session key: appends made under the claim carry it, and
+/// a store that fences refuses them, in the same transaction, once another worker has
+/// claimed the session since ([`Error::Fenced`]). See
+/// [`SessionStore::append_batch_fenced`](crate::SessionStore::append_batch_fenced).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Fence {
+    /// The session claimed.
+    pub key: SessionKey,
+    /// The claim's token: larger than every token given for the key before.
+    pub token: u64,
+}
+
+impl Fence {
+    /// The fence of the claim with `token` on `key`.
+    pub fn new(key: SessionKey, token: u64) -> Self {
+        Self { key, token }
+    }
 }
 
 impl Claim {
@@ -146,7 +167,36 @@ impl Claim {
     /// assert_eq!(claim.lease(), Duration::from_secs(1));
     /// ```
     pub fn new(key: SessionKey, lease: Duration, handle: Box<dyn Lease>) -> Self {
-        Self { key, lease, handle: Some(Arc::from(handle)) }
+        Self { key, lease, handle: Some(Arc::from(handle)), token: None }
+    }
+
+    /// The claim with its fencing token (for stores that fence appends: each claim on a key
+    /// gets a token larger than the ones before).
+    #[must_use]
+    pub fn with_token(mut self, token: u64) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// The fence to append under, for stores whose claims carry tokens (PostgreSQL, memory);
+    /// `None` for claims that cannot be taken over while their holder lives (SQLite's file
+    /// locks), whose appends need no fence.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator::session::{ClaimStore, MemoryStore, SessionKey};
+    ///
+    /// let store = MemoryStore::new();
+    /// let first = store.claim(&SessionKey::new("k"), Duration::from_millis(1))?;
+    /// std::thread::sleep(Duration::from_millis(5));
+    /// let second = store.claim(&SessionKey::new("k"), Duration::from_secs(60))?;
+    /// assert!(second.fence().unwrap().token > first.fence().unwrap().token);
+    /// # Ok::<(), curator::session::Error>(())
+    /// ```
+    pub fn fence(&self) -> Option<Fence> {
+        self.token.map(|token| Fence::new(self.key.clone(), token))
     }
 
     /// The session key claimed.

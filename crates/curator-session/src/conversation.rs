@@ -207,6 +207,8 @@ pub struct Conversation<S> {
     pub(crate) user_ids: std::collections::HashMap<MessageId, usize>,
     /// Applied to every message before it is recorded.
     pub(crate) redactor: Option<curator_strategies::Redactor>,
+    /// The claim every append is made under, when the store fences.
+    pub(crate) fence: Option<crate::Fence>,
 }
 
 impl<S: SessionStore> Conversation<S> {
@@ -320,6 +322,36 @@ impl<S: SessionStore> Conversation<S> {
         self
     }
 
+    /// Makes every append from now on under the claim `fence` names
+    /// ([`SessionStore::append_batch_fenced`]): once another worker has claimed the session
+    /// (this one stalled past its lease), every record call fails with [`Error::Fenced`] and
+    /// appends nothing. Use it with stores whose claims carry tokens ([`Claim::fence`](crate::Claim::fence)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{ClaimStore, Conversation, Error, MemoryStore, SessionKey};
+    ///
+    /// let store = MemoryStore::new();
+    /// let key = SessionKey::new("ticket-7");
+    /// let stalled = store.claim(&key, Duration::from_millis(1))?;
+    /// let c = Conversation::open(&store, key.clone(), PromptRef::new("d", "a"), Message::system("s"))?;
+    /// let mut c = c.with_fence(stalled.fence().unwrap());
+    /// c.add_user("first")?;
+    /// std::thread::sleep(Duration::from_millis(5)); // the lease runs out: another worker claims
+    /// let _taken = store.claim(&key, Duration::from_secs(60))?;
+    /// assert!(matches!(c.add_user("second"), Err(Error::Fenced { .. })));
+    /// assert_eq!(Conversation::open(&store, key, PromptRef::new("d", "a"), Message::system("s"))?.history().len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_fence(mut self, fence: crate::Fence) -> Self {
+        self.fence = Some(fence);
+        self
+    }
+
     /// Reopens the latest evaluation of `key` recorded for `prompt` to continue it.
     ///
     /// The messages are rebuilt from the record, sequence and turn numbers continue where
@@ -411,6 +443,7 @@ impl<S: SessionStore> Conversation<S> {
             reply_sequence: None,
             user_ids: std::collections::HashMap::new(),
             redactor: None,
+            fence: None,
         }
     }
 
@@ -933,7 +966,14 @@ impl<S: SessionStore> Conversation<S> {
     /// again (`staged`: the failed call had committed it); a new entry whose caller-given id is
     /// recorded already was applied when that id was first recorded (or read on resume).
     fn send(&mut self, entry: Entry, staged: bool) -> Result<Appended> {
-        match self.store.append(&self.key, &entry) {
+        let appended = match &self.fence {
+            Some(fence) => self
+                .store
+                .append_batch_fenced(&self.key, std::slice::from_ref(&entry), fence)
+                .map(|outcomes| outcomes.first().copied().unwrap_or(Appended::Duplicate)),
+            None => self.store.append(&self.key, &entry),
+        };
+        match appended {
             Ok(appended) => {
                 self.last_appended = Some(appended);
                 if appended == Appended::New || staged {

@@ -153,6 +153,19 @@ pub enum Error {
         rule: String,
     },
 
+    /// An append under a claim ([`SessionStore::append_batch_fenced`](crate::SessionStore::append_batch_fenced))
+    /// whose token is no longer the session's: another worker claimed the session since
+    /// (this one stalled past its lease). Nothing was appended, in the same transaction as
+    /// the check: stop driving the session.
+    #[error("session `{key}`: this worker's claim (token {token}) was taken over{}; nothing was appended", .current.map(|c| format!(" (the session's token is {c})")).unwrap_or_default())]
+    Fenced {
+        /// The session.
+        key: SessionKey,
+        /// The token the append carried.
+        token: u64,
+        /// The session's current token, when a claim holds it.
+        current: Option<u64>,
+    },
     /// Another worker holds a live claim on the session (see
     /// [`ClaimStore`](crate::ClaimStore)): it is driving it now.
     #[error("session `{key}` is claimed by another worker{}", .expires_in.map(|d| format!(" (its lease runs out in {:.1} s unless renewed)", d.as_secs_f64())).unwrap_or_default())]

@@ -92,7 +92,7 @@ pub use async_conversation::{AsyncConversation, run_async};
 #[cfg(feature = "tokio")]
 pub use async_driver::{AsyncDriver, drive_async};
 pub use checkpoint::Checkpoint;
-pub use claim::{Claim, ClaimStore, Lease};
+pub use claim::{Claim, ClaimStore, Fence, Lease};
 pub use conversation::{Conversation, NextStep, ResumePolicy, ToolContext, ToolOutcome, next_turn};
 pub use driver::{Action, Driver, Outcome, drive};
 pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
@@ -104,4 +104,8 @@ pub use snapshot::Snapshot;
 pub use snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
 pub use store::{Appended, EvaluationSummary, SessionStore};
 pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};
+/// The error of a spawned tokio task that panicked or was cancelled (feature `tokio`),
+/// named here so that it converts into this crate's [`Error::Join`] and the facade's error.
+#[cfg(feature = "tokio")]
+pub use tokio::task::JoinError;
 pub use tools::{ToolError, ToolInput, Tools};

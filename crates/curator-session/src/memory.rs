@@ -227,6 +227,23 @@ impl SessionStore for MemoryStore {
         Ok(outcome)
     }
 
+    fn append_batch_fenced(
+        &self,
+        key: &SessionKey,
+        entries: &[Entry],
+        fence: &crate::Fence,
+    ) -> Result<Vec<Appended>> {
+        // The claims stay locked through the append: no claim can be taken in between.
+        let claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = claims.held.get(key).map(|(holder, _)| *holder);
+        if current != Some(fence.token) || fence.key != *key {
+            return Err(Error::Fenced { key: key.clone(), token: fence.token, current });
+        }
+        let appended = self.append_batch(key, entries);
+        drop(claims);
+        appended
+    }
+
     fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> Result<Vec<Appended>> {
         key.check()?;
         let mut inner = self.write();
@@ -462,6 +479,7 @@ impl crate::ClaimStore for MemoryStore {
         let holder = claims.next_holder;
         claims.held.insert(key.clone(), (holder, now + lease));
         let handle = MemoryLease { claims: self.claims.clone(), key: key.clone(), holder, lease };
-        Ok(crate::Claim::new(key.clone(), lease, Box::new(handle)))
+        // Holders are numbered from 1 in claim order: the number is the fencing token.
+        Ok(crate::Claim::new(key.clone(), lease, Box::new(handle)).with_token(holder))
     }
 }

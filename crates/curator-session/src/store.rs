@@ -101,6 +101,37 @@ pub trait SessionStore: Send + Sync {
     /// As [`append`](SessionStore::append); on error nothing of the batch is recorded.
     fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> Result<Vec<Appended>>;
 
+    /// Appends entries under `key` as [`append_batch`](SessionStore::append_batch) does, made
+    /// under the claim `fence` names: the store checks, in the same transaction as the
+    /// append, that the fence's token is the session's current claim token, and refuses the
+    /// whole batch otherwise. A worker that stalled past its lease (a pause, a partition)
+    /// and comes back after another worker claimed the session can then never append to it.
+    ///
+    /// Stores whose claims carry tokens (PostgreSQL, memory) implement it; the default
+    /// refuses every fenced append (a store without such claims cannot check one).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Fenced`](crate::Error::Fenced) when another claim holds the session or none
+    /// does (nothing was appended); as [`append_batch`](SessionStore::append_batch).
+    fn append_batch_fenced(
+        &self,
+        key: &SessionKey,
+        entries: &[Entry],
+        fence: &crate::Fence,
+    ) -> Result<Vec<Appended>> {
+        let _ = (key, entries);
+        Err(crate::Error::store(
+            "session store",
+            crate::StoreErrorKind::Other,
+            format!(
+                "this store cannot check the fencing token {} of session `{}`: its claims carry none",
+                fence.token, fence.key
+            ),
+            None,
+        ))
+    }
+
     /// The entries of one evaluation, ordered by sequence (empty when unknown).
     ///
     /// # Errors
@@ -315,6 +346,7 @@ macro_rules! forward_store {
         impl<S: SessionStore + ?Sized> SessionStore for $ty {
             fn append(&self, key: &SessionKey, entry: &Entry) -> Result<Appended> { (**self).append(key, entry) }
             fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> Result<Vec<Appended>> { (**self).append_batch(key, entries) }
+            fn append_batch_fenced(&self, key: &SessionKey, entries: &[Entry], fence: &crate::Fence) -> Result<Vec<Appended>> { (**self).append_batch_fenced(key, entries, fence) }
             fn entries(&self, evaluation: EvaluationId) -> Result<Vec<Entry>> { (**self).entries(evaluation) }
             fn evaluations(&self) -> Result<Vec<EvaluationSummary>> { (**self).evaluations() }
             fn evaluations_of(&self, key: &SessionKey) -> Result<Vec<EvaluationSummary>> { (**self).evaluations_of(key) }

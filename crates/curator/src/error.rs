@@ -98,8 +98,8 @@ from_module_errors!(
 /// A spawned task that panicked or was cancelled (`tokio::spawn(agent.ask_async(..)).await?`):
 /// a session's [`Join`](curator_session::Error::Join) error.
 #[cfg(feature = "tokio")]
-impl From<tokio::task::JoinError> for Error {
-    fn from(error: tokio::task::JoinError) -> Self {
+impl From<curator_session::JoinError> for Error {
+    fn from(error: curator_session::JoinError) -> Self {
         Error::Session(Box::new(curator_session::Error::Join(Box::new(error))))
     }
 }

@@ -5,6 +5,7 @@
 
 mod claims;
 mod conformance;
+mod fencing;
 mod opening;
 mod redaction;
 mod restart;
