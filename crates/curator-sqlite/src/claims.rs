@@ -71,7 +71,11 @@ impl ClaimStore for SqliteStore {
             .open(&path)
             .map_err(|e| io_error("opening a claim lock", e))?;
         match file.try_lock() {
-            Ok(()) => Ok(Claim::new(key.clone(), lease, Box::new(FileLease { file }))),
+            Ok(()) => {
+                // Dropped with the file (and its lock) when the token cannot be taken.
+                let token = self.next_claim_token(key)?;
+                Ok(Claim::new(key.clone(), lease, Box::new(FileLease { file })).with_token(token))
+            }
             Err(std::fs::TryLockError::WouldBlock) => {
                 Err(curator_session::Error::Claimed { key: key.clone(), expires_in: None })
             }

@@ -21,7 +21,7 @@ use crate::{Error, Result};
 pub(crate) const APPLICATION_ID: i32 = 0x4355_5241;
 
 /// The schema version this build writes; `PRAGMA user_version` holds a file's version.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The first schema version with session keys.
 pub(crate) const KEYS_SINCE: i64 = 3;
@@ -56,6 +56,12 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE entries ADD COLUMN session_key TEXT NOT NULL DEFAULT 'default';
     CREATE INDEX entries_by_session ON entries (session_key, prompt_ns, prompt_key, created_ns)
         WHERE sequence = 0;",
+    // 4: fencing tokens: each claim on a key takes the key's next number, and appends made
+    // under a claim are refused once the key's number is another.
+    "CREATE TABLE claim_tokens (
+        session_key TEXT    PRIMARY KEY,
+        token       INTEGER NOT NULL
+    );",
 ];
 
 /// What the raw bytes of a file say, read before SQLite opens it.

@@ -508,7 +508,58 @@ fn put_checkpoint(
     CODEC.checkpoint_version(name, version)
 }
 
+impl SqliteStore {
+    /// The next fencing token of `key`, taken in a write transaction of its own.
+    pub(crate) fn next_claim_token(&self, key: &SessionKey) -> SessionResult<u64> {
+        let conn = self.writable()?;
+        let token: i64 = conn
+            .prepare_cached(
+                "INSERT INTO claim_tokens (session_key, token) VALUES (?1, 1)
+                 ON CONFLICT (session_key) DO UPDATE SET token = token + 1 RETURNING token",
+            )
+            .and_then(|mut s| s.query_row(params![key.as_str()], |r| r.get(0)))
+            .map_err(store_error)?;
+        Ok(u64::try_from(token).unwrap_or_default())
+    }
+}
+
 impl SessionStore for SqliteStore {
+    fn append_batch_fenced(
+        &self,
+        key: &SessionKey,
+        entries: &[Entry],
+        fence: &curator_session::Fence,
+    ) -> SessionResult<Vec<Appended>> {
+        key.check()?;
+        let mut conn = self.writable()?;
+        let mut verified = self.verified();
+        let tx =
+            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
+        // Read in the append's own (immediate, so exclusive) transaction: no claim can be
+        // taken between the check and the commit.
+        let current: Option<i64> = tx
+            .prepare_cached("SELECT token FROM claim_tokens WHERE session_key = ?1")
+            .and_then(|mut s| s.query_row(params![key.as_str()], |r| r.get(0)).optional())
+            .map_err(store_error)?;
+        let current = current.and_then(|c| u64::try_from(c).ok());
+        if current != Some(fence.token) || fence.key != *key {
+            return Err(curator_session::Error::Fenced {
+                key: key.clone(),
+                token: fence.token,
+                current,
+            });
+        }
+        let outcomes = entries
+            .iter()
+            .map(|e| insert(&tx, key, e, &mut verified))
+            .collect::<SessionResult<Vec<_>>>()
+            .and_then(|outcomes| tx.commit().map_err(store_error).map(|()| outcomes));
+        if outcomes.is_err() {
+            *verified = None;
+        }
+        outcomes
+    }
+
     fn append(&self, key: &SessionKey, entry: &Entry) -> SessionResult<Appended> {
         self.append_batch(key, std::slice::from_ref(entry))
             .map(|outcomes| outcomes.first().copied().unwrap_or(Appended::Duplicate))

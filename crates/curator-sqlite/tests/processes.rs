@@ -630,6 +630,80 @@ fn claims_test(check: &mut Check) {
     println!("claims: a live worker's claim refused, a killed worker's taken at once (5 rounds)");
 }
 
+/// A worker that claims `key` with a one-second lease and appends six messages under its
+/// fence, one every 200 ms, printing each, then releases the claim.
+fn fenced_appender(path: &Path, key: &str) {
+    use curator_session::ClaimStore as _;
+    let store = SqliteStore::open(path).unwrap();
+    let key = SessionKey::new(key);
+    let claim = store.claim(&key, Duration::from_secs(1)).unwrap();
+    let mut c =
+        Conversation::open(&store, key, PromptRef::new("workers", "agent"), Message::system("s"))
+            .unwrap()
+            .with_fence(claim.fence().unwrap());
+    for n in 1..=6 {
+        c.add_user(format!("a{n}")).unwrap();
+        println!("appended a{n}");
+        std::io::stdout().flush().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    claim.release().unwrap();
+}
+
+/// A worker stopped (SIGSTOP) past its lease keeps its claim: a SQLite claim is a file lock
+/// that lasts while its process lives, so no other worker can take the session over and
+/// interleave; continued (SIGCONT), the worker finishes, and the next claim's token is larger.
+fn stopped_worker_test(check: &mut Check) {
+    use curator_session::ClaimStore as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fenced.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let key = SessionKey::new("stalled-1");
+    let mut child = ROLES
+        .command("fenced")
+        .env("CURATOR_SQLITE_PATH", &path)
+        .env("CURATOR_SQLITE_KEY", key.as_str())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().and_then(Result::ok);
+    check.expect(first.as_deref() == Some("appended a1"), format!("first line: {first:?}"));
+    let signal = |name: &str| {
+        std::process::Command::new("kill").args([name, &child.id().to_string()]).status().unwrap()
+    };
+    check.expect(signal("-STOP").success(), "SIGSTOP".to_owned());
+    std::thread::sleep(Duration::from_millis(1_500));
+    let refused = store.claim(&key, Duration::from_secs(30));
+    check.expect(
+        matches!(refused, Err(curator_session::Error::Claimed { .. })),
+        format!("a stopped worker's claim was taken over: {refused:?}"),
+    );
+    check.expect(signal("-CONT").success(), "SIGCONT".to_owned());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    check.expect(status.success(), format!("the continued worker ended with {status}"));
+    check.expect(rest.len() == 5, format!("the continued worker's lines: {rest:?}"));
+    let c = Conversation::open(
+        &store,
+        key.clone(),
+        PromptRef::new("workers", "agent"),
+        Message::system("s"),
+    )
+    .unwrap();
+    let texts: Vec<String> =
+        c.history().messages().iter().skip(1).map(|m| m.text().into_owned()).collect();
+    check.expect(
+        texts == (1..=6).map(|n| format!("a{n}")).collect::<Vec<_>>(),
+        format!("the record: {texts:?}"),
+    );
+    let next = store.claim(&key, Duration::from_secs(1)).unwrap();
+    check.expect(next.fence().unwrap().token == 2, format!("the next token: {:?}", next.fence()));
+    println!(
+        "a worker stopped past its lease kept its claim (refused to another), finished in order"
+    );
+}
+
 fn main() {
     if let Some(mode) = ROLES.role() {
         let path = std::env::var("CURATOR_SQLITE_PATH").unwrap();
@@ -648,6 +722,7 @@ fn main() {
             }
             "read-only" => read_only_reader(Path::new(&path)),
             "claimer" => claimer(Path::new(&path), &key),
+            "fenced" => fenced_appender(Path::new(&path), &key),
             other => panic!("unknown child mode {other}"),
         }
         return;
@@ -660,5 +735,6 @@ fn main() {
     keyed_workers_test(&mut check);
     read_only_directory_test(&mut check);
     claims_test(&mut check);
+    stopped_worker_test(&mut check);
     check.finish();
 }

@@ -175,3 +175,27 @@ fn drive_async_runs_a_conversation_held_by_the_one_async_wrapper() {
         assert_eq!(driver.with(|c| c.history().len()).await, 5);
     });
 }
+
+/// The async face fences as the blocking one does: a conversation made under a claim, its
+/// claim taken over, appends nothing more.
+#[test]
+fn the_async_face_is_fenced_once_another_worker_claims_the_session() {
+    use curator_session::{ClaimStore, Conversation, Error, SessionKey};
+    runtime().block_on(async {
+        let store = Arc::new(MemoryStore::new());
+        let key = SessionKey::new("ticket-7");
+        let first = store.claim(&key, std::time::Duration::from_millis(50)).unwrap();
+        let conversation =
+            Conversation::open(Arc::clone(&store), key.clone(), prompt(), Message::system("s"))
+                .unwrap()
+                .with_fence(first.fence().unwrap());
+        let mut a = AsyncConversation::new(conversation);
+        a.add_user("a1").await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let _second = store.claim(&key, std::time::Duration::from_secs(30)).unwrap();
+        let err = a.add_user("a2").await.unwrap_err();
+        assert!(matches!(err, Error::Fenced { .. }), "{err}");
+        let c = Conversation::open(&*store, key, prompt(), Message::system("s")).unwrap();
+        assert_eq!(c.history().len(), 2);
+    });
+}

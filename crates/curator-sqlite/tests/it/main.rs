@@ -3,6 +3,7 @@
 
 mod asynchronous;
 mod conformance;
+mod fencing;
 mod files;
 mod opening;
 mod support;
