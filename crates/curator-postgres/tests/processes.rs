@@ -186,6 +186,208 @@ fn stalling() {
     }
 }
 
+/// The sessions the chaos workers share.
+const CHAOS_SESSIONS: u64 = 6;
+
+/// A chaos worker: over and over, claims a random session (one-second lease), resumes it
+/// under its fence (a call interrupted while it ran is answered as interrupted, one that
+/// never started is run), and records three exchanges of a user message, a tool call, its
+/// result and an answer, each text holding the claim's token. Prints `effect <call>` when a
+/// tool's side effect happens and `ack <key> <text>` once a record call returned; a
+/// refused (fenced) append or a lost claim prints `fenced` and starts over.
+fn chaos_worker() {
+    use curator_session::ResumePolicy;
+    let store = child_store();
+    let me = std::process::id();
+    let mut random = curator_testkit::processes::Xorshift::new(u64::from(me) * 2_654_435_761 + 1);
+    let mut out = std::io::stdout().lock();
+    loop {
+        let key = SessionKey::new(format!("chaos-{}", random.next_u64() % CHAOS_SESSIONS));
+        let claim =
+            match store.claim_within(&key, Duration::from_secs(1), Duration::from_millis(300)) {
+                Ok(claim) => claim,
+                Err(Error::Claimed { .. }) => continue,
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+            };
+        let token = claim.fence().unwrap().token;
+        let outcome = (|| -> Result<(), Error> {
+            let mut c = Conversation::open(&store, key.clone(), prompt(), Message::system("s"))?
+                .with_start_marks()?
+                .with_fence(claim.fence().unwrap());
+            let ack = |out: &mut std::io::StdoutLock<'_>, text: &str| {
+                say(out, &format!("ack {key} {text}"));
+            };
+            for context in c.repair(ResumePolicy::AnswerInterrupted)? {
+                // Never started: run it now.
+                claim.renew()?;
+                c.mark_started(&[context.call_id()])?;
+                say(&mut out, &format!("effect {}", context.call_id()));
+                let text = format!("result t{token}");
+                c.record_tool_result(context.call_id(), Ok::<_, String>(text.clone()))?;
+                ack(&mut out, &text);
+            }
+            if c.next_step() == NextStep::CallModel {
+                let text = format!("answer t{token} resumed");
+                c.record_assistant(Message::assistant(text.clone()))?;
+                ack(&mut out, &text);
+            }
+            for k in 0..3 {
+                let text = format!("user t{token} w{me} {k}");
+                c.add_user(text.clone())?;
+                ack(&mut out, &text);
+                let call = format!("t{token}-w{me}-{k}");
+                let text = format!("call t{token}");
+                c.record_assistant(Message::assistant_with_calls(
+                    Some(text.clone().into()),
+                    vec![ToolCall::new(call.clone(), "effect", "{}")],
+                ))?;
+                ack(&mut out, &text);
+                claim.renew()?;
+                c.mark_started(&[call.as_str()])?;
+                say(&mut out, &format!("effect {call}"));
+                std::thread::sleep(Duration::from_millis(random.next_u64() % 40));
+                let text = format!("result t{token}");
+                c.record_tool_result(&call, Ok::<_, String>(text.clone()))?;
+                ack(&mut out, &text);
+                let text = format!("answer t{token}");
+                c.record_assistant(Message::assistant(text.clone()))?;
+                ack(&mut out, &text);
+            }
+            Ok(())
+        })();
+        match outcome {
+            Ok(()) => {
+                let _ = claim.release();
+            }
+            Err(Error::Fenced { .. } | Error::ClaimLost { .. }) => say(&mut out, "fenced"),
+            Err(e) => {
+                say(&mut out, &format!("error {e}"));
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+}
+
+/// Eight chaos workers over six sessions for a while: random SIGKILLs (the worker started
+/// again), SIGSTOPs past the lease then SIGCONT, and a PostgreSQL restart in the middle.
+/// Checks: every acknowledged message is recorded (none lost); in each session the tokens
+/// of the messages never go down (no append from a worker fenced by a newer claim); every
+/// tool call's side effect happened at most once.
+fn chaos_test(server: &PgServer, check: &mut Check) {
+    let schema = "chaos";
+    let spawn_worker = || spawn(server, schema, "chaos", &[]);
+    let collected = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let collect = |child: &mut Child| {
+        let lines = Lines::of(child.stdout.take().unwrap());
+        let collected = std::sync::Arc::clone(&collected);
+        std::thread::spawn(move || {
+            while let Some(line) = lines.next() {
+                collected.lock().unwrap().push(line);
+            }
+        });
+    };
+    let mut workers: Vec<Child> = (0..8).map(|_| spawn_worker()).collect();
+    for worker in &mut workers {
+        collect(worker);
+    }
+    let mut random = curator_testkit::processes::Xorshift::new(0x5eed);
+    let (mut kills, mut stops, mut restarted) = (0, 0, false);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(24) {
+        std::thread::sleep(Duration::from_millis(400 + random.next_u64() % 600));
+        let i = usize::try_from(random.next_u64() % 8).unwrap();
+        if random.next_u64() % 2 == 0 {
+            kill(&mut workers[i]);
+            workers[i] = spawn_worker();
+            collect(&mut workers[i]);
+            kills += 1;
+        } else {
+            signal(&workers[i], "-STOP");
+            std::thread::sleep(Duration::from_millis(1_500 + random.next_u64() % 1_500));
+            signal(&workers[i], "-CONT");
+            stops += 1;
+        }
+        if !restarted && start.elapsed() > Duration::from_secs(12) {
+            server.restart();
+            restarted = true;
+        }
+    }
+    for worker in &mut workers {
+        kill(worker);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let lines = collected.lock().unwrap().clone();
+    let store = store(server, schema);
+    let mut recorded: HashMap<String, Vec<String>> = HashMap::new();
+    for i in 0..CHAOS_SESSIONS {
+        let key = format!("chaos-{i}");
+        let texts: Vec<String> =
+            match store.latest_evaluation_of(&SessionKey::new(key.clone()), &prompt()).unwrap() {
+                Some(evaluation) => store
+                    .entries(evaluation)
+                    .unwrap()
+                    .into_iter()
+                    .skip(1)
+                    .map(|e| e.message.text().into_owned())
+                    .collect(),
+                None => Vec::new(),
+            };
+        recorded.insert(key, texts);
+    }
+    // None lost.
+    let mut lost = 0;
+    let mut acknowledged = 0;
+    for line in lines.iter().filter_map(|l| l.strip_prefix("ack ")) {
+        let (key, text) = line.split_once(' ').unwrap();
+        acknowledged += 1;
+        if !recorded.get(key).is_some_and(|texts| texts.iter().any(|t| t == text)) {
+            lost += 1;
+        }
+    }
+    // No append from a fenced worker: tokens never go down within a session.
+    let token = |text: &str| -> Option<u64> {
+        text.split_whitespace().find_map(|w| w.strip_prefix('t').and_then(|t| t.parse().ok()))
+    };
+    let mut out_of_order = 0;
+    for texts in recorded.values() {
+        let tokens: Vec<u64> = texts.iter().filter_map(|t| token(t)).collect();
+        out_of_order += tokens.windows(2).filter(|w| w[1] < w[0]).count();
+    }
+    // No call ran twice.
+    let mut effects: HashMap<&str, usize> = HashMap::new();
+    for call in lines.iter().filter_map(|l| l.strip_prefix("effect ")) {
+        *effects.entry(call).or_default() += 1;
+    }
+    let twice = effects.values().filter(|&&n| n > 1).count();
+    let fenced = lines.iter().filter(|l| *l == "fenced").count();
+    let errors = lines.iter().filter(|l| l.starts_with("error ")).count();
+    let messages: usize = recorded.values().map(Vec::len).sum();
+    check.expect(acknowledged > 100, format!("chaos: only {acknowledged} messages acknowledged"));
+    check.expect(lost == 0, format!("chaos: {lost} acknowledged messages lost"));
+    check.expect(out_of_order == 0, format!("chaos: {out_of_order} appends from fenced workers"));
+    check.expect(twice == 0, format!("chaos: {twice} tool calls ran twice"));
+    check.expect(restarted, "chaos: the server was not restarted".to_owned());
+    for (key, texts) in &recorded {
+        let messages: Vec<Message> = store
+            .latest_evaluation_of(&SessionKey::new(key.clone()), &prompt())
+            .unwrap()
+            .map(|e| store.entries(e).unwrap().into_iter().map(|e| e.message).collect())
+            .unwrap_or_default();
+        check.expect(
+            curator_model::validate::openai(&messages).is_ok()
+                || messages.last().is_some_and(|m| !m.tool_calls().is_empty()),
+            format!("chaos: {key}'s record is not a valid conversation ({} messages)", texts.len()),
+        );
+    }
+    println!(
+        "chaos: 8 workers, {CHAOS_SESSIONS} sessions, {kills} SIGKILLs, {stops} SIGSTOPs past the lease, a PostgreSQL restart: {acknowledged} messages acknowledged, {messages} recorded, {lost} lost, {fenced} fenced runs, {out_of_order} appends from fenced workers, {} tool calls with an effect, {twice} run twice, {errors} store errors",
+        effects.len()
+    );
+}
+
 /// Sends `signal` (`-STOP`, `-CONT`) to a child.
 fn signal(child: &Child, signal: &str) {
     let status = std::process::Command::new("kill")
@@ -524,6 +726,7 @@ fn main() {
             "racer" => racer(limit() as usize),
             "agent" => agent(),
             "stalling" => stalling(),
+            "chaos" => chaos_worker(),
             other => panic!("unknown child mode {other}"),
         }
         return;
@@ -534,6 +737,7 @@ fn main() {
     same_evaluation_test(&server, &mut check);
     kill_and_take_over_test(&server, &mut check);
     stopped_past_its_lease_test(&server, &mut check);
+    chaos_test(&server, &mut check);
     drop(server);
     check.finish();
 }
