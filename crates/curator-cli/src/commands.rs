@@ -5,5 +5,6 @@ pub(crate) mod chat;
 pub(crate) mod curate;
 pub(crate) mod demo;
 pub(crate) mod inspect;
+pub(crate) mod prune;
 pub(crate) mod replay;
 pub(crate) mod trace;

@@ -20,7 +20,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::commands::trace::ViewKind;
-use crate::commands::{chat, curate, demo, inspect, replay, trace};
+use crate::commands::{chat, curate, demo, inspect, prune, replay, trace};
 use crate::input::{Format, Source};
 use crate::output::note;
 use crate::pipeline::PipelineArgs;
@@ -105,6 +105,32 @@ enum Command {
         /// Only the evaluations of this session key.
         #[arg(long)]
         key: Option<String>,
+    },
+    /// Delete what is no longer needed: a session (`--key`), all but the last evaluations of
+    /// each session (`--keep-last N`), or those older than a date or an age
+    /// (`--older-than 2026-01-31 | 30d`). A session a worker holds (a live claim) is left
+    /// alone.
+    Prune {
+        /// A SQLite session file, or a PostgreSQL database's `postgres://` URL.
+        #[arg(value_name = "FILE|URL")]
+        db: PathBuf,
+        /// Delete everything of this session key.
+        #[arg(long)]
+        key: Option<String>,
+        /// Keep the newest N evaluations of each session, delete the rest.
+        #[arg(long, value_name = "N")]
+        keep_last: Option<usize>,
+        /// Delete the evaluations whose newest message is older than this: a date
+        /// (2026-01-31), an RFC 3339 time, or an age (30d, 12h, 90m).
+        #[arg(long, value_name = "WHEN")]
+        older_than: Option<String>,
+        /// Say what would be deleted, delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Give the space back afterwards (SQLite: `VACUUM`, the file shrinks; PostgreSQL:
+        /// `VACUUM` of the tables).
+        #[arg(long)]
+        vacuum: bool,
     },
     /// Show the record of one evaluation, or the view a pipeline would send.
     Trace {
@@ -191,6 +217,11 @@ fn run(command: Command) -> Result<ExitCode> {
         }
         Command::Inspect { db, key } => {
             output::out_str(&inspect::run(&db, key.as_deref())?)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Prune { db, key, keep_last, older_than, dry_run, vacuum } => {
+            let rule = prune::Rule { key, keep_last, older_than };
+            output::out_str(&prune::run(&db, &rule, dry_run, vacuum)?)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Trace { db, evaluation, key, view, raw, usage, pipeline } => {

@@ -16,7 +16,7 @@ use curator::sqlite::SqliteStore;
 const NAMESPACE: &str = "replay";
 
 /// The PostgreSQL URL `location` is, if it is one.
-fn url(location: &Path) -> Option<&str> {
+pub(crate) fn url(location: &Path) -> Option<&str> {
     location.to_str().filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
 }
 
@@ -35,7 +35,7 @@ pub(crate) fn name(location: &Path) -> String {
 }
 
 /// Opens a PostgreSQL store (creating its tables when the schema has none).
-fn open_postgres(url: &str, location: &Path) -> Result<PgStore> {
+pub(crate) fn open_postgres(url: &str, location: &Path) -> Result<PgStore> {
     let options = PgOptions::from_url(url)
         .with_context(|| format!("cannot use the database URL {}", name(location)))?
         .with_pool_size(1);

@@ -422,6 +422,25 @@ fn summary(row: &Row) -> SessionResult<EvaluationSummary> {
     CODEC.summary(read().map_err(unreadable)?)
 }
 
+impl PgStore {
+    /// Asks the server to reclaim the space of deleted rows now (`VACUUM` of the store's
+    /// tables), rather than when autovacuum comes to them: after
+    /// [`prune`](curator_session::prune). The space goes back to the tables, for new rows;
+    /// `VACUUM FULL`, which gives it back to the file system, locks the tables and is left to
+    /// the operator.
+    ///
+    /// # Errors
+    ///
+    /// A store error.
+    pub fn vacuum(&self) -> SessionResult<()> {
+        run(&self.pool, |conn| {
+            conn.client
+                .batch_execute("VACUUM entries, evaluations, checkpoints, claims")
+                .during("vacuuming")
+        })
+    }
+}
+
 impl SessionStore for PgStore {
     fn append(&self, key: &SessionKey, entry: &Entry) -> SessionResult<Appended> {
         key.check()?;
@@ -492,6 +511,40 @@ impl SessionStore for PgStore {
         })?;
         self.remember(key, unchecked.into_iter().map(EvaluationId::from_uuid));
         Ok(outcomes)
+    }
+
+    fn delete_evaluations(
+        &self,
+        key: &SessionKey,
+        evaluations: &[EvaluationId],
+    ) -> SessionResult<u64> {
+        let ids: Vec<Uuid> = evaluations.iter().map(|e| *e.as_uuid()).collect();
+        let marks: Vec<String> =
+            evaluations.iter().map(|e| format!("curator.started/{e}")).collect();
+        let deleted = run(&self.pool, |conn| {
+            let mut tx = conn.client.transaction().during("starting a deletion")?;
+            let ours: Vec<Uuid> = tx
+                .query(
+                    "SELECT evaluation_id FROM evaluations WHERE evaluation_id = ANY($1) AND session_key = $2 FOR UPDATE",
+                    &[&ids, &key.as_str()],
+                )
+                .during("finding the evaluations")?
+                .iter()
+                .map(|row| row.try_get(0))
+                .collect::<Result<_, _>>()
+                .during("reading a row")?;
+            let messages = tx
+                .execute("DELETE FROM entries WHERE evaluation_id = ANY($1)", &[&ours])
+                .during("deleting entries")?;
+            tx.execute("DELETE FROM evaluations WHERE evaluation_id = ANY($1)", &[&ours])
+                .during("deleting evaluations")?;
+            tx.execute("DELETE FROM checkpoints WHERE name = ANY($1)", &[&marks])
+                .during("deleting start marks")?;
+            tx.commit().during("committing a deletion")?;
+            Ok(messages)
+        })?;
+        self.verified().retain(|evaluation, _| !evaluations.contains(evaluation));
+        Ok(deleted)
     }
 
     /// The fence is checked in the append's transaction: the session's claim row is read

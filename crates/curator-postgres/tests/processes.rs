@@ -271,6 +271,27 @@ fn chaos_worker() {
     }
 }
 
+/// The texts of each chaos session's latest evaluation, after the system message.
+fn chaos_records(store: &PgStore) -> HashMap<String, Vec<String>> {
+    let mut recorded: HashMap<String, Vec<String>> = HashMap::new();
+    for i in 0..CHAOS_SESSIONS {
+        let key = format!("chaos-{i}");
+        let latest = store.latest_evaluation_of(&SessionKey::new(key.clone()), &prompt()).unwrap();
+        let texts: Vec<String> = match latest {
+            Some(evaluation) => store
+                .entries(evaluation)
+                .unwrap()
+                .into_iter()
+                .skip(1)
+                .map(|e| e.message.text().into_owned())
+                .collect(),
+            None => Vec::new(),
+        };
+        recorded.insert(key, texts);
+    }
+    recorded
+}
+
 /// Eight chaos workers over six sessions for a while: random SIGKILLs (the worker started
 /// again), SIGSTOPs past the lease then SIGCONT, and a PostgreSQL restart in the middle.
 /// Checks: every acknowledged message is recorded (none lost); in each session the tokens
@@ -299,7 +320,7 @@ fn chaos_test(server: &PgServer, check: &mut Check) {
     while start.elapsed() < Duration::from_secs(24) {
         std::thread::sleep(Duration::from_millis(400 + random.next_u64() % 600));
         let i = usize::try_from(random.next_u64() % 8).unwrap();
-        if random.next_u64() % 2 == 0 {
+        if random.next_u64().is_multiple_of(2) {
             kill(&mut workers[i]);
             workers[i] = spawn_worker();
             collect(&mut workers[i]);
@@ -321,22 +342,7 @@ fn chaos_test(server: &PgServer, check: &mut Check) {
     std::thread::sleep(Duration::from_millis(300));
     let lines = collected.lock().unwrap().clone();
     let store = store(server, schema);
-    let mut recorded: HashMap<String, Vec<String>> = HashMap::new();
-    for i in 0..CHAOS_SESSIONS {
-        let key = format!("chaos-{i}");
-        let texts: Vec<String> =
-            match store.latest_evaluation_of(&SessionKey::new(key.clone()), &prompt()).unwrap() {
-                Some(evaluation) => store
-                    .entries(evaluation)
-                    .unwrap()
-                    .into_iter()
-                    .skip(1)
-                    .map(|e| e.message.text().into_owned())
-                    .collect(),
-                None => Vec::new(),
-            };
-        recorded.insert(key, texts);
-    }
+    let recorded = chaos_records(&store);
     // None lost.
     let mut lost = 0;
     let mut acknowledged = 0;

@@ -227,6 +227,25 @@ impl SessionStore for MemoryStore {
         Ok(outcome)
     }
 
+    fn delete_evaluations(&self, key: &SessionKey, evaluations: &[EvaluationId]) -> Result<u64> {
+        let mut inner = self.write();
+        let mut messages = 0;
+        for id in evaluations {
+            if inner.evaluations.get(id).is_none_or(|e| &e.key != key) {
+                continue;
+            }
+            if let Some(evaluation) = inner.evaluations.remove(id) {
+                for entry in &evaluation.entries {
+                    inner.ids.remove(&entry.id);
+                }
+                messages += evaluation.entries.len() as u64;
+            }
+            inner.order.retain(|kept| kept != id);
+            inner.checkpoints.remove(&crate::retention::started_checkpoint(*id));
+        }
+        Ok(messages)
+    }
+
     fn append_batch_fenced(
         &self,
         key: &SessionKey,

@@ -9,7 +9,7 @@ use crate::{Conversation, Error, Result, SessionStore, StoreErrorKind};
 
 /// The checkpoint that holds an evaluation's start marks: `curator.started/<evaluation>`.
 fn checkpoint_name<S: SessionStore>(conversation: &Conversation<S>) -> String {
-    format!("curator.started/{}", conversation.evaluation_id())
+    crate::retention::started_checkpoint(conversation.evaluation_id())
 }
 
 impl<S: SessionStore> Conversation<S> {

@@ -132,6 +132,26 @@ pub trait SessionStore: Send + Sync {
         ))
     }
 
+    /// Deletes evaluations of `key` with every entry of them and their start marks
+    /// (checkpoints `curator.started/<evaluation>`), in one transaction; returns how many
+    /// messages went. Evaluations of other keys among `evaluations` are left alone. For
+    /// retention: see [`prune`](crate::prune), which holds a claim on the key meanwhile.
+    ///
+    /// The stores of this workspace implement it; the default refuses.
+    ///
+    /// # Errors
+    ///
+    /// A backend error (nothing deleted).
+    fn delete_evaluations(&self, key: &SessionKey, evaluations: &[EvaluationId]) -> Result<u64> {
+        let _ = evaluations;
+        Err(crate::Error::store(
+            "session store",
+            crate::StoreErrorKind::Other,
+            format!("this store cannot delete the evaluations of session `{key}`"),
+            None,
+        ))
+    }
+
     /// The entries of one evaluation, ordered by sequence (empty when unknown).
     ///
     /// # Errors
@@ -347,6 +367,7 @@ macro_rules! forward_store {
             fn append(&self, key: &SessionKey, entry: &Entry) -> Result<Appended> { (**self).append(key, entry) }
             fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> Result<Vec<Appended>> { (**self).append_batch(key, entries) }
             fn append_batch_fenced(&self, key: &SessionKey, entries: &[Entry], fence: &crate::Fence) -> Result<Vec<Appended>> { (**self).append_batch_fenced(key, entries, fence) }
+            fn delete_evaluations(&self, key: &SessionKey, evaluations: &[EvaluationId]) -> Result<u64> { (**self).delete_evaluations(key, evaluations) }
             fn entries(&self, evaluation: EvaluationId) -> Result<Vec<Entry>> { (**self).entries(evaluation) }
             fn evaluations(&self) -> Result<Vec<EvaluationSummary>> { (**self).evaluations() }
             fn evaluations_of(&self, key: &SessionKey) -> Result<Vec<EvaluationSummary>> { (**self).evaluations_of(key) }

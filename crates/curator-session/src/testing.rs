@@ -91,7 +91,10 @@ macro_rules! claim_conformance_tests {
         $crate::store_conformance_tests!(@tests $guard, $factory;
             claims_are_exclusive_per_key,
             a_claim_ends_when_released_or_dropped,
-            a_waiting_claim_gets_the_key_once_it_is_released
+            a_waiting_claim_gets_the_key_once_it_is_released,
+            pruning_deletes_what_it_names_and_never_a_claimed_session,
+            pruning_keeps_the_last_evaluations_and_drops_the_old_while_others_write,
+            fenced_appends_are_refused_once_the_claim_was_taken
         );
     };
 }
@@ -403,6 +406,21 @@ impl<S: SessionStore> SessionStore for FailAfterCommit<S> {
     }
     fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> crate::Result<Vec<Appended>> {
         self.after(self.inner.append_batch(key, entries))
+    }
+    fn append_batch_fenced(
+        &self,
+        key: &SessionKey,
+        entries: &[Entry],
+        fence: &crate::Fence,
+    ) -> crate::Result<Vec<Appended>> {
+        self.after(self.inner.append_batch_fenced(key, entries, fence))
+    }
+    fn delete_evaluations(
+        &self,
+        key: &SessionKey,
+        evaluations: &[EvaluationId],
+    ) -> crate::Result<u64> {
+        self.inner.delete_evaluations(key, evaluations)
     }
     fn entries(&self, evaluation: EvaluationId) -> crate::Result<Vec<Entry>> {
         self.inner.entries(evaluation)
@@ -738,4 +756,117 @@ pub fn a_waiting_claim_gets_the_key_once_it_is_released<S: crate::ClaimStore>(
         let claim = store.claim_within(&job, LEASE, std::time::Duration::from_secs(10)).unwrap();
         claim.renew().unwrap();
     });
+}
+
+/// Three evaluations for `key`, started at `starts` (seconds), of two messages each.
+fn evaluations_of<S: SessionStore>(store: &S, key: &str, starts: &[i64]) -> Vec<EvaluationId> {
+    let key = SessionKey::new(key);
+    starts
+        .iter()
+        .map(|start| {
+            let evaluation = EvaluationId::new();
+            let mut first = entry(evaluation, 0, Message::system("s"));
+            first.created_at = at(*start);
+            let mut second = entry(evaluation, 1, Message::user("hi"));
+            second.created_at = at(*start + 1);
+            store.append_batch(&key, &[first, second]).unwrap();
+            store
+                .put_checkpoint(
+                    &crate::retention::started_checkpoint(evaluation),
+                    &serde_json::json!({"reply": 0, "calls": []}),
+                )
+                .unwrap();
+            evaluation
+        })
+        .collect()
+}
+
+/// Pruning a session deletes its evaluations, their messages and start marks, leaves other
+/// sessions whole, and never touches a session under a live claim; a dry run deletes
+/// nothing.
+pub fn pruning_deletes_what_it_names_and_never_a_claimed_session<
+    S: SessionStore + crate::ClaimStore,
+>(
+    factory: &dyn Fn() -> S,
+) {
+    use crate::{Prune, prune};
+    let store = factory();
+    let ann = evaluations_of(&store, "ann", &[0, 100]);
+    let bob = evaluations_of(&store, "bob", &[50]);
+    let rule = Prune::Session(SessionKey::new("ann"));
+    let dry = prune(&store, &rule, true).unwrap();
+    assert_eq!((dry.evaluations.len(), dry.messages, dry.dry_run), (2, 4, true));
+    assert_eq!(store.evaluations().unwrap().len(), 3);
+    let held = store.claim(&SessionKey::new("ann"), LEASE).unwrap();
+    let refused = prune(&store, &rule, false).unwrap();
+    assert_eq!(refused.claimed, [SessionKey::new("ann")]);
+    assert!(refused.evaluations.is_empty());
+    assert_eq!(store.evaluations().unwrap().len(), 3);
+    drop(held);
+    let done = prune(&store, &rule, false).unwrap();
+    assert_eq!((done.evaluations.len(), done.messages), (2, 4));
+    assert!(store.evaluations_of(&SessionKey::new("ann")).unwrap().is_empty());
+    for evaluation in &ann {
+        assert!(store.entries(*evaluation).unwrap().is_empty());
+        let mark = crate::retention::started_checkpoint(*evaluation);
+        assert!(store.checkpoint(&mark).unwrap().is_none(), "{mark} left");
+    }
+    assert_eq!(store.entries(bob[0]).unwrap().len(), 2);
+    // Deleted ids are gone: the same messages can be recorded again as new.
+    let again = evaluations_of(&store, "ann", &[200]);
+    assert_eq!(store.entries(again[0]).unwrap().len(), 2);
+}
+
+/// Keeping the last N evaluations per key and dropping those older than a date, while
+/// another thread appends to another session: only what the rule names goes.
+pub fn pruning_keeps_the_last_evaluations_and_drops_the_old_while_others_write<
+    S: SessionStore + crate::ClaimStore,
+>(
+    factory: &dyn Fn() -> S,
+) {
+    use crate::{Prune, prune};
+    let store = factory();
+    let ann = evaluations_of(&store, "ann", &[0, 100, 200]);
+    let bob = evaluations_of(&store, "bob", &[10, 20]);
+    std::thread::scope(|scope| {
+        let writer =
+            scope.spawn(|| evaluations_of(&store, "carol", &[300, 310, 320, 330, 340, 350]));
+        let kept = prune(&store, &Prune::KeepLast(1), false).unwrap();
+        let written = writer.join().unwrap();
+        // ann's two oldest and bob's oldest went; carol's newest stays whatever the order.
+        assert!(kept.evaluations.iter().any(|e| e.evaluation_id == ann[0]));
+        assert!(kept.evaluations.iter().any(|e| e.evaluation_id == ann[1]));
+        assert!(kept.evaluations.iter().any(|e| e.evaluation_id == bob[0]));
+        assert!(!store.entries(ann[2]).unwrap().is_empty());
+        assert!(!store.entries(bob[1]).unwrap().is_empty());
+        assert!(!store.entries(*written.last().unwrap()).unwrap().is_empty());
+    });
+    let before = prune(&store, &Prune::OlderThan(at(250)), false).unwrap();
+    // ann's last (200..201) and bob's last (20..21) are older than 250; carol's are not.
+    assert!(before.evaluations.iter().all(|e| e.last_at < at(250)));
+    assert!(store.entries(ann[2]).unwrap().is_empty());
+    assert!(!store.evaluations_of(&SessionKey::new("carol")).unwrap().is_empty());
+}
+
+/// An append under a claim's fence is refused once another claim took the session.
+pub fn fenced_appends_are_refused_once_the_claim_was_taken<S: SessionStore + crate::ClaimStore>(
+    factory: &dyn Fn() -> S,
+) {
+    let store = factory();
+    let job = SessionKey::new("job");
+    let first = store.claim(&job, LEASE).unwrap();
+    let Some(fence) = first.fence() else { return };
+    let evaluation = EvaluationId::new();
+    store.append_batch_fenced(&job, &[entry(evaluation, 0, Message::system("s"))], &fence).unwrap();
+    first.release().unwrap();
+    let second = store.claim(&job, LEASE).unwrap();
+    let refused =
+        store.append_batch_fenced(&job, &[entry(evaluation, 1, Message::user("late"))], &fence);
+    assert!(matches!(refused, Err(Error::Fenced { .. })), "{refused:?}");
+    assert_eq!(store.entries(evaluation).unwrap().len(), 1);
+    let fence = second.fence().unwrap();
+    store
+        .append_batch_fenced(&job, &[entry(evaluation, 1, Message::user("on time"))], &fence)
+        .unwrap();
+    assert_eq!(store.entries(evaluation).unwrap().len(), 2);
 }

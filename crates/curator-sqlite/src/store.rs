@@ -523,7 +523,67 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// Gives the space of deleted rows back to the file system (`VACUUM`, then a truncating
+    /// checkpoint of the write-ahead log: the file is rewritten, so it takes as long as a
+    /// copy of the file and needs as much free space): after
+    /// [`prune`](curator_session::prune).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::sqlite::SqliteStore;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = SqliteStore::open(dir.path().join("s.db"))?;
+    /// store.vacuum()?;
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A store error (kind `Full` when the disk cannot hold the copy).
+    pub fn vacuum(&self) -> SessionResult<()> {
+        let conn = self.writable()?;
+        conn.execute_batch("VACUUM").map_err(store_error)?;
+        // In WAL mode the rewritten pages are in the log: copy them back and truncate, so
+        // the file itself shrinks now.
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(store_error)
+    }
+}
+
 impl SessionStore for SqliteStore {
+    fn delete_evaluations(
+        &self,
+        key: &SessionKey,
+        evaluations: &[EvaluationId],
+    ) -> SessionResult<u64> {
+        let mut conn = self.writable()?;
+        let tx =
+            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
+        let mut messages = 0u64;
+        for evaluation in evaluations {
+            let id = evaluation.as_uuid().as_bytes().as_slice();
+            let deleted = tx
+                .prepare_cached(&format!(
+                    "DELETE FROM entries WHERE evaluation_id = ?1 AND {} = ?2",
+                    self.key_column
+                ))
+                .and_then(|mut s| s.execute(params![id, key.as_str()]))
+                .map_err(store_error)?;
+            if deleted > 0 {
+                tx.prepare_cached("DELETE FROM checkpoints WHERE name = ?1")
+                    .and_then(|mut s| s.execute(params![format!("curator.started/{evaluation}")]))
+                    .map_err(store_error)?;
+            }
+            messages += deleted as u64;
+        }
+        tx.commit().map_err(store_error)?;
+        // What was checked may be gone.
+        *self.verified() = None;
+        Ok(messages)
+    }
+
     fn append_batch_fenced(
         &self,
         key: &SessionKey,

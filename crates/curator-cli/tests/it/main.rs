@@ -16,6 +16,7 @@ mod input;
 mod memory;
 mod pipes;
 mod postgres;
+mod prune;
 mod report;
 
 use std::path::{Path, PathBuf};

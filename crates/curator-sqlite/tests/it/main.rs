@@ -6,4 +6,5 @@ mod conformance;
 mod fencing;
 mod files;
 mod opening;
+mod retention;
 mod support;

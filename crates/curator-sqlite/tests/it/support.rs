@@ -30,6 +30,17 @@ impl SessionStore for TempStore {
     fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> R<Vec<Appended>> {
         self.store.append_batch(key, entries)
     }
+    fn append_batch_fenced(
+        &self,
+        key: &SessionKey,
+        entries: &[Entry],
+        fence: &curator_session::Fence,
+    ) -> R<Vec<Appended>> {
+        self.store.append_batch_fenced(key, entries, fence)
+    }
+    fn delete_evaluations(&self, key: &SessionKey, evaluations: &[EvaluationId]) -> R<u64> {
+        self.store.delete_evaluations(key, evaluations)
+    }
     fn entries(&self, evaluation: EvaluationId) -> R<Vec<Entry>> {
         self.store.entries(evaluation)
     }

@@ -1,0 +1,154 @@
+//! `curator prune`: retention. Deletes a session, all but the last evaluations of each
+//! session, or what is older than a date, never a session a worker holds; optionally gives
+//! the space back.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use chrono::{DateTime, NaiveDate, Utc};
+use curator::postgres::PgStore;
+use curator::session::{Prune, Pruned, SessionKey, prune};
+use curator::sqlite::SqliteStore;
+
+use crate::output::plural;
+use crate::session_file;
+
+/// What to prune, from the command line.
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    pub(crate) key: Option<String>,
+    pub(crate) keep_last: Option<usize>,
+    pub(crate) older_than: Option<String>,
+}
+
+impl Rule {
+    fn prune(&self, now: DateTime<Utc>) -> Result<Prune> {
+        match (&self.key, self.keep_last, &self.older_than) {
+            (Some(key), None, None) => {
+                let key = SessionKey::new(key.as_str());
+                key.check()?;
+                Ok(Prune::Session(key))
+            }
+            (None, Some(keep), None) => Ok(Prune::KeepLast(keep)),
+            (None, None, Some(when)) => Ok(Prune::OlderThan(before(when, now)?)),
+            (None, None, None) => {
+                bail!("say what to prune: --key K, --keep-last N or --older-than DATE")
+            }
+            _ => {
+                bail!("--key, --keep-last and --older-than cannot be combined: prune once for each")
+            }
+        }
+    }
+}
+
+/// `2026-01-31`, an RFC 3339 time, or an age (`30d`, `12h`, `90m`) before `now`.
+fn before(when: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
+    if let Ok(time) = DateTime::parse_from_rfc3339(when) {
+        return Ok(time.with_timezone(&Utc));
+    }
+    if let Ok(date) = NaiveDate::parse_from_str(when, "%Y-%m-%d") {
+        return Ok(date.and_hms_opt(0, 0, 0).map_or(now, |t| t.and_utc()));
+    }
+    let (number, unit) = when.split_at(when.len().saturating_sub(1));
+    let seconds: i64 = match unit {
+        "d" => 86_400,
+        "h" => 3_600,
+        "m" => 60,
+        _ => bail!(
+            "--older-than `{when}`: not a date (2026-01-31), a time (RFC 3339) or an age (30d, 12h, 90m)"
+        ),
+    };
+    let count: i64 = number.parse().with_context(|| {
+        format!("--older-than `{when}`: not a date, a time or an age (30d, 12h, 90m)")
+    })?;
+    Ok(now - chrono::Duration::seconds(count.saturating_mul(seconds)))
+}
+
+/// Prunes the store at `location` by `rule`; `vacuum` gives the space back afterwards.
+pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> Result<String> {
+    let rule = rule.prune(Utc::now())?;
+    let name = session_file::name(location);
+    let mut out = String::new();
+    let report = if let Some(url) = session_file::url(location) {
+        let store: PgStore = session_file::open_postgres(url, location)?;
+        let report = prune(&store, &rule, dry_run)?;
+        if vacuum && !dry_run {
+            store.vacuum()?;
+            let _ = writeln!(out, "vacuumed: the space of deleted rows goes to new rows");
+        }
+        report
+    } else {
+        if !location.is_file() {
+            bail!(
+                "no session file at {}: nothing to prune (nothing was created)",
+                location.display()
+            );
+        }
+        let store = SqliteStore::open(location)
+            .with_context(|| format!("cannot open session file {}", location.display()))?;
+        let report = prune(&store, &rule, dry_run)?;
+        if vacuum && !dry_run {
+            let before = on_disk(location);
+            store.vacuum()?;
+            let after = on_disk(location);
+            let _ = writeln!(
+                out,
+                "vacuumed: {before} bytes before, {after} after (the file and its log)"
+            );
+        }
+        report
+    };
+    Ok(summary(&name, &report) + &out)
+}
+
+/// The bytes of a SQLite file and its write-ahead log.
+fn on_disk(location: &Path) -> u64 {
+    let size = |path: &Path| std::fs::metadata(path).map_or(0, |m| m.len());
+    let mut log = location.as_os_str().to_owned();
+    log.push("-wal");
+    size(location) + size(Path::new(&log))
+}
+
+fn summary(name: &str, report: &Pruned) -> String {
+    let mut out = String::new();
+    let verb = if report.dry_run { "would delete" } else { "deleted" };
+    let _ = writeln!(
+        out,
+        "{name}: {verb} {} ({})",
+        plural(report.evaluations.len(), "evaluation", "evaluations"),
+        plural(usize::try_from(report.messages).unwrap_or(usize::MAX), "message", "messages")
+    );
+    for e in &report.evaluations {
+        let _ = writeln!(
+            out,
+            "  {}  {}  {} messages  last {}",
+            e.evaluation_id,
+            e.key.shortened(80),
+            e.messages,
+            e.last_at.format("%Y-%m-%d %H:%M:%S")
+        );
+    }
+    for key in &report.claimed {
+        let _ = writeln!(
+            out,
+            "  left alone: session `{}` is held by a worker (a live claim); prune again later",
+            key.shortened(80)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_dates_and_times_are_read() {
+        let now = DateTime::parse_from_rfc3339("2026-11-24T12:00:00Z").unwrap().with_timezone(&Utc);
+        assert_eq!(before("30d", now).unwrap().to_rfc3339(), "2026-10-25T12:00:00+00:00");
+        assert_eq!(before("12h", now).unwrap().to_rfc3339(), "2026-11-24T00:00:00+00:00");
+        assert_eq!(before("2026-01-31", now).unwrap().to_rfc3339(), "2026-01-31T00:00:00+00:00");
+        assert!(before("soon", now).unwrap_err().to_string().contains("not a date"));
+    }
+}

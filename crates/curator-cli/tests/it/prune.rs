@@ -1,0 +1,96 @@
+//! `curator prune` (issue 33): retention from the command line.
+
+use std::time::Duration;
+
+use curator::model::{Message, PromptRef};
+use curator::session::{ClaimStore, Conversation, SessionKey, SessionStore};
+use curator::sqlite::SqliteStore;
+
+use crate::{curator, fails_with, text};
+
+/// Three sessions of two evaluations each (the second started later), 11 messages each.
+fn sessions(path: &std::path::Path) {
+    let store = SqliteStore::open(path).unwrap();
+    for user in 0..3 {
+        for _ in 0..2 {
+            let mut c = Conversation::start(
+                &store,
+                format!("user-{user}"),
+                PromptRef::new("d", "a"),
+                Message::system("s"),
+            )
+            .unwrap();
+            for n in 0..5 {
+                c.add_user(format!("question {n} {}", "x".repeat(4_000))).unwrap();
+                c.record_assistant(Message::assistant("answer")).unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+#[test]
+fn a_dry_run_says_what_would_go_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    sessions(&db);
+    let before = std::fs::read(&db).unwrap();
+    let output = curator(&["prune", db.to_str().unwrap(), "--keep-last", "1", "--dry-run"]);
+    let out = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(out.contains("would delete 3 evaluations (33 messages)"), "{out}");
+    assert_eq!(std::fs::read(&db).unwrap(), before, "a dry run wrote to the file");
+}
+
+#[test]
+fn a_session_is_deleted_and_the_file_shrinks_but_a_held_session_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    sessions(&db);
+    let store = SqliteStore::open(&db).unwrap();
+    // A worker holds user-1's session.
+    let held = store.claim(&SessionKey::new("user-1"), Duration::from_mins(1)).unwrap();
+    let output = curator(&["prune", db.to_str().unwrap(), "--key", "user-1"]);
+    let out = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(out.contains("deleted 0 evaluations"), "{out}");
+    assert!(out.contains("left alone: session `user-1` is held by a worker"), "{out}");
+    assert_eq!(store.evaluations_of(&SessionKey::new("user-1")).unwrap().len(), 2);
+    drop(held);
+    let output = curator(&["prune", db.to_str().unwrap(), "--key", "user-1", "--vacuum"]);
+    let out = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(out.contains("deleted 2 evaluations (22 messages)"), "{out}");
+    let sizes: Vec<u64> = out
+        .lines()
+        .find(|l| l.starts_with("vacuumed: "))
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(sizes[1] < sizes[0], "{out}");
+    assert!(store.evaluations_of(&SessionKey::new("user-1")).unwrap().is_empty());
+    assert_eq!(store.evaluations().unwrap().len(), 4);
+    // The older-than rule: everything recorded before now.
+    let output = curator(&["prune", db.to_str().unwrap(), "--older-than", "0m"]);
+    assert!(text(&output.stdout).contains("deleted 4 evaluations"), "{}", text(&output.stdout));
+}
+
+#[test]
+fn bad_rules_and_missing_files_are_refused_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.db");
+    let output = curator(&["prune", missing.to_str().unwrap(), "--keep-last", "1"]);
+    fails_with(&output, 2, "no session file at");
+    assert!(!missing.exists());
+    let db = dir.path().join("s.db");
+    sessions(&db);
+    fails_with(&curator(&["prune", db.to_str().unwrap()]), 2, "say what to prune");
+    fails_with(
+        &curator(&["prune", db.to_str().unwrap(), "--key", "a", "--keep-last", "1"]),
+        2,
+        "cannot be combined",
+    );
+    fails_with(&curator(&["prune", db.to_str().unwrap(), "--older-than", "soon"]), 2, "not a date");
+    fails_with(&curator(&["prune", db.to_str().unwrap(), "--key", " "]), 2, "only white space");
+}
