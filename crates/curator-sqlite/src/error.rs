@@ -36,6 +36,15 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
+    /// Something that is not a regular file is at the path (a FIFO, a device, a folder, a
+    /// socket): refused at once, before anything reads or writes it.
+    #[error("{path}: not a regular file but {what}: a session file is a regular file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What is there.
+        what: &'static str,
+    },
     /// The file is a SQLite database of some other application.
     #[error(
         "{path}: a SQLite database of another application (application id {application_id:#x}, {tables} tables)"
@@ -122,7 +131,9 @@ impl Error {
         match self {
             Error::Sqlite { kind, .. } => *kind,
             Error::NotADatabase { .. } | Error::Corrupt { .. } => StoreErrorKind::Corrupt,
-            Error::ForeignDatabase { .. } | Error::NewerSchema { .. } => StoreErrorKind::Other,
+            Error::NotAFile { .. } | Error::ForeignDatabase { .. } | Error::NewerSchema { .. } => {
+                StoreErrorKind::Other
+            }
         }
     }
 

@@ -102,6 +102,73 @@ fn uri(path: &Path, query: &str) -> String {
     out
 }
 
+/// Checks what is at `path` before SQLite touches it: `Ok(true)` for a regular file,
+/// `Ok(false)` for nothing (in a folder that exists). Anything else (a FIFO, which would make
+/// opening hang; a device; a folder) and a missing folder are refused at once, named.
+fn check_place(path: &Path) -> Result<bool> {
+    use std::os::unix::fs::FileTypeExt as _;
+    match std::fs::metadata(path) {
+        Ok(meta) => {
+            let kind = meta.file_type();
+            let what = if kind.is_file() {
+                return Ok(true);
+            } else if kind.is_dir() {
+                "a folder"
+            } else if kind.is_fifo() {
+                "a FIFO (a named pipe)"
+            } else if kind.is_block_device() || kind.is_char_device() {
+                "a device"
+            } else if kind.is_socket() {
+                "a socket"
+            } else {
+                "something else"
+            };
+            Err(Error::NotAFile { path: path.to_owned(), what })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+            match folder {
+                Some(folder) if !folder.is_dir() => Err(Error::Sqlite {
+                    path: path.to_owned(),
+                    context: "opening: the folder to hold the file does not exist",
+                    kind: StoreErrorKind::NotFound,
+                    source: Box::new(e),
+                }),
+                _ => Ok(false),
+            }
+        }
+        Err(e) => Err(Error::Sqlite {
+            path: path.to_owned(),
+            context: "opening: the file's information cannot be read",
+            kind: if e.kind() == std::io::ErrorKind::PermissionDenied {
+                StoreErrorKind::ReadOnly
+            } else {
+                StoreErrorKind::Io
+            },
+            source: Box::new(e),
+        }),
+    }
+}
+
+/// Refuses, before SQLite opens it (and leaves its `-wal` and `-shm` files beside it), a
+/// session file this process cannot write.
+fn check_writable(path: &Path) -> Result<()> {
+    match std::fs::OpenOptions::new().read(true).write(true).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(Error::Sqlite {
+            path: path.to_owned(),
+            context: "opening the file to write",
+            kind: match e.kind() {
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                    StoreErrorKind::ReadOnly
+                }
+                _ => StoreErrorKind::Io,
+            },
+            source: Box::new(e),
+        }),
+    }
+}
+
 impl SqliteStore {
     /// Opens (or creates) a session file with the default [`SqliteOptions`] (full durability).
     ///
@@ -127,6 +194,13 @@ impl SqliteStore {
     ///
     /// # Errors
     ///
+    /// At once, nothing read or written: [`Error::NotAFile`] for a FIFO, a device, a folder
+    /// or a socket at the path; [`Error::Sqlite`] of kind
+    /// [`NotFound`](StoreErrorKind::NotFound) when the folder to hold a new file does not
+    /// exist, and of kind [`ReadOnly`](StoreErrorKind::ReadOnly) (naming
+    /// [`open_read_only`](SqliteStore::open_read_only)) for a file this process cannot
+    /// write, nothing left beside it.
+    ///
     /// Before anything is written, the file untouched: [`Error::NotADatabase`],
     /// [`Error::ForeignDatabase`] or [`Error::NewerSchema`] when the file is not one this
     /// build can use; [`Error::Corrupt`] when it is damaged (truncated, or a table or index
@@ -136,6 +210,9 @@ impl SqliteStore {
     /// [`ReadOnly`](StoreErrorKind::ReadOnly) when the file or its folder cannot be written.
     pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
         let path = path.as_ref();
+        if check_place(path)? {
+            check_writable(path)?;
+        }
         schema::raw_check(path)?;
         let mut conn = Connection::open(path).map_err(open_error(path, "opening"))?;
         conn.busy_timeout(options.busy_timeout)
@@ -211,6 +288,9 @@ impl SqliteStore {
             kind: StoreErrorKind::NotFound,
             source: "no session file here".into(),
         };
+        if !check_place(path)? {
+            return Err(not_found());
+        }
         if let Raw::Missing = schema::raw_check(path)? {
             return Err(not_found());
         }

@@ -530,6 +530,14 @@ fn read_only_reader(path: &Path) {
 /// there. The reader runs as user `nobody` when this test runs as root (for whom no
 /// permission is ever missing); otherwise the permissions are simply taken away.
 fn read_only_directory_test(check: &mut Check) {
+    read_only_test(check, true);
+    read_only_test(check, false);
+}
+
+/// As [`read_only_directory_test`], the folder read-only (`folder_too`) or writable by anyone:
+/// either way `open` refuses the file at once, naming `open_read_only`, and leaves nothing
+/// beside it, and its owner writes to it afterwards.
+fn read_only_test(check: &mut Check, folder_too: bool) {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     use std::os::unix::process::CommandExt as _;
     let dir = tempfile::tempdir().unwrap();
@@ -541,7 +549,8 @@ fn read_only_directory_test(check: &mut Check) {
     }
     let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let folder_mode = if folder_too { 0o555 } else { 0o777 };
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(folder_mode)).unwrap();
     // The binary must be reachable by the reader: as `nobody`, run a copy of it.
     let bin = tempfile::tempdir().unwrap();
     let exe = if root {
@@ -580,7 +589,14 @@ fn read_only_directory_test(check: &mut Check) {
         .collect();
     check.expect(left.len() == 1, format!("files left beside the database: {left:?}"));
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    println!("read-only directory: open_read_only reads, nothing left beside the file");
+    // The owner still writes to it: nothing was left that would stop it.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let owner = SqliteStore::open(&path).unwrap();
+    let mut c = Conversation::open(&owner, "ro", prompt(), Message::system("s")).unwrap();
+    check.expect(c.add_user("written by the owner").is_ok(), "the owner cannot write".to_owned());
+    let place =
+        if folder_too { "read-only directory" } else { "read-only file in a writable directory" };
+    println!("{place}: open_read_only reads, open refused naming it, nothing left beside the file");
 }
 
 /// A worker that claims the session `key` and holds the claim until it is killed.

@@ -395,3 +395,29 @@ fn a_negative_sequence_and_a_short_id_are_corrupt_and_named() {
     let message = corrupt(temp.store.snapshot());
     assert!(message.contains("message_id"), "{message}");
 }
+
+#[test]
+fn special_files_and_a_missing_folder_are_refused_at_once_naming_them() {
+    use curator_session::StoreErrorKind;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.db");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    // Before, opening a FIFO hung (it waited for a writer): now both refuse at once.
+    let err = SqliteStore::open(&fifo).unwrap_err();
+    assert!(matches!(err, Error::NotAFile { .. }), "{err}");
+    assert!(err.to_string().contains("not a regular file but a FIFO"), "{err}");
+    let err = SqliteStore::open_read_only(&fifo).unwrap_err();
+    assert!(matches!(err, Error::NotAFile { .. }), "{err}");
+    let folder = dir.path().join("folder.db");
+    std::fs::create_dir(&folder).unwrap();
+    assert!(SqliteStore::open(&folder).unwrap_err().to_string().contains("a folder"));
+    let device = SqliteStore::open("/dev/null").unwrap_err();
+    assert!(device.to_string().contains("a device"), "{device}");
+    let missing = dir.path().join("no/such/folder/s.db");
+    let err = SqliteStore::open(&missing).unwrap_err();
+    assert_eq!(err.kind(), StoreErrorKind::NotFound);
+    assert!(err.to_string().contains("the folder to hold the file does not exist"), "{err}");
+    assert!(std::error::Error::source(&err).is_some());
+    assert!(!dir.path().join("no").exists());
+}
