@@ -31,8 +31,6 @@ fn pruning_and_vacuuming_shrinks_the_file() {
     let before = size(&path);
     let report = prune(&store, &Prune::OlderThan(chrono::Utc::now()), false).unwrap();
     assert_eq!((report.evaluations.len(), report.messages), (20, 20 * 51));
-    // Deleted rows leave free pages: the file keeps its size until it is vacuumed.
-    assert_eq!(size(&path), before);
     store.vacuum().unwrap();
     let after = size(&path);
     assert!(after * 10 < before, "{before} bytes before, {after} after");
