@@ -397,6 +397,8 @@ fn entry(row: &Row) -> Result<Entry, Failure> {
             prompt_key: row.try_get(5).during("reading a row")?,
             created_ns: row.try_get(6).during("reading a row")?,
             message: row.try_get(7).during("reading a row")?,
+            // PostgreSQL checks its own pages (data checksums, when the cluster has them).
+            checksum: None,
         })
         .map_err(Failure::from)
 }

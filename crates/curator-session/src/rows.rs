@@ -26,6 +26,7 @@
 //!     prompt_key: None,
 //!     created_ns: 0,
 //!     message: r#"{"role": "system", "content": "s"}"#,
+//!     checksum: None,
 //! };
 //! assert_eq!(codec.entry(row)?.sequence, 0);
 //!
@@ -79,6 +80,7 @@ pub struct RowCodec {
 ///     prompt_key: Some("agent".into()),
 ///     created_ns: 1_700_000_000_000_000_000,
 ///     message: r#"{"role": "user", "content": "Hi!"}"#,
+///     checksum: None,
 /// };
 /// let entry = RowCodec::new("sqlite").entry(row)?;
 /// assert_eq!(entry.prompt.map(|p| p.key), Some("agent".to_owned()));
@@ -102,6 +104,66 @@ pub struct EntryRow<'a> {
     pub created_ns: i64,
     /// `message`: the message as JSON.
     pub message: &'a str,
+    /// `checksum`: the row's [`row_checksum`] as it was written, verified on read; `None`
+    /// for stores (or rows written before) without one.
+    pub checksum: Option<i64>,
+}
+
+/// A checksum of a row of `entries` (the columns a store writes for an entry), written with
+/// the row and verified when it is read, so that a row changed by something other than the
+/// store (a damaged page, a stray write) is an error, not wrong data: SQLite has no page
+/// checksums. Not cryptographic: a fast 64-bit hash of the columns, eight bytes at a time.
+///
+/// # Examples
+///
+/// ```
+/// use curator::session::rows::row_checksum;
+///
+/// let a = row_checksum(&[1; 16], &[2; 16], 0, 0, None, None, 5, "{}");
+/// assert_eq!(a, row_checksum(&[1; 16], &[2; 16], 0, 0, None, None, 5, "{}"));
+/// assert_ne!(a, row_checksum(&[1; 16], &[2; 16], 0, 0, None, None, 5, "{ }"));
+/// ```
+#[expect(clippy::too_many_arguments, reason = "one argument per column, as the rows have them")]
+pub fn row_checksum(
+    message_id: &[u8],
+    evaluation_id: &[u8],
+    sequence: i64,
+    turn: i64,
+    prompt_ns: Option<&str>,
+    prompt_key: Option<&str>,
+    created_ns: i64,
+    message: &str,
+) -> i64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h: u64 = 0x243F_6A88_85A3_08D3;
+    let mut mix = |word: u64| {
+        h = (h ^ word).wrapping_mul(K).rotate_left(29);
+    };
+    let mut bytes = |data: &[u8]| {
+        let mut chunks = data.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            mix(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        mix(u64::from_le_bytes(word) ^ ((data.len() as u64) << 56));
+    };
+    bytes(message_id);
+    bytes(evaluation_id);
+    bytes(&sequence.to_le_bytes());
+    bytes(&turn.to_le_bytes());
+    for text in [prompt_ns, prompt_key] {
+        match text {
+            Some(text) => bytes(text.as_bytes()),
+            None => bytes(&[0xff; 9]),
+        }
+    }
+    bytes(&created_ns.to_le_bytes());
+    bytes(message.as_bytes());
+    i64::from_ne_bytes((h ^ (h >> 31)).to_ne_bytes())
 }
 
 /// The columns of one evaluation's summary, as a store aggregates them from `entries`.
@@ -179,6 +241,24 @@ pub struct EntryValues<'a> {
     pub role: &'static str,
     /// `message`: the message as JSON.
     pub message: String,
+    /// `checksum`: [`row_checksum`] of the columns above.
+    pub checksum: i64,
+}
+
+impl EntryValues<'_> {
+    fn with_checksum(mut self) -> Self {
+        self.checksum = row_checksum(
+            self.message_id,
+            self.evaluation_id,
+            self.sequence,
+            i64::from(self.turn),
+            self.prompt_ns,
+            self.prompt_key,
+            self.created_ns,
+            &self.message,
+        );
+        self
+    }
 }
 
 /// One checkpoint as the columns of its row.
@@ -340,6 +420,26 @@ impl RowCodec {
         let evaluation_id =
             EvaluationId::from_uuid(self.uuid(row.evaluation_id, "evaluation_id", &place)?);
         place.evaluation = Some(evaluation_id);
+        if let Some(written) = row.checksum {
+            let read = row_checksum(
+                row.message_id,
+                row.evaluation_id,
+                row.sequence,
+                row.turn,
+                row.prompt_ns,
+                row.prompt_key,
+                row.created_ns,
+                row.message,
+            );
+            if read != written {
+                return Err(self.corrupt(
+                    format!(
+                        "{place}: the row does not match the checksum it was written with (the file was damaged or changed by something else)"
+                    ),
+                    None,
+                ));
+            }
+        }
         let id = MessageId::from_uuid(self.uuid(row.message_id, "message_id", &place)?);
         let sequence = u64::try_from(row.sequence)
             .map_err(|_| self.corrupt(format!("{place}: the sequence is negative"), None))?;
@@ -391,8 +491,10 @@ impl RowCodec {
             prompt_key: entry.prompt.as_ref().map(|p| p.key.as_str()),
             created_ns: self.nanos(entry.created_at)?,
             role: entry.message.role().as_str(),
+            checksum: 0,
             message,
-        })
+        }
+        .with_checksum())
     }
 
     /// The summary of an evaluation, from the aggregates of its rows.
@@ -670,6 +772,7 @@ mod tests {
             prompt_key: None,
             created_ns: 0,
             message: SYSTEM,
+            checksum: None,
         }
     }
 
@@ -700,6 +803,7 @@ mod tests {
                 prompt_key: values.prompt_key,
                 created_ns: values.created_ns,
                 message: &values.message,
+                checksum: Some(values.checksum),
             })
             .unwrap();
         assert_eq!(back, entry);

@@ -169,6 +169,12 @@ pub(crate) fn kind_of(e: &rusqlite::Error) -> StoreErrorKind {
             _ => StoreErrorKind::Other,
         },
         rusqlite::Error::QueryReturnedNoRows => StoreErrorKind::NotFound,
+        // A column of another type than the store writes there, text that is not UTF-8, a
+        // number out of range: the stored row is not what was written.
+        rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::Utf8Error(..) => StoreErrorKind::Corrupt,
         _ => StoreErrorKind::Other,
     }
 }

@@ -21,10 +21,13 @@ use crate::{Error, Result};
 pub(crate) const APPLICATION_ID: i32 = 0x4355_5241;
 
 /// The schema version this build writes; `PRAGMA user_version` holds a file's version.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The first schema version with session keys.
 pub(crate) const KEYS_SINCE: i64 = 3;
+
+/// The first schema version with a checksum per row.
+pub(crate) const CHECKSUMS_SINCE: i64 = 5;
 
 /// Forward migrations: `MIGRATIONS[n]` takes a file from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -62,6 +65,9 @@ const MIGRATIONS: &[&str] = &[
         session_key TEXT    PRIMARY KEY,
         token       INTEGER NOT NULL
     );",
+    // 5: a checksum per row, verified on read (SQLite has no page checksums); rows written
+    // before have none.
+    "ALTER TABLE entries ADD COLUMN checksum INTEGER;",
 ];
 
 /// What the raw bytes of a file say, read before SQLite opens it.

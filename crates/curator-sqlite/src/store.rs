@@ -57,6 +57,9 @@ pub struct SqliteStore {
     /// What rows say their session key is: the column, or the default key for a file of a
     /// schema before keys, opened read-only (and so not migrated).
     key_column: &'static str,
+    /// `checksum`, or `NULL` for a file read as it is whose rows have none (before
+    /// version 5).
+    checksum_column: &'static str,
     /// The evaluation (and its key) the latest append checked, so that the appends of one
     /// conversation check their key once. Locked only while `conn` is.
     verified: Mutex<Option<(EvaluationId, SessionKey)>>,
@@ -248,6 +251,7 @@ impl SqliteStore {
             path: path.to_owned(),
             read_only: false,
             key_column: "session_key",
+            checksum_column: "checksum",
             verified: Mutex::new(None),
             _checkpointer: checkpointer,
         })
@@ -314,6 +318,11 @@ impl SqliteStore {
             conn: Mutex::new(conn),
             path: path.to_owned(),
             read_only: true,
+            checksum_column: if header.version >= schema::CHECKSUMS_SINCE {
+                "checksum"
+            } else {
+                "NULL"
+            },
             key_column: if header.version >= schema::KEYS_SINCE {
                 "session_key"
             } else {
@@ -439,11 +448,12 @@ struct RawEntry {
     prompt: Option<(String, String)>,
     created_ns: i64,
     message: String,
+    checksum: Option<i64>,
 }
 
 /// A row of [`COLUMNS`] and the session key after them.
 fn raw_keyed(row: &Row<'_>) -> rusqlite::Result<(String, RawEntry)> {
-    Ok((row.get(8)?, raw(row)?))
+    Ok((row.get(9)?, raw(row)?))
 }
 
 /// A row of [`COLUMNS`].
@@ -458,6 +468,7 @@ fn raw(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
         prompt: ns.zip(key),
         created_ns: row.get(6)?,
         message: row.get(7)?,
+        checksum: row.get(8)?,
     })
 }
 
@@ -472,6 +483,7 @@ impl RawEntry {
             prompt_key: self.prompt.as_ref().map(|(_, key)| key.as_str()),
             created_ns: self.created_ns,
             message: &self.message,
+            checksum: self.checksum,
         })
     }
 }
@@ -527,7 +539,7 @@ fn insert(
     }
     let inserted = tx
         .prepare_cached(&format!(
-            "INSERT INTO entries ({COLUMNS}, role, session_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+            "INSERT INTO entries ({COLUMNS}, checksum, role, session_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
         ))
         .and_then(|mut s| {
             s.execute(params![
@@ -539,6 +551,7 @@ fn insert(
                 row.prompt_key,
                 row.created_ns,
                 row.message,
+                row.checksum,
                 row.role,
                 key.as_str(),
             ])
@@ -727,7 +740,8 @@ impl SessionStore for SqliteStore {
         let conn = self.lock();
         let mut statement = conn
             .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM entries WHERE evaluation_id = ?1 ORDER BY sequence"
+                "SELECT {COLUMNS}, {} FROM entries WHERE evaluation_id = ?1 ORDER BY sequence",
+                self.checksum_column
             ))
             .map_err(store_error)?;
         let rows = statement
@@ -832,9 +846,10 @@ impl SessionStore for SqliteStore {
         let tx = conn.unchecked_transaction().map_err(store_error)?;
         let rows = tx
             .prepare(&format!(
-                "SELECT {COLUMNS}, {} FROM entries e JOIN (
+                "SELECT {COLUMNS}, {}, {} FROM entries e JOIN (
                     SELECT evaluation_id, MIN(created_ns) AS first, MIN(rowid) AS rank FROM entries GROUP BY evaluation_id
                  ) o USING (evaluation_id) ORDER BY o.first, o.rank, e.sequence",
+                self.checksum_column,
                 self.key_column
             ))
             .and_then(|mut s| s.query_map([], raw_keyed)?.collect::<rusqlite::Result<Vec<_>>>())

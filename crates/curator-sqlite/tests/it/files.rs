@@ -202,7 +202,8 @@ fn a_bad_message_row_is_a_typed_error_not_a_panic() {
         Conversation::start(&temp.store, "test", PromptRef::new("b", "r"), Message::system("s"))
             .unwrap();
     let conn = rusqlite::Connection::open(temp.store.path()).unwrap();
-    conn.execute("UPDATE entries SET message = '{broken'", []).unwrap();
+    // Without its checksum, so that the reading of the message itself is what fails.
+    conn.execute("UPDATE entries SET message = '{broken', checksum = NULL", []).unwrap();
     let error = temp.store.entries(c.evaluation_id()).unwrap_err();
     assert!(matches!(
         error,
@@ -376,7 +377,7 @@ fn a_negative_checkpoint_version_is_corrupt_not_zero() {
 fn a_negative_turn_is_corrupt_in_the_entries_and_in_the_summary() {
     let temp = TempStore::new();
     let (evaluation, conn) = one_message(&temp);
-    conn.execute("UPDATE entries SET turn = -1", []).unwrap();
+    conn.execute("UPDATE entries SET turn = -1, checksum = NULL", []).unwrap();
     let message = corrupt(temp.store.evaluations());
     assert!(message.contains(&format!("evaluation {evaluation}: turn -1")), "{message}");
     corrupt(temp.store.evaluation(evaluation));
@@ -388,7 +389,7 @@ fn a_negative_turn_is_corrupt_in_the_entries_and_in_the_summary() {
 fn a_negative_sequence_and_a_short_id_are_corrupt_and_named() {
     let temp = TempStore::new();
     let (evaluation, conn) = one_message(&temp);
-    conn.execute("UPDATE entries SET sequence = -3", []).unwrap();
+    conn.execute("UPDATE entries SET sequence = -3, checksum = NULL", []).unwrap();
     let message = corrupt(temp.store.entries(evaluation));
     assert!(message.contains("sequence -3") && message.contains("negative"), "{message}");
     conn.execute("UPDATE entries SET sequence = 0, message_id = x'0102'", []).unwrap();
@@ -420,4 +421,16 @@ fn special_files_and_a_missing_folder_are_refused_at_once_naming_them() {
     assert!(err.to_string().contains("the folder to hold the file does not exist"), "{err}");
     assert!(std::error::Error::source(&err).is_some());
     assert!(!dir.path().join("no").exists());
+}
+
+#[test]
+fn a_row_changed_behind_the_store_is_corrupt_naming_it() {
+    let temp = TempStore::new();
+    let (evaluation, conn) = one_message(&temp);
+    // The same length, one letter changed: valid JSON, a valid message, the wrong text.
+    conn.execute("UPDATE entries SET message = replace(message, '\"s\"', '\"t\"')", []).unwrap();
+    let message = corrupt(temp.store.entries(evaluation));
+    assert!(message.contains(&format!("sequence 0 of evaluation {evaluation}")), "{message}");
+    assert!(message.contains("does not match the checksum"), "{message}");
+    corrupt(temp.store.snapshot());
 }

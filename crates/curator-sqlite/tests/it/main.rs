@@ -3,6 +3,7 @@
 
 mod asynchronous;
 mod conformance;
+mod corruption;
 mod fencing;
 mod files;
 mod opening;
