@@ -153,6 +153,27 @@ fn check_place(path: &Path) -> Result<bool> {
     }
 }
 
+/// An I/O failure while opening, told apart when its cause is a full disk: SQLite reports
+/// some writes that find no room (its shared-memory file growing) as plain I/O errors.
+fn named_when_full(path: &Path, error: Error) -> Error {
+    match error {
+        Error::Sqlite { context, kind: StoreErrorKind::Io, source, .. } if disk_is_full(path) => {
+            Error::Sqlite { path: path.to_owned(), context, kind: StoreErrorKind::Full, source }
+        }
+        other => other,
+    }
+}
+
+/// Whether the file system of `path`'s folder has no room for 64 KiB more (a probe file,
+/// written and removed).
+fn disk_is_full(path: &Path) -> bool {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let probe = folder.join(format!(".curator-space-probe-{}", std::process::id()));
+    let written = std::fs::write(&probe, vec![0u8; 64 * 1024]);
+    let _ = std::fs::remove_file(&probe);
+    matches!(written, Err(e) if e.kind() == std::io::ErrorKind::StorageFull)
+}
+
 /// Refuses, before SQLite opens it (and leaves its `-wal` and `-shm` files beside it), a
 /// session file this process cannot write.
 fn check_writable(path: &Path) -> Result<()> {
@@ -213,6 +234,10 @@ impl SqliteStore {
     /// [`ReadOnly`](StoreErrorKind::ReadOnly) when the file or its folder cannot be written.
     pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> Result<Self> {
         let path = path.as_ref();
+        Self::open_here(path, options).map_err(|e| named_when_full(path, e))
+    }
+
+    fn open_here(path: &Path, options: SqliteOptions) -> Result<Self> {
         if check_place(path)? {
             check_writable(path)?;
         }

@@ -434,3 +434,31 @@ fn a_row_changed_behind_the_store_is_corrupt_naming_it() {
     assert!(message.contains("does not match the checksum"), "{message}");
     corrupt(temp.store.snapshot());
 }
+
+#[test]
+fn a_new_file_on_a_full_disk_is_kind_full() {
+    use curator_session::StoreErrorKind;
+    let dir = tempfile::tempdir().unwrap();
+    let mount = dir.path().join("small");
+    std::fs::create_dir(&mount).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&mount)
+        .output();
+    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: a small file system cannot be mounted here (needs root): {mounted:?}");
+        return;
+    }
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&mount);
+    // Room for the file's first pages, not for its log: SQLite says "I/O error" there.
+    std::fs::write(mount.join("fill"), vec![0u8; 56 * 1024]).unwrap();
+    let err = SqliteStore::open(mount.join("s.db")).unwrap_err();
+    assert_eq!(err.kind(), StoreErrorKind::Full, "{err}");
+    assert!(err.to_string().contains("full"), "{err}");
+}
