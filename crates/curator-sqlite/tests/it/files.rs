@@ -435,6 +435,15 @@ fn a_row_changed_behind_the_store_is_corrupt_naming_it() {
     corrupt(temp.store.snapshot());
 }
 
+/// Unmounts a file system when the test ends.
+struct Unmount<'a>(&'a std::path::Path);
+
+impl Drop for Unmount<'_> {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(self.0).status();
+    }
+}
+
 #[test]
 fn a_new_file_on_a_full_disk_is_kind_full() {
     use curator_session::StoreErrorKind;
@@ -448,12 +457,6 @@ fn a_new_file_on_a_full_disk_is_kind_full() {
     if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
         eprintln!("skipped: a small file system cannot be mounted here (needs root): {mounted:?}");
         return;
-    }
-    struct Unmount<'a>(&'a std::path::Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
-        }
     }
     let _unmount = Unmount(&mount);
     // Room for the file's first pages, not for its log: SQLite says "I/O error" there.
