@@ -46,6 +46,7 @@ mod conn;
 mod error;
 mod options;
 mod params;
+mod pgpass;
 mod pool;
 mod schema;
 mod store;
