@@ -414,16 +414,24 @@ impl PgOptions {
 
     /// The client's settings, with the password from the password file when the settings
     /// give none (or an empty one) and the file has a matching line.
-    pub(crate) fn connection_config(&self) -> postgres::Config {
-        let mut config = self.config.clone();
-        if config.get_password().is_some_and(|p| !p.is_empty()) {
-            return config;
-        }
-        let Some(file) = &self.password_file else { return config };
-        if let Lookup::Found(password) = pgpass::read(file, &self.password_targets()) {
+    pub(crate) fn into_connection_config(self) -> postgres::Config {
+        let found = self.file_password();
+        let mut config = self.config;
+        if let Some(password) = found {
             config.password(password);
         }
         config
+    }
+
+    /// The password the password file gives, when the settings need one from it.
+    fn file_password(&self) -> Option<Vec<u8>> {
+        if self.config.get_password().is_some_and(|p| !p.is_empty()) {
+            return None;
+        }
+        match pgpass::read(self.password_file.as_deref()?, &self.password_targets()) {
+            Lookup::Found(password) => Some(password),
+            Lookup::NotFound | Lookup::Ignored(_) => None,
+        }
     }
 
     /// What the lines of a password file are matched against: each host in turn, with its
@@ -494,7 +502,10 @@ mod tests {
         std::fs::write(&file, lines).unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
         let options = PgOptions::from_url(url).unwrap().with_password_file(&file);
-        options.connection_config().get_password().map(|p| String::from_utf8_lossy(p).into_owned())
+        options
+            .into_connection_config()
+            .get_password()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
     }
 
     #[test]

@@ -156,7 +156,7 @@ impl PgStore {
         let connector = Connector::for_options(&options)?;
         let (wait, schema, size) =
             (options.connect_timeout(), options.schema().to_owned(), options.pool_size());
-        let pool = Pool::new(options.connection_config(), connector, schema, size, wait);
+        let pool = Pool::new(options.into_connection_config(), connector, schema, size, wait);
         off_runtime(|| schema::prepare(&pool))?;
         Ok(Self { pool: Arc::new(pool), verified: Mutex::new(HashMap::new()) })
     }
@@ -199,7 +199,7 @@ impl PgStore {
         let (wait, schema, size) =
             (options.connect_timeout(), options.schema().to_owned(), options.pool_size());
         let pool =
-            Pool::new(options.connection_config(), connector, schema, size, wait).read_only();
+            Pool::new(options.into_connection_config(), connector, schema, size, wait).read_only();
         off_runtime(|| schema::check(&pool))?;
         Ok(Self { pool: Arc::new(pool), verified: Mutex::new(HashMap::new()) })
     }

@@ -267,7 +267,7 @@ fn a_read_only_store_reads_and_the_server_refuses_its_writes() {
     .unwrap();
     for refused in [
         reader.append(&key, &other).map(drop),
-        reader.append_batch(&key, &[other.clone()]).map(drop),
+        reader.append_batch(&key, std::slice::from_ref(&other)).map(drop),
         reader.put_checkpoint("loop", &serde_json::json!(2)).map(drop),
     ] {
         let e = refused.unwrap_err();
