@@ -42,11 +42,17 @@ pub(crate) fn open_postgres(url: &str, location: &Path) -> Result<PgStore> {
     PgStore::open(options).with_context(|| format!("cannot open the database {}", name(location)))
 }
 
-/// Opens a session store to read: a SQLite file read-only (nothing written), or a
-/// PostgreSQL database by its URL.
+/// Opens a session store to read, never creating or migrating a schema: a SQLite file
+/// read-only (nothing written, nothing left beside it), or a PostgreSQL database by its URL
+/// in read-only transactions (a database without curator's schema is refused as it is).
 pub(crate) fn open_read_only(location: &Path) -> Result<Box<dyn SessionStore>> {
     if let Some(url) = url(location) {
-        return Ok(Box::new(open_postgres(url, location)?));
+        let options = PgOptions::from_url(url)
+            .with_context(|| format!("cannot use the database URL {}", name(location)))?
+            .with_pool_size(1);
+        let store = PgStore::open_read_only(options)
+            .with_context(|| format!("cannot open the database {}", name(location)))?;
+        return Ok(Box::new(store));
     }
     let store = SqliteStore::open_read_only(location)
         .with_context(|| format!("cannot open session file {}", location.display()))?;

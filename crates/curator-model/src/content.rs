@@ -182,7 +182,7 @@ impl From<&str> for Content {
 /// assert_eq!(Part::text("hi").as_text(), Some("hi"));
 /// ```
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 #[non_exhaustive]
 pub enum Part {
     /// Text, with any provider fields of the part (such as `cache_control`).
@@ -265,7 +265,7 @@ impl Part {
 /// assert_eq!(ImageSource::from_url("data:image/png;base64,iVBOR"), inline);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum ImageSource {
     /// An image on the web.
     Url {

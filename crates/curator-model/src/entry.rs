@@ -17,6 +17,7 @@ use crate::{Error, EvaluationId, Message, MessageId, Result, Role};
 /// assert_eq!(prompt.to_string(), "support/triage");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PromptRef {
     /// The namespace, e.g. an application or team.
     pub ns: String,
@@ -69,6 +70,7 @@ impl std::fmt::Display for PromptRef {
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Entry {
     /// This entry's own identity.
     pub id: MessageId,

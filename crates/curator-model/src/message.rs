@@ -19,6 +19,11 @@ use crate::{Content, ProviderFields, Role, ToolCall};
 /// tools. Whether the content field was absent rather than `null` in the source is kept too,
 /// so that a conversion writes back exactly what it read.
 ///
+/// Its serde form (what stores and snapshots keep) is read strictly: a field it does not
+/// define is an error naming the field, never dropped. Fields of a provider that curator does
+/// not model are kept under `extra` ([`ProviderFields`]), on the message, its tool calls and
+/// its content parts.
+///
 /// # Examples
 ///
 /// ```
@@ -389,8 +394,11 @@ impl Message {
 }
 
 /// The serialised shape of a [`Message`]: the field names of the OpenAI format, plus
-/// `is_error` and `extra`. Reading checks the same invariants the constructors keep.
+/// `is_error` and `extra`. Reading checks the same invariants the constructors keep, and
+/// refuses a field it does not know instead of dropping it (a garbled `"Content"` would
+/// otherwise read as a message without content): provider fields belong under `extra`.
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 #[expect(clippy::option_option, reason = "serde's way to tell an absent field from `null`")]
 struct Repr<'a> {
     role: Role,
@@ -482,6 +490,33 @@ mod tests {
         assert!(absent.content_omitted());
         assert_eq!(serde_json::to_string(&null).unwrap(), r#"{"role":"assistant","content":null}"#);
         assert_eq!(serde_json::to_string(&absent).unwrap(), r#"{"role":"assistant"}"#);
+    }
+
+    #[test]
+    fn serde_refuses_fields_it_does_not_know_and_keeps_provider_fields() {
+        for (bad, field) in [
+            (r#"{"role":"user","Content":"hi"}"#, "Content"),
+            (
+                r#"{"role":"assistant","tool_calls":[{"id":"1","name":"x","arguments":"{}","nmae":"y"}]}"#,
+                "nmae",
+            ),
+            (r#"{"role":"user","content":[{"type":"text","text":"a","txet":"b"}]}"#, "txet"),
+            (
+                r#"{"role":"user","content":[{"type":"image","source":{"kind":"url","url":"u","uri":"v"}}]}"#,
+                "uri",
+            ),
+            (
+                r#"{"role":"user","content":"a","extra":{"format":"openai","fields":{},"more":1}}"#,
+                "more",
+            ),
+        ] {
+            let error = serde_json::from_str::<Message>(bad).unwrap_err().to_string();
+            assert!(error.contains(&format!("unknown field `{field}`")), "{bad}: {error}");
+        }
+        // What curator does not model is kept under `extra`, and reads back.
+        let kept = r#"{"role":"user","content":[{"type":"text","text":"a","extra":{"format":"anthropic","fields":{"cache_control":{"type":"ephemeral"}}}}],"extra":{"format":"openai","fields":{"refusal":null}}}"#;
+        let message: Message = serde_json::from_str(kept).unwrap();
+        assert_eq!(serde_json::to_string(&message).unwrap(), kept);
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub enum Format {
 /// assert_eq!(extra.fields_for(Format::Anthropic).map(|f| f.len()), Some(1));
 /// ```
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProviderFields {
     format: Format,
     fields: Map<String, Value>,

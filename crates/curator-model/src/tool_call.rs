@@ -20,6 +20,7 @@ use crate::ProviderFields;
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ToolCall {
     id: String,
     name: String,

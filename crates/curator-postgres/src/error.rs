@@ -43,6 +43,18 @@ pub enum Error {
         /// How many tables it holds.
         tables: i64,
     },
+    /// The database holds no curator schema of that name: a store opened read-only
+    /// ([`PgStore::open_read_only`](crate::PgStore::open_read_only)) never creates one, so
+    /// nothing was written (a mistyped URL names a database that is not a curator store).
+    #[error(
+        "no curator schema `{schema}` in database `{database}`: not a curator store (nothing was created)"
+    )]
+    NoSchema {
+        /// The schema looked for.
+        schema: String,
+        /// The database connected to.
+        database: String,
+    },
     /// The schema was written by a newer curator whose layout this build does not know.
     #[error(
         "schema `{schema}`: version {found} is newer than this build supports ({supported}); upgrade curator"
@@ -70,7 +82,8 @@ pub enum Error {
 
 impl Error {
     /// What kind of failure this is, in the session layer's terms: bad settings, a foreign
-    /// or newer schema are [`Other`](StoreErrorKind::Other).
+    /// or newer schema are [`Other`](StoreErrorKind::Other), a missing schema (opened
+    /// read-only) is [`NotFound`](StoreErrorKind::NotFound).
     ///
     /// # Examples
     ///
@@ -84,6 +97,7 @@ impl Error {
     pub fn kind(&self) -> StoreErrorKind {
         match self {
             Error::Postgres { kind, .. } => *kind,
+            Error::NoSchema { .. } => StoreErrorKind::NotFound,
             Error::Config { .. } | Error::ForeignSchema { .. } | Error::NewerSchema { .. } => {
                 StoreErrorKind::Other
             }
@@ -187,6 +201,12 @@ impl From<Error> for curator_session::Error {
                 kind,
                 message: format!("{context}: {}", detail(source.as_ref())),
                 source: Some(source),
+            },
+            missing @ Error::NoSchema { .. } => curator_session::Error::Store {
+                backend: "postgres",
+                kind: StoreErrorKind::NotFound,
+                message: missing.to_string(),
+                source: None,
             },
             Error::Config { reason, source } => curator_session::Error::Store {
                 backend: "postgres",

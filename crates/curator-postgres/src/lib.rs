@@ -8,11 +8,14 @@
 //! layer.
 //!
 //! - [`PgStore::connect`] takes a URL (or a `key=value` string), completed from the standard
-//!   `PG*` environment variables; [`PgStore::open`] takes [`PgOptions`] (schema, pool size,
-//!   connect timeout).
+//!   `PG*` environment variables and, when no password is given, libpq's password file
+//!   (`~/.pgpass`, see [`PgOptions`]); [`PgStore::open`] takes [`PgOptions`] (schema, pool
+//!   size, connect timeout).
 //! - The tables live in one schema (`curator` by default) whose version is kept in a
 //!   `schema_version` table: a missing or older schema is created or migrated when opened,
 //!   a newer one or another application's tables are refused with a typed [`Error`].
+//!   [`PgStore::open_read_only`], for tools that only read, never creates or migrates:
+//!   a database without the schema is [`Error::NoSchema`], and the server refuses writes.
 //! - Connections are encrypted with the `tls` feature (rustls), as libpq's `sslmode` and
 //!   `sslrootcert` say ([`SslMode`]); without it, the modes that insist on TLS are refused.
 //! - Claims are lease rows timed by the server's clock: a worker that dies loses its claim
@@ -46,6 +49,7 @@ mod conn;
 mod error;
 mod options;
 mod params;
+mod pgpass;
 mod pool;
 mod schema;
 mod store;

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr as _;
 use std::time::Duration;
 
-use crate::params::take_tls_params;
+use crate::params::take_own_params;
+use crate::pgpass::{self, DEFAULT_SOCKET_DIR, Lookup, Target};
 use crate::{Error, Result};
 
 /// Whether connections are encrypted with TLS, and what is checked of the server's
@@ -123,10 +124,26 @@ impl RootCertificates {
 /// Settings come from a URL (`postgres://user:password@host:port/database?...`) or a
 /// `key=value` connection string, as libpq reads them; whatever the URL leaves out is taken
 /// from the standard environment variables (`PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`,
-/// `PGDATABASE`, `PGAPPNAME`, `PGCONNECT_TIMEOUT`, `PGSSLMODE`, `PGSSLROOTCERT`), and then
-/// from libpq's defaults (the local socket folder `/var/run/postgresql` when it exists, else
-/// `localhost`; port 5432; the `USER` of the process; a database named as the user;
-/// `sslmode=prefer`). Encryption is described at [`SslMode`].
+/// `PGDATABASE`, `PGAPPNAME`, `PGCONNECT_TIMEOUT`, `PGSSLMODE`, `PGSSLROOTCERT`,
+/// `PGPASSFILE`), and then from libpq's defaults (the local socket folder
+/// `/var/run/postgresql` when it exists, else `localhost`; port 5432; the `USER` of the
+/// process; a database named as the user; `sslmode=prefer`; the password file
+/// `~/.pgpass`). Encryption is described at [`SslMode`].
+///
+/// # Password file
+///
+/// When neither the URL nor `PGPASSWORD` gives a password, the store reads it, as libpq
+/// does, from a password file when it opens: the URL's `passfile`, else `PGPASSFILE`, else
+/// `~/.pgpass` (or the file given to [`with_password_file`](PgOptions::with_password_file)).
+/// Each line is `hostname:port:database:username:password`; a field that is only `*`
+/// matches anything, `\:` and `\\` stand for `:` and `\`, lines starting with `#` are
+/// comments, and the first line that matches gives the password. A connection through the
+/// default socket folder matches `localhost`; with several hosts, the first host that has a
+/// matching line gives the password for all. The file is ignored, as libpq ignores it, when
+/// it is not a plain file or when its group or others have any permission (a password file
+/// others may read is not one to trust: `chmod 600 ~/.pgpass`); libpq warns on its standard
+/// error then, this library says nothing, and the server's refusal of the missing password
+/// follows.
 ///
 /// # Examples
 ///
@@ -149,6 +166,7 @@ pub struct PgOptions {
     pool_size: usize,
     ssl_mode: SslMode,
     root_certificates: Option<RootCertificates>,
+    password_file: Option<PathBuf>,
 }
 
 /// The schema the tables live in unless another is chosen.
@@ -166,13 +184,13 @@ impl PgOptions {
     /// [`Error::Config`] when the text cannot be read, no user can be found, or the
     /// `sslmode` insists on TLS and the build leaves TLS out (the `tls` feature).
     pub fn from_url(url: &str) -> Result<Self> {
-        let (rest, tls) = take_tls_params(url)?;
+        let (rest, own) = take_own_params(url)?;
         let config = postgres::Config::from_str(&rest).map_err(|e| Error::Config {
             reason: "cannot read the connection URL".into(),
             source: Some(Box::new(e)),
         })?;
-        let ssl_mode = tls.ssl_mode.as_deref().map(str::parse).transpose()?;
-        Self::complete(config, ssl_mode, tls.root_certificates.as_deref())
+        let ssl_mode = own.ssl_mode.as_deref().map(str::parse).transpose()?;
+        Self::complete(config, ssl_mode, own.root_certificates.as_deref(), own.password_file)
     }
 
     /// Settings from the `PG*` environment variables alone.
@@ -189,15 +207,16 @@ impl PgOptions {
     ///
     /// [`Error::Config`] when a variable cannot be used or no user can be found.
     pub fn from_env() -> Result<Self> {
-        Self::complete(postgres::Config::new(), None, None)
+        Self::complete(postgres::Config::new(), None, None, None)
     }
 
-    /// Fills in from the environment and libpq's defaults what `config` (and the TLS
-    /// settings read beside it) leave out.
+    /// Fills in from the environment and libpq's defaults what `config` (and the TLS and
+    /// password file settings read beside it) leave out.
     fn complete(
         mut config: postgres::Config,
         ssl_mode: Option<SslMode>,
         root_certificates: Option<&str>,
+        password_file: Option<String>,
     ) -> Result<Self> {
         let bad = |name: &str, value: &str| Error::Config {
             reason: format!("{name}={value} cannot be used"),
@@ -210,8 +229,8 @@ impl PgOptions {
                         config.host(host);
                     }
                 }
-                None if Path::new("/var/run/postgresql").is_dir() => {
-                    config.host("/var/run/postgresql");
+                None if Path::new(DEFAULT_SOCKET_DIR).is_dir() => {
+                    config.host(DEFAULT_SOCKET_DIR);
                 }
                 None => {
                     config.host("localhost");
@@ -261,12 +280,17 @@ impl PgOptions {
             .map(str::to_owned)
             .or_else(|| env("PGSSLROOTCERT"))
             .map(|value| RootCertificates::from_setting(&value));
+        let password_file = password_file
+            .or_else(|| env("PGPASSFILE"))
+            .map(PathBuf::from)
+            .or_else(|| env("HOME").map(|home| Path::new(&home).join(".pgpass")));
         let options = Self {
             config,
             schema: DEFAULT_SCHEMA.to_owned(),
             pool_size: 4,
             ssl_mode: SslMode::Prefer,
             root_certificates,
+            password_file,
         };
         options.with_ssl_mode(ssl_mode)
     }
@@ -362,6 +386,82 @@ impl PgOptions {
         self
     }
 
+    /// Reads the password from the password file at `path` (libpq's `passfile`) when the
+    /// settings give none, instead of `PGPASSFILE` or `~/.pgpass`; the file is read when the
+    /// store is opened, as described under [Password file](PgOptions#password-file).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::postgres::PgOptions;
+    ///
+    /// let options = PgOptions::from_url("postgres://agent@db.internal/records")?
+    ///     .with_password_file("/etc/curator/pgpass");
+    /// assert_eq!(options.password_file(), Some(std::path::Path::new("/etc/curator/pgpass")));
+    /// # Ok::<(), curator::postgres::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_password_file(mut self, path: impl AsRef<Path>) -> Self {
+        self.password_file = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// The password file read when the settings give no password (`None` when there is no
+    /// home folder to find `~/.pgpass` in and none was named).
+    pub fn password_file(&self) -> Option<&Path> {
+        self.password_file.as_deref()
+    }
+
+    /// The client's settings, with the password from the password file when the settings
+    /// give none (or an empty one) and the file has a matching line.
+    pub(crate) fn into_connection_config(self) -> postgres::Config {
+        let found = self.file_password();
+        let mut config = self.config;
+        if let Some(password) = found {
+            config.password(password);
+        }
+        config
+    }
+
+    /// The password the password file gives, when the settings need one from it.
+    fn file_password(&self) -> Option<Vec<u8>> {
+        if self.config.get_password().is_some_and(|p| !p.is_empty()) {
+            return None;
+        }
+        match pgpass::read(self.password_file.as_deref()?, &self.password_targets()) {
+            Lookup::Found(password) => Some(password),
+            Lookup::NotFound | Lookup::Ignored(_) => None,
+        }
+    }
+
+    /// What the lines of a password file are matched against: each host in turn, with its
+    /// port, the database (named as the user when not given) and the user.
+    fn password_targets(&self) -> Vec<Target<'_>> {
+        let user = self.config.get_user().unwrap_or_default();
+        let database = self.config.get_dbname().unwrap_or(user);
+        let ports = self.config.get_ports();
+        let hosts = self.config.get_hosts();
+        let mut targets = Vec::with_capacity(hosts.len().max(1));
+        for (i, host) in hosts.iter().enumerate() {
+            let host = match host {
+                postgres::config::Host::Tcp(name) => std::borrow::Cow::Borrowed(name.as_str()),
+                #[cfg(unix)]
+                postgres::config::Host::Unix(dir) if dir == Path::new(DEFAULT_SOCKET_DIR) => {
+                    std::borrow::Cow::Borrowed("localhost")
+                }
+                #[cfg(unix)]
+                postgres::config::Host::Unix(dir) => dir.to_string_lossy(),
+            };
+            let port = match ports {
+                [] => 5432,
+                [port] => *port,
+                many => many.get(i).copied().unwrap_or(5432),
+            };
+            targets.push(Target { host, port, database, user });
+        }
+        targets
+    }
+
     /// How connections are encrypted.
     pub fn ssl_mode(&self) -> SslMode {
         self.ssl_mode
@@ -386,5 +486,68 @@ impl PgOptions {
     /// How long connecting may take.
     pub fn connect_timeout(&self) -> Duration {
         self.config.get_connect_timeout().copied().unwrap_or(Duration::from_secs(10))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+
+    /// The password the store would connect with, given a password file holding `lines`.
+    fn password(url: &str, lines: &str) -> Option<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pgpass");
+        std::fs::write(&file, lines).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let options = PgOptions::from_url(url).unwrap().with_password_file(&file);
+        options
+            .into_connection_config()
+            .get_password()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+    }
+
+    #[test]
+    fn the_password_file_fills_in_a_missing_password_only() {
+        if std::env::var_os("PGPASSWORD").is_some() {
+            return; // The variable gives the password before any file.
+        }
+        let lines = "db.internal:6543:records:agent:from-file\n\
+                     localhost:5432:agent:agent:socket\n\
+                     second:5432:records:agent:second\n";
+        assert_eq!(
+            password("postgres://agent@db.internal:6543/records", lines).as_deref(),
+            Some("from-file")
+        );
+        assert_eq!(
+            password("postgres://agent:given@db.internal:6543/records", lines).as_deref(),
+            Some("given")
+        );
+        assert_eq!(password("postgres://agent@db.internal/records", lines), None, "port 5432");
+        // The default socket folder matches `localhost`; the database defaults to the user.
+        assert_eq!(
+            password("host=/var/run/postgresql user=agent", lines).as_deref(),
+            Some("socket")
+        );
+        assert_eq!(password("host=/tmp user=agent", lines), None);
+        // Several hosts: the first one with a line gives the password.
+        assert_eq!(
+            password("postgres://agent@first,second/records", lines).as_deref(),
+            Some("second")
+        );
+    }
+
+    #[test]
+    fn the_password_file_is_named_by_the_url_or_defaults_to_the_home_folder() {
+        let options =
+            PgOptions::from_url("postgres://a@h/db?passfile=%2Fsecrets%2Fpgpass").unwrap();
+        assert_eq!(options.password_file(), Some(Path::new("/secrets/pgpass")));
+        if std::env::var_os("PGPASSFILE").is_none()
+            && let Some(home) = std::env::var_os("HOME")
+        {
+            let options = PgOptions::from_url("postgres://a@h/db").unwrap();
+            assert_eq!(options.password_file(), Some(Path::new(&home).join(".pgpass").as_path()));
+        }
     }
 }

@@ -1,34 +1,41 @@
-//! Taking libpq's TLS parameters (`sslmode`, `sslrootcert`) out of a connection string, since
-//! the `postgres` client's parser knows only three of libpq's five modes and not
-//! `sslrootcert`.
+//! Taking the libpq parameters the `postgres` client's parser does not know out of a
+//! connection string: `sslmode` (it knows only three of libpq's five modes), `sslrootcert`
+//! and `passfile`.
 
 use crate::{Error, Result};
 
-/// The TLS parameters a connection string gave, as written.
+/// The parameters of ours a connection string gave, as written.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct TlsParams {
+pub(crate) struct OwnParams {
     pub(crate) ssl_mode: Option<String>,
     pub(crate) root_certificates: Option<String>,
+    /// libpq's `passfile`: the password file to read when no password is given.
+    pub(crate) password_file: Option<String>,
 }
 
-impl TlsParams {
+/// The names of the parameters [`OwnParams`] holds.
+const OWN: &[&str] = &["sslmode", "sslrootcert", "passfile"];
+
+impl OwnParams {
     /// Keeps `value` when `key` is one of ours; says whether it was.
     fn take(&mut self, key: &str, value: String) -> bool {
         match key {
             "sslmode" => self.ssl_mode = Some(value),
             "sslrootcert" => self.root_certificates = Some(value),
+            "passfile" => self.password_file = Some(value),
             _ => return false,
         }
         true
     }
 }
 
-/// `text` (a URL or a `key=value` string) without its TLS parameters, and those parameters.
+/// `text` (a URL or a `key=value` string) without the parameters of ours, and those
+/// parameters.
 ///
 /// # Errors
 ///
 /// [`Error::Config`] when a value is badly quoted or percent-encoded.
-pub(crate) fn take_tls_params(text: &str) -> Result<(String, TlsParams)> {
+pub(crate) fn take_own_params(text: &str) -> Result<(String, OwnParams)> {
     if text.starts_with("postgres://") || text.starts_with("postgresql://") {
         from_url(text)
     } else {
@@ -40,15 +47,15 @@ fn config_error(reason: String) -> Error {
     Error::Config { reason, source: None }
 }
 
-fn from_url(url: &str) -> Result<(String, TlsParams)> {
-    let mut params = TlsParams::default();
+fn from_url(url: &str) -> Result<(String, OwnParams)> {
+    let mut params = OwnParams::default();
     let Some((base, query)) = url.split_once('?') else {
         return Ok((url.to_owned(), params));
     };
     let mut kept = Vec::new();
     for pair in query.split('&') {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        if !matches!(key, "sslmode" | "sslrootcert") {
+        if !OWN.contains(&key) {
             kept.push(pair);
             continue;
         }
@@ -82,8 +89,8 @@ fn percent_decode(value: &str) -> Result<String> {
 
 /// Splits a libpq `key=value` string: values may be single-quoted, and a backslash escapes
 /// the next character. The parameters that are not ours are kept as written.
-fn from_key_values(text: &str) -> Result<(String, TlsParams)> {
-    let mut params = TlsParams::default();
+fn from_key_values(text: &str) -> Result<(String, OwnParams)> {
+    let mut params = OwnParams::default();
     let mut kept: Vec<&str> = Vec::new();
     let mut chars = text.char_indices().peekable();
     loop {
@@ -138,7 +145,7 @@ mod tests {
     use super::*;
 
     fn take(text: &str) -> (String, Option<String>, Option<String>) {
-        let (rest, params) = take_tls_params(text).unwrap();
+        let (rest, params) = take_own_params(text).unwrap();
         (rest, params.ssl_mode, params.root_certificates)
     }
 
@@ -181,8 +188,20 @@ mod tests {
         for text in
             ["host=h sslrootcert='/open", r"sslmode=require\", "postgres://h/d?sslrootcert=%zz"]
         {
-            let error = take_tls_params(text).unwrap_err();
+            let error = take_own_params(text).unwrap_err();
             assert!(matches!(error, Error::Config { .. }), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_password_file_is_taken_from_urls_and_key_value_strings() {
+        for text in [
+            "postgres://a@h/db?passfile=%2Fhome%2Fa%2Fmy%20pgpass&application_name=x",
+            r"host=h passfile='/home/a/my pgpass' application_name=x",
+        ] {
+            let (rest, params) = take_own_params(text).unwrap();
+            assert_eq!(params.password_file.as_deref(), Some("/home/a/my pgpass"), "{text}");
+            assert!(!rest.contains("passfile") && rest.contains("application_name=x"), "{rest}");
         }
     }
 

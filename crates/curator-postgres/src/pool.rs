@@ -99,6 +99,9 @@ pub(crate) struct Pool {
     config: postgres::Config,
     connector: Connector,
     schema: String,
+    /// Whether every connection's transactions are read-only (a store opened with
+    /// `open_read_only`): the server then refuses any write, whatever the statement.
+    read_only: bool,
     size: usize,
     wait: Duration,
     state: Mutex<State>,
@@ -129,11 +132,18 @@ impl Pool {
             config,
             connector,
             schema,
+            read_only: false,
             size,
             wait,
             state: Mutex::new(State { idle: Vec::new(), open: 0, generation: 0 }),
             freed: Condvar::new(),
         }
+    }
+
+    /// Makes every connection's transactions read-only (`default_transaction_read_only`).
+    pub(crate) fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -186,9 +196,11 @@ impl Pool {
         let mut client =
             self.connector.connect(&self.config).map_err(|e| Error::postgres("connecting", e))?;
         // The schema name was checked to need no quoting; quoting it keeps its case.
-        client
-            .batch_execute(&format!("SET search_path TO \"{}\"", self.schema))
-            .map_err(|e| Error::postgres("choosing the schema", e))?;
+        let mut setup = format!("SET search_path TO \"{}\"", self.schema);
+        if self.read_only {
+            setup.push_str("; SET default_transaction_read_only = on");
+        }
+        client.batch_execute(&setup).map_err(|e| Error::postgres("choosing the schema", e))?;
         Ok(Conn { client, statements: HashMap::new(), generation })
     }
 

@@ -98,6 +98,28 @@ fn judge(schema: &str, found: &Found) -> Result<bool> {
     }
 }
 
+/// Checks, without writing anything, that the schema holds curator's tables of a version
+/// this build reads, for a store opened read-only (which never creates or migrates). An
+/// older version is read as it is: the store's reads use only the tables and columns of
+/// version 1.
+pub(crate) fn check(pool: &Pool) -> Result<()> {
+    let schema = pool.schema().to_owned();
+    let mut pooled = pool.get()?;
+    let conn = pooled.conn();
+    match look(&mut conn.client, &schema)? {
+        // A version table without a version is no schema a migration committed.
+        Found::Missing | Found::Version(0) => {
+            let database: String = conn
+                .client
+                .query_one("SELECT current_database()", &[])
+                .map_err(|e| Error::postgres("reading the database's name", e))?
+                .get(0);
+            Err(Error::NoSchema { schema, database })
+        }
+        found => judge(&schema, &found).map(drop),
+    }
+}
+
 /// Checks the schema and creates or migrates it when needed. Returns whether anything was
 /// written.
 pub(crate) fn prepare(pool: &Pool) -> Result<bool> {

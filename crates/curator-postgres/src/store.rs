@@ -156,8 +156,51 @@ impl PgStore {
         let connector = Connector::for_options(&options)?;
         let (wait, schema, size) =
             (options.connect_timeout(), options.schema().to_owned(), options.pool_size());
-        let pool = Pool::new(options.config, connector, schema, size, wait);
+        let pool = Pool::new(options.into_connection_config(), connector, schema, size, wait);
         off_runtime(|| schema::prepare(&pool))?;
+        Ok(Self { pool: Arc::new(pool), verified: Mutex::new(HashMap::new()) })
+    }
+
+    /// Opens an existing store for reading only (for inspection tools): it never creates or
+    /// migrates a schema, and never writes.
+    ///
+    /// It connects, checks that the schema holds curator's tables of a version this build
+    /// reads (without writing, as [`open`](PgStore::open) does for a current schema), and
+    /// makes every connection's transactions read-only (`default_transaction_read_only`), so
+    /// the server itself refuses any write through the store, with kind
+    /// [`ReadOnly`](StoreErrorKind::ReadOnly). A database that holds no curator schema is
+    /// refused with [`Error::NoSchema`](crate::Error::NoSchema) naming it, and is left as it
+    /// was: a mistyped URL never creates tables in someone else's database. It works for a
+    /// role that may only read the tables.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use curator::postgres::{PgOptions, PgStore};
+    /// use curator::session::{SessionKey, SessionStore, StoreErrorKind};
+    ///
+    /// let options = PgOptions::from_url("postgres://reader@db.internal/records")?;
+    /// let store = PgStore::open_read_only(options)?; // `Error::NoSchema` for another database
+    /// let evaluations = store.evaluations_of(&SessionKey::new("ticket-7"))?;
+    /// let refused = store.put_checkpoint("x", &serde_json::json!(1)).unwrap_err();
+    /// assert!(matches!(refused, curator::session::Error::Store { kind: StoreErrorKind::ReadOnly, .. }));
+    /// # let _ = evaluations;
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoSchema`](crate::Error::NoSchema) when the schema is missing;
+    /// [`Error::ForeignSchema`](crate::Error::ForeignSchema) or
+    /// [`Error::NewerSchema`](crate::Error::NewerSchema) when it is not one this build reads;
+    /// [`Error::Postgres`](crate::Error::Postgres) otherwise, as for [`open`](PgStore::open).
+    pub fn open_read_only(options: PgOptions) -> Result<Self> {
+        let connector = Connector::for_options(&options)?;
+        let (wait, schema, size) =
+            (options.connect_timeout(), options.schema().to_owned(), options.pool_size());
+        let pool =
+            Pool::new(options.into_connection_config(), connector, schema, size, wait).read_only();
+        off_runtime(|| schema::check(&pool))?;
         Ok(Self { pool: Arc::new(pool), verified: Mutex::new(HashMap::new()) })
     }
 

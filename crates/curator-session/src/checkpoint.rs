@@ -6,6 +6,7 @@ use serde_json::Value;
 /// A named, versioned JSON document kept beside the record (loop state, task state,
 /// summaries).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Checkpoint {
     /// The name.

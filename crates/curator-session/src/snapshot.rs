@@ -3,7 +3,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use curator_model::pairing::{Link, Pairer};
-use curator_model::{Entry, EvaluationId, Message, Role};
+use curator_model::{
+    Entry, EvaluationId, ImageSource, Message, Part, PromptRef, ProviderFields, Role, ToolCall,
+};
+use serde_json::Value;
 
 use crate::snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
 use crate::{Checkpoint, Error, Result, SessionKey, SnapshotErrorKind};
@@ -181,9 +184,11 @@ impl Snapshot {
                     Some(Header { version: Some(v), .. }) if v > SNAPSHOT_VERSION || v == 0 => {
                         unknown_version(v)
                     }
+                    // Name the part that does not read and what is wrong there (a field
+                    // this build does not know, say), rather than a line and column.
                     _ => Error::SnapshotRestore {
                         kind: SnapshotErrorKind::Malformed,
-                        reason: "not a valid snapshot".into(),
+                        reason: locate(json).unwrap_or_else(|| "not a valid snapshot".into()),
                         source: Some(Box::new(e)),
                     },
                 });
@@ -345,6 +350,88 @@ fn check_evaluation(entries: &[Entry], order: &[usize]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Why `value` does not read as a `T`, if it does not.
+fn refusal<T: serde::de::DeserializeOwned>(value: &Value) -> Option<serde_json::Error> {
+    T::deserialize(value).err()
+}
+
+/// The value under `key` of `value`, unless it is missing or `null` (which optional fields
+/// read as absent).
+fn field<'v>(value: &'v Value, key: &str) -> Option<&'v Value> {
+    value.get(key).filter(|v| !v.is_null())
+}
+
+/// The elements of the array under `key` of `value` (none when it is not an array).
+fn elements<'v>(value: &'v Value, key: &str) -> &'v [Value] {
+    value.get(key).and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+/// Where a snapshot document that is JSON but not a snapshot goes wrong: the deepest part
+/// of the first entry or checkpoint that does not read (`entries[3].message.tool_calls[0]`),
+/// with serde's words for what is wrong there (``unknown field `nmae`, expected one of
+/// ...``), or the document itself. `None` when the text is not JSON.
+fn locate(json: &str) -> Option<String> {
+    let document: Value = serde_json::from_str(json).ok()?;
+    for (i, entry) in elements(&document, "entries").iter().enumerate() {
+        if let Some(error) = refusal::<Entry>(entry) {
+            return Some(in_entry(entry, &format!("entries[{i}]"), &error));
+        }
+    }
+    if let Some(sessions) = field(&document, "sessions")
+        && let Some(error) = refusal::<BTreeMap<EvaluationId, SessionKey>>(sessions)
+    {
+        return Some(format!("sessions: {error}"));
+    }
+    for (i, checkpoint) in elements(&document, "checkpoints").iter().enumerate() {
+        if let Some(error) = refusal::<Checkpoint>(checkpoint) {
+            return Some(format!("checkpoints[{i}]: {error}"));
+        }
+    }
+    refusal::<Snapshot>(&document).map(|error| format!("the document: {error}"))
+}
+
+/// The deepest part of `entry` (at `path`, refused with `error`) that does not read.
+fn in_entry(entry: &Value, path: &str, error: &serde_json::Error) -> String {
+    if let Some(prompt) = field(entry, "prompt")
+        && let Some(error) = refusal::<PromptRef>(prompt)
+    {
+        return format!("{path}.prompt: {error}");
+    }
+    if let Some(message) = field(entry, "message")
+        && let Some(error) = refusal::<Message>(message)
+    {
+        let path = format!("{path}.message");
+        for (i, call) in elements(message, "tool_calls").iter().enumerate() {
+            if let Some(error) = refusal::<ToolCall>(call) {
+                return within(call, &format!("{path}.tool_calls[{i}]"), &error);
+            }
+        }
+        for (i, part) in elements(message, "content").iter().enumerate() {
+            if let Some(error) = refusal::<Part>(part) {
+                return within(part, &format!("{path}.content[{i}]"), &error);
+            }
+        }
+        return within(message, &path, &error);
+    }
+    format!("{path}: {error}")
+}
+
+/// `path: error`, or the provider fields (`extra`) or image source (`source`) inside the
+/// value at `path` when they are what does not read.
+fn within(value: &Value, path: &str, error: &serde_json::Error) -> String {
+    if let Some(extra) = field(value, "extra")
+        && let Some(error) = refusal::<ProviderFields>(extra)
+    {
+        return format!("{path}.extra: {error}");
+    }
+    if let Some(source) = field(value, "source")
+        && let Some(error) = refusal::<ImageSource>(source)
+    {
+        return format!("{path}.source: {error}");
+    }
+    format!("{path}: {error}")
 }
 
 fn malformed(reason: String) -> Error {

@@ -64,6 +64,7 @@ macro_rules! store_conformance_tests {
             a_record_retried_after_an_unknown_outcome_is_a_duplicate,
             restore_refuses_records_the_driver_could_not_write,
             restore_refuses_malformed_and_newer_snapshots,
+            restore_refuses_unknown_fields_naming_them,
             version_1_snapshots_restore_under_the_default_key
         );
     };
@@ -673,6 +674,84 @@ pub fn restore_refuses_malformed_and_newer_snapshots<S: SessionStore>(factory: &
         match store.restore_json(&text) {
             Err(Error::SnapshotRestore { kind: k, .. }) if k == kind => {}
             other => panic!("{what}: expected a {kind} restore error, got {other:?}"),
+        }
+        assert_eq!(store.snapshot().unwrap(), before, "{what}: the store changed");
+    }
+}
+
+/// A field a snapshot does not define, at any level, is refused (kind `Malformed`) with a
+/// reason naming it and where it is, never dropped; provider fields under `extra` are part
+/// of the format and survive a round trip.
+pub fn restore_refuses_unknown_fields_naming_them<S: SessionStore>(factory: &dyn Fn() -> S) {
+    let store = factory();
+    sample(&store);
+    // A message with content parts and provider fields (kept under `extra`).
+    let wire = json!([{"role": "user", "refusal": null, "content": [
+        {"type": "text", "text": "see", "cache_control": {"type": "ephemeral"}}
+    ]}]);
+    let rich = EvaluationId::new();
+    let mut system = entry(rich, 0, Message::system("r"));
+    system.created_at = at(900);
+    store.append(&key(), &system).unwrap();
+    let mut user =
+        entry(rich, 1, curator_model::formats::openai::to_messages(&wire).unwrap()[0].clone());
+    user.created_at = at(901);
+    store.append(&key(), &user).unwrap();
+    let before = store.snapshot().unwrap();
+    let json = before.to_json().unwrap();
+    let copy = factory();
+    copy.restore_json(&json).unwrap();
+    assert_eq!(copy.snapshot().unwrap(), before, "a valid snapshot round-trips");
+
+    let garbled = |from: &str, to: &str| {
+        assert!(json.contains(from), "the sample has no {from}");
+        json.replacen(from, to, 1)
+    };
+    for (what, text, expected) in [
+        (
+            "top",
+            garbled("{\"format\"", "{\"Format\":0,\"format\""),
+            "the document: unknown field `Format`",
+        ),
+        (
+            "sessions",
+            garbled("\"sessions\"", "\"Sessions\""),
+            "the document: unknown field `Sessions`",
+        ),
+        ("evaluation id", garbled("\"sessions\":{\"", "\"sessions\":{\"x"), "sessions: "),
+        ("entry", garbled("\"turn\":", "\"Turn\":"), "entries[0]: unknown field `Turn`"),
+        (
+            "prompt",
+            garbled("\"prompt\":{\"ns\"", "\"prompt\":{\"namespace\""),
+            "entries[0].prompt: unknown field `namespace`",
+        ),
+        (
+            "message",
+            garbled("\"content\":", "\"Content\":"),
+            "entries[0].message: unknown field `Content`",
+        ),
+        (
+            "tool call",
+            garbled("\"arguments\":", "\"args\":"),
+            "entries[2].message.tool_calls[0]: unknown field `args`",
+        ),
+        (
+            "content part",
+            garbled("\"text\":\"see\"", "\"txt\":\"see\""),
+            ".message.content[0]: unknown field `txt`",
+        ),
+        (
+            "provider fields",
+            garbled("\"fields\":", "\"Fields\":"),
+            ".message.content[0].extra: unknown field `Fields`",
+        ),
+        ("checkpoint", garbled("\"document\":", "\"doc\":"), "checkpoints[0]: unknown field `doc`"),
+    ] {
+        match store.restore_json(&text) {
+            Err(Error::SnapshotRestore { kind: SnapshotErrorKind::Malformed, reason, .. }) => {
+                assert!(reason.contains(expected), "{what}: expected `{expected}` in `{reason}`");
+            }
+            other => panic!("{what}: expected a malformed restore error, got {other:?}"),
         }
         assert_eq!(store.snapshot().unwrap(), before, "{what}: the store changed");
     }

@@ -451,6 +451,51 @@ impl PgServer {
         );
         String::from_utf8_lossy(&output.stdout).trim().to_owned()
     }
+
+    /// Creates the login role `role` with `password`, and makes the server ask it for that
+    /// password over TCP (a `scram-sha-256` line ahead of the `trust` lines of
+    /// `pg_hba.conf`): for tests of how clients find passwords. Returns once the server
+    /// refuses the role without a password.
+    ///
+    /// # Panics
+    ///
+    /// When the role cannot be created, `pg_hba.conf` cannot be rewritten, or the server
+    /// still lets the role in without a password after 10 s.
+    pub fn password_role(&self, role: &str, password: &str) {
+        static HBA: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        self.psql("postgres", &format!("CREATE ROLE {role} LOGIN PASSWORD '{password}'"));
+        let hba = PathBuf::from(self.psql("postgres", "SHOW hba_file"));
+        {
+            let _one_at_a_time = HBA.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let old = std::fs::read_to_string(&hba)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", hba.display()));
+            let line = format!("host all {role} 127.0.0.1/32 scram-sha-256\n");
+            std::fs::write(&hba, line + &old)
+                .unwrap_or_else(|e| panic!("cannot write {}: {e}", hba.display()));
+        }
+        self.psql("postgres", "SELECT pg_reload_conf()");
+        let refused = || {
+            self.command("psql")
+                .args(["-X", "-w", "-q", "-h", "127.0.0.1", "-d", "postgres", "-c", "SELECT 1"])
+                .arg("-U")
+                .arg(role)
+                .arg("-p")
+                .arg(self.port.to_string())
+                .env_remove("PGPASSWORD")
+                .env("PGPASSFILE", "/nonexistent")
+                .stdin(Stdio::null())
+                .output()
+                .is_ok_and(|o| !o.status.success())
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !refused() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server still lets {role} in without a password"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for PgServer {

@@ -17,6 +17,7 @@ mod memory;
 mod pipes;
 mod postgres;
 mod prune;
+mod read_only;
 mod report;
 
 use std::path::{Path, PathBuf};

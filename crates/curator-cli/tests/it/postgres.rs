@@ -40,3 +40,45 @@ fn replay_inspect_and_trace_take_a_postgres_url() {
         "no evaluation or loop session of session `carol`",
     );
 }
+
+#[test]
+fn the_password_comes_from_pgpassfile_or_the_home_folders_pgpass() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let Some(server) = PgServer::shared() else { return };
+    let role = format!("cli_pgpass_{}", std::process::id());
+    server.password_role(&role, "pa:ss");
+    server.psql("postgres", &format!("CREATE DATABASE {role} OWNER {role}"));
+    let url = format!("postgres://{role}@127.0.0.1:{}/{role}", server.port());
+    let dir = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let pgpass = dir.path().join("pgpass");
+    std::fs::write(&pgpass, format!("127.0.0.1:{}:{role}:{role}:pa\\:ss\n", server.port()))
+        .unwrap();
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let runs = keyed_runs(dir.path());
+    // A child process of its own environment: no password but the files named here.
+    let run = |args: &[&str], passfile: Option<&std::path::Path>| {
+        let mut command = crate::command();
+        command
+            .args(args)
+            .env_remove("PGPASSWORD")
+            .env_remove("PGPASSFILE")
+            .env("HOME", home.path());
+        if let Some(file) = passfile {
+            command.env("PGPASSFILE", file);
+        }
+        command.output().unwrap()
+    };
+    let out = run(&["replay", runs.to_str().unwrap(), "--db", &url], Some(&pgpass));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // No password anywhere: refused.
+    fails_with(&run(&["inspect", &url], None), 2, "password missing");
+    // `~/.pgpass`, read when PGPASSFILE is not set.
+    std::fs::copy(&pgpass, home.path().join(".pgpass")).unwrap();
+    let out = run(&["inspect", &url], None);
+    assert!(text(&out.stdout).contains("2 evaluations"), "{}", text(&out.stderr));
+    // A file others may read is ignored.
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
+    fails_with(&run(&["inspect", &url], Some(&pgpass)), 2, "password missing");
+}

@@ -7,6 +7,7 @@ mod claims;
 mod conformance;
 mod fencing;
 mod opening;
+mod pgpass;
 mod redaction;
 mod restart;
 mod rows;

@@ -180,3 +180,102 @@ fn the_store_works_and_drops_inside_a_tokio_runtime() {
         drop(store);
     });
 }
+
+/// Every schema of `database` and its tables, as the catalog lists them.
+fn catalog(server: &PgServer, database: &str) -> String {
+    server.psql(
+        database,
+        "SELECT string_agg(schema_name, ',' ORDER BY schema_name) FROM information_schema.schemata
+         UNION ALL
+         SELECT string_agg(table_schema || '.' || table_name, ',' ORDER BY table_schema, table_name)
+         FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema')",
+    )
+}
+
+#[test]
+fn a_read_only_store_never_creates_a_schema() {
+    let Some(server) = PgServer::shared() else { return };
+    // A database of its own: other tests create schemas in `postgres` meanwhile.
+    let database = format!("empty_{}", fresh_schema());
+    server.psql("postgres", &format!("CREATE DATABASE {database}"));
+    let options = || PgOptions::from_url(&server.url_for(&database)).unwrap();
+    let before = catalog(server, &database);
+    match PgStore::open_read_only(options()) {
+        Err(e @ Error::NoSchema { .. }) => {
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "no curator schema `curator` in database `{database}`: not a curator store (nothing was created)"
+                )
+            );
+            assert_eq!(e.kind(), StoreErrorKind::NotFound);
+        }
+        other => panic!("expected NoSchema, got {other:?}"),
+    }
+    assert_eq!(catalog(server, &database), before, "nothing was created");
+    // An empty schema (no tables) is no curator store either, and is left empty.
+    server.psql(&database, "CREATE SCHEMA curator");
+    let before = catalog(server, &database);
+    assert!(matches!(PgStore::open_read_only(options()), Err(Error::NoSchema { .. })));
+    assert_eq!(catalog(server, &database), before);
+}
+
+#[test]
+fn a_read_only_store_refuses_foreign_and_newer_schemas() {
+    let Some(server) = PgServer::shared() else { return };
+    let foreign = fresh_schema();
+    server.psql(
+        "postgres",
+        &format!("CREATE SCHEMA {foreign}; CREATE TABLE {foreign}.orders (id int)"),
+    );
+    assert!(matches!(
+        PgStore::open_read_only(options(server, &foreign)),
+        Err(Error::ForeignSchema { tables: 1, .. })
+    ));
+    let newer = fresh_schema();
+    drop(PgStore::open(options(server, &newer)).unwrap());
+    server.psql("postgres", &format!("UPDATE {newer}.schema_version SET version = 99"));
+    assert!(matches!(
+        PgStore::open_read_only(options(server, &newer)),
+        Err(Error::NewerSchema { found: 99, .. })
+    ));
+}
+
+#[test]
+fn a_read_only_store_reads_and_the_server_refuses_its_writes() {
+    let Some(server) = PgServer::shared() else { return };
+    let schema = fresh_schema();
+    let writer = PgStore::open(options(server, &schema)).unwrap();
+    let key = curator_session::SessionKey::new("alice");
+    let evaluation = curator_model::EvaluationId::new();
+    let entry = curator_model::Entry::builder(evaluation, curator_model::Message::system("s"))
+        .build()
+        .unwrap();
+    writer.append(&key, &entry).unwrap();
+    writer.put_checkpoint("loop", &serde_json::json!({"i": 1})).unwrap();
+
+    let reader = PgStore::open_read_only(options(server, &schema).with_pool_size(2)).unwrap();
+    assert_eq!(reader.evaluations_of(&key).unwrap().len(), 1);
+    assert_eq!(reader.entries(evaluation).unwrap(), vec![entry.clone()]);
+    assert_eq!(reader.snapshot().unwrap(), writer.snapshot().unwrap());
+    let before = server.psql("postgres", &format!("SELECT count(*) FROM {schema}.entries"));
+    let other = curator_model::Entry::builder(
+        curator_model::EvaluationId::new(),
+        curator_model::Message::system("s"),
+    )
+    .build()
+    .unwrap();
+    for refused in [
+        reader.append(&key, &other).map(drop),
+        reader.append_batch(&key, std::slice::from_ref(&other)).map(drop),
+        reader.put_checkpoint("loop", &serde_json::json!(2)).map(drop),
+    ] {
+        let e = refused.unwrap_err();
+        assert!(
+            matches!(e, curator_session::Error::Store { kind: StoreErrorKind::ReadOnly, .. }),
+            "{e:?}"
+        );
+    }
+    assert_eq!(server.psql("postgres", &format!("SELECT count(*) FROM {schema}.entries")), before);
+    assert_eq!(reader.checkpoint("loop").unwrap().unwrap().version, 1);
+}

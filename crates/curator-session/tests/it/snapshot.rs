@@ -68,7 +68,7 @@ fn corrupt_snapshots_are_refused_with_a_reason() {
     );
     refused(
         r#"{"format": "curator.session.snapshot", "version": 1, "entries": [{"id": 5}], "checkpoints": []}"#,
-        "not a valid snapshot",
+        "entries[0]: invalid type: integer `5`",
     );
     let store = MemoryStore::new();
     let entry = Entry::builder(EvaluationId::new(), Message::system("s")).build().unwrap();
