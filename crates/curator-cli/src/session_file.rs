@@ -54,8 +54,7 @@ pub(crate) fn open_read_only(location: &Path) -> Result<Box<dyn SessionStore>> {
             .with_context(|| format!("cannot open the database {}", name(location)))?;
         return Ok(Box::new(store));
     }
-    let store = SqliteStore::open_read_only(location)
-        .with_context(|| format!("cannot open session file {}", location.display()))?;
+    let store = SqliteStore::open_read_only(location).context("cannot open the session file")?;
     Ok(Box::new(store))
 }
 
@@ -90,10 +89,7 @@ impl Recorder {
     pub(crate) fn open(path: &Path, again: bool) -> Result<Self> {
         let store: Box<dyn SessionStore> = match url(path) {
             Some(url) => Box::new(open_postgres(url, path)?),
-            None => Box::new(
-                SqliteStore::open(path)
-                    .with_context(|| format!("cannot open session file {}", path.display()))?,
-            ),
+            None => Box::new(SqliteStore::open(path).context("cannot open the session file")?),
         };
         let known = store
             .evaluations()?

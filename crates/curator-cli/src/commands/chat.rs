@@ -172,8 +172,7 @@ struct Unsent {
 
 impl Unsent {
     fn new(args: &ChatArgs, redact: bool) -> Result<Self> {
-        let store = SqliteStore::open(&args.db)
-            .with_context(|| format!("cannot open the session file {}", args.db.display()))?;
+        let store = SqliteStore::open(&args.db).context("cannot open the session file")?;
         Ok(Self {
             store,
             checkpoint: format!("curator.chat.unsent/{}", args.session),
@@ -219,8 +218,7 @@ fn build(args: &ChatArgs) -> Result<ConversationLoop> {
             args.base_url
         );
     }
-    let store = SqliteStore::open(&args.db)
-        .with_context(|| format!("cannot open the session file {}", args.db.display()))?;
+    let store = SqliteStore::open(&args.db).context("cannot open the session file")?;
     let mut model = OpenAiChat::new(&args.base_url, &args.model)
         .with_timeout(Duration::from_secs(args.timeout.max(1)));
     if let Some(system) = system_prompt(&store, args)? {

@@ -85,8 +85,7 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
                 location.display()
             );
         }
-        let store = SqliteStore::open(location)
-            .with_context(|| format!("cannot open session file {}", location.display()))?;
+        let store = SqliteStore::open(location).context("cannot open the session file")?;
         let report = prune(&store, &rule, dry_run)?;
         if vacuum && !dry_run {
             let before = on_disk(location);

@@ -186,7 +186,7 @@ fn errors_are_one_clear_message_and_exit_2() {
     fails_with(
         &curator(&["inspect", dir.path().join("missing.db").to_str().unwrap()]),
         2,
-        "cannot open session file",
+        "cannot open the session file",
     );
 }
 

@@ -45,3 +45,29 @@ fn a_worker_past_its_lease_is_fenced_once_another_claims_the_session() {
     second.release().unwrap();
     assert!(matches!(b.add_user("b3"), Err(Error::Fenced { current: None, .. })));
 }
+
+#[test]
+fn the_async_face_is_fenced_too() {
+    use std::sync::Arc;
+    let Some(store) = store() else { return };
+    let store = Arc::new(store);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let key = SessionKey::new("ticket-8");
+        let first = store.claim(&key, Duration::from_millis(200)).unwrap();
+        let conversation = Conversation::open(
+            Arc::clone(&store),
+            key.clone(),
+            PromptRef::new("d", "a"),
+            Message::system("s"),
+        )
+        .unwrap()
+        .with_fence(first.fence().unwrap());
+        let mut a = curator_session::AsyncConversation::new(conversation);
+        a.add_user("a1").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let _second = store.claim(&key, Duration::from_secs(30)).unwrap();
+        let err = a.add_user("a2").await.unwrap_err();
+        assert!(matches!(err, Error::Fenced { .. }), "{err}");
+    });
+}
