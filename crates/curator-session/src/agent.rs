@@ -465,10 +465,10 @@ impl Agent {
                     conversation.add_user_keyed_after_unanswered(message_id, text)?
                 }
                 // A tool stopped it: its call needs a result before any new message.
-                AgentOutcome::Stopped { call_id, tool, reason } => {
+                AgentOutcome::Stopped { .. } => {
                     return Err(Error::TurnInProgress {
                         key: message_id.to_owned(),
-                        waiting: stopped_waiting(&call_id, &tool, &reason),
+                        waiting: STOPPED_WAITING,
                     });
                 }
             },
@@ -562,8 +562,16 @@ impl Agent {
                         .unwrap_or_else(|| Message::assistant(""));
                     return Ok(AgentOutcome::Answered(answer));
                 }
-                // Not after a recorded user message; said for completeness.
-                NextStep::WaitForUser => return Ok(AgentOutcome::MaxTurns),
+                // Only the system message is recorded: there is nothing to answer (a run
+                // starts after a user message is recorded, so this says the record changed
+                // under the agent).
+                NextStep::WaitForUser => {
+                    return Err(Error::WrongRole {
+                        call: "Agent::ask",
+                        expected: "a user message to answer",
+                        found: Role::System,
+                    });
+                }
             }
         }
     }
@@ -619,9 +627,8 @@ impl Agent {
 }
 
 /// What a new message waits for when the earlier turn was stopped by a tool.
-fn stopped_waiting(_call_id: &str, _tool: &str, _reason: &str) -> &'static str {
-    "the result of a call a tool stopped (ask again with the earlier message's id to resume it)"
-}
+const STOPPED_WAITING: &str =
+    "the result of a call a tool stopped (ask again with the earlier message's id to resume it)";
 
 /// `reply` with every tool call id that is empty, repeated in the reply, or already in the
 /// record replaced by a fresh one (`<id>~<n>`): some servers reuse ids (`call_0` every
