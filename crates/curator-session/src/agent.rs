@@ -74,8 +74,9 @@ impl AgentOutcome {
     }
 }
 
+#[derive(Clone)]
 struct Parts {
-    model: Box<dyn ModelClient>,
+    model: Arc<dyn ModelClient>,
     tools: Tools,
     system: String,
     prompt: PromptRef,
@@ -173,7 +174,7 @@ impl Agent {
     pub fn new(model: impl ModelClient + 'static, tools: Tools) -> Self {
         Self {
             parts: Arc::new(Parts {
-                model: Box::new(model),
+                model: Arc::new(model),
                 tools,
                 system: String::new(),
                 prompt: PromptRef::new("agent", "default"),
@@ -190,23 +191,8 @@ impl Agent {
     }
 
     fn with(self, change: impl FnOnce(&mut Parts)) -> Self {
-        let mut parts = match Arc::try_unwrap(self.parts) {
-            Ok(parts) => parts,
-            Err(shared) => Parts {
-                model: Box::new(SharedModel(Arc::clone(&shared))),
-                tools: shared.tools.clone(),
-                system: shared.system.clone(),
-                prompt: shared.prompt.clone(),
-                pipeline: shared.pipeline.clone(),
-                built: OnceLock::new(),
-                max_turns: shared.max_turns,
-                policy: shared.policy,
-                redactor: shared.redactor.clone(),
-                claim_lease: shared.claim_lease,
-                claim_wait: shared.claim_wait,
-                locks: Arc::clone(&shared.locks),
-            },
-        };
+        // A clone's parts are copied (the model and the per-key locks stay shared).
+        let mut parts = Arc::unwrap_or_clone(self.parts);
         change(&mut parts);
         parts.built = OnceLock::new();
         Self { parts: Arc::new(parts) }
@@ -639,8 +625,21 @@ fn with_fresh_ids(reply: Message, record: &[Message]) -> Message {
     if calls.is_empty() {
         return reply;
     }
-    let mut taken: HashSet<String> =
-        record.iter().flat_map(|m| m.tool_calls().iter().map(|c| c.id().to_owned())).collect();
+    // Only the record's ids that a reply's id, or a fresh one made from it, could meet (not
+    // a set of every id of the record on every reply): the reply's ids, and them plus `~`.
+    let bases: Vec<&str> =
+        calls.iter().map(|c| if c.id().is_empty() { "call" } else { c.id() }).collect();
+    let mut taken: HashSet<String> = record
+        .iter()
+        .flat_map(Message::tool_calls)
+        .map(curator_model::ToolCall::id)
+        .filter(|id| {
+            bases.iter().any(|base| {
+                id.strip_prefix(base).is_some_and(|rest| rest.is_empty() || rest.starts_with('~'))
+            })
+        })
+        .map(str::to_owned)
+        .collect();
     let mut fresh: Vec<Option<String>> = Vec::with_capacity(calls.len());
     for call in calls {
         let id = call.id();
@@ -665,16 +664,4 @@ fn with_fresh_ids(reply: Message, record: &[Message]) -> Message {
 
 fn renew(claim: Option<&Claim>) -> Result<()> {
     claim.map_or(Ok(()), Claim::renew)
-}
-
-/// A model shared with another agent (an agent changed after it was cloned).
-struct SharedModel(Arc<Parts>);
-
-impl ModelClient for SharedModel {
-    fn complete(
-        &self,
-        request: &ModelRequest<'_>,
-    ) -> std::result::Result<crate::client::ModelReply, crate::client::ClientError> {
-        self.0.model.complete(request)
-    }
 }
