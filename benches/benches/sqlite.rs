@@ -101,9 +101,52 @@ fn batches_and_reads(c: &mut Criterion) {
                 BatchSize::LargeInput,
             );
         });
+        row_checksums(&mut group, "row_checksum/corpus_10k", &messages);
     }
     store::read(&mut group, "read/10k", &store, 10_000);
+    // The same messages `read/10k` reads: written in batches of 1,000.
+    let read: Vec<Message> = (0..10_000u64)
+        .step_by(1_000)
+        .flat_map(|from| entries(EvaluationId::new(), from, 1_000))
+        .map(|e| e.message)
+        .collect();
+    row_checksums(&mut group, "row_checksum/read_10k", &read);
     group.finish();
+}
+
+/// The row checksum alone (written on every append, verified on every read) over the rows
+/// of `messages`: its share of the append and read scenarios of the same rows is its cost,
+/// measured apart from the noise of the disk.
+fn row_checksums(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    id: &str,
+    messages: &[Message],
+) {
+    let evaluation = EvaluationId::new();
+    let rows: Vec<(Vec<u8>, String)> = messages
+        .iter()
+        .map(|m| {
+            let id = EvaluationId::new().as_uuid().as_bytes().to_vec();
+            (id, serde_json::to_string(m).expect("json"))
+        })
+        .collect();
+    group.throughput(Throughput::Bytes(rows.iter().map(|(_, json)| json.len() as u64).sum()));
+    group.bench_function(id, |b| {
+        b.iter(|| {
+            rows.iter().zip(0i64..).fold(0i64, |acc, ((id, json), i)| {
+                acc ^ curator_session::rows::row_checksum(
+                    id,
+                    evaluation.as_uuid().as_bytes(),
+                    i,
+                    1,
+                    None,
+                    None,
+                    1_700_000_000_000_000_000,
+                    black_box(json),
+                )
+            })
+        });
+    });
 }
 
 fn opening(c: &mut Criterion) {

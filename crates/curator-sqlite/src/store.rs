@@ -769,12 +769,14 @@ impl SessionStore for SqliteStore {
                 self.checksum_column
             ))
             .map_err(store_error)?;
-        let rows = statement
+        // Each row is checked and decoded as it is read, while its bytes are still in the
+        // cache (collecting the rows first made the checksum and the JSON parser read them
+        // back from memory).
+        statement
             .query_map([evaluation.as_uuid().as_bytes().as_slice()], raw)
             .map_err(store_error)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(store_error)?;
-        rows.into_iter().map(RawEntry::into_entry).collect()
+            .map(|row| row.map_err(store_error)?.into_entry())
+            .collect()
     }
 
     fn evaluations(&self) -> SessionResult<Vec<EvaluationSummary>> {
