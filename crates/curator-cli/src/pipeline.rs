@@ -39,23 +39,21 @@ pub(crate) enum SummarizerArg {
     Extractive,
 }
 
-/// The default pipeline's `--truncate-tools`.
-const DEFAULT_TRUNCATE_TOOLS: usize = curator::strategies::DEFAULT_TOOL_RESULT_CHARS;
 /// The default pipeline's `--max-tokens`.
 const DEFAULT_MAX_TOKENS: u64 = 32_000;
 
 /// What runs with no pipeline flag and no `--config`, for `--help`.
 pub(crate) fn default_pipeline_help() -> String {
     format!(
-        "With no pipeline flag and no --config, the pipeline is --redact --truncate-tools \
-         {DEFAULT_TRUNCATE_TOOLS} --max-tokens {DEFAULT_MAX_TOKENS} --relevance."
+        "With no pipeline flag and no --config, the pipeline is --redact --max-tokens \
+         {DEFAULT_MAX_TOKENS} --relevance (long tool results cut to their beginning and end \
+         only when the view does not fit)."
     )
 }
 
 /// Pipeline options. Flags compose in this order, whatever order they are given in:
 /// redact, truncate tool results, summarize, window, turns, token budget. With no flag and no
-/// `--config`, the default pipeline is `--redact --truncate-tools 4000 --max-tokens 32000
-/// --relevance`.
+/// `--config`, the default pipeline is `--redact --max-tokens 32000 --relevance`.
 /// Every token budget reserves `--reserve N` tokens plus the tokens of the input's `tools`
 /// schemas, when it has them (counted with the same counter, see [`Pipelines`]).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -145,7 +143,6 @@ impl PipelineArgs {
         if !self.any_flag() {
             let defaults = PipelineArgs {
                 redact: true,
-                truncate_tools: Some(DEFAULT_TRUNCATE_TOOLS),
                 max_tokens: Some(DEFAULT_MAX_TOKENS),
                 relevance: true,
                 ..self.clone()
@@ -190,6 +187,7 @@ impl PipelineArgs {
                     head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
                     recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
                     fold_note: true,
+                    cut_tool_results: true,
                 }
             } else {
                 StrategyConfig::TokenBudget {

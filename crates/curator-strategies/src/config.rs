@@ -16,7 +16,7 @@ use crate::{
 /// | `sliding_window` | `window_size` |
 /// | `tool_result_truncator` | `max_length`, `suffix` (optional) |
 /// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`), `head_share` (0.5) |
-/// | `relevance_budget` | as `token_budget` but `head_share` (0.25), and `recent_share` (0.85), `fold_note` (true) |
+/// | `relevance_budget` | as `token_budget` but `head_share` (0.25), and `recent_share` (0.85), `fold_note` (true), `cut_tool_results` (true) |
 /// | `turn_limit` | `max_turns` |
 /// | `tool_filter` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]), `essentials` (200) |
@@ -103,6 +103,10 @@ pub enum StrategyConfig {
         /// Whether to leave the folded-history note.
         #[serde(default = "yes")]
         fold_note: bool,
+        /// Whether long tool results are cut to their beginning and end when the view does
+        /// not fit (see [`RelevanceBudget::with_tool_result_cut`]).
+        #[serde(default = "yes")]
+        cut_tool_results: bool,
     },
     /// [`TurnLimit`]; also accepted as `truncate_turns`.
     #[serde(alias = "truncate_turns")]
@@ -339,16 +343,12 @@ impl Tokenizer {
     }
 }
 
-/// The most characters of a tool result the default pipeline keeps before the budget
-/// (see [`StrategyConfig::default_pipeline`]).
-pub const DEFAULT_TOOL_RESULT_CHARS: usize = 4_000;
-
 impl StrategyConfig {
     /// The default pipeline, the one `curator replay` and `curator curate` run without
-    /// options: secrets redacted (the built-in rules), each tool result cut to
-    /// [`DEFAULT_TOOL_RESULT_CHARS`] characters, then a relevance-aware token budget of
-    /// `max_tokens` that keeps the system messages, the task and the newest unit and folds
-    /// what it leaves out into a note. Tokens are counted exactly (`o200k_base`) when the
+    /// options: secrets redacted (the built-in rules), then a relevance-aware token budget of
+    /// `max_tokens` that keeps the system messages, the task and the newest unit, cuts long
+    /// tool results to their beginning and end only when the view does not fit, and folds
+    /// what it leaves out into a note (see [`RelevanceBudget`]). Tokens are counted exactly (`o200k_base`) when the
     /// crate is built with the `tiktoken` feature (the facade's default), else estimated.
     ///
     /// # Examples
@@ -370,10 +370,6 @@ impl StrategyConfig {
         StrategyConfig::Compose {
             steps: vec![
                 StrategyConfig::Redactor { builtin: true, patterns: BTreeMap::default() },
-                StrategyConfig::ToolResultTruncator {
-                    max_length: DEFAULT_TOOL_RESULT_CHARS,
-                    suffix: None,
-                },
                 StrategyConfig::RelevanceBudget {
                     max_tokens,
                     reserve: 0,
@@ -381,6 +377,7 @@ impl StrategyConfig {
                     head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
                     recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
                     fold_note: true,
+                    cut_tool_results: true,
                 },
             ],
         }
@@ -518,12 +515,14 @@ impl StrategyConfig {
                 head_share,
                 recent_share,
                 fold_note,
+                cut_tool_results,
             } => Box::new(
                 RelevanceBudget::new(*max_tokens)
                     .with_reserve(*reserve)
                     .with_head_share(*head_share)?
                     .with_recent_share(*recent_share)?
                     .with_fold_note(*fold_note)
+                    .with_tool_result_cut(*cut_tool_results)
                     .with_counter(tokenizer.counter()?),
             ),
             StrategyConfig::TurnLimit { max_turns } => Box::new(TurnLimit::new(*max_turns)),

@@ -76,9 +76,7 @@ mod window;
 pub use budget::{MIN_TASK_TOKENS, TokenBudget};
 pub use clear::ClearOldToolResults;
 pub use combinators::HistoryManagerExt;
-pub use config::{
-    DEFAULT_TOOL_RESULT_CHARS, Registry, StrategyConfig, SummarizerConfig, Tokenizer,
-};
+pub use config::{Registry, StrategyConfig, SummarizerConfig, Tokenizer};
 pub use context::CurationContext;
 pub use error::{Error, Result, Shortfall};
 pub use events::{
@@ -91,7 +89,9 @@ pub use manager::{HistoryManager, Passthrough, Then};
 pub use map::MessageMap;
 pub use observed::Observed;
 pub use redact::Redactor;
-pub use relevance::{MAX_NOTE_TOKENS, RelevanceBudget};
+pub use relevance::{
+    MAX_NOTE_TOKENS, MAX_TOOL_RESULT_CHARS, MIN_TOOL_RESULT_CHARS, RelevanceBudget,
+};
 #[cfg(feature = "openai-compatible")]
 pub use summarize::OpenAiCompatible;
 pub use summarize::{

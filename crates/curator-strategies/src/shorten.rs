@@ -19,9 +19,10 @@ const ARGUMENT_NOTE: &str = "…[shortened]";
 const HEAD_SHARE: u64 = 2;
 const SHARES: u64 = 3;
 /// With [`Marks::Terms`], the share of a cut text's room that names the part cut. Over
-/// `../shared/corpus`, 0.3 keeps more evidence than 0.15 at a 2,000-token budget and as much
-/// at 4,000 and 8,000 (see `docs/benchmarks.md`).
-const NAMING_SHARE: f64 = 0.3;
+/// `../shared/corpus`, 0.3 kept more evidence than 0.15 at a 2,000-token budget and as much
+/// at 4,000 and 8,000; with the budget's own cut of tool results, 0.5 keeps more than 0.3 at
+/// 2,000 and 4,000 tokens and as much as 0.7 (see `docs/benchmarks.md`).
+const NAMING_SHARE: f64 = 0.5;
 /// Where the terms of a cut text's middle are named.
 const NAMING_OPEN: &str = "[the part cut named: ";
 

@@ -331,7 +331,7 @@ fn strings(value: &Value, each: &mut impl FnMut(&str)) {
 }
 
 /// Words that mark a line as reporting a failure.
-const ERROR_MARKS: &[&str] =
+pub(crate) const ERROR_MARKS: &[&str] =
     &["error", "Error", "ERROR", "FAILED", "failed", "panicked", "Traceback", "Exception", "fatal"];
 
 /// The longest line [`essentials`] quotes, in characters.

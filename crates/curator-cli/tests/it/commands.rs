@@ -374,9 +374,6 @@ fn replay_and_curate_help_name_the_default_pipeline() {
         let out = curator(&[command, "--help"]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let help = text(&out.stdout);
-        assert!(
-            help.contains("--redact --truncate-tools 4000 --max-tokens 32000 --relevance"),
-            "{command}: {help}"
-        );
+        assert!(help.contains("--redact --max-tokens 32000 --relevance"), "{command}: {help}");
     }
 }

@@ -1,6 +1,7 @@
 //! `RelevanceBudget`: a token budget that keeps, besides the newest units, the older units
 //! that matter most to the present, and leaves a note of what it folded away.
 
+mod ends;
 mod fold;
 mod score;
 
@@ -21,6 +22,16 @@ use crate::{
 /// The most tokens the folded-history note takes, whatever the budget.
 pub const MAX_NOTE_TOKENS: u64 = 1_000;
 
+/// The longest a tool result stays, in characters, when the view does not fit its budget
+/// (rule 1): a text over `available` characters, and over this at any budget, keeps its
+/// beginning and its end. Over `../shared/corpus`, 3,000 keeps more evidence than 4,000 at
+/// 2,000 tokens and sends fewer tokens at 8,000 (within 5% of what the token budget alone
+/// sends, see `docs/benchmarks.md`).
+pub const MAX_TOOL_RESULT_CHARS: usize = 3_000;
+
+/// The shortest a tool result is cut to, in characters, however small the budget.
+pub const MIN_TOOL_RESULT_CHARS: usize = 400;
+
 /// Keeps the pinned head, the newest units, and then the older units most relevant to the
 /// present, within a token budget; what it leaves out is listed in one compact note.
 ///
@@ -32,7 +43,15 @@ pub const MAX_NOTE_TOKENS: u64 = 1_000;
 /// room it keeps, the distinctive [`terms`](crate::terms) of the part cut from its middle:
 /// `[the part cut named: …]` after the note of how much was cut.
 ///
-/// 1. When everything fits, nothing changes.
+/// 1. When everything fits, nothing changes. Otherwise **long tool results are cut first**
+///    (unless [`with_tool_result_cut(false)`](Self::with_tool_result_cut)): each text over
+///    `available` characters (at most [`MAX_TOOL_RESULT_CHARS`], at least
+///    [`MIN_TOOL_RESULT_CHARS`]) keeps its beginning (two thirds) and its end (a third, from
+///    the start of a line), and between them a note of how many characters were cut that
+///    names what the cut part held: its failure lines (`error`, `FAILED`, `panicked`, ...),
+///    then its distinctive [`terms`](crate::terms) (paths, identifiers, numbers) that the
+///    ends do not show. Errors, results and answers sit at the ends of outputs; a
+///    conversation that fits is never cut.
 /// 2. **The newest units** take `recent_share` (0.85 by default) of the body's room (what the
 ///    head leaves), newest first and contiguous; the newest unit is always among them.
 /// 3. **The folded-history note** takes up to a third of the body's room (at most
@@ -86,6 +105,7 @@ pub struct RelevanceBudget {
     budget: TokenBudget,
     recent_share: f64,
     fold_note: bool,
+    cut_tool_results: bool,
 }
 
 impl RelevanceBudget {
@@ -104,7 +124,12 @@ impl RelevanceBudget {
         let budget = TokenBudget::new(max_tokens)
             .with_known_head_share(Self::DEFAULT_HEAD_SHARE)
             .with_named_cuts();
-        Self { budget, recent_share: Self::DEFAULT_RECENT_SHARE, fold_note: true }
+        Self {
+            budget,
+            recent_share: Self::DEFAULT_RECENT_SHARE,
+            fold_note: true,
+            cut_tool_results: true,
+        }
     }
 
     /// Holds back `reserve` tokens for tool schemas and the reply.
@@ -149,6 +174,39 @@ impl RelevanceBudget {
         self
     }
 
+    /// Whether long tool results are cut to their beginning and end when the view does not
+    /// fit (rule 1; on by default).
+    ///
+    /// # Examples
+    ///
+    /// A 20,000-character output whose answer is on its last line: the budget keeps the
+    /// line.
+    ///
+    /// ```
+    /// use curator::model::{Message, ToolCall};
+    /// use curator::strategies::{CurationContext, HistoryManagerExt, RelevanceBudget};
+    ///
+    /// let output = format!("{}\nanswer: 42", "noise line\n".repeat(2_000));
+    /// let messages = vec![
+    ///     Message::user("Run the job."),
+    ///     Message::assistant_with_calls(None, vec![ToolCall::new("c0", "run", "{}")]),
+    ///     Message::tool_result("c0", output),
+    ///     Message::user("What was the answer?"),
+    /// ];
+    /// let budget = RelevanceBudget::new(2_000);
+    /// let view = budget.curate_messages(&messages, &CurationContext::default())?;
+    /// assert!(view[2].text().ends_with("answer: 42"));
+    /// let plain = budget.with_tool_result_cut(false);
+    /// let view = plain.curate_messages(&messages, &CurationContext::default())?;
+    /// assert!(view.iter().all(|m| !m.text().contains("characters cut by curator")));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_tool_result_cut(mut self, on: bool) -> Self {
+        self.cut_tool_results = on;
+        self
+    }
+
     /// Counts with `counter`.
     #[must_use]
     pub fn with_counter(mut self, counter: impl TokenCounter + 'static) -> Self {
@@ -188,6 +246,20 @@ impl HistoryManager for RelevanceBudget {
     fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
         let counter = self.budget.counter();
         let available = self.budget.available().saturating_sub(counter.reply_priming());
+        let tally = view.tally(counter);
+        let fits = tally.range(0..view.len()) <= available;
+        drop(tally);
+        if fits {
+            return self.budget.curate(view, ctx);
+        }
+        // Rule 1: long tool results cut to their ends, then the rest as before.
+        let view = if self.cut_tool_results {
+            let max = usize::try_from(available).unwrap_or(usize::MAX);
+            let max = max.clamp(MIN_TOOL_RESULT_CHARS, MAX_TOOL_RESULT_CHARS);
+            view.with_map(Arc::new(ends::EndsCut::new(max)))
+        } else {
+            view
+        };
         let tally = view.tally(counter);
         if tally.range(0..view.len()) <= available {
             drop(tally);

@@ -25,14 +25,17 @@ fn leaf() -> impl Strategy<Value = StrategyConfig> {
                 head_share: 0.5,
             }
         }),
-        (0u64..3_000, 0u64..300, 0.0f64..=1.0, any::<bool>()).prop_map(
-            |(max_tokens, reserve, recent_share, fold_note)| StrategyConfig::RelevanceBudget {
-                max_tokens,
-                reserve,
-                tokenizer: curator_strategies::Tokenizer::Estimate,
-                head_share: 0.5,
-                recent_share,
-                fold_note,
+        (0u64..3_000, 0u64..300, 0.0f64..=1.0, any::<bool>(), any::<bool>()).prop_map(
+            |(max_tokens, reserve, recent_share, fold_note, cut_tool_results)| {
+                StrategyConfig::RelevanceBudget {
+                    max_tokens,
+                    reserve,
+                    tokenizer: curator_strategies::Tokenizer::Estimate,
+                    head_share: 0.5,
+                    recent_share,
+                    fold_note,
+                    cut_tool_results,
+                }
             }
         ),
         (0usize..6).prop_map(|max_turns| StrategyConfig::TurnLimit { max_turns }),

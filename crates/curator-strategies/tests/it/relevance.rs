@@ -3,7 +3,7 @@
 use curator_model::{Message, Role, ToolCall, validate};
 use curator_strategies::{
     CharEstimate, CurationContext, Error, Event, History, HistoryManager, HistoryManagerExt,
-    MemorySink, RelevanceBudget, TokenBudget, TokenCounter, View,
+    MemorySink, RelevanceBudget, StrategyConfig, TokenBudget, TokenCounter, View,
 };
 use curator_testkit::arb;
 use proptest::prelude::*;
@@ -222,7 +222,8 @@ fn the_note_names_what_the_newest_units_left_out_held_before_what_recurs() {
 }
 
 /// The newest tool result is too long for the budget: both budgets keep its beginning and
-/// end; relevance also names what the cut middle held, the token budget alone does not.
+/// end; relevance also names what the cut middle held (its failure line), the token budget
+/// alone does not.
 #[test]
 fn a_shortened_newest_result_names_what_its_cut_middle_held() {
     let output = format!(
@@ -245,10 +246,69 @@ fn a_shortened_newest_result_names_what_its_cut_middle_held() {
     let last = |view: &[Message]| view.last().unwrap().text().into_owned();
     let (named, plain) = (last(&relevance), last(&recency));
     assert!(named.starts_with("ok line") && named.ends_with("done line\n"), "{named}");
-    assert!(named.contains("[the part cut named: retry_budget, config/settings.toml"), "{named}");
+    // The budget's cut of long tool results quotes the failure line of the cut middle.
+    assert!(
+        named.contains(
+            "the cut part held: error: missing field `retry_budget` in config/settings.toml"
+        ),
+        "{named}"
+    );
     assert!(!plain.contains("retry_budget") && !plain.contains("part cut named"), "{plain}");
+    // Without its own cut, the budget's shortening names the middle's terms.
+    let uncut = RelevanceBudget::new(800).with_tool_result_cut(false);
+    let uncut = uncut.curate_messages(&messages, &ctx).unwrap();
+    let uncut = last(&uncut);
+    assert!(uncut.contains("[the part cut named: retry_budget, config/settings.toml"), "{uncut}");
     let counter = CharEstimate::default();
     let tokens: u64 =
         relevance.iter().map(|m| counter.count_message(m)).sum::<u64>() + counter.reply_priming();
     assert!(tokens <= 800, "{tokens}");
+}
+
+/// An agent's output with its answer at the end (as in a corpus transcript: `flag{...}` at
+/// character 24,482 of 24,653).
+fn run_with_the_answer_at_the_end() -> Vec<Message> {
+    let mut output: String = (0..)
+        .map(|i| format!("scanning block {i}: nothing here\n"))
+        .scan(0, |len, line| {
+            *len += line.len();
+            (*len <= 24_400).then_some(line)
+        })
+        .collect();
+    output.push_str("found: flag{curator_keeps_the_end}\n");
+    vec![
+        Message::system("You are a security agent."),
+        Message::user("Find the flag in the binary."),
+        Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new("c1", "scan", r#"{"path": "a.out"}"#)],
+        ),
+        Message::tool_result("c1", output),
+        Message::assistant("Let me read it back."),
+        Message::user("What is the flag?"),
+    ]
+}
+
+#[test]
+fn a_conversation_that_fits_is_never_cut_by_the_default_pipeline() {
+    let messages = run_with_the_answer_at_the_end();
+    let pipeline = StrategyConfig::default_pipeline(32_000).build().unwrap();
+    let view = pipeline.curate_messages(&messages, &CurationContext::default()).unwrap();
+    assert_eq!(view, messages);
+}
+
+#[test]
+fn a_long_output_keeps_its_end_when_the_budget_cuts_it() {
+    let messages = run_with_the_answer_at_the_end();
+    let ctx = CurationContext::default();
+    for budget in [1_500, 3_000, 6_000] {
+        let pipeline = StrategyConfig::default_pipeline(budget).build().unwrap();
+        let view = pipeline.curate_messages(&messages, &ctx).unwrap();
+        let result = view.iter().find(|m| m.role() == Role::Tool).unwrap();
+        let text = result.text();
+        assert!(text.contains("flag{curator_keeps_the_end}"), "{budget}: {text}");
+        assert!(text.starts_with("scanning block 0"), "{budget}");
+        assert!(text.contains("characters cut by curator"), "{budget}");
+        assert_eq!(view.last(), messages.last());
+    }
 }

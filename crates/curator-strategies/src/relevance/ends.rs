@@ -1,0 +1,239 @@
+//! The budget's own cut of long tool results: the beginning and the end kept, and between
+//! them a note naming what the cut middle held.
+
+use curator_model::{Content, Message, Part, Role};
+
+use crate::map::stable_hash;
+use crate::shorten::floor_grapheme;
+use crate::terms::ERROR_MARKS;
+use crate::{History, MessageMap};
+
+/// Of the characters kept around the note, the share of the beginning; the end gets the
+/// rest. Over `../shared/corpus` two thirds keeps as much evidence as a half at 4,000 tokens
+/// and more than four fifths (see `docs/benchmarks.md`).
+const HEAD_SHARE: f64 = 2.0 / 3.0;
+
+/// The most of a cut text's characters that the names of its cut middle take (less when
+/// fewer names are needed). Over `../shared/corpus` at 4,000 tokens, 0.55 keeps more
+/// evidence than 0.25 or 0.4 (see `docs/benchmarks.md`).
+const NAMING_SHARE: f64 = 0.55;
+
+/// The longest failure line quoted from a cut middle, in characters.
+const MAX_LINE: usize = 120;
+
+/// How far (in bytes) the end kept may start later, to begin with a whole line.
+const LINE_SLACK: usize = 200;
+
+/// The characters of the note's fixed words and count, reserved from the cut text's room.
+const NOTE_CHARS: usize = 100;
+
+/// Cuts every tool-result text over `max_chars` characters to about `max_chars`: its
+/// beginning, a note saying how many characters were cut and naming what the cut part held
+/// (its failure lines, then its distinctive terms that the kept ends do not show), and its
+/// end. A lazy, memoised [`MessageMap`].
+#[derive(Debug)]
+pub(crate) struct EndsCut {
+    max_chars: usize,
+    key: u64,
+}
+
+impl EndsCut {
+    pub(crate) fn new(max_chars: usize) -> Self {
+        let key = stable_hash(&[b"relevance_budget.ends_cut", &max_chars.to_le_bytes()]);
+        Self { max_chars, key }
+    }
+
+    /// `text` cut, or `None` when it is within `max_chars` characters.
+    pub(crate) fn cut(&self, text: &str) -> Option<String> {
+        let total = text.chars().count();
+        if total <= self.max_chars {
+            return None;
+        }
+        let naming_room = share(NAMING_SHARE, self.max_chars);
+        let ends = self.max_chars.saturating_sub(naming_room + NOTE_CHARS);
+        let head_chars = share(HEAD_SHARE, ends);
+        let tail_chars = ends - head_chars;
+        let head_end = floor_grapheme(text, byte_at(text, head_chars));
+        let tail_start = line_start(text, byte_at(text, total - tail_chars), head_end);
+        let (head, middle, tail) =
+            (&text[..head_end], &text[head_end..tail_start], &text[tail_start..]);
+        let names = name(middle, head, tail, naming_room);
+        let cut = middle.chars().count();
+        let mut out = String::with_capacity(head.len() + tail.len() + names.len() + NOTE_CHARS);
+        out.push_str(head);
+        out.push_str("\n[… ");
+        out.push_str(&cut.to_string());
+        out.push_str(" characters cut by curator to fit the token budget");
+        if !names.is_empty() {
+            out.push_str("; the cut part held: ");
+            out.push_str(&names);
+        }
+        out.push_str(" …]\n");
+        out.push_str(tail);
+        Some(out)
+    }
+}
+
+/// `share` of `of`, rounded down.
+fn share(share: f64, of: usize) -> usize {
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "a share of a text's length: small, and rounding down is meant"
+    )]
+    let n = (share * of as f64) as usize;
+    n.min(of)
+}
+
+/// The byte index of the `chars`-th character of `text` (its length past the end).
+fn byte_at(text: &str, chars: usize) -> usize {
+    text.char_indices().nth(chars).map_or(text.len(), |(i, _)| i)
+}
+
+/// Where the end kept starts: `at` on a grapheme boundary (not before `floor`), moved on to
+/// the start of the next line when that is within [`LINE_SLACK`] bytes, so that the end
+/// begins with a whole line (and keeps no more than its share).
+fn line_start(text: &str, at: usize, floor: usize) -> usize {
+    let at = floor_grapheme(text, at).max(floor);
+    if at == 0 || text.as_bytes().get(at - 1) == Some(&b'\n') {
+        return at;
+    }
+    match text[at..].find('\n') {
+        Some(nl) if nl < LINE_SLACK && at + nl + 1 < text.len() => at + nl + 1,
+        _ => at,
+    }
+}
+
+/// What `middle` held, in at most `room` characters: its failure lines (up to three, each
+/// cut to [`MAX_LINE`]), then its distinctive terms, in order, that `head`, `tail`, those
+/// lines and a term already named do not show.
+fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
+    let mut out = String::new();
+    let mut size = 0;
+    let failures =
+        middle.lines().map(str::trim).filter(|l| ERROR_MARKS.iter().any(|m| l.contains(m))).take(3);
+    for line in failures {
+        let line = match line.char_indices().nth(MAX_LINE - 1) {
+            Some((at, _)) => format!("{}…", &line[..at]),
+            None => line.to_owned(),
+        };
+        let cost = line.chars().count() + 3;
+        if size + cost > room {
+            break;
+        }
+        if !out.is_empty() {
+            out.push_str(" | ");
+        }
+        out.push_str(&line);
+        size += cost;
+    }
+    let mut terms: Vec<&str> = Vec::new();
+    crate::terms::scan(middle, &mut |term| {
+        let shown = head.contains(term) || tail.contains(term) || out.contains(term);
+        if shown || terms.iter().any(|t| t.contains(term)) {
+            return true;
+        }
+        let cost = term.chars().count() + 2;
+        if size + cost > room {
+            return false;
+        }
+        size += cost;
+        terms.push(term);
+        true
+    });
+    if !terms.is_empty() {
+        if !out.is_empty() {
+            out.push_str(" | ");
+        }
+        out.push_str("terms: ");
+        out.push_str(&terms.join(", "));
+    }
+    out
+}
+
+impl MessageMap for EndsCut {
+    fn map(
+        &self,
+        message: &Message,
+        _pos: Option<usize>,
+        _history: &History<'_>,
+    ) -> Option<Message> {
+        if message.role() != Role::Tool {
+            return None;
+        }
+        let new = match message.content()? {
+            Content::Text(text) => Content::Text(self.cut(text)?),
+            Content::Parts(parts) => {
+                let mut changed = false;
+                let parts = parts
+                    .iter()
+                    .map(|part| match part {
+                        Part::Text { text, extra } => match self.cut(text) {
+                            Some(cut) => {
+                                changed = true;
+                                Part::Text { text: cut, extra: extra.clone() }
+                            }
+                            None => part.clone(),
+                        },
+                        _ => part.clone(),
+                    })
+                    .collect();
+                if !changed {
+                    return None;
+                }
+                Content::Parts(parts)
+            }
+        };
+        Some(message.clone_with_content(Some(new)))
+    }
+
+    fn memo_key(&self, _pos: usize) -> Option<u64> {
+        Some(self.key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_output_keeps_its_beginning_and_its_end_and_names_its_middle() {
+        use std::fmt::Write as _;
+
+        let mut text = String::from("$ cargo test\n");
+        for i in 0..400 {
+            let _ = writeln!(text, "line {i} of the output, nothing to see");
+            if i == 200 {
+                text.push_str("thread 'parse_binary' panicked at src/grammar/parser_core.rs:214\n");
+            }
+        }
+        text.push_str("flag{the_answer_at_the_end}\n");
+        let cut = EndsCut::new(2_000).cut(&text).unwrap();
+        assert!(cut.chars().count() <= 2_000, "{} characters", cut.chars().count());
+        assert!(cut.starts_with("$ cargo test\nline 0 of"));
+        assert!(cut.ends_with("flag{the_answer_at_the_end}\n"));
+        assert!(cut.contains("panicked at src/grammar/parser_core.rs:214"), "{cut}");
+        assert!(cut.contains("characters cut by curator"));
+        // The end begins with a whole line.
+        let tail = cut.rsplit(" …]\n").next().unwrap();
+        assert!(tail.starts_with("line "), "{tail}");
+    }
+
+    #[test]
+    fn a_short_output_is_left_alone() {
+        assert_eq!(EndsCut::new(100).cut("short"), None);
+        assert_eq!(EndsCut::new(5).cut("short"), None);
+    }
+
+    #[test]
+    fn a_cut_falls_on_grapheme_boundaries() {
+        let family = "👨\u{200d}👩\u{200d}👧";
+        let text = family.repeat(2_000);
+        let cut = EndsCut::new(500).cut(&text).unwrap();
+        let (head, rest) = cut.split_once("\n[… ").unwrap();
+        let tail = rest.rsplit(" …]\n").next().unwrap();
+        assert!(head.is_empty() || head.ends_with('👧'), "{head:?}");
+        assert!(tail.is_empty() || tail.starts_with('👨'), "{tail:?}");
+    }
+}
