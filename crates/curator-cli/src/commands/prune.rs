@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
-use curator::postgres::PgStore;
+use curator::postgres::{PgOptions, PgStore};
 use curator::session::{Prune, Pruned, SessionKey, prune};
 use curator::sqlite::SqliteStore;
 
@@ -84,33 +84,47 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
     let rule = rule.prune(Utc::now())?;
     let name = session_file::name(location);
     let mut out = String::new();
+    // Each store is first opened read-only, which refuses a missing or empty file, another
+    // application's database or a database without curator's schema without writing: a
+    // prune never creates a store. A dry run reads through it and nothing else.
     let report = if let Some(url) = session_file::url(location) {
-        let store: PgStore = session_file::open_postgres(url, location)?;
-        let report = prune(&store, &rule, dry_run)?;
-        if vacuum && !dry_run {
-            store.vacuum()?;
-            let _ = writeln!(out, "vacuumed: the space of deleted rows goes to new rows");
+        let options = PgOptions::from_url(url)
+            .with_context(|| format!("cannot use the database URL {name}"))?
+            .with_pool_size(1);
+        let reader = PgStore::open_read_only(options)
+            .with_context(|| format!("cannot open the database {name}"))?;
+        if dry_run {
+            prune(&reader, &rule, true)?
+        } else {
+            drop(reader);
+            let store: PgStore = session_file::open_postgres(url, location)?;
+            let report = prune(&store, &rule, false)?;
+            if vacuum {
+                store.vacuum()?;
+                let _ = writeln!(out, "vacuumed: the space of deleted rows goes to new rows");
+            }
+            report
         }
-        report
     } else {
-        if !location.is_file() {
-            bail!(
-                "no session file at {}: nothing to prune (nothing was created)",
-                location.display()
-            );
+        let reader =
+            SqliteStore::open_read_only(location).context("cannot open the session file")?;
+        if dry_run {
+            prune(&reader, &rule, true)?
+        } else {
+            drop(reader);
+            let store = SqliteStore::open(location).context("cannot open the session file")?;
+            let report = prune(&store, &rule, false)?;
+            if vacuum {
+                let before = on_disk(location);
+                store.vacuum()?;
+                let after = on_disk(location);
+                let _ = writeln!(
+                    out,
+                    "vacuumed: {before} bytes before, {after} after (the file and its log)"
+                );
+            }
+            report
         }
-        let store = SqliteStore::open(location).context("cannot open the session file")?;
-        let report = prune(&store, &rule, dry_run)?;
-        if vacuum && !dry_run {
-            let before = on_disk(location);
-            store.vacuum()?;
-            let after = on_disk(location);
-            let _ = writeln!(
-                out,
-                "vacuumed: {before} bytes before, {after} after (the file and its log)"
-            );
-        }
-        report
     };
     Ok(summary(&name, &report) + &out)
 }

@@ -81,8 +81,24 @@ fn bad_rules_and_missing_files_are_refused_and_nothing_is_created() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.db");
     let output = curator(&["prune", missing.to_str().unwrap(), "--keep-last", "1"]);
-    fails_with(&output, 2, "no session file at");
+    fails_with(&output, 2, "no session file here");
     assert!(!missing.exists());
+    // An empty file is no store either: neither a dry run nor a prune makes it one.
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    for dry in [true, false] {
+        let mut args = vec!["prune", empty.to_str().unwrap(), "--key", "a"];
+        args.extend(dry.then_some("--dry-run"));
+        fails_with(&curator(&args), 2, "no session file here");
+        assert_eq!(std::fs::read(&empty).unwrap(), b"", "dry run {dry}: the file was written");
+    }
+    let names = |dir: &std::path::Path| {
+        let mut names: Vec<_> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(dir.path()), ["empty.db"], "something was left beside the file");
     let db = dir.path().join("s.db");
     sessions(&db);
     fails_with(&curator(&["prune", db.to_str().unwrap()]), 2, "say what to prune");
