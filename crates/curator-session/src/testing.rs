@@ -96,7 +96,8 @@ macro_rules! claim_conformance_tests {
             pruning_deletes_what_it_names_and_never_a_claimed_session,
             pruning_keeps_the_last_evaluations_and_drops_the_old_while_others_write,
             pruning_decides_under_the_claim,
-            fenced_appends_are_refused_once_the_claim_was_taken
+            fenced_appends_are_refused_once_the_claim_was_taken,
+            fenced_appends_are_refused_once_the_claim_was_released
         );
     };
 }
@@ -1049,4 +1050,24 @@ pub fn pruning_decides_under_the_claim<S: SessionStore + crate::ClaimStore>(
     assert_eq!(kept.len(), 1, "three evaluations, the newest kept");
     assert!(!bob.contains(&kept[0]));
     assert_eq!(report.evaluations.len(), 2);
+}
+
+/// An append under a claim's fence is refused once that claim was released, even when no
+/// other claim took the session since.
+pub fn fenced_appends_are_refused_once_the_claim_was_released<
+    S: SessionStore + crate::ClaimStore,
+>(
+    factory: &dyn Fn() -> S,
+) {
+    let store = factory();
+    let job = SessionKey::new("job");
+    let claim = store.claim(&job, LEASE).unwrap();
+    let Some(fence) = claim.fence() else { return };
+    let evaluation = EvaluationId::new();
+    store.append_batch_fenced(&job, &[entry(evaluation, 0, Message::system("s"))], &fence).unwrap();
+    claim.release().unwrap();
+    let refused =
+        store.append_batch_fenced(&job, &[entry(evaluation, 1, Message::user("late"))], &fence);
+    assert!(matches!(refused, Err(Error::Fenced { .. })), "after release: {refused:?}");
+    assert_eq!(store.entries(evaluation).unwrap().len(), 1);
 }

@@ -720,7 +720,11 @@ impl SessionStore for SqliteStore {
             .and_then(|mut s| s.query_row(params![key.as_str()], |r| r.get(0)).optional())
             .map_err(store_error)?;
         let current = current.and_then(|c| u64::try_from(c).ok());
-        if current != Some(fence.token) || fence.key != *key {
+        // The token stays the key's newest after its claim ends, until another claim takes
+        // the next one: a claim must also hold the key now (no other can take the lock
+        // without a newer token, read in this transaction).
+        if current != Some(fence.token) || fence.key != *key || !crate::claims::is_held(self, key)?
+        {
             return Err(curator_session::Error::Fenced {
                 key: key.clone(),
                 token: fence.token,
