@@ -721,10 +721,12 @@ impl SessionStore for SqliteStore {
             .map_err(store_error)?;
         let current = current.and_then(|c| u64::try_from(c).ok());
         // The token stays the key's newest after its claim ends, until another claim takes
-        // the next one: a claim must also hold the key now (no other can take the lock
-        // without a newer token, read in this transaction).
-        if current != Some(fence.token) || fence.key != *key || !crate::claims::is_held(self, key)?
-        {
+        // the next one, so a claim must also hold the key's lock now. A claim that took the
+        // lock meanwhile takes its token after this transaction, and reads what it appended.
+        let held =
+            current == Some(fence.token) && fence.key == *key && crate::claims::is_held(self, key)?;
+        if !held {
+            let current = current.filter(|&c| c != fence.token);
             return Err(curator_session::Error::Fenced {
                 key: key.clone(),
                 token: fence.token,
