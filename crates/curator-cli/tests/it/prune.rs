@@ -89,7 +89,7 @@ fn bad_rules_and_missing_files_are_refused_and_nothing_is_created() {
     for dry in [true, false] {
         let mut args = vec!["prune", empty.to_str().unwrap(), "--key", "a"];
         args.extend(dry.then_some("--dry-run"));
-        fails_with(&curator(&args), 2, "no session file here");
+        fails_with(&curator(&args), 2, "the file is empty: no session file here");
         assert_eq!(std::fs::read(&empty).unwrap(), b"", "dry run {dry}: the file was written");
     }
     let names = |dir: &std::path::Path| {

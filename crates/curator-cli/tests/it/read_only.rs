@@ -44,7 +44,7 @@ fn inspect_and_trace_leave_a_foreign_or_empty_sqlite_file_as_it_was() {
     let before = files(dir.path());
     for (file, message) in [
         (&foreign, "orders.sqlite: a SQLite database of another application"),
-        (&empty, "empty.db: opening read-only: not found"),
+        (&empty, "empty.db: opening read-only: not found: the file is empty"),
     ] {
         for command in reading_commands(file.to_str().unwrap()) {
             fails_with(&curator(&command), 2, message);
