@@ -94,13 +94,17 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
         let reader = PgStore::open_read_only(options)
             .with_context(|| format!("cannot open the database {name}"))?;
         if dry_run {
-            prune(&reader, &rule, true)?
+            prune(&reader, &rule, true).with_context(|| format!("cannot read {name}"))?
         } else {
             drop(reader);
             let store: PgStore = session_file::open_postgres(url, location)?;
-            let report = prune(&store, &rule, false)?;
+            let report = prune(&store, &rule, false).with_context(|| {
+                format!("cannot prune {name} (each session is pruned whole or not at all)")
+            })?;
             if vacuum {
-                store.vacuum()?;
+                store
+                    .vacuum()
+                    .with_context(|| format!("cannot vacuum {name} (the prune is done)"))?;
                 let _ = writeln!(out, "vacuumed: the space of deleted rows goes to new rows");
             }
             report
@@ -109,14 +113,18 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
         let reader =
             SqliteStore::open_read_only(location).context("cannot open the session file")?;
         if dry_run {
-            prune(&reader, &rule, true)?
+            prune(&reader, &rule, true).with_context(|| format!("cannot read {name}"))?
         } else {
             drop(reader);
             let store = SqliteStore::open(location).context("cannot open the session file")?;
-            let report = prune(&store, &rule, false)?;
+            let report = prune(&store, &rule, false).with_context(|| {
+                format!("cannot prune {name} (each session is pruned whole or not at all)")
+            })?;
             if vacuum {
                 let before = on_disk(location);
-                store.vacuum()?;
+                store
+                    .vacuum()
+                    .with_context(|| format!("cannot vacuum {name} (the prune is done)"))?;
                 let after = on_disk(location);
                 let _ = writeln!(
                     out,
