@@ -7,8 +7,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use curator::conversation_loop::{SavedLoop, saved_loops};
 use curator::postgres::{PgOptions, PgStore};
-use curator::session::{Prune, Pruned, SessionKey, prune};
+use curator::session::{Prune, Pruned, SessionKey, SessionStore, prune};
 use curator::sqlite::SqliteStore;
 
 use crate::output::plural;
@@ -84,6 +85,7 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
     let rule = rule.prune(Utc::now())?;
     let name = session_file::name(location);
     let mut out = String::new();
+    let loops;
     // Each store is first opened read-only, which refuses a missing or empty file, another
     // application's database or a database without curator's schema without writing: a
     // prune never creates a store. A dry run reads through it and nothing else.
@@ -93,6 +95,7 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
             .with_pool_size(1);
         let reader = PgStore::open_read_only(options)
             .with_context(|| format!("cannot open the database {name}"))?;
+        loops = loops_of(&reader, &rule)?;
         if dry_run {
             prune(&reader, &rule, true).with_context(|| format!("cannot read {name}"))?
         } else {
@@ -112,6 +115,7 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
     } else {
         let reader =
             SqliteStore::open_read_only(location).context("cannot open the session file")?;
+        loops = loops_of(&reader, &rule)?;
         if dry_run {
             prune(&reader, &rule, true).with_context(|| format!("cannot read {name}"))?
         } else {
@@ -134,7 +138,23 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
             report
         }
     };
+    for saved in loops {
+        let _ = writeln!(
+            out,
+            "  left alone: loop session `{}` (loop `{}`, {} turns): prune deletes evaluations, not a loop's saved turns",
+            SessionKey::new(saved.key.as_str()).shortened(80),
+            saved.name,
+            saved.state.turns.len()
+        );
+    }
     Ok(summary(&name, &report) + &out)
+}
+
+/// The loop sessions (`curator chat` among them) of the key a `--key` prune erases: their
+/// saved turns are checkpoints, which a prune does not delete, so it says so.
+fn loops_of(store: &dyn SessionStore, rule: &Prune) -> Result<Vec<SavedLoop>> {
+    let Prune::Session(key) = rule else { return Ok(Vec::new()) };
+    Ok(saved_loops(store)?.into_iter().filter(|l| l.key == key.as_str()).collect())
 }
 
 /// The bytes of a SQLite file and its write-ahead log.
