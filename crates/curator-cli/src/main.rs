@@ -114,7 +114,7 @@ enum Command {
         /// A SQLite session file, or a PostgreSQL database's `postgres://` URL.
         #[arg(value_name = "FILE|URL")]
         db: PathBuf,
-        /// Delete everything of this session key.
+        /// Delete the evaluations of this session key.
         #[arg(long)]
         key: Option<String>,
         /// Keep the newest N evaluations of each session, delete the rest.

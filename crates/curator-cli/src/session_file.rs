@@ -20,18 +20,33 @@ pub(crate) fn url(location: &Path) -> Option<&str> {
     location.to_str().filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
 }
 
-/// How to name `location` in messages: a file's path, or a URL without its password.
+/// How to name `location` in messages: a file's path, or a URL without its password (the
+/// one after the user name, and a `password` parameter of the query).
 pub(crate) fn name(location: &Path) -> String {
-    match url(location) {
-        Some(url) => match (url.find("://"), url.rfind('@')) {
-            (Some(scheme), Some(at)) if url[scheme + 3..at].contains(':') => {
-                let user_end = scheme + 3 + url[scheme + 3..at].find(':').unwrap_or(0);
-                format!("{}:***{}", &url[..user_end], &url[at..])
-            }
-            _ => url.to_owned(),
-        },
-        None => location.display().to_string(),
+    let Some(url) = url(location) else { return location.display().to_string() };
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut out = match (base.find("://"), base.rfind('@')) {
+        (Some(scheme), Some(at)) if base[scheme + 3..at].contains(':') => {
+            let user_end = scheme + 3 + base[scheme + 3..at].find(':').unwrap_or(0);
+            format!("{}:***{}", &base[..user_end], &base[at..])
+        }
+        _ => base.to_owned(),
+    };
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if key == "password" => format!("{key}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
     }
+    out
 }
 
 /// Opens a PostgreSQL store (creating its tables when the schema has none).
@@ -131,5 +146,30 @@ impl Recorder {
         self.store.append_batch(&SessionKey::new(id.clone()), &entries)?;
         self.known.insert(id.clone(), evaluation);
         Ok(Recorded::New { evaluation, id, messages: entries.len() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(location: &str, expected: &str) {
+        assert_eq!(name(Path::new(location)), expected);
+    }
+
+    #[test]
+    fn passwords_are_left_out_of_names() {
+        check("s.db", "s.db");
+        check("postgres://u@h/db", "postgres://u@h/db");
+        check("postgres://u:hunter2@h/db", "postgres://u:***@h/db");
+        check("postgres://u:p@ss@h/db?sslmode=require", "postgres://u:***@h/db?sslmode=require");
+        check(
+            "postgres://u@h/db?sslmode=require&password=hunter2",
+            "postgres://u@h/db?sslmode=require&password=***",
+        );
+        check("postgresql://u:a@h/db?password=b&x=1", "postgresql://u:***@h/db?password=***&x=1");
+        // A `@` or `:` in the query is not the user's password.
+        check("postgres://u@h/db?passfile=/a:b@c", "postgres://u@h/db?passfile=/a:b@c");
     }
 }

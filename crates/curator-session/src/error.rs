@@ -155,9 +155,10 @@ pub enum Error {
 
     /// An append under a claim ([`SessionStore::append_batch_fenced`](crate::SessionStore::append_batch_fenced))
     /// whose token is no longer the session's: another worker claimed the session since
-    /// (this one stalled past its lease). Nothing was appended, in the same transaction as
-    /// the check: stop driving the session.
-    #[error("session `{key}`: this worker's claim (token {token}) was taken over{}; nothing was appended", .current.map(|c| format!(" (the session's token is {c})")).unwrap_or_default())]
+    /// (this one stalled past its lease), or the claim ended and none holds the session
+    /// (`current` is `None`). Nothing was appended, in the same transaction as the check:
+    /// stop driving the session.
+    #[error("session `{key}`: this worker's claim (token {token}) {}; nothing was appended", .current.map_or_else(|| "ended (no claim holds the session)".to_owned(), |c| format!("was taken over (the session's token is {c})")))]
     Fenced {
         /// The session.
         key: SessionKey,

@@ -46,8 +46,10 @@ const PRUNE_LEASE: Duration = Duration::from_mins(1);
 /// Deletes what `rule` names from `store`: the evaluations (their messages, their start
 /// marks) of each session concerned, one session at a time, each under a claim on it, so
 /// that a session a worker drives (a live claim) is never touched: it is listed in
-/// [`Pruned::claimed`] and left whole. With `dry_run`, nothing is claimed or deleted and the
-/// report says what would go. Reclaiming the space is the store's (`SqliteStore::vacuum`;
+/// [`Pruned::claimed`] and left whole. What goes is decided again under the claim, so an
+/// evaluation a worker wrote to after the listing is judged by what it holds then. With
+/// `dry_run`, nothing is claimed or deleted and the report says what would go (a session
+/// held now is listed among what would go: a dry run does not look at claims). Reclaiming the space is the store's (`SqliteStore::vacuum`;
 /// PostgreSQL's autovacuum, or `PgStore::vacuum`).
 ///
 /// A worker that writes without claiming the session can still append to a session while
@@ -101,22 +103,14 @@ pub fn prune<S: SessionStore + ClaimStore>(
         by_key.entry(summary.key.clone()).or_default().push(summary);
     }
     let mut report = Pruned { dry_run, ..Pruned::default() };
-    for (key, mut evaluations) in by_key {
-        let victims: Vec<EvaluationSummary> = match rule {
-            Prune::Session(_) => evaluations,
-            Prune::KeepLast(keep) => {
-                // Newest first by start; the ones past `keep` go.
-                evaluations.sort_by_key(|e| std::cmp::Reverse(e.first_at));
-                evaluations.into_iter().skip(*keep).collect()
-            }
-            Prune::OlderThan(before) => {
-                evaluations.into_iter().filter(|e| e.last_at < *before).collect()
-            }
-        };
-        if victims.is_empty() {
+    for (key, evaluations) in by_key {
+        let listed = victims(rule, evaluations);
+        if listed.is_empty() {
             continue;
         }
-        if !dry_run {
+        let victims = if dry_run {
+            listed
+        } else {
             let claim = match store.claim(&key, PRUNE_LEASE) {
                 Ok(claim) => claim,
                 Err(Error::Claimed { .. }) => {
@@ -125,13 +119,34 @@ pub fn prune<S: SessionStore + ClaimStore>(
                 }
                 Err(e) => return Err(e),
             };
+            // Decided again under the claim: between the listing and the claim a worker
+            // may have appended to an old evaluation or started a newer one.
+            let victims = victims(rule, store.evaluations_of(&key)?);
             let ids: Vec<EvaluationId> = victims.iter().map(|e| e.evaluation_id).collect();
-            store.delete_evaluations(&key, &ids)?;
+            if !ids.is_empty() {
+                store.delete_evaluations(&key, &ids)?;
+            }
             claim.release()?;
-        }
+            victims
+        };
         report.messages += victims.iter().map(|e| e.messages).sum::<u64>();
         report.evaluations.extend(victims);
     }
     report.evaluations.sort_by_key(|e| e.first_at);
     Ok(report)
+}
+
+/// The evaluations of one session that `rule` deletes.
+fn victims(rule: &Prune, mut evaluations: Vec<EvaluationSummary>) -> Vec<EvaluationSummary> {
+    match rule {
+        Prune::Session(_) => evaluations,
+        Prune::KeepLast(keep) => {
+            // Newest first by start; the ones past `keep` go.
+            evaluations.sort_by_key(|e| std::cmp::Reverse(e.first_at));
+            evaluations.into_iter().skip(*keep).collect()
+        }
+        Prune::OlderThan(before) => {
+            evaluations.into_iter().filter(|e| e.last_at < *before).collect()
+        }
+    }
 }

@@ -107,7 +107,7 @@ pub trait SessionStore: Send + Sync {
     /// whole batch otherwise. A worker that stalled past its lease (a pause, a partition)
     /// and comes back after another worker claimed the session can then never append to it.
     ///
-    /// Stores whose claims carry tokens (PostgreSQL, memory) implement it; the default
+    /// Stores whose claims carry tokens (PostgreSQL, SQLite, memory) implement it; the default
     /// refuses every fenced append (a store without such claims cannot check one).
     ///
     /// # Errors

@@ -95,7 +95,9 @@ macro_rules! claim_conformance_tests {
             a_waiting_claim_gets_the_key_once_it_is_released,
             pruning_deletes_what_it_names_and_never_a_claimed_session,
             pruning_keeps_the_last_evaluations_and_drops_the_old_while_others_write,
-            fenced_appends_are_refused_once_the_claim_was_taken
+            pruning_decides_under_the_claim,
+            fenced_appends_are_refused_once_the_claim_was_taken,
+            fenced_appends_are_refused_once_the_claim_was_released
         );
     };
 }
@@ -948,4 +950,124 @@ pub fn fenced_appends_are_refused_once_the_claim_was_taken<S: SessionStore + cra
         .append_batch_fenced(&job, &[entry(evaluation, 1, Message::user("on time"))], &fence)
         .unwrap();
     assert_eq!(store.entries(evaluation).unwrap().len(), 2);
+}
+
+/// What a worker does to the store before a claim is taken.
+type Worker<'s, S> = Box<dyn FnOnce(&S) + Send + 's>;
+
+/// A store whose first claim lets a worker append (`before_claim`) just before it is taken:
+/// what a worker finishing a turn between `prune` listing the sessions and claiming one does.
+struct WorkerBeforeClaim<'s, S> {
+    inner: &'s S,
+    before_claim: std::sync::Mutex<Option<Worker<'s, S>>>,
+}
+
+impl<S: SessionStore> SessionStore for WorkerBeforeClaim<'_, S> {
+    fn append(&self, key: &SessionKey, entry: &Entry) -> crate::Result<Appended> {
+        self.inner.append(key, entry)
+    }
+    fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> crate::Result<Vec<Appended>> {
+        self.inner.append_batch(key, entries)
+    }
+    fn delete_evaluations(
+        &self,
+        key: &SessionKey,
+        evaluations: &[EvaluationId],
+    ) -> crate::Result<u64> {
+        self.inner.delete_evaluations(key, evaluations)
+    }
+    fn entries(&self, evaluation: EvaluationId) -> crate::Result<Vec<Entry>> {
+        self.inner.entries(evaluation)
+    }
+    fn evaluations(&self) -> crate::Result<Vec<EvaluationSummary>> {
+        self.inner.evaluations()
+    }
+    fn evaluations_of(&self, key: &SessionKey) -> crate::Result<Vec<EvaluationSummary>> {
+        self.inner.evaluations_of(key)
+    }
+    fn put_checkpoint(&self, name: &str, document: &serde_json::Value) -> crate::Result<u64> {
+        self.inner.put_checkpoint(name, document)
+    }
+    fn checkpoint(&self, name: &str) -> crate::Result<Option<crate::Checkpoint>> {
+        self.inner.checkpoint(name)
+    }
+    fn snapshot(&self) -> crate::Result<Snapshot> {
+        self.inner.snapshot()
+    }
+    fn restore(&self, snapshot: &Snapshot) -> crate::Result<()> {
+        self.inner.restore(snapshot)
+    }
+}
+
+impl<S: crate::ClaimStore> crate::ClaimStore for WorkerBeforeClaim<'_, S> {
+    fn claim(&self, key: &SessionKey, lease: std::time::Duration) -> crate::Result<crate::Claim> {
+        let worker = self.before_claim.lock().unwrap().take();
+        if let Some(worker) = worker {
+            worker(self.inner);
+        }
+        self.inner.claim(key, lease)
+    }
+}
+
+/// What a prune deletes is decided under its claim, not from the listing before it: an
+/// evaluation a worker appended to between the two is no longer older than the date, and a
+/// newer evaluation it started counts among the last ones kept.
+pub fn pruning_decides_under_the_claim<S: SessionStore + crate::ClaimStore>(
+    factory: &dyn Fn() -> S,
+) {
+    use crate::{Prune, prune};
+    let store = factory();
+    let ann = evaluations_of(&store, "ann", &[0, 100]);
+    let worker = WorkerBeforeClaim {
+        inner: &store,
+        before_claim: std::sync::Mutex::new(Some(Box::new(|store: &S| {
+            let mut late = entry(ann[0], 2, Message::user("still here"));
+            late.created_at = at(1_000);
+            store.append_batch(&SessionKey::new("ann"), &[late]).unwrap();
+        }))),
+    };
+    let report = prune(&worker, &Prune::OlderThan(at(500)), false).unwrap();
+    assert_eq!(store.entries(ann[0]).unwrap().len(), 3, "an evaluation written to was deleted");
+    assert!(store.entries(ann[1]).unwrap().is_empty(), "the old evaluation stayed");
+    let listed: Vec<EvaluationId> = report.evaluations.iter().map(|e| e.evaluation_id).collect();
+    assert_eq!((listed, report.messages), (vec![ann[1]], 2));
+
+    let store = factory();
+    let bob = evaluations_of(&store, "bob", &[0, 100]);
+    let worker = WorkerBeforeClaim {
+        inner: &store,
+        before_claim: std::sync::Mutex::new(Some(Box::new(|store: &S| {
+            evaluations_of(store, "bob", &[200]);
+        }))),
+    };
+    let report = prune(&worker, &Prune::KeepLast(1), false).unwrap();
+    let kept: Vec<EvaluationId> = store
+        .evaluations_of(&SessionKey::new("bob"))
+        .unwrap()
+        .iter()
+        .map(|e| e.evaluation_id)
+        .collect();
+    assert_eq!(kept.len(), 1, "three evaluations, the newest kept");
+    assert!(!bob.contains(&kept[0]));
+    assert_eq!(report.evaluations.len(), 2);
+}
+
+/// An append under a claim's fence is refused once that claim was released, even when no
+/// other claim took the session since.
+pub fn fenced_appends_are_refused_once_the_claim_was_released<
+    S: SessionStore + crate::ClaimStore,
+>(
+    factory: &dyn Fn() -> S,
+) {
+    let store = factory();
+    let job = SessionKey::new("job");
+    let claim = store.claim(&job, LEASE).unwrap();
+    let Some(fence) = claim.fence() else { return };
+    let evaluation = EvaluationId::new();
+    store.append_batch_fenced(&job, &[entry(evaluation, 0, Message::system("s"))], &fence).unwrap();
+    claim.release().unwrap();
+    let refused =
+        store.append_batch_fenced(&job, &[entry(evaluation, 1, Message::user("late"))], &fence);
+    assert!(matches!(refused, Err(Error::Fenced { .. })), "after release: {refused:?}");
+    assert_eq!(store.entries(evaluation).unwrap().len(), 1);
 }

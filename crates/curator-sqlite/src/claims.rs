@@ -84,6 +84,26 @@ impl ClaimStore for SqliteStore {
     }
 }
 
+/// Whether a claim on `key` is held now, by any process (this one included): its lock file
+/// cannot be locked through another open file. A fenced append checks it, so that a worker
+/// whose claim ended (released, or dropped with its process) cannot append under its token
+/// even while no other claim has taken a newer one.
+pub(crate) fn is_held(store: &SqliteStore, key: &SessionKey) -> SessionResult<bool> {
+    let file = match File::open(lock_file(store, key)) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(io_error("opening a claim lock", e)),
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            file.unlock().map_err(|e| io_error("releasing a claim lock", e))?;
+            Ok(false)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => Ok(true),
+        Err(std::fs::TryLockError::Error(e)) => Err(io_error("checking a claim lock", e)),
+    }
+}
+
 /// A held lock.
 #[derive(Debug)]
 struct FileLease {

@@ -311,17 +311,17 @@ impl SqliteStore {
     /// [`NotFound`](StoreErrorKind::NotFound) when there is no session file.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let not_found = || Error::Sqlite {
+        let not_found = |why: &str| Error::Sqlite {
             path: path.to_owned(),
             context: "opening read-only",
             kind: StoreErrorKind::NotFound,
-            source: "no session file here".into(),
+            source: why.into(),
         };
         if !check_place(path)? {
-            return Err(not_found());
+            return Err(not_found("no session file here"));
         }
         if let Raw::Missing = schema::raw_check(path)? {
-            return Err(not_found());
+            return Err(not_found("the file is empty: no session file here"));
         }
         let shared =
             schema::sibling(path, "-wal").exists() || schema::sibling(path, "-shm").exists();
@@ -337,7 +337,7 @@ impl SqliteStore {
         conn.busy_timeout(timeout).map_err(open_error(path, "setting the busy timeout"))?;
         let (header, verdict) = retry_open(timeout, || schema::read(path, &mut conn))?;
         if verdict == Verdict::New {
-            return Err(not_found());
+            return Err(not_found("a SQLite database with nothing in it: no session file here"));
         }
         Ok(Self {
             conn: Mutex::new(conn),
@@ -720,7 +720,13 @@ impl SessionStore for SqliteStore {
             .and_then(|mut s| s.query_row(params![key.as_str()], |r| r.get(0)).optional())
             .map_err(store_error)?;
         let current = current.and_then(|c| u64::try_from(c).ok());
-        if current != Some(fence.token) || fence.key != *key {
+        // The token stays the key's newest after its claim ends, until another claim takes
+        // the next one, so a claim must also hold the key's lock now. A claim that took the
+        // lock meanwhile takes its token after this transaction, and reads what it appended.
+        let held =
+            current == Some(fence.token) && fence.key == *key && crate::claims::is_held(self, key)?;
+        if !held {
+            let current = current.filter(|&c| c != fence.token);
             return Err(curator_session::Error::Fenced {
                 key: key.clone(),
                 token: fence.token,

@@ -5,10 +5,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
-use chrono::{DateTime, NaiveDate, Utc};
-use curator::postgres::PgStore;
-use curator::session::{Prune, Pruned, SessionKey, prune};
+use anyhow::{Context, Result, anyhow, bail};
+use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use curator::conversation_loop::{SavedLoop, saved_loops};
+use curator::postgres::{PgOptions, PgStore};
+use curator::session::{Prune, Pruned, SessionKey, SessionStore, prune};
 use curator::sqlite::SqliteStore;
 
 use crate::output::plural;
@@ -50,19 +51,33 @@ fn before(when: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>> {
     if let Ok(date) = NaiveDate::parse_from_str(when, "%Y-%m-%d") {
         return Ok(date.and_hms_opt(0, 0, 0).map_or(now, |t| t.and_utc()));
     }
-    let (number, unit) = when.split_at(when.len().saturating_sub(1));
-    let seconds: i64 = match unit {
-        "d" => 86_400,
-        "h" => 3_600,
-        "m" => 60,
-        _ => bail!(
+    let not_a_when = || {
+        anyhow!(
             "--older-than `{when}`: not a date (2026-01-31), a time (RFC 3339) or an age (30d, 12h, 90m)"
-        ),
+        )
     };
-    let count: i64 = number.parse().with_context(|| {
-        format!("--older-than `{when}`: not a date, a time or an age (30d, 12h, 90m)")
-    })?;
-    Ok(now - chrono::Duration::seconds(count.saturating_mul(seconds)))
+    // The unit is the last character, which may be any character of the input: split on
+    // a character boundary, and take only plain digits before it (no sign: an age is
+    // never negative, and `-5d` would otherwise mean five days from now).
+    let (number, seconds) = if let Some(number) = when.strip_suffix('d') {
+        (number, 86_400)
+    } else if let Some(number) = when.strip_suffix('h') {
+        (number, 3_600)
+    } else if let Some(number) = when.strip_suffix('m') {
+        (number, 60)
+    } else {
+        return Err(not_a_when());
+    };
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(not_a_when());
+    }
+    number
+        .parse::<i64>()
+        .ok()
+        .and_then(|count| count.checked_mul(seconds))
+        .and_then(TimeDelta::try_seconds)
+        .and_then(|age| now.checked_sub_signed(age))
+        .ok_or_else(|| anyhow!("--older-than `{when}`: an age reaching before the calendar starts"))
 }
 
 /// Prunes the store at `location` by `rule`; `vacuum` gives the space back afterwards.
@@ -70,35 +85,76 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
     let rule = rule.prune(Utc::now())?;
     let name = session_file::name(location);
     let mut out = String::new();
+    let loops;
+    // Each store is first opened read-only, which refuses a missing or empty file, another
+    // application's database or a database without curator's schema without writing: a
+    // prune never creates a store. A dry run reads through it and nothing else.
     let report = if let Some(url) = session_file::url(location) {
-        let store: PgStore = session_file::open_postgres(url, location)?;
-        let report = prune(&store, &rule, dry_run)?;
-        if vacuum && !dry_run {
-            store.vacuum()?;
-            let _ = writeln!(out, "vacuumed: the space of deleted rows goes to new rows");
+        let options = PgOptions::from_url(url)
+            .with_context(|| format!("cannot use the database URL {name}"))?
+            .with_pool_size(1);
+        let reader = PgStore::open_read_only(options)
+            .with_context(|| format!("cannot open the database {name}"))?;
+        loops = loops_of(&reader, &rule)?;
+        if dry_run {
+            prune(&reader, &rule, true).with_context(|| format!("cannot read {name}"))?
+        } else {
+            drop(reader);
+            let store: PgStore = session_file::open_postgres(url, location)?;
+            let report = prune(&store, &rule, false).with_context(|| {
+                format!("cannot prune {name} (each session is pruned whole or not at all)")
+            })?;
+            if vacuum {
+                store
+                    .vacuum()
+                    .with_context(|| format!("cannot vacuum {name} (the prune is done)"))?;
+                let _ = writeln!(out, "vacuumed: the space of deleted rows goes to new rows");
+            }
+            report
         }
-        report
     } else {
-        if !location.is_file() {
-            bail!(
-                "no session file at {}: nothing to prune (nothing was created)",
-                location.display()
-            );
+        let reader =
+            SqliteStore::open_read_only(location).context("cannot open the session file")?;
+        loops = loops_of(&reader, &rule)?;
+        if dry_run {
+            prune(&reader, &rule, true).with_context(|| format!("cannot read {name}"))?
+        } else {
+            drop(reader);
+            let store = SqliteStore::open(location).context("cannot open the session file")?;
+            let report = prune(&store, &rule, false).with_context(|| {
+                format!("cannot prune {name} (each session is pruned whole or not at all)")
+            })?;
+            if vacuum {
+                let before = on_disk(location);
+                store
+                    .vacuum()
+                    .with_context(|| format!("cannot vacuum {name} (the prune is done)"))?;
+                let after = on_disk(location);
+                let _ = writeln!(
+                    out,
+                    "vacuumed: {before} bytes before, {after} after (the file and its log)"
+                );
+            }
+            report
         }
-        let store = SqliteStore::open(location).context("cannot open the session file")?;
-        let report = prune(&store, &rule, dry_run)?;
-        if vacuum && !dry_run {
-            let before = on_disk(location);
-            store.vacuum()?;
-            let after = on_disk(location);
-            let _ = writeln!(
-                out,
-                "vacuumed: {before} bytes before, {after} after (the file and its log)"
-            );
-        }
-        report
     };
+    for saved in loops {
+        let _ = writeln!(
+            out,
+            "  left alone: loop session `{}` (loop `{}`, {} turns): prune deletes evaluations, not a loop's saved turns",
+            SessionKey::new(saved.key.as_str()).shortened(80),
+            saved.name,
+            saved.state.turns.len()
+        );
+    }
     Ok(summary(&name, &report) + &out)
+}
+
+/// The loop sessions (`curator chat` among them) of the key a `--key` prune erases: their
+/// saved turns are checkpoints, which a prune does not delete, so it says so.
+fn loops_of(store: &dyn SessionStore, rule: &Prune) -> Result<Vec<SavedLoop>> {
+    let Prune::Session(key) = rule else { return Ok(Vec::new()) };
+    Ok(saved_loops(store)?.into_iter().filter(|l| l.key == key.as_str()).collect())
 }
 
 /// The bytes of a SQLite file and its write-ahead log.
@@ -149,5 +205,27 @@ mod tests {
         assert_eq!(before("12h", now).unwrap().to_rfc3339(), "2026-11-24T00:00:00+00:00");
         assert_eq!(before("2026-01-31", now).unwrap().to_rfc3339(), "2026-01-31T00:00:00+00:00");
         assert!(before("soon", now).unwrap_err().to_string().contains("not a date"));
+    }
+
+    /// An age that is negative, signed, too large for the calendar, or ends in a character
+    /// of several bytes is refused by name, never a panic nor a time in the future.
+    #[test]
+    fn odd_ages_are_refused() {
+        #[track_caller]
+        fn check(when: &str, expected: &str) {
+            let now = DateTime::parse_from_rfc3339("2026-11-24T12:00:00Z").unwrap();
+            let error = before(when, now.with_timezone(&Utc)).unwrap_err().to_string();
+            assert!(error.contains(expected), "{when}: {error}");
+            assert!(error.contains(&format!("`{when}`")), "{when}: {error}");
+        }
+        check("99999999999d", "before the calendar starts");
+        check("9223372036854775807m", "before the calendar starts");
+        check("-5d", "not a date");
+        check("+5d", "not a date");
+        check("5\u{e9}", "not a date");
+        check("\u{e9}", "not a date");
+        check("d", "not a date");
+        check("", "not a date");
+        check("5 d", "not a date");
     }
 }

@@ -39,6 +39,15 @@ fn replay_inspect_and_trace_take_a_postgres_url() {
         2,
         "no evaluation or loop session of session `carol`",
     );
+
+    // Pruning: a dry run (read-only transactions) says what a prune then deletes.
+    let dry = curator(&["prune", &url, "--key", "alice", "--dry-run"]);
+    assert!(text(&dry.stdout).contains("would delete 1 evaluation"), "{}", text(&dry.stderr));
+    let done = curator(&["prune", &url, "--key", "alice", "--vacuum"]);
+    assert!(text(&done.stdout).contains("deleted 1 evaluation"), "{}", text(&done.stderr));
+    assert!(text(&done.stdout).contains("vacuumed"), "{}", text(&done.stdout));
+    let all = text(&curator(&["inspect", &url]).stdout);
+    assert!(all.contains("1 evaluation") && !all.contains("alice"), "{all}");
 }
 
 #[test]

@@ -81,8 +81,24 @@ fn bad_rules_and_missing_files_are_refused_and_nothing_is_created() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.db");
     let output = curator(&["prune", missing.to_str().unwrap(), "--keep-last", "1"]);
-    fails_with(&output, 2, "no session file at");
+    fails_with(&output, 2, "no session file here");
     assert!(!missing.exists());
+    // An empty file is no store either: neither a dry run nor a prune makes it one.
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    for dry in [true, false] {
+        let mut args = vec!["prune", empty.to_str().unwrap(), "--key", "a"];
+        args.extend(dry.then_some("--dry-run"));
+        fails_with(&curator(&args), 2, "the file is empty: no session file here");
+        assert_eq!(std::fs::read(&empty).unwrap(), b"", "dry run {dry}: the file was written");
+    }
+    let names = |dir: &std::path::Path| {
+        let mut names: Vec<_> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(dir.path()), ["empty.db"], "something was left beside the file");
     let db = dir.path().join("s.db");
     sessions(&db);
     fails_with(&curator(&["prune", db.to_str().unwrap()]), 2, "say what to prune");
@@ -93,4 +109,35 @@ fn bad_rules_and_missing_files_are_refused_and_nothing_is_created() {
     );
     fails_with(&curator(&["prune", db.to_str().unwrap(), "--older-than", "soon"]), 2, "not a date");
     fails_with(&curator(&["prune", db.to_str().unwrap(), "--key", " "]), 2, "only white space");
+}
+
+/// A loop session (`curator chat`) keeps its turns in checkpoints, which a prune does not
+/// delete: erasing its key says so rather than reporting the key gone.
+#[test]
+fn erasing_a_key_names_the_loop_sessions_it_leaves() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let db = db.to_str().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_curator"))
+        .args(["chat", "--base-url", "http://127.0.0.1:9", "--model", "m", "--db", db])
+        .args(["--session", "alice", "--system", "Answer briefly."])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"/quit\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    for dry in [true, false] {
+        let mut args = vec!["prune", db, "--key", "alice"];
+        args.extend(dry.then_some("--dry-run"));
+        let output = curator(&args);
+        let out = text(&output.stdout);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        assert!(out.contains("left alone: loop session `alice` (loop `chat`"), "{out}");
+    }
+    let other = text(&curator(&["prune", db, "--key", "bob"]).stdout);
+    assert!(!other.contains("loop session"), "{other}");
 }

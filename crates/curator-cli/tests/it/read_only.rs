@@ -44,10 +44,15 @@ fn inspect_and_trace_leave_a_foreign_or_empty_sqlite_file_as_it_was() {
     let before = files(dir.path());
     for (file, message) in [
         (&foreign, "orders.sqlite: a SQLite database of another application"),
-        (&empty, "empty.db: opening read-only: not found"),
+        (&empty, "empty.db: opening read-only: not found: the file is empty"),
     ] {
         for command in reading_commands(file.to_str().unwrap()) {
             fails_with(&curator(&command), 2, message);
+        }
+        for dry in [true, false] {
+            let mut prune = vec!["prune", file.to_str().unwrap(), "--key", "alice"];
+            prune.extend(dry.then_some("--dry-run"));
+            fails_with(&curator(&prune), 2, message);
         }
     }
     // The same files (no `-wal`, `-shm` or `-journal` left beside them), byte for byte.
@@ -90,6 +95,12 @@ fn inspect_and_trace_create_nothing_in_a_postgres_database_without_curators_sche
         let url = server.url_for(database);
         for command in reading_commands(&url) {
             fails_with(&curator(&command), 2, &message);
+        }
+        // Nor does a prune, which writes only into a curator store.
+        for dry in [true, false] {
+            let mut prune = vec!["prune", url.as_str(), "--key", "alice"];
+            prune.extend(dry.then_some("--dry-run"));
+            fails_with(&curator(&prune), 2, &message);
         }
         assert_eq!(catalog(server, database), before, "{database}: nothing was created");
     }
