@@ -114,7 +114,8 @@ enum Command {
         /// A SQLite session file, or a PostgreSQL database's `postgres://` URL.
         #[arg(value_name = "FILE|URL")]
         db: PathBuf,
-        /// Delete the evaluations of this session key.
+        /// Delete the evaluations of this session key and its loop sessions' saved turns
+        /// (`curator chat`'s conversation among them).
         #[arg(long)]
         key: Option<String>,
         /// Keep the newest N evaluations of each session, delete the rest.

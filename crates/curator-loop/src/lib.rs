@@ -70,7 +70,7 @@ pub use driver::{ConversationLoop, FinishReason, LoopOutcome, Progress};
 pub use error::{Error, Result};
 #[cfg(feature = "openai")]
 pub use openai::OpenAiChat;
-pub use persist::{LOOP_CHECKPOINT_FORMAT, SavedLoop, saved_loops};
+pub use persist::{ErasedLoops, LOOP_CHECKPOINT_FORMAT, SavedLoop, erase_loops, saved_loops};
 pub use step::{FnStep, Hitl, Injection, Output, Step, StepCall, StepKind, StepOutcome};
 pub use template::{DEFAULT_TEMPLATE, HistoryTemplate};
 pub use trace::{MemoryTraces, PromptTrace, TraceSink};

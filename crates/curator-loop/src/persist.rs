@@ -182,6 +182,89 @@ pub fn saved_loops(store: &dyn SessionStore) -> Result<Vec<SavedLoop>> {
     Ok(out)
 }
 
+/// What [`erase_loops`] did: the loop sessions of the key it erased (or, in a dry run, would
+/// erase), and those it left alone because a loop drives them now (a live claim).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ErasedLoops {
+    /// The loop sessions erased: each one's head and pages of turns deleted.
+    pub erased: Vec<SavedLoop>,
+    /// The loop sessions left whole because a loop holds their claim.
+    pub held: Vec<SavedLoop>,
+    /// The checkpoints deleted (none in a dry run).
+    pub checkpoints: u64,
+}
+
+/// How long [`erase_loops`] holds a loop session's claim while it deletes.
+const ERASE_LEASE: Duration = Duration::from_secs(30);
+
+/// Erases every loop session (`curator chat` among them) saved under the session key `key`:
+/// each one's head and pages of turns, under a claim on the loop's session so that a loop
+/// running now is never touched (it is listed in [`ErasedLoops::held`]); with `dry_run`,
+/// nothing is claimed or deleted and the report says what would go. Evaluations of the key
+/// are retention's (`curator::session::prune`); a user's right to erasure needs both.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use curator::conversation_loop::{erase_loops, saved_loops, Hitl, LoopBuilder, LoopConfig};
+/// use curator::session::MemoryStore;
+///
+/// let store = Arc::new(MemoryStore::new());
+/// let mut chat = LoopBuilder::new("chat", LoopConfig::conversational())
+///     .step("user", Hitl::new("you"))
+///     .store(Arc::clone(&store), "alice")
+///     .build()?;
+/// chat.run("")?;
+/// drop(chat); // the loop releases its session
+/// let erased = erase_loops(&*store, "alice", false)?;
+/// assert_eq!(erased.erased.len(), 1);
+/// assert!(saved_loops(&*store)?.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// [`Error::Store`] when the store cannot be read or the deletion fails (a loop session is
+/// deleted whole or not at all); [`Error::Claim`] when a claim fails other than by being
+/// held; [`Error::BadCheckpoint`] when a saved loop cannot be read back.
+pub fn erase_loops<S: SessionStore + ClaimStore>(
+    store: &S,
+    key: &str,
+    dry_run: bool,
+) -> Result<ErasedLoops> {
+    let mut report = ErasedLoops::default();
+    for saved in saved_loops(store)?.into_iter().filter(|l| l.key == key) {
+        if dry_run {
+            report.erased.push(saved);
+            continue;
+        }
+        let head = head_name(&SessionKey::new(saved.key.as_str()), &saved.name);
+        let claim = match store.claim(&SessionKey::new(head.clone()), ERASE_LEASE) {
+            Ok(claim) => claim,
+            Err(curator_session::Error::Claimed { .. }) => {
+                report.held.push(saved);
+                continue;
+            }
+            Err(source) => return Err(Error::Claim { session: head, source }),
+        };
+        let pages_of = format!("{head}/turns/");
+        let mut names = store
+            .checkpoint_names(&pages_of)
+            .map_err(|source| Error::Store { checkpoint: pages_of.clone(), source })?;
+        names.retain(|n| is_page(n));
+        names.push(head.clone());
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        report.checkpoints += store
+            .delete_checkpoints(&names)
+            .map_err(|source| Error::Store { checkpoint: head.clone(), source })?;
+        claim.release().map_err(|source| Error::Claim { session: head, source })?;
+        report.erased.push(saved);
+    }
+    Ok(report)
+}
+
 /// Whether a checkpoint name is a page of turns (`…/turns/N`), not a head.
 fn is_page(name: &str) -> bool {
     name.rsplit_once("/turns/")

@@ -592,6 +592,15 @@ impl SessionStore for PgStore {
         Ok(deleted)
     }
 
+    fn delete_checkpoints(&self, names: &[&str]) -> SessionResult<u64> {
+        let names: Vec<&str> = names.to_vec();
+        run(&self.pool, |conn| {
+            conn.client
+                .execute("DELETE FROM checkpoints WHERE name = ANY($1)", &[&names])
+                .during("deleting checkpoints")
+        })
+    }
+
     /// The fence is checked in the append's transaction: the session's claim row is read
     /// `FOR SHARE`, so a worker taking the session over waits until this append commits (or
     /// this append sees its token and is refused).

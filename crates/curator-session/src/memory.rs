@@ -246,6 +246,11 @@ impl SessionStore for MemoryStore {
         Ok(messages)
     }
 
+    fn delete_checkpoints(&self, names: &[&str]) -> Result<u64> {
+        let mut inner = self.write();
+        Ok(names.iter().filter(|name| inner.checkpoints.remove(**name).is_some()).count() as u64)
+    }
+
     fn append_batch_fenced(
         &self,
         key: &SessionKey,

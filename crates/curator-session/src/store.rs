@@ -112,8 +112,11 @@ pub trait SessionStore: Send + Sync {
     ///
     /// # Errors
     ///
-    /// [`Error::Fenced`](crate::Error::Fenced) when another claim holds the session or none
-    /// does (nothing was appended); as [`append_batch`](SessionStore::append_batch).
+    /// [`Error::Fenced`](crate::Error::Fenced) when another claim took the session, or the
+    /// claim was released and none holds it (nothing was appended); as
+    /// [`append_batch`](SessionStore::append_batch). A lease that ran out with no other
+    /// claim taken since still appends: its token is still the session's newest, so no other
+    /// worker can have appended in between (the fencing-token model).
     fn append_batch_fenced(
         &self,
         key: &SessionKey,
@@ -298,6 +301,36 @@ pub trait SessionStore: Send + Sync {
     /// A backend error.
     fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>>;
 
+    /// Deletes the checkpoints `names` (every version of each), in one transaction in the
+    /// stores of this workspace, returning how many there were; a name that is not there is
+    /// skipped. Retention uses it to erase what a session saved as checkpoints (a loop's
+    /// turns).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::session::{MemoryStore, SessionStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// store.put_checkpoints(&[("a", &1.into()), ("b", &2.into())])?;
+    /// assert_eq!(store.delete_checkpoints(&["a", "missing"])?, 1);
+    /// assert_eq!(store.checkpoint_names("")?, ["b"]);
+    /// # Ok::<(), curator::session::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A backend error (nothing is deleted then); the default refuses, as a store that does
+    /// not implement it cannot delete.
+    fn delete_checkpoints(&self, names: &[&str]) -> Result<u64> {
+        Err(crate::Error::store(
+            "session store",
+            crate::StoreErrorKind::Other,
+            format!("this store cannot delete checkpoints ({} asked)", names.len()),
+            None,
+        ))
+    }
+
     /// The names of the checkpoints that begin with `prefix`, sorted (`""` lists all).
     ///
     /// # Examples
@@ -377,6 +410,7 @@ macro_rules! forward_store {
             fn put_checkpoint(&self, name: &str, document: &Value) -> Result<u64> { (**self).put_checkpoint(name, document) }
             fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> Result<Vec<u64>> { (**self).put_checkpoints(checkpoints) }
             fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>> { (**self).checkpoint(name) }
+            fn delete_checkpoints(&self, names: &[&str]) -> Result<u64> { (**self).delete_checkpoints(names) }
             fn checkpoint_names(&self, prefix: &str) -> Result<Vec<String>> { (**self).checkpoint_names(prefix) }
             fn snapshot(&self) -> Result<Snapshot> { (**self).snapshot() }
             fn restore(&self, snapshot: &Snapshot) -> Result<()> { (**self).restore(snapshot) }

@@ -254,6 +254,13 @@ pub fn checkpoints_are_versioned<S: SessionStore>(factory: &dyn Fn() -> S) {
     assert_eq!(store.checkpoint_names("lo").unwrap(), ["lo_p", "loop"]);
     assert_eq!(store.checkpoint_names("lo%").unwrap(), Vec::<String>::new());
     assert_eq!(store.checkpoint_names("").unwrap(), ["lo_p", "loop", "page", "tasks"]);
+    // Deleted by name, every version; a missing name skipped; a new save starts again at 1.
+    assert_eq!(store.delete_checkpoints(&["loop", "missing", "page"]).unwrap(), 2);
+    assert!(store.checkpoint("loop").unwrap().is_none());
+    assert_eq!(store.checkpoint_names("").unwrap(), ["lo_p", "tasks"]);
+    assert_eq!(store.delete_checkpoints(&[]).unwrap(), 0);
+    assert_eq!(store.put_checkpoint("loop", &json!(6)).unwrap(), 1);
+    assert!(!store.snapshot().unwrap().checkpoints.iter().any(|c| c.name == "page"));
 }
 
 fn sample(store: &impl SessionStore) -> (EvaluationId, EvaluationId) {
@@ -424,6 +431,9 @@ impl<S: SessionStore> SessionStore for FailAfterCommit<S> {
         evaluations: &[EvaluationId],
     ) -> crate::Result<u64> {
         self.inner.delete_evaluations(key, evaluations)
+    }
+    fn delete_checkpoints(&self, names: &[&str]) -> crate::Result<u64> {
+        self.inner.delete_checkpoints(names)
     }
     fn entries(&self, evaluation: EvaluationId) -> crate::Result<Vec<Entry>> {
         self.inner.entries(evaluation)
@@ -975,6 +985,9 @@ impl<S: SessionStore> SessionStore for WorkerBeforeClaim<'_, S> {
         evaluations: &[EvaluationId],
     ) -> crate::Result<u64> {
         self.inner.delete_evaluations(key, evaluations)
+    }
+    fn delete_checkpoints(&self, names: &[&str]) -> crate::Result<u64> {
+        self.inner.delete_checkpoints(names)
     }
     fn entries(&self, evaluation: EvaluationId) -> crate::Result<Vec<Entry>> {
         self.inner.entries(evaluation)

@@ -702,6 +702,21 @@ impl SessionStore for SqliteStore {
         Ok(messages)
     }
 
+    fn delete_checkpoints(&self, names: &[&str]) -> SessionResult<u64> {
+        let mut conn = self.writable()?;
+        let tx =
+            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
+        let mut deleted = 0u64;
+        for name in names {
+            deleted += tx
+                .prepare_cached("DELETE FROM checkpoints WHERE name = ?1")
+                .and_then(|mut s| s.execute(params![name]))
+                .map_err(store_error)? as u64;
+        }
+        tx.commit().map_err(store_error)?;
+        Ok(deleted)
+    }
+
     fn append_batch_fenced(
         &self,
         key: &SessionKey,

@@ -7,9 +7,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result, anyhow, bail};
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
-use curator::conversation_loop::{SavedLoop, saved_loops};
+use curator::conversation_loop::{ErasedLoops, erase_loops};
 use curator::postgres::{PgOptions, PgStore};
-use curator::session::{Prune, Pruned, SessionKey, SessionStore, prune};
+use curator::session::{ClaimStore, Prune, Pruned, SessionKey, SessionStore, prune};
 use curator::sqlite::SqliteStore;
 
 use crate::output::plural;
@@ -95,8 +95,8 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
             .with_pool_size(1);
         let reader = PgStore::open_read_only(options)
             .with_context(|| format!("cannot open the database {name}"))?;
-        loops = loops_of(&reader, &rule)?;
         if dry_run {
+            loops = loops_of(&reader, &rule, true, &name)?;
             prune(&reader, &rule, true).with_context(|| format!("cannot read {name}"))?
         } else {
             drop(reader);
@@ -104,6 +104,7 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
             let report = prune(&store, &rule, false).with_context(|| {
                 format!("cannot prune {name} (each session is pruned whole or not at all)")
             })?;
+            loops = loops_of(&store, &rule, false, &name)?;
             if vacuum {
                 store
                     .vacuum()
@@ -115,8 +116,8 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
     } else {
         let reader =
             SqliteStore::open_read_only(location).context("cannot open the session file")?;
-        loops = loops_of(&reader, &rule)?;
         if dry_run {
+            loops = loops_of(&reader, &rule, true, &name)?;
             prune(&reader, &rule, true).with_context(|| format!("cannot read {name}"))?
         } else {
             drop(reader);
@@ -124,6 +125,7 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
             let report = prune(&store, &rule, false).with_context(|| {
                 format!("cannot prune {name} (each session is pruned whole or not at all)")
             })?;
+            loops = loops_of(&store, &rule, false, &name)?;
             if vacuum {
                 let before = on_disk(location);
                 store
@@ -138,23 +140,41 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
             report
         }
     };
-    for saved in loops {
+    let verb = if dry_run { "would delete" } else { "deleted" };
+    let mut lines = String::new();
+    for saved in &loops.erased {
         let _ = writeln!(
-            out,
-            "  left alone: loop session `{}` (loop `{}`, {} turns): prune deletes evaluations, not a loop's saved turns",
+            lines,
+            "  {verb} loop session `{}` (loop `{}`, {})",
             SessionKey::new(saved.key.as_str()).shortened(80),
             saved.name,
-            saved.state.turns.len()
+            plural(saved.state.turns.len(), "turn", "turns")
         );
     }
-    Ok(summary(&name, &report) + &out)
+    for saved in &loops.held {
+        let _ = writeln!(
+            lines,
+            "  left alone: loop session `{}` (loop `{}`) is held by a running loop; prune again later",
+            SessionKey::new(saved.key.as_str()).shortened(80),
+            saved.name
+        );
+    }
+    Ok(summary(&name, &report) + &lines + &out)
 }
 
-/// The loop sessions (`curator chat` among them) of the key a `--key` prune erases: their
-/// saved turns are checkpoints, which a prune does not delete, so it says so.
-fn loops_of(store: &dyn SessionStore, rule: &Prune) -> Result<Vec<SavedLoop>> {
-    let Prune::Session(key) = rule else { return Ok(Vec::new()) };
-    Ok(saved_loops(store)?.into_iter().filter(|l| l.key == key.as_str()).collect())
+/// The loop sessions (`curator chat` among them) of the key a `--key` prune erases, erased
+/// (their saved turns are checkpoints, deleted under the loop's claim) or, in a dry run,
+/// listed.
+fn loops_of<S: SessionStore + ClaimStore>(
+    store: &S,
+    rule: &Prune,
+    dry_run: bool,
+    name: &str,
+) -> Result<ErasedLoops> {
+    let Prune::Session(key) = rule else { return Ok(ErasedLoops::default()) };
+    erase_loops(store, key.as_str(), dry_run).with_context(|| {
+        format!("cannot erase the loop sessions of `{}` in {name}", key.shortened(80))
+    })
 }
 
 /// The bytes of a SQLite file and its write-ahead log.

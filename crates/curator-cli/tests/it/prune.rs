@@ -111,13 +111,19 @@ fn bad_rules_and_missing_files_are_refused_and_nothing_is_created() {
     fails_with(&curator(&["prune", db.to_str().unwrap(), "--key", " "]), 2, "only white space");
 }
 
-/// A loop session (`curator chat`) keeps its turns in checkpoints, which a prune does not
-/// delete: erasing its key says so rather than reporting the key gone.
+/// A loop session (`curator chat`) keeps its turns in checkpoints: erasing its key deletes
+/// them too (a dry run only names it), and another key's prune leaves them.
 #[test]
-fn erasing_a_key_names_the_loop_sessions_it_leaves() {
+fn erasing_a_key_erases_its_loop_sessions() {
+    use curator::session::SessionStore as _;
     use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("chat.db");
+    let saved = |db: &std::path::Path| {
+        let store = SqliteStore::open_read_only(db).unwrap();
+        store.checkpoint_names("curator.loop/").unwrap()
+    };
+    let db_path = db.clone();
     let db = db.to_str().unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_curator"))
         .args(["chat", "--base-url", "http://127.0.0.1:9", "--model", "m", "--db", db])
@@ -130,14 +136,18 @@ fn erasing_a_key_names_the_loop_sessions_it_leaves() {
     child.stdin.take().unwrap().write_all(b"/quit\n").unwrap();
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
-    for dry in [true, false] {
-        let mut args = vec!["prune", db, "--key", "alice"];
-        args.extend(dry.then_some("--dry-run"));
-        let output = curator(&args);
-        let out = text(&output.stdout);
-        assert!(output.status.success(), "{}", text(&output.stderr));
-        assert!(out.contains("left alone: loop session `alice` (loop `chat`"), "{out}");
-    }
+    assert!(!saved(&db_path).is_empty());
     let other = text(&curator(&["prune", db, "--key", "bob"]).stdout);
     assert!(!other.contains("loop session"), "{other}");
+    assert!(!saved(&db_path).is_empty());
+    let output = curator(&["prune", db, "--key", "alice", "--dry-run"]);
+    let out = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(out.contains("would delete loop session `alice` (loop `chat`"), "{out}");
+    assert!(!saved(&db_path).is_empty(), "a dry run deletes nothing");
+    let output = curator(&["prune", db, "--key", "alice"]);
+    let out = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(out.contains("  deleted loop session `alice` (loop `chat`"), "{out}");
+    assert_eq!(saved(&db_path), Vec::<String>::new());
 }

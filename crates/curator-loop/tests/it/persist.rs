@@ -158,3 +158,29 @@ fn sqlite_keeps_the_state_across_opens() {
     let (turns, expected) = uninterrupted();
     assert_eq!((l.turns(), outcome), (turns, expected));
 }
+
+/// Erasing a key deletes its loop sessions' heads and pages of turns, never a loop that is
+/// running (it holds its session's claim), and never another key's.
+#[test]
+fn erasing_a_key_deletes_its_loops_but_not_a_running_one() {
+    let store = Arc::new(MemoryStore::new());
+    let mut running = build(Arc::clone(&store), "ann");
+    let first = running.run("Tell me about your last project").unwrap();
+    finish(&mut running, first);
+    assert!(store.checkpoint_names(&format!("{LOOP_CHECKPOINT_FORMAT}/ann/")).unwrap().len() > 1);
+    {
+        let mut other = build(Arc::clone(&store), "bob");
+        assert!(other.run("Hello").unwrap().is_paused());
+    }
+    let report = curator_loop::erase_loops(&*store, "ann", false).unwrap();
+    assert_eq!((report.erased.len(), report.held.len(), report.checkpoints), (0, 1, 0));
+    drop(running); // the process ends: its claim is released
+    let dry = curator_loop::erase_loops(&*store, "ann", true).unwrap();
+    assert_eq!((dry.erased.len(), dry.checkpoints), (1, 0));
+    let report = curator_loop::erase_loops(&*store, "ann", false).unwrap();
+    assert_eq!((report.erased.len(), report.held.len()), (1, 0));
+    assert!(report.checkpoints > 1, "the head and its pages");
+    assert_eq!(store.checkpoint_names(&format!("{LOOP_CHECKPOINT_FORMAT}/ann/")).unwrap().len(), 0);
+    let left = curator_loop::saved_loops(&*store).unwrap();
+    assert_eq!(left.iter().map(|l| l.key.as_str()).collect::<Vec<_>>(), ["bob"]);
+}

@@ -62,6 +62,9 @@ impl SessionStore for TestStore {
     fn delete_evaluations(&self, key: &SessionKey, evaluations: &[EvaluationId]) -> R<u64> {
         self.get().delete_evaluations(key, evaluations)
     }
+    fn delete_checkpoints(&self, names: &[&str]) -> R<u64> {
+        self.get().delete_checkpoints(names)
+    }
     fn entries(&self, evaluation: EvaluationId) -> R<Vec<Entry>> {
         self.get().entries(evaluation)
     }

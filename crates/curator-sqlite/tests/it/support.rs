@@ -41,6 +41,9 @@ impl SessionStore for TempStore {
     fn delete_evaluations(&self, key: &SessionKey, evaluations: &[EvaluationId]) -> R<u64> {
         self.store.delete_evaluations(key, evaluations)
     }
+    fn delete_checkpoints(&self, names: &[&str]) -> R<u64> {
+        self.store.delete_checkpoints(names)
+    }
     fn entries(&self, evaluation: EvaluationId) -> R<Vec<Entry>> {
         self.store.entries(evaluation)
     }
