@@ -32,7 +32,16 @@ impl Rule {
                 Ok(Prune::Session(key))
             }
             (None, Some(keep), None) => Ok(Prune::KeepLast(keep)),
-            (None, None, Some(when)) => Ok(Prune::OlderThan(before(when, now)?)),
+            (None, None, Some(when)) => {
+                let time = before(when, now)?;
+                if time > now {
+                    bail!(
+                        "--older-than `{when}` is in the future: every evaluation is older than it; \
+                         to delete a session say --key, to keep none say --keep-last 0"
+                    );
+                }
+                Ok(Prune::OlderThan(time))
+            }
             (None, None, None) => {
                 bail!("say what to prune: --key K, --keep-last N or --older-than DATE")
             }
@@ -229,6 +238,16 @@ mod tests {
 
     /// An age that is negative, signed, too large for the calendar, or ends in a character
     /// of several bytes is refused by name, never a panic nor a time in the future.
+    #[test]
+    fn a_time_in_the_future_is_refused() {
+        let now = Utc::now();
+        let rule = |when: &str| Rule { key: None, keep_last: None, older_than: Some(when.into()) };
+        let err = rule("2999-01-01").prune(now).unwrap_err().to_string();
+        assert!(err.contains("is in the future"), "{err}");
+        assert!(rule("2000-01-01").prune(now).is_ok());
+        assert!(rule("0d").prune(now).is_ok());
+    }
+
     #[test]
     fn odd_ages_are_refused() {
         #[track_caller]
