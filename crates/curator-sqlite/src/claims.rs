@@ -2,37 +2,14 @@
 //! file, so that they hold across the processes of one machine and end when a process dies.
 
 use std::fs::{File, OpenOptions};
-use std::path::PathBuf;
 use std::time::Duration;
 
-use curator_session::{Claim, ClaimStore, Lease, SessionKey, StoreErrorKind};
+use curator_session::{Claim, ClaimStore, Lease, SessionKey};
 
 use crate::SqliteStore;
+use crate::locks::{folder, io_error, lock_file};
 
 type SessionResult<T> = curator_session::Result<T>;
-
-/// The folder of a session file's claim locks: `sessions.db` → `sessions.db-claims/`.
-fn folder(store: &SqliteStore) -> PathBuf {
-    crate::schema::sibling(store.path(), "-claims")
-}
-
-/// The lock file of `key`: named by a UUID derived from the key (version 5), so that any key
-/// makes a valid, fixed-length file name, the same in every process.
-fn lock_file(store: &SqliteStore, key: &SessionKey) -> PathBuf {
-    let name = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_str().as_bytes());
-    folder(store).join(format!("{name}.lock"))
-}
-
-fn io_error(what: &str, e: std::io::Error) -> curator_session::Error {
-    let kind = match e.kind() {
-        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
-            StoreErrorKind::ReadOnly
-        }
-        std::io::ErrorKind::StorageFull => StoreErrorKind::Full,
-        _ => StoreErrorKind::Io,
-    };
-    curator_session::Error::store("sqlite", kind, what.to_owned(), Some(Box::new(e)))
-}
 
 /// Claims across the processes of one machine: claiming a key takes an exclusive lock
 /// (`flock`) on a file of the folder `<file>-claims/` beside the session file. The lock is
@@ -61,9 +38,9 @@ fn io_error(what: &str, e: std::io::Error) -> curator_session::Error {
 impl ClaimStore for SqliteStore {
     fn claim(&self, key: &SessionKey, lease: Duration) -> SessionResult<Claim> {
         key.check()?;
-        std::fs::create_dir_all(folder(self))
+        std::fs::create_dir_all(folder(self.path()))
             .map_err(|e| io_error("creating the folder of claim locks", e))?;
-        let path = lock_file(self, key);
+        let path = lock_file(self.path(), key);
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -81,26 +58,6 @@ impl ClaimStore for SqliteStore {
             }
             Err(std::fs::TryLockError::Error(e)) => Err(io_error("locking a claim lock", e)),
         }
-    }
-}
-
-/// Whether a claim on `key` is held now, by any process (this one included): its lock file
-/// cannot be locked through another open file. A fenced append checks it, so that a worker
-/// whose claim ended (released, or dropped with its process) cannot append under its token
-/// even while no other claim has taken a newer one.
-pub(crate) fn is_held(store: &SqliteStore, key: &SessionKey) -> SessionResult<bool> {
-    let file = match File::open(lock_file(store, key)) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(io_error("opening a claim lock", e)),
-    };
-    match file.try_lock_shared() {
-        Ok(()) => {
-            file.unlock().map_err(|e| io_error("releasing a claim lock", e))?;
-            Ok(false)
-        }
-        Err(std::fs::TryLockError::WouldBlock) => Ok(true),
-        Err(std::fs::TryLockError::Error(e)) => Err(io_error("checking a claim lock", e)),
     }
 }
 

@@ -35,6 +35,7 @@
 mod checkpointer;
 mod claims;
 mod error;
+mod locks;
 mod options;
 mod schema;
 mod store;

@@ -738,8 +738,9 @@ impl SessionStore for SqliteStore {
         // The token stays the key's newest after its claim ends, until another claim takes
         // the next one, so a claim must also hold the key's lock now. A claim that took the
         // lock meanwhile takes its token after this transaction, and reads what it appended.
-        let held =
-            current == Some(fence.token) && fence.key == *key && crate::claims::is_held(self, key)?;
+        let held = current == Some(fence.token)
+            && fence.key == *key
+            && crate::locks::is_held(self.path(), key)?;
         if !held {
             let current = current.filter(|&c| c != fence.token);
             return Err(curator_session::Error::Fenced {

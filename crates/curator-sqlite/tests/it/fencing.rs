@@ -56,3 +56,50 @@ fn tokens_grow_across_stores_opened_on_one_file() {
     let second = two.claim(&key, Duration::from_secs(1)).unwrap().fence().unwrap().token;
     assert!(second > first);
 }
+
+/// The async face (`AsyncConversation`) appends fenced as the blocking one does: once the
+/// claim was released and another worker claimed the session, its next append is refused
+/// and the other worker's messages stay in order.
+#[test]
+fn the_async_face_is_fenced_too() {
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(SqliteStore::open(dir.path().join("s.db")).unwrap());
+    let key = SessionKey::new("ticket-8");
+    let prompt = PromptRef::new("d", "a");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let first = store.claim(&key, Duration::from_secs(30)).unwrap();
+        let conversation = Conversation::open(
+            Arc::clone(&store),
+            key.clone(),
+            prompt.clone(),
+            Message::system("s"),
+        )
+        .unwrap()
+        .with_fence(first.fence().unwrap());
+        let mut a = curator_session::AsyncConversation::new(conversation);
+        a.add_user("a1").await.unwrap();
+        first.release().unwrap();
+        let second = store.claim(&key, Duration::from_secs(30)).unwrap();
+        let mut b = Conversation::open(
+            Arc::clone(&store),
+            key.clone(),
+            prompt.clone(),
+            Message::system("s"),
+        )
+        .unwrap()
+        .with_fence(second.fence().unwrap());
+        b.add_user("b1").unwrap();
+        let err = a.add_user("a2").await.unwrap_err();
+        assert!(matches!(err, Error::Fenced { .. }), "{err}");
+    });
+    let texts: Vec<String> = Conversation::open(&*store, key, prompt, Message::system("s"))
+        .unwrap()
+        .history()
+        .messages()
+        .iter()
+        .map(|m| m.text().into_owned())
+        .collect();
+    assert_eq!(texts, ["s", "a1", "b1"]);
+}
