@@ -50,6 +50,15 @@ pub trait MessageMap: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Whether the map surely leaves `message` (a history message) unchanged, told without
+    /// transforming it (by its role or its length, say): views then read its token count
+    /// from the history's cache instead of the memo. `false` (the default) means "maybe not";
+    /// answering `true` for a message the map would change is a bug.
+    fn leaves_unchanged(&self, message: &Message) -> bool {
+        let _ = message;
+        false
+    }
+
     /// Whether the map may change system messages: `false` by default, so that curation
     /// refuses a view whose system message a map edited ([`Error::Lost`](crate::Error::Lost),
     /// "edited the system message"), as it refuses a replaced one. Redaction says `true`: a

@@ -191,6 +191,19 @@ impl MessageMap for EndsCut {
     fn memo_key(&self, _pos: usize) -> Option<u64> {
         Some(self.key)
     }
+
+    /// Messages other than tool results, and tool results whose texts have no more bytes
+    /// than the characters the cut keeps (a text has at least as many bytes as characters).
+    fn leaves_unchanged(&self, message: &Message) -> bool {
+        message.role() != Role::Tool
+            || match message.content() {
+                Some(Content::Text(text)) => text.len() <= self.max_chars,
+                Some(Content::Parts(parts)) => {
+                    parts.iter().filter_map(Part::as_text).all(|t| t.len() <= self.max_chars)
+                }
+                None => true,
+            }
+    }
 }
 
 #[cfg(test)]

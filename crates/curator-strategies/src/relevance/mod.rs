@@ -252,7 +252,8 @@ impl HistoryManager for RelevanceBudget {
         if fits {
             return self.budget.curate(view, ctx);
         }
-        // Rule 1: long tool results cut to their ends, then the rest as before.
+        // Rule 1: long tool results cut to their ends, then the rest as before. (Whether the
+        // cut view fits is not counted apart: the newest units below take all of it if so.)
         let view = if self.cut_tool_results {
             let max = usize::try_from(available).unwrap_or(usize::MAX);
             let max = max.clamp(MIN_TOOL_RESULT_CHARS, MAX_TOOL_RESULT_CHARS);
@@ -261,10 +262,6 @@ impl HistoryManager for RelevanceBudget {
             view
         };
         let tally = view.tally(counter);
-        if tally.range(0..view.len()) <= available {
-            drop(tally);
-            return self.budget.curate(view, ctx);
-        }
         let head = view.head(ctx);
         let head_tokens: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();
         let head_room = head_tokens.min(share(self.budget.head_share(), available));

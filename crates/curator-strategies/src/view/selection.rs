@@ -240,6 +240,9 @@ impl<'h> View<'h> {
             Item::Run { start, .. } => {
                 let pos = start + slot.offset;
                 let raw = &self.history.messages()[pos as usize];
+                if self.maps.iter().all(|map| map.leaves_unchanged(raw)) {
+                    return MessageRef::Borrowed(raw);
+                }
                 let chain = self.memo_chain(pos as usize);
                 let base = self.memoised(pos, raw, chain);
                 match self.apply(chain.0, &base, Some(pos as usize)) {
@@ -316,11 +319,14 @@ impl<'h> View<'h> {
         if self.maps.is_empty() {
             return counts.at(pos as usize);
         }
+        let raw = &self.history.messages()[pos as usize];
+        if self.maps.iter().all(|map| map.leaves_unchanged(raw)) {
+            return counts.at(pos as usize);
+        }
         let chain = self.memo_chain(pos as usize);
         if chain.0 < self.maps.len() {
             return counter.count_message(&self.slot_message(slot));
         }
-        let raw = &self.history.messages()[pos as usize];
         let compute = || self.apply_range(0..chain.0, raw, Some(pos as usize));
         let count = |message: &Message| counter.count_message(message);
         self.history

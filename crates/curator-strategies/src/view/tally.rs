@@ -64,6 +64,25 @@ impl Tally<'_, '_> {
                     total += self.counts.range(from as usize..(from + take) as usize);
                     index += take as usize;
                 }
+                // A stretch of history under maps: prefix sums over the messages every map
+                // surely leaves unchanged, the maps' counts for the others.
+                Some((from, to)) => {
+                    let take = (to - from).min((end - index) as u32);
+                    let (from, stop) = (from as usize, (from + take) as usize);
+                    let messages = view.history.messages();
+                    let mut unchanged_from = from;
+                    for (pos, message) in messages.iter().enumerate().take(stop).skip(from) {
+                        if view.maps.iter().all(|map| map.leaves_unchanged(message)) {
+                            continue;
+                        }
+                        total += self.counts.range(unchanged_from..pos);
+                        let slot = view.slot(index + (pos - from));
+                        total += view.slot_tokens(slot, self.counter, &self.counts);
+                        unchanged_from = pos + 1;
+                    }
+                    total += self.counts.range(unchanged_from..stop);
+                    index += take as usize;
+                }
                 _ => {
                     total += view.slot_tokens(slot, self.counter, &self.counts);
                     index += 1;
