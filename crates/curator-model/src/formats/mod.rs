@@ -1,4 +1,6 @@
-//! Conversion between [`Message`](crate::Message) lists and provider wire formats.
+//! Conversion between [`Message`](crate::Message) lists and provider wire formats: OpenAI
+//! Chat Completions ([`openai`]), Anthropic Messages ([`anthropic`]) and OpenAI Responses
+//! API items ([`responses`]).
 //!
 //! Both directions are lossless for a format's own messages: every field curator does not
 //! model is kept as [`ProviderFields`](crate::ProviderFields) and written back, content parts
@@ -10,6 +12,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod responses;
 
 mod adapt;
 mod exact;
