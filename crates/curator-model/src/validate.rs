@@ -938,6 +938,55 @@ pub fn anthropic_tools(tools: &serde_json::Value) -> crate::Result<()> {
     Ok(())
 }
 
+/// Checks a request's `tools` in the Responses API shape: each tool has a `type`; a
+/// `function` tool is flat (`{"type": "function", "name", "parameters"}`), never the Chat
+/// Completions `{"type": "function", "function": {...}}` nor Anthropic's `input_schema`.
+///
+/// # Errors
+///
+/// [`Error::ToolSchema`](crate::Error::ToolSchema) naming the first tool and field that is
+/// wrong.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::validate;
+/// use serde_json::json;
+///
+/// assert!(validate::responses_tools(&json!([{"type": "function", "name": "ls", "parameters": {}},
+///     {"type": "web_search"}])).is_ok());
+/// assert!(validate::responses_tools(&json!([{"type": "function", "function": {"name": "ls"}}])).is_err());
+/// ```
+pub fn responses_tools(tools: &serde_json::Value) -> crate::Result<()> {
+    for (index, tool) in tool_list(tools)?.iter().enumerate() {
+        let error = |field: &str, reason: &str| crate::Error::ToolSchema {
+            index,
+            field: field.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if tool.get("input_schema").is_some() {
+            return Err(error(
+                "input_schema",
+                "is Anthropic's shape: a Responses tool has `type`, `name` and `parameters`",
+            ));
+        }
+        match tool.get("type").and_then(serde_json::Value::as_str) {
+            None => return Err(error("type", "is missing or not a string")),
+            Some("function") if tool.get("function").is_some() => {
+                return Err(error(
+                    "function",
+                    "is the Chat Completions shape: a Responses function tool is flat (`name`, `parameters`)",
+                ));
+            }
+            Some("function") if tool.get("name").and_then(serde_json::Value::as_str).is_none() => {
+                return Err(error("name", "is missing or not a string"));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 fn tool_list(tools: &serde_json::Value) -> crate::Result<&Vec<serde_json::Value>> {
     tools.as_array().ok_or_else(|| crate::Error::ToolSchema {
         index: 0,

@@ -29,8 +29,9 @@
 //! So `Responses → Message → Responses` gives equal JSON for every item
 //! ([`from_messages`]`(`[`to_messages`]`(items)) == items`).
 //!
-//! The reader is strict: Chat Completions parts (`text`, `image_url`, `file`) and Anthropic
-//! blocks (`tool_use`, `thinking`, an `image`, …) in content are [`Error::ForeignField`].
+//! The reader is strict: Chat Completions message fields (`tool_calls`, `tool_call_id`,
+//! `function_call`, `refusal`, `audio`) and parts (`text`, `image_url`, `file`) and Anthropic
+//! blocks (`tool_use`, `thinking`, an `image`, …) are [`Error::ForeignField`].
 //!
 //! Writing messages read from another format: a message becomes an easy input message
 //! (`{"role", "content"}`), its text parts `input_text` (`output_text` for the assistant)
@@ -195,6 +196,14 @@ fn default_text_type(role: Role) -> &'static str {
 }
 
 fn read_message(item: &Object<'_>) -> Result<Message> {
+    if let Some(field) = super::OPENAI_MESSAGE_FIELDS.iter().find(|f| item.get(f).is_some()) {
+        return Err(Error::ForeignField {
+            index: item.index,
+            field: (*field).to_owned(),
+            value: (*field).to_owned(),
+            format: "OpenAI Chat Completions",
+        });
+    }
     let role_name = item.str("role")?;
     let role = match role_name {
         "system" | "developer" => Role::System,

@@ -175,6 +175,10 @@ fn read_errors_name_the_item_and_field() {
         ]),
         Err(Error::ForeignField { format: "Anthropic", .. })
     ));
+    assert!(matches!(
+        responses::to_messages(&[json!({"role": "assistant", "content": null, "tool_calls": []})]),
+        Err(Error::ForeignField { index: 0, field, format: "OpenAI Chat Completions", .. }) if field == "tool_calls"
+    ));
     assert!(matches!(responses::parse("[{"), Err(Error::NotJson { .. })));
 }
 
