@@ -277,6 +277,18 @@ fn what_another_format_cannot_express_is_a_typed_error() {
 }
 
 #[test]
+fn an_image_detail_crosses_between_chat_completions_and_items() {
+    let items = vec![json!({"role": "user", "content": [
+        {"type": "input_image", "image_url": "https://x/a.png", "detail": "high"}]})];
+    let chat = openai::from_messages(&responses::to_messages(&items).unwrap()).unwrap();
+    assert_eq!(
+        chat,
+        json!([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/a.png", "detail": "high"}}]}])
+    );
+    assert_eq!(responses::from_messages(&openai::to_messages(&chat).unwrap()).unwrap(), items);
+}
+
+#[test]
 fn chat_completions_messages_write_as_items() {
     let chat = json!([
         {"role": "developer", "content": "Rules."},
