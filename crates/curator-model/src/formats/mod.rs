@@ -36,6 +36,11 @@ pub(crate) const ANTHROPIC_BLOCKS: &[&str] = &[
 /// them.
 pub(crate) const OPENAI_PARTS: &[&str] = &["image_url", "input_audio", "file", "refusal"];
 
+/// Content part types only the OpenAI Responses API defines; the strict Chat Completions and
+/// Anthropic readers refuse them.
+pub(crate) const RESPONSES_PARTS: &[&str] =
+    &["input_text", "output_text", "input_image", "input_file"];
+
 /// Message fields only the OpenAI format defines; the strict Anthropic reader refuses them.
 pub(crate) const OPENAI_MESSAGE_FIELDS: &[&str] =
     &["tool_calls", "tool_call_id", "function_call", "refusal", "audio"];

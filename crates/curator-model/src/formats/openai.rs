@@ -11,8 +11,9 @@
 //! a typed error: the legacy `function` role and tool calls of any other `type`.
 //!
 //! The reader is strict: an Anthropic block in content (`tool_use`, `tool_result`,
-//! `thinking`, `document`, an `image` with a `source`, …) is [`Error::ForeignField`], never
-//! kept as an unknown part.
+//! `thinking`, `document`, an `image` with a `source`, …) or a Responses API part
+//! (`input_text`, `output_text`, `input_image`, `input_file`) is [`Error::ForeignField`],
+//! never kept as an unknown part.
 //!
 //! Writing messages read from the Anthropic format leaves out what OpenAI cannot express:
 //! the `is_error` mark of a tool result and Anthropic-only fields; an Anthropic-only content
@@ -217,6 +218,14 @@ fn read_part(index: usize, path: &str, value: &Value) -> Result<Part> {
             field: part.field("type"),
             value: kind.to_owned(),
             format: "Anthropic",
+        });
+    }
+    if let Some(kind) = kind.filter(|k| super::RESPONSES_PARTS.contains(k)) {
+        return Err(Error::ForeignField {
+            index,
+            field: part.field("type"),
+            value: kind.to_owned(),
+            format: "OpenAI Responses",
         });
     }
     match kind {

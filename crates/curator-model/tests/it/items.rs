@@ -180,6 +180,17 @@ fn read_errors_name_the_item_and_field() {
         Err(Error::ForeignField { index: 0, field, format: "OpenAI Chat Completions", .. }) if field == "tool_calls"
     ));
     assert!(matches!(responses::parse("[{"), Err(Error::NotJson { .. })));
+    // And the other readers refuse the Responses API's parts.
+    let items_part = json!([{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]);
+    for error in [
+        openai::to_messages(&items_part).unwrap_err(),
+        anthropic::to_messages(&items_part).unwrap_err(),
+    ] {
+        assert!(
+            matches!(&error, Error::ForeignField { index: 0, field, format: "OpenAI Responses", .. } if field == "content[0].type"),
+            "{error}"
+        );
+    }
 }
 
 #[test]
