@@ -24,6 +24,8 @@ pub(crate) enum Format {
     Openai,
     /// Anthropic Messages API.
     Anthropic,
+    /// OpenAI Responses API items (what the OpenAI Agents SDK stores).
+    Responses,
     /// Decide from the content.
     Auto,
 }
@@ -262,6 +264,12 @@ fn document(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
             .and_then(|format| {
                 let messages = if format == Format::Anthropic {
                     formats::anthropic::parse(&text)?
+                } else if format == Format::Responses {
+                    let items = items
+                        .iter()
+                        .map(|raw| serde_json::from_str(raw.get()))
+                        .collect::<Result<Vec<Value>, _>>()?;
+                    formats::responses::to_messages(&items)?
                 } else {
                     let mut out = Vec::with_capacity(items.len());
                     for (index, raw) in items.iter().enumerate() {
@@ -341,10 +349,10 @@ fn from_object(
 /// Anthropic `system` read as OpenAI would otherwise vanish).
 fn refuse_foreign_envelope(object: &Map<String, Value>, format: Format) -> Result<()> {
     let foreign = |what: String| {
-        let (this, that) = if format == Format::Anthropic {
-            ("Anthropic", "OpenAI")
-        } else {
-            ("OpenAI", "Anthropic")
+        let (this, that) = match format {
+            Format::Anthropic => ("Anthropic", "OpenAI"),
+            Format::Responses => ("the Responses API", "Anthropic"),
+            Format::Openai | Format::Auto => ("OpenAI", "Anthropic"),
         };
         anyhow!(
             "{what} belongs to the {that} format, not {this}'s: pass --format {}",
@@ -386,6 +394,10 @@ fn to_messages(messages: Value, system: Option<&Value>, format: Format) -> Resul
             }
             None => formats::anthropic::to_messages(&messages)?,
         },
+        (Format::Responses, Value::Array(items)) => formats::responses::to_messages(&items)?,
+        (Format::Responses, other) => {
+            bail!("`messages` should be an array of Responses API items, found {}", kind(&other))
+        }
         (_, Value::Array(items)) => {
             let mut out = Vec::with_capacity(items.len());
             for (index, item) in items.into_iter().enumerate() {
@@ -397,11 +409,64 @@ fn to_messages(messages: Value, system: Option<&Value>, format: Format) -> Resul
     })
 }
 
-/// One sign that a conversation is in one format and not the other.
+/// One sign of the format a conversation is in: what it is, and the formats that have it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Signal {
-    format: Format,
+    formats: Formats,
     what: String,
+}
+
+/// A set of the three formats, as bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Formats(u8);
+
+const OPENAI: Formats = Formats(1);
+const ANTHROPIC: Formats = Formats(2);
+const RESPONSES: Formats = Formats(4);
+const OPENAI_OR_RESPONSES: Formats = Formats(1 | 4);
+const OPENAI_OR_ANTHROPIC: Formats = Formats(1 | 2);
+const ANY: Formats = Formats(1 | 2 | 4);
+
+impl Formats {
+    fn and(self, other: Formats) -> Formats {
+        Formats(self.0 & other.0)
+    }
+
+    fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    fn has(self, format: Format) -> bool {
+        let bit = match format {
+            Format::Openai => OPENAI,
+            Format::Anthropic => ANTHROPIC,
+            Format::Responses => RESPONSES,
+            Format::Auto => ANY,
+        };
+        !self.and(bit).is_empty()
+    }
+
+    /// The format read when the signs allow several: OpenAI (plain text reads the same in
+    /// every format, and a `system` role is OpenAI's as much as the Responses API's), then
+    /// the Responses API, then Anthropic.
+    fn chosen(self) -> Format {
+        [Format::Openai, Format::Responses, Format::Anthropic]
+            .into_iter()
+            .find(|f| self.has(*f))
+            .unwrap_or(Format::Openai)
+    }
+
+    /// How an error names the formats.
+    fn name(self) -> &'static str {
+        match self.0 {
+            1 => "OpenAI's",
+            2 => "Anthropic's",
+            4 => "the Responses API's",
+            5 => "OpenAI's or the Responses API's",
+            3 => "OpenAI's or Anthropic's",
+            _ => "every format's",
+        }
+    }
 }
 
 /// Top-level request fields only one provider defines.
@@ -426,73 +491,127 @@ const ANTHROPIC_BLOCKS: &[&str] = &[
     "web_search_tool_result",
     "search_result",
 ];
-/// Content part types only OpenAI defines.
-const OPENAI_PARTS: &[&str] = &["image_url", "input_audio", "file", "refusal"];
+/// Content part types only OpenAI Chat Completions defines.
+const OPENAI_PARTS: &[&str] = &["image_url", "input_audio", "file"];
+/// Content part types only the Responses API defines.
+const RESPONSES_PARTS: &[&str] = &["input_text", "output_text", "input_image", "input_file"];
 
-/// The first format-specific sign in a conversation, reading it in order (the envelope's
-/// fields first). Nothing is cloned.
-fn first_signal(envelope: Option<&Map<String, Value>>, messages: &Value) -> Option<Signal> {
-    let signal = |format, what: String| Some(Signal { format, what });
-    if let Some(object) = envelope {
-        if let Some(field) = ANTHROPIC_FIELDS.iter().find(|f| object.contains_key(**f)) {
-            return signal(Format::Anthropic, format!("top-level `{field}`"));
-        }
-        if let Some(field) = OPENAI_FIELDS.iter().find(|f| object.contains_key(**f)) {
-            return signal(Format::Openai, format!("top-level `{field}`"));
-        }
+/// The signs of the envelope's top-level fields, in order.
+fn envelope_signals(
+    object: &Map<String, Value>,
+    mut found: impl FnMut(Signal) -> Result<()>,
+) -> Result<()> {
+    for field in ANTHROPIC_FIELDS.iter().filter(|f| object.contains_key(**f)) {
+        found(Signal { formats: ANTHROPIC, what: format!("top-level `{field}`") })?;
     }
-    for (index, message) in messages.as_array()?.iter().enumerate() {
-        if let Some(signal) = message_signal(index, message) {
-            return Some(signal);
-        }
+    for field in OPENAI_FIELDS.iter().filter(|f| object.contains_key(**f)) {
+        // The Responses API takes `parallel_tool_calls` too.
+        let formats = if *field == "parallel_tool_calls" { OPENAI_OR_RESPONSES } else { OPENAI };
+        found(Signal { formats, what: format!("top-level `{field}`") })?;
     }
-    None
+    Ok(())
 }
 
-fn message_signal(index: usize, message: &Value) -> Option<Signal> {
-    let openai = |what: String| Some(Signal { format: Format::Openai, what });
-    let anthropic = |what: String| Some(Signal { format: Format::Anthropic, what });
+/// The signs of one message (or Responses item), in order.
+fn message_signals(
+    index: usize,
+    message: &Value,
+    mut found: impl FnMut(Signal) -> Result<()>,
+) -> Result<()> {
+    let mut sign = |formats, what: String| found(Signal { formats, what });
+    if let Some(kind) = message.get("type").and_then(Value::as_str) {
+        sign(RESPONSES, format!("an item of type `{kind}` at message {index}"))?;
+    }
     let role = message.get("role").and_then(Value::as_str).unwrap_or_default();
-    if matches!(role, "system" | "tool" | "developer" | "function") {
-        return openai(format!("role `{role}` at message {index}"));
+    if matches!(role, "system" | "developer") {
+        sign(OPENAI_OR_RESPONSES, format!("role `{role}` at message {index}"))?;
+    }
+    if matches!(role, "tool" | "function") {
+        sign(OPENAI, format!("role `{role}` at message {index}"))?;
     }
     for field in ["tool_calls", "tool_call_id", "function_call", "refusal"] {
         if message.get(field).is_some_and(|v| !v.is_null()) {
-            return openai(format!("`{field}` at message {index}"));
+            sign(OPENAI, format!("`{field}` at message {index}"))?;
         }
     }
     if message.get("content").is_some_and(Value::is_null) {
-        return openai(format!("`content: null` at message {index}"));
+        sign(OPENAI, format!("`content: null` at message {index}"))?;
     }
     for block in message.get("content").and_then(Value::as_array).into_iter().flatten() {
         let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
         if ANTHROPIC_BLOCKS.contains(&kind) {
-            return anthropic(format!("a `{kind}` block at message {index}"));
-        }
-        if kind == "image" && block.get("source").is_some() {
-            return anthropic(format!("an `image` block with `source` at message {index}"));
-        }
-        if kind == "text" && block.get("cache_control").is_some() {
-            return anthropic(format!("`cache_control` at message {index}"));
-        }
-        if OPENAI_PARTS.contains(&kind) {
-            return openai(format!("an `{kind}` part at message {index}"));
+            sign(ANTHROPIC, format!("a `{kind}` block at message {index}"))?;
+        } else if kind == "image" && block.get("source").is_some() {
+            sign(ANTHROPIC, format!("an `image` block with `source` at message {index}"))?;
+        } else if kind == "text" && block.get("cache_control").is_some() {
+            sign(ANTHROPIC, format!("`cache_control` at message {index}"))?;
+        } else if kind == "text" {
+            sign(OPENAI_OR_ANTHROPIC, format!("a `text` part at message {index}"))?;
+        } else if OPENAI_PARTS.contains(&kind) {
+            sign(OPENAI, format!("an `{kind}` part at message {index}"))?;
+        } else if kind == "refusal" {
+            sign(OPENAI_OR_RESPONSES, format!("a `refusal` part at message {index}"))?;
+        } else if RESPONSES_PARTS.contains(&kind) {
+            sign(RESPONSES, format!("an `{kind}` part at message {index}"))?;
         }
     }
-    None
+    Ok(())
+}
+
+/// The formats every sign seen so far allows, and the first sign of each kind (to name
+/// the two that contradict each other).
+#[derive(Debug)]
+struct Detection {
+    allowed: Formats,
+    firsts: Vec<Signal>,
+}
+
+impl Detection {
+    fn new() -> Self {
+        Self { allowed: ANY, firsts: Vec::new() }
+    }
+
+    /// Takes one more sign; an error when no format has all the signs seen.
+    fn add(&mut self, signal: Signal) -> Result<()> {
+        let allowed = self.allowed.and(signal.formats);
+        if allowed.is_empty() {
+            // The first sign that this one contradicts, by itself or with the signs before.
+            let first = self
+                .firsts
+                .iter()
+                .find(|s| s.formats.and(signal.formats).is_empty())
+                .or(self.firsts.first());
+            let (what, formats) = first.map_or(("", ANY), |s| (s.what.as_str(), s.formats));
+            bail!(
+                "cannot tell the format: {what} is {}, but {} is {}; pass --format",
+                formats.name(),
+                signal.what,
+                signal.formats.name()
+            );
+        }
+        self.allowed = allowed;
+        if !self.firsts.iter().any(|s| s.formats == signal.formats) {
+            self.firsts.push(signal);
+        }
+        Ok(())
+    }
 }
 
 /// Decides the format of one conversation.
 ///
-/// With `--format auto`, the first sign only one provider's format has decides (see
+/// With `--format auto`, every sign that only some formats have counts (see
 /// `docs/cli.md`): Anthropic for a top-level `system`, `anthropic_version`, `stop_sequences`
 /// or `top_k`, or a `tool_use`, `tool_result`, `document`, `thinking`, `redacted_thinking`
-/// block, an `image` block with a `source`, or `cache_control` on a block; OpenAI for a
-/// `system`, `developer`, `tool` or `function` role, `tool_calls`, `tool_call_id`,
-/// `function_call`, `content: null`, an `image_url`, `input_audio`, `file` or `refusal` part,
-/// or OpenAI-only request fields. A conversation with both kinds of sign is refused (name
-/// the format). One with neither is plain user and assistant text, which both formats read
-/// into the same messages; it is read as OpenAI.
+/// block, an `image` block with a `source`, or `cache_control` on a block; OpenAI Chat
+/// Completions for a `tool` or `function` role, `tool_calls`, `tool_call_id`,
+/// `function_call`, `content: null`, an `image_url`, `input_audio` or `file` part, or
+/// OpenAI-only request fields; the Responses API for an item with a `type`
+/// (`function_call`, `function_call_output`, `reasoning`, `message`, …) or an `input_text`,
+/// `output_text`, `input_image` or `input_file` part; OpenAI or the Responses API for a
+/// `system` or `developer` role or a `refusal` part; OpenAI or Anthropic for a `text` part. A
+/// conversation whose signs no one format has is refused (name the format). Among the
+/// formats left, OpenAI is read first: plain user and assistant text reads into the same
+/// messages in every format.
 fn detect(
     format: Format,
     envelope: Option<&Map<String, Value>>,
@@ -501,30 +620,14 @@ fn detect(
     if format != Format::Auto {
         return Ok(format);
     }
-    let Some(first) = first_signal(envelope, messages) else {
-        return Ok(Format::Openai);
-    };
-    // A sign of the other format anywhere makes the input contradictory.
-    let contrary = envelope
-        .and_then(|object| {
-            let fields =
-                if first.format == Format::Anthropic { OPENAI_FIELDS } else { ANTHROPIC_FIELDS };
-            fields.iter().find(|f| object.contains_key(**f)).map(|f| format!("top-level `{f}`"))
-        })
-        .or_else(|| {
-            messages.as_array()?.iter().enumerate().find_map(|(index, message)| {
-                message_signal(index, message).filter(|s| s.format != first.format).map(|s| s.what)
-            })
-        });
-    if let Some(contrary) = contrary {
-        bail!(
-            "cannot tell the format: {} is {}, but {contrary} is {}; pass --format",
-            first.what,
-            name(first.format),
-            name(other(first.format))
-        );
+    let mut detection = Detection::new();
+    if let Some(object) = envelope {
+        envelope_signals(object, |s| detection.add(s))?;
     }
-    Ok(first.format)
+    for (index, message) in messages.as_array().into_iter().flatten().enumerate() {
+        message_signals(index, message, |s| detection.add(s))?;
+    }
+    Ok(detection.allowed.chosen())
 }
 
 /// [`detect`] for a bare array whose messages are slices of the text, read one at a time.
@@ -532,38 +635,16 @@ fn detect_array(format: Format, items: &[&RawValue]) -> Result<Format> {
     if format != Format::Auto {
         return Ok(format);
     }
-    let mut first: Option<Signal> = None;
+    let mut detection = Detection::new();
     for (index, raw) in items.iter().enumerate() {
         let message: Value = serde_json::from_str(raw.get())?;
-        let Some(signal) = message_signal(index, &message) else { continue };
-        match &first {
-            None => first = Some(signal),
-            Some(first) if first.format != signal.format => bail!(
-                "cannot tell the format: {} is {}, but {} is {}; pass --format",
-                first.what,
-                name(first.format),
-                signal.what,
-                name(signal.format)
-            ),
-            Some(_) => {}
-        }
+        message_signals(index, &message, |s| detection.add(s))?;
     }
-    Ok(first.map_or(Format::Openai, |s| s.format))
+    Ok(detection.allowed.chosen())
 }
 
-fn name(format: Format) -> &'static str {
-    match format {
-        Format::Anthropic => "Anthropic's",
-        _ => "OpenAI's",
-    }
-}
-
-fn other(format: Format) -> Format {
-    if format == Format::Anthropic { Format::Openai } else { Format::Anthropic }
-}
-
-/// Messages written in a format, as JSON text: the OpenAI messages array, or the Anthropic
-/// request's `messages` and `system`. Text, not `Value`, so that the numbers of Anthropic
+/// Messages written in a format, as JSON text: the OpenAI messages array, the Responses
+/// items array, or the Anthropic request's `messages` and `system`. Text, not `Value`, so that the numbers of Anthropic
 /// `tool_use` inputs are written as the arguments hold them (`1e2` stays `1e2`).
 #[derive(Debug)]
 pub(crate) struct Written {
@@ -572,7 +653,8 @@ pub(crate) struct Written {
 }
 
 /// Writes messages read in `from` in the format `to`, adapting them to what `to` accepts
-/// when the two differ (see `formats::openai::adapt`, `formats::anthropic::adapt`).
+/// when the two differ (see `formats::openai::adapt`, `formats::anthropic::adapt`; Responses
+/// items take every message as it is).
 pub(crate) fn write_messages<M: std::borrow::Borrow<Message>>(
     messages: &[M],
     from: Format,
@@ -584,6 +666,11 @@ pub(crate) fn write_messages<M: std::borrow::Borrow<Message>>(
         #[serde(default)]
         system: Option<Box<RawValue>>,
     }
+    if to == Format::Responses {
+        // Items carry every message as it is: nothing to adapt.
+        let items = formats::responses::from_messages(messages)?;
+        return Ok(Written { messages: serde_json::value::to_raw_value(&items)?, system: None });
+    }
     if to == Format::Anthropic {
         let text = if from == Format::Anthropic {
             formats::anthropic::to_json(messages)?
@@ -593,10 +680,10 @@ pub(crate) fn write_messages<M: std::borrow::Borrow<Message>>(
         let request: Request = serde_json::from_str(&text)?;
         return Ok(Written { messages: request.messages, system: request.system });
     }
-    let value = if from == Format::Anthropic {
-        formats::openai::convert(messages)?
-    } else {
+    let value = if from == Format::Openai {
         formats::openai::from_messages(messages)?
+    } else {
+        formats::openai::convert(messages)?
     };
     Ok(Written { messages: serde_json::value::to_raw_value(&value)?, system: None })
 }
@@ -747,6 +834,37 @@ mod tests {
         check_format(
             json!({"response_format": {"type": "json_object"}, "messages": []}),
             Format::Openai,
+        );
+    }
+
+    #[test]
+    fn responses_items_and_parts_make_responses() {
+        check_format(
+            json!({"messages": [{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"},
+                {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]}),
+            Format::Responses,
+        );
+        check_format(
+            json!({"messages": [{"type": "reasoning", "id": "rs", "summary": []}]}),
+            Format::Responses,
+        );
+        check_format(
+            json!({"parallel_tool_calls": false, "messages": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}),
+            Format::Responses,
+        );
+        // A refusal part or a system role alone is OpenAI's as much as the Responses API's.
+        check_format(
+            json!({"messages": [{"role": "system", "content": "s"},
+                {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]}]}),
+            Format::Openai,
+        );
+        let mixed = json!([{"role": "user", "content": [{"type": "text", "text": "a"}]},
+            {"role": "user", "content": [{"type": "input_text", "text": "b"}]}]);
+        let error = detect(Format::Auto, None, &mixed).unwrap_err().to_string();
+        assert!(
+            error.contains("a `text` part at message 0 is OpenAI's or Anthropic's")
+                && error.contains("an `input_text` part at message 1 is the Responses API's"),
+            "{error}"
         );
     }
 

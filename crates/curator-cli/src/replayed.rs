@@ -163,7 +163,14 @@ pub(crate) fn percent(share: Option<f64>) -> String {
     share.map_or_else(|| "-".to_owned(), |s| format!("{:.1}%", 100.0 * s))
 }
 
-fn rules(messages: &[MessageRef<'_>]) -> Result<(), String> {
+/// The rules a view must keep: the Responses API's for Responses items (whose reasoning
+/// and other items neither chat format carries), else both chat formats'.
+fn rules(format: Format, messages: &[MessageRef<'_>]) -> Result<(), String> {
+    if format == Format::Responses {
+        return validate::responses(messages).map_err(|v| {
+            format!("Responses API rule broken at view message {}: {}", v.index, v.kind)
+        });
+    }
     validate::openai(messages)
         .map_err(|v| format!("OpenAI rule broken at view message {}: {}", v.index, v.kind))?;
     validate::anthropic(messages)
@@ -186,6 +193,7 @@ pub(crate) fn replay(
     let mut violation = None;
     let input_rules = match format {
         Format::Anthropic => validate::anthropic(&messages),
+        Format::Responses => validate::responses(&messages),
         _ => validate::openai(&messages),
     };
     if let Err(v) = input_rules {
@@ -222,7 +230,7 @@ pub(crate) fn replay(
                 curation_us,
                 evidence: tracker.score(&message, &view),
             });
-            if let Err(problem) = rules(&sent) {
+            if let Err(problem) = rules(format, &sent) {
                 violations += 1;
                 violation.get_or_insert((calls.len(), problem));
             }

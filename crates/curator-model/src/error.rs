@@ -111,7 +111,8 @@ pub enum Error {
         field: String,
         /// What was found: the part or block type, or the field name.
         value: String,
-        /// The format it belongs to, `OpenAI` or `Anthropic`.
+        /// The format it belongs to: `OpenAI` (or `OpenAI Chat Completions`), `OpenAI
+        /// Responses` or `Anthropic`.
         format: &'static str,
     },
     /// A `tools` schema that cannot be read or has no counterpart in the target format.

@@ -10,7 +10,8 @@
 //! - [`Entry`] is a recorded message: its [`MessageId`], [`EvaluationId`], sequence, turn,
 //!   [`PromptRef`] and time.
 //! - [`ToolCallStatus`] is derived from the record by [`tool_call_states`], never stored.
-//! - [`formats::openai`] and [`formats::anthropic`] read and write provider messages.
+//! - [`formats::openai`], [`formats::anthropic`] and [`formats::responses`] read and write
+//!   provider messages (and the Responses API's items).
 //! - [`validate::openai`] and [`validate::anthropic`] report the first rule a list breaks.
 //!
 //! # Examples

@@ -333,6 +333,14 @@ impl Message {
         self.content_omitted = true;
     }
 
+    /// Adds a call to an assistant message (the Responses reader joins a `function_call`
+    /// item to the assistant message before it); other roles never carry calls.
+    pub(crate) fn push_tool_call(&mut self, call: ToolCall) {
+        if self.role == Role::Assistant {
+            self.tool_calls.push(call);
+        }
+    }
+
     pub(crate) fn set_is_error(&mut self, is_error: Option<bool>) {
         self.is_error = is_error;
     }

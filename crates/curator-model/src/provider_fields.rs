@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 /// use curator::model::Format;
 ///
 /// assert_eq!(serde_json::to_string(&Format::Anthropic)?, "\"anthropic\"");
+/// assert_eq!(serde_json::to_string(&Format::Responses)?, "\"responses\"");
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -21,6 +22,8 @@ pub enum Format {
     OpenAi,
     /// Anthropic Messages API.
     Anthropic,
+    /// OpenAI Responses API items (what the OpenAI Agents SDK stores in a session).
+    Responses,
 }
 
 /// Fields of a wire object that curator does not model, kept verbatim together with the

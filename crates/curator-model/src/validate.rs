@@ -1,9 +1,11 @@
 //! Checks a message list against the rules that make a provider reject a request.
 //!
-//! Both checks return the first [`Violation`], with the index of the message where the rule
-//! broke. Calls still open at the very end of the list are *pending*, not a violation: a
-//! conversation stopped mid-tool-call looks like that, and the caller is about to answer
-//! them. Results pair with calls by the one rule of [`pairing`](crate::pairing).
+//! Each check ([`openai`], [`anthropic`], [`responses`]) returns the first [`Violation`], with
+//! the index of the message where the rule broke. Calls still open at the very end of the
+//! list are *pending*, not a violation: a conversation stopped mid-tool-call looks like that,
+//! and the caller is about to answer them; the `_request` checks refuse them. Results pair
+//! with calls by the one rule of [`pairing`](crate::pairing), except for the Responses API,
+//! whose outputs answer their call by id wherever they come after it.
 //!
 //! # Examples
 //!
@@ -142,6 +144,21 @@ pub enum ViolationKind {
         /// The call's id.
         call_id: String,
     },
+    /// Responses: a `function_call` whose `call_id` an earlier `function_call` of the list
+    /// already used (an output could not say which call it answers).
+    DuplicateCallId {
+        /// The shared id.
+        call_id: String,
+        /// Index of the message with the first call of that id.
+        first_index: usize,
+    },
+    /// Responses: a `reasoning` item not directly followed by the item it was produced with
+    /// (a message or a call of the assistant's), which the API refuses: a strategy kept the
+    /// reasoning and dropped what followed it.
+    ReasoningWithoutFollowingItem {
+        /// The reasoning item's `id` (empty when it has none).
+        item_id: String,
+    },
 }
 
 impl fmt::Display for ViolationKind {
@@ -202,6 +219,14 @@ impl fmt::Display for ViolationKind {
             ViolationKind::ArgumentsNotObject { call_id } => {
                 write!(f, "tool call `{call_id}` has arguments that are not a JSON object")
             }
+            ViolationKind::DuplicateCallId { call_id, first_index } => write!(
+                f,
+                "function call id `{call_id}` was already used in message {first_index} (call ids must be unique)"
+            ),
+            ViolationKind::ReasoningWithoutFollowingItem { item_id } => write!(
+                f,
+                "reasoning item `{item_id}` is not followed by the assistant item it came with"
+            ),
         }
     }
 }
@@ -343,7 +368,7 @@ fn anthropic_shape(index: usize, message: &Message, cache: &mut usize) -> Result
             let kind = part_kind(part);
             let allowed = match (role, part) {
                 (_, Part::Text { .. }) | (Role::User | Role::Tool, Part::Image { .. }) => true,
-                (_, Part::Raw { format: Format::OpenAi, .. })
+                (_, Part::Raw { format: Format::OpenAi | Format::Responses, .. })
                 | (Role::System, _)
                 | (Role::Assistant, Part::Image { .. }) => false,
                 (Role::User | Role::Tool, Part::Raw { .. }) => {
@@ -612,6 +637,207 @@ pub fn anthropic_request<M: Borrow<Message>>(messages: &[M]) -> Result<(), Viola
     no_pending_calls(messages)
 }
 
+/// Checks `messages` against the OpenAI Responses API rules, as
+/// [`formats::responses::from_messages`](crate::formats::responses::from_messages) would
+/// send them as items: every `function_call_output` answers a `function_call` made earlier in
+/// the list and not answered yet (the API does not ask the output to follow its call
+/// directly), call ids are unique, a `reasoning` item is directly followed by the assistant
+/// item it came with, messages have content (an assistant message, or calls), parts are the
+/// Responses API's (an assistant message holds `output_text` and `refusal` only; no part of
+/// another format anywhere), image `detail` is `auto`, `low` or `high`, and tool names are not
+/// empty. Calls without an output, and a reasoning item, at the very end are allowed (a
+/// record may stop there); [`responses_request`] refuses them.
+///
+/// # Errors
+///
+/// The first [`Violation`].
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{formats::responses, validate, validate::ViolationKind};
+/// use serde_json::json;
+///
+/// let messages = responses::to_messages(&[
+///     json!({"role": "user", "content": "go"}),
+///     json!({"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"}),
+///     json!({"role": "user", "content": "(meanwhile)"}),
+///     json!({"type": "function_call_output", "call_id": "c1", "output": "a.txt"}),
+///     json!({"type": "function_call_output", "call_id": "c2", "output": "?"}),
+/// ])?;
+/// let v = validate::responses(&messages).unwrap_err();
+/// assert_eq!((v.index, v.kind), (4, ViolationKind::ToolResultWithoutCall { call_id: "c2".into() }));
+/// assert!(validate::responses(&messages[..4]).is_ok());
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn responses<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
+    responses_check(messages, false)
+}
+
+/// Checks `messages` as a Responses API request about to be sent: the rules of
+/// [`responses`], every `function_call` answered by its output somewhere in the list, and no
+/// `reasoning` item at the end.
+///
+/// # Errors
+///
+/// The first [`Violation`]; [`ViolationKind::PendingToolCall`] names the first call without
+/// an output, with the index of the message that made it.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{Message, ToolCall, validate, validate::ViolationKind};
+///
+/// let messages = vec![Message::user("go"), Message::assistant_with_calls(None, vec![ToolCall::new("a", "ls", "{}")])];
+/// assert!(validate::responses(&messages).is_ok());
+/// let v = validate::responses_request(&messages).unwrap_err();
+/// assert_eq!((v.index, v.kind), (1, ViolationKind::PendingToolCall { call_id: "a".into() }));
+/// ```
+pub fn responses_request<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
+    responses_check(messages, true)
+}
+
+fn responses_check<M: Borrow<Message>>(messages: &[M], request: bool) -> Result<(), Violation> {
+    use crate::formats::responses::item_type;
+    if messages.is_empty() {
+        return Err(Violation { index: 0, kind: ViolationKind::EmptyConversation });
+    }
+    // Each call id: the message that made the call, and whether an output answered it.
+    let mut calls: std::collections::HashMap<&str, (usize, bool)> =
+        std::collections::HashMap::new();
+    for (index, message) in messages.iter().map(Borrow::borrow).enumerate() {
+        let violation = |kind| Err(Violation { index, kind });
+        responses_shape(index, message)?;
+        if message.role() == Role::Tool {
+            let id = message.tool_call_id().unwrap_or_default();
+            match calls.get_mut(id) {
+                Some((_, answered)) if !*answered => *answered = true,
+                _ => {
+                    return violation(ViolationKind::ToolResultWithoutCall {
+                        call_id: id.to_owned(),
+                    });
+                }
+            }
+        }
+        for call in message.tool_calls() {
+            if call.name().is_empty() {
+                return violation(ViolationKind::EmptyToolName { call_id: call.id().to_owned() });
+            }
+            if let Some(&(first_index, _)) = calls.get(call.id()) {
+                return violation(ViolationKind::DuplicateCallId {
+                    call_id: call.id().to_owned(),
+                    first_index,
+                });
+            }
+            calls.insert(call.id(), (index, false));
+        }
+        if item_type(message) == Some("reasoning") && !message.has_tool_calls() {
+            let next = messages.get(index + 1).map(Borrow::borrow);
+            let followed = match next {
+                Some(next) => {
+                    next.role() == Role::Assistant && item_type(next) != Some("reasoning")
+                }
+                None => !request,
+            };
+            if !followed {
+                let item_id = match message.content() {
+                    Some(crate::Content::Parts(parts)) => parts.first().and_then(|p| match p {
+                        Part::Raw { value, .. } => value.get("id").and_then(|v| v.as_str()),
+                        _ => None,
+                    }),
+                    _ => None,
+                };
+                return violation(ViolationKind::ReasoningWithoutFollowingItem {
+                    item_id: item_id.unwrap_or_default().to_owned(),
+                });
+            }
+        }
+    }
+    if request {
+        for (index, message) in messages.iter().map(Borrow::borrow).enumerate() {
+            if let Some(call) = message
+                .tool_calls()
+                .iter()
+                .find(|c| calls.get(c.id()).is_some_and(|(_, answered)| !answered))
+            {
+                return Err(Violation {
+                    index,
+                    kind: ViolationKind::PendingToolCall { call_id: call.id().to_owned() },
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The Responses rules on one message's shape: content present where an item needs it,
+/// the parts each role's items accept, image `detail`, no `custom` call.
+fn responses_shape(index: usize, message: &Message) -> Result<(), Violation> {
+    let violation = |kind| Err(Violation { index, kind });
+    let role = message.role();
+    if crate::formats::responses::item_type(message).is_some() {
+        // A message read from another item holds that item: the writer gives it back.
+        return Ok(());
+    }
+    if message.content().is_none() && role != Role::Tool && !message.has_tool_calls() {
+        return violation(ViolationKind::MissingContent { role });
+    }
+    for (j, call) in message.tool_calls().iter().enumerate() {
+        if crate::formats::openai::is_custom_call(call) {
+            return violation(ViolationKind::InvalidValue {
+                field: format!("tool_calls[{j}].type"),
+                value: "custom".into(),
+            });
+        }
+    }
+    let Some(crate::Content::Parts(parts)) = message.content() else { return Ok(()) };
+    let key = if role == Role::Tool { "output" } else { "content" };
+    for (k, part) in parts.iter().enumerate() {
+        let kind = part_kind(part);
+        let allowed = match (role, part) {
+            (_, Part::Raw { format: Format::OpenAi | Format::Anthropic, .. })
+            | (Role::Assistant, Part::Image { .. }) => false,
+            (Role::Assistant, Part::Raw { .. }) => kind == "refusal",
+            _ => true,
+        };
+        if !allowed {
+            return violation(ViolationKind::UnsupportedPart { role, part: kind });
+        }
+        let fields = |extra: &Option<crate::ProviderFields>| {
+            extra.as_ref().and_then(|e| e.fields_for(Format::Responses)).cloned()
+        };
+        match part {
+            Part::Text { extra, .. } if role == Role::Assistant => {
+                let kind = fields(extra).and_then(|f| f.get("type").cloned());
+                if let Some(kind) = kind.filter(|k| k.as_str() != Some("output_text")) {
+                    return violation(ViolationKind::InvalidValue {
+                        field: format!("{key}[{k}].type"),
+                        value: kind.as_str().map_or_else(|| kind.to_string(), str::to_owned),
+                    });
+                }
+            }
+            Part::Image { extra, .. } => {
+                let detail = fields(extra).and_then(|f| f.get("detail").cloned()).or_else(|| {
+                    extra
+                        .as_ref()
+                        .and_then(|e| e.fields_for(Format::OpenAi))
+                        .and_then(|f| f.get("detail").cloned())
+                });
+                if let Some(detail) =
+                    detail.filter(|d| !matches!(d.as_str(), Some("auto" | "low" | "high")))
+                {
+                    return violation(ViolationKind::InvalidValue {
+                        field: format!("{key}[{k}].detail"),
+                        value: detail.as_str().map_or_else(|| detail.to_string(), str::to_owned),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn no_pending_calls<M: Borrow<Message>>(messages: &[M]) -> Result<(), Violation> {
     let mut pairing = pairing(messages);
     pairing.by_ref().for_each(drop);
@@ -707,6 +933,55 @@ pub fn anthropic_tools(tools: &serde_json::Value) -> crate::Result<()> {
             && !tool.get("input_schema").is_some_and(serde_json::Value::is_object)
         {
             return Err(error("input_schema", "is missing or not an object"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a request's `tools` in the Responses API shape: each tool has a `type`; a
+/// `function` tool is flat (`{"type": "function", "name", "parameters"}`), never the Chat
+/// Completions `{"type": "function", "function": {...}}` nor Anthropic's `input_schema`.
+///
+/// # Errors
+///
+/// [`Error::ToolSchema`](crate::Error::ToolSchema) naming the first tool and field that is
+/// wrong.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::validate;
+/// use serde_json::json;
+///
+/// assert!(validate::responses_tools(&json!([{"type": "function", "name": "ls", "parameters": {}},
+///     {"type": "web_search"}])).is_ok());
+/// assert!(validate::responses_tools(&json!([{"type": "function", "function": {"name": "ls"}}])).is_err());
+/// ```
+pub fn responses_tools(tools: &serde_json::Value) -> crate::Result<()> {
+    for (index, tool) in tool_list(tools)?.iter().enumerate() {
+        let error = |field: &str, reason: &str| crate::Error::ToolSchema {
+            index,
+            field: field.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if tool.get("input_schema").is_some() {
+            return Err(error(
+                "input_schema",
+                "is Anthropic's shape: a Responses tool has `type`, `name` and `parameters`",
+            ));
+        }
+        match tool.get("type").and_then(serde_json::Value::as_str) {
+            None => return Err(error("type", "is missing or not a string")),
+            Some("function") if tool.get("function").is_some() => {
+                return Err(error(
+                    "function",
+                    "is the Chat Completions shape: a Responses function tool is flat (`name`, `parameters`)",
+                ));
+            }
+            Some("function") if tool.get("name").and_then(serde_json::Value::as_str).is_none() => {
+                return Err(error("name", "is missing or not a string"));
+            }
+            Some(_) => {}
         }
     }
     Ok(())

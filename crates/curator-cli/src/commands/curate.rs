@@ -230,6 +230,7 @@ fn curate_one(
         let all: Vec<_> = View::full(&history).messages();
         let checked = match format {
             Format::Anthropic => validate::anthropic(&all),
+            Format::Responses => validate::responses(&all),
             _ => validate::openai(&all),
         };
         if let Err(v) = checked {
@@ -255,8 +256,9 @@ fn curate_one(
         sent.len(),
         tokens(&*pipeline.counter, &sent)
     );
-    // The view is the request: checked as the target receives it, adapted when converted.
-    let adapted = (target != format).then(|| match target {
+    // The view is the request: checked as the target receives it, adapted when converted
+    // (Responses items take every message as it is).
+    let adapted = (target != format && target != Format::Responses).then(|| match target {
         Format::Anthropic => formats::anthropic::adapt(&sent),
         _ => formats::openai::adapt(&sent),
     });
@@ -265,6 +267,7 @@ fn curate_one(
             (Some(adapted), Format::Anthropic) => validate::anthropic_request(adapted),
             (Some(adapted), _) => validate::openai_request(adapted),
             (None, Format::Anthropic) => validate::anthropic_request(&sent),
+            (None, Format::Responses) => validate::responses_request(&sent),
             (None, _) => validate::openai_request(&sent),
         };
         if let Err(v) = checked {
@@ -287,6 +290,7 @@ fn curate_one(
         {
             let checked = match target {
                 Format::Anthropic => validate::anthropic_tools(tools),
+                Format::Responses => validate::responses_tools(tools),
                 _ => validate::openai_tools(tools),
             };
             if let Err(error) = checked {
@@ -310,6 +314,10 @@ fn convert_tools(
     *tools = match (from, to) {
         (Format::Anthropic, Format::Openai) => formats::openai::tools_from_anthropic(tools)?,
         (Format::Openai, Format::Anthropic) => formats::anthropic::tools_from_openai(tools)?,
+        (Format::Responses, other) | (other, Format::Responses) if from != to => bail!(
+            "the input has `tools`, and converting tool schemas between the Responses API and {} is not supported: leave out --to, or remove `tools`",
+            if other == Format::Anthropic { "Anthropic" } else { "OpenAI Chat Completions" }
+        ),
         _ => return Ok(()),
     };
     Ok(())

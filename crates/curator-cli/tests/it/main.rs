@@ -19,6 +19,7 @@ mod postgres;
 mod prune;
 mod read_only;
 mod report;
+mod responses;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -23,7 +23,8 @@
 //! refused ([`Error::UnexpectedField`]) on a user message that starts with a tool result.
 //!
 //! The reader is strict: OpenAI's message fields (`tool_calls`, `tool_call_id`, …) and parts
-//! (`image_url`, `input_audio`, `file`, `refusal`) are [`Error::ForeignField`].
+//! (`image_url`, `input_audio`, `file`, `refusal`, and the Responses API's `input_text`,
+//! `output_text`, `input_image`, `input_file`) are [`Error::ForeignField`].
 //!
 //! Writing messages read from the OpenAI format leaves out OpenAI-only fields and the `name`
 //! of tool results (a `tool_result` has none), skips empty text (the API refuses empty text
@@ -402,6 +403,14 @@ fn read_block_part(index: usize, path: &str, value: &Value) -> Result<Part> {
             field: b.field("type"),
             value: kind.to_owned(),
             format: "OpenAI",
+        });
+    }
+    if let Some(kind) = kind.filter(|k| super::RESPONSES_PARTS.contains(k)) {
+        return Err(Error::ForeignField {
+            index,
+            field: b.field("type"),
+            value: kind.to_owned(),
+            format: "OpenAI Responses",
         });
     }
     match kind {

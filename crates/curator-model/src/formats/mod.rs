@@ -1,4 +1,6 @@
-//! Conversion between [`Message`](crate::Message) lists and provider wire formats.
+//! Conversion between [`Message`](crate::Message) lists and provider wire formats: OpenAI
+//! Chat Completions ([`openai`]), Anthropic Messages ([`anthropic`]) and OpenAI Responses
+//! API items ([`responses`]).
 //!
 //! Both directions are lossless for a format's own messages: every field curator does not
 //! model is kept as [`ProviderFields`](crate::ProviderFields) and written back, content parts
@@ -10,6 +12,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod responses;
 
 mod adapt;
 mod exact;
@@ -32,6 +35,11 @@ pub(crate) const ANTHROPIC_BLOCKS: &[&str] = &[
 /// Content part types only the OpenAI format defines; the strict Anthropic reader refuses
 /// them.
 pub(crate) const OPENAI_PARTS: &[&str] = &["image_url", "input_audio", "file", "refusal"];
+
+/// Content part types only the OpenAI Responses API defines; the strict Chat Completions and
+/// Anthropic readers refuse them.
+pub(crate) const RESPONSES_PARTS: &[&str] =
+    &["input_text", "output_text", "input_image", "input_file"];
 
 /// Message fields only the OpenAI format defines; the strict Anthropic reader refuses them.
 pub(crate) const OPENAI_MESSAGE_FIELDS: &[&str] =

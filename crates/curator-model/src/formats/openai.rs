@@ -11,12 +11,16 @@
 //! a typed error: the legacy `function` role and tool calls of any other `type`.
 //!
 //! The reader is strict: an Anthropic block in content (`tool_use`, `tool_result`,
-//! `thinking`, `document`, an `image` with a `source`, …) is [`Error::ForeignField`], never
-//! kept as an unknown part.
+//! `thinking`, `document`, an `image` with a `source`, …) or a Responses API part
+//! (`input_text`, `output_text`, `input_image`, `input_file`) is [`Error::ForeignField`],
+//! never kept as an unknown part.
 //!
 //! Writing messages read from the Anthropic format leaves out what OpenAI cannot express:
 //! the `is_error` mark of a tool result and Anthropic-only fields; an Anthropic-only content
-//! part (a thinking block, a document) is refused with [`Error::UnsupportedValue`].
+//! part (a thinking block, a document) is refused with [`Error::UnsupportedValue`]. Messages
+//! read from Responses API items ([`super::responses`]) keep an image's `detail` and lose
+//! the items' `id`, `status`, `annotations` and `logprobs`; a reasoning item or any other
+//! item that is not a message is refused in the same way.
 //!
 //! # Examples
 //!
@@ -216,6 +220,14 @@ fn read_part(index: usize, path: &str, value: &Value) -> Result<Part> {
             format: "Anthropic",
         });
     }
+    if let Some(kind) = kind.filter(|k| super::RESPONSES_PARTS.contains(k)) {
+        return Err(Error::ForeignField {
+            index,
+            field: part.field("type"),
+            value: kind.to_owned(),
+            format: "OpenAI Responses",
+        });
+    }
     match kind {
         Some("text") => Ok(Part::Text {
             text: part.str("text")?.to_owned(),
@@ -388,6 +400,12 @@ fn write_part(index: usize, k: usize, part: &Part) -> Result<Value> {
         }
         Part::Image { source, extra: e } => {
             let mut image = extra(e).unwrap_or_default();
+            // An image read from Responses items: its `detail` means the same here.
+            if let Some(detail) = crate::provider_fields::fields_for(e.as_ref(), Format::Responses)
+                .and_then(|f| f.get("detail"))
+            {
+                image.entry("detail").or_insert_with(|| detail.clone());
+            }
             image.insert("url".into(), Value::String(source.to_url()));
             Ok(json!({"type": "image_url", "image_url": image}))
         }

@@ -6,6 +6,7 @@ mod convert;
 mod corpus;
 mod current;
 mod errors;
+mod items;
 mod numbers;
 mod openai;
 mod passthrough;
