@@ -54,6 +54,30 @@ pub trait MessageMap: Send + Sync + fmt::Debug {
     /// transforming it (by its role or its length, say): views then read its token count
     /// from the history's cache instead of the memo. `false` (the default) means "maybe not";
     /// answering `true` for a message the map would change is a bug.
+    ///
+    /// # Examples
+    ///
+    /// A map that changes only user messages says so, and views skip it for the others:
+    ///
+    /// ```
+    /// use curator::model::{Content, Message, Role};
+    /// use curator::strategies::{History, MessageMap};
+    ///
+    /// #[derive(Debug)]
+    /// struct ShoutAtUsers;
+    /// impl MessageMap for ShoutAtUsers {
+    ///     fn map(&self, message: &Message, _pos: Option<usize>, _history: &History<'_>) -> Option<Message> {
+    ///         (message.role() == Role::User)
+    ///             .then(|| message.clone().with_content(Some(Content::Text(message.text().to_uppercase()))))
+    ///     }
+    ///     fn leaves_unchanged(&self, message: &Message) -> bool {
+    ///         message.role() != Role::User
+    ///     }
+    /// }
+    ///
+    /// assert!(ShoutAtUsers.leaves_unchanged(&Message::assistant("hi")));
+    /// assert!(!ShoutAtUsers.leaves_unchanged(&Message::user("hi")));
+    /// ```
     fn leaves_unchanged(&self, message: &Message) -> bool {
         let _ = message;
         false

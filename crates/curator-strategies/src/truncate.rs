@@ -233,6 +233,20 @@ impl MessageMap for Truncate {
     fn memo_key(&self, _pos: usize) -> Option<u64> {
         Some(self.key)
     }
+
+    /// Messages other than tool results, and tool results whose text has no more bytes than
+    /// the characters kept (a text has at least as many bytes as characters).
+    fn leaves_unchanged(&self, message: &Message) -> bool {
+        message.role() != Role::Tool
+            || message.content().is_none_or(|content| match content {
+                Content::Text(text) => text.len() <= self.max_length,
+                // Parts are counted with the newline joining two texts.
+                Content::Parts(parts) => {
+                    let texts = parts.iter().filter_map(Part::as_text);
+                    texts.map(|t| t.len() + 1).sum::<usize>() <= self.max_length
+                }
+            })
+    }
 }
 
 impl HistoryManager for ToolResultTruncator {
@@ -256,6 +270,25 @@ mod tests {
         let mut fields = serde_json::Map::new();
         fields.insert("cache_control".into(), json!({"type": mark}));
         ProviderFields::non_empty(Format::Anthropic, fields)
+    }
+
+    proptest::proptest! {
+        /// A tool result the truncator says it leaves unchanged is left unchanged.
+        #[test]
+        fn what_it_says_it_leaves_is_left(
+            text in "(\\PC|\n){0,60}",
+            texts in proptest::collection::vec("(\\PC|\n){0,20}", 0..4),
+            max in 1usize..50,
+        ) {
+            let t = ToolResultTruncator::with_suffix(max, "").unwrap();
+            let history = History::from(Vec::<Message>::new());
+            let parts = texts.iter().map(|t| Part::Text { text: t.clone(), extra: None }).collect();
+            for message in [Message::tool_result("c", text.clone()), Message::tool_result("c", "").with_content(Some(Content::Parts(parts))), Message::user(text.clone())] {
+                if t.map.leaves_unchanged(&message) {
+                    proptest::prop_assert_eq!(t.map.map(&message, None, &history), None);
+                }
+            }
+        }
     }
 
     #[test]

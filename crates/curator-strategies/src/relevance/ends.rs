@@ -233,6 +233,20 @@ mod tests {
         assert!(tail.starts_with("line "), "{tail}");
     }
 
+    proptest::proptest! {
+        /// A message the cut says it leaves unchanged is left unchanged.
+        #[test]
+        fn what_it_says_it_leaves_is_left(text in "(\\PC|\n){0,700}", max in 0usize..600) {
+            let cut = EndsCut::new(max);
+            let history = History::from(Vec::<Message>::new());
+            for message in [Message::tool_result("c", text.clone()), Message::user(text.clone())] {
+                if cut.leaves_unchanged(&message) {
+                    proptest::prop_assert_eq!(cut.map(&message, None, &history), None);
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_short_output_is_left_alone() {
         assert_eq!(EndsCut::new(100).cut("short"), None);
