@@ -4,7 +4,8 @@
 #   crates/curator-py/run-tests.sh [pytest arguments]
 #
 # PYTHON picks the interpreter (python3), CURATOR_PY_VENV the environment's directory (a
-# new temporary one; an existing directory there is replaced). Cargo builds into
+# new temporary one; an existing directory there is replaced), CURATOR_PY_EXTRAS the
+# optional packages to test with (langchain-core). Cargo builds into
 # CARGO_TARGET_DIR when it is set, else into the workspace's target/.
 set -euo pipefail
 
@@ -15,7 +16,10 @@ venv="${CURATOR_PY_VENV:-$(mktemp -d)/venv}"
 rm -rf "$venv"
 "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet "maturin>=1.9.4,<2" pytest
+# The optional integrations the tests cover (space-separated; empty to leave them out, and
+# their tests are skipped).
+read -r -a extras <<< "${CURATOR_PY_EXTRAS-langchain-core}"
+"$venv/bin/python" -m pip install --quiet "maturin>=1.9.4,<2" pytest ${extras[@]+"${extras[@]}"}
 "$venv/bin/python" -m pip install --quiet "$here"
 # pytest runs from the tests folder, so that `curator_context` is the installed package and
 # not the source folder `python/`.

@@ -1,4 +1,4 @@
-//! curator for Python: the extension module `curator_context._native`, built with `PyO3` and
+//! curator for Python: the extension module `curator_context._native`, built with PyO3 and
 //! maturin (see `pyproject.toml`), which the Python package `curator_context` re-exports.
 //!
 //! It sits on top of the workspace, beside the command line: it depends on the `curator`
@@ -67,6 +67,64 @@ fn curate<'py>(
     let input = json::to_value(messages, &mut String::new())?;
     let output = py.detach(|| curate_value(input, &config, format))?;
     json::to_python(py, &output)
+}
+
+/// Curates OpenAI Chat Completions messages and says, per message of the view, where it
+/// comes from: the position of an input message it keeps unchanged (an `int`), or the message
+/// as a dict when a strategy changed or made it. The Python package uses it to hand back the
+/// caller's own objects (LangChain messages) for what curation kept.
+///
+/// # Errors
+///
+/// As [`curate`].
+#[pyfunction]
+#[pyo3(signature = (messages, max_tokens = None, *, pipeline = None))]
+fn curate_kept<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+    max_tokens: Option<&Bound<'py, PyAny>>,
+    pipeline: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let config = config(max_tokens, pipeline)?;
+    let input = json::to_value(messages, &mut String::new())?;
+    let kept = py.detach(|| kept_value(input, &config))?;
+    let list = pyo3::types::PyList::empty(py);
+    for item in kept {
+        match item {
+            Kept::Position(position) => list.append(position)?,
+            Kept::Message(message) => list.append(json::to_python(py, &message)?)?,
+        }
+    }
+    Ok(list.into_any())
+}
+
+/// One message of a view, for [`curate_kept`].
+#[derive(Debug)]
+enum Kept {
+    /// An input message kept unchanged, by position.
+    Position(usize),
+    /// A message a strategy changed or made, in the OpenAI format.
+    Message(Value),
+}
+
+fn kept_value(input: Value, config: &StrategyConfig) -> Result<Vec<Kept>, Failure> {
+    let Value::Array(items) = input else {
+        return Err(Failure::Input {
+            kind: "wrong_type",
+            message: format!("expected a list of messages, found {}", kind(&input)),
+        });
+    };
+    let messages = read(Format::Openai, items, None)?;
+    let pipeline = built(config)?;
+    let history = History::from(messages);
+    let view = pipeline.curate_history(&history, &CurationContext::default())?;
+    view.iter()
+        .enumerate()
+        .map(|(index, entry)| match entry.pos {
+            Some(position) if entry.message.is_borrowed() => Ok(Kept::Position(position)),
+            _ => Ok(Kept::Message(formats::openai::message_to_value(index, &entry.message)?)),
+        })
+        .collect()
 }
 
 /// The default pipeline for a budget of `max_tokens`, as the dict `curate` takes as
@@ -320,6 +378,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(curate, m)?)?;
     m.add_function(wrap_pyfunction!(default_pipeline, m)?)?;
+    m.add_function(wrap_pyfunction!(curate_kept, m)?)?;
     m.add("CuratorError", py.get_type::<error::CuratorError>())?;
     m.add("FormatError", py.get_type::<error::FormatError>())?;
     m.add("ConfigError", py.get_type::<error::ConfigError>())?;
@@ -356,6 +415,28 @@ mod tests {
         assert!(out.len() < input.as_array().unwrap().len());
         assert_eq!(out[0], input[0]);
         assert_eq!(out.last(), input.as_array().unwrap().last());
+    }
+
+    #[test]
+    fn kept_messages_are_positions_and_changed_ones_are_written() {
+        let input = long_tool_conversation(3);
+        let truncate = StrategyConfig::from_json(
+            r#"{"strategy": "tool_result_truncator", "max_length": 100}"#,
+        )
+        .unwrap();
+        let kept = kept_value(input.clone(), &truncate).unwrap();
+        assert_eq!(kept.len(), input.as_array().unwrap().len());
+        for (index, item) in kept.iter().enumerate() {
+            match (index, item) {
+                // Every other message from the fourth on is a tool result, cut.
+                (3 | 5 | 7, Kept::Message(message)) => {
+                    assert_eq!(message["role"], "tool");
+                    assert!(message["content"].as_str().unwrap().len() < 400);
+                }
+                (_, Kept::Position(position)) => assert_eq!(*position, index),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
     }
 
     #[test]

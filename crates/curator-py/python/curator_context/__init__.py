@@ -1,16 +1,20 @@
 """curator for Python: curate the conversation history of LLM agent loops.
 
 ``curate(messages, max_tokens=8000)`` takes OpenAI Chat Completions messages, Anthropic
-messages or Responses API items (as dicts), curates them in Rust, and returns them in the
-format they came in. Errors are ``CuratorError`` subclasses with a ``kind``.
+messages or Responses API items (as dicts), or LangChain message objects, curates them in
+Rust, and returns them in the format they came in. Errors are ``CuratorError`` subclasses
+with a ``kind``.
 """
 
+import sys
+from typing import Any, Mapping, Optional, TypeVar, Union
+
+from . import _native
 from ._native import (
     BudgetTooSmall,
     ConfigError,
     CuratorError,
     FormatError,
-    curate,
     default_pipeline,
 )
 
@@ -22,3 +26,45 @@ __all__ = [
     "curate",
     "default_pipeline",
 ]
+
+M = TypeVar("M")
+
+
+def curate(
+    messages: M,
+    max_tokens: Optional[int] = None,
+    *,
+    pipeline: Union[Mapping[str, Any], str, None] = None,
+    format: Optional[str] = "auto",
+) -> M:
+    """Curates messages and returns them in the format and shape they came in.
+
+    ``messages`` is a list of OpenAI Chat Completions messages, Anthropic messages,
+    Responses API items or LangChain messages, or a request dict holding dicts under
+    ``messages`` (with ``system`` for Anthropic; its ``tools`` are reserved from the budget,
+    its other keys come back as they were). Give ``max_tokens`` for the default pipeline, or
+    ``pipeline`` (a ``StrategyConfig`` as a dict, TOML text or JSON text), not both.
+    ``format`` is ``"auto"`` (told from the messages), ``"openai"``, ``"anthropic"``,
+    ``"responses"`` or ``"langchain"``.
+
+    LangChain messages that curation keeps unchanged come back as the very objects given;
+    those it shortens or makes (a cut tool result, a note of what was left out) are new
+    objects.
+
+    Raises ``FormatError``, ``ConfigError``, ``BudgetTooSmall`` or ``CuratorError``.
+    """
+    # LangChain messages can only be given when langchain_core is imported already: asking
+    # sys.modules costs nothing for everyone else.
+    if format == "langchain" or (
+        format in (None, "auto") and "langchain_core.messages" in sys.modules and _has_langchain(messages)
+    ):
+        from ._langchain import curate_langchain
+
+        return curate_langchain(messages, max_tokens, pipeline)
+    return _native.curate(messages, max_tokens, pipeline=pipeline, format=format)
+
+
+def _has_langchain(messages: Any) -> bool:
+    from langchain_core.messages import BaseMessage
+
+    return isinstance(messages, (list, tuple)) and any(isinstance(m, BaseMessage) for m in messages)

@@ -40,5 +40,14 @@ def curate(
     Raises ``FormatError``, ``ConfigError``, ``BudgetTooSmall`` or ``CuratorError``.
     """
 
+def curate_kept(
+    messages: List[Dict[str, Any]],
+    max_tokens: Optional[int] = None,
+    *,
+    pipeline: Union[Mapping[str, Any], str, None] = None,
+) -> List[Union[int, Dict[str, Any]]]:
+    """Curates OpenAI messages; per message of the view, the input position it keeps
+    unchanged, or the message as a dict when a strategy changed or made it."""
+
 def default_pipeline(max_tokens: int) -> Dict[str, Any]:
     """The default pipeline for a budget, as the dict ``curate`` takes as ``pipeline``."""
