@@ -57,3 +57,43 @@ def test_a_list_mixing_objects_and_dicts_is_refused():
         curate([SystemMessage("Be brief."), {"role": "user", "content": "hi"}], max_tokens=1_000)
     assert caught.value.kind == "wrong_type"
     assert "message 1" in str(caught.value)
+
+
+def _tokens(messages):
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    return count_tokens_approximately(messages)
+
+
+def test_trim_messages_is_a_one_line_swap_and_pair_safe():
+    from langchain_core.messages import trim_messages as langchain_trim
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from curator_context import trim_messages
+
+    messages = _conversation(40, size=40)
+    ours = trim_messages(messages, max_tokens=3_000, token_counter="approximate", strategy="last", include_system=True, start_on="human")
+    theirs = langchain_trim(
+        messages,
+        max_tokens=3_000,
+        token_counter=count_tokens_approximately,
+        strategy="last",
+        include_system=True,
+        start_on="human",
+    )
+    assert ours[0] is messages[0]
+    assert len(ours) < len(messages)
+    assert _tokens(ours) <= 3_000 * 1.1
+    # Every tool result in ours has its call; the task is kept, where LangChain drops it.
+    called = {call["id"] for m in ours if isinstance(m, AIMessage) for call in m.tool_calls}
+    assert all(m.tool_call_id in called for m in ours if isinstance(m, ToolMessage))
+    assert messages[1] in ours
+    assert messages[1] not in theirs
+
+
+def test_trim_messages_without_messages_is_a_runnable():
+    from curator_context import trim_messages
+
+    trimmer = trim_messages(max_tokens=3_000)
+    messages = _conversation(40, size=40)
+    assert trimmer.invoke(messages) == trim_messages(messages, max_tokens=3_000)

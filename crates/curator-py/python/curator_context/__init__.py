@@ -25,6 +25,7 @@ __all__ = [
     "FormatError",
     "curate",
     "default_pipeline",
+    "trim_messages",
 ]
 
 M = TypeVar("M")
@@ -62,6 +63,45 @@ def curate(
 
         return curate_langchain(messages, max_tokens, pipeline)
     return _native.curate(messages, max_tokens, pipeline=pipeline, format=format)
+
+
+def trim_messages(
+    messages: Any = None,
+    *,
+    max_tokens: int,
+    token_counter: Any = "approximate",
+    strategy: str = "last",
+    include_system: bool = False,
+    start_on: Any = None,
+    allow_partial: bool = False,
+    end_on: Any = None,
+    text_splitter: Any = None,
+) -> Any:
+    """LangChain's ``trim_messages`` for its common arguments, as a one-line swap::
+
+        from curator_context import trim_messages  # was: from langchain_core.messages import ...
+
+    Keeps the newest messages that fit ``max_tokens`` with curator's token budget: every
+    system message (whatever ``include_system`` says: curator never drops one), the task,
+    and never a tool call without its result. ``token_counter`` is ``"approximate"`` or a
+    tokenizer name (``"o200k"``, ``"cl100k"``); ``strategy`` is ``"last"``; ``start_on`` may
+    be ``"human"`` (met by construction). Other values raise ``ConfigError`` (kind
+    ``unsupported_argument``). Works on LangChain messages and on the dicts ``curate``
+    takes; without ``messages``, returns a runnable, as LangChain's does.
+    """
+    from . import _trim
+
+    del include_system  # System messages are always kept.
+    config = _trim.pipeline(max_tokens, token_counter, strategy, start_on, allow_partial, end_on, text_splitter)
+    if messages is None:
+        return _trim.runnable(
+            trim_messages,
+            max_tokens=max_tokens,
+            token_counter=token_counter,
+            strategy=strategy,
+            start_on=start_on,
+        )
+    return curate(messages, pipeline=config)
 
 
 def _has_langchain(messages: Any) -> bool:
