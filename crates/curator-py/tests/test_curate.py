@@ -138,3 +138,28 @@ def test_secrets_are_redacted_by_the_default_pipeline():
 def test_the_package_exports_what_it_documents():
     for name in curator_context.__all__:
         assert getattr(curator_context, name) is not None
+
+
+def test_items_as_the_agents_sdk_stores_them_round_trip(unchanged):
+    items = [
+        {"content": "What's the weather in Lyon?", "role": "user"},
+        {"id": "rs_1", "summary": [], "type": "reasoning", "encrypted_content": "gAAAAB"},
+        {
+            "arguments": '{"city":"Lyon"}',
+            "call_id": "call_1",
+            "name": "weather",
+            "type": "function_call",
+            "id": "fc_1",
+            "status": "completed",
+        },
+        {"call_id": "call_1", "output": "light rain, 11 °C", "type": "function_call_output"},
+        {
+            "id": "msg_1",
+            "content": [{"annotations": [], "text": "Light rain.", "type": "output_text", "logprobs": []}],
+            "role": "assistant",
+            "status": "completed",
+            "type": "message",
+        },
+        {"role": "user", "content": [{"type": "input_text", "text": "thanks"}]},
+    ]
+    assert unchanged(curate, items, max_tokens=BIG) == items
