@@ -17,7 +17,46 @@ use crate::error::Failure;
 /// [`Failure::Input`] naming the path and the Python type of a value JSON cannot hold (an
 /// object that is not a dict, list, tuple, string, number, boolean or `None`; a key that is
 /// not a string; an integer beyond 64 bits; a float that is not finite).
-pub(crate) fn to_value(object: &Bound<'_, PyAny>, path: &mut String) -> Result<Value, Failure> {
+pub(crate) fn to_value(object: &Bound<'_, PyAny>, path: &str) -> Result<Value, Failure> {
+    read(object).map_err(|mut error| {
+        // The segments were pushed on the way out, innermost first.
+        error.path.reverse();
+        let mut at = path.to_owned();
+        for segment in &error.path {
+            match segment {
+                Segment::Key(key) => {
+                    if !at.is_empty() {
+                        at.push('.');
+                    }
+                    at.push_str(key);
+                }
+                Segment::Index(index) => {
+                    let _ = write!(at, "[{index}]");
+                }
+            }
+        }
+        let shown = if at.is_empty() { "the input".to_owned() } else { format!("`{at}`") };
+        Failure::Input { kind: "wrong_type", message: format!("{shown}: {}", error.problem) }
+    })
+}
+
+/// A value that JSON cannot hold, and where: the path is only built when something is wrong,
+/// so that reading costs nothing per key.
+struct Unreadable {
+    problem: String,
+    path: Vec<Segment>,
+}
+
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+fn unreadable(problem: String) -> Unreadable {
+    Unreadable { problem, path: Vec::new() }
+}
+
+fn read(object: &Bound<'_, PyAny>) -> Result<Value, Unreadable> {
     if object.is_none() {
         return Ok(Value::Null);
     }
@@ -26,31 +65,33 @@ pub(crate) fn to_value(object: &Bound<'_, PyAny>, path: &mut String) -> Result<V
         return Ok(Value::Bool(flag.is_true()));
     }
     if let Ok(text) = object.cast::<PyString>() {
-        return Ok(Value::String(text.to_cow().map_err(|_| not_text(path))?.into_owned()));
+        return Ok(Value::String(text_of(text)?));
     }
     if let Ok(dict) = object.cast::<PyDict>() {
         let mut map = Map::new();
         for (key, item) in dict.iter() {
             let Ok(key) = key.cast::<PyString>() else {
-                return Err(wrong(path, "a dict key", "a string", &key));
+                return Err(unreadable(format!(
+                    "a dict key should be a string, found {}",
+                    type_of(&key)
+                )));
             };
-            let key = key.to_cow().map_err(|_| not_text(path))?.into_owned();
-            let len = path.len();
-            if !path.is_empty() {
-                path.push('.');
-            }
-            path.push_str(&key);
-            let value = to_value(&item, path)?;
-            path.truncate(len);
-            map.insert(key, value);
+            let key = text_of(key)?;
+            match read(&item) {
+                Ok(value) => map.insert(key, value),
+                Err(mut error) => {
+                    error.path.push(Segment::Key(key));
+                    return Err(error);
+                }
+            };
         }
         return Ok(Value::Object(map));
     }
     if let Ok(list) = object.cast::<PyList>() {
-        return sequence(list.iter(), list.len(), path);
+        return sequence(list.iter(), list.len());
     }
     if let Ok(tuple) = object.cast::<PyTuple>() {
-        return sequence(tuple.iter(), tuple.len(), path);
+        return sequence(tuple.iter(), tuple.len());
     }
     if let Ok(int) = object.cast::<PyInt>() {
         if let Ok(n) = int.extract::<i64>() {
@@ -59,53 +100,44 @@ pub(crate) fn to_value(object: &Bound<'_, PyAny>, path: &mut String) -> Result<V
         if let Ok(n) = int.extract::<u64>() {
             return Ok(Value::Number(n.into()));
         }
-        return Err(Failure::Input {
-            kind: "wrong_type",
-            message: format!("{}: the integer does not fit in 64 bits", shown(path)),
-        });
+        return Err(unreadable("the integer does not fit in 64 bits".to_owned()));
     }
     if let Ok(float) = object.cast::<PyFloat>() {
-        return Number::from_f64(float.value()).map(Value::Number).ok_or_else(|| Failure::Input {
-            kind: "wrong_type",
-            message: format!("{}: JSON cannot hold the float {}", shown(path), float.value()),
-        });
+        return Number::from_f64(float.value())
+            .map(Value::Number)
+            .ok_or_else(|| unreadable(format!("JSON cannot hold the float {}", float.value())));
     }
-    Err(wrong(path, "a value", "a dict, list, string, number, boolean or None", object))
+    Err(unreadable(format!(
+        "a value should be a dict, list, string, number, boolean or None, found {}",
+        type_of(object)
+    )))
 }
 
 fn sequence<'py>(
     items: impl Iterator<Item = Bound<'py, PyAny>>,
     len: usize,
-    path: &mut String,
-) -> Result<Value, Failure> {
+) -> Result<Value, Unreadable> {
     let mut out = Vec::with_capacity(len);
     for (index, item) in items.enumerate() {
-        let at = path.len();
-        let _ = write!(path, "[{index}]");
-        out.push(to_value(&item, path)?);
-        path.truncate(at);
+        match read(&item) {
+            Ok(value) => out.push(value),
+            Err(mut error) => {
+                error.path.push(Segment::Index(index));
+                return Err(error);
+            }
+        }
     }
     Ok(Value::Array(out))
 }
 
-/// The path as errors show it: the whole input when empty.
-fn shown(path: &str) -> String {
-    if path.is_empty() { "the input".to_owned() } else { format!("`{path}`") }
+fn text_of(text: &Bound<'_, PyString>) -> Result<String, Unreadable> {
+    text.to_cow()
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|_| unreadable("a string that is not valid Unicode text".to_owned()))
 }
 
-fn not_text(path: &str) -> Failure {
-    Failure::Input {
-        kind: "wrong_type",
-        message: format!("{}: a string that is not valid Unicode text", shown(path)),
-    }
-}
-
-fn wrong(path: &str, what: &str, expected: &str, found: &Bound<'_, PyAny>) -> Failure {
-    let found = found.get_type().name().map_or_else(|_| "?".to_owned(), |n| n.to_string());
-    Failure::Input {
-        kind: "wrong_type",
-        message: format!("{}: {what} should be {expected}, found a `{found}`", shown(path)),
-    }
+fn type_of(found: &Bound<'_, PyAny>) -> String {
+    found.get_type().name().map_or_else(|_| "?".to_owned(), |n| format!("a `{n}`"))
 }
 
 /// Builds the Python object of a JSON value: dicts, lists, strings, ints, floats, booleans

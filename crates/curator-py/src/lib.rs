@@ -64,7 +64,7 @@ fn curate<'py>(
         None => None,
     };
     let config = config(max_tokens, pipeline)?;
-    let input = json::to_value(messages, &mut String::new())?;
+    let input = json::to_value(messages, "")?;
     let output = py.detach(|| curate_value(input, &config, format))?;
     json::to_python(py, &output)
 }
@@ -86,7 +86,7 @@ fn curate_kept<'py>(
     pipeline: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = config(max_tokens, pipeline)?;
-    let input = json::to_value(messages, &mut String::new())?;
+    let input = json::to_value(messages, "")?;
     let kept = py.detach(|| kept_value(input, &config))?;
     let list = pyo3::types::PyList::empty(py);
     for item in kept {
@@ -205,7 +205,7 @@ fn config(
                 return config_from_text(&text);
             }
             if pipeline.cast::<PyDict>().is_ok() {
-                let value = json::to_value(pipeline, &mut "pipeline".to_owned())?;
+                let value = json::to_value(pipeline, "pipeline")?;
                 return Ok(StrategyConfig::from_json(&value.to_string())?);
             }
             Err(Failure::Config {
