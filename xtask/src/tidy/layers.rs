@@ -40,6 +40,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // The facade only: what the CLI can do, a user of the facade can.
     ("curator-cli", &["curator"]),
+    // The Python package, beside the CLI: what Python can do, a user of the facade can.
+    ("curator-py", &["curator"]),
     // Test fixtures sit on the crates they build fixtures for, never on the facade.
     ("curator-testkit", &["curator-model", "curator-strategies", "curator-session"]),
     (
@@ -76,6 +78,7 @@ const OWNED: &[(&str, &[&str])] = &[
     // cannot: that client is built on tokio already).
     ("tokio", &["curator-session", "curator-loop", "curator-postgres"]),
     ("ctrlc", &["curator-cli"]),
+    ("pyo3", &["curator-py"]),
 ];
 
 /// Every broken rule of the workspace `metadata` describes, one line each, naming the edge.

@@ -1,0 +1,172 @@
+//! The Python exceptions and how Rust errors become them.
+//!
+//! Every exception is a `CuratorError` with a `kind` attribute: the Rust error's variant in
+//! snake case (`missing_field`, `budget_too_small`, `config`, …), or, for what this crate
+//! checks itself, a name of the same form (`wrong_type`, `ambiguous_format`); its message is
+//! the Rust error's message, which names what was wrong and where.
+
+use curator::model::Error as ModelError;
+use curator::strategies::Error as StrategyError;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+pyo3::create_exception!(
+    curator_context,
+    CuratorError,
+    PyException,
+    "Every error curator raises; `kind` names the Rust error's variant."
+);
+pyo3::create_exception!(
+    curator_context,
+    FormatError,
+    CuratorError,
+    "Messages that cannot be read or written in their format, or whose format cannot be told."
+);
+pyo3::create_exception!(
+    curator_context,
+    ConfigError,
+    CuratorError,
+    "A pipeline or an argument that cannot be read or built."
+);
+pyo3::create_exception!(
+    curator_context,
+    BudgetTooSmall,
+    CuratorError,
+    "A token budget smaller than what curation never drops; `max_tokens` and `needed` say by how much."
+);
+
+/// Why a call failed, before it becomes a Python exception.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Reading or writing messages failed in curator's formats.
+    Model(ModelError),
+    /// Building or running the pipeline failed.
+    Strategy(StrategyError),
+    /// The input is not what a message list can be (checked here, not in the formats).
+    Input {
+        /// The kind the exception carries.
+        kind: &'static str,
+        /// What was wrong, and where.
+        message: String,
+    },
+    /// An argument or a pipeline text that cannot be used.
+    Config {
+        /// The kind the exception carries.
+        kind: &'static str,
+        /// What was wrong.
+        message: String,
+    },
+}
+
+impl From<ModelError> for Failure {
+    fn from(error: ModelError) -> Self {
+        Failure::Model(error)
+    }
+}
+
+impl From<StrategyError> for Failure {
+    fn from(error: StrategyError) -> Self {
+        Failure::Strategy(error)
+    }
+}
+
+impl From<Failure> for PyErr {
+    fn from(failure: Failure) -> Self {
+        Python::attach(|py| failure.into_exception(py))
+    }
+}
+
+impl Failure {
+    /// The kind the exception carries.
+    pub(crate) fn kind(&self) -> String {
+        match self {
+            Failure::Model(error) => variant(error),
+            Failure::Strategy(error) => variant(error),
+            Failure::Input { kind, .. } | Failure::Config { kind, .. } => (*kind).to_owned(),
+        }
+    }
+
+    fn into_exception(self, py: Python<'_>) -> PyErr {
+        let kind = self.kind();
+        let (error, budget) = match self {
+            Failure::Model(error) => (FormatError::new_err(error.to_string()), None),
+            Failure::Input { message, .. } => (FormatError::new_err(message), None),
+            Failure::Config { message, .. } => (ConfigError::new_err(message), None),
+            Failure::Strategy(StrategyError::BudgetTooSmall(shortfall)) => (
+                BudgetTooSmall::new_err(shortfall.to_string()),
+                Some((shortfall.max_tokens, shortfall.needed())),
+            ),
+            Failure::Strategy(
+                error @ (StrategyError::Config { .. }
+                | StrategyError::InvalidOption { .. }
+                | StrategyError::Pattern { .. }),
+            ) => (ConfigError::new_err(error.to_string()), None),
+            Failure::Strategy(error) => (CuratorError::new_err(error.to_string()), None),
+        };
+        let value = error.value(py);
+        // Setting an attribute on a fresh exception instance only fails when Python is out of
+        // memory; the exception is still raised, without it.
+        let _ = value.setattr("kind", kind);
+        if let Some((max_tokens, needed)) = budget {
+            let _ = value.setattr("max_tokens", max_tokens);
+            let _ = value.setattr("needed", needed);
+        }
+        error
+    }
+}
+
+/// The name of an error's variant in snake case, read from its derived `Debug` text
+/// (`MissingField { .. }` is `missing_field`), so that variants added later are named too.
+fn variant(error: &impl std::fmt::Debug) -> String {
+    let debug = format!("{error:?}");
+    let name = debug.split(|c: char| !c.is_ascii_alphanumeric()).next().unwrap_or_default();
+    let mut out = String::with_capacity(name.len() + 4);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(failure: &Failure, expected: &str) {
+        assert_eq!(failure.kind(), expected);
+    }
+
+    #[test]
+    fn kinds_are_the_variants_in_snake_case() {
+        check(
+            &Failure::Model(ModelError::MissingField { index: 1, field: "name".into() }),
+            "missing_field",
+        );
+        check(
+            &Failure::Strategy(StrategyError::Config { message: "x".into(), source: None }),
+            "config",
+        );
+        check(
+            &Failure::Input { kind: "ambiguous_format", message: String::new() },
+            "ambiguous_format",
+        );
+    }
+
+    #[test]
+    fn budget_too_small_is_named_from_a_real_shortfall() {
+        use curator::model::Message;
+        use curator::strategies::{CurationContext, HistoryManagerExt, TokenBudget};
+        let messages = vec![Message::system("Answer in French. ".repeat(50)), Message::user("hi")];
+        let error = TokenBudget::new(40)
+            .curate_messages(&messages, &CurationContext::default())
+            .unwrap_err();
+        check(&Failure::Strategy(error), "budget_too_small");
+    }
+}

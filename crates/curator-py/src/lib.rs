@@ -1,0 +1,457 @@
+//! curator for Python: the extension module `curator_context._native`, built with PyO3 and
+//! maturin (see `pyproject.toml`), which the Python package `curator_context` re-exports.
+//!
+//! It sits on top of the workspace, beside the command line: it depends on the `curator`
+//! facade only. What it offers is stateless curation, `curate`: OpenAI Chat Completions
+//! messages, Anthropic messages or Responses API items, as Python dicts and lists, go through
+//! a pipeline (the default pipeline for a token budget, or a `StrategyConfig` given as a dict,
+//! TOML or JSON text) and come back in the format they came in. Errors become Python
+//! exceptions under `CuratorError` carrying the Rust error's kind and message (see
+//! [`error`]); nothing here panics on input.
+//!
+//! ```python
+//! from curator_context import curate
+//!
+//! messages = curate(messages, max_tokens=8_000)
+//! ```
+//!
+//! The crate's logic is plain Rust (curation over JSON values), so that `cargo test`
+//! covers it without a Python interpreter running; `tests/test_*.py` cover the bindings.
+
+mod detect;
+pub mod error;
+mod json;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use curator::model::{Message, formats};
+use curator::strategies::{
+    CurationContext, History, HistoryManager, HistoryManagerExt, StrategyConfig,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use serde_json::{Map, Value};
+
+use crate::detect::Format;
+use crate::error::Failure;
+
+/// Curates messages and returns them in the format, and the shape, they came in.
+///
+/// `messages` is a list of OpenAI Chat Completions messages, Anthropic messages or Responses
+/// API items, or a request dict holding them under `messages` (with `system` for Anthropic;
+/// its `tools` are reserved from the budget and its other fields come back untouched).
+/// `pipeline` is a `StrategyConfig` as a dict, TOML text, or JSON text; without it,
+/// `max_tokens` sets the default pipeline's budget. `format` is `"auto"` or `None` (told from
+/// the messages' signs), `"openai"`, `"anthropic"` or `"responses"`.
+///
+/// # Errors
+///
+/// `FormatError` for messages that cannot be read or written (with the index and field),
+/// `ConfigError` for a pipeline or argument that cannot be used, `BudgetTooSmall` when the
+/// budget cannot hold what curation never drops, `CuratorError` for other curation failures.
+#[pyfunction]
+#[pyo3(signature = (messages, max_tokens = None, *, pipeline = None, format = None))]
+fn curate<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+    max_tokens: Option<&Bound<'py, PyAny>>,
+    pipeline: Option<&Bound<'py, PyAny>>,
+    format: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let format = match format.filter(|f| !f.is_none()) {
+        Some(format) => Format::from_argument(&string_argument("format", format)?)?,
+        None => None,
+    };
+    let config = config(max_tokens, pipeline)?;
+    let input = json::to_value(messages, "")?;
+    let output = py.detach(|| curate_value(input, &config, format))?;
+    json::to_python(py, &output)
+}
+
+/// Curates OpenAI Chat Completions messages and says, per message of the view, where it
+/// comes from: the position of an input message it keeps unchanged (an `int`), or the message
+/// as a dict when a strategy changed or made it. The Python package uses it to hand back the
+/// caller's own objects (LangChain messages) for what curation kept.
+///
+/// # Errors
+///
+/// As [`curate`].
+#[pyfunction]
+#[pyo3(signature = (messages, max_tokens = None, *, pipeline = None))]
+fn curate_kept<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+    max_tokens: Option<&Bound<'py, PyAny>>,
+    pipeline: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let config = config(max_tokens, pipeline)?;
+    let input = json::to_value(messages, "")?;
+    let kept = py.detach(|| kept_value(input, &config))?;
+    let list = pyo3::types::PyList::empty(py);
+    for item in kept {
+        match item {
+            Kept::Position(position) => list.append(position)?,
+            Kept::Message(message) => list.append(json::to_python(py, &message)?)?,
+        }
+    }
+    Ok(list.into_any())
+}
+
+/// One message of a view, for [`curate_kept`].
+#[derive(Debug)]
+enum Kept {
+    /// An input message kept unchanged, by position.
+    Position(usize),
+    /// A message a strategy changed or made, in the OpenAI format.
+    Message(Value),
+}
+
+fn kept_value(input: Value, config: &StrategyConfig) -> Result<Vec<Kept>, Failure> {
+    let Value::Array(items) = input else {
+        return Err(Failure::Input {
+            kind: "wrong_type",
+            message: format!("expected a list of messages, found {}", kind(&input)),
+        });
+    };
+    let messages = read(Format::Openai, items, None)?;
+    let pipeline = built(config)?;
+    let history = History::from(messages);
+    let view = pipeline.curate_history(&history, &CurationContext::default())?;
+    view.iter()
+        .enumerate()
+        .map(|(index, entry)| match entry.pos {
+            Some(position) if entry.message.is_borrowed() => Ok(Kept::Position(position)),
+            _ => Ok(Kept::Message(formats::openai::message_to_value(index, &entry.message)?)),
+        })
+        .collect()
+}
+
+/// The default pipeline for a budget of `max_tokens`, as the dict `curate` takes as
+/// `pipeline`: a starting point to change.
+///
+/// # Errors
+///
+/// `ConfigError` when `max_tokens` is not a non-negative integer.
+#[pyfunction]
+fn default_pipeline<'py>(
+    py: Python<'py>,
+    max_tokens: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let config = StrategyConfig::default_pipeline(budget(max_tokens)?);
+    let value = serde_json::to_value(&config).map_err(|e| Failure::Config {
+        kind: "config",
+        message: format!("strategy configuration: cannot write it: {e}"),
+    })?;
+    json::to_python(py, &value)
+}
+
+fn string_argument(name: &str, value: &Bound<'_, PyAny>) -> Result<String, Failure> {
+    value
+        .cast::<PyString>()
+        .ok()
+        .and_then(|s| s.to_cow().ok())
+        .map(std::borrow::Cow::into_owned)
+        .ok_or_else(|| Failure::Config {
+            kind: "invalid_argument",
+            message: format!("`{name}` should be a string, found {}", type_name(value)),
+        })
+}
+
+fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value.get_type().name().map_or_else(|_| "?".to_owned(), |n| format!("a `{n}`"))
+}
+
+fn budget(max_tokens: &Bound<'_, PyAny>) -> Result<u64, Failure> {
+    // `bool` is an `int` in Python; `max_tokens=True` is a mistake, not a budget of one.
+    if max_tokens.cast::<pyo3::types::PyBool>().is_ok() {
+        return Err(not_a_budget(max_tokens));
+    }
+    max_tokens.extract::<u64>().map_err(|_| not_a_budget(max_tokens))
+}
+
+fn not_a_budget(max_tokens: &Bound<'_, PyAny>) -> Failure {
+    let shown = max_tokens.repr().map_or_else(|_| type_name(max_tokens), |r| r.to_string());
+    Failure::Config {
+        kind: "invalid_argument",
+        message: format!("`max_tokens` should be a non-negative integer, found {shown}"),
+    }
+}
+
+/// The pipeline of a call: the one given, or the default one for `max_tokens`.
+fn config(
+    max_tokens: Option<&Bound<'_, PyAny>>,
+    pipeline: Option<&Bound<'_, PyAny>>,
+) -> Result<StrategyConfig, Failure> {
+    let pipeline = pipeline.filter(|p| !p.is_none());
+    let max_tokens = max_tokens.filter(|m| !m.is_none());
+    match (max_tokens, pipeline) {
+        (Some(_), Some(_)) => Err(Failure::Config {
+            kind: "invalid_argument",
+            message: "give `max_tokens` (the default pipeline's budget) or `pipeline`, not both"
+                .to_owned(),
+        }),
+        (None, None) => Err(Failure::Config {
+            kind: "invalid_argument",
+            message: "give `max_tokens` (the default pipeline's budget) or `pipeline`".to_owned(),
+        }),
+        (Some(max_tokens), None) => Ok(StrategyConfig::default_pipeline(budget(max_tokens)?)),
+        (None, Some(pipeline)) => {
+            if let Ok(text) = pipeline.cast::<PyString>() {
+                let text = text.to_cow().map_err(|_| Failure::Config {
+                    kind: "config",
+                    message: "strategy configuration: the text is not valid Unicode".to_owned(),
+                })?;
+                return config_from_text(&text);
+            }
+            if pipeline.cast::<PyDict>().is_ok() {
+                let value = json::to_value(pipeline, "pipeline")?;
+                return Ok(StrategyConfig::from_json(&value.to_string())?);
+            }
+            Err(Failure::Config {
+                kind: "invalid_argument",
+                message: format!(
+                    "`pipeline` should be a dict or TOML or JSON text, found {}",
+                    type_name(pipeline)
+                ),
+            })
+        }
+    }
+}
+
+/// Reads a pipeline from TOML text, or from JSON text when it starts with `{`.
+fn config_from_text(text: &str) -> Result<StrategyConfig, Failure> {
+    if text.trim_start().starts_with('{') {
+        return Ok(StrategyConfig::from_json(text)?);
+    }
+    toml::from_str(text).map_err(|e| Failure::Config {
+        kind: "config",
+        message: format!(
+            "strategy configuration: cannot read it as TOML: {}",
+            e.to_string().trim()
+        ),
+    })
+}
+
+/// Pipelines already built, by their configuration's JSON text: building one compiles its
+/// redaction patterns and loads its tokenizer, which costs far more than curating a
+/// conversation. Few configurations are used in a process; the cache is emptied when full.
+fn built(config: &StrategyConfig) -> Result<Arc<dyn HistoryManager>, Failure> {
+    const MAX_CACHED: usize = 32;
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<dyn HistoryManager>>>> = OnceLock::new();
+    let key = serde_json::to_string(config).map_err(|e| Failure::Config {
+        kind: "config",
+        message: format!("strategy configuration: cannot write it: {e}"),
+    })?;
+    let cache = CACHE.get_or_init(Mutex::default);
+    if let Some(pipeline) = cache.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        return Ok(Arc::clone(pipeline));
+    }
+    let pipeline: Arc<dyn HistoryManager> = Arc::from(config.build()?);
+    let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    if cache.len() >= MAX_CACHED {
+        cache.clear();
+    }
+    cache.insert(key, Arc::clone(&pipeline));
+    Ok(pipeline)
+}
+
+/// [`curate`] on JSON values: reads `input` (a list of messages or a request object), curates
+/// it with `config`, and writes the view in the same format and shape.
+///
+/// # Errors
+///
+/// As [`curate`].
+fn curate_value(
+    input: Value,
+    config: &StrategyConfig,
+    format: Option<Format>,
+) -> Result<Value, Failure> {
+    let (items, mut envelope) = match input {
+        Value::Array(items) => (items, None),
+        Value::Object(mut object) => match object.remove("messages") {
+            Some(Value::Array(items)) => (items, Some(object)),
+            Some(other) => {
+                return Err(Failure::Input {
+                    kind: "wrong_type",
+                    message: format!("`messages` should be a list, found {}", kind(&other)),
+                });
+            }
+            None => {
+                return Err(Failure::Input {
+                    kind: "missing_field",
+                    message: "the request dict has no `messages`".to_owned(),
+                });
+            }
+        },
+        other => {
+            return Err(Failure::Input {
+                kind: "wrong_type",
+                message: format!(
+                    "expected a list of messages or a request dict with `messages`, found {}",
+                    kind(&other)
+                ),
+            });
+        }
+    };
+    let format = match format {
+        Some(format) => format,
+        None => detect::detect(envelope.as_ref(), &items)?,
+    };
+    let system = envelope.as_mut().and_then(|e| e.remove("system")).filter(|s| !s.is_null());
+    if system.is_some() && format != Format::Anthropic {
+        return Err(Failure::Input {
+            kind: "foreign_field",
+            message:
+                "top-level `system` belongs to the Anthropic format: pass format=\"anthropic\""
+                    .to_owned(),
+        });
+    }
+    let messages = read(format, items, system)?;
+    let mut config = config.clone();
+    if let Some(tools) = envelope.as_ref().and_then(|e| e.get("tools")) {
+        config = config.with_tools(tools)?.0;
+    }
+    let pipeline = built(&config)?;
+    let history = History::from(messages);
+    let view = pipeline.curate_history(&history, &CurationContext::default())?;
+    let sent = view.messages();
+    let (messages, system) = match format {
+        Format::Openai => (formats::openai::from_messages(&sent)?, None),
+        Format::Responses => (Value::Array(formats::responses::from_messages(&sent)?), None),
+        Format::Anthropic => {
+            let request = formats::anthropic::from_messages(&sent)?;
+            (Value::Array(request.messages), request.system)
+        }
+    };
+    Ok(match envelope {
+        None if system.is_some() => {
+            // A list of Anthropic messages has no place for a system prompt; none comes in
+            // through one, and no strategy adds one, but say so rather than drop it.
+            return Err(Failure::Input {
+                kind: "system_inside_conversation",
+                message: "the curated view has a system prompt, which a list of Anthropic messages cannot hold: pass a request dict with `system` and `messages`".to_owned(),
+            });
+        }
+        None => messages,
+        Some(mut envelope) => {
+            envelope.insert("messages".to_owned(), messages);
+            if let Some(system) = system {
+                envelope.insert("system".to_owned(), system);
+            }
+            Value::Object(envelope)
+        }
+    })
+}
+
+/// Reads messages in `format`; `system` is an Anthropic request's top-level system prompt.
+fn read(format: Format, items: Vec<Value>, system: Option<Value>) -> Result<Vec<Message>, Failure> {
+    Ok(match format {
+        Format::Openai => formats::openai::to_messages(&Value::Array(items))?,
+        Format::Responses => formats::responses::to_messages(&items)?,
+        Format::Anthropic => {
+            let mut request = Map::new();
+            if let Some(system) = system {
+                request.insert("system".to_owned(), system);
+            }
+            request.insert("messages".to_owned(), Value::Array(items));
+            formats::anthropic::to_messages(&Value::Object(request))?
+        }
+    })
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "None",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a dict",
+    }
+}
+
+/// The extension module: `curate`, `default_pipeline` and the exceptions.
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_function(wrap_pyfunction!(curate, m)?)?;
+    m.add_function(wrap_pyfunction!(default_pipeline, m)?)?;
+    m.add_function(wrap_pyfunction!(curate_kept, m)?)?;
+    m.add("CuratorError", py.get_type::<error::CuratorError>())?;
+    m.add("FormatError", py.get_type::<error::FormatError>())?;
+    m.add("ConfigError", py.get_type::<error::ConfigError>())?;
+    m.add("BudgetTooSmall", py.get_type::<error::BudgetTooSmall>())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn long_tool_conversation(rounds: usize) -> Value {
+        let mut messages = vec![
+            json!({"role": "system", "content": "You are a shell agent."}),
+            json!({"role": "user", "content": "Find the biggest log file."}),
+        ];
+        for i in 0..rounds {
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": format!("c{i}"), "type": "function", "function": {"name": "du", "arguments": "{}"}}
+            ]}));
+            messages.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": format!("{i} ").repeat(400)}));
+        }
+        Value::Array(messages)
+    }
+
+    #[test]
+    fn a_budget_shortens_and_keeps_openai_shape() {
+        let input = long_tool_conversation(40);
+        let config = StrategyConfig::default_pipeline(2_000);
+        let Value::Array(out) = curate_value(input.clone(), &config, None).unwrap() else {
+            panic!("a list in, a list out")
+        };
+        assert!(out.len() < input.as_array().unwrap().len());
+        assert_eq!(out[0], input[0]);
+        assert_eq!(out.last(), input.as_array().unwrap().last());
+    }
+
+    #[test]
+    fn kept_messages_are_positions_and_changed_ones_are_written() {
+        let input = long_tool_conversation(3);
+        let truncate = StrategyConfig::from_json(
+            r#"{"strategy": "tool_result_truncator", "max_length": 100}"#,
+        )
+        .unwrap();
+        let kept = kept_value(input.clone(), &truncate).unwrap();
+        assert_eq!(kept.len(), input.as_array().unwrap().len());
+        for (index, item) in kept.iter().enumerate() {
+            match (index, item) {
+                // Every other message from the fourth on is a tool result, cut.
+                (3 | 5 | 7, Kept::Message(message)) => {
+                    assert_eq!(message["role"], "tool");
+                    assert!(message["content"].as_str().unwrap().len() < 400);
+                }
+                (_, Kept::Position(position)) => assert_eq!(*position, index),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_foreign_system_field_is_refused() {
+        let input = json!({"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]});
+        let config = StrategyConfig::default_pipeline(2_000);
+        let error = curate_value(input, &config, Some(Format::Openai)).unwrap_err();
+        assert_eq!(error.kind(), "foreign_field");
+    }
+
+    #[test]
+    fn toml_and_json_pipelines_read_alike() {
+        let toml = config_from_text("strategy = \"sliding_window\"\nwindow_size = 4\n").unwrap();
+        let json = config_from_text(r#"{"strategy": "sliding_window", "window_size": 4}"#).unwrap();
+        assert_eq!(serde_json::to_string(&toml).unwrap(), serde_json::to_string(&json).unwrap());
+        assert_eq!(config_from_text("strategy = \"nope\"").unwrap_err().kind(), "config");
+    }
+}

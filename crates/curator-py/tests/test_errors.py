@@ -1,0 +1,122 @@
+"""Errors are Python exceptions carrying the Rust error's kind and message; no panic crosses."""
+
+import math
+
+import pytest
+
+from curator_context import BudgetTooSmall, ConfigError, CuratorError, FormatError, curate
+
+
+def test_a_bad_message_names_its_index_and_field():
+    items = [
+        {"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "c1", "arguments": "{}"},
+    ]
+    with pytest.raises(FormatError) as caught:
+        curate(items, max_tokens=1000, format="responses")
+    assert caught.value.kind == "missing_field"
+    assert str(caught.value) == "message 1: missing field `name`"
+
+
+def test_an_unknown_role_is_a_format_error():
+    with pytest.raises(FormatError) as caught:
+        curate([{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}], max_tokens=1000)
+    assert caught.value.kind == "unknown_role"
+    assert "message 1" in str(caught.value)
+
+
+def test_contradicting_formats_are_refused():
+    messages = [
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]},
+    ]
+    with pytest.raises(FormatError) as caught:
+        curate(messages, max_tokens=1000)
+    assert caught.value.kind == "ambiguous_format"
+    assert "role `tool` at message 0" in str(caught.value)
+
+
+def test_an_anthropic_system_read_as_openai_is_refused():
+    request = {"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]}
+    with pytest.raises(FormatError) as caught:
+        curate(request, max_tokens=1000, format="openai")
+    assert caught.value.kind == "foreign_field"
+
+
+@pytest.mark.parametrize(
+    ("messages", "where"),
+    [
+        ([{"role": "user", "content": {1, 2}}], "`[0].content`"),
+        ([{"role": "user", "content": "hi", 3: "x"}], "`[0]`"),
+        ([{"role": "user", "content": math.nan}], "`[0].content`"),
+        ([{"role": "user", "content": 2**80}], "`[0].content`"),
+        ("hello", "a list of messages"),
+        ({"model": "gpt-4o"}, "no `messages`"),
+    ],
+)
+def test_values_json_cannot_hold_are_format_errors(messages, where):
+    with pytest.raises(FormatError) as caught:
+        curate(messages, max_tokens=1000)
+    assert where in str(caught.value)
+    assert caught.value.kind in {"wrong_type", "missing_field"}
+
+
+def test_a_budget_too_small_says_by_how_much():
+    messages = [{"role": "system", "content": "Answer in French. " * 200}, {"role": "user", "content": "hi"}]
+    with pytest.raises(BudgetTooSmall) as caught:
+        curate(messages, max_tokens=50)
+    error = caught.value
+    assert isinstance(error, CuratorError)
+    assert error.kind == "budget_too_small"
+    assert error.max_tokens == 50
+    assert error.needed > 50
+    assert str(error).startswith("token budget of 50 tokens cannot hold")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kind", "says"),
+    [
+        ({"pipeline": {"strategy": "no_such_strategy"}}, "config", "no_such_strategy"),
+        ({"pipeline": "strategy = "}, "config", "TOML"),
+        ({"pipeline": '{"strategy": "sliding_window"'}, "config", "cannot read it"),
+        ({"pipeline": {"strategy": "tool_result_truncator", "max_length": 0}}, "invalid_option", "max_length"),
+        ({"pipeline": 42}, "invalid_argument", "`pipeline`"),
+        ({"max_tokens": 1000, "pipeline": {"strategy": "passthrough"}}, "invalid_argument", "not both"),
+        ({}, "invalid_argument", "max_tokens"),
+        ({"max_tokens": -1}, "invalid_argument", "-1"),
+        ({"max_tokens": True}, "invalid_argument", "True"),
+        ({"max_tokens": 1000, "format": "gemini"}, "unknown_format", "gemini"),
+    ],
+)
+def test_bad_pipelines_and_arguments_are_config_errors(arguments, kind, says):
+    with pytest.raises(ConfigError) as caught:
+        curate([{"role": "user", "content": "hi"}], **arguments)
+    assert caught.value.kind == kind
+    assert says in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [],
+        [{}],
+        [None],
+        [[]],
+        [{"role": None}],
+        [{"type": "function_call_output"}],
+        [{"role": "assistant", "tool_calls": "x"}],
+        [{"role": "assistant", "tool_calls": [{"id": 1}]}],
+        [{"role": "user", "content": [{"type": "tool_result"}]}],
+        [{"role": "tool", "tool_call_id": "nobody", "content": "orphan"}],
+        [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": 3}]}],
+        {"system": 5, "messages": [{"role": "user", "content": "hi"}]},
+    ],
+)
+def test_garbage_raises_curator_errors_or_curates_never_panics(messages):
+    # A panic would surface as pyo3's PanicException, a BaseException outside CuratorError.
+    try:
+        out = curate(messages, max_tokens=1000)
+    except CuratorError as error:
+        assert error.kind and str(error)
+    else:
+        assert isinstance(out, type(messages))
