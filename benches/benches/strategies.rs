@@ -102,9 +102,27 @@ fn summarize_memoised(c: &mut Criterion) {
     });
 }
 
+/// Redaction as the first call of a process sees it: every message of the corpus (the
+/// first 2,000), not memoised, each through every rule its keywords and literals call for.
+fn redact_cold(c: &mut Criterion) {
+    let Some(corpus) = curator_testkit::corpus::load() else { return };
+    let messages: Vec<curator_model::Message> = corpus
+        .iter()
+        .flat_map(|c| curator_model::formats::openai::to_messages(&c.messages).expect("corpus"))
+        .take(2_000)
+        .collect();
+    let redactor = Redactor::new();
+    let mut group = c.benchmark_group("redact");
+    group.sample_size(10);
+    group.bench_function("cold_corpus/2k", |b| {
+        b.iter(|| messages.iter().filter(|m| redactor.redact_message(m).is_some()).count());
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    targets = each_strategy, pipeline, growing_exact, summarize_memoised
+    targets = each_strategy, pipeline, growing_exact, summarize_memoised, redact_cold
 }
 criterion_main!(benches);
