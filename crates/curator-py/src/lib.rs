@@ -21,20 +21,26 @@
 mod detect;
 pub mod error;
 mod json;
+mod lazy;
+mod lists;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use curator::model::Role;
 use curator::model::{Message, formats};
 use curator::strategies::{
-    CurationContext, History, HistoryManager, HistoryManagerExt, StrategyConfig,
+    CurationContext, History, HistoryManager, HistoryManagerExt, StrategyConfig, TokenCounter,
+    Tokenizer,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::{Map, Value};
 
 use crate::detect::Format;
 use crate::error::Failure;
+use crate::lazy::Kept;
+use crate::lists::PyMessages;
 
 /// Curates messages and returns them in the format, and the shape, they came in.
 ///
@@ -64,67 +70,145 @@ fn curate<'py>(
         None => None,
     };
     let config = config(max_tokens, pipeline)?;
+    if let (Some(_), Ok(list)) = (lazy::budget_of(&config), messages.cast::<PyList>())
+        && matches!(format, None | Some(Format::Openai))
+    {
+        // A lone token budget over OpenAI messages reads only what it may keep. Without
+        // `format`, a list is taken for OpenAI messages when every message has a role and
+        // one is a tool result (a role only OpenAI messages have); any other list is read
+        // whole, and its format told from all its messages.
+        let mut source = PyMessages::dicts(list.clone());
+        let openai = match source.read_roles() {
+            Ok(roles) => format.is_some() || roles.contains(&Role::Tool),
+            Err(error) if format.is_some() => return Err(error.into()),
+            Err(_) => false,
+        };
+        if openai {
+            let kept = kept(&mut source, &config)?;
+            return given_or_dicts(py, list, &kept);
+        }
+    }
     let input = json::to_value(messages, "")?;
     let output = py.detach(|| curate_value(input, &config, format))?;
     json::to_python(py, &output)
 }
 
-/// Curates OpenAI Chat Completions messages and says, per message of the view, where it
+/// Curates OpenAI Chat Completions messages, or objects `convert` turns into them (each an
+/// instance of `base`: LangChain messages), and says, per message of the view, where it
 /// comes from: the position of an input message it keeps unchanged (an `int`), or the message
 /// as a dict when a strategy changed or made it. The Python package uses it to hand back the
-/// caller's own objects (LangChain messages) for what curation kept.
+/// caller's own objects for what curation kept.
+///
+/// With a lone token budget, only the roles of every message and the messages the budget may
+/// keep are read (see [`lazy`]).
 ///
 /// # Errors
 ///
 /// As [`curate`].
 #[pyfunction]
-#[pyo3(signature = (messages, max_tokens = None, *, pipeline = None))]
+#[pyo3(signature = (messages, max_tokens = None, *, pipeline = None, convert = None, base = None))]
 fn curate_kept<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
     max_tokens: Option<&Bound<'py, PyAny>>,
     pipeline: Option<&Bound<'py, PyAny>>,
+    convert: Option<Bound<'py, PyAny>>,
+    base: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = config(max_tokens, pipeline)?;
-    let input = json::to_value(messages, "")?;
-    let kept = py.detach(|| kept_value(input, &config))?;
-    let list = pyo3::types::PyList::empty(py);
-    for item in kept {
+    let list = as_list(messages)?;
+    let mut source = match (convert.filter(|c| !c.is_none()), base.filter(|b| !b.is_none())) {
+        (Some(convert), Some(base)) => PyMessages::objects(list, convert, base),
+        (None, None) => PyMessages::dicts(list),
+        _ => {
+            return Err(Failure::Config {
+                kind: "invalid_argument",
+                message: "give `convert` and `base` together".to_owned(),
+            }
+            .into());
+        }
+    };
+    let kept = kept(&mut source, &config)?;
+    positions_or_dicts(py, &kept)
+}
+
+/// A list or tuple of messages, as a list.
+fn as_list<'py>(messages: &Bound<'py, PyAny>) -> Result<Bound<'py, PyList>, Failure> {
+    if let Ok(list) = messages.cast::<PyList>() {
+        return Ok(list.clone());
+    }
+    if let Ok(tuple) = messages.cast::<pyo3::types::PyTuple>() {
+        return Ok(tuple.to_list());
+    }
+    Err(Failure::Input {
+        kind: "wrong_type",
+        message: format!("expected a list of messages, found {}", type_name(messages)),
+    })
+}
+
+/// Curates `source` with `config`: lazily for a lone token budget, else read whole.
+fn kept(source: &mut impl lazy::Lazy, config: &StrategyConfig) -> Result<Vec<Kept>, Failure> {
+    let pipeline = built(config)?;
+    let messages = if let Some((max_tokens, tokenizer)) = lazy::budget_of(config) {
+        lazy::subset(source, max_tokens, &*counter(tokenizer)?)?
+    } else {
+        let mut all = Vec::with_capacity(source.len());
+        for index in 0..source.len() {
+            all.push((index, source.message(index)?));
+        }
+        all
+    };
+    lazy::curate_subset(messages, &*pipeline)
+}
+
+/// For [`curate_kept`]: positions as `int`s, changed or made messages as OpenAI dicts.
+fn positions_or_dicts<'py>(py: Python<'py>, kept: &[Kept]) -> PyResult<Bound<'py, PyAny>> {
+    let out = PyList::empty(py);
+    for (index, item) in kept.iter().enumerate() {
         match item {
-            Kept::Position(position) => list.append(position)?,
-            Kept::Message(message) => list.append(json::to_python(py, &message)?)?,
+            Kept::Position(position) => out.append(position)?,
+            Kept::Message(message) => out.append(json::to_python(
+                py,
+                &formats::openai::message_to_value(index, message).map_err(Failure::from)?,
+            )?)?,
         }
     }
-    Ok(list.into_any())
+    Ok(out.into_any())
 }
 
-/// One message of a view, for [`curate_kept`].
-#[derive(Debug)]
-enum Kept {
-    /// An input message kept unchanged, by position.
-    Position(usize),
-    /// A message a strategy changed or made, in the OpenAI format.
-    Message(Value),
+/// For [`curate`] on a list of OpenAI dicts: the given dicts for what was kept unchanged,
+/// new dicts for what was changed or made.
+fn given_or_dicts<'py>(
+    py: Python<'py>,
+    list: &Bound<'py, PyList>,
+    kept: &[Kept],
+) -> PyResult<Bound<'py, PyAny>> {
+    let out = PyList::empty(py);
+    for (index, item) in kept.iter().enumerate() {
+        match item {
+            Kept::Position(position) => out.append(list.get_item(*position)?)?,
+            Kept::Message(message) => out.append(json::to_python(
+                py,
+                &formats::openai::message_to_value(index, message).map_err(Failure::from)?,
+            )?)?,
+        }
+    }
+    Ok(out.into_any())
 }
 
-fn kept_value(input: Value, config: &StrategyConfig) -> Result<Vec<Kept>, Failure> {
-    let Value::Array(items) = input else {
-        return Err(Failure::Input {
-            kind: "wrong_type",
-            message: format!("expected a list of messages, found {}", kind(&input)),
-        });
-    };
-    let messages = read(Format::Openai, items, None)?;
-    let pipeline = built(config)?;
-    let history = History::from(messages);
-    let view = pipeline.curate_history(&history, &CurationContext::default())?;
-    view.iter()
-        .enumerate()
-        .map(|(index, entry)| match entry.pos {
-            Some(position) if entry.message.is_borrowed() => Ok(Kept::Position(position)),
-            _ => Ok(Kept::Message(formats::openai::message_to_value(index, &entry.message)?)),
-        })
-        .collect()
+/// The token counter a tokenizer names, made once per process (an exact encoding loads its
+/// vocabulary).
+fn counter(tokenizer: Tokenizer) -> Result<Arc<dyn TokenCounter>, Failure> {
+    type Counters = Mutex<Vec<(Tokenizer, Arc<dyn TokenCounter>)>>;
+    static COUNTERS: OnceLock<Counters> = OnceLock::new();
+    let counters = COUNTERS.get_or_init(Mutex::default);
+    let mut counters = counters.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, counter)) = counters.iter().find(|(t, _)| *t == tokenizer) {
+        return Ok(Arc::clone(counter));
+    }
+    let counter = tokenizer.counter()?;
+    counters.push((tokenizer, Arc::clone(&counter)));
+    Ok(counter)
 }
 
 /// The default pipeline for a budget of `max_tokens`, as the dict `curate` takes as
@@ -424,14 +508,17 @@ mod tests {
             r#"{"strategy": "tool_result_truncator", "max_length": 100}"#,
         )
         .unwrap();
-        let kept = kept_value(input.clone(), &truncate).unwrap();
+        let messages = formats::openai::to_messages(&input).unwrap();
+        let pipeline = built(&truncate).unwrap();
+        let kept =
+            lazy::curate_subset(messages.into_iter().enumerate().collect(), &*pipeline).unwrap();
         assert_eq!(kept.len(), input.as_array().unwrap().len());
         for (index, item) in kept.iter().enumerate() {
             match (index, item) {
                 // Every other message from the fourth on is a tool result, cut.
                 (3 | 5 | 7, Kept::Message(message)) => {
-                    assert_eq!(message["role"], "tool");
-                    assert!(message["content"].as_str().unwrap().len() < 400);
+                    assert_eq!(message.role(), Role::Tool);
+                    assert!(message.text().len() < 400);
                 }
                 (_, Kept::Position(position)) => assert_eq!(*position, index),
                 other => panic!("unexpected {other:?}"),

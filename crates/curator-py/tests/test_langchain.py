@@ -59,6 +59,18 @@ def test_a_list_mixing_objects_and_dicts_is_refused():
     assert "message 1" in str(caught.value)
 
 
+@pytest.mark.parametrize("pipeline", [None, {"strategy": "token_budget", "max_tokens": 1_000}])
+def test_a_list_of_dicts_holding_an_object_is_refused(pipeline):
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, SystemMessage("x")]
+    with pytest.raises(FormatError) as caught:
+        if pipeline is None:
+            curate(messages, max_tokens=1_000)
+        else:
+            curate(messages, pipeline=pipeline)
+    assert caught.value.kind == "wrong_type"
+    assert "[2]" in str(caught.value) or "message 2" in str(caught.value)
+
+
 def _tokens(messages):
     from langchain_core.messages.utils import count_tokens_approximately
 

@@ -105,6 +105,8 @@ def trim_messages(
 
 
 def _has_langchain(messages: Any) -> bool:
+    """Whether ``messages`` is a list of LangChain messages, told from its first message (a
+    list that mixes them with dicts is refused, naming the first message of the other kind)."""
     from langchain_core.messages import BaseMessage
 
-    return isinstance(messages, (list, tuple)) and any(isinstance(m, BaseMessage) for m in messages)
+    return isinstance(messages, (list, tuple)) and len(messages) > 0 and isinstance(messages[0], BaseMessage)

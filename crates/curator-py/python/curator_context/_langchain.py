@@ -26,23 +26,10 @@ def curate_langchain(
         raise _format_error(
             "wrong_type", f"expected a list of LangChain messages, found a `{type(messages).__name__}`"
         )
-    given = list(messages)
-    dicts = []
-    for index, message in enumerate(given):
-        if not isinstance(message, BaseMessage):
-            raise _format_error(
-                "wrong_type",
-                f"message {index}: a list of LangChain messages holds only messages, found a "
-                f"`{type(message).__name__}`",
-            )
-        converted = convert_to_openai_messages(message)
-        if not isinstance(converted, dict):
-            # A message LangChain writes as several OpenAI messages (tool results inside a
-            # human message) could not be handed back as the object it was.
-            raise _format_error(
-                "unsupported_message",
-                f"message {index}: a `{type(message).__name__}` that is not one OpenAI message",
-            )
-        dicts.append(converted)
-    kept = _native.curate_kept(dicts, max_tokens, pipeline=pipeline)
+    given = messages if isinstance(messages, list) else list(messages)
+    # Rust reads each message's role from its class, and converts to a dict only the
+    # messages curation reads (with a lone token budget, only those it may keep).
+    kept = _native.curate_kept(
+        given, max_tokens, pipeline=pipeline, convert=convert_to_openai_messages, base=BaseMessage
+    )
     return [given[item] if isinstance(item, int) else convert_to_messages([item])[0] for item in kept]
