@@ -44,6 +44,8 @@ pub(crate) struct Measured {
     pub(crate) unit: Unit,
     /// For scenarios compared with another measurement instead of a fixed target.
     pub(crate) relative_target: Option<f64>,
+    /// What a relative target stands for, when the report says.
+    pub(crate) why: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +59,7 @@ pub(crate) enum Unit {
 pub(crate) struct Row {
     pub(crate) measured: Measured,
     pub(crate) target: Option<f64>,
-    pub(crate) why: Option<&'static str>,
+    pub(crate) why: Option<String>,
     pub(crate) met: Option<bool>,
 }
 
@@ -96,6 +98,13 @@ pub(crate) fn run(root: &Path, options: &Options) -> ExitCode {
     }
     let target_dir =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    if options
+        .filter
+        .as_ref()
+        .is_none_or(|f| "python/".contains(f.as_str()) || f.starts_with("python"))
+    {
+        run_python(root, &target_dir.join("curator-bench"), options.quick);
+    }
     let mut measured = match collect_criterion(&target_dir.join("criterion"), started) {
         Ok(m) => m,
         Err(e) => {
@@ -163,6 +172,7 @@ pub(crate) fn collect_criterion(dir: &Path, since: SystemTime) -> Result<Vec<Mea
                 value: median,
                 unit: Unit::Nanoseconds,
                 relative_target: None,
+                why: None,
             });
         }
     }
@@ -191,6 +201,7 @@ pub(crate) fn collect_custom(dir: &Path, since: SystemTime) -> Result<Vec<Measur
                     value: row[format!("{stat}_ns")].as_f64().unwrap_or(f64::NAN),
                     unit: Unit::Nanoseconds,
                     relative_target: None,
+                    why: None,
                 });
             }
         }
@@ -209,6 +220,7 @@ pub(crate) fn collect_custom(dir: &Path, since: SystemTime) -> Result<Vec<Measur
                     value: row[format!("{stat}_ns")].as_f64().unwrap_or(f64::NAN),
                     unit: Unit::Nanoseconds,
                     relative_target: None,
+                    why: None,
                 });
             }
         }
@@ -224,10 +236,53 @@ pub(crate) fn collect_custom(dir: &Path, since: SystemTime) -> Result<Vec<Measur
                 value: row["long"]["blocks"].as_f64().unwrap_or(f64::NAN),
                 unit: Unit::Allocations,
                 relative_target: row["short"]["blocks"].as_f64(),
+                why: None,
+            });
+        }
+    }
+    for name in ["python.json", "python_session.json"] {
+        let path = dir.join(name);
+        if !fresh(&path) {
+            continue;
+        }
+        // The Python benchmarks (benches/python): each row its median and, where the
+        // issue sets one, a target relative to the Python library measured in the same run.
+        for row in read(&path)?.as_array().into_iter().flatten() {
+            out.push(Measured {
+                scenario: row["scenario"].as_str().unwrap_or("?").to_owned(),
+                value: row["median_ns"].as_f64().unwrap_or(f64::NAN),
+                unit: Unit::Nanoseconds,
+                relative_target: row["target_ns"].as_f64(),
+                why: row["why"].as_str().map(str::to_owned),
             });
         }
     }
     Ok(out)
+}
+
+/// Runs the Python benchmarks (`benches/python/run.sh`) when a `python3` is found; they write
+/// their reports where [`collect_custom`] reads them. A failure is reported, not fatal: the
+/// Rust suite's results still count.
+fn run_python(root: &Path, out: &Path, quick: bool) {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let found = std::process::Command::new(&python)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        println!("no {python}: the Python benchmarks (benches/python) are left out");
+        return;
+    }
+    let mut command = std::process::Command::new("bash");
+    command.current_dir(root).arg(root.join("benches/python/run.sh")).arg(out);
+    if quick {
+        command.arg("--quick");
+    }
+    match command.status() {
+        Ok(status) if status.success() => {}
+        Ok(status) => eprintln!("the Python benchmarks failed: {status}"),
+        Err(e) => eprintln!("cannot run the Python benchmarks: {e}"),
+    }
 }
 
 /// Attaches targets and verdicts.
@@ -237,10 +292,12 @@ pub(crate) fn evaluate(measured: Vec<Measured>) -> Vec<Row> {
         .map(|m| {
             let fixed = target_for(&m.scenario);
             let target = m.relative_target.or(fixed.map(|t| t.max_ns));
-            let why = if m.relative_target.is_some() {
-                Some("no more than with short contents")
+            let why = if m.why.is_some() {
+                m.why.clone()
+            } else if m.relative_target.is_some() {
+                Some("no more than with short contents".to_owned())
             } else {
-                fixed.map(|t| t.why)
+                fixed.map(|t| t.why.to_owned())
             };
             let met = target.map(|t| m.value <= t);
             Row { measured: m, target, why, met }
@@ -398,6 +455,15 @@ mod tests {
             json!([{"scenario": "truncate_tokens_template", "history": 10000, "iterations": 500, "p50_ns": 40_000, "p99_ns": 250_000}]).to_string(),
         )
         .unwrap();
+        std::fs::write(
+            dir.join("python.json"),
+            json!([
+                {"scenario": "python/trim_dicts/10000", "median_ns": 450_000.0, "target_ns": 900_000.0, "why": "50x LangChain's trim_messages"},
+                {"scenario": "python/curate_default/10000", "median_ns": 4.0e8},
+            ])
+            .to_string(),
+        )
+        .unwrap();
         let rows = evaluate(collect_custom(&dir, SystemTime::UNIX_EPOCH).unwrap());
         let verdicts: Vec<_> = rows.iter().map(|r| (r.measured.scenario.as_str(), r.met)).collect();
         assert_eq!(
@@ -408,8 +474,11 @@ mod tests {
                 ("conversation/truncate_tokens_template/10000/p50", Some(true)),
                 ("conversation/truncate_tokens_template/10000/p99", Some(false)),
                 ("alloc/sliding_window/10k/blocks_with_10x_contents", Some(false)),
+                ("python/trim_dicts/10000", Some(true)),
+                ("python/curate_default/10000", None),
             ]
         );
+        assert_eq!(rows[5].why.as_deref(), Some("50x LangChain's trim_messages"));
         assert_eq!(exit_code(&rows), ExitCode::FAILURE);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The Python benchmarks, in one process each, against the package built from this checkout:
+#
+#   benches/python/run.sh OUT_DIR [--quick]
+#
+# Makes (or reuses) a virtual environment under the cargo target directory with maturin,
+# langchain-core and openai-agents from the package index, installs `curator-context` from
+# crates/curator-py (a release build), and writes OUT_DIR/python.json (bench_curate.py) and,
+# when bench_session.py is there, OUT_DIR/python_session.json. `cargo xtask bench` runs it
+# when a python3 is found. PYTHON picks the interpreter (python3).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+out="${1:?usage: run.sh OUT_DIR [--quick]}"
+quick="${2:-}"
+python="${PYTHON:-python3}"
+target="${CARGO_TARGET_DIR:-$root/target}"
+venv="$target/python-bench-venv"
+
+if [ ! -x "$venv/bin/python" ]; then
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --upgrade pip
+fi
+"$venv/bin/python" -m pip install --quiet "maturin>=1.9.4,<2" langchain-core openai-agents
+"$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$root/crates/curator-py"
+
+mkdir -p "$out"
+if [ "$quick" = "--quick" ]; then
+    sizes="1000,10000"; seconds="0.3"
+else
+    sizes="1000,10000,100000"; seconds="1.5"
+fi
+"$venv/bin/python" "$here/bench_curate.py" --sizes "$sizes" --seconds "$seconds" --json "$out/python.json"
+if [ -f "$here/bench_session.py" ]; then
+    "$venv/bin/python" "$here/bench_session.py" --sizes "$sizes" --json "$out/python_session.json"
+fi
