@@ -7,7 +7,7 @@
 
 use curator::model::Error as ModelError;
 use curator::strategies::Error as StrategyError;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyUserWarning};
 use pyo3::prelude::*;
 
 pyo3::create_exception!(
@@ -33,6 +33,13 @@ pyo3::create_exception!(
     BudgetTooSmall,
     CuratorError,
     "A token budget smaller than what curation never drops; `max_tokens` and `needed` say by how much."
+);
+
+pyo3::create_exception!(
+    curator_context,
+    UnsendableWarning,
+    PyUserWarning,
+    "Messages of the input no provider takes (a tool result answering no call, a call whose result never comes), left out of the view."
 );
 
 /// Why a call failed, before it becomes a Python exception.

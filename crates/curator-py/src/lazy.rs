@@ -147,17 +147,30 @@ pub(crate) enum Kept {
 pub(crate) fn curate_subset(
     messages: Vec<(usize, Message)>,
     pipeline: &dyn HistoryManager,
-) -> Result<Vec<Kept>, Failure> {
+) -> Result<Curated, Failure> {
     let (positions, messages): (Vec<usize>, Vec<Message>) = messages.into_iter().unzip();
     let history = History::from(messages);
     let view = pipeline.curate_history(&history, &CurationContext::default())?;
-    Ok(view
+    let kept = view
         .iter()
         .map(|entry| match entry.pos.and_then(|p| positions.get(p)) {
             Some(&position) if entry.message.is_borrowed() => Kept::Position(position),
             _ => Kept::Message(Message::clone(&entry.message)),
         })
-        .collect())
+        .collect();
+    let unsendable =
+        history.unsendable().into_iter().filter_map(|p| positions.get(p).copied()).collect();
+    Ok(Curated { kept, unsendable })
+}
+
+/// A curated view, and what of the input no view could send.
+#[derive(Debug)]
+pub(crate) struct Curated {
+    /// Each message of the view.
+    pub(crate) kept: Vec<Kept>,
+    /// Positions of the messages read that no provider takes (see
+    /// [`History::unsendable`]), left out of every view.
+    pub(crate) unsendable: Vec<usize>,
 }
 
 #[cfg(test)]
@@ -185,7 +198,7 @@ mod tests {
         }
     }
 
-    fn whole(messages: &[Message], pipeline: &dyn HistoryManager) -> Result<Vec<Kept>, Failure> {
+    fn whole(messages: &[Message], pipeline: &dyn HistoryManager) -> Result<Curated, Failure> {
         curate_subset(messages.iter().cloned().enumerate().collect(), pipeline)
     }
 
@@ -194,7 +207,7 @@ mod tests {
         max_tokens: u64,
         tokenizer: Tokenizer,
         pipeline: &dyn HistoryManager,
-    ) -> (Result<Vec<Kept>, Failure>, usize) {
+    ) -> (Result<Curated, Failure>, usize) {
         let mut list = Listed { messages: messages.to_vec(), read: 0 };
         let counter = tokenizer.counter().unwrap();
         let subset = subset(&mut list, max_tokens, &*counter).unwrap();
@@ -208,9 +221,9 @@ mod tests {
     }
 
     #[track_caller]
-    fn same(whole: Result<Vec<Kept>, Failure>, lazy: Result<Vec<Kept>, Failure>) {
+    fn same(whole: Result<Curated, Failure>, lazy: Result<Curated, Failure>) {
         match (whole, lazy) {
-            (Ok(whole), Ok(lazy)) => assert_eq!(whole, lazy),
+            (Ok(whole), Ok(lazy)) => assert_eq!(whole.kept, lazy.kept),
             (Err(whole), Err(lazy)) => assert_eq!(whole.kind(), lazy.kind()),
             (whole, lazy) => panic!("whole {whole:?}, lazily {lazy:?}"),
         }

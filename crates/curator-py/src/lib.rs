@@ -84,13 +84,33 @@ fn curate<'py>(
             Err(_) => false,
         };
         if openai {
-            let kept = kept(&mut source, &config)?;
-            return given_or_dicts(py, list, &kept);
+            let curated = kept(&mut source, &config)?;
+            warn_unsendable(py, &curated.unsendable)?;
+            return given_or_dicts(py, list, &curated.kept);
         }
     }
     let input = json::to_value(messages, "")?;
-    let output = py.detach(|| curate_value(input, &config, format))?;
+    let (output, unsendable) = py.detach(|| curate_value(input, &config, format))?;
+    warn_unsendable(py, &unsendable)?;
     json::to_python(py, &output)
+}
+
+/// Says which messages of the input no provider takes (tool results answering no call,
+/// calls whose results never come), which every view leaves out: an `UnsendableWarning`,
+/// which `warnings.simplefilter("error", UnsendableWarning)` turns into an exception.
+fn warn_unsendable(py: Python<'_>, unsendable: &[usize]) -> PyResult<()> {
+    if unsendable.is_empty() {
+        return Ok(());
+    }
+    let positions: Vec<String> = unsendable.iter().map(ToString::to_string).collect();
+    let message = format!(
+        "{} message(s) of the input (at {}) answer no open call or call a tool whose result never comes (a system or user message came between): no provider takes them, so no view sends them",
+        unsendable.len(),
+        positions.join(", ")
+    );
+    let message = std::ffi::CString::new(message).unwrap_or_default();
+    // Level 2: the caller of the package function that called this one.
+    PyErr::warn(py, &py.get_type::<error::UnsendableWarning>(), &message, 2)
 }
 
 /// Curates OpenAI Chat Completions messages, or objects `convert` turns into them (each an
@@ -128,8 +148,9 @@ fn curate_kept<'py>(
             .into());
         }
     };
-    let kept = kept(&mut source, &config)?;
-    positions_or_dicts(py, &kept)
+    let curated = kept(&mut source, &config)?;
+    warn_unsendable(py, &curated.unsendable)?;
+    positions_or_dicts(py, &curated.kept)
 }
 
 /// A list or tuple of messages, as a list.
@@ -147,7 +168,7 @@ fn as_list<'py>(messages: &Bound<'py, PyAny>) -> Result<Bound<'py, PyList>, Fail
 }
 
 /// Curates `source` with `config`: lazily for a lone token budget, else read whole.
-fn kept(source: &mut impl lazy::Lazy, config: &StrategyConfig) -> Result<Vec<Kept>, Failure> {
+fn kept(source: &mut impl lazy::Lazy, config: &StrategyConfig) -> Result<lazy::Curated, Failure> {
     let pipeline = built(config)?;
     let messages = if let Some((max_tokens, tokenizer)) = lazy::budget_of(config) {
         lazy::subset(source, max_tokens, &*counter(tokenizer)?)?
@@ -350,7 +371,7 @@ fn curate_value(
     input: Value,
     config: &StrategyConfig,
     format: Option<Format>,
-) -> Result<Value, Failure> {
+) -> Result<(Value, Vec<usize>), Failure> {
     let (items, mut envelope) = match input {
         Value::Array(items) => (items, None),
         Value::Object(mut object) => match object.remove("messages") {
@@ -399,6 +420,7 @@ fn curate_value(
     let pipeline = built(&config)?;
     let history = History::from(messages);
     let view = pipeline.curate_history(&history, &CurationContext::default())?;
+    let unsendable = history.unsendable();
     let sent = view.messages();
     let (messages, system) = match format {
         Format::Openai => (formats::openai::from_messages(&sent)?, None),
@@ -408,7 +430,7 @@ fn curate_value(
             (Value::Array(request.messages), request.system)
         }
     };
-    Ok(match envelope {
+    let output = match envelope {
         None if system.is_some() => {
             // A list of Anthropic messages has no place for a system prompt; none comes in
             // through one, and no strategy adds one, but say so rather than drop it.
@@ -425,7 +447,8 @@ fn curate_value(
             }
             Value::Object(envelope)
         }
-    })
+    };
+    Ok((output, unsendable))
 }
 
 /// Reads messages in `format`; `system` is an Anthropic request's top-level system prompt.
@@ -467,6 +490,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FormatError", py.get_type::<error::FormatError>())?;
     m.add("ConfigError", py.get_type::<error::ConfigError>())?;
     m.add("BudgetTooSmall", py.get_type::<error::BudgetTooSmall>())?;
+    m.add("UnsendableWarning", py.get_type::<error::UnsendableWarning>())?;
     Ok(())
 }
 
@@ -493,7 +517,7 @@ mod tests {
     fn a_budget_shortens_and_keeps_openai_shape() {
         let input = long_tool_conversation(40);
         let config = StrategyConfig::default_pipeline(2_000);
-        let Value::Array(out) = curate_value(input.clone(), &config, None).unwrap() else {
+        let Value::Array(out) = curate_value(input.clone(), &config, None).unwrap().0 else {
             panic!("a list in, a list out")
         };
         assert!(out.len() < input.as_array().unwrap().len());
@@ -510,8 +534,9 @@ mod tests {
         .unwrap();
         let messages = formats::openai::to_messages(&input).unwrap();
         let pipeline = built(&truncate).unwrap();
-        let kept =
-            lazy::curate_subset(messages.into_iter().enumerate().collect(), &*pipeline).unwrap();
+        let kept = lazy::curate_subset(messages.into_iter().enumerate().collect(), &*pipeline)
+            .unwrap()
+            .kept;
         assert_eq!(kept.len(), input.as_array().unwrap().len());
         for (index, item) in kept.iter().enumerate() {
             match (index, item) {

@@ -120,3 +120,41 @@ def test_garbage_raises_curator_errors_or_curates_never_panics(messages):
         assert error.kind and str(error)
     else:
         assert isinstance(out, type(messages))
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [None, {"strategy": "token_budget", "max_tokens": 1_000}, {"strategy": "sliding_window", "window_size": 10}],
+)
+def test_a_result_answering_no_call_is_left_out_with_a_warning(pipeline):
+    from curator_context import UnsendableWarning
+
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "x", "content": "a result whose call is not there"},
+        {"role": "assistant", "content": "hello"},
+    ]
+    arguments = {"max_tokens": 1_000} if pipeline is None else {"pipeline": pipeline}
+    with pytest.warns(UnsendableWarning, match=r"1 message\(s\) of the input \(at 1\)"):
+        out = curate(messages, **arguments)
+    assert [m["role"] for m in out] == ["user", "assistant"]
+    # Turned into an error, it stops the call.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnsendableWarning)
+        with pytest.raises(UnsendableWarning):
+            curate(messages, **arguments)
+
+
+def test_calls_still_waiting_at_the_end_raise_no_warning():
+    import warnings
+
+    messages = [
+        {"role": "user", "content": "list the files"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = curate(messages, max_tokens=1_000)
+    assert [m["role"] for m in out] == ["user"]

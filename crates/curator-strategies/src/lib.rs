@@ -70,6 +70,7 @@ mod tokens;
 mod trim;
 mod truncate;
 mod turns;
+mod unsendable;
 mod view;
 mod window;
 

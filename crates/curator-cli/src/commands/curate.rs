@@ -185,21 +185,7 @@ pub(crate) fn run(
 /// waiting for their results at the end of a record are not counted: they are the record's
 /// present, answered by the next step.
 fn unsendable_note(id: &str, history: &History<'_>) {
-    let repaired = View::full(history).repaired();
-    let mut kept = vec![false; history.len()];
-    for entry in repaired.iter() {
-        if let Some(slot) = entry.pos.and_then(|pos| kept.get_mut(pos)) {
-            *slot = true;
-        }
-    }
-    let mut left_out: Vec<usize> = (0..history.len()).filter(|&pos| !kept[pos]).collect();
-    // A record that ends with calls still waiting: its last assistant message goes.
-    if let Some(&last) = left_out.last()
-        && last + 1 == history.len()
-        && history.get(last).is_some_and(curator::model::Message::has_tool_calls)
-    {
-        left_out.pop();
-    }
+    let left_out = history.unsendable();
     if left_out.is_empty() {
         return;
     }

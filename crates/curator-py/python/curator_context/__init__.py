@@ -15,6 +15,7 @@ from ._native import (
     ConfigError,
     CuratorError,
     FormatError,
+    UnsendableWarning,
     default_pipeline,
 )
 
@@ -23,6 +24,7 @@ __all__ = [
     "ConfigError",
     "CuratorError",
     "FormatError",
+    "UnsendableWarning",
     "curate",
     "default_pipeline",
     "trim_messages",

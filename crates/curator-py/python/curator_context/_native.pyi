@@ -22,6 +22,10 @@ class BudgetTooSmall(CuratorError):
     max_tokens: int
     needed: int
 
+class UnsendableWarning(UserWarning):
+    """Messages of the input no provider takes (a tool result answering no call, a call whose
+    result never comes): every view leaves them out, and this warning says which."""
+
 def curate(
     messages: Messages,
     max_tokens: Optional[int] = None,
@@ -41,13 +45,16 @@ def curate(
     """
 
 def curate_kept(
-    messages: List[Dict[str, Any]],
+    messages: List[Any],
     max_tokens: Optional[int] = None,
     *,
     pipeline: Union[Mapping[str, Any], str, None] = None,
+    convert: Optional[Any] = None,
+    base: Optional[type] = None,
 ) -> List[Union[int, Dict[str, Any]]]:
-    """Curates OpenAI messages; per message of the view, the input position it keeps
-    unchanged, or the message as a dict when a strategy changed or made it."""
+    """Curates OpenAI messages, or objects of class ``base`` that ``convert`` turns into them;
+    per message of the view, the input position it keeps unchanged, or the message as a dict
+    when a strategy changed or made it. A lone token budget reads only what it may keep."""
 
 def default_pipeline(max_tokens: int) -> Dict[str, Any]:
     """The default pipeline for a budget, as the dict ``curate`` takes as ``pipeline``."""
