@@ -13,7 +13,8 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
-use curator::model::{Message, formats};
+use curator::model::Message;
+use curator::model::formats::{self, detect};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -359,7 +360,8 @@ fn refuse_foreign_envelope(object: &Map<String, Value>, format: Format) -> Resul
             that.to_lowercase()
         )
     };
-    let fields = if format == Format::Anthropic { OPENAI_FIELDS } else { ANTHROPIC_FIELDS };
+    let fields =
+        if format == Format::Anthropic { detect::OPENAI_FIELDS } else { detect::ANTHROPIC_FIELDS };
     if let Some(field) = fields.iter().find(|f| object.get(**f).is_some_and(|v| !v.is_null())) {
         return Err(foreign(format!("top-level `{field}`")));
     }
@@ -409,209 +411,22 @@ fn to_messages(messages: Value, system: Option<&Value>, format: Format) -> Resul
     })
 }
 
-/// One sign of the format a conversation is in: what it is, and the formats that have it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Signal {
-    formats: Formats,
-    what: String,
-}
-
-/// A set of the three formats, as bits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Formats(u8);
-
-const OPENAI: Formats = Formats(1);
-const ANTHROPIC: Formats = Formats(2);
-const RESPONSES: Formats = Formats(4);
-const OPENAI_OR_RESPONSES: Formats = Formats(1 | 4);
-const OPENAI_OR_ANTHROPIC: Formats = Formats(1 | 2);
-const ANY: Formats = Formats(1 | 2 | 4);
-
-impl Formats {
-    fn and(self, other: Formats) -> Formats {
-        Formats(self.0 & other.0)
-    }
-
-    fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    fn has(self, format: Format) -> bool {
-        let bit = match format {
-            Format::Openai => OPENAI,
-            Format::Anthropic => ANTHROPIC,
-            Format::Responses => RESPONSES,
-            Format::Auto => ANY,
-        };
-        !self.and(bit).is_empty()
-    }
-
-    /// The format read when the signs allow several: OpenAI (plain text reads the same in
-    /// every format, and a `system` role is OpenAI's as much as the Responses API's), then
-    /// the Responses API, then Anthropic.
-    fn chosen(self) -> Format {
-        [Format::Openai, Format::Responses, Format::Anthropic]
-            .into_iter()
-            .find(|f| self.has(*f))
-            .unwrap_or(Format::Openai)
-    }
-
-    /// How an error names the formats.
-    fn name(self) -> &'static str {
-        match self.0 {
-            1 => "OpenAI's",
-            2 => "Anthropic's",
-            4 => "the Responses API's",
-            5 => "OpenAI's or the Responses API's",
-            3 => "OpenAI's or Anthropic's",
-            _ => "every format's",
-        }
+/// The CLI's format for the model's detected one.
+fn detected(format: detect::Format) -> Format {
+    match format {
+        detect::Format::Anthropic => Format::Anthropic,
+        detect::Format::Responses => Format::Responses,
+        _ => Format::Openai,
     }
 }
 
-/// Top-level request fields only one provider defines.
-const ANTHROPIC_FIELDS: &[&str] = &["system", "anthropic_version", "stop_sequences", "top_k"];
-const OPENAI_FIELDS: &[&str] = &[
-    "max_completion_tokens",
-    "response_format",
-    "frequency_penalty",
-    "presence_penalty",
-    "logprobs",
-    "parallel_tool_calls",
-    "functions",
-];
-/// Content block types only Anthropic defines.
-const ANTHROPIC_BLOCKS: &[&str] = &[
-    "tool_use",
-    "tool_result",
-    "document",
-    "thinking",
-    "redacted_thinking",
-    "server_tool_use",
-    "web_search_tool_result",
-    "search_result",
-];
-/// Content part types only OpenAI Chat Completions defines.
-const OPENAI_PARTS: &[&str] = &["image_url", "input_audio", "file"];
-/// Content part types only the Responses API defines.
-const RESPONSES_PARTS: &[&str] = &["input_text", "output_text", "input_image", "input_file"];
-
-/// The signs of the envelope's top-level fields, in order.
-fn envelope_signals(
-    object: &Map<String, Value>,
-    mut found: impl FnMut(Signal) -> Result<()>,
-) -> Result<()> {
-    for field in ANTHROPIC_FIELDS.iter().filter(|f| object.contains_key(**f)) {
-        found(Signal { formats: ANTHROPIC, what: format!("top-level `{field}`") })?;
-    }
-    for field in OPENAI_FIELDS.iter().filter(|f| object.contains_key(**f)) {
-        // The Responses API takes `parallel_tool_calls` too.
-        let formats = if *field == "parallel_tool_calls" { OPENAI_OR_RESPONSES } else { OPENAI };
-        found(Signal { formats, what: format!("top-level `{field}`") })?;
-    }
-    Ok(())
+/// A detection error, with what to do about it.
+fn undecided(error: &curator::model::Error) -> anyhow::Error {
+    anyhow!("{error}; pass --format")
 }
 
-/// The signs of one message (or Responses item), in order.
-fn message_signals(
-    index: usize,
-    message: &Value,
-    mut found: impl FnMut(Signal) -> Result<()>,
-) -> Result<()> {
-    let mut sign = |formats, what: String| found(Signal { formats, what });
-    if let Some(kind) = message.get("type").and_then(Value::as_str) {
-        sign(RESPONSES, format!("an item of type `{kind}` at message {index}"))?;
-    }
-    let role = message.get("role").and_then(Value::as_str).unwrap_or_default();
-    if matches!(role, "system" | "developer") {
-        sign(OPENAI_OR_RESPONSES, format!("role `{role}` at message {index}"))?;
-    }
-    if matches!(role, "tool" | "function") {
-        sign(OPENAI, format!("role `{role}` at message {index}"))?;
-    }
-    for field in ["tool_calls", "tool_call_id", "function_call", "refusal"] {
-        if message.get(field).is_some_and(|v| !v.is_null()) {
-            sign(OPENAI, format!("`{field}` at message {index}"))?;
-        }
-    }
-    if message.get("content").is_some_and(Value::is_null) {
-        sign(OPENAI, format!("`content: null` at message {index}"))?;
-    }
-    for block in message.get("content").and_then(Value::as_array).into_iter().flatten() {
-        let kind = block.get("type").and_then(Value::as_str).unwrap_or_default();
-        if ANTHROPIC_BLOCKS.contains(&kind) {
-            sign(ANTHROPIC, format!("a `{kind}` block at message {index}"))?;
-        } else if kind == "image" && block.get("source").is_some() {
-            sign(ANTHROPIC, format!("an `image` block with `source` at message {index}"))?;
-        } else if kind == "text" && block.get("cache_control").is_some() {
-            sign(ANTHROPIC, format!("`cache_control` at message {index}"))?;
-        } else if kind == "text" {
-            sign(OPENAI_OR_ANTHROPIC, format!("a `text` part at message {index}"))?;
-        } else if OPENAI_PARTS.contains(&kind) {
-            sign(OPENAI, format!("an `{kind}` part at message {index}"))?;
-        } else if kind == "refusal" {
-            sign(OPENAI_OR_RESPONSES, format!("a `refusal` part at message {index}"))?;
-        } else if RESPONSES_PARTS.contains(&kind) {
-            sign(RESPONSES, format!("an `{kind}` part at message {index}"))?;
-        }
-    }
-    Ok(())
-}
-
-/// The formats every sign seen so far allows, and the first sign of each kind (to name
-/// the two that contradict each other).
-#[derive(Debug)]
-struct Detection {
-    allowed: Formats,
-    firsts: Vec<Signal>,
-}
-
-impl Detection {
-    fn new() -> Self {
-        Self { allowed: ANY, firsts: Vec::new() }
-    }
-
-    /// Takes one more sign; an error when no format has all the signs seen.
-    fn add(&mut self, signal: Signal) -> Result<()> {
-        let allowed = self.allowed.and(signal.formats);
-        if allowed.is_empty() {
-            // The first sign that this one contradicts, by itself or with the signs before.
-            let first = self
-                .firsts
-                .iter()
-                .find(|s| s.formats.and(signal.formats).is_empty())
-                .or(self.firsts.first());
-            let (what, formats) = first.map_or(("", ANY), |s| (s.what.as_str(), s.formats));
-            bail!(
-                "cannot tell the format: {what} is {}, but {} is {}; pass --format",
-                formats.name(),
-                signal.what,
-                signal.formats.name()
-            );
-        }
-        self.allowed = allowed;
-        if !self.firsts.iter().any(|s| s.formats == signal.formats) {
-            self.firsts.push(signal);
-        }
-        Ok(())
-    }
-}
-
-/// Decides the format of one conversation.
-///
-/// With `--format auto`, every sign that only some formats have counts (see
-/// `docs/cli.md`): Anthropic for a top-level `system`, `anthropic_version`, `stop_sequences`
-/// or `top_k`, or a `tool_use`, `tool_result`, `document`, `thinking`, `redacted_thinking`
-/// block, an `image` block with a `source`, or `cache_control` on a block; OpenAI Chat
-/// Completions for a `tool` or `function` role, `tool_calls`, `tool_call_id`,
-/// `function_call`, `content: null`, an `image_url`, `input_audio` or `file` part, or
-/// OpenAI-only request fields; the Responses API for an item with a `type`
-/// (`function_call`, `function_call_output`, `reasoning`, `message`, …) or an `input_text`,
-/// `output_text`, `input_image` or `input_file` part; OpenAI or the Responses API for a
-/// `system` or `developer` role or a `refusal` part; OpenAI or Anthropic for a `text` part. A
-/// conversation whose signs no one format has is refused (name the format). Among the
-/// formats left, OpenAI is read first: plain user and assistant text reads into the same
-/// messages in every format.
+/// Decides the format of one conversation: with `--format auto`, from the signs that only
+/// some formats have ([`detect`](curator::model::formats::detect), `docs/cli.md`).
 fn detect(
     format: Format,
     envelope: Option<&Map<String, Value>>,
@@ -620,14 +435,14 @@ fn detect(
     if format != Format::Auto {
         return Ok(format);
     }
-    let mut detection = Detection::new();
+    let mut detection = detect::Detection::new();
     if let Some(object) = envelope {
-        envelope_signals(object, |s| detection.add(s))?;
+        detection.envelope(object).map_err(|e| undecided(&e))?;
     }
     for (index, message) in messages.as_array().into_iter().flatten().enumerate() {
-        message_signals(index, message, |s| detection.add(s))?;
+        detection.message(index, message).map_err(|e| undecided(&e))?;
     }
-    Ok(detection.allowed.chosen())
+    Ok(detected(detection.format()))
 }
 
 /// [`detect`] for a bare array whose messages are slices of the text, read one at a time.
@@ -635,12 +450,12 @@ fn detect_array(format: Format, items: &[&RawValue]) -> Result<Format> {
     if format != Format::Auto {
         return Ok(format);
     }
-    let mut detection = Detection::new();
+    let mut detection = detect::Detection::new();
     for (index, raw) in items.iter().enumerate() {
         let message: Value = serde_json::from_str(raw.get())?;
-        message_signals(index, &message, |s| detection.add(s))?;
+        detection.message(index, &message).map_err(|e| undecided(&e))?;
     }
-    Ok(detection.allowed.chosen())
+    Ok(detected(detection.format()))
 }
 
 /// Messages written in a format, as JSON text: the OpenAI messages array, the Responses

@@ -149,6 +149,19 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// Messages whose signs no one format has (see [`formats::detect`](crate::formats::detect)):
+    /// two signs that disagree, each with the formats that have it.
+    #[error("cannot tell the format: {first} is {first_formats}, but {then} is {then_formats}")]
+    AmbiguousFormat {
+        /// The earlier sign, such as ``role `tool` at message 0``.
+        first: String,
+        /// The formats that have it, such as `OpenAI's`.
+        first_formats: &'static str,
+        /// The sign that contradicts it.
+        then: String,
+        /// The formats that have that one.
+        then_formats: &'static str,
+    },
 }
 
 /// Names the JSON type of a value for error messages.

@@ -11,6 +11,7 @@
 //! formats, what one provider cannot express is left out (see each module).
 
 pub mod anthropic;
+pub mod detect;
 pub mod openai;
 pub mod responses;
 
