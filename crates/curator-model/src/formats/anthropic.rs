@@ -695,10 +695,11 @@ fn write_user<M: Borrow<Message>>(first: usize, run: &[M]) -> Result<Value> {
 fn write_tool_result(index: usize, m: &Message) -> Result<Value> {
     let mut block = fields_for(m.extra(), Format::Anthropic).cloned().unwrap_or_default();
     block.insert("type".into(), json!("tool_result"));
-    block.insert(
-        "tool_use_id".into(),
-        Value::String(m.tool_call_id().unwrap_or_default().to_owned()),
-    );
+    // See the Responses writer: an id-less tool message is refused, not written with `""`.
+    let call_id = m
+        .tool_call_id()
+        .ok_or_else(|| Error::MissingField { index, field: "tool_call_id".into() })?;
+    block.insert("tool_use_id".into(), Value::String(call_id.to_owned()));
     match m.content() {
         None => {}
         Some(Content::Text(s)) => {

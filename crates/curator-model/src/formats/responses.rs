@@ -484,10 +484,12 @@ fn write_call(index: usize, j: usize, call: &ToolCall) -> Result<Value> {
 fn write_output(index: usize, message: &Message) -> Result<Value> {
     let mut item = fields_for(message.extra(), Format::Responses).cloned().unwrap_or_default();
     item.insert("type".into(), json!("function_call_output"));
-    item.insert(
-        "call_id".into(),
-        Value::String(message.tool_call_id().unwrap_or_default().to_owned()),
-    );
+    // A tool message always answers a call; one read from elsewhere (a stored entry) without
+    // its id is refused rather than written as answering the call `""`.
+    let call_id = message
+        .tool_call_id()
+        .ok_or_else(|| Error::MissingField { index, field: "tool_call_id".into() })?;
+    item.insert("call_id".into(), Value::String(call_id.to_owned()));
     let output = match message.content() {
         None => Value::String(String::new()),
         Some(content) => write_content(index, "output", Role::Tool, content)?,
