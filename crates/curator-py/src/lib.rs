@@ -23,6 +23,7 @@ pub mod error;
 mod json;
 mod lazy;
 mod lists;
+mod session;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -490,6 +491,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FormatError", py.get_type::<error::FormatError>())?;
     m.add("ConfigError", py.get_type::<error::ConfigError>())?;
     m.add("BudgetTooSmall", py.get_type::<error::BudgetTooSmall>())?;
+    m.add("StoreError", py.get_type::<error::StoreError>())?;
+    m.add_class::<session::ItemSession>()?;
     m.add("UnsendableWarning", py.get_type::<error::UnsendableWarning>())?;
     Ok(())
 }

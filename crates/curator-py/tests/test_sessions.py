@@ -1,0 +1,282 @@
+"""Sessions on curator's stores: the Agents SDK session and the LangChain history, on SQLite
+and PostgreSQL."""
+
+import asyncio
+import copy
+import uuid
+
+import pytest
+
+from _postgres import postgres_url  # noqa: F401 (a fixture)
+from curator_context import BudgetTooSmall, ConfigError, CuratorError, FormatError, StoreError
+from curator_context._native import ItemSession
+from curator_context.agents import CuratorSession
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request, tmp_path):
+    """Where sessions are recorded: a SQLite file, or a PostgreSQL server started for the run."""
+    if request.param == "sqlite":
+        return str(tmp_path / "sessions.db")
+    return request.getfixturevalue("postgres_url")
+
+
+def new_id():
+    return f"session-{uuid.uuid4()}"
+
+
+def agent_items(rounds=3, size=20):
+    """Items as the Agents SDK stores them: messages with parts, reasoning, calls, outputs."""
+    items = [
+        {"content": "You are a shell agent.", "role": "developer"},
+        {"role": "user", "content": [{"type": "input_text", "text": "Find the biggest log file."}]},
+    ]
+    for i in range(rounds):
+        items.append(
+            {
+                "id": f"rs_{i}",
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": f"look in {i}"}],
+                "encrypted_content": "gAAAAB" + "x" * 40,
+            }
+        )
+        items.append(
+            {
+                "arguments": f'{{"dir": "/var/log/{i}"}}',
+                "call_id": f"call_{i}",
+                "name": "du",
+                "type": "function_call",
+                "id": f"fc_{i}",
+                "status": "completed",
+            }
+        )
+        items.append({"call_id": f"call_{i}", "output": f"{i} blocks " * size, "type": "function_call_output"})
+    items.append(
+        {
+            "id": "msg_1",
+            "content": [{"annotations": [], "text": "The biggest is /var/log/2.", "type": "output_text", "logprobs": []}],
+            "role": "assistant",
+            "status": "completed",
+            "type": "message",
+        }
+    )
+    return items
+
+
+def test_items_round_trip_unchanged(store):
+    items = agent_items()
+    given = copy.deepcopy(items)
+    session = CuratorSession(new_id(), store)
+    run(session.add_items(items[:3]))
+    run(session.add_items(items[3:]))
+    assert items == given, "add_items left its input alone"
+    assert run(session.get_items()) == items
+    for limit in (0, 1, 2, 5, len(items), len(items) + 3):
+        assert run(session.get_items(limit)) == (items[-limit:] if limit else [])
+    # Another session object (as another process) loads the same from the store.
+    again = CuratorSession(session.session_id, store)
+    assert run(again.get_items()) == items
+    assert len(again._native) == len(items)
+
+
+def test_sessions_are_kept_apart_by_id(store):
+    a, b = CuratorSession(new_id(), store), CuratorSession(new_id(), store)
+    run(a.add_items([{"role": "user", "content": "a"}]))
+    run(b.add_items([{"role": "user", "content": "b"}]))
+    assert run(a.get_items()) == [{"role": "user", "content": "a"}]
+    assert run(b.get_items()) == [{"role": "user", "content": "b"}]
+
+
+def test_pop_and_clear(store):
+    items = agent_items(rounds=2)
+    session = CuratorSession(new_id(), store)
+    assert run(session.pop_item()) is None
+    run(session.add_items(items))
+    assert run(session.pop_item()) == items[-1]
+    assert run(session.pop_item()) == items[-2]
+    assert run(session.get_items()) == items[:-2]
+    assert run(CuratorSession(session.session_id, store).get_items()) == items[:-2]
+    run(session.clear_session())
+    assert run(session.get_items()) == []
+    assert run(CuratorSession(session.session_id, store).get_items()) == []
+    run(session.add_items(items[:2]))
+    assert run(CuratorSession(session.session_id, store).get_items()) == items[:2]
+
+
+def test_two_session_objects_see_each_others_writes(store):
+    items = agent_items(rounds=2)
+    first = CuratorSession(new_id(), store)
+    second = CuratorSession(first.session_id, store)
+    run(first.add_items(items[:4]))
+    run(second.add_items(items[4:6]))
+    run(first.add_items(items[6:]))
+    assert run(first.get_items()) == items
+    assert run(second.get_items()) == items
+
+
+def _valid(items):
+    """Every function_call_output answers a call shown before it, every call is answered,
+    and every reasoning item recorded right before a shown item is shown with it."""
+    calls = {i["call_id"] for i in items if i.get("type") == "function_call"}
+    outputs = {i["call_id"] for i in items if i.get("type") == "function_call_output"}
+    assert calls == outputs
+
+
+def test_a_budget_curates_what_get_items_hands_the_runner(store):
+    items = agent_items(rounds=60, size=150)
+    session = CuratorSession(new_id(), store, max_tokens=2_000)
+    run(session.add_items(items))
+    view = run(session.get_items())
+    assert len(view) < len(items) / 2
+    _valid(view)
+    assert view[:2] == items[:2], "the system message and the task are kept"
+    assert view[-1] == items[-1]
+    # Reasoning stays with the call after it.
+    for k, item in enumerate(view):
+        if item.get("type") == "function_call":
+            assert view[k - 1].get("type") == "reasoning" and view[k - 1]["id"] == "rs_" + item["id"][3:]
+    # The limit reads the record as it is, for the SDK's checks of the session's tail.
+    assert run(session.get_items(limit=4)) == items[-4:]
+    # Items are recorded whole: a session without a pipeline gives them all back.
+    assert run(CuratorSession(session.session_id, store).get_items()) == items
+
+
+def test_a_pipeline_as_a_dict_or_toml(tmp_path):
+    store = str(tmp_path / "s.db")
+    items = agent_items(rounds=10)
+    window = CuratorSession(new_id(), store, pipeline={"strategy": "sliding_window", "window_size": 4})
+    run(window.add_items(items))
+    view = run(window.get_items())
+    assert view[-1] == items[-1] and len(view) < len(items)
+    _valid(view)
+    toml = CuratorSession(window.session_id, store, pipeline='strategy = "sliding_window"\nwindow_size = 4\n')
+    assert run(toml.get_items()) == view
+
+
+def test_errors_name_what_was_wrong(tmp_path):
+    store = str(tmp_path / "s.db")
+    session = CuratorSession(new_id(), store)
+    with pytest.raises(FormatError) as bad:
+        run(session.add_items([{"role": "user", "content": "ok"}, {"type": "function_call", "call_id": "c", "arguments": "{}"}]))
+    assert bad.value.kind == "missing_field" and "item 1" in str(bad.value) and "name" in str(bad.value)
+    assert run(session.get_items()) == [], "nothing of a refused batch is recorded"
+    with pytest.raises(FormatError) as bad:
+        run(session.add_items([{"role": "user", "content": object()}]))
+    assert bad.value.kind == "wrong_type" and "items[0].content" in str(bad.value)
+    with pytest.raises(FormatError):
+        run(session.add_items({"role": "user"}))
+    with pytest.raises(ConfigError) as bad:
+        CuratorSession(new_id(), store, pipeline={"strategy": "no_such_strategy"})
+    assert bad.value.kind == "config"
+    with pytest.raises(ConfigError):
+        CuratorSession(new_id(), store, max_tokens=100, pipeline={"strategy": "sliding_window", "window_size": 2})
+    with pytest.raises(ConfigError) as bad:
+        run(session.get_items(limit=-1))
+    assert bad.value.kind == "invalid_argument"
+    with pytest.raises(StoreError) as bad:
+        CuratorSession("", store)
+    assert bad.value.kind == "bad_key"
+    not_a_db = tmp_path / "notes.txt"
+    not_a_db.write_text("hello, not a database\n" * 100)
+    with pytest.raises(StoreError) as bad:
+        CuratorSession(new_id(), str(not_a_db))
+    assert isinstance(bad.value, CuratorError) and bad.value.kind == "not_a_database"
+    tiny = CuratorSession(new_id(), store, max_tokens=10)
+    run(tiny.add_items(agent_items()))
+    with pytest.raises(BudgetTooSmall):
+        run(tiny.get_items())
+
+
+def test_an_unreachable_database_is_a_store_error():
+    with socket_closed_port() as port:
+        with pytest.raises(StoreError) as bad:
+            CuratorSession(new_id(), f"postgres://curator@127.0.0.1:{port}/postgres?connect_timeout=2")
+    assert bad.value.kind == "unavailable" and "connecting" in str(bad.value)
+
+
+class socket_closed_port:
+    """A loopback port nothing listens on."""
+
+    def __enter__(self):
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_native_session_format_is_checked(tmp_path):
+    with pytest.raises(ConfigError) as bad:
+        ItemSession("x", str(tmp_path / "s.db"), format="xml")
+    assert bad.value.kind == "invalid_argument"
+
+
+# LangChain -------------------------------------------------------------------------------
+
+langchain_core = pytest.importorskip("langchain_core")
+
+
+def lc_messages():
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    return [
+        SystemMessage("You are a shell agent.", id="s1"),
+        HumanMessage("Find the biggest log file.", id="h1", name="ana"),
+        AIMessage(
+            "",
+            id="a1",
+            tool_calls=[{"name": "du", "args": {"dir": "/var/log"}, "id": "call_1", "type": "tool_call"}],
+        ),
+        ToolMessage("12 blocks", tool_call_id="call_1", id="t1", name="du"),
+        AIMessage([{"type": "text", "text": "The biggest is syslog."}], id="a2", name="agent"),
+        HumanMessage([{"type": "text", "text": "and this?"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}], id="h2"),
+    ]
+
+
+def test_langchain_messages_round_trip(store):
+    from curator_context.langchain import CuratorChatMessageHistory
+
+    messages = lc_messages()
+    history = CuratorChatMessageHistory(new_id(), store)
+    history.add_messages(messages[:3])
+    history.add_message(messages[3])
+    run(history.aadd_messages(messages[4:]))
+    assert history.messages == messages
+    again = CuratorChatMessageHistory(history.session_id, store)
+    assert again.messages == messages
+    assert [type(m).__name__ for m in again.messages] == [type(m).__name__ for m in messages]
+    assert again.messages[2].tool_calls == messages[2].tool_calls
+    assert again.get_messages(2) == messages[-2:]
+    assert run(again.aget_messages()) == messages
+    again.clear()
+    assert history.messages == [] and run(history.aget_messages()) == []
+
+
+def test_langchain_history_curates_and_refuses_what_it_cannot_record(tmp_path):
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from curator_context.langchain import CuratorChatMessageHistory
+
+    store = str(tmp_path / "lc.db")
+    history = CuratorChatMessageHistory(new_id(), store, max_tokens=1_000)
+    messages = [HumanMessage("Find the biggest log file.")]
+    for i in range(50):
+        messages.append(AIMessage("", tool_calls=[{"name": "du", "args": {"i": i}, "id": f"c{i}", "type": "tool_call"}]))
+        messages.append(ToolMessage(f"{i} blocks " * 100, tool_call_id=f"c{i}"))
+    history.add_messages(messages)
+    view = history.messages
+    assert len(view) < len(messages) and view[0] == messages[0]
+    called = {c["id"] for m in view if isinstance(m, AIMessage) for c in m.tool_calls}
+    answered = {m.tool_call_id for m in view if isinstance(m, ToolMessage)}
+    assert called == answered
+    with pytest.raises(FormatError) as bad:
+        history.add_messages([HumanMessage("ok"), "not a message"])
+    assert bad.value.kind == "wrong_type" and "message 1" in str(bad.value)
+    assert len(history.get_messages(1000)) == len(messages)
