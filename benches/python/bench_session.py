@@ -2,7 +2,7 @@
 pipeline at 4,000 tokens) against the SDK's own ``SQLiteSession.get_items()``, both on a
 SQLite file, at 1,000, 10,000 and 100,000 items of synthetic agent data, in one process.
 
-    python benches/python/bench_session.py [--sizes 1000,10000] [--quick]
+    python benches/python/bench_session.py [--sizes 1000,10000] [--quick] [--json PATH]
 
 Run it with a Python that has ``curator_context`` (built in release: ``maturin develop -r``
 or ``pip install ./crates/curator-py``) and ``openai-agents`` installed. Each call is timed
@@ -21,11 +21,17 @@ with ``time.perf_counter``; the table prints medians and the ratio. Columns:
 - ``native``: the extension's ``get_items()`` called directly (no coroutine), and
   ``to dicts``: building the same kept items as dicts in Python (``copy.deepcopy`` of the
   view), which is about what writing them as Python objects costs.
+
+``--json`` writes the rows for ``cargo xtask bench`` (``benches/python/run.sh``): scenarios
+``python/session_sdk/N``, ``python/session_default/N`` (with the issue's target at 10,000
+items: 1,000x the SDK's ``get_items``), ``python/session_after_add/N`` and
+``python/session_token_budget/N``, medians in nanoseconds.
 """
 
 import argparse
 import asyncio
 import copy
+import json
 import os
 import statistics
 import sys
@@ -135,7 +141,8 @@ async def bench(n, folder, quick):
         start = time.perf_counter()
         await session.get_items()
         after.append(time.perf_counter() - start)
-    sdk.close() if hasattr(sdk, "close") else None
+    if hasattr(sdk, "close"):
+        sdk.close()
     return {
         "n": n,
         "sdk": median_us(sdk_samples),
@@ -159,6 +166,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    parser.add_argument("--json", help="write the rows for cargo xtask bench here")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
@@ -174,6 +182,21 @@ def main():
             f"| {r['n']:,} | {fmt(r['sdk'])} | {fmt(r['curator'])} | {r['sdk'] / r['curator']:,.0f}x | "
             f"{fmt(r['after'])} | {fmt(r['first'])} | {fmt(r['budget'])} | {fmt(r['native'])} | {fmt(r['dicts'])} | {r['kept']} |"
         )
+    if args.json:
+        out = []
+        for r in rows:
+            n = r["n"]
+            out.append({"scenario": f"python/session_sdk/{n}", "items": n, "median_ns": r["sdk"] * 1e3})
+            default = {"scenario": f"python/session_default/{n}", "items": n, "median_ns": r["curator"] * 1e3, "sdk_ns": r["sdk"] * 1e3, "kept": r["kept"]}
+            if n == 10_000:
+                default["target_ns"] = r["sdk"] * 1e3 / 1_000
+                default["why"] = "1,000x the Agents SDK's SQLiteSession.get_items"
+            out.append(default)
+            out.append({"scenario": f"python/session_after_add/{n}", "items": n, "median_ns": r["after"] * 1e3})
+            out.append({"scenario": f"python/session_token_budget/{n}", "items": n, "median_ns": r["budget"] * 1e3})
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
 
 
 if __name__ == "__main__":

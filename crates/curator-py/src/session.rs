@@ -232,7 +232,7 @@ impl ItemLog {
     ) -> Result<Self, Failure> {
         let key = SessionKey::new(key);
         key.check().map_err(Failure::Session)?;
-        let pipeline = pipeline.map(crate::built).transpose()?;
+        let pipeline = pipeline.map(crate::pipeline::built).transpose()?;
         let head_name = format!("curator.items/{}/{key}", format.name());
         let evaluation = evaluation_of(&key, format, 0);
         let mut log = Self {
@@ -677,12 +677,12 @@ impl ItemSession {
         max_tokens: Option<&Bound<'_, PyAny>>,
         pipeline: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let session_id = crate::string_argument("session_id", session_id)?;
-        let store = crate::string_argument("store", store)?;
+        let session_id = crate::pipeline::string_argument("session_id", session_id)?;
+        let store = crate::pipeline::string_argument("store", store)?;
         let format = ItemFormat::from_name(format)?;
         let config =
             if max_tokens.is_some_and(|m| !m.is_none()) || pipeline.is_some_and(|p| !p.is_none()) {
-                Some(crate::config(max_tokens, pipeline)?)
+                Some(crate::pipeline::config(max_tokens, pipeline)?)
             } else {
                 None
             };
@@ -738,7 +738,7 @@ impl ItemSession {
                 kind: "wrong_type",
                 message: format!(
                     "`items` should be a list of items, found {}",
-                    crate::type_name(items)
+                    crate::pipeline::type_name(items)
                 ),
             }
             .into());
@@ -766,7 +766,7 @@ fn count_argument(name: &str, value: &Bound<'_, PyAny>) -> Result<usize, Failure
         kind: "invalid_argument",
         message: format!(
             "`{name}` should be a non-negative integer or None, found {}",
-            value.repr().map_or_else(|_| crate::type_name(value), |r| r.to_string())
+            value.repr().map_or_else(|_| crate::pipeline::type_name(value), |r| r.to_string())
         ),
     };
     if value.cast::<pyo3::types::PyBool>().is_ok() {
