@@ -526,11 +526,14 @@ impl ItemLog {
 
 impl Held {
     fn empty(head_version: Option<u64>, head: Head, evaluation: EvaluationId) -> Self {
+        // New entries never take a removed sequence, even when retention deleted the
+        // evaluation's entries and left the head.
+        let next_sequence = head.removed.last().map_or(0, |last| last + 1);
         Self {
             head_version,
             head,
             evaluation,
-            next_sequence: 0,
+            next_sequence,
             turn: 0,
             last_assistant: false,
             items: Vec::new(),
@@ -897,6 +900,21 @@ mod tests {
         assert_eq!(store.entries(first).unwrap().len(), items.len());
         log.add(&items[..1]).unwrap();
         assert_eq!(open(&store, None).items(None).unwrap(), items[..1]);
+    }
+
+    #[test]
+    fn items_added_after_retention_deleted_the_evaluation_are_all_seen() {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let items = agent_items(1, 3);
+        let mut log = open(&store, None);
+        log.add(&items).unwrap();
+        log.pop().unwrap();
+        let key = SessionKey::new("user-1");
+        store.delete_evaluations(&key, &[log.held.evaluation]).unwrap();
+        let mut log = open(&store, None);
+        assert!(log.items(None).unwrap().is_empty());
+        log.add(&items).unwrap();
+        assert_eq!(open(&store, None).items(None).unwrap(), items);
     }
 
     #[test]
