@@ -193,6 +193,13 @@ struct Held {
     /// For each history message, the index in `items` of its first item.
     starts: Vec<usize>,
     history: History<'static>,
+    /// The messages no provider takes (see [`History::unsendable`]), by position, as of the
+    /// history's first `checked` messages (`None`: to be found from the start).
+    unsendable: Vec<usize>,
+    checked: Option<usize>,
+    /// Where to look again when messages are added: the last user or system message, which
+    /// closes every call before it, so that nothing before it changes status.
+    settled: usize,
 }
 
 /// A session: its key, store and format, the pipeline `items` curates with, and what it
@@ -281,6 +288,33 @@ impl ItemLog {
         }
         let messages: Vec<&Message> = kept.iter().map(|(_, m)| &**m).collect();
         self.format.write(&messages)
+    }
+
+    /// Indices of the live items no provider takes, which curated views leave out: function
+    /// call outputs that answer no open call, and calls a user or system message closed
+    /// before their outputs came (with the reasoning item that led to them). Found again only
+    /// for the messages since the last user or system message, once per change.
+    pub(crate) fn unsendable(&mut self) -> Vec<usize> {
+        let held = &mut self.held;
+        let messages = held.history.messages();
+        if held.checked != Some(messages.len()) {
+            let from = if held.checked.is_some() { held.settled.min(messages.len()) } else { 0 };
+            let found = History::from(&messages[from..]).unsendable();
+            held.unsendable.retain(|&pos| pos < from);
+            held.unsendable.extend(found.into_iter().map(|pos| pos + from));
+            held.settled = messages
+                .iter()
+                .rposition(|m| matches!(m.role(), Role::User | Role::System))
+                .map_or(from, |last| last.max(from));
+            held.checked = Some(messages.len());
+        }
+        held.unsendable
+            .iter()
+            .flat_map(|&pos| {
+                let end = held.starts.get(pos + 1).copied().unwrap_or(held.items.len());
+                held.starts.get(pos).copied().unwrap_or(end)..end
+            })
+            .collect()
     }
 
     /// Records `items` after the live ones.
@@ -375,6 +409,7 @@ impl ItemLog {
             self.held.starts.pop();
         }
         self.held.history = History::from(messages);
+        self.held.checked = None;
         Ok(Some(popped))
     }
 
@@ -493,6 +528,7 @@ impl ItemLog {
         let mut messages = messages[..pos].to_vec();
         messages.push(joined);
         self.held.history = History::from(messages);
+        self.held.checked = None;
         Ok(())
     }
 
@@ -539,6 +575,9 @@ impl Held {
             items: Vec::new(),
             starts: Vec::new(),
             history: History::new(),
+            unsendable: Vec::new(),
+            checked: None,
+            settled: 0,
         }
     }
 }
@@ -654,6 +693,24 @@ impl std::fmt::Debug for ItemSession {
 }
 
 impl ItemSession {
+    /// Says which items the curated view left out because no provider takes them: an
+    /// `UnsendableWarning`, which `warnings.simplefilter("error", UnsendableWarning)` turns
+    /// into an exception. They stay in the record.
+    fn warn_unsendable(&self, py: Python<'_>, items: &[usize]) -> PyResult<()> {
+        let shown: Vec<String> = items.iter().take(20).map(ToString::to_string).collect();
+        let more = if items.len() > shown.len() { ", ..." } else { "" };
+        let message = format!(
+            "{} item(s) of session `{}` (at {}{more}) answer no open call or call a tool whose \
+             result never came before a user or system message: no provider takes them, so \
+             the curated view leaves them out (they stay in the record)",
+            items.len(),
+            self.session_id,
+            shown.join(", ")
+        );
+        let message = std::ffi::CString::new(message).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<crate::error::UnsendableWarning>(), &message, 2)
+    }
+
     fn with_log<T: Send>(
         &self,
         py: Python<'_>,
@@ -726,7 +783,15 @@ impl ItemSession {
             None => None,
             Some(limit) => Some(count_argument("limit", limit)?),
         };
-        let items = self.with_log(py, |log| log.items(limit))?;
+        let (items, unsendable) = self.with_log(py, |log| {
+            let items = log.items(limit)?;
+            // Only a curated view leaves them out; the items as recorded hold them.
+            let curated = limit.is_none() && log.pipeline.is_some();
+            Ok((items, if curated { log.unsendable() } else { Vec::new() }))
+        })?;
+        if !unsendable.is_empty() {
+            self.warn_unsendable(py, &unsendable)?;
+        }
         let list = PyList::empty(py);
         for item in &items {
             list.append(crate::json::to_python(py, item)?)?;
@@ -935,6 +1000,42 @@ mod tests {
         assert_eq!(first.items(None).unwrap(), items[..items.len() - 1]);
         second.clear().unwrap();
         assert!(first.items(None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn unsendable_items_are_found_as_items_are_added() {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let mut log = open(&store, Some(&StrategyConfig::default_pipeline(4_000)));
+        log.add(&agent_items(1, 3)).unwrap();
+        assert!(log.unsendable().is_empty());
+        // An output answering no call, then a reasoned call a user message closes.
+        log.add(&[json!({"type": "function_call_output", "call_id": "nobody", "output": "?"})])
+            .unwrap();
+        assert_eq!(log.unsendable(), [6]);
+        log.add(&[
+            json!({"type": "reasoning", "id": "rs_x", "summary": []}),
+            json!({"type": "function_call", "call_id": "call_x", "name": "du", "arguments": "{}"}),
+        ])
+        .unwrap();
+        assert_eq!(log.unsendable(), [6], "a call waiting at the end is the present");
+        log.add(&[message("user", "never mind")]).unwrap();
+        // The call a user message closed is left out of the view, but its message (the
+        // reasoning item it joined) is kept, and `History::unsendable` names whole messages
+        // only: the call is not named.
+        assert_eq!(log.unsendable(), [6]);
+        let view = log.items(None).unwrap();
+        for call in ["nobody", "call_x"] {
+            assert!(view.iter().all(|i| i.get("call_id") != Some(&json!(call))), "{call}");
+        }
+        // Found the same from scratch, as another process opening the session does.
+        let mut again = open(&store, None);
+        assert_eq!(again.unsendable(), [6]);
+        // Another orphan after the user message is found from where the last check settled.
+        log.add(&[json!({"type": "function_call_output", "call_id": "late", "output": "?"})])
+            .unwrap();
+        assert_eq!(log.unsendable(), [6, 10]);
+        log.pop().unwrap();
+        assert_eq!(log.unsendable(), [6]);
     }
 
     #[test]

@@ -258,3 +258,23 @@ def test_two_processes_appending_to_one_session_lose_nothing(tmp_path):
     print("switches between the writers:", sum(1 for x, y in zip(got, got[1:]) if x[0] != y[0]))
     for name in ("a", "b"):
         assert [c for c in got if c.startswith(name)] == [f"{name} {i}" for i in range(count)]
+
+
+def test_items_no_provider_takes_are_said_when_the_view_leaves_them_out(tmp_path):
+    import warnings
+
+    from curator_context import UnsendableWarning
+
+    session = CuratorSession(new_id(), str(tmp_path / "s.db"), max_tokens=4_000)
+    orphan = {"type": "function_call_output", "call_id": "nobody", "output": "?"}
+    run(session.add_items([{"role": "user", "content": "go"}, orphan]))
+    with pytest.warns(UnsendableWarning, match=r"1 item\(s\) of session `session-.*` \(at 1\)"):
+        view = run(session.get_items())
+    assert view == [{"role": "user", "content": "go"}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnsendableWarning)
+        # The items as recorded hold it: nothing is left out, nothing said.
+        assert run(session.get_items(limit=5))[-1] == orphan
+        assert run(CuratorSession(session.session_id, str(tmp_path / "s.db")).get_items())[-1] == orphan
+        with pytest.raises(UnsendableWarning):
+            run(session.get_items())
