@@ -110,3 +110,11 @@ def test_a_resumed_run_with_a_budget_sees_the_curated_history(tmp_path):
     after = items(db, session_id)
     assert after[: len(history)] == history
     assert kinds(after[len(history) :]) == ["user", "message"]
+
+
+def test_the_session_is_an_sdk_session(tmp_path):
+    from agents.memory.session import Session
+
+    session = CuratorSession(f"run-{uuid.uuid4()}", str(tmp_path / "agent.db"), max_tokens=1_000)
+    assert isinstance(session, Session)
+    assert session.session_settings is None
