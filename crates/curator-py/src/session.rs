@@ -395,14 +395,15 @@ impl ItemLog {
         let Some(popped) = group.pop() else { return Ok(None) };
         let mut head = self.held.head.clone();
         head.removed.insert(last.sequence);
-        self.put_head(&head)?;
+        let version = self.put_head(&head)?;
+        self.held.head_version = Some(version);
         self.held.head = head;
         // Rebuild the history without the item: positions are append-only, so the last
         // message is rebuilt from the items left of it. This costs a copy of the history
         // and its token counts (a pop is a rare, explicit act).
         let mut messages = self.held.history.messages()[..last.message].to_vec();
         if !group.is_empty() {
-            messages.extend(self.read_group(&group)?);
+            messages.push(self.joined(&group)?);
         }
         self.held.items.pop();
         if group.is_empty() {
@@ -948,9 +949,12 @@ mod tests {
         let mut log = open(&store, None);
         log.add(&items).unwrap();
         assert_eq!(log.pop().unwrap().as_ref(), items.last());
+        // The pop's own head is not read back as another process's change: no reload.
+        let rebuilt = log.held.history.id();
         // A call popped from the message it joined leaves the reasoning item.
         let mut expected = items[..items.len() - 1].to_vec();
         assert_eq!(log.items(None).unwrap(), expected);
+        assert_eq!(log.held.history.id(), rebuilt);
         for _ in 0..4 {
             assert_eq!(log.pop().unwrap(), expected.pop());
         }
