@@ -46,8 +46,8 @@ use crate::error::Failure;
 /// The namespace of the evaluation ids sessions derive (UUID v5).
 const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x5c1f_0d2e_8a4b_4e7c_9d3a_61b2_f0e4_a7c5);
 
-/// How many times an append is retried when another process took its sequences meanwhile.
-const APPEND_ATTEMPTS: usize = 8;
+/// How many times an append is tried when other processes keep taking its sequences.
+const APPEND_ATTEMPTS: u32 = 64;
 
 /// What a session's items are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,7 +344,10 @@ impl ItemLog {
             return Ok(());
         }
         let prompt = self.format.prompt();
-        for _ in 0..APPEND_ATTEMPTS {
+        for attempt in 0..APPEND_ATTEMPTS {
+            if attempt > 0 {
+                back_off(attempt);
+            }
             self.refresh()?;
             let held = &self.held;
             let (mut turn, mut last_assistant) = (held.turn, held.last_assistant);
@@ -366,8 +369,15 @@ impl ItemLog {
                     }
                     return Ok(());
                 }
-                // Another process appended meanwhile: read what it wrote and append after it.
-                Err(curator::session::Error::SequenceTaken { .. }) => {}
+                // Another process appended meanwhile (or, on PostgreSQL, held the place and
+                // gave it up): read what it wrote and append after it.
+                Err(
+                    curator::session::Error::SequenceTaken { .. }
+                    | curator::session::Error::Store {
+                        kind: curator::session::StoreErrorKind::Busy,
+                        ..
+                    },
+                ) => {}
                 Err(error) => return Err(Failure::Session(error)),
             }
         }
@@ -589,6 +599,17 @@ fn joins(format: ItemFormat, last: Option<&Message>, message: &Message) -> bool 
     format == ItemFormat::Responses
         && is_bare_call(message)
         && last.is_some_and(|m| m.role() == Role::Assistant)
+}
+
+/// Waits a little before trying an append again, longer after each attempt and by an amount
+/// that differs between processes, so that writers that keep colliding drift apart.
+fn back_off(attempt: u32) {
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() ^ std::process::id())
+        % 1_000;
+    let micros = u64::from(attempt.min(10)) * 200 + u64::from(jitter);
+    std::thread::sleep(std::time::Duration::from_micros(micros));
 }
 
 /// The message of a `function_call` item read alone: an assistant message with no content

@@ -224,7 +224,7 @@ from curator_context.agents import CuratorSession
 async def main(db, session_id, name, count):
     session = CuratorSession(session_id, db)
     # Both writers start appending at once.
-    while not os.path.exists(db + ".go"):
+    while not os.path.exists(sys.argv[5]):
         time.sleep(0.001)
     for i in range(count):
         await session.add_items([{"role": "user", "content": f"{name} {i}"}])
@@ -234,19 +234,20 @@ asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
 """
 
 
-def test_two_processes_appending_to_one_session_lose_nothing(tmp_path):
+def test_two_processes_appending_to_one_session_lose_nothing(store, tmp_path):
     import subprocess
     import sys
 
-    db, session_id, count = str(tmp_path / "shared.db"), new_id(), 60
+    db, session_id, count = store, new_id(), 60
+    go = str(tmp_path / "go")
     writers = [
-        subprocess.Popen([sys.executable, "-c", _WRITER, db, session_id, name, str(count)], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen([sys.executable, "-c", _WRITER, db, session_id, name, str(count), go], stdout=subprocess.PIPE, text=True)
         for name in ("a", "b")
     ]
     import time
 
     time.sleep(1.0)
-    open(db + ".go", "w").close()
+    open(go, "w").close()
     for writer in writers:
         out, _ = writer.communicate(timeout=120)
         assert writer.returncode == 0
