@@ -5,7 +5,7 @@
 #
 # PYTHON picks the interpreter (python3), CURATOR_PY_VENV the environment's directory (a
 # new temporary one; an existing directory there is replaced), CURATOR_PY_EXTRAS the
-# optional packages to test with (langchain-core). Cargo builds into
+# optional packages to test with (langchain-core openai-agents). Cargo builds into
 # CARGO_TARGET_DIR when it is set, else into the workspace's target/.
 set -euo pipefail
 
@@ -18,7 +18,7 @@ rm -rf "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 # The optional integrations the tests cover (space-separated; empty to leave them out, and
 # their tests are skipped).
-read -r -a extras <<< "${CURATOR_PY_EXTRAS-langchain-core}"
+read -r -a extras <<< "${CURATOR_PY_EXTRAS-langchain-core openai-agents}"
 "$venv/bin/python" -m pip install --quiet "maturin>=1.9.4,<2" pytest ${extras[@]+"${extras[@]}"}
 "$venv/bin/python" -m pip install --quiet "$here"
 # pytest runs from the tests folder, so that `curator_context` is the installed package and

@@ -96,6 +96,11 @@ const FENCE: &str = "SELECT token FROM claims WHERE session_key = $1 FOR SHARE";
 const ENTRIES: &str = "SELECT e.message_id, e.evaluation_id, e.sequence, e.turn, e.prompt_ns,
     e.prompt_key, e.created_ns, e.message FROM entries e WHERE evaluation_id = $1 ORDER BY sequence";
 
+/// An evaluation's entries from a sequence on, through the `(evaluation_id, sequence)` index.
+const ENTRIES_FROM: &str = "SELECT e.message_id, e.evaluation_id, e.sequence, e.turn, e.prompt_ns,
+    e.prompt_key, e.created_ns, e.message FROM entries e WHERE evaluation_id = $1 AND sequence >= $2
+    ORDER BY sequence";
+
 /// Summaries of evaluations: `{filter}` narrows the entries aggregated.
 macro_rules! summaries {
     ($filter:literal) => {
@@ -668,6 +673,19 @@ impl SessionStore for PgStore {
             let statement = conn.prepare(ENTRIES).during("reading entries")?;
             let rows =
                 conn.client.query(&statement, &[evaluation.as_uuid()]).during("reading entries")?;
+            rows.iter().map(entry).collect()
+        })
+    }
+
+    fn entries_from(&self, evaluation: EvaluationId, from: u64) -> SessionResult<Vec<Entry>> {
+        // A sequence beyond PostgreSQL's bigint is beyond every stored one.
+        let Ok(from) = i64::try_from(from) else { return Ok(Vec::new()) };
+        run(&self.pool, |conn| {
+            let statement = conn.prepare(ENTRIES_FROM).during("reading entries")?;
+            let rows = conn
+                .client
+                .query(&statement, &[evaluation.as_uuid(), &from])
+                .during("reading entries")?;
             rows.iter().map(entry).collect()
         })
     }

@@ -30,6 +30,12 @@ pyo3::create_exception!(
 );
 pyo3::create_exception!(
     curator_context,
+    StoreError,
+    CuratorError,
+    "A session store that cannot be opened, read or written: an unreachable server, a busy or corrupt file, a bad session id."
+);
+pyo3::create_exception!(
+    curator_context,
     BudgetTooSmall,
     CuratorError,
     "A token budget smaller than what curation never drops; `max_tokens` and `needed` say by how much."
@@ -51,6 +57,22 @@ pub(crate) enum Failure {
     Strategy(StrategyError),
     /// The input is not what a message list can be (checked here, not in the formats).
     Input {
+        /// The kind the exception carries.
+        kind: &'static str,
+        /// What was wrong, and where.
+        message: String,
+    },
+    /// One item of several that cannot be read; `index` is its place among them.
+    Item {
+        /// The item's index in the call.
+        index: usize,
+        /// What reading it alone said (its index there is 0).
+        error: ModelError,
+    },
+    /// A session store's error.
+    Session(curator::session::Error),
+    /// A store that cannot be opened, or a session's record that cannot be used.
+    Store {
         /// The kind the exception carries.
         kind: &'static str,
         /// What was wrong, and where.
@@ -87,9 +109,12 @@ impl Failure {
     /// The kind the exception carries.
     pub(crate) fn kind(&self) -> String {
         match self {
-            Failure::Model(error) => variant(error),
+            Failure::Model(error) | Failure::Item { error, .. } => variant(error),
             Failure::Strategy(error) => variant(error),
-            Failure::Input { kind, .. } | Failure::Config { kind, .. } => (*kind).to_owned(),
+            Failure::Session(error) => session_kind(error),
+            Failure::Input { kind, .. }
+            | Failure::Config { kind, .. }
+            | Failure::Store { kind, .. } => (*kind).to_owned(),
         }
     }
 
@@ -98,6 +123,13 @@ impl Failure {
         let (error, budget) = match self {
             Failure::Model(error) => (FormatError::new_err(error.to_string()), None),
             Failure::Input { message, .. } => (FormatError::new_err(message), None),
+            Failure::Item { index, error } => {
+                let message = error.to_string();
+                let message = message.strip_prefix("message 0: ").unwrap_or(&message);
+                (FormatError::new_err(format!("item {index}: {message}")), None)
+            }
+            Failure::Session(error) => (StoreError::new_err(error.to_string()), None),
+            Failure::Store { message, .. } => (StoreError::new_err(message), None),
             Failure::Config { message, .. } => (ConfigError::new_err(message), None),
             Failure::Strategy(StrategyError::BudgetTooSmall(shortfall)) => (
                 BudgetTooSmall::new_err(shortfall.to_string()),
@@ -119,6 +151,47 @@ impl Failure {
             let _ = value.setattr("needed", needed);
         }
         error
+    }
+}
+
+impl Failure {
+    /// A store's error when opening it: its variant as the kind (`not_a_database`,
+    /// `newer_schema`, …), or, for the backend's own errors (variants `sqlite`, `postgres`),
+    /// the kind of failure (`unavailable`, `busy`, …).
+    pub(crate) fn store(
+        error: &impl std::fmt::Debug,
+        failure: curator::session::StoreErrorKind,
+        message: String,
+    ) -> Self {
+        let kind = match variant(error) {
+            backend if backend == "sqlite" || backend == "postgres" => variant(&failure),
+            kind => kind,
+        };
+        Failure::Store { kind: intern(kind), message }
+    }
+}
+
+/// A kind as a `&'static str`: the few variant names there are, each kept once.
+fn intern(kind: String) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+    static KINDS: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut kinds =
+        KINDS.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(&kind) = kinds.get(kind.as_str()) {
+        return kind;
+    }
+    let kind: &'static str = Box::leak(kind.into_boxed_str());
+    kinds.insert(kind);
+    kind
+}
+
+/// The kind of a session store's error: the store error's own kind (`busy`, `unavailable`,
+/// `corrupt`, …) for backend failures, else the variant's name.
+fn session_kind(error: &curator::session::Error) -> String {
+    match error {
+        curator::session::Error::Store { kind, .. } => variant(kind),
+        other => variant(other),
     }
 }
 

@@ -4,6 +4,9 @@ import copy
 
 import pytest
 
+# The PostgreSQL fixture of the session tests: one server for the run.
+pytest_plugins = ["_postgres"]
+
 
 def _openai_tool_conversation(rounds, size=400):
     messages = [

@@ -304,6 +304,14 @@ impl SessionStore for MemoryStore {
         Ok(self.read().evaluations.get(&evaluation).map(|e| e.entries.clone()).unwrap_or_default())
     }
 
+    fn entries_from(&self, evaluation: EvaluationId, from: u64) -> Result<Vec<Entry>> {
+        let inner = self.read();
+        let Some(found) = inner.evaluations.get(&evaluation) else { return Ok(Vec::new()) };
+        // Entries are kept ordered by sequence: the later ones are a suffix.
+        let start = found.entries.partition_point(|e| e.sequence < from);
+        Ok(found.entries[start..].to_vec())
+    }
+
     fn evaluations(&self) -> Result<Vec<EvaluationSummary>> {
         Ok(self.read().summaries(None))
     }

@@ -162,6 +162,38 @@ pub trait SessionStore: Send + Sync {
     /// A backend error.
     fn entries(&self, evaluation: EvaluationId) -> Result<Vec<Entry>>;
 
+    /// The entries of one evaluation whose sequence is `from` or later, ordered by sequence
+    /// (empty when there is none): what another process appended since a reader last read,
+    /// so that keeping a history up to date costs what was appended, not a re-read of the
+    /// record.
+    ///
+    /// The stores of this workspace answer from their `(evaluation, sequence)` index; the
+    /// default reads every entry and keeps the later ones.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore, SessionStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let mut conversation = Conversation::start(&store, "job-1", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// conversation.add_user("one")?;
+    /// conversation.add_user("two")?;
+    /// let later = store.entries_from(conversation.evaluation_id(), 2)?;
+    /// assert_eq!(later.iter().map(|e| e.sequence).collect::<Vec<_>>(), [2]);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A backend error.
+    fn entries_from(&self, evaluation: EvaluationId, from: u64) -> Result<Vec<Entry>> {
+        let mut entries = self.entries(evaluation)?;
+        entries.retain(|e| e.sequence >= from);
+        Ok(entries)
+    }
+
     /// Every evaluation, ordered by the time of its first message.
     ///
     /// # Errors
@@ -402,6 +434,7 @@ macro_rules! forward_store {
             fn append_batch_fenced(&self, key: &SessionKey, entries: &[Entry], fence: &crate::Fence) -> Result<Vec<Appended>> { (**self).append_batch_fenced(key, entries, fence) }
             fn delete_evaluations(&self, key: &SessionKey, evaluations: &[EvaluationId]) -> Result<u64> { (**self).delete_evaluations(key, evaluations) }
             fn entries(&self, evaluation: EvaluationId) -> Result<Vec<Entry>> { (**self).entries(evaluation) }
+            fn entries_from(&self, evaluation: EvaluationId, from: u64) -> Result<Vec<Entry>> { (**self).entries_from(evaluation, from) }
             fn evaluations(&self) -> Result<Vec<EvaluationSummary>> { (**self).evaluations() }
             fn evaluations_of(&self, key: &SessionKey) -> Result<Vec<EvaluationSummary>> { (**self).evaluations_of(key) }
             fn evaluation(&self, evaluation: EvaluationId) -> Result<Option<EvaluationSummary>> { (**self).evaluation(evaluation) }

@@ -153,7 +153,8 @@ pub fn a_taken_sequence_is_refused<S: SessionStore>(factory: &dyn Fn() -> S) {
     assert_eq!(store.entries(evaluation).unwrap(), vec![first]);
 }
 
-/// Entries come back ordered by sequence whatever order they were appended in.
+/// Entries come back ordered by sequence whatever order they were appended in, whole or
+/// from a sequence on ([`SessionStore::entries_from`]).
 pub fn entries_come_back_in_sequence_order<S: SessionStore>(factory: &dyn Fn() -> S) {
     let store = factory();
     let evaluation = EvaluationId::new();
@@ -163,6 +164,11 @@ pub fn entries_come_back_in_sequence_order<S: SessionStore>(factory: &dyn Fn() -
         store.append(&key(), &entries[i]).unwrap();
     }
     assert_eq!(store.entries(evaluation).unwrap(), entries);
+    for from in [0, 1, 4, 6, 7, u64::MAX] {
+        let start = (from as usize).min(entries.len());
+        assert_eq!(store.entries_from(evaluation, from).unwrap(), entries[start..], "from {from}");
+    }
+    assert_eq!(store.entries_from(EvaluationId::new(), 0).unwrap(), []);
 }
 
 /// A batch is recorded whole or not at all.
@@ -437,6 +443,9 @@ impl<S: SessionStore> SessionStore for FailAfterCommit<S> {
     }
     fn entries(&self, evaluation: EvaluationId) -> crate::Result<Vec<Entry>> {
         self.inner.entries(evaluation)
+    }
+    fn entries_from(&self, evaluation: EvaluationId, from: u64) -> crate::Result<Vec<Entry>> {
+        self.inner.entries_from(evaluation, from)
     }
     fn evaluations(&self) -> crate::Result<Vec<EvaluationSummary>> {
         self.inner.evaluations()
@@ -991,6 +1000,9 @@ impl<S: SessionStore> SessionStore for WorkerBeforeClaim<'_, S> {
     }
     fn entries(&self, evaluation: EvaluationId) -> crate::Result<Vec<Entry>> {
         self.inner.entries(evaluation)
+    }
+    fn entries_from(&self, evaluation: EvaluationId, from: u64) -> crate::Result<Vec<Entry>> {
+        self.inner.entries_from(evaluation, from)
     }
     fn evaluations(&self) -> crate::Result<Vec<EvaluationSummary>> {
         self.inner.evaluations()

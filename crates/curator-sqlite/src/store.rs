@@ -801,6 +801,23 @@ impl SessionStore for SqliteStore {
             .collect()
     }
 
+    fn entries_from(&self, evaluation: EvaluationId, from: u64) -> SessionResult<Vec<Entry>> {
+        // A sequence beyond SQLite's integers is beyond every stored one.
+        let Ok(from) = i64::try_from(from) else { return Ok(Vec::new()) };
+        let conn = self.lock();
+        let mut statement = conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS}, {} FROM entries WHERE evaluation_id = ?1 AND sequence >= ?2 ORDER BY sequence",
+                self.checksum_column
+            ))
+            .map_err(store_error)?;
+        statement
+            .query_map(params![evaluation.as_uuid().as_bytes().as_slice(), from], raw)
+            .map_err(store_error)?
+            .map(|row| row.map_err(store_error)?.into_entry())
+            .collect()
+    }
+
     fn evaluations(&self) -> SessionResult<Vec<EvaluationSummary>> {
         self.summaries("", &[])
     }

@@ -68,6 +68,9 @@ impl SessionStore for TestStore {
     fn entries(&self, evaluation: EvaluationId) -> R<Vec<Entry>> {
         self.get().entries(evaluation)
     }
+    fn entries_from(&self, evaluation: EvaluationId, from: u64) -> R<Vec<Entry>> {
+        self.get().entries_from(evaluation, from)
+    }
     fn evaluations(&self) -> R<Vec<EvaluationSummary>> {
         self.get().evaluations()
     }

@@ -15,6 +15,7 @@ from ._native import (
     ConfigError,
     CuratorError,
     FormatError,
+    StoreError,
     UnsendableWarning,
     default_pipeline,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "ConfigError",
     "CuratorError",
     "FormatError",
+    "StoreError",
     "UnsendableWarning",
     "curate",
     "default_pipeline",

@@ -16,6 +16,10 @@ class FormatError(CuratorError):
 class ConfigError(CuratorError):
     """A pipeline or an argument that cannot be read or built."""
 
+class StoreError(CuratorError):
+    """A session store that cannot be opened, read or written (``kind``: ``unavailable``,
+    ``busy``, ``corrupt``, ``bad_key``, ...)."""
+
 class BudgetTooSmall(CuratorError):
     """A token budget smaller than what curation never drops."""
 
@@ -58,3 +62,29 @@ def curate_kept(
 
 def default_pipeline(max_tokens: int) -> Dict[str, Any]:
     """The default pipeline for a budget, as the dict ``curate`` takes as ``pipeline``."""
+
+class ItemSession:
+    """A session of items in a store (``curator_context.agents`` and ``.langchain`` wrap it)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        store: str,
+        *,
+        format: Literal["responses", "openai"] = "responses",
+        max_tokens: Optional[int] = None,
+        pipeline: Union[Mapping[str, Any], str, None] = None,
+    ) -> None: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def is_postgres(self) -> bool: ...
+    def __len__(self) -> int: ...
+    def get_items(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """The items, the newest ``limit`` of them, or (with a pipeline, no limit) the curated view."""
+    def add_items(self, items: List[Dict[str, Any]]) -> None:
+        """Records items after the session's items, all or none."""
+    def pop_item(self) -> Optional[Dict[str, Any]]:
+        """Removes the newest item and returns it."""
+    def clear(self) -> None:
+        """Starts the session afresh; the record keeps what was there."""

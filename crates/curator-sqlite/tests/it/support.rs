@@ -47,6 +47,9 @@ impl SessionStore for TempStore {
     fn entries(&self, evaluation: EvaluationId) -> R<Vec<Entry>> {
         self.store.entries(evaluation)
     }
+    fn entries_from(&self, evaluation: EvaluationId, from: u64) -> R<Vec<Entry>> {
+        self.store.entries_from(evaluation, from)
+    }
     fn evaluations(&self) -> R<Vec<EvaluationSummary>> {
         self.store.evaluations()
     }

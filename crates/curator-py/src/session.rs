@@ -1,0 +1,1096 @@
+//! Sessions: a conversation's items recorded in a session store (SQLite or PostgreSQL) and
+//! held in Rust as a curation [`History`], for the OpenAI Agents SDK and LangChain.
+//!
+//! # The record
+//!
+//! Each item (a Responses API item, or an OpenAI chat message for LangChain) is one
+//! [`Entry`] of an evaluation of the session's key, its message read from the item alone, so
+//! that writing the entry back gives the item back (checked when it is added). Items are
+//! never rewritten or deleted by the session:
+//!
+//! - `pop_item` records what it removed in the session's *head*, a checkpoint named
+//!   `curator.items/<format>/<key>` holding `{"generation", "evaluation", "removed"}`: the
+//!   sequences of the entries popped. The popped entry stays in the record, and the head's
+//!   versions say when it was popped.
+//! - `clear` starts the next *generation*: a new evaluation of the key, named in the head; the
+//!   earlier ones stay in the record (retention, `curator prune`, deletes them).
+//!
+//! Evaluation ids are derived from the key, the format and the generation (UUID v5), so that
+//! two processes opening a new session append to one evaluation, and the store's
+//! `(evaluation, sequence)` rule orders their appends.
+//!
+//! # The history in Rust
+//!
+//! The session holds the live items as a [`History`] of messages, a Responses `function_call`
+//! joined to the assistant-side item before it as the Responses reader joins them (so a
+//! reasoning item and the call after it are one unit that curation keeps or drops whole),
+//! with each message's first item. `add` converts only the new items; `items` with a
+//! pipeline curates the held history (token counts are memoised in it) and writes only the
+//! kept messages; before each call, one checkpoint read and one indexed read of the entries
+//! after the last one held bring in what another process recorded.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+
+use curator::model::{Entry, EvaluationId, Message, PromptRef, Role, formats};
+use curator::session::{SessionKey, SessionStore};
+use curator::strategies::{
+    CurationContext, History, HistoryManager, HistoryManagerExt, StrategyConfig,
+};
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use serde_json::{Value, json};
+
+use crate::error::Failure;
+
+/// The namespace of the evaluation ids sessions derive (UUID v5).
+const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x5c1f_0d2e_8a4b_4e7c_9d3a_61b2_f0e4_a7c5);
+
+/// How many times an append is tried when other processes keep taking its sequences.
+const APPEND_ATTEMPTS: u32 = 64;
+
+/// What a session's items are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ItemFormat {
+    /// Responses API items, as the OpenAI Agents SDK stores them.
+    Responses,
+    /// OpenAI Chat Completions messages (LangChain messages are recorded as these).
+    Openai,
+}
+
+impl ItemFormat {
+    /// Reads a format's name as Python gives it.
+    pub(crate) fn from_name(name: &str) -> Result<Self, Failure> {
+        match name {
+            "responses" => Ok(Self::Responses),
+            "openai" => Ok(Self::Openai),
+            other => Err(Failure::Config {
+                kind: "invalid_argument",
+                message: format!(
+                    "`format` should be \"responses\" or \"openai\", found \"{other}\""
+                ),
+            }),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Responses => "responses",
+            Self::Openai => "openai",
+        }
+    }
+
+    /// The prompt the session's evaluations are recorded under.
+    fn prompt(self) -> PromptRef {
+        PromptRef::new("curator-py", self.name())
+    }
+
+    /// Reads one item as the message it is recorded as; `index` names it in errors.
+    fn read(self, index: usize, item: &Value) -> Result<Message, Failure> {
+        let mut messages = match self {
+            Self::Responses => formats::responses::to_messages(std::slice::from_ref(item))
+                .map_err(|error| Failure::Item { index, error })?,
+            Self::Openai => vec![formats::openai::message_from_value(index, item)?],
+        };
+        match (messages.pop(), messages.is_empty()) {
+            (Some(message), true) => Ok(message),
+            _ => Err(Failure::Input {
+                kind: "not_one_item",
+                message: format!("item {index}: it does not read as one message"),
+            }),
+        }
+    }
+
+    /// Writes messages back as items.
+    fn write<M: std::borrow::Borrow<Message>>(self, messages: &[M]) -> Result<Vec<Value>, Failure> {
+        Ok(match self {
+            Self::Responses => formats::responses::from_messages(messages)?,
+            Self::Openai => match formats::openai::from_messages(messages)? {
+                Value::Array(items) => items,
+                other => vec![other],
+            },
+        })
+    }
+}
+
+/// Opens the store a session names: a PostgreSQL URL (`postgres://` or `postgresql://`), or
+/// the path of a SQLite file. Stores are shared by the sessions of a process that name the
+/// same one.
+///
+/// # Errors
+///
+/// [`Failure::Store`] when the store cannot be opened (an unreachable server, a file that is
+/// not a curator database).
+pub(crate) fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Failure> {
+    static STORES: OnceLock<Mutex<HashMap<String, Weak<dyn SessionStore>>>> = OnceLock::new();
+    let postgres = is_postgres(spec);
+    let name = if postgres {
+        spec.to_owned()
+    } else {
+        std::path::absolute(spec).map_or_else(|_| spec.to_owned(), |p| p.display().to_string())
+    };
+    let stores = STORES.get_or_init(Mutex::default);
+    if let Some(store) =
+        stores.lock().unwrap_or_else(PoisonError::into_inner).get(&name).and_then(Weak::upgrade)
+    {
+        return Ok(store);
+    }
+    let store: Arc<dyn SessionStore> = if postgres {
+        Arc::new(
+            curator::postgres::PgStore::connect(spec)
+                .map_err(|e| Failure::store(&e, e.kind(), e.to_string()))?,
+        )
+    } else {
+        if spec.is_empty() {
+            return Err(Failure::Config {
+                kind: "invalid_argument",
+                message: "`store` should be a SQLite file's path or a PostgreSQL URL, found an empty string".to_owned(),
+            });
+        }
+        Arc::new(
+            curator::sqlite::SqliteStore::open(spec)
+                .map_err(|e| Failure::store(&e, e.kind(), e.to_string()))?,
+        )
+    };
+    let mut stores = stores.lock().unwrap_or_else(PoisonError::into_inner);
+    stores.retain(|_, store| store.strong_count() > 0);
+    stores.insert(name, Arc::downgrade(&store));
+    Ok(store)
+}
+
+/// Whether a store's name is a PostgreSQL URL.
+pub(crate) fn is_postgres(spec: &str) -> bool {
+    spec.starts_with("postgres://") || spec.starts_with("postgresql://")
+}
+
+/// One live item: the entry it is recorded as, and the history message it is part of.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    sequence: u64,
+    message: usize,
+}
+
+/// The session's head, as the checkpoint holds it.
+#[derive(Clone, Debug, Default)]
+struct Head {
+    generation: u64,
+    removed: BTreeSet<u64>,
+}
+
+/// What the session holds of its record.
+struct Held {
+    /// The head's checkpoint version when it was read (`None`: no head recorded).
+    head_version: Option<u64>,
+    head: Head,
+    evaluation: EvaluationId,
+    /// One past the highest sequence read or written.
+    next_sequence: u64,
+    /// The turn of the last entry, and whether its message was the assistant's.
+    turn: u32,
+    last_assistant: bool,
+    /// The live items, oldest first.
+    items: Vec<Item>,
+    /// For each history message, the index in `items` of its first item.
+    starts: Vec<usize>,
+    history: History<'static>,
+    /// The messages no provider takes (see [`History::unsendable`]), by position, as of the
+    /// history's first `checked` messages (`None`: to be found from the start).
+    unsendable: Vec<usize>,
+    checked: Option<usize>,
+    /// Where to look again when messages are added: the last user or system message, which
+    /// closes every call before it, so that nothing before it changes status.
+    settled: usize,
+}
+
+/// A session: its key, store and format, the pipeline `items` curates with, and what it
+/// holds of the record. See the [module](self) documentation.
+pub(crate) struct ItemLog {
+    store: Arc<dyn SessionStore>,
+    key: SessionKey,
+    format: ItemFormat,
+    head_name: String,
+    pipeline: Option<Arc<dyn HistoryManager>>,
+    held: Held,
+}
+
+impl std::fmt::Debug for ItemLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ItemLog")
+            .field("key", &self.key)
+            .field("format", &self.format)
+            .field("evaluation", &self.held.evaluation)
+            .field("items", &self.held.items.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ItemLog {
+    /// Opens the session `key` of `store`, loading its live items.
+    ///
+    /// # Errors
+    ///
+    /// [`Failure::Store`] for a bad key or a store error; [`Failure::Config`] for a pipeline
+    /// that cannot be built.
+    pub(crate) fn open(
+        store: Arc<dyn SessionStore>,
+        key: &str,
+        format: ItemFormat,
+        pipeline: Option<&StrategyConfig>,
+    ) -> Result<Self, Failure> {
+        let key = SessionKey::new(key);
+        key.check().map_err(Failure::Session)?;
+        let pipeline = pipeline.map(crate::pipeline::built).transpose()?;
+        let head_name = format!("curator.items/{}/{key}", format.name());
+        let evaluation = evaluation_of(&key, format, 0);
+        let mut log = Self {
+            store,
+            key,
+            format,
+            head_name,
+            pipeline,
+            held: Held::empty(None, Head::default(), evaluation),
+        };
+        log.reload()?;
+        Ok(log)
+    }
+
+    /// Number of live items held (as of the last call).
+    pub(crate) fn len(&self) -> usize {
+        self.held.items.len()
+    }
+
+    /// The live items, or the newest `limit` of them, or with a pipeline and no limit the
+    /// curated view as items.
+    ///
+    /// # Errors
+    ///
+    /// A store error, a curation error ([`BudgetTooSmall`](crate::error::BudgetTooSmall)),
+    /// or an item that cannot be written.
+    pub(crate) fn items(&mut self, limit: Option<usize>) -> Result<Vec<Value>, Failure> {
+        self.refresh()?;
+        let held = &self.held;
+        if let Some(limit) = limit {
+            let first = held.items.len().saturating_sub(limit);
+            let Some(item) = held.items.get(first) else { return Ok(Vec::new()) };
+            let skip = first - held.starts[item.message];
+            let mut out = self.format.write(&held.history.messages()[item.message..])?;
+            out.drain(..skip.min(out.len()));
+            return Ok(out);
+        }
+        let Some(pipeline) = &self.pipeline else {
+            return self.format.write(held.history.messages());
+        };
+        let view = pipeline.curate_history(&held.history, &CurationContext::default())?;
+        let mut kept: Vec<(Option<usize>, curator::strategies::MessageRef<'_>)> =
+            view.iter().map(|entry| (entry.pos, entry.message)).collect();
+        if self.format == ItemFormat::Responses {
+            keep_reasoning(&held.history, &mut kept);
+        }
+        let messages: Vec<&Message> = kept.iter().map(|(_, m)| &**m).collect();
+        self.format.write(&messages)
+    }
+
+    /// Indices of the live items no provider takes, which curated views leave out: function
+    /// call outputs that answer no open call, and calls a user or system message closed
+    /// before their outputs came (with the reasoning item that led to them). Found again only
+    /// for the messages since the last user or system message, once per change.
+    pub(crate) fn unsendable(&mut self) -> Vec<usize> {
+        let held = &mut self.held;
+        let messages = held.history.messages();
+        if held.checked != Some(messages.len()) {
+            let from = if held.checked.is_some() { held.settled.min(messages.len()) } else { 0 };
+            let found = History::from(&messages[from..]).unsendable();
+            held.unsendable.retain(|&pos| pos < from);
+            held.unsendable.extend(found.into_iter().map(|pos| pos + from));
+            held.settled = messages
+                .iter()
+                .rposition(|m| matches!(m.role(), Role::User | Role::System))
+                .map_or(from, |last| last.max(from));
+            held.checked = Some(messages.len());
+        }
+        held.unsendable
+            .iter()
+            .flat_map(|&pos| {
+                let end = held.starts.get(pos + 1).copied().unwrap_or(held.items.len());
+                held.starts.get(pos).copied().unwrap_or(end)..end
+            })
+            .collect()
+    }
+
+    /// Records `items` after the live ones.
+    ///
+    /// # Errors
+    ///
+    /// [`Failure::Model`] or [`Failure::Input`] naming the first item that cannot be read or
+    /// would not come back as it was (nothing is recorded then); a store error.
+    pub(crate) fn add(&mut self, items: &[Value]) -> Result<(), Failure> {
+        let mut messages = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            let message = self.format.read(index, item)?;
+            let back = self.format.write(std::slice::from_ref(&message))?;
+            if back.len() != 1 || back[0] != *item {
+                return Err(Failure::Input {
+                    kind: "not_round_trip",
+                    message: format!(
+                        "item {index}: it would not come back as it was given (it reads as {}); \
+                         curator records only what it can give back",
+                        back.first().map_or_else(|| "nothing".to_owned(), Value::to_string)
+                    ),
+                });
+            }
+            messages.push(message);
+        }
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let prompt = self.format.prompt();
+        for attempt in 0..APPEND_ATTEMPTS {
+            if attempt > 0 {
+                back_off(attempt);
+            }
+            self.refresh()?;
+            let held = &self.held;
+            let (mut turn, mut last_assistant) = (held.turn, held.last_assistant);
+            let mut entries = Vec::with_capacity(messages.len());
+            for (offset, message) in messages.iter().enumerate() {
+                let sequence = held.next_sequence + offset as u64;
+                (turn, last_assistant) = next_turn(turn, last_assistant, message);
+                let mut builder =
+                    Entry::builder(held.evaluation, message.clone()).sequence(sequence).turn(turn);
+                if sequence == 0 {
+                    builder = builder.prompt(prompt.clone());
+                }
+                entries.push(builder.build()?);
+            }
+            match self.store.append_batch(&self.key, &entries) {
+                Ok(_) => {
+                    for entry in entries {
+                        self.push(entry);
+                    }
+                    return Ok(());
+                }
+                // Another process appended meanwhile (or, on PostgreSQL, held the place and
+                // gave it up): read what it wrote and append after it.
+                Err(
+                    curator::session::Error::SequenceTaken { .. }
+                    | curator::session::Error::Store {
+                        kind: curator::session::StoreErrorKind::Busy,
+                        ..
+                    },
+                ) => {}
+                Err(error) => return Err(Failure::Session(error)),
+            }
+        }
+        Err(Failure::Store {
+            kind: "busy",
+            message: format!(
+                "session `{}`: other processes kept appending; {} items not recorded after {APPEND_ATTEMPTS} attempts",
+                self.key,
+                messages.len()
+            ),
+        })
+    }
+
+    /// Removes the newest live item and returns it (`None` when there is none), recording
+    /// its removal in the head.
+    ///
+    /// # Errors
+    ///
+    /// A store error (nothing is removed then).
+    pub(crate) fn pop(&mut self) -> Result<Option<Value>, Failure> {
+        self.refresh()?;
+        let Some(&last) = self.held.items.last() else { return Ok(None) };
+        let history = &self.held.history;
+        let mut group = self.format.write(&history.messages()[last.message..])?;
+        let Some(popped) = group.pop() else { return Ok(None) };
+        let mut head = self.held.head.clone();
+        head.removed.insert(last.sequence);
+        let version = self.put_head(&head)?;
+        self.held.head_version = Some(version);
+        self.held.head = head;
+        // Rebuild the history without the item: positions are append-only, so the last
+        // message is rebuilt from the items left of it. This costs a copy of the history
+        // and its token counts (a pop is a rare, explicit act).
+        let mut messages = self.held.history.messages()[..last.message].to_vec();
+        if !group.is_empty() {
+            messages.push(self.joined(&group)?);
+        }
+        self.held.items.pop();
+        if group.is_empty() {
+            self.held.starts.pop();
+        }
+        self.held.history = History::from(messages);
+        self.held.checked = None;
+        Ok(Some(popped))
+    }
+
+    /// Starts the session afresh: the next generation's evaluation, named in the head. The
+    /// items recorded so far stay in the record.
+    ///
+    /// # Errors
+    ///
+    /// A store error (nothing changes then).
+    pub(crate) fn clear(&mut self) -> Result<(), Failure> {
+        self.refresh()?;
+        let head = Head { generation: self.held.head.generation + 1, removed: BTreeSet::new() };
+        let version = self.put_head(&head)?;
+        let evaluation = evaluation_of(&self.key, self.format, head.generation);
+        self.held = Held::empty(Some(version), head, evaluation);
+        // Another process may have appended to the new generation already.
+        self.refresh()
+    }
+
+    fn put_head(&self, head: &Head) -> Result<u64, Failure> {
+        let document = json!({
+            "generation": head.generation,
+            "evaluation": evaluation_of(&self.key, self.format, head.generation).to_string(),
+            "removed": head.removed,
+        });
+        self.store.put_checkpoint(&self.head_name, &document).map_err(Failure::Session)
+    }
+
+    /// Brings the held items up to date with the record: reloads when the head changed (a
+    /// pop or clear by another process), else reads the entries after the last one held.
+    fn refresh(&mut self) -> Result<(), Failure> {
+        let version =
+            self.store.checkpoint(&self.head_name).map_err(Failure::Session)?.map(|c| c.version);
+        if version != self.held.head_version {
+            return self.reload();
+        }
+        let entries = self
+            .store
+            .entries_from(self.held.evaluation, self.held.next_sequence)
+            .map_err(Failure::Session)?;
+        for entry in entries {
+            self.push(entry);
+        }
+        Ok(())
+    }
+
+    /// Loads the session from its head and its evaluation's entries.
+    fn reload(&mut self) -> Result<(), Failure> {
+        let checkpoint = self.store.checkpoint(&self.head_name).map_err(Failure::Session)?;
+        let (version, head) = match checkpoint {
+            None => (None, Head::default()),
+            Some(checkpoint) => {
+                (Some(checkpoint.version), read_head(&self.head_name, &checkpoint.document)?)
+            }
+        };
+        let evaluation = evaluation_of(&self.key, self.format, head.generation);
+        self.held = Held::empty(version, head, evaluation);
+        let entries = self.store.entries(evaluation).map_err(Failure::Session)?;
+        // Built as a list first: pushing into a history one by one would work out pairing
+        // state per message twice.
+        let mut messages: Vec<Message> = Vec::with_capacity(entries.len());
+        for entry in entries {
+            self.note(&entry);
+            if self.held.head.removed.contains(&entry.sequence) {
+                continue;
+            }
+            let index = self.held.items.len();
+            if let Some(last) =
+                messages.last_mut().filter(|last| joins(self.format, Some(last), &entry.message))
+            {
+                let mut group = self.format.write(std::slice::from_ref(last))?;
+                group.extend(self.format.write(std::slice::from_ref(&entry.message))?);
+                *last = self.joined(&group)?;
+                self.held
+                    .items
+                    .push(Item { sequence: entry.sequence, message: messages.len() - 1 });
+            } else {
+                self.held.items.push(Item { sequence: entry.sequence, message: messages.len() });
+                self.held.starts.push(index);
+                messages.push(entry.message);
+            }
+        }
+        self.held.history = History::from(messages);
+        Ok(())
+    }
+
+    /// Adds one entry read or written after the held ones.
+    fn push(&mut self, entry: Entry) {
+        self.note(&entry);
+        if self.held.head.removed.contains(&entry.sequence) {
+            return;
+        }
+        let index = self.held.items.len();
+        let len = self.held.history.len();
+        // A call after an assistant-side item that an earlier call recorded: the last
+        // message grows, which an append-only history cannot do in place, so it is rebuilt
+        // (a copy of the history, rare: the Agents SDK adds a model reply's items together).
+        // Should the items not join, the call stays a message of its own, as recorded.
+        if joins(self.format, self.held.history.messages().last(), &entry.message)
+            && self.regroup(len - 1, &entry.message).is_ok()
+        {
+            self.held.items.push(Item { sequence: entry.sequence, message: len - 1 });
+            return;
+        }
+        self.held.items.push(Item { sequence: entry.sequence, message: len });
+        self.held.starts.push(index);
+        self.held.history.push(entry.message);
+    }
+
+    /// Rebuilds the history with `message` joined to the message at `pos`, the last one.
+    fn regroup(&mut self, pos: usize, message: &Message) -> Result<(), Failure> {
+        let messages = self.held.history.messages();
+        let mut group = self.format.write(&messages[pos..=pos])?;
+        group.extend(self.format.write(std::slice::from_ref(message))?);
+        let joined = self.joined(&group)?;
+        let mut messages = messages[..pos].to_vec();
+        messages.push(joined);
+        self.held.history = History::from(messages);
+        self.held.checked = None;
+        Ok(())
+    }
+
+    /// The one message a group of items that join reads as.
+    fn joined(&self, group: &[Value]) -> Result<Message, Failure> {
+        let mut messages = self.read_group(group)?;
+        match (messages.pop(), messages.is_empty()) {
+            (Some(message), true) => Ok(message),
+            _ => Err(Failure::Input {
+                kind: "not_one_item",
+                message: "items that join did not read as one message".to_owned(),
+            }),
+        }
+    }
+
+    fn read_group(&self, group: &[Value]) -> Result<Vec<Message>, Failure> {
+        Ok(match self.format {
+            ItemFormat::Responses => formats::responses::to_messages(group)?,
+            ItemFormat::Openai => formats::openai::to_messages(&Value::Array(group.to_vec()))?,
+        })
+    }
+
+    /// Notes an entry's sequence and turn, live or removed.
+    fn note(&mut self, entry: &Entry) {
+        let held = &mut self.held;
+        held.next_sequence = held.next_sequence.max(entry.sequence + 1);
+        held.turn = held.turn.max(entry.turn);
+        held.last_assistant = entry.message.role() == Role::Assistant;
+    }
+}
+
+impl Held {
+    fn empty(head_version: Option<u64>, head: Head, evaluation: EvaluationId) -> Self {
+        // New entries never take a removed sequence, even when retention deleted the
+        // evaluation's entries and left the head.
+        let next_sequence = head.removed.last().map_or(0, |last| last + 1);
+        Self {
+            head_version,
+            head,
+            evaluation,
+            next_sequence,
+            turn: 0,
+            last_assistant: false,
+            items: Vec::new(),
+            starts: Vec::new(),
+            history: History::new(),
+            unsendable: Vec::new(),
+            checked: None,
+            settled: 0,
+        }
+    }
+}
+
+/// Whether an item's message joins the message before it (`last`): a Responses
+/// `function_call` after an item on the assistant's side, as the Responses reader joins them.
+fn joins(format: ItemFormat, last: Option<&Message>, message: &Message) -> bool {
+    format == ItemFormat::Responses
+        && is_bare_call(message)
+        && last.is_some_and(|m| m.role() == Role::Assistant)
+}
+
+/// Waits a little before trying an append again, longer after each attempt and by an amount
+/// that differs between processes, so that writers that keep colliding drift apart.
+fn back_off(attempt: u32) {
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() ^ std::process::id())
+        % 1_000;
+    let micros = u64::from(attempt.min(10)) * 200 + u64::from(jitter);
+    std::thread::sleep(std::time::Duration::from_micros(micros));
+}
+
+/// The message of a `function_call` item read alone: an assistant message with no content
+/// and one call.
+fn is_bare_call(message: &Message) -> bool {
+    message.role() == Role::Assistant
+        && message.content().is_none()
+        && message.tool_calls().len() == 1
+}
+
+/// The turn of the next entry: a new one when an assistant message follows another role.
+/// Assistant and tool entries have turn 1 or more.
+fn next_turn(turn: u32, last_assistant: bool, message: &Message) -> (u32, bool) {
+    let assistant = message.role() == Role::Assistant;
+    let turn = if assistant && !last_assistant { turn + 1 } else { turn };
+    let turn =
+        if matches!(message.role(), Role::Assistant | Role::Tool) { turn.max(1) } else { turn };
+    (turn, assistant)
+}
+
+/// The evaluation of a key's generation in a format.
+fn evaluation_of(key: &SessionKey, format: ItemFormat, generation: u64) -> EvaluationId {
+    let name = format!("curator-py/{}/{generation}/{key}", format.name());
+    EvaluationId::from_uuid(uuid::Uuid::new_v5(&NAMESPACE, name.as_bytes()))
+}
+
+fn read_head(name: &str, document: &Value) -> Result<Head, Failure> {
+    let bad = |what: &str| Failure::Store {
+        kind: "corrupt",
+        message: format!("checkpoint `{name}`: {what}"),
+    };
+    let generation = document
+        .get("generation")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| bad("`generation` should be a non-negative integer"))?;
+    let removed = match document.get("removed") {
+        None => BTreeSet::new(),
+        Some(Value::Array(removed)) => removed
+            .iter()
+            .map(|s| s.as_u64().ok_or_else(|| bad("`removed` should hold sequences")))
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(bad("`removed` should be a list")),
+    };
+    Ok(Head { generation, removed })
+}
+
+/// Puts back, before each kept message, a reasoning item right before it in the history
+/// that curation left out: the Responses API refuses an item without the reasoning item
+/// that produced it. (A reasoning item and the calls after it are one message already.)
+fn keep_reasoning<'h>(
+    history: &'h History<'static>,
+    kept: &mut Vec<(Option<usize>, curator::strategies::MessageRef<'h>)>,
+) {
+    let positions: BTreeSet<usize> = kept.iter().filter_map(|(pos, _)| *pos).collect();
+    let mut out = Vec::with_capacity(kept.len());
+    for (pos, message) in kept.drain(..) {
+        if let Some(pos) = pos {
+            let mut missing = Vec::new();
+            let mut before = pos;
+            while let Some(prev) = before.checked_sub(1) {
+                let Some(m) = history.get(prev) else { break };
+                if positions.contains(&prev) || !is_reasoning(m) {
+                    break;
+                }
+                missing.push(prev);
+                before = prev;
+            }
+            for prev in missing.into_iter().rev() {
+                if let Some(m) = history.get(prev) {
+                    out.push((Some(prev), curator::strategies::MessageRef::Borrowed(m)));
+                }
+            }
+        }
+        out.push((pos, message));
+    }
+    *kept = out;
+}
+
+/// Whether a message stands for a Responses `reasoning` item.
+fn is_reasoning(message: &Message) -> bool {
+    message
+        .extra()
+        .and_then(|extra| extra.fields_for(curator::model::Format::Responses))
+        .and_then(|fields| fields.get("type"))
+        .and_then(Value::as_str)
+        == Some("reasoning")
+}
+
+/// A session of items in a store, for Python: the Agents SDK session and the LangChain
+/// history (`curator_context.agents`, `curator_context.langchain`) are thin async and
+/// LangChain faces of it. Its methods release the GIL while they read, write and curate.
+#[pyclass(frozen, module = "curator_context._native")]
+pub(crate) struct ItemSession {
+    session_id: String,
+    postgres: bool,
+    log: Mutex<ItemLog>,
+}
+
+impl std::fmt::Debug for ItemSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ItemSession").field("session_id", &self.session_id).finish_non_exhaustive()
+    }
+}
+
+impl ItemSession {
+    /// Says which items the curated view left out because no provider takes them: an
+    /// `UnsendableWarning`, which `warnings.simplefilter("error", UnsendableWarning)` turns
+    /// into an exception. They stay in the record.
+    fn warn_unsendable(&self, py: Python<'_>, items: &[usize]) -> PyResult<()> {
+        let shown: Vec<String> = items.iter().take(20).map(ToString::to_string).collect();
+        let more = if items.len() > shown.len() { ", ..." } else { "" };
+        let message = format!(
+            "{} item(s) of session `{}` (at {}{more}) answer no open call or call a tool whose \
+             result never came before a user or system message: no provider takes them, so \
+             the curated view leaves them out (they stay in the record)",
+            items.len(),
+            self.session_id,
+            shown.join(", ")
+        );
+        let message = std::ffi::CString::new(message).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<crate::error::UnsendableWarning>(), &message, 2)
+    }
+
+    fn with_log<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut ItemLog) -> Result<T, Failure> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| f(&mut self.log.lock().unwrap_or_else(PoisonError::into_inner)))
+            .map_err(PyErr::from)
+    }
+}
+
+#[pymethods]
+impl ItemSession {
+    /// Opens the session `session_id` of `store` (a SQLite file's path, or a PostgreSQL URL),
+    /// loading its items; `format` is `"responses"` (Responses API items) or `"openai"`
+    /// (Chat Completions messages). With `max_tokens` (the default pipeline's budget) or
+    /// `pipeline` (a `StrategyConfig`), `get_items()` returns the curated view.
+    #[new]
+    #[pyo3(signature = (session_id, store, *, format = "responses", max_tokens = None, pipeline = None))]
+    fn new(
+        py: Python<'_>,
+        session_id: &Bound<'_, PyAny>,
+        store: &Bound<'_, PyAny>,
+        format: &str,
+        max_tokens: Option<&Bound<'_, PyAny>>,
+        pipeline: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let session_id = crate::pipeline::string_argument("session_id", session_id)?;
+        let store = crate::pipeline::string_argument("store", store)?;
+        let format = ItemFormat::from_name(format)?;
+        let config =
+            if max_tokens.is_some_and(|m| !m.is_none()) || pipeline.is_some_and(|p| !p.is_none()) {
+                Some(crate::pipeline::config(max_tokens, pipeline)?)
+            } else {
+                None
+            };
+        let postgres = is_postgres(&store);
+        let log = py.detach(|| {
+            let store = open_store(&store)?;
+            ItemLog::open(store, &session_id, format, config.as_ref())
+        })?;
+        Ok(Self { session_id: log.key.as_str().to_owned(), postgres, log: Mutex::new(log) })
+    }
+
+    /// The session's id, the key its items are recorded under.
+    #[getter]
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Whether the store is PostgreSQL (whose calls wait on the network).
+    #[getter]
+    fn is_postgres(&self) -> bool {
+        self.postgres
+    }
+
+    /// Number of items held, as of the last call.
+    fn __len__(&self) -> usize {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// The items, or the newest `limit` of them; with a pipeline and no `limit`, the curated
+    /// view as items.
+    #[pyo3(signature = (limit = None))]
+    fn get_items<'py>(
+        &self,
+        py: Python<'py>,
+        limit: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let limit = match limit.filter(|l| !l.is_none()) {
+            None => None,
+            Some(limit) => Some(count_argument("limit", limit)?),
+        };
+        let (items, unsendable) = self.with_log(py, |log| {
+            let items = log.items(limit)?;
+            // Only a curated view leaves them out; the items as recorded hold them.
+            let curated = limit.is_none() && log.pipeline.is_some();
+            Ok((items, if curated { log.unsendable() } else { Vec::new() }))
+        })?;
+        if !unsendable.is_empty() {
+            self.warn_unsendable(py, &unsendable)?;
+        }
+        let list = PyList::empty(py);
+        for item in &items {
+            list.append(crate::json::to_python(py, item)?)?;
+        }
+        Ok(list)
+    }
+
+    /// Records items after the session's items, all or none.
+    fn add_items(&self, py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<()> {
+        let Value::Array(items) = crate::json::to_value(items, "items")? else {
+            return Err(Failure::Input {
+                kind: "wrong_type",
+                message: format!(
+                    "`items` should be a list of items, found {}",
+                    crate::pipeline::type_name(items)
+                ),
+            }
+            .into());
+        };
+        self.with_log(py, |log| log.add(&items))
+    }
+
+    /// Removes the newest item and returns it, or `None` when there is none.
+    fn pop_item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self.with_log(py, ItemLog::pop)? {
+            Some(item) => crate::json::to_python(py, &item),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    /// Starts the session afresh; what was recorded stays in the record.
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
+        self.with_log(py, ItemLog::clear)
+    }
+}
+
+/// Reads a non-negative integer argument.
+fn count_argument(name: &str, value: &Bound<'_, PyAny>) -> Result<usize, Failure> {
+    let wrong = || Failure::Config {
+        kind: "invalid_argument",
+        message: format!(
+            "`{name}` should be a non-negative integer or None, found {}",
+            value.repr().map_or_else(|_| crate::pipeline::type_name(value), |r| r.to_string())
+        ),
+    };
+    if value.cast::<pyo3::types::PyBool>().is_ok() {
+        return Err(wrong());
+    }
+    value.extract::<usize>().map_err(|_| wrong())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use curator::session::MemoryStore;
+
+    fn message(role: &str, text: &str) -> Value {
+        json!({"type": "message", "role": role, "content": [{"type": if role == "assistant" { "output_text" } else { "input_text" }, "text": text}]})
+    }
+
+    /// A task, then `rounds` of reasoning, a call and its output, then a reasoned answer.
+    fn agent_items(rounds: usize, output: usize) -> Vec<Value> {
+        let mut items = vec![json!({"role": "user", "content": "Find the biggest log file."})];
+        for i in 0..rounds {
+            items.push(json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": []}));
+            items.push(json!({"type": "function_call", "id": format!("fc_{i}"), "call_id": format!("call_{i}"), "name": "du", "arguments": format!("{{\"dir\":\"/var/log/{i}\"}}"), "status": "completed"}));
+            items.push(json!({"type": "function_call_output", "call_id": format!("call_{i}"), "output": format!("{i} blocks ").repeat(output)}));
+        }
+        items.push(json!({"type": "reasoning", "id": "rs_end", "summary": [{"type": "summary_text", "text": "x ".repeat(200)}]}));
+        items.push(message("assistant", "The biggest is /var/log/3."));
+        items
+    }
+
+    fn open(store: &Arc<dyn SessionStore>, config: Option<&StrategyConfig>) -> ItemLog {
+        ItemLog::open(Arc::clone(store), "user-1", ItemFormat::Responses, config).unwrap()
+    }
+
+    #[track_caller]
+    fn check_valid(items: &[Value]) {
+        // Every output answers a call shown before it, every call is answered, and every
+        // item whose reasoning was recorded right before it is shown with it.
+        let messages = formats::responses::to_messages(items).unwrap();
+        curator::model::validate::responses(&messages).unwrap();
+    }
+
+    #[test]
+    fn items_come_back_as_added_whole_or_newest_first() {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let items = agent_items(3, 5);
+        let mut log = open(&store, None);
+        // Split between a reasoning item and its call: the call joins it across calls.
+        log.add(&items[..2]).unwrap();
+        log.add(&items[2..]).unwrap();
+        assert_eq!(log.items(None).unwrap(), items);
+        for limit in 0..=items.len() + 1 {
+            let start = items.len().saturating_sub(limit);
+            assert_eq!(log.items(Some(limit)).unwrap(), items[start..], "limit {limit}");
+        }
+        // The reasoning item and its call are one message of the history.
+        assert_eq!(log.held.history.len(), items.len() - 3);
+        // Another process opening the session loads the same.
+        assert_eq!(open(&store, None).items(None).unwrap(), items);
+    }
+
+    #[test]
+    fn a_pipeline_hands_out_a_valid_shorter_view() {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let items = agent_items(40, 200);
+        open(&store, None).add(&items).unwrap();
+        let config = StrategyConfig::default_pipeline(2_000);
+        let mut log = open(&store, Some(&config));
+        let view = log.items(None).unwrap();
+        assert!(view.len() < items.len() / 2, "{} items kept", view.len());
+        check_valid(&view);
+        assert_eq!(view.first(), items.first(), "the task is kept");
+        assert_eq!(
+            view[view.len() - 2..],
+            items[items.len() - 2..],
+            "the answer and its reasoning"
+        );
+        // Kept items are the items given, unchanged or shortened, never invented ids.
+        for item in &view {
+            if let Some(id) = item.get("id") {
+                let given = items.iter().find(|i| i.get("id") == Some(id)).unwrap();
+                assert_eq!(given["type"], item["type"]);
+            }
+        }
+        // The limit reads the record, not the view.
+        assert_eq!(log.items(Some(3)).unwrap(), items[items.len() - 3..]);
+    }
+
+    #[test]
+    fn a_reasoning_item_stays_with_the_message_after_it() {
+        let history = History::from(
+            formats::responses::to_messages(&[
+                message("user", "hi"),
+                json!({"type": "reasoning", "id": "rs_1", "summary": []}),
+                message("assistant", "hello"),
+            ])
+            .unwrap(),
+        );
+        let mut kept = vec![
+            (Some(0), curator::strategies::MessageRef::Borrowed(&history.messages()[0])),
+            (Some(2), curator::strategies::MessageRef::Borrowed(&history.messages()[2])),
+        ];
+        keep_reasoning(&history, &mut kept);
+        assert_eq!(kept.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [Some(0), Some(1), Some(2)]);
+    }
+
+    #[test]
+    fn pop_and_clear_are_recorded_and_lose_nothing() {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let items = agent_items(2, 3);
+        let mut log = open(&store, None);
+        log.add(&items).unwrap();
+        assert_eq!(log.pop().unwrap().as_ref(), items.last());
+        // The pop's own head is not read back as another process's change: no reload.
+        let rebuilt = log.held.history.id();
+        // A call popped from the message it joined leaves the reasoning item.
+        let mut expected = items[..items.len() - 1].to_vec();
+        assert_eq!(log.items(None).unwrap(), expected);
+        assert_eq!(log.held.history.id(), rebuilt);
+        for _ in 0..4 {
+            assert_eq!(log.pop().unwrap(), expected.pop());
+        }
+        assert_eq!(log.items(None).unwrap(), expected);
+        assert_eq!(open(&store, None).items(None).unwrap(), expected);
+        let first = log.held.evaluation;
+        log.clear().unwrap();
+        assert!(log.items(None).unwrap().is_empty());
+        assert_eq!(log.pop().unwrap(), None);
+        assert!(open(&store, None).items(None).unwrap().is_empty());
+        // The record still holds every item added.
+        assert_eq!(store.entries(first).unwrap().len(), items.len());
+        log.add(&items[..1]).unwrap();
+        assert_eq!(open(&store, None).items(None).unwrap(), items[..1]);
+    }
+
+    #[test]
+    fn items_added_after_retention_deleted_the_evaluation_are_all_seen() {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let items = agent_items(1, 3);
+        let mut log = open(&store, None);
+        log.add(&items).unwrap();
+        log.pop().unwrap();
+        let key = SessionKey::new("user-1");
+        store.delete_evaluations(&key, &[log.held.evaluation]).unwrap();
+        let mut log = open(&store, None);
+        assert!(log.items(None).unwrap().is_empty());
+        log.add(&items).unwrap();
+        assert_eq!(open(&store, None).items(None).unwrap(), items);
+    }
+
+    #[test]
+    fn two_sessions_on_one_file_see_each_others_items() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        // Two stores: two connections, as two processes have.
+        let a: Arc<dyn SessionStore> = Arc::new(curator::sqlite::SqliteStore::open(&path).unwrap());
+        let b: Arc<dyn SessionStore> = Arc::new(curator::sqlite::SqliteStore::open(&path).unwrap());
+        let items = agent_items(2, 3);
+        let (mut first, mut second) = (open(&a, None), open(&b, None));
+        first.add(&items[..3]).unwrap();
+        second.add(&items[3..5]).unwrap();
+        first.add(&items[5..]).unwrap();
+        assert_eq!(first.items(None).unwrap(), items);
+        assert_eq!(second.items(None).unwrap(), items);
+        second.pop().unwrap();
+        assert_eq!(first.items(None).unwrap(), items[..items.len() - 1]);
+        second.clear().unwrap();
+        assert!(first.items(None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn unsendable_items_are_found_as_items_are_added() {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let mut log = open(&store, Some(&StrategyConfig::default_pipeline(4_000)));
+        log.add(&agent_items(1, 3)).unwrap();
+        assert!(log.unsendable().is_empty());
+        // An output answering no call, then a reasoned call a user message closes.
+        log.add(&[json!({"type": "function_call_output", "call_id": "nobody", "output": "?"})])
+            .unwrap();
+        assert_eq!(log.unsendable(), [6]);
+        log.add(&[
+            json!({"type": "reasoning", "id": "rs_x", "summary": []}),
+            json!({"type": "function_call", "call_id": "call_x", "name": "du", "arguments": "{}"}),
+        ])
+        .unwrap();
+        assert_eq!(log.unsendable(), [6], "a call waiting at the end is the present");
+        log.add(&[message("user", "never mind")]).unwrap();
+        // The call a user message closed is left out of the view, but its message (the
+        // reasoning item it joined) is kept, and `History::unsendable` names whole messages
+        // only: the call is not named.
+        assert_eq!(log.unsendable(), [6]);
+        let view = log.items(None).unwrap();
+        for call in ["nobody", "call_x"] {
+            assert!(view.iter().all(|i| i.get("call_id") != Some(&json!(call))), "{call}");
+        }
+        // Found the same from scratch, as another process opening the session does.
+        let mut again = open(&store, None);
+        assert_eq!(again.unsendable(), [6]);
+        // Another orphan after the user message is found from where the last check settled.
+        log.add(&[json!({"type": "function_call_output", "call_id": "late", "output": "?"})])
+            .unwrap();
+        assert_eq!(log.unsendable(), [6, 10]);
+        log.pop().unwrap();
+        assert_eq!(log.unsendable(), [6]);
+    }
+
+    #[test]
+    fn bad_items_and_keys_are_refused_naming_them() {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        let mut log = open(&store, None);
+        let error = log
+            .add(&[
+                message("user", "hi"),
+                json!({"type": "function_call", "call_id": "c1", "arguments": "{}"}),
+            ])
+            .unwrap_err();
+        assert_eq!(error.kind(), "missing_field");
+        assert!(matches!(error, Failure::Item { index: 1, .. }));
+        assert!(log.items(None).unwrap().is_empty(), "nothing of the batch is recorded");
+        let error =
+            log.add(&[json!({"role": "tool", "tool_call_id": "c", "content": "x"})]).unwrap_err();
+        assert_eq!(error.kind(), "foreign_field", "a Chat Completions tool message");
+        let error = ItemLog::open(Arc::clone(&store), "", ItemFormat::Responses, None).unwrap_err();
+        assert_eq!(error.kind(), "bad_key");
+        assert_eq!(ItemFormat::from_name("xml").unwrap_err().kind(), "invalid_argument");
+    }
+
+    #[test]
+    fn a_corrupt_head_is_named() {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+        store
+            .put_checkpoint("curator.items/responses/user-1", &json!({"generation": "x"}))
+            .unwrap();
+        let error = ItemLog::open(store, "user-1", ItemFormat::Responses, None).unwrap_err();
+        assert_eq!(error.kind(), "corrupt");
+    }
+}

@@ -1,0 +1,281 @@
+"""Sessions on curator's stores: the Agents SDK session and the LangChain history, on SQLite
+and PostgreSQL."""
+
+import asyncio
+import copy
+import uuid
+
+import pytest
+
+from curator_context import BudgetTooSmall, ConfigError, CuratorError, FormatError, StoreError
+from curator_context._native import ItemSession
+from curator_context.agents import CuratorSession
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request, tmp_path):
+    """Where sessions are recorded: a SQLite file, or a PostgreSQL server started for the run."""
+    if request.param == "sqlite":
+        return str(tmp_path / "sessions.db")
+    return request.getfixturevalue("postgres_url")
+
+
+def new_id():
+    return f"session-{uuid.uuid4()}"
+
+
+def agent_items(rounds=3, size=20):
+    """Items as the Agents SDK stores them: messages with parts, reasoning, calls, outputs."""
+    items = [
+        {"content": "You are a shell agent.", "role": "developer"},
+        {"role": "user", "content": [{"type": "input_text", "text": "Find the biggest log file."}]},
+    ]
+    for i in range(rounds):
+        items.append(
+            {
+                "id": f"rs_{i}",
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": f"look in {i}"}],
+                "encrypted_content": "gAAAAB" + "x" * 40,
+            }
+        )
+        items.append(
+            {
+                "arguments": f'{{"dir": "/var/log/{i}"}}',
+                "call_id": f"call_{i}",
+                "name": "du",
+                "type": "function_call",
+                "id": f"fc_{i}",
+                "status": "completed",
+            }
+        )
+        items.append({"call_id": f"call_{i}", "output": f"{i} blocks " * size, "type": "function_call_output"})
+    items.append(
+        {
+            "id": "msg_1",
+            "content": [{"annotations": [], "text": "The biggest is /var/log/2.", "type": "output_text", "logprobs": []}],
+            "role": "assistant",
+            "status": "completed",
+            "type": "message",
+        }
+    )
+    return items
+
+
+def test_items_round_trip_unchanged(store):
+    items = agent_items()
+    given = copy.deepcopy(items)
+    session = CuratorSession(new_id(), store)
+    run(session.add_items(items[:3]))
+    run(session.add_items(items[3:]))
+    assert items == given, "add_items left its input alone"
+    assert run(session.get_items()) == items
+    for limit in (0, 1, 2, 5, len(items), len(items) + 3):
+        assert run(session.get_items(limit)) == (items[-limit:] if limit else [])
+    # Another session object (as another process) loads the same from the store.
+    again = CuratorSession(session.session_id, store)
+    assert run(again.get_items()) == items
+    assert len(again._native) == len(items)
+
+
+def test_sessions_are_kept_apart_by_id(store):
+    a, b = CuratorSession(new_id(), store), CuratorSession(new_id(), store)
+    run(a.add_items([{"role": "user", "content": "a"}]))
+    run(b.add_items([{"role": "user", "content": "b"}]))
+    assert run(a.get_items()) == [{"role": "user", "content": "a"}]
+    assert run(b.get_items()) == [{"role": "user", "content": "b"}]
+
+
+def test_pop_and_clear(store):
+    items = agent_items(rounds=2)
+    session = CuratorSession(new_id(), store)
+    assert run(session.pop_item()) is None
+    run(session.add_items(items))
+    assert run(session.pop_item()) == items[-1]
+    assert run(session.pop_item()) == items[-2]
+    assert run(session.get_items()) == items[:-2]
+    assert run(CuratorSession(session.session_id, store).get_items()) == items[:-2]
+    run(session.clear_session())
+    assert run(session.get_items()) == []
+    assert run(CuratorSession(session.session_id, store).get_items()) == []
+    run(session.add_items(items[:2]))
+    assert run(CuratorSession(session.session_id, store).get_items()) == items[:2]
+
+
+def test_two_session_objects_see_each_others_writes(store):
+    items = agent_items(rounds=2)
+    first = CuratorSession(new_id(), store)
+    second = CuratorSession(first.session_id, store)
+    run(first.add_items(items[:4]))
+    run(second.add_items(items[4:6]))
+    run(first.add_items(items[6:]))
+    assert run(first.get_items()) == items
+    assert run(second.get_items()) == items
+
+
+def _valid(items):
+    """Every function_call_output answers a call shown before it, every call is answered,
+    and every reasoning item recorded right before a shown item is shown with it."""
+    calls = {i["call_id"] for i in items if i.get("type") == "function_call"}
+    outputs = {i["call_id"] for i in items if i.get("type") == "function_call_output"}
+    assert calls == outputs
+
+
+def test_a_budget_curates_what_get_items_hands_the_runner(store):
+    items = agent_items(rounds=60, size=150)
+    session = CuratorSession(new_id(), store, max_tokens=2_000)
+    run(session.add_items(items))
+    view = run(session.get_items())
+    assert len(view) < len(items) / 2
+    _valid(view)
+    assert view[:2] == items[:2], "the system message and the task are kept"
+    assert view[-1] == items[-1]
+    # Reasoning stays with the call after it.
+    for k, item in enumerate(view):
+        if item.get("type") == "function_call":
+            assert view[k - 1].get("type") == "reasoning" and view[k - 1]["id"] == "rs_" + item["id"][3:]
+    # The limit reads the record as it is, for the SDK's checks of the session's tail.
+    assert run(session.get_items(limit=4)) == items[-4:]
+    # Items are recorded whole: a session without a pipeline gives them all back.
+    assert run(CuratorSession(session.session_id, store).get_items()) == items
+
+
+def test_a_pipeline_as_a_dict_or_toml(tmp_path):
+    store = str(tmp_path / "s.db")
+    items = agent_items(rounds=10)
+    window = CuratorSession(new_id(), store, pipeline={"strategy": "sliding_window", "window_size": 4})
+    run(window.add_items(items))
+    view = run(window.get_items())
+    assert view[-1] == items[-1] and len(view) < len(items)
+    _valid(view)
+    toml = CuratorSession(window.session_id, store, pipeline='strategy = "sliding_window"\nwindow_size = 4\n')
+    assert run(toml.get_items()) == view
+
+
+def test_errors_name_what_was_wrong(tmp_path):
+    store = str(tmp_path / "s.db")
+    session = CuratorSession(new_id(), store)
+    with pytest.raises(FormatError) as bad:
+        run(session.add_items([{"role": "user", "content": "ok"}, {"type": "function_call", "call_id": "c", "arguments": "{}"}]))
+    assert bad.value.kind == "missing_field" and "item 1" in str(bad.value) and "name" in str(bad.value)
+    assert run(session.get_items()) == [], "nothing of a refused batch is recorded"
+    with pytest.raises(FormatError) as bad:
+        run(session.add_items([{"role": "user", "content": object()}]))
+    assert bad.value.kind == "wrong_type" and "items[0].content" in str(bad.value)
+    with pytest.raises(FormatError):
+        run(session.add_items({"role": "user"}))
+    with pytest.raises(ConfigError) as bad:
+        CuratorSession(new_id(), store, pipeline={"strategy": "no_such_strategy"})
+    assert bad.value.kind == "config"
+    with pytest.raises(ConfigError):
+        CuratorSession(new_id(), store, max_tokens=100, pipeline={"strategy": "sliding_window", "window_size": 2})
+    with pytest.raises(ConfigError) as bad:
+        run(session.get_items(limit=-1))
+    assert bad.value.kind == "invalid_argument"
+    with pytest.raises(StoreError) as bad:
+        CuratorSession("", store)
+    assert bad.value.kind == "bad_key"
+    not_a_db = tmp_path / "notes.txt"
+    not_a_db.write_text("hello, not a database\n" * 100)
+    with pytest.raises(StoreError) as bad:
+        CuratorSession(new_id(), str(not_a_db))
+    assert isinstance(bad.value, CuratorError) and bad.value.kind == "not_a_database"
+    tiny = CuratorSession(new_id(), store, max_tokens=10)
+    run(tiny.add_items(agent_items()))
+    with pytest.raises(BudgetTooSmall):
+        run(tiny.get_items())
+
+
+def test_an_unreachable_database_is_a_store_error():
+    with socket_closed_port() as port:
+        with pytest.raises(StoreError) as bad:
+            CuratorSession(new_id(), f"postgres://curator@127.0.0.1:{port}/postgres?connect_timeout=2")
+    assert bad.value.kind == "unavailable" and "connecting" in str(bad.value)
+
+
+class socket_closed_port:
+    """A loopback port nothing listens on."""
+
+    def __enter__(self):
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_native_session_format_is_checked(tmp_path):
+    with pytest.raises(ConfigError) as bad:
+        ItemSession("x", str(tmp_path / "s.db"), format="xml")
+    assert bad.value.kind == "invalid_argument"
+
+
+_WRITER = """
+import asyncio, os, sys, time
+from curator_context.agents import CuratorSession
+
+async def main(db, session_id, name, count):
+    session = CuratorSession(session_id, db)
+    # Both writers start appending at once.
+    while not os.path.exists(sys.argv[5]):
+        time.sleep(0.001)
+    for i in range(count):
+        await session.add_items([{"role": "user", "content": f"{name} {i}"}])
+    print(len(await session.get_items()))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
+"""
+
+
+def test_two_processes_appending_to_one_session_lose_nothing(store, tmp_path):
+    import subprocess
+    import sys
+
+    db, session_id, count = store, new_id(), 60
+    go = str(tmp_path / "go")
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, db, session_id, name, str(count), go], stdout=subprocess.PIPE, text=True)
+        for name in ("a", "b")
+    ]
+    import time
+
+    time.sleep(1.0)
+    open(go, "w").close()
+    for writer in writers:
+        out, _ = writer.communicate(timeout=120)
+        assert writer.returncode == 0
+        assert int(out) >= count
+    got = [item["content"] for item in run(CuratorSession(session_id, db).get_items())]
+    assert len(got) == 2 * count
+    # How far the appends interleaved depends on the scheduler (usually they do, many
+    # times); the sequence rule orders them whatever it is, and none is lost.
+    print("switches between the writers:", sum(1 for x, y in zip(got, got[1:]) if x[0] != y[0]))
+    for name in ("a", "b"):
+        assert [c for c in got if c.startswith(name)] == [f"{name} {i}" for i in range(count)]
+
+
+def test_items_no_provider_takes_are_said_when_the_view_leaves_them_out(tmp_path):
+    import warnings
+
+    from curator_context import UnsendableWarning
+
+    session = CuratorSession(new_id(), str(tmp_path / "s.db"), max_tokens=4_000)
+    orphan = {"type": "function_call_output", "call_id": "nobody", "output": "?"}
+    run(session.add_items([{"role": "user", "content": "go"}, orphan]))
+    with pytest.warns(UnsendableWarning, match=r"1 item\(s\) of session `session-.*` \(at 1\)"):
+        view = run(session.get_items())
+    assert view == [{"role": "user", "content": "go"}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnsendableWarning)
+        # The items as recorded hold it: nothing is left out, nothing said.
+        assert run(session.get_items(limit=5))[-1] == orphan
+        assert run(CuratorSession(session.session_id, str(tmp_path / "s.db")).get_items())[-1] == orphan
+        with pytest.raises(UnsendableWarning):
+            run(session.get_items())
