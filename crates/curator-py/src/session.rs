@@ -1044,23 +1044,22 @@ mod tests {
         .unwrap();
         assert_eq!(log.unsendable(), [6], "a call waiting at the end is the present");
         log.add(&[message("user", "never mind")]).unwrap();
-        // The call a user message closed is left out of the view, but its message (the
-        // reasoning item it joined) is kept, and `History::unsendable` names whole messages
-        // only: the call is not named.
-        assert_eq!(log.unsendable(), [6]);
+        // The call a user message closed is left out of the view and named, with the
+        // reasoning item it joined: the two are one message of the history.
+        assert_eq!(log.unsendable(), [6, 7, 8]);
         let view = log.items(None).unwrap();
         for call in ["nobody", "call_x"] {
             assert!(view.iter().all(|i| i.get("call_id") != Some(&json!(call))), "{call}");
         }
         // Found the same from scratch, as another process opening the session does.
         let mut again = open(&store, None);
-        assert_eq!(again.unsendable(), [6]);
+        assert_eq!(again.unsendable(), [6, 7, 8]);
         // Another orphan after the user message is found from where the last check settled.
         log.add(&[json!({"type": "function_call_output", "call_id": "late", "output": "?"})])
             .unwrap();
-        assert_eq!(log.unsendable(), [6, 10]);
+        assert_eq!(log.unsendable(), [6, 7, 8, 10]);
         log.pop().unwrap();
-        assert_eq!(log.unsendable(), [6]);
+        assert_eq!(log.unsendable(), [6, 7, 8]);
     }
 
     #[test]

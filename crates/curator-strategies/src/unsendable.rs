@@ -1,17 +1,18 @@
 //! The messages of a history no view can send: tool results that answer no open call, and
 //! calls whose results never come.
 
-use curator_model::Message;
+use curator_model::pairing;
 
 use crate::{History, View};
 
 impl History<'_> {
-    /// Positions of the messages no provider takes, so that no view sends them: tool results
-    /// that answer no open call, and assistant messages whose calls a user or system message
-    /// closed before their results came (see [`pairing`](curator_model::pairing)). Calls still
-    /// waiting at the end of the history are not counted: they are its present, answered by
-    /// the next step. Strategies leave these messages out (coherence); callers that take
-    /// messages from users say so with this list. Costs O(history).
+    /// Positions of the messages no provider takes, whole or in part, so that no view sends
+    /// them as they are: tool results that answer no open call, and assistant messages with
+    /// calls a user or system message closed before their results came (see
+    /// [`pairing`](curator_model::pairing)); a view leaves such a message out, or keeps its
+    /// text without those calls. Calls still waiting at the end of the history are not
+    /// counted: they are its present, answered by the next step. Callers that take messages
+    /// from users say so with this list. Costs O(history).
     ///
     /// # Examples
     ///
@@ -28,21 +29,91 @@ impl History<'_> {
     /// ```
     #[must_use]
     pub fn unsendable(&self) -> Vec<usize> {
+        let messages = self.messages();
+        // The calls still open at the end: the present, not a loss.
+        let mut pairing = pairing::pairing(messages);
+        pairing.by_ref().for_each(drop);
+        let pending = pairing.open();
+        let is_pending =
+            |pos: usize, call: usize| pending.iter().any(|c| c.message == pos && c.call == call);
         let repaired = View::full(self).repaired();
-        let mut kept = vec![false; self.len()];
+        let mut shown: Vec<Option<Vec<String>>> = vec![None; messages.len()];
         for entry in repaired.iter() {
-            if let Some(slot) = entry.pos.and_then(|pos| kept.get_mut(pos)) {
-                *slot = true;
+            if let Some(slot) = entry.pos.and_then(|pos| shown.get_mut(pos)) {
+                *slot =
+                    Some(entry.message.tool_calls().iter().map(|c| c.id().to_owned()).collect());
             }
         }
-        let mut left_out: Vec<usize> = (0..self.len()).filter(|&pos| !kept[pos]).collect();
-        // A history that ends with calls still waiting: its last assistant message goes.
-        if let Some(&last) = left_out.last()
-            && last + 1 == self.len()
-            && self.get(last).is_some_and(Message::has_tool_calls)
-        {
-            left_out.pop();
-        }
-        left_out
+        (0..messages.len())
+            .filter(|&pos| {
+                let raw = &messages[pos];
+                match &shown[pos] {
+                    // Left out whole: unless it is nothing but calls still waiting.
+                    None => {
+                        !raw.has_tool_calls()
+                            || (0..raw.tool_calls().len()).any(|call| !is_pending(pos, call))
+                    }
+                    // Shown without some of its calls (a text kept, its closed call not).
+                    Some(ids) => raw.tool_calls().iter().enumerate().any(|(call, c)| {
+                        !ids.iter().any(|id| id == c.id()) && !is_pending(pos, call)
+                    }),
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use curator_model::{Message, ToolCall};
+
+    use crate::History;
+
+    fn calls(text: Option<&str>, ids: &[&str]) -> Message {
+        Message::assistant_with_calls(
+            text.map(Into::into),
+            ids.iter().map(|id| ToolCall::new(*id, "ls", "{}")).collect(),
+        )
+    }
+
+    #[track_caller]
+    fn check(messages: Vec<Message>, expected: &[usize]) {
+        assert_eq!(History::from(messages).unsendable(), expected);
+    }
+
+    #[test]
+    fn a_closed_call_is_named_even_when_its_text_is_kept() {
+        // The text of message 1 goes out, its call cannot: it is named.
+        check(
+            vec![Message::user("go"), calls(Some("thinking aloud"), &["a"]), Message::user("stop")],
+            &[1],
+        );
+        // One of two calls closed before its result: named.
+        check(
+            vec![
+                Message::user("go"),
+                calls(None, &["a", "b"]),
+                Message::tool_result("a", "x"),
+                Message::user("stop"),
+            ],
+            &[1],
+        );
+    }
+
+    #[test]
+    fn calls_still_waiting_at_the_end_are_not_named() {
+        check(vec![Message::user("go"), calls(Some("let me look"), &["a"])], &[]);
+        check(
+            vec![Message::user("go"), calls(None, &["a", "b"]), Message::tool_result("a", "x")],
+            &[],
+        );
+    }
+
+    #[test]
+    fn an_orphan_result_is_named() {
+        check(
+            vec![Message::user("go"), Message::tool_result("x", "y"), Message::assistant("ok")],
+            &[1],
+        );
     }
 }
