@@ -33,7 +33,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use curator::model::{Entry, EvaluationId, Message, PromptRef, Role, formats};
-use curator::session::{SessionKey, SessionStore};
+use curator::session::{ITEM_HEADS, SessionKey, SessionStore};
 use curator::strategies::{
     CurationContext, History, HistoryManager, HistoryManagerExt, StrategyConfig,
 };
@@ -240,7 +240,7 @@ impl ItemLog {
         let key = SessionKey::new(key);
         key.check().map_err(Failure::Session)?;
         let pipeline = pipeline.map(crate::pipeline::built).transpose()?;
-        let head_name = format!("curator.items/{}/{key}", format.name());
+        let head_name = format!("{ITEM_HEADS}{}/{key}", format.name());
         let evaluation = evaluation_of(&key, format, 0);
         let mut log = Self {
             store,

@@ -100,7 +100,7 @@ pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
 pub use key::SessionKey;
 pub use keyed::Keyed;
 pub use memory::MemoryStore;
-pub use retention::{Prune, Pruned, prune};
+pub use retention::{ITEM_HEADS, Prune, Pruned, prune};
 pub use run::{Curation, RunOutcome, run_blocking};
 pub use snapshot::Snapshot;
 pub use snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};

@@ -13,6 +13,24 @@ pub(crate) fn started_checkpoint(evaluation: EvaluationId) -> String {
     format!("curator.started/{evaluation}")
 }
 
+/// The prefix of the checkpoints that record a key's item log heads: the Python package's
+/// sessions name theirs `curator.items/<format>/<key>` (what was popped, which evaluation is
+/// live). [`prune`] with [`Prune::Session`] deletes them with the key's evaluations.
+pub const ITEM_HEADS: &str = "curator.items/";
+
+/// The names of `key`'s item log heads (see [`ITEM_HEADS`]).
+fn item_heads<S: SessionStore>(store: &S, key: &SessionKey) -> Result<Vec<String>> {
+    Ok(store
+        .checkpoint_names(ITEM_HEADS)?
+        .into_iter()
+        .filter(|name| {
+            name.strip_prefix(ITEM_HEADS)
+                .and_then(|rest| rest.split_once('/'))
+                .is_some_and(|(_, of)| of == key.as_str())
+        })
+        .collect())
+}
+
 /// What [`prune`] deletes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -36,6 +54,9 @@ pub struct Pruned {
     /// Sessions left alone because a worker held a live claim on them (nothing of them was
     /// deleted; prune again later).
     pub claimed: Vec<SessionKey>,
+    /// The key's item log heads deleted with its evaluations ([`Prune::Session`] only; see
+    /// [`ITEM_HEADS`]), or that would be, in a dry run.
+    pub heads: Vec<String>,
     /// Whether nothing was deleted: a dry run.
     pub dry_run: bool,
 }
@@ -79,6 +100,11 @@ const PRUNE_LEASE: Duration = Duration::from_mins(1);
 /// assert_eq!(report.messages, 2);
 /// assert!(store.evaluations_of(&SessionKey::new("ann"))?.is_empty());
 /// assert_eq!(store.evaluations()?.len(), 1); // bob's stays
+/// // The heads a Python session keeps for a key go with it.
+/// store.put_checkpoint("curator.items/responses/bob", &serde_json::json!({"removed": []}))?;
+/// let report = prune(&store, &Prune::Session(SessionKey::new("bob")), false)?;
+/// assert_eq!(report.heads, ["curator.items/responses/bob"]);
+/// assert!(store.checkpoint("curator.items/responses/bob")?.is_none());
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
@@ -131,6 +157,28 @@ pub fn prune<S: SessionStore + ClaimStore>(
         };
         report.messages += victims.iter().map(|e| e.messages).sum::<u64>();
         report.evaluations.extend(victims);
+    }
+    if let Prune::Session(key) = rule
+        && !report.claimed.contains(key)
+    {
+        // The key's item log heads (the Python sessions' records of pops and clears) go
+        // with its evaluations, under a claim as they do.
+        let heads = item_heads(store, key)?;
+        if dry_run || heads.is_empty() {
+            report.heads = heads;
+        } else {
+            match store.claim(key, PRUNE_LEASE) {
+                Ok(claim) => {
+                    let heads = item_heads(store, key)?;
+                    let names: Vec<&str> = heads.iter().map(String::as_str).collect();
+                    store.delete_checkpoints(&names)?;
+                    claim.release()?;
+                    report.heads = heads;
+                }
+                Err(Error::Claimed { .. }) => report.claimed.push(key.clone()),
+                Err(e) => return Err(e),
+            }
+        }
     }
     report.evaluations.sort_by_key(|e| e.first_at);
     Ok(report)

@@ -213,6 +213,13 @@ fn summary(name: &str, report: &Pruned) -> String {
             e.last_at.format("%Y-%m-%d %H:%M:%S")
         );
     }
+    if !report.heads.is_empty() {
+        let _ = writeln!(
+            out,
+            "  {verb} {} (the Python sessions' records of pops and clears)",
+            plural(report.heads.len(), "item log head", "item log heads")
+        );
+    }
     for key in &report.claimed {
         let _ = writeln!(
             out,

@@ -151,3 +151,37 @@ fn erasing_a_key_erases_its_loop_sessions() {
     assert!(out.contains("  deleted loop session `alice` (loop `chat`"), "{out}");
     assert_eq!(saved(&db_path), Vec::<String>::new());
 }
+
+/// The heads the Python sessions keep for a key (their records of pops and clears) go with
+/// the key's evaluations; a dry run names them; another key's stay.
+#[test]
+fn erasing_a_key_erases_its_item_log_heads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    sessions(&db);
+    {
+        let store = SqliteStore::open(&db).unwrap();
+        for name in [
+            "curator.items/responses/user-1",
+            "curator.items/openai/user-1",
+            "curator.items/responses/user-2",
+        ] {
+            store.put_checkpoint(name, &serde_json::json!({"removed": []})).unwrap();
+        }
+    }
+    let db = db.to_str().unwrap();
+    let output = curator(&["prune", db, "--key", "user-1", "--dry-run"]);
+    assert!(
+        text(&output.stdout).contains("would delete 2 item log heads"),
+        "{}",
+        text(&output.stdout)
+    );
+    let output = curator(&["prune", db, "--key", "user-1"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("deleted 2 item log heads"), "{}", text(&output.stdout));
+    let store = SqliteStore::open(db).unwrap();
+    assert_eq!(
+        store.checkpoint_names("curator.items/").unwrap(),
+        ["curator.items/responses/user-2"]
+    );
+}
