@@ -57,8 +57,18 @@ impl<'py> PyMessages<'py> {
     pub(crate) fn read_roles(&mut self) -> Result<&[Role], Failure> {
         if self.roles.len() != self.list.len() {
             let mut roles = Vec::with_capacity(self.list.len());
-            for index in 0..self.list.len() {
-                roles.push(self.read_role(index)?);
+            if self.convert.is_none() {
+                // Dicts: one pass over the list with the key and the names at hand.
+                let py = self.list.py();
+                let key = intern!(py, "role");
+                let names = role_names(py);
+                for (index, item) in self.list.iter().enumerate() {
+                    roles.push(dict_role_with(index, &item, key, &names)?);
+                }
+            } else {
+                for index in 0..self.list.len() {
+                    roles.push(self.read_role(index)?);
+                }
             }
             self.roles = roles;
         }
@@ -165,16 +175,47 @@ impl Lazy for PyMessages<'_> {
 
 /// The role of an OpenAI dict, read from its `role` key alone.
 fn dict_role(index: usize, item: &Bound<'_, PyAny>) -> Result<Role, Failure> {
+    let py = item.py();
+    dict_role_with(index, item, intern!(py, "role"), &role_names(py))
+}
+
+/// The role names and the roles they stand for.
+type RoleNames<'py> = [(&'py Bound<'py, PyString>, Role); 5];
+
+fn role_names(py: Python<'_>) -> RoleNames<'_> {
+    [
+        (intern!(py, "tool"), Role::Tool),
+        (intern!(py, "assistant"), Role::Assistant),
+        (intern!(py, "user"), Role::User),
+        (intern!(py, "system"), Role::System),
+        (intern!(py, "developer"), Role::System),
+    ]
+}
+
+/// [`dict_role`] with the key and the names at hand.
+fn dict_role_with(
+    index: usize,
+    item: &Bound<'_, PyAny>,
+    key: &Bound<'_, PyString>,
+    names: &RoleNames<'_>,
+) -> Result<Role, Failure> {
     let dict = item.cast::<PyDict>().map_err(|_| Failure::Input {
         kind: "wrong_type",
         message: format!("message {index}: expected a dict, found a `{}`", class_name(item)),
     })?;
     let role =
-        dict.get_item(intern!(item.py(), "role")).ok().flatten().ok_or_else(|| {
+        dict.get_item(key).ok().flatten().ok_or_else(|| {
             Failure::Model(ModelError::MissingField { index, field: "role".into() })
         })?;
-    if let Some(role) = role_named(&role) {
-        return Ok(role);
+    // Names written in Python code are the interpreter's interned strings, found by
+    // address; others are compared.
+    if let Some((_, role)) = names.iter().find(|(n, _)| role.is(*n)) {
+        return Ok(*role);
+    }
+    if role.cast::<PyString>().is_ok()
+        && let Some((_, role)) = names.iter().find(|(n, _)| role.eq(*n).unwrap_or(false))
+    {
+        return Ok(*role);
     }
     let shown = role
         .cast::<PyString>()
@@ -184,26 +225,6 @@ fn dict_role(index: usize, item: &Bound<'_, PyAny>) -> Result<Role, Failure> {
         index,
         role: shown.unwrap_or_else(|| format!("(a `{}`)", class_name(&role))),
     }))
-}
-
-/// The role a role name stands for. Names written in Python code are the interpreter's
-/// interned strings, found by address; others are compared.
-fn role_named(name: &Bound<'_, PyAny>) -> Option<Role> {
-    let py = name.py();
-    let names = [
-        (intern!(py, "tool"), Role::Tool),
-        (intern!(py, "assistant"), Role::Assistant),
-        (intern!(py, "user"), Role::User),
-        (intern!(py, "system"), Role::System),
-        (intern!(py, "developer"), Role::System),
-    ];
-    if let Some((_, role)) = names.iter().find(|(n, _)| name.is(n)) {
-        return Some(*role);
-    }
-    if name.cast::<PyString>().is_err() {
-        return None;
-    }
-    names.iter().find(|(n, _)| name.eq(n).unwrap_or(false)).map(|(_, role)| *role)
 }
 
 fn class_name(item: &Bound<'_, PyAny>) -> String {
