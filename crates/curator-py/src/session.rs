@@ -33,7 +33,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use curator::model::{Entry, EvaluationId, Message, PromptRef, Role, formats};
-use curator::session::{SessionKey, SessionStore};
+use curator::session::{ChangeStamp, SessionKey, SessionStore};
 use curator::strategies::{
     CurationContext, History, HistoryManager, HistoryManagerExt, StrategyConfig,
 };
@@ -179,6 +179,10 @@ struct Head {
 
 /// What the session holds of its record.
 struct Held {
+    /// The store's change stamp taken before the reads that brought the held items up to
+    /// date (`None`: none taken, or the store has none): while the store's stamp stays
+    /// equal, nothing was committed since, and the reads are skipped.
+    stamp: Option<ChangeStamp>,
     /// The head's checkpoint version when it was read (`None`: no head recorded).
     head_version: Option<u64>,
     head: Head,
@@ -451,19 +455,30 @@ impl ItemLog {
 
     /// Brings the held items up to date with the record: reloads when the head changed (a
     /// pop or clear by another process), else reads the entries after the last one held.
+    ///
+    /// On a store with change stamps (SQLite), an unchanged stamp says that nothing was
+    /// committed since the last refresh, by this process or another: no read is needed.
     fn refresh(&mut self) -> Result<(), Failure> {
+        // Taken before the reads: a commit after it changes the stamp, so the next call
+        // reads again even if these reads already saw it.
+        let stamp = self.store.change_stamp().map_err(Failure::Session)?;
+        if stamp.is_some() && stamp == self.held.stamp {
+            return Ok(());
+        }
         let version =
             self.store.checkpoint(&self.head_name).map_err(Failure::Session)?.map(|c| c.version);
-        if version != self.held.head_version {
-            return self.reload();
+        if version == self.held.head_version {
+            let entries = self
+                .store
+                .entries_from(self.held.evaluation, self.held.next_sequence)
+                .map_err(Failure::Session)?;
+            for entry in entries {
+                self.push(entry);
+            }
+        } else {
+            self.reload()?;
         }
-        let entries = self
-            .store
-            .entries_from(self.held.evaluation, self.held.next_sequence)
-            .map_err(Failure::Session)?;
-        for entry in entries {
-            self.push(entry);
-        }
+        self.held.stamp = stamp;
         Ok(())
     }
 
@@ -577,6 +592,7 @@ impl Held {
         // evaluation's entries and left the head.
         let next_sequence = head.removed.last().map_or(0, |last| last + 1);
         Self {
+            stamp: None,
             head_version,
             head,
             evaluation,
@@ -1021,6 +1037,27 @@ mod tests {
         first.add(&items[5..]).unwrap();
         assert_eq!(first.items(None).unwrap(), items);
         assert_eq!(second.items(None).unwrap(), items);
+        second.pop().unwrap();
+        assert_eq!(first.items(None).unwrap(), items[..items.len() - 1]);
+        second.clear().unwrap();
+        assert!(first.items(None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn two_sessions_on_one_connection_see_each_others_items() {
+        let dir = tempfile::tempdir().unwrap();
+        // One store: the other session's commits are this connection's own, which SQLite's
+        // data version does not count; the store's change stamp does.
+        let store: Arc<dyn SessionStore> =
+            Arc::new(curator::sqlite::SqliteStore::open(dir.path().join("sessions.db")).unwrap());
+        let items = agent_items(2, 3);
+        let (mut first, mut second) = (open(&store, None), open(&store, None));
+        assert!(first.items(None).unwrap().is_empty());
+        second.add(&items[..3]).unwrap();
+        assert_eq!(first.items(None).unwrap(), items[..3]);
+        second.add(&items[3..]).unwrap();
+        assert_eq!(first.items(None).unwrap(), items);
+        assert_eq!(first.items(None).unwrap(), items, "nothing new: the reads are skipped");
         second.pop().unwrap();
         assert_eq!(first.items(None).unwrap(), items[..items.len() - 1]);
         second.clear().unwrap();
