@@ -76,8 +76,9 @@ class CuratorSession:
         """
         if self._threaded:
             return await asyncio.to_thread(self._native.get_items, limit)
-        # SQLite: two indexed reads and the curation of what is held, a few microseconds;
-        # a thread hop would cost more than the call.
+        # SQLite: a change stamp (reads only when something was committed), the curation of
+        # what is held and copies of the kept items, microseconds; a thread hop would cost
+        # more than the call.
         return self._native.get_items(limit)
 
     async def add_items(self, items: List[Item]) -> None:
