@@ -25,6 +25,7 @@ mod lazy;
 mod lists;
 mod pipeline;
 mod session;
+mod template;
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 

@@ -33,15 +33,16 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use curator::model::{Entry, EvaluationId, Message, PromptRef, Role, formats};
-use curator::session::{ITEM_HEADS, SessionKey, SessionStore};
+use curator::session::{ChangeStamp, ITEM_HEADS, SessionKey, SessionStore};
 use curator::strategies::{
-    CurationContext, History, HistoryManager, HistoryManagerExt, StrategyConfig,
+    CurationContext, History, HistoryManager, HistoryManagerExt, MessageRef, StrategyConfig,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use serde_json::{Value, json};
 
 use crate::error::Failure;
+use crate::template::Template;
 
 /// The namespace of the evaluation ids sessions derive (UUID v5).
 const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x5c1f_0d2e_8a4b_4e7c_9d3a_61b2_f0e4_a7c5);
@@ -179,6 +180,10 @@ struct Head {
 
 /// What the session holds of its record.
 struct Held {
+    /// The store's change stamp taken before the reads that brought the held items up to
+    /// date (`None`: none taken, or the store has none): while the store's stamp stays
+    /// equal, nothing was committed since, and the reads are skipped.
+    stamp: Option<ChangeStamp>,
     /// The head's checkpoint version when it was read (`None`: no head recorded).
     head_version: Option<u64>,
     head: Head,
@@ -280,14 +285,70 @@ impl ItemLog {
         let Some(pipeline) = &self.pipeline else {
             return self.format.write(held.history.messages());
         };
-        let view = pipeline.curate_history(&held.history, &CurationContext::default())?;
-        let mut kept: Vec<(Option<usize>, curator::strategies::MessageRef<'_>)> =
-            view.iter().map(|entry| (entry.pos, entry.message)).collect();
-        if self.format == ItemFormat::Responses {
-            keep_reasoning(&held.history, &mut kept);
-        }
+        let kept = self.kept(pipeline.as_ref())?;
         let messages: Vec<&Message> = kept.iter().map(|(_, m)| &**m).collect();
         self.format.write(&messages)
+    }
+
+    /// The messages curation keeps of the held history, with their positions, and for the
+    /// Responses API the reasoning items they need.
+    fn kept(
+        &self,
+        pipeline: &dyn HistoryManager,
+    ) -> Result<Vec<(Option<usize>, MessageRef<'_>)>, Failure> {
+        let history = &self.held.history;
+        let view = pipeline.curate_history(history, &CurationContext::default())?;
+        let mut kept: Vec<(Option<usize>, MessageRef<'_>)> =
+            view.iter().map(|entry| (entry.pos, entry.message)).collect();
+        if self.format == ItemFormat::Responses {
+            keep_reasoning(history, &mut kept);
+        }
+        Ok(kept)
+    }
+
+    /// The curated view for Python (`None` without a pipeline): each kept message that is
+    /// the held one, or a copy curation made and handed out again (a redacted message,
+    /// memoised), is taken from `templates` when there, else written as items to be made
+    /// templates of; other messages are written as items. Only what a call keeps is
+    /// written, and a message is written once while it stays kept.
+    ///
+    /// # Errors
+    ///
+    /// As [`ItemLog::items`].
+    pub(crate) fn curated(&mut self, mut templates: Templates) -> Result<Option<Curated>, Failure> {
+        self.refresh()?;
+        let Some(pipeline) = &self.pipeline else { return Ok(None) };
+        let history = &self.held.history;
+        if templates.history != history.id() {
+            templates.by_source.clear();
+        }
+        let kept = self.kept(pipeline.as_ref())?;
+        let mut out = Vec::with_capacity(kept.len());
+        for (pos, message) in &kept {
+            let source = match (pos, message) {
+                // Positions hold one message for the life of a history: the held message
+                // at `pos` is the one its template was made of.
+                (Some(pos), MessageRef::Borrowed(m))
+                    if history.get(*pos).is_some_and(|held| std::ptr::eq(held, *m)) =>
+                {
+                    Some(Source::Held(*pos))
+                }
+                // A copy is the same while its allocation is: the template keeps it alive.
+                (_, MessageRef::Shared(copy)) => Some(Source::Shared(Arc::clone(copy))),
+                _ => None,
+            };
+            let Some(source) = source else {
+                out.push(Kept::Made(self.format.write(std::slice::from_ref(&**message))?));
+                continue;
+            };
+            if let Some((_, cached)) = templates.by_source.remove(&source.key()) {
+                out.push(Kept::Cached(source, cached));
+            } else {
+                let items = self.format.write(std::slice::from_ref(&**message))?;
+                out.push(Kept::New(source, items));
+            }
+        }
+        Ok(Some(Curated { history: history.id(), kept: out }))
     }
 
     /// Indices of the live items no provider takes, which curated views leave out: function
@@ -451,19 +512,30 @@ impl ItemLog {
 
     /// Brings the held items up to date with the record: reloads when the head changed (a
     /// pop or clear by another process), else reads the entries after the last one held.
+    ///
+    /// On a store with change stamps (SQLite), an unchanged stamp says that nothing was
+    /// committed since the last refresh, by this process or another: no read is needed.
     fn refresh(&mut self) -> Result<(), Failure> {
+        // Taken before the reads: a commit after it changes the stamp, so the next call
+        // reads again even if these reads already saw it.
+        let stamp = self.store.change_stamp().map_err(Failure::Session)?;
+        if stamp.is_some() && stamp == self.held.stamp {
+            return Ok(());
+        }
         let version =
             self.store.checkpoint(&self.head_name).map_err(Failure::Session)?.map(|c| c.version);
-        if version != self.held.head_version {
-            return self.reload();
+        if version == self.held.head_version {
+            let entries = self
+                .store
+                .entries_from(self.held.evaluation, self.held.next_sequence)
+                .map_err(Failure::Session)?;
+            for entry in entries {
+                self.push(entry);
+            }
+        } else {
+            self.reload()?;
         }
-        let entries = self
-            .store
-            .entries_from(self.held.evaluation, self.held.next_sequence)
-            .map_err(Failure::Session)?;
-        for entry in entries {
-            self.push(entry);
-        }
+        self.held.stamp = stamp;
         Ok(())
     }
 
@@ -577,6 +649,7 @@ impl Held {
         // evaluation's entries and left the head.
         let next_sequence = head.removed.last().map_or(0, |last| last + 1);
         Self {
+            stamp: None,
             head_version,
             head,
             evaluation,
@@ -590,6 +663,124 @@ impl Held {
             checked: None,
             settled: 0,
         }
+    }
+}
+
+/// The Python items made of the messages curated views kept, by the message they were made
+/// of, for one history (its [`History::id`]): a later view that keeps a message again hands
+/// out fresh copies of them ([`Template::fresh`]) instead of writing the message again.
+#[derive(Debug, Default)]
+pub(crate) struct Templates {
+    history: u64,
+    by_source: HashMap<SourceKey, (Source, Vec<Template>), BuildKeyHasher>,
+}
+
+/// Hashes a [`SourceKey`] (a position or an address) with one multiply: the standard
+/// library's hasher cost more than the rest of a template's lookup, and the keys are not
+/// chosen by an adversary.
+type BuildKeyHasher = std::hash::BuildHasherDefault<KeyHasher>;
+
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.write_u64(u64::from(byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // FxHash's step (rustc's hasher).
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+/// The message a template was made of.
+#[derive(Debug)]
+pub(crate) enum Source {
+    /// The held message at a position.
+    Held(usize),
+    /// A copy curation made (kept alive here, so that its address names it).
+    Shared(Arc<Message>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum SourceKey {
+    Held(usize),
+    Shared(usize),
+}
+
+impl Source {
+    fn key(&self) -> SourceKey {
+        match self {
+            Self::Held(pos) => SourceKey::Held(*pos),
+            Self::Shared(copy) => SourceKey::Shared(Arc::as_ptr(copy).addr()),
+        }
+    }
+}
+
+/// One kept message of a curated view, before it becomes Python objects.
+#[derive(Debug)]
+pub(crate) enum Kept {
+    /// Its items' templates, from the last view.
+    Cached(Source, Vec<Template>),
+    /// Its items, written for this view, to be made templates of.
+    New(Source, Vec<Value>),
+    /// Its items, written for this view only (a message curation made afresh).
+    Made(Vec<Value>),
+}
+
+/// A curated view, for [`ItemSession::get_items`] to build as Python objects.
+#[derive(Debug)]
+pub(crate) struct Curated {
+    history: u64,
+    kept: Vec<Kept>,
+}
+
+impl Curated {
+    /// The view's items as fresh Python objects, and the templates to keep for the next
+    /// view: those of the messages this one kept.
+    fn into_python(self, py: Python<'_>) -> PyResult<(Bound<'_, PyList>, Templates)> {
+        let list = PyList::empty(py);
+        let mut templates = Templates {
+            history: self.history,
+            by_source: HashMap::with_capacity_and_hasher(
+                self.kept.len(),
+                BuildKeyHasher::default(),
+            ),
+        };
+        for kept in self.kept {
+            let (source, made) = match kept {
+                Kept::Cached(source, made) => (source, made),
+                Kept::New(source, items) => {
+                    let made = items
+                        .iter()
+                        .map(|item| Template::new(py, item))
+                        .collect::<PyResult<Vec<_>>>()?;
+                    (source, made)
+                }
+                Kept::Made(items) => {
+                    for item in &items {
+                        list.append(crate::json::to_python(py, item)?)?;
+                    }
+                    continue;
+                }
+            };
+            for template in &made {
+                list.append(template.fresh(py)?)?;
+            }
+            templates.by_source.insert(source.key(), (source, made));
+        }
+        Ok((list, templates))
     }
 }
 
@@ -661,7 +852,7 @@ fn read_head(name: &str, document: &Value) -> Result<Head, Failure> {
 /// that produced it. (A reasoning item and the calls after it are one message already.)
 fn keep_reasoning<'h>(
     history: &'h History<'static>,
-    kept: &mut Vec<(Option<usize>, curator::strategies::MessageRef<'h>)>,
+    kept: &mut Vec<(Option<usize>, MessageRef<'h>)>,
 ) {
     let positions: BTreeSet<usize> = kept.iter().filter_map(|(pos, _)| *pos).collect();
     let mut out = Vec::with_capacity(kept.len());
@@ -679,7 +870,7 @@ fn keep_reasoning<'h>(
             }
             for prev in missing.into_iter().rev() {
                 if let Some(m) = history.get(prev) {
-                    out.push((Some(prev), curator::strategies::MessageRef::Borrowed(m)));
+                    out.push((Some(prev), MessageRef::Borrowed(m)));
                 }
             }
         }
@@ -705,7 +896,12 @@ fn is_reasoning(message: &Message) -> bool {
 pub(crate) struct ItemSession {
     session_id: String,
     postgres: bool,
+    /// Whether `get_items()` curates (a pipeline was given).
+    curates: bool,
     log: Mutex<ItemLog>,
+    /// What the last curated view handed out, to copy instead of writing again. Taken out
+    /// while a call curates, so that two calls at once never share it (the second writes).
+    templates: Mutex<Templates>,
 }
 
 impl std::fmt::Debug for ItemSession {
@@ -773,7 +969,13 @@ impl ItemSession {
             let store = open_store(&store)?;
             ItemLog::open(store, &session_id, format, config.as_ref())
         })?;
-        Ok(Self { session_id: log.key.as_str().to_owned(), postgres, log: Mutex::new(log) })
+        Ok(Self {
+            session_id: log.key.as_str().to_owned(),
+            postgres,
+            curates: config.is_some(),
+            log: Mutex::new(log),
+            templates: Mutex::default(),
+        })
     }
 
     /// The session's id, the key its items are recorded under.
@@ -805,15 +1007,25 @@ impl ItemSession {
             None => None,
             Some(limit) => Some(count_argument("limit", limit)?),
         };
-        let (items, unsendable) = self.with_log(py, |log| {
-            let items = log.items(limit)?;
-            // Only a curated view leaves them out; the items as recorded hold them.
-            let curated = limit.is_none() && log.pipeline.is_some();
-            Ok((items, if curated { log.unsendable() } else { Vec::new() }))
-        })?;
-        if !unsendable.is_empty() {
-            self.warn_unsendable(py, &unsendable)?;
+        if limit.is_none() && self.curates {
+            let curated = self.with_log(py, |log| {
+                let templates = std::mem::take(
+                    &mut *self.templates.lock().unwrap_or_else(PoisonError::into_inner),
+                );
+                let Some(curated) = log.curated(templates)? else { return Ok(None) };
+                // Only a curated view leaves them out; the items as recorded hold them.
+                Ok(Some((curated, log.unsendable())))
+            })?;
+            if let Some((curated, unsendable)) = curated {
+                if !unsendable.is_empty() {
+                    self.warn_unsendable(py, &unsendable)?;
+                }
+                let (list, templates) = curated.into_python(py)?;
+                *self.templates.lock().unwrap_or_else(PoisonError::into_inner) = templates;
+                return Ok(list);
+            }
         }
+        let items = self.with_log(py, |log| log.items(limit))?;
         let list = PyList::empty(py);
         for item in &items {
             list.append(crate::json::to_python(py, item)?)?;
@@ -956,8 +1168,8 @@ mod tests {
             .unwrap(),
         );
         let mut kept = vec![
-            (Some(0), curator::strategies::MessageRef::Borrowed(&history.messages()[0])),
-            (Some(2), curator::strategies::MessageRef::Borrowed(&history.messages()[2])),
+            (Some(0), MessageRef::Borrowed(&history.messages()[0])),
+            (Some(2), MessageRef::Borrowed(&history.messages()[2])),
         ];
         keep_reasoning(&history, &mut kept);
         assert_eq!(kept.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [Some(0), Some(1), Some(2)]);
@@ -1021,6 +1233,27 @@ mod tests {
         first.add(&items[5..]).unwrap();
         assert_eq!(first.items(None).unwrap(), items);
         assert_eq!(second.items(None).unwrap(), items);
+        second.pop().unwrap();
+        assert_eq!(first.items(None).unwrap(), items[..items.len() - 1]);
+        second.clear().unwrap();
+        assert!(first.items(None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn two_sessions_on_one_connection_see_each_others_items() {
+        let dir = tempfile::tempdir().unwrap();
+        // One store: the other session's commits are this connection's own, which SQLite's
+        // data version does not count; the store's change stamp does.
+        let store: Arc<dyn SessionStore> =
+            Arc::new(curator::sqlite::SqliteStore::open(dir.path().join("sessions.db")).unwrap());
+        let items = agent_items(2, 3);
+        let (mut first, mut second) = (open(&store, None), open(&store, None));
+        assert!(first.items(None).unwrap().is_empty());
+        second.add(&items[..3]).unwrap();
+        assert_eq!(first.items(None).unwrap(), items[..3]);
+        second.add(&items[3..]).unwrap();
+        assert_eq!(first.items(None).unwrap(), items);
+        assert_eq!(first.items(None).unwrap(), items, "nothing new: the reads are skipped");
         second.pop().unwrap();
         assert_eq!(first.items(None).unwrap(), items[..items.len() - 1]);
         second.clear().unwrap();

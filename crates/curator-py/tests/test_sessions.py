@@ -279,3 +279,68 @@ def test_items_no_provider_takes_are_said_when_the_view_leaves_them_out(tmp_path
         assert run(CuratorSession(session.session_id, str(tmp_path / "s.db")).get_items())[-1] == orphan
         with pytest.raises(UnsendableWarning):
             run(session.get_items())
+
+
+def _mutate_every_container(value):
+    """Changes every dict and list in `value`, as a caller (or the SDK) may."""
+    if isinstance(value, dict):
+        for child in list(value.values()):
+            _mutate_every_container(child)
+        value["mutated"] = True
+    elif isinstance(value, list):
+        for child in list(value):
+            _mutate_every_container(child)
+        value.append("mutated")
+
+
+@pytest.mark.parametrize(
+    "curation",
+    [{"max_tokens": 2_000}, {"pipeline": {"strategy": "token_budget", "max_tokens": 2_000}}],
+    ids=["default", "token_budget"],
+)
+def test_each_curated_view_is_made_of_fresh_objects(store, curation):
+    items = agent_items(rounds=40, size=60)
+    session = CuratorSession(new_id(), store, **curation)
+    run(session.add_items(items))
+    first = run(session.get_items())
+    expected = copy.deepcopy(first)
+    assert 2 < len(first) < len(items)
+    for _ in range(3):
+        _mutate_every_container(first)
+        again = run(session.get_items())
+        assert again == expected, "a caller's changes never reach the next view"
+        assert all(a is not b for a, b in zip(first, again))
+        first = again
+    # Views after an add hold the new items, and the kept ones unchanged.
+    more = agent_items(rounds=2, size=60)[2:]
+    run(session.add_items(more))
+    view = run(session.get_items())
+    assert view[-len(more):] == more
+    _valid(view)
+
+
+def test_a_curated_view_follows_another_session_objects_pops_and_clears(store):
+    items = agent_items(rounds=20, size=60)
+    pipeline = {"strategy": "token_budget", "max_tokens": 1_000}
+    # On SQLite, two objects naming one file share its connection: the other's commits are
+    # this connection's own.
+    curated = CuratorSession(new_id(), store, pipeline=pipeline)
+    other = CuratorSession(curated.session_id, store)
+
+    def check():
+        view = run(curated.get_items())
+        assert view == run(curated.get_items())
+        # The same as a session object opened now, which reads everything.
+        assert view == run(CuratorSession(curated.session_id, store, pipeline=pipeline).get_items())
+        return view
+
+    run(other.add_items(items))
+    assert check()[-1] == items[-1]
+    assert run(other.pop_item()) == items[-1]
+    assert check()[-1] == items[-2]
+    assert run(other.pop_item()) == items[-2]
+    assert items[-2] not in check()
+    run(other.clear_session())
+    assert check() == []
+    run(other.add_items(items[:2]))
+    assert check() == items[:2]

@@ -104,7 +104,7 @@ pub use retention::{ITEM_HEADS, Prune, Pruned, prune};
 pub use run::{Curation, RunOutcome, run_blocking};
 pub use snapshot::Snapshot;
 pub use snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
-pub use store::{Appended, EvaluationSummary, SessionStore};
+pub use store::{Appended, ChangeStamp, EvaluationSummary, SessionStore};
 pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};
 /// The error of a spawned tokio task that panicked or was cancelled (feature `tokio`),
 /// named here so that it converts into this crate's [`Error::Join`] and the facade's error.

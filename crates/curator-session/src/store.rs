@@ -16,6 +16,28 @@ pub enum Appended {
     Duplicate,
 }
 
+/// A stamp of a store's content, as [`SessionStore::change_stamp`] gives it: two stamps of
+/// one store are equal only if nothing was committed to it between them. Stamps of two
+/// stores, or of two handles on one database, are not comparable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ChangeStamp(u128);
+
+impl ChangeStamp {
+    /// A stamp from the numbers a store keeps of its commits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::session::ChangeStamp;
+    ///
+    /// assert_ne!(ChangeStamp::new(1, 2), ChangeStamp::new(2, 1));
+    /// ```
+    #[must_use]
+    pub fn new(high: u64, low: u64) -> Self {
+        Self((u128::from(high) << 64) | u128::from(low))
+    }
+}
+
 /// One evaluation as listed by [`SessionStore::evaluations`].
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
@@ -333,6 +355,30 @@ pub trait SessionStore: Send + Sync {
     /// A backend error.
     fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>>;
 
+    /// A stamp of the store's content that changes whenever anything is committed to it, by
+    /// this handle or by any other (another connection, another process), or `None` when the
+    /// store cannot tell cheaply (the default; PostgreSQL). A reader that holds what it read
+    /// after taking a stamp knows, while the stamp stays equal, that reading again would
+    /// give the same: it can skip the reads. A stamp may also change when nothing did (a
+    /// rolled-back write); it never stays equal across a commit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::session::{MemoryStore, SessionStore};
+    ///
+    /// // The memory store has no stamp: its readers read.
+    /// assert_eq!(MemoryStore::new().change_stamp()?, None);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A backend error.
+    fn change_stamp(&self) -> Result<Option<ChangeStamp>> {
+        Ok(None)
+    }
+
     /// Deletes the checkpoints `names` (every version of each), in one transaction in the
     /// stores of this workspace, returning how many there were; a name that is not there is
     /// skipped. Retention uses it to erase what a session saved as checkpoints (a loop's
@@ -443,6 +489,7 @@ macro_rules! forward_store {
             fn put_checkpoint(&self, name: &str, document: &Value) -> Result<u64> { (**self).put_checkpoint(name, document) }
             fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> Result<Vec<u64>> { (**self).put_checkpoints(checkpoints) }
             fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>> { (**self).checkpoint(name) }
+            fn change_stamp(&self) -> Result<Option<ChangeStamp>> { (**self).change_stamp() }
             fn delete_checkpoints(&self, names: &[&str]) -> Result<u64> { (**self).delete_checkpoints(names) }
             fn checkpoint_names(&self, prefix: &str) -> Result<Vec<String>> { (**self).checkpoint_names(prefix) }
             fn snapshot(&self) -> Result<Snapshot> { (**self).snapshot() }

@@ -7,7 +7,8 @@ use chrono::Utc;
 use curator_model::{Entry, EvaluationId, PromptRef};
 use curator_session::rows::{EntryRow, RowCodec, SnapshotRows, SummaryRow};
 use curator_session::{
-    Appended, Checkpoint, EvaluationSummary, SessionKey, SessionStore, Snapshot, StoreErrorKind,
+    Appended, ChangeStamp, Checkpoint, EvaluationSummary, SessionKey, SessionStore, Snapshot,
+    StoreErrorKind,
 };
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
 use serde_json::Value;
@@ -894,6 +895,18 @@ impl SessionStore for SqliteStore {
             CODEC.checkpoint(name.to_owned(), version, &document, saved)
         })
         .transpose()
+    }
+
+    /// `PRAGMA data_version`, which changes when another connection (another process, or
+    /// another store on the file) commits, with the number of rows this connection has
+    /// changed, which its own commits change.
+    fn change_stamp(&self) -> SessionResult<Option<ChangeStamp>> {
+        let conn = self.lock();
+        let version: i64 = conn
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .map_err(store_error)?;
+        Ok(Some(ChangeStamp::new(version.cast_unsigned(), conn.total_changes())))
     }
 
     fn checkpoint_names(&self, prefix: &str) -> SessionResult<Vec<String>> {

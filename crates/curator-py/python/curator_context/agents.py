@@ -60,6 +60,8 @@ class CuratorSession:
         )
         self.session_id: str = self._native.session_id
         self.session_settings = session_settings
+        # Read once: `get_items` asks on every call.
+        self._threaded: bool = self._native.is_postgres
 
     def __repr__(self) -> str:
         return f"CuratorSession(session_id={self.session_id!r}, items={len(self._native)})"
@@ -72,10 +74,11 @@ class CuratorSession:
         Raises ``BudgetTooSmall`` when the budget cannot hold what curation never drops,
         ``StoreError`` when the store cannot be read.
         """
-        if self._native.is_postgres:
+        if self._threaded:
             return await asyncio.to_thread(self._native.get_items, limit)
-        # SQLite: two indexed reads and the curation of what is held, a few microseconds;
-        # a thread hop would cost more than the call.
+        # SQLite: a change stamp (reads only when something was committed), the curation of
+        # what is held and copies of the kept items, microseconds; a thread hop would cost
+        # more than the call.
         return self._native.get_items(limit)
 
     async def add_items(self, items: List[Item]) -> None:

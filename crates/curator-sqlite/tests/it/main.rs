@@ -8,4 +8,5 @@ mod fencing;
 mod files;
 mod opening;
 mod retention;
+mod stamps;
 mod support;

@@ -50,6 +50,9 @@ impl SessionStore for TempStore {
     fn entries_from(&self, evaluation: EvaluationId, from: u64) -> R<Vec<Entry>> {
         self.store.entries_from(evaluation, from)
     }
+    fn change_stamp(&self) -> R<Option<curator_session::ChangeStamp>> {
+        self.store.change_stamp()
+    }
     fn evaluations(&self) -> R<Vec<EvaluationSummary>> {
         self.store.evaluations()
     }
