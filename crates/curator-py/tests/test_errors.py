@@ -191,7 +191,7 @@ except CuratorError as error:
     [
         ("content", "FormatError wrong_type `[0].extra[0].a.a.a.a.a.a.a.a.a…`: nested deeper than 256 levels"),
         ("arguments", "FormatError wrong_type `[1].content[0].input.a.a.a.a.a.a.a.a…`: nested deeper than 256 levels"),
-        ("pipeline", "FormatError wrong_type `pipeline.x.a.a.a.a.a.a.a.a.a.a.a…`: nested deeper than 256 levels"),
+        ("pipeline", "ConfigError invalid_argument `pipeline.x.a.a.a.a.a.a.a.a.a.a.a…`: nested deeper than 256 levels"),
         ("session", "FormatError wrong_type `items[0].x.a.a.a.a.a.a.a.a.a.a…`: nested deeper than 256 levels"),
     ],
 )
@@ -205,3 +205,9 @@ def test_a_value_nested_too_deep_is_an_error_not_a_crash(tmp_path, where, raised
     assert done.returncode == 0, f"the interpreter died ({done.returncode}): {done.stderr[-2000:]}"
     assert done.stdout.strip() == raised
 
+
+def test_a_pipeline_value_json_cannot_hold_is_a_config_error():
+    with pytest.raises(ConfigError) as caught:
+        curate([{"role": "user", "content": "hi"}], pipeline={"strategy": "token_budget", "max_tokens": 2**70})
+    assert caught.value.kind == "invalid_argument"
+    assert "`pipeline.max_tokens`" in str(caught.value)
