@@ -316,7 +316,14 @@ fn curate_value(
     let sent = view.messages();
     let (messages, system) = match format {
         Format::Openai => (formats::openai::from_messages(&sent)?, None),
-        Format::Responses => (Value::Array(formats::responses::from_messages(&sent)?), None),
+        Format::Responses => {
+            let view = view.iter().map(|entry| (entry.pos, entry.message)).collect();
+            let sent: Vec<_> = session::without_stranded_reasoning(&history, view)
+                .into_iter()
+                .map(|(_, message)| message)
+                .collect();
+            (Value::Array(formats::responses::from_messages(&sent)?), None)
+        }
         Format::Anthropic => {
             let request = formats::anthropic::from_messages(&sent)?;
             (Value::Array(request.messages), request.system)

@@ -1,5 +1,7 @@
 """Stateless curation: round trips, budgets, pairs, the kind returned, pipelines."""
 
+import pytest
+
 import curator_context
 from curator_context import curate, default_pipeline
 
@@ -163,3 +165,25 @@ def test_items_as_the_agents_sdk_stores_them_round_trip(unchanged):
         {"role": "user", "content": [{"type": "input_text", "text": "thanks"}]},
     ]
     assert unchanged(curate, items, max_tokens=BIG) == items
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_reasoning_item_whose_calls_are_left_out_is_left_out_too(closed):
+    # The Responses API refuses a reasoning item not directly followed by the item it came
+    # with: when a call without its output is left out, so is the reasoning that led to it.
+    items = [
+        {"role": "user", "content": "Remove /tmp/x."},
+        {"id": "rs_1", "type": "reasoning", "summary": []},
+        {"arguments": "{}", "call_id": "call_1", "name": "rm", "type": "function_call", "id": "fc_1"},
+    ]
+    if closed:
+        items.append({"role": "user", "content": "Never mind."})
+    for pipeline in ({"strategy": "passthrough"}, {"strategy": "token_budget", "max_tokens": 4_000}, None):
+        if pipeline is None:
+            view = curate(items, max_tokens=4_000)
+        else:
+            view = curate(items, pipeline=pipeline)
+        assert view == [items[0]] + items[3:], pipeline
+    # A reasoning item with its call and the call's output stays.
+    answered = items[:3] + [{"type": "function_call_output", "call_id": "call_1", "output": "done"}]
+    assert curate(answered, pipeline={"strategy": "passthrough"}) == answered
