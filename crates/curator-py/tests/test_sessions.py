@@ -375,3 +375,18 @@ def test_a_reasoning_item_whose_calls_the_view_leaves_out_is_left_out_too(tmp_pa
     assert view == [items[0]] + items[3:]
     # The record keeps them.
     assert run(session.get_items(limit=len(items))) == items
+
+
+
+
+
+@pytest.mark.parametrize(("items", "found"), [({"role": "user", "content": "hi"}, "dict"), ("hi", "str"), (None, "NoneType")])
+def test_add_items_refuses_what_is_not_a_list_by_what_it_is(tmp_path, items, found):
+    session = CuratorSession(new_id(), str(tmp_path / "s.db"))
+    with pytest.raises(FormatError) as caught:
+        run(session.add_items(items))
+    assert caught.value.kind == "wrong_type"
+    assert str(caught.value) == f"`items` should be a list of items, found a `{found}`"
+    # Any iterable of items is taken.
+    run(session.add_items(iter([{"role": "user", "content": "hi"}])))
+    assert run(session.get_items()) == [{"role": "user", "content": "hi"}]
