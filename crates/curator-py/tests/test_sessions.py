@@ -390,3 +390,14 @@ def test_add_items_refuses_what_is_not_a_list_by_what_it_is(tmp_path, items, fou
     # Any iterable of items is taken.
     run(session.add_items(iter([{"role": "user", "content": "hi"}])))
     assert run(session.get_items()) == [{"role": "user", "content": "hi"}]
+
+
+
+
+
+def test_a_postgres_url_that_insists_on_tls_is_taken():
+    # Managed PostgreSQL servers take only encrypted connections: the package is built with
+    # TLS, as the command line is, so `sslmode=require` is tried, not refused as unbuilt.
+    with pytest.raises(StoreError) as caught:
+        CuratorSession(new_id(), "postgres://curator@127.0.0.1:1/records?sslmode=require")
+    assert caught.value.kind == "unavailable", str(caught.value)
