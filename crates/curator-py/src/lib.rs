@@ -111,8 +111,7 @@ fn warn_unsendable(py: Python<'_>, unsendable: &[usize]) -> PyResult<()> {
         positions.join(", ")
     );
     let message = std::ffi::CString::new(message).unwrap_or_default();
-    // Level 2: the caller of the package function that called this one.
-    PyErr::warn(py, &py.get_type::<error::UnsendableWarning>(), &message, 2)
+    PyErr::warn(py, &py.get_type::<error::UnsendableWarning>(), &message, error::caller_level(py))
 }
 
 /// Curates OpenAI Chat Completions messages, or objects `convert` turns into them (each an

@@ -955,7 +955,8 @@ impl ItemSession {
             shown.join(", ")
         );
         let message = std::ffi::CString::new(message).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<crate::error::UnsendableWarning>(), &message, 2)
+        let level = crate::error::caller_level(py);
+        PyErr::warn(py, &py.get_type::<crate::error::UnsendableWarning>(), &message, level)
     }
 
     fn with_log<T: Send>(

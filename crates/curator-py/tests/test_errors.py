@@ -211,3 +211,26 @@ def test_a_pipeline_value_json_cannot_hold_is_a_config_error():
         curate([{"role": "user", "content": "hi"}], pipeline={"strategy": "token_budget", "max_tokens": 2**70})
     assert caught.value.kind == "invalid_argument"
     assert "`pipeline.max_tokens`" in str(caught.value)
+
+
+def _warned_here(call):
+    """The UnsendableWarning a call raises, checked to point at this file: the caller's line,
+    not a line of the package the call went through."""
+    from curator_context import UnsendableWarning
+
+    with pytest.warns(UnsendableWarning) as caught:
+        call()
+    assert [w.filename for w in caught] == [__file__]
+
+
+@pytest.mark.parametrize("pipeline", [None, {"strategy": "token_budget", "max_tokens": 1_000}])
+def test_the_unsendable_warning_points_at_the_callers_line(pipeline):
+    from curator_context import trim_messages
+
+    messages = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "nobody", "content": "?"}]
+    if pipeline is None:
+        _warned_here(lambda: curate(messages, max_tokens=1_000))
+    else:
+        _warned_here(lambda: curate(messages, pipeline=pipeline))
+    _warned_here(lambda: trim_messages(messages, max_tokens=1_000))
+    _warned_here(lambda: curate(messages[:1] + [{"type": "function_call_output", "call_id": "x", "output": "?"}], max_tokens=1_000))

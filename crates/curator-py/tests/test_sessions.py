@@ -401,3 +401,17 @@ def test_a_postgres_url_that_insists_on_tls_is_taken():
     with pytest.raises(StoreError) as caught:
         CuratorSession(new_id(), "postgres://curator@127.0.0.1:1/records?sslmode=require")
     assert caught.value.kind == "unavailable", str(caught.value)
+
+
+def test_the_sessions_unsendable_warning_points_at_the_callers_line(tmp_path):
+    from curator_context import UnsendableWarning
+
+    session = CuratorSession(new_id(), str(tmp_path / "s.db"), max_tokens=4_000)
+    run(session.add_items([{"role": "user", "content": "go"}, {"type": "function_call_output", "call_id": "x", "output": "?"}]))
+
+    async def read():
+        return await session.get_items()
+
+    with pytest.warns(UnsendableWarning) as caught:
+        run(read())
+    assert [w.filename for w in caught] == [__file__]
