@@ -187,3 +187,27 @@ def test_a_reasoning_item_whose_calls_are_left_out_is_left_out_too(closed):
     # A reasoning item with its call and the call's output stays.
     answered = items[:3] + [{"type": "function_call_output", "call_id": "call_1", "output": "done"}]
     assert curate(answered, pipeline={"strategy": "passthrough"}) == answered
+
+
+@pytest.mark.parametrize("pipeline", ["token_budget", "relevance_budget"])
+def test_an_orphan_result_after_the_newest_results_curates_as_without_it(pipeline):
+    # A tool result that answers no call (a duplicate, or one whose call an earlier trim left
+    # out, as LangChain's trim_messages leaves them) used to make the budgets raise
+    # CuratorError (kind lost) where the same history without it curates.
+    def call(*ids):
+        calls = [{"id": i, "type": "function", "function": {"name": "read", "arguments": "{}"}} for i in ids]
+        return {"role": "assistant", "content": None, "tool_calls": calls}
+
+    def result(call_id, size=300):
+        return {"role": "tool", "tool_call_id": call_id, "content": "out " * size}
+
+    head = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Read the files."}]
+    newest = [call("a", "b"), result("a"), result("b")]
+    question = {"role": "user", "content": "What do they hold?"}
+    messages = head + [call("x"), result("x")] + newest + [result("nobody", 1), question]
+    for max_tokens in (100, 400, 1_000, 5_000):
+        config = {"strategy": pipeline, "max_tokens": max_tokens}
+        with pytest.warns(curator_context.UnsendableWarning):
+            view = curate(messages, pipeline=config)
+        assert [m.get("tool_call_id") for m in view if m["role"] == "tool"][-2:] == ["a", "b"]
+        assert view[-1] == question
