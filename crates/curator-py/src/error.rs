@@ -48,6 +48,34 @@ pyo3::create_exception!(
     "Messages of the input no provider takes (a tool result answering no call, a call whose result never comes), left out of the view."
 );
 
+/// The `stacklevel` of a warning that points at the caller's line: the first Python frame,
+/// from the innermost out, that is not the package's own (a module of `curator_context`).
+/// Each entry point (`curate`, `trim_messages`, LangChain messages, the sessions) reaches the
+/// extension through a different number of the package's functions, and a warning that
+/// pointed inside the package would not say which call of the program raised it.
+pub(crate) fn caller_level(py: Python<'_>) -> i32 {
+    let Ok(mut frame) = py.import("sys").and_then(|sys| sys.call_method1("_getframe", (0,))) else {
+        return 1;
+    };
+    let mut level = 1;
+    while !frame.is_none() && level < 64 {
+        let name = frame.getattr("f_globals").and_then(|globals| globals.get_item("__name__"));
+        let ours = name
+            .ok()
+            .and_then(|name| name.extract::<String>().ok())
+            .is_some_and(|name| name == "curator_context" || name.starts_with("curator_context."));
+        if !ours {
+            break;
+        }
+        level += 1;
+        match frame.getattr("f_back") {
+            Ok(back) => frame = back,
+            Err(_) => break,
+        }
+    }
+    level
+}
+
 /// Why a call failed, before it becomes a Python exception.
 #[derive(Debug)]
 pub(crate) enum Failure {

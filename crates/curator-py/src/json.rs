@@ -16,13 +16,15 @@ use crate::error::Failure;
 ///
 /// [`Failure::Input`] naming the path and the Python type of a value JSON cannot hold (an
 /// object that is not a dict, list, tuple, string, number, boolean or `None`; a key that is
-/// not a string; an integer beyond 64 bits; a float that is not finite).
+/// not a string; an integer beyond 64 bits; a float that is not finite), or a value nested
+/// deeper than [`MAX_DEPTH`] levels.
 pub(crate) fn to_value(object: &Bound<'_, PyAny>, path: &str) -> Result<Value, Failure> {
-    read(object).map_err(|mut error| {
+    read(object, 0).map_err(|mut error| {
         // The segments were pushed on the way out, innermost first.
         error.path.reverse();
         let mut at = path.to_owned();
-        for segment in &error.path {
+        let shown = error.path.len().min(SHOWN_SEGMENTS);
+        for segment in &error.path[..shown] {
             match segment {
                 Segment::Key(key) => {
                     if !at.is_empty() {
@@ -35,10 +37,22 @@ pub(crate) fn to_value(object: &Bound<'_, PyAny>, path: &str) -> Result<Value, F
                 }
             }
         }
+        if error.path.len() > shown {
+            at.push('…');
+        }
         let shown = if at.is_empty() { "the input".to_owned() } else { format!("`{at}`") };
         Failure::Input { kind: "wrong_type", message: format!("{shown}: {}", error.problem) }
     })
 }
+
+/// How deep a value may nest (each dict, list or tuple is a level, the outermost included).
+/// Reading, curating and writing a value walk it recursively, so a value nested tens of
+/// thousands of levels deep would overflow the stack and kill the process; none this deep is
+/// a conversation (the formats' JSON parser stops tool arguments at 128 levels).
+pub(crate) const MAX_DEPTH: usize = 256;
+
+/// The segments of a path an error shows, the outermost first.
+const SHOWN_SEGMENTS: usize = 12;
 
 /// A value that JSON cannot hold, and where: the path is only built when something is wrong,
 /// so that reading costs nothing per key.
@@ -56,7 +70,7 @@ fn unreadable(problem: String) -> Unreadable {
     Unreadable { problem, path: Vec::new() }
 }
 
-fn read(object: &Bound<'_, PyAny>) -> Result<Value, Unreadable> {
+fn read(object: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
     if object.is_none() {
         return Ok(Value::Null);
     }
@@ -68,6 +82,9 @@ fn read(object: &Bound<'_, PyAny>) -> Result<Value, Unreadable> {
         return Ok(Value::String(text_of(text)?));
     }
     if let Ok(dict) = object.cast::<PyDict>() {
+        if depth >= MAX_DEPTH {
+            return Err(too_deep());
+        }
         let mut map = Map::new();
         for (key, item) in dict.iter() {
             let Ok(key) = key.cast::<PyString>() else {
@@ -77,7 +94,7 @@ fn read(object: &Bound<'_, PyAny>) -> Result<Value, Unreadable> {
                 )));
             };
             let key = text_of(key)?;
-            match read(&item) {
+            match read(&item, depth + 1) {
                 Ok(value) => map.insert(key, value),
                 Err(mut error) => {
                     error.path.push(Segment::Key(key));
@@ -88,10 +105,10 @@ fn read(object: &Bound<'_, PyAny>) -> Result<Value, Unreadable> {
         return Ok(Value::Object(map));
     }
     if let Ok(list) = object.cast::<PyList>() {
-        return sequence(list.iter(), list.len());
+        return sequence(list.iter(), list.len(), depth);
     }
     if let Ok(tuple) = object.cast::<PyTuple>() {
-        return sequence(tuple.iter(), tuple.len());
+        return sequence(tuple.iter(), tuple.len(), depth);
     }
     if let Ok(int) = object.cast::<PyInt>() {
         if let Ok(n) = int.extract::<i64>() {
@@ -116,10 +133,14 @@ fn read(object: &Bound<'_, PyAny>) -> Result<Value, Unreadable> {
 fn sequence<'py>(
     items: impl Iterator<Item = Bound<'py, PyAny>>,
     len: usize,
+    depth: usize,
 ) -> Result<Value, Unreadable> {
+    if depth >= MAX_DEPTH {
+        return Err(too_deep());
+    }
     let mut out = Vec::with_capacity(len);
     for (index, item) in items.enumerate() {
-        match read(&item) {
+        match read(&item, depth + 1) {
             Ok(value) => out.push(value),
             Err(mut error) => {
                 error.path.push(Segment::Index(index));
@@ -128,6 +149,10 @@ fn sequence<'py>(
         }
     }
     Ok(Value::Array(out))
+}
+
+fn too_deep() -> Unreadable {
+    unreadable(format!("nested deeper than {MAX_DEPTH} levels"))
 }
 
 fn text_of(text: &Bound<'_, PyString>) -> Result<String, Unreadable> {

@@ -111,8 +111,7 @@ fn warn_unsendable(py: Python<'_>, unsendable: &[usize]) -> PyResult<()> {
         positions.join(", ")
     );
     let message = std::ffi::CString::new(message).unwrap_or_default();
-    // Level 2: the caller of the package function that called this one.
-    PyErr::warn(py, &py.get_type::<error::UnsendableWarning>(), &message, 2)
+    PyErr::warn(py, &py.get_type::<error::UnsendableWarning>(), &message, error::caller_level(py))
 }
 
 /// Curates OpenAI Chat Completions messages, or objects `convert` turns into them (each an
@@ -316,7 +315,14 @@ fn curate_value(
     let sent = view.messages();
     let (messages, system) = match format {
         Format::Openai => (formats::openai::from_messages(&sent)?, None),
-        Format::Responses => (Value::Array(formats::responses::from_messages(&sent)?), None),
+        Format::Responses => {
+            let view = view.iter().map(|entry| (entry.pos, entry.message)).collect();
+            let sent: Vec<_> = session::without_stranded_reasoning(&history, view)
+                .into_iter()
+                .map(|(_, message)| message)
+                .collect();
+            (Value::Array(formats::responses::from_messages(&sent)?), None)
+        }
         Format::Anthropic => {
             let request = formats::anthropic::from_messages(&sent)?;
             (Value::Array(request.messages), request.system)

@@ -71,7 +71,14 @@ pub(crate) fn config(
                 return config_from_text(&text);
             }
             if pipeline.cast::<PyDict>().is_ok() {
-                let value = json::to_value(pipeline, "pipeline")?;
+                // A value JSON cannot hold is the pipeline's fault: a `ConfigError`, as any
+                // other bad value in it is.
+                let value = json::to_value(pipeline, "pipeline").map_err(|error| match error {
+                    Failure::Input { message, .. } => {
+                        Failure::Config { kind: "invalid_argument", message }
+                    }
+                    other => other,
+                })?;
                 return Ok(StrategyConfig::from_json(&value.to_string())?);
             }
             Err(Failure::Config {

@@ -302,6 +302,7 @@ impl ItemLog {
             view.iter().map(|entry| (entry.pos, entry.message)).collect();
         if self.format == ItemFormat::Responses {
             keep_reasoning(history, &mut kept);
+            kept = without_stranded_reasoning(history, kept);
         }
         Ok(kept)
     }
@@ -879,6 +880,34 @@ fn keep_reasoning<'h>(
     *kept = out;
 }
 
+/// Leaves out of a view of Responses items each `reasoning` item whose calls the view left
+/// out (still pending at the end, or closed by a user or system message before their outputs
+/// came), unless an item on the assistant's side still follows it: the Responses API refuses
+/// a reasoning item without its following item (`validate::responses_request`). `view` holds
+/// each message with its position in `history`.
+pub(crate) fn without_stranded_reasoning<M: std::borrow::Borrow<Message>>(
+    history: &History<'_>,
+    view: Vec<(Option<usize>, M)>,
+) -> Vec<(Option<usize>, M)> {
+    let stranded: Vec<bool> = (0..view.len())
+        .map(|index| {
+            let (pos, message) = &view[index];
+            let message = message.borrow();
+            is_reasoning(message)
+                && !message.has_tool_calls()
+                && pos.and_then(|pos| history.get(pos)).is_some_and(Message::has_tool_calls)
+                && !view.get(index + 1).is_some_and(|(_, next)| {
+                    let next = next.borrow();
+                    next.role() == Role::Assistant && !is_reasoning(next)
+                })
+        })
+        .collect();
+    if !stranded.contains(&true) {
+        return view;
+    }
+    view.into_iter().zip(stranded).filter(|(_, stranded)| !stranded).map(|(m, _)| m).collect()
+}
+
 /// Whether a message stands for a Responses `reasoning` item.
 fn is_reasoning(message: &Message) -> bool {
     message
@@ -926,7 +955,8 @@ impl ItemSession {
             shown.join(", ")
         );
         let message = std::ffi::CString::new(message).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<crate::error::UnsendableWarning>(), &message, 2)
+        let level = crate::error::caller_level(py);
+        PyErr::warn(py, &py.get_type::<crate::error::UnsendableWarning>(), &message, level)
     }
 
     fn with_log<T: Send>(

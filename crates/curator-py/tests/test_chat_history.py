@@ -82,3 +82,16 @@ def test_langchain_history_curates_and_refuses_what_it_cannot_record(tmp_path):
         history.add_messages([HumanMessage("ok"), "not a message"])
     assert bad.value.kind == "wrong_type" and "message 1" in str(bad.value)
     assert len(history.get_messages(1000)) == len(messages)
+
+
+def test_the_unsendable_warning_points_at_the_callers_line(tmp_path):
+    from langchain_core.messages import HumanMessage, ToolMessage
+
+    from curator_context import UnsendableWarning
+    from curator_context.langchain import CuratorChatMessageHistory
+
+    history = CuratorChatMessageHistory("h", str(tmp_path / "s.db"), max_tokens=1_000)
+    history.add_messages([HumanMessage("hi"), ToolMessage("?", tool_call_id="nobody")])
+    with pytest.warns(UnsendableWarning) as caught:
+        history.messages
+    assert [w.filename for w in caught] == [__file__]

@@ -1,5 +1,7 @@
 """Stateless curation: round trips, budgets, pairs, the kind returned, pipelines."""
 
+import pytest
+
 import curator_context
 from curator_context import curate, default_pipeline
 
@@ -163,3 +165,49 @@ def test_items_as_the_agents_sdk_stores_them_round_trip(unchanged):
         {"role": "user", "content": [{"type": "input_text", "text": "thanks"}]},
     ]
     assert unchanged(curate, items, max_tokens=BIG) == items
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_reasoning_item_whose_calls_are_left_out_is_left_out_too(closed):
+    # The Responses API refuses a reasoning item not directly followed by the item it came
+    # with: when a call without its output is left out, so is the reasoning that led to it.
+    items = [
+        {"role": "user", "content": "Remove /tmp/x."},
+        {"id": "rs_1", "type": "reasoning", "summary": []},
+        {"arguments": "{}", "call_id": "call_1", "name": "rm", "type": "function_call", "id": "fc_1"},
+    ]
+    if closed:
+        items.append({"role": "user", "content": "Never mind."})
+    for pipeline in ({"strategy": "passthrough"}, {"strategy": "token_budget", "max_tokens": 4_000}, None):
+        if pipeline is None:
+            view = curate(items, max_tokens=4_000)
+        else:
+            view = curate(items, pipeline=pipeline)
+        assert view == [items[0]] + items[3:], pipeline
+    # A reasoning item with its call and the call's output stays.
+    answered = items[:3] + [{"type": "function_call_output", "call_id": "call_1", "output": "done"}]
+    assert curate(answered, pipeline={"strategy": "passthrough"}) == answered
+
+
+@pytest.mark.parametrize("pipeline", ["token_budget", "relevance_budget"])
+def test_an_orphan_result_after_the_newest_results_curates_as_without_it(pipeline):
+    # A tool result that answers no call (a duplicate, or one whose call an earlier trim left
+    # out, as LangChain's trim_messages leaves them) used to make the budgets raise
+    # CuratorError (kind lost) where the same history without it curates.
+    def call(*ids):
+        calls = [{"id": i, "type": "function", "function": {"name": "read", "arguments": "{}"}} for i in ids]
+        return {"role": "assistant", "content": None, "tool_calls": calls}
+
+    def result(call_id, size=300):
+        return {"role": "tool", "tool_call_id": call_id, "content": "out " * size}
+
+    head = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Read the files."}]
+    newest = [call("a", "b"), result("a"), result("b")]
+    question = {"role": "user", "content": "What do they hold?"}
+    messages = head + [call("x"), result("x")] + newest + [result("nobody", 1), question]
+    for max_tokens in (100, 400, 1_000, 5_000):
+        config = {"strategy": pipeline, "max_tokens": max_tokens}
+        with pytest.warns(curator_context.UnsendableWarning):
+            view = curate(messages, pipeline=config)
+        assert [m.get("tool_call_id") for m in view if m["role"] == "tool"][-2:] == ["a", "b"]
+        assert view[-1] == question

@@ -158,3 +158,79 @@ def test_calls_still_waiting_at_the_end_raise_no_warning():
         warnings.simplefilter("error")
         out = curate(messages, max_tokens=1_000)
     assert [m["role"] for m in out] == ["user"]
+
+
+# Run in a child process: before values were checked for depth, reading one overflowed the
+# stack and killed the interpreter (SIGSEGV), which would take pytest down with it.
+_DEEP = """
+import asyncio, sys
+from curator_context import CuratorError, curate
+from curator_context.agents import CuratorSession
+
+where, db = sys.argv[1:3]
+deep = {"v": 1}
+for _ in range(100_000):
+    deep = {"a": deep}
+try:
+    if where == "content":
+        curate([{"role": "user", "content": "hi", "extra": [deep]}], max_tokens=1_000)
+    elif where == "arguments":
+        curate([{"role": "user", "content": "hi"}, {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t", "name": "f", "input": deep}]}], max_tokens=1_000)
+    elif where == "pipeline":
+        curate([{"role": "user", "content": "hi"}], pipeline={"strategy": "passthrough", "x": deep})
+    elif where == "session":
+        asyncio.run(CuratorSession("s", db).add_items([{"role": "user", "content": "hi", "x": deep}]))
+except CuratorError as error:
+    print(type(error).__name__, error.kind, str(error))
+"""
+
+
+@pytest.mark.parametrize(
+    ("where", "raised"),
+    [
+        ("content", "FormatError wrong_type `[0].extra[0].a.a.a.a.a.a.a.a.a…`: nested deeper than 256 levels"),
+        ("arguments", "FormatError wrong_type `[1].content[0].input.a.a.a.a.a.a.a.a…`: nested deeper than 256 levels"),
+        ("pipeline", "ConfigError invalid_argument `pipeline.x.a.a.a.a.a.a.a.a.a.a.a…`: nested deeper than 256 levels"),
+        ("session", "FormatError wrong_type `items[0].x.a.a.a.a.a.a.a.a.a.a…`: nested deeper than 256 levels"),
+    ],
+)
+def test_a_value_nested_too_deep_is_an_error_not_a_crash(tmp_path, where, raised):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _DEEP, where, str(tmp_path / "s.db")], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, f"the interpreter died ({done.returncode}): {done.stderr[-2000:]}"
+    assert done.stdout.strip() == raised
+
+
+def test_a_pipeline_value_json_cannot_hold_is_a_config_error():
+    with pytest.raises(ConfigError) as caught:
+        curate([{"role": "user", "content": "hi"}], pipeline={"strategy": "token_budget", "max_tokens": 2**70})
+    assert caught.value.kind == "invalid_argument"
+    assert "`pipeline.max_tokens`" in str(caught.value)
+
+
+def _warned_here(call):
+    """The UnsendableWarning a call raises, checked to point at this file: the caller's line,
+    not a line of the package the call went through."""
+    from curator_context import UnsendableWarning
+
+    with pytest.warns(UnsendableWarning) as caught:
+        call()
+    assert [w.filename for w in caught] == [__file__]
+
+
+@pytest.mark.parametrize("pipeline", [None, {"strategy": "token_budget", "max_tokens": 1_000}])
+def test_the_unsendable_warning_points_at_the_callers_line(pipeline):
+    from curator_context import trim_messages
+
+    messages = [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "nobody", "content": "?"}]
+    if pipeline is None:
+        _warned_here(lambda: curate(messages, max_tokens=1_000))
+    else:
+        _warned_here(lambda: curate(messages, pipeline=pipeline))
+    _warned_here(lambda: trim_messages(messages, max_tokens=1_000))
+    _warned_here(lambda: curate(messages[:1] + [{"type": "function_call_output", "call_id": "x", "output": "?"}], max_tokens=1_000))

@@ -109,3 +109,13 @@ def test_trim_messages_without_messages_is_a_runnable():
     trimmer = trim_messages(max_tokens=3_000)
     messages = _conversation(40, size=40)
     assert trimmer.invoke(messages) == trim_messages(messages, max_tokens=3_000)
+
+
+def test_the_unsendable_warning_points_at_the_callers_line():
+    from curator_context import UnsendableWarning, trim_messages
+
+    messages = [HumanMessage("hi"), ToolMessage("?", tool_call_id="nobody")]
+    for call in (lambda: curate(messages, max_tokens=1_000), lambda: trim_messages(messages, max_tokens=1_000)):
+        with pytest.warns(UnsendableWarning) as caught:
+            call()
+        assert [w.filename for w in caught] == [__file__]

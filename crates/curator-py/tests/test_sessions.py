@@ -344,3 +344,74 @@ def test_a_curated_view_follows_another_session_objects_pops_and_clears(store):
     assert check() == []
     run(other.add_items(items[:2]))
     assert check() == items[:2]
+
+
+def _reasoning_followed(items):
+    """The Responses API's rule: a reasoning item is directly followed by an item on the
+    assistant's side (a call, or an assistant message)."""
+    for k, item in enumerate(items):
+        if item.get("type") == "reasoning":
+            after = items[k + 1] if k + 1 < len(items) else None
+            assert after is not None and (
+                after.get("type") == "function_call" or after.get("role") == "assistant"
+            ), f"reasoning item {item['id']} is followed by {after}"
+
+
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_reasoning_item_whose_calls_the_view_leaves_out_is_left_out_too(tmp_path, closed):
+    # As a run stopped for a tool's approval records them: reasoning and a call, no output
+    # yet; then, when the user moves on instead, a new user message closes the call.
+    items = [
+        {"role": "user", "content": "Remove /tmp/x."},
+        {"id": "rs_1", "type": "reasoning", "summary": []},
+        {"arguments": "{}", "call_id": "call_1", "name": "rm", "type": "function_call", "id": "fc_1"},
+    ]
+    if closed:
+        items.append({"role": "user", "content": "Never mind."})
+    session = CuratorSession(new_id(), str(tmp_path / "s.db"), max_tokens=4_000)
+    run(session.add_items(items))
+    view = run(session.get_items())
+    _reasoning_followed(view)
+    assert view == [items[0]] + items[3:]
+    # The record keeps them.
+    assert run(session.get_items(limit=len(items))) == items
+
+
+
+
+
+@pytest.mark.parametrize(("items", "found"), [({"role": "user", "content": "hi"}, "dict"), ("hi", "str"), (None, "NoneType")])
+def test_add_items_refuses_what_is_not_a_list_by_what_it_is(tmp_path, items, found):
+    session = CuratorSession(new_id(), str(tmp_path / "s.db"))
+    with pytest.raises(FormatError) as caught:
+        run(session.add_items(items))
+    assert caught.value.kind == "wrong_type"
+    assert str(caught.value) == f"`items` should be a list of items, found a `{found}`"
+    # Any iterable of items is taken.
+    run(session.add_items(iter([{"role": "user", "content": "hi"}])))
+    assert run(session.get_items()) == [{"role": "user", "content": "hi"}]
+
+
+
+
+
+def test_a_postgres_url_that_insists_on_tls_is_taken():
+    # Managed PostgreSQL servers take only encrypted connections: the package is built with
+    # TLS, as the command line is, so `sslmode=require` is tried, not refused as unbuilt.
+    with pytest.raises(StoreError) as caught:
+        CuratorSession(new_id(), "postgres://curator@127.0.0.1:1/records?sslmode=require")
+    assert caught.value.kind == "unavailable", str(caught.value)
+
+
+def test_the_sessions_unsendable_warning_points_at_the_callers_line(tmp_path):
+    from curator_context import UnsendableWarning
+
+    session = CuratorSession(new_id(), str(tmp_path / "s.db"), max_tokens=4_000)
+    run(session.add_items([{"role": "user", "content": "go"}, {"type": "function_call_output", "call_id": "x", "output": "?"}]))
+
+    async def read():
+        return await session.get_items()
+
+    with pytest.warns(UnsendableWarning) as caught:
+        run(read())
+    assert [w.filename for w in caught] == [__file__]

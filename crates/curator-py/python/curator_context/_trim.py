@@ -1,5 +1,6 @@
 """A stand-in for LangChain's ``trim_messages``: the same call, curator's token budget."""
 
+import operator
 from typing import Any, Optional
 
 from ._native import ConfigError
@@ -36,6 +37,7 @@ def pipeline(
 ) -> dict:
     """The token budget a ``trim_messages`` call stands for, or a ``ConfigError`` naming the
     argument curator does not take."""
+    max_tokens = _budget(max_tokens)
     if strategy != "last":
         raise _config_error(
             "unsupported_argument",
@@ -57,6 +59,21 @@ def pipeline(
         if value not in (None, False):
             raise _config_error("unsupported_argument", f"{name}={value!r} is not supported")
     return {"strategy": "token_budget", "max_tokens": max_tokens, "tokenizer": TOKENIZERS[token_counter]}
+
+
+def _budget(max_tokens: Any) -> int:
+    """``max_tokens`` as an ``int`` (any integer type, such as NumPy's), or a ``ConfigError``
+    naming it, as ``curate`` raises (a bool is an ``int`` in Python, but ``True`` is a
+    mistake, not a budget of one)."""
+    try:
+        budget = None if isinstance(max_tokens, bool) else operator.index(max_tokens)
+    except TypeError:
+        budget = None
+    if budget is None or not 0 <= budget < 2**64:
+        raise _config_error(
+            "invalid_argument", f"`max_tokens` should be a non-negative integer, found {max_tokens!r}"
+        )
+    return budget
 
 
 def _is_human(start_on: Any) -> bool:

@@ -88,7 +88,11 @@ class CuratorSession:
         can give back as it was, ``StoreError`` when the store cannot be written.
         """
         # A write waits for the disk (SQLite's sync) or the network: off the event loop.
-        await asyncio.to_thread(self._native.add_items, list(items))
+        # Iterables become lists; a single item (a dict), a string or None is handed on as it
+        # is, for the extension to refuse it for what it is, not for its keys or letters.
+        if not isinstance(items, (list, tuple, Mapping, str, bytes)) and items is not None:
+            items = list(items)
+        await asyncio.to_thread(self._native.add_items, items)
 
     async def pop_item(self) -> Optional[Item]:
         """Removes the newest item and returns it, or ``None`` when the session is empty.

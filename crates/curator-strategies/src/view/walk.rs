@@ -135,7 +135,10 @@ impl View<'_> {
     /// holds results and then text), the unit of those results belongs to the present too:
     /// the message refers to them. Pinned messages inside the range (a system message
     /// between the results and the user message) stay pinned: a strategy counts them with
-    /// the head. `None` when the view holds nothing after the head.
+    /// the head. A tool result that answers no call is no unit of the present and does not
+    /// part a user message from the results before it: coherence removes it, so the present
+    /// is the one the history without it has. `None` when the view holds nothing after the
+    /// head.
     ///
     /// # Examples
     ///
@@ -155,7 +158,12 @@ impl View<'_> {
     /// ```
     pub fn present(&self, head: &Head) -> Option<Unit> {
         let pinned_alone = |u: &Unit| u.len() == 1 && head.is_pinned(u.start);
-        let mut units = self.units_rev(head.len()).filter(|u| !pinned_alone(u));
+        let orphan = |index: usize| {
+            self.structure(index).role() == Role::Tool
+                && self.pos(index).is_some_and(|pos| self.history().unit_head(pos).is_none())
+        };
+        let orphan_alone = |u: &Unit| u.len() == 1 && orphan(u.start);
+        let mut units = self.units_rev(head.len()).filter(|u| !pinned_alone(u) && !orphan_alone(u));
         let mut newest = units.next()?;
         if newest.len() == 1
             && newest.start + 1 == self.len()
@@ -164,9 +172,10 @@ impl View<'_> {
             newest = units.next()?;
         }
         if newest.len() == 1 && self.structure(newest.start).role() == Role::User {
-            // The results it follows, with only pinned messages between.
+            // The results it follows, with only pinned messages (or results answering no
+            // call) between.
             let mut before = newest.start;
-            while before > head.len() && head.is_pinned(before - 1) {
+            while before > head.len() && (head.is_pinned(before - 1) || orphan(before - 1)) {
                 before -= 1;
             }
             if before > head.len()

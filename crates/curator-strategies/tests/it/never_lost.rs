@@ -362,3 +362,45 @@ fn a_map_that_edits_a_system_message_is_refused_but_redaction_is_not() {
     let view = Redactor::new().curate_messages(&secret, &CurationContext::default()).unwrap();
     assert!(!view[0].text().contains("AKIAZ7VQ3X5KJ2MWB4TD"), "{}", view[0].text());
 }
+
+/// A tool result that answers no call (a duplicate, or one whose call an earlier trim left
+/// out) after the newest results, before the user message that refers to them, or at the
+/// end: the budgets kept the present as if the orphan parted the user message from the
+/// results, dropped the results' unit, and the final check raised `Lost` at budgets the same
+/// history without the orphan fits. The orphan is no unit of the present.
+#[test]
+fn an_orphan_result_after_the_newest_results_does_not_lose_them() {
+    let calls = |ids: &[&str]| {
+        Message::assistant_with_calls(
+            None,
+            ids.iter().map(|id| ToolCall::new(*id, "read", "{}")).collect(),
+        )
+    };
+    let big = "fn main() {}\n".repeat(100);
+    let before_user = vec![
+        Message::system("Be brief."),
+        Message::user("Read the files."),
+        calls(&["x"]),
+        Message::tool_result("x", big.clone()),
+        calls(&["a", "b"]),
+        Message::tool_result("a", big.clone()),
+        Message::tool_result("b", big.clone()),
+        Message::tool_result("nobody", "?"),
+        Message::user("What do they hold?"),
+    ];
+    let at_end = vec![
+        Message::system("Be brief."),
+        Message::user("Read the file."),
+        calls(&["a"]),
+        Message::tool_result("a", "ok"),
+        Message::tool_result("nobody", "?"),
+    ];
+    for max in [100, 400, 1_000, 5_000] {
+        check(&budget(max), &before_user, &[4, 5, 6, 8], max);
+        check(&RelevanceBudget::new(max).with_counter(o200k()), &before_user, &[4, 5, 6, 8], max);
+    }
+    for max in [30, 100] {
+        check(&budget(max), &at_end, &[2, 3], max);
+        check(&RelevanceBudget::new(max).with_counter(o200k()), &at_end, &[2, 3], max);
+    }
+}
