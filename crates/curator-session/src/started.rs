@@ -76,10 +76,17 @@ impl<S: SessionStore> Conversation<S> {
     /// all of them (a batch run in parallel is marked at once). Marking a call twice is
     /// harmless. See [`with_start_marks`](Conversation::with_start_marks).
     ///
+    /// Under a fence ([`with_fence`](Conversation::with_fence)), the claim is checked before
+    /// the marks are written and again after: a worker whose claim another took over gets
+    /// [`Error::Fenced`] and must not run the calls, and one that passes the second check
+    /// wrote its marks before any new holder could read them, so that holder does not run
+    /// the calls again.
+    ///
     /// # Errors
     ///
-    /// [`Error::UnknownToolCall`] for an id that is not pending (nothing is written); a
-    /// store error (the call must then not run: its start is not recorded).
+    /// [`Error::UnknownToolCall`] for an id that is not pending (nothing is written);
+    /// [`Error::Fenced`] when the claim was taken over; a store error (the call must then
+    /// not run: its start is not recorded).
     pub fn mark_started(&mut self, call_ids: &[&str]) -> Result<()> {
         if let Some(unknown) =
             call_ids.iter().find(|id| !self.pending_tool_calls().iter().any(|c| c.id() == **id))
@@ -89,7 +96,17 @@ impl<S: SessionStore> Conversation<S> {
         let mut started = self.started.clone();
         started.extend(call_ids.iter().map(|id| (*id).to_owned()));
         let document = json!({ "reply": self.reply_sequence, "calls": started });
+        // The marks are a checkpoint, which no fence guards: an empty fenced append checks
+        // the claim, before (so that a worker taken over does not overwrite the new
+        // holder's marks) and after (so that it does not run calls the new holder may have
+        // run, having read the marks before this write).
+        if let Some(fence) = &self.fence {
+            self.store().append_batch_fenced(self.key(), &[], fence)?;
+        }
         self.store().put_checkpoint(&checkpoint_name(self), &document)?;
+        if let Some(fence) = &self.fence {
+            self.store().append_batch_fenced(self.key(), &[], fence)?;
+        }
         self.started = started;
         Ok(())
     }

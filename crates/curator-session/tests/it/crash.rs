@@ -178,3 +178,50 @@ fn resume_errors_are_typed() {
         Err(Error::KeyMismatch { .. })
     ));
 }
+
+/// A worker whose claim another took over, before it marked its pending call started, gets
+/// `Fenced` from `mark_started` (and so must not run the call): the new holder, which saw the
+/// call not started, runs it, and the call runs once. Its marks stay the new holder's.
+#[test]
+fn a_worker_taken_over_before_marking_a_call_started_is_fenced() {
+    use std::time::Duration;
+
+    use curator_session::{ClaimStore, ResumePolicy, SessionKey};
+    let store = MemoryStore::new();
+    let key = SessionKey::new("ticket-9");
+    let first = store.claim(&key, Duration::from_millis(30)).unwrap();
+    let mut stalled = Conversation::open(&store, key.clone(), prompt(), Message::system("s"))
+        .unwrap()
+        .with_start_marks()
+        .unwrap()
+        .with_fence(first.fence().unwrap());
+    stalled.add_user("send it").unwrap();
+    stalled
+        .record_assistant(Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new("x", "send", "{}")],
+        ))
+        .unwrap();
+    // The worker stops past its lease; another claims the session and runs the call.
+    std::thread::sleep(Duration::from_millis(60));
+    let second = store.claim(&key, Duration::from_secs(30)).unwrap();
+    let mut holder = Conversation::open(&store, key.clone(), prompt(), Message::system("s"))
+        .unwrap()
+        .with_start_marks()
+        .unwrap()
+        .with_fence(second.fence().unwrap());
+    let pending = holder.repair(ResumePolicy::AnswerInterrupted).unwrap();
+    assert_eq!(pending.len(), 1, "the call was never started: the new holder runs it");
+    holder.mark_started(&["x"]).unwrap();
+    // The stalled worker wakes up: marking the call started is refused.
+    let err = stalled.mark_started(&["x"]).unwrap_err();
+    assert!(matches!(err, Error::Fenced { .. }), "{err}");
+    // The new holder's marks stand: a third worker would not run the call again.
+    drop(second);
+    let mut third = Conversation::open(&store, key, prompt(), Message::system("s"))
+        .unwrap()
+        .with_start_marks()
+        .unwrap();
+    let to_run = third.repair(ResumePolicy::AnswerInterrupted).unwrap();
+    assert!(to_run.is_empty(), "the call is marked started: it is answered, not run again");
+}
