@@ -153,16 +153,18 @@ pub enum Error {
         rule: String,
     },
 
-    /// An append under a claim ([`SessionStore::append_batch_fenced`](crate::SessionStore::append_batch_fenced))
+    /// An append or a checkpoint under a claim
+    /// ([`SessionStore::append_batch_fenced`](crate::SessionStore::append_batch_fenced),
+    /// [`SessionStore::put_checkpoint_fenced`](crate::SessionStore::put_checkpoint_fenced))
     /// whose token is no longer the session's: another worker claimed the session since
     /// (this one stalled past its lease), or the claim ended and none holds the session
-    /// (`current` is `None`). Nothing was appended, in the same transaction as the check:
+    /// (`current` is `None`). Nothing was written, in the same transaction as the check:
     /// stop driving the session.
-    #[error("session `{key}`: this worker's claim (token {token}) {}; nothing was appended", .current.map_or_else(|| "ended (no claim holds the session)".to_owned(), |c| format!("was taken over (the session's token is {c})")))]
+    #[error("session `{key}`: this worker's claim (token {token}) {}; nothing was written", .current.map_or_else(|| "ended (no claim holds the session)".to_owned(), |c| format!("was taken over (the session's token is {c})")))]
     Fenced {
         /// The session.
         key: SessionKey,
-        /// The token the append carried.
+        /// The token the write carried.
         token: u64,
         /// The session's current token, when a claim holds it.
         current: Option<u64>,

@@ -117,6 +117,22 @@ impl MemoryStore {
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// The claims, locked, once `fence` is found to be the current claim on `key`: the
+    /// caller writes while it holds them, so that no claim can be taken between the check
+    /// and the write. [`Error::Fenced`] otherwise.
+    fn fenced(
+        &self,
+        key: &SessionKey,
+        fence: &crate::Fence,
+    ) -> Result<std::sync::MutexGuard<'_, Claims>> {
+        let claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = claims.held.get(key).map(|(holder, _)| *holder);
+        if current != Some(fence.token) || fence.key != *key {
+            return Err(Error::Fenced { key: key.clone(), token: fence.token, current });
+        }
+        Ok(claims)
+    }
 }
 
 impl Inner {
@@ -258,14 +274,23 @@ impl SessionStore for MemoryStore {
         fence: &crate::Fence,
     ) -> Result<Vec<Appended>> {
         // The claims stay locked through the append: no claim can be taken in between.
-        let claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
-        let current = claims.held.get(key).map(|(holder, _)| *holder);
-        if current != Some(fence.token) || fence.key != *key {
-            return Err(Error::Fenced { key: key.clone(), token: fence.token, current });
-        }
+        let claims = self.fenced(key, fence)?;
         let appended = self.append_batch(key, entries);
         drop(claims);
         appended
+    }
+
+    fn put_checkpoint_fenced(
+        &self,
+        name: &str,
+        document: &Value,
+        fence: &crate::Fence,
+    ) -> Result<u64> {
+        // As for a fenced append: the claims stay locked through the write.
+        let claims = self.fenced(&fence.key, fence)?;
+        let version = self.put_checkpoint(name, document);
+        drop(claims);
+        version
     }
 
     fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> Result<Vec<Appended>> {

@@ -146,15 +146,7 @@ pub trait SessionStore: Send + Sync {
         fence: &crate::Fence,
     ) -> Result<Vec<Appended>> {
         let _ = (key, entries);
-        Err(crate::Error::store(
-            "session store",
-            crate::StoreErrorKind::Other,
-            format!(
-                "this store cannot check the fencing token {} of session `{}`: its claims carry none",
-                fence.token, fence.key
-            ),
-            None,
-        ))
+        Err(cannot_fence(fence))
     }
 
     /// Deletes evaluations of `key` with every entry of them and their start marks
@@ -322,6 +314,54 @@ pub trait SessionStore: Send + Sync {
     /// A backend error.
     fn put_checkpoint(&self, name: &str, document: &Value) -> Result<u64>;
 
+    /// Saves a new version of the checkpoint `name` as [`put_checkpoint`](SessionStore::put_checkpoint)
+    /// does, made under the claim `fence` names: the store checks, in the same transaction
+    /// as the write (under the same lock, for the memory store), that the fence's token is
+    /// the current claim token of the fence's session key, as
+    /// [`append_batch_fenced`](SessionStore::append_batch_fenced) does, and writes nothing
+    /// otherwise. The checkpoint's name is free: the claim checked is the one on
+    /// `fence.key`, whatever the name. [`Conversation::mark_started`](crate::Conversation::mark_started)
+    /// writes its start marks so, so that a worker taken over can never overwrite the marks
+    /// of the session's new holder.
+    ///
+    /// Stores whose claims carry tokens (PostgreSQL, SQLite, memory) implement it; the default
+    /// refuses every fenced write (a store without such claims cannot check one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use curator::session::{ClaimStore, Error, MemoryStore, SessionKey, SessionStore};
+    /// use serde_json::json;
+    ///
+    /// let store = MemoryStore::new();
+    /// let key = SessionKey::new("job-1");
+    /// let claim = store.claim(&key, Duration::from_secs(30))?;
+    /// let fence = claim.fence().ok_or("memory claims carry tokens")?;
+    /// assert_eq!(store.put_checkpoint_fenced("marks", &json!(1), &fence)?, 1);
+    /// claim.release()?;
+    /// let refused = store.put_checkpoint_fenced("marks", &json!(2), &fence);
+    /// assert!(matches!(refused, Err(Error::Fenced { .. })));
+    /// assert_eq!(store.checkpoint("marks")?.map(|c| c.document), Some(json!(1)));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Fenced`](crate::Error::Fenced) when another claim took the session, or the
+    /// claim was released and none holds it (nothing was written); as
+    /// [`put_checkpoint`](SessionStore::put_checkpoint). A lease that ran out with no other
+    /// claim taken since still writes, as with [`append_batch_fenced`](SessionStore::append_batch_fenced).
+    fn put_checkpoint_fenced(
+        &self,
+        name: &str,
+        document: &Value,
+        fence: &crate::Fence,
+    ) -> Result<u64> {
+        let _ = (name, document);
+        Err(cannot_fence(fence))
+    }
+
     /// Saves new versions of several checkpoints at once, returning their versions in order.
     ///
     /// The stores of this workspace save them in one transaction (one commit, so one sync
@@ -472,6 +512,19 @@ pub trait SessionStore: Send + Sync {
     }
 }
 
+/// The refusal of the fenced writes' defaults, by a store whose claims carry no token.
+fn cannot_fence(fence: &crate::Fence) -> crate::Error {
+    crate::Error::store(
+        "session store",
+        crate::StoreErrorKind::Other,
+        format!(
+            "this store cannot check the fencing token {} of session `{}`: its claims carry none",
+            fence.token, fence.key
+        ),
+        None,
+    )
+}
+
 macro_rules! forward_store {
     ($($ty:ty),*) => {$(
         impl<S: SessionStore + ?Sized> SessionStore for $ty {
@@ -487,6 +540,7 @@ macro_rules! forward_store {
             fn latest_evaluation(&self) -> Result<Option<EvaluationId>> { (**self).latest_evaluation() }
             fn latest_evaluation_of(&self, key: &SessionKey, prompt: &PromptRef) -> Result<Option<EvaluationId>> { (**self).latest_evaluation_of(key, prompt) }
             fn put_checkpoint(&self, name: &str, document: &Value) -> Result<u64> { (**self).put_checkpoint(name, document) }
+            fn put_checkpoint_fenced(&self, name: &str, document: &Value, fence: &crate::Fence) -> Result<u64> { (**self).put_checkpoint_fenced(name, document, fence) }
             fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> Result<Vec<u64>> { (**self).put_checkpoints(checkpoints) }
             fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>> { (**self).checkpoint(name) }
             fn change_stamp(&self) -> Result<Option<ChangeStamp>> { (**self).change_stamp() }

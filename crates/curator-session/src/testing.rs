@@ -466,6 +466,14 @@ impl<S: SessionStore> SessionStore for FailAfterCommit<S> {
     fn put_checkpoint(&self, name: &str, document: &serde_json::Value) -> crate::Result<u64> {
         self.inner.put_checkpoint(name, document)
     }
+    fn put_checkpoint_fenced(
+        &self,
+        name: &str,
+        document: &serde_json::Value,
+        fence: &crate::Fence,
+    ) -> crate::Result<u64> {
+        self.inner.put_checkpoint_fenced(name, document, fence)
+    }
     fn checkpoint(&self, name: &str) -> crate::Result<Option<crate::Checkpoint>> {
         self.inner.checkpoint(name)
     }
@@ -988,6 +996,14 @@ impl<S: SessionStore> SessionStore for WorkerBeforeClaim<'_, S> {
     fn append_batch(&self, key: &SessionKey, entries: &[Entry]) -> crate::Result<Vec<Appended>> {
         self.inner.append_batch(key, entries)
     }
+    fn append_batch_fenced(
+        &self,
+        key: &SessionKey,
+        entries: &[Entry],
+        fence: &crate::Fence,
+    ) -> crate::Result<Vec<Appended>> {
+        self.inner.append_batch_fenced(key, entries, fence)
+    }
     fn delete_evaluations(
         &self,
         key: &SessionKey,
@@ -1012,6 +1028,14 @@ impl<S: SessionStore> SessionStore for WorkerBeforeClaim<'_, S> {
     }
     fn put_checkpoint(&self, name: &str, document: &serde_json::Value) -> crate::Result<u64> {
         self.inner.put_checkpoint(name, document)
+    }
+    fn put_checkpoint_fenced(
+        &self,
+        name: &str,
+        document: &serde_json::Value,
+        fence: &crate::Fence,
+    ) -> crate::Result<u64> {
+        self.inner.put_checkpoint_fenced(name, document, fence)
     }
     fn checkpoint(&self, name: &str) -> crate::Result<Option<crate::Checkpoint>> {
         self.inner.checkpoint(name)
