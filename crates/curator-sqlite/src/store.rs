@@ -628,6 +628,38 @@ fn put_checkpoint(
 }
 
 impl SqliteStore {
+    /// Checks, on `tx` (an immediate transaction, so an exclusive one: no claim can be taken
+    /// between the check and its commit), that `fence` is the current claim on `key`;
+    /// [`Fenced`](curator_session::Error::Fenced) otherwise. The fenced writes make it
+    /// before they write.
+    fn check_fence(
+        &self,
+        tx: &Connection,
+        key: &SessionKey,
+        fence: &curator_session::Fence,
+    ) -> SessionResult<()> {
+        let current: Option<i64> = tx
+            .prepare_cached("SELECT token FROM claim_tokens WHERE session_key = ?1")
+            .and_then(|mut s| s.query_row(params![key.as_str()], |r| r.get(0)).optional())
+            .map_err(store_error)?;
+        let current = current.and_then(|c| u64::try_from(c).ok());
+        // The token stays the key's newest after its claim ends, until another claim takes
+        // the next one, so a claim must also hold the key's lock now. A claim that took the
+        // lock meanwhile takes its token after this transaction, and reads what it wrote.
+        let held = current == Some(fence.token)
+            && fence.key == *key
+            && crate::locks::is_held(self.path(), key)?;
+        if !held {
+            let current = current.filter(|&c| c != fence.token);
+            return Err(curator_session::Error::Fenced {
+                key: key.clone(),
+                token: fence.token,
+                current,
+            });
+        }
+        Ok(())
+    }
+
     /// The next fencing token of `key`, taken in a write transaction of its own.
     pub(crate) fn next_claim_token(&self, key: &SessionKey) -> SessionResult<u64> {
         let conn = self.writable()?;
@@ -729,27 +761,7 @@ impl SessionStore for SqliteStore {
         let mut verified = self.verified();
         let tx =
             conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
-        // Read in the append's own (immediate, so exclusive) transaction: no claim can be
-        // taken between the check and the commit.
-        let current: Option<i64> = tx
-            .prepare_cached("SELECT token FROM claim_tokens WHERE session_key = ?1")
-            .and_then(|mut s| s.query_row(params![key.as_str()], |r| r.get(0)).optional())
-            .map_err(store_error)?;
-        let current = current.and_then(|c| u64::try_from(c).ok());
-        // The token stays the key's newest after its claim ends, until another claim takes
-        // the next one, so a claim must also hold the key's lock now. A claim that took the
-        // lock meanwhile takes its token after this transaction, and reads what it appended.
-        let held = current == Some(fence.token)
-            && fence.key == *key
-            && crate::locks::is_held(self.path(), key)?;
-        if !held {
-            let current = current.filter(|&c| c != fence.token);
-            return Err(curator_session::Error::Fenced {
-                key: key.clone(),
-                token: fence.token,
-                current,
-            });
-        }
+        self.check_fence(&tx, key, fence)?;
         let outcomes = entries
             .iter()
             .map(|e| insert(&tx, key, e, &mut verified))
@@ -867,6 +879,24 @@ impl SessionStore for SqliteStore {
         let conn = self.writable()?;
         let saved = CODEC.nanos(Utc::now())?;
         put_checkpoint(&conn, name, document, saved)
+    }
+
+    /// The fence is checked in the write's own immediate transaction, as a fenced append's is.
+    fn put_checkpoint_fenced(
+        &self,
+        name: &str,
+        document: &Value,
+        fence: &curator_session::Fence,
+    ) -> SessionResult<u64> {
+        fence.key.check()?;
+        let mut conn = self.writable()?;
+        let saved = CODEC.nanos(Utc::now())?;
+        let tx =
+            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(store_error)?;
+        self.check_fence(&tx, &fence.key, fence)?;
+        let version = put_checkpoint(&tx, name, document, saved)?;
+        tx.commit().map_err(store_error)?;
+        Ok(version)
     }
 
     fn put_checkpoints(&self, checkpoints: &[(&str, &Value)]) -> SessionResult<Vec<u64>> {

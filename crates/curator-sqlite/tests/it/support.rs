@@ -81,6 +81,14 @@ impl SessionStore for TempStore {
     fn put_checkpoint(&self, name: &str, document: &Value) -> R<u64> {
         self.store.put_checkpoint(name, document)
     }
+    fn put_checkpoint_fenced(
+        &self,
+        name: &str,
+        document: &Value,
+        fence: &curator_session::Fence,
+    ) -> R<u64> {
+        self.store.put_checkpoint_fenced(name, document, fence)
+    }
     fn checkpoint(&self, name: &str) -> R<Option<Checkpoint>> {
         self.store.checkpoint(name)
     }
