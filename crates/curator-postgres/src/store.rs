@@ -90,8 +90,15 @@ const HOLDER: &str = "SELECT x.i, e.message_id
     JOIN entries e ON e.evaluation_id = x.evaluation_id AND e.sequence = x.sequence
     WHERE e.message_id <> x.message_id ORDER BY x.i LIMIT 1";
 
-/// The token of the session's claim, locked against a takeover until the append commits.
+/// The token of the session's claim, locked against a takeover until the write commits.
 const FENCE: &str = "SELECT token FROM claims WHERE session_key = $1 FOR SHARE";
+
+/// Saves a new version of a checkpoint.
+const PUT_CHECKPOINT: &str = "INSERT INTO checkpoints (name, version, document, saved_ns)
+    VALUES ($1, 1, $2, $3)
+    ON CONFLICT (name) DO UPDATE SET version = checkpoints.version + 1,
+        document = excluded.document, saved_ns = excluded.saved_ns
+    RETURNING version";
 
 const ENTRIES: &str = "SELECT e.message_id, e.evaluation_id, e.sequence, e.turn, e.prompt_ns,
     e.prompt_key, e.created_ns, e.message FROM entries e WHERE evaluation_id = $1 ORDER BY sequence";
@@ -301,6 +308,32 @@ fn check_places(entries: &[Entry]) -> SessionResult<()> {
         }
     }
     Ok(())
+}
+
+/// Reads the claim on `key` in `tx` with `fenced` (the [`FENCE`] statement, whose row lock
+/// holds off a takeover until `tx` ends) and compares its token with `fence`'s: `None` when
+/// `fence` is the current claim, the [`Fenced`](curator_session::Error::Fenced) refusal
+/// otherwise (the caller rolls back).
+fn check_fence(
+    tx: &mut postgres::Transaction<'_>,
+    fenced: &postgres::Statement,
+    key: &SessionKey,
+    fence: &curator_session::Fence,
+) -> Result<Option<curator_session::Error>, Failure> {
+    let token = i64::try_from(fence.token).unwrap_or(i64::MAX);
+    let current: Option<i64> =
+        match tx.query_opt(fenced, &[&key.as_str()]).during("reading the session's claim")? {
+            Some(row) => Some(row.try_get(0).during("reading a row")?),
+            None => None,
+        };
+    if current != Some(token) || fence.key != *key {
+        return Ok(Some(curator_session::Error::Fenced {
+            key: key.clone(),
+            token: fence.token,
+            current: current.and_then(|c| u64::try_from(c).ok()),
+        }));
+    }
+    Ok(None)
 }
 
 fn is_unique_violation(e: &postgres::Error) -> bool {
@@ -617,7 +650,6 @@ impl SessionStore for PgStore {
     ) -> SessionResult<Vec<Appended>> {
         key.check()?;
         check_places(entries)?;
-        let token = i64::try_from(fence.token).unwrap_or(i64::MAX);
         let unchecked: Vec<Uuid> = {
             let mut unchecked: Vec<Uuid> = Vec::new();
             for entry in entries {
@@ -633,20 +665,9 @@ impl SessionStore for PgStore {
             let statements = Statements::prepare(conn)?;
             let fenced = conn.prepare(FENCE).during("preparing a fenced append")?;
             let mut tx = conn.client.transaction().during("starting a fenced append")?;
-            let current: Option<i64> = match tx
-                .query_opt(&fenced, &[&key.as_str()])
-                .during("reading the session's claim")?
-            {
-                Some(row) => Some(row.try_get(0).during("reading a row")?),
-                None => None,
-            };
-            if current != Some(token) || fence.key != *key {
+            if let Some(refused) = check_fence(&mut tx, &fenced, key, fence)? {
                 tx.rollback().during("rolling back a fenced append")?;
-                return Err(Failure::Session(curator_session::Error::Fenced {
-                    key: key.clone(),
-                    token: fence.token,
-                    current: current.and_then(|c| u64::try_from(c).ok()),
-                }));
+                return Err(Failure::Session(refused));
             }
             if entries.is_empty() {
                 tx.commit().during("committing a fenced append")?;
@@ -730,19 +751,41 @@ impl SessionStore for PgStore {
         let saved = CODEC.nanos(Utc::now())?;
         let document = CODEC.checkpoint_document(name, document)?;
         let version: i64 = run(&self.pool, |conn| {
-            let statement = conn
-                .prepare(
-                    "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES ($1, 1, $2, $3)
-                     ON CONFLICT (name) DO UPDATE SET version = checkpoints.version + 1,
-                        document = excluded.document, saved_ns = excluded.saved_ns
-                     RETURNING version",
-                )
-                .during("saving a checkpoint")?;
+            let statement = conn.prepare(PUT_CHECKPOINT).during("saving a checkpoint")?;
             let row = conn
                 .client
                 .query_one(&statement, &[&name, &document, &saved])
                 .during("saving a checkpoint")?;
             row.try_get(0).during("reading a row")
+        })?;
+        CODEC.checkpoint_version(name, version)
+    }
+
+    /// The fence is checked in the write's transaction, as a fenced append's is: the claim
+    /// row is read `FOR SHARE`, so a takeover waits until the checkpoint is committed.
+    fn put_checkpoint_fenced(
+        &self,
+        name: &str,
+        document: &Value,
+        fence: &curator_session::Fence,
+    ) -> SessionResult<u64> {
+        fence.key.check()?;
+        let saved = CODEC.nanos(Utc::now())?;
+        let document = CODEC.checkpoint_document(name, document)?;
+        let version: i64 = run(&self.pool, |conn| {
+            let fenced = conn.prepare(FENCE).during("preparing a fenced checkpoint")?;
+            let statement = conn.prepare(PUT_CHECKPOINT).during("saving a checkpoint")?;
+            let mut tx = conn.client.transaction().during("starting a fenced checkpoint")?;
+            if let Some(refused) = check_fence(&mut tx, &fenced, &fence.key, fence)? {
+                tx.rollback().during("rolling back a fenced checkpoint")?;
+                return Err(Failure::Session(refused));
+            }
+            let row = tx
+                .query_one(&statement, &[&name, &document, &saved])
+                .during("saving a checkpoint")?;
+            let version = row.try_get(0).during("reading a row")?;
+            tx.commit().during("committing a fenced checkpoint")?;
+            Ok(version)
         })?;
         CODEC.checkpoint_version(name, version)
     }
@@ -754,14 +797,7 @@ impl SessionStore for PgStore {
             .map(|(name, document)| CODEC.checkpoint_document(name, document))
             .collect::<SessionResult<Vec<String>>>()?;
         let versions: Vec<i64> = run(&self.pool, |conn| {
-            let statement = conn
-                .prepare(
-                    "INSERT INTO checkpoints (name, version, document, saved_ns) VALUES ($1, 1, $2, $3)
-                     ON CONFLICT (name) DO UPDATE SET version = checkpoints.version + 1,
-                        document = excluded.document, saved_ns = excluded.saved_ns
-                     RETURNING version",
-                )
-                .during("saving checkpoints")?;
+            let statement = conn.prepare(PUT_CHECKPOINT).during("saving checkpoints")?;
             // One transaction: all of them or none.
             let mut tx = conn.client.transaction().during("starting to save checkpoints")?;
             let mut versions = Vec::with_capacity(checkpoints.len());

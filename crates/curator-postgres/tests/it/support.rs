@@ -99,6 +99,14 @@ impl SessionStore for TestStore {
     fn put_checkpoint(&self, name: &str, document: &Value) -> R<u64> {
         self.get().put_checkpoint(name, document)
     }
+    fn put_checkpoint_fenced(
+        &self,
+        name: &str,
+        document: &Value,
+        fence: &curator_session::Fence,
+    ) -> R<u64> {
+        self.get().put_checkpoint_fenced(name, document, fence)
+    }
     fn checkpoint(&self, name: &str) -> R<Option<Checkpoint>> {
         self.get().checkpoint(name)
     }
