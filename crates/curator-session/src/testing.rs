@@ -97,7 +97,8 @@ macro_rules! claim_conformance_tests {
             pruning_keeps_the_last_evaluations_and_drops_the_old_while_others_write,
             pruning_decides_under_the_claim,
             fenced_appends_are_refused_once_the_claim_was_taken,
-            fenced_appends_are_refused_once_the_claim_was_released
+            fenced_appends_are_refused_once_the_claim_was_released,
+            fenced_checkpoints_are_refused_unless_the_claim_is_current
         );
     };
 }
@@ -1119,4 +1120,43 @@ pub fn fenced_appends_are_refused_once_the_claim_was_released<
         store.append_batch_fenced(&job, &[entry(evaluation, 1, Message::user("late"))], &fence);
     assert!(matches!(refused, Err(Error::Fenced { .. })), "after release: {refused:?}");
     assert_eq!(store.entries(evaluation).unwrap().len(), 1);
+}
+
+/// A checkpoint under a claim's fence is written while the claim is the session's, and
+/// refused (the previous version left as it was) with a token that is not the current one,
+/// once the claim was released, and once another claim took the session.
+pub fn fenced_checkpoints_are_refused_unless_the_claim_is_current<
+    S: SessionStore + crate::ClaimStore,
+>(
+    factory: &dyn Fn() -> S,
+) {
+    #[track_caller]
+    fn refused<S: SessionStore>(store: &S, fence: &crate::Fence, when: &str) {
+        let refused = store.put_checkpoint_fenced("marks", &json!({ "late": when }), fence);
+        assert!(matches!(refused, Err(Error::Fenced { .. })), "{when}: {refused:?}");
+        let kept = store.checkpoint("marks").unwrap().unwrap();
+        assert_eq!((kept.version, kept.document), (1, json!({ "on": "time" })), "{when}");
+    }
+    let store = factory();
+    let job = SessionKey::new("job");
+    let first = store.claim(&job, LEASE).unwrap();
+    let Some(fence) = first.fence() else { return };
+    assert_eq!(store.put_checkpoint_fenced("marks", &json!({ "on": "time" }), &fence).unwrap(), 1);
+    let kept = store.checkpoint("marks").unwrap().unwrap();
+    assert_eq!((kept.version, kept.document), (1, json!({ "on": "time" })));
+    // A token that is not the claim's, while the claim holds the session.
+    let forged = crate::Fence::new(job.clone(), fence.token + 1);
+    refused(&store, &forged, "with another token than the claim's");
+    // The claim's token on another session, which it does not hold.
+    refused(&store, &crate::Fence::new(SessionKey::new("other"), fence.token), "on another key");
+    first.release().unwrap();
+    refused(&store, &fence, "after release");
+    let second = store.claim(&job, LEASE).unwrap();
+    refused(&store, &fence, "after another claim");
+    let fence = second.fence().unwrap();
+    assert_eq!(
+        store.put_checkpoint_fenced("marks", &json!({ "new": "holder" }), &fence).unwrap(),
+        2
+    );
+    assert_eq!(store.checkpoint("marks").unwrap().unwrap().document, json!({ "new": "holder" }));
 }
