@@ -76,17 +76,19 @@ impl<S: SessionStore> Conversation<S> {
     /// all of them (a batch run in parallel is marked at once). Marking a call twice is
     /// harmless. See [`with_start_marks`](Conversation::with_start_marks).
     ///
-    /// Under a fence ([`with_fence`](Conversation::with_fence)), the claim is checked before
-    /// the marks are written and again after: a worker whose claim another took over gets
-    /// [`Error::Fenced`] and must not run the calls, and one that passes the second check
-    /// wrote its marks before any new holder could read them, so that holder does not run
-    /// the calls again.
+    /// Under a fence ([`with_fence`](Conversation::with_fence)), the marks are written with
+    /// [`SessionStore::put_checkpoint_fenced`], which checks the claim in the same
+    /// transaction as the write: a worker whose claim another took over gets
+    /// [`Error::Fenced`], writes nothing (so it never overwrites the new holder's marks) and
+    /// must not run the calls; a worker whose write passed the check wrote its marks before
+    /// any new claim was taken, so a new holder reads them and does not run the calls again.
     ///
     /// # Errors
     ///
     /// [`Error::UnknownToolCall`] for an id that is not pending (nothing is written);
-    /// [`Error::Fenced`] when the claim was taken over; a store error (the call must then
-    /// not run: its start is not recorded).
+    /// [`Error::Fenced`] when the claim was taken over or ended, or the fence names another
+    /// session (nothing is written); a store error (the call must then not run: its start
+    /// is not recorded).
     pub fn mark_started(&mut self, call_ids: &[&str]) -> Result<()> {
         if let Some(unknown) =
             call_ids.iter().find(|id| !self.pending_tool_calls().iter().any(|c| c.id() == **id))
@@ -96,17 +98,27 @@ impl<S: SessionStore> Conversation<S> {
         let mut started = self.started.clone();
         started.extend(call_ids.iter().map(|id| (*id).to_owned()));
         let document = json!({ "reply": self.reply_sequence, "calls": started });
-        // The marks are a checkpoint, which no fence guards: an empty fenced append checks
-        // the claim, before (so that a worker taken over does not overwrite the new
-        // holder's marks) and after (so that it does not run calls the new holder may have
-        // run, having read the marks before this write).
-        if let Some(fence) = &self.fence {
-            self.store().append_batch_fenced(self.key(), &[], fence)?;
-        }
-        self.store().put_checkpoint(&checkpoint_name(self), &document)?;
-        if let Some(fence) = &self.fence {
-            self.store().append_batch_fenced(self.key(), &[], fence)?;
-        }
+        let name = checkpoint_name(self);
+        match &self.fence {
+            // The check and the write are one transaction: no claim can be taken between
+            // them, so a worker taken over never overwrites the new holder's marks, and one
+            // whose marks are written wrote them before a new holder could read them.
+            Some(fence) => {
+                // The store checks the claim on the fence's key, so a fence of another
+                // session would guard nothing here. Every append of this conversation is
+                // refused then: an empty one gives the refusal, with the session's token.
+                if fence.key != *self.key() {
+                    self.store().append_batch_fenced(self.key(), &[], fence)?;
+                    return Err(Error::Fenced {
+                        key: self.key().clone(),
+                        token: fence.token,
+                        current: None,
+                    });
+                }
+                self.store().put_checkpoint_fenced(&name, &document, fence)?
+            }
+            None => self.store().put_checkpoint(&name, &document)?,
+        };
         self.started = started;
         Ok(())
     }

@@ -179,6 +179,182 @@ fn resume_errors_are_typed() {
     ));
 }
 
+/// What another worker does to the store while a stalled one writes its start marks.
+type Takeover<'s> = Box<dyn FnOnce(&MemoryStore) + Send + 's>;
+
+/// A store whose first checkpoint write (fenced or not) lets another worker act, `before`
+/// the write reaches the store or right `after` it: the widest window a worker stalled in
+/// `mark_started` leaves.
+struct TakenOverWhileMarking<'s> {
+    inner: &'s MemoryStore,
+    takeover: std::sync::Mutex<Option<Takeover<'s>>>,
+    before: bool,
+}
+
+impl TakenOverWhileMarking<'_> {
+    fn write<T>(
+        &self,
+        write: impl FnOnce() -> curator_session::Result<T>,
+    ) -> curator_session::Result<T> {
+        let takeover = self.takeover.lock().unwrap().take();
+        let Some(takeover) = takeover else { return write() };
+        if self.before {
+            takeover(self.inner);
+            write()
+        } else {
+            let written = write();
+            takeover(self.inner);
+            written
+        }
+    }
+}
+
+impl SessionStore for TakenOverWhileMarking<'_> {
+    fn append(
+        &self,
+        key: &curator_session::SessionKey,
+        entry: &Entry,
+    ) -> curator_session::Result<curator_session::Appended> {
+        self.inner.append(key, entry)
+    }
+    fn append_batch(
+        &self,
+        key: &curator_session::SessionKey,
+        entries: &[Entry],
+    ) -> curator_session::Result<Vec<curator_session::Appended>> {
+        self.inner.append_batch(key, entries)
+    }
+    fn append_batch_fenced(
+        &self,
+        key: &curator_session::SessionKey,
+        entries: &[Entry],
+        fence: &curator_session::Fence,
+    ) -> curator_session::Result<Vec<curator_session::Appended>> {
+        self.inner.append_batch_fenced(key, entries, fence)
+    }
+    fn entries(
+        &self,
+        evaluation: curator_model::EvaluationId,
+    ) -> curator_session::Result<Vec<Entry>> {
+        self.inner.entries(evaluation)
+    }
+    fn evaluations(&self) -> curator_session::Result<Vec<curator_session::EvaluationSummary>> {
+        self.inner.evaluations()
+    }
+    fn latest_evaluation_of(
+        &self,
+        key: &curator_session::SessionKey,
+        prompt: &PromptRef,
+    ) -> curator_session::Result<Option<curator_model::EvaluationId>> {
+        self.inner.latest_evaluation_of(key, prompt)
+    }
+    fn put_checkpoint(
+        &self,
+        name: &str,
+        document: &serde_json::Value,
+    ) -> curator_session::Result<u64> {
+        self.write(|| self.inner.put_checkpoint(name, document))
+    }
+    fn put_checkpoint_fenced(
+        &self,
+        name: &str,
+        document: &serde_json::Value,
+        fence: &curator_session::Fence,
+    ) -> curator_session::Result<u64> {
+        self.write(|| self.inner.put_checkpoint_fenced(name, document, fence))
+    }
+    fn checkpoint(
+        &self,
+        name: &str,
+    ) -> curator_session::Result<Option<curator_session::Checkpoint>> {
+        self.inner.checkpoint(name)
+    }
+    fn snapshot(&self) -> curator_session::Result<curator_session::Snapshot> {
+        self.inner.snapshot()
+    }
+    fn restore(&self, snapshot: &curator_session::Snapshot) -> curator_session::Result<()> {
+        self.inner.restore(snapshot)
+    }
+}
+
+/// A worker stalls in `mark_started(["a"])` past its lease; meanwhile another claims the
+/// session, marks `b` started and dies while `b` runs. Returns what the stalled worker's
+/// `mark_started` gave, and the calls a third worker then sees started.
+fn stall_while_marking(before: bool) -> (curator_session::Result<()>, Vec<String>) {
+    use std::time::Duration;
+
+    use curator_session::{ClaimStore, SessionKey};
+    let store = MemoryStore::new();
+    let key = SessionKey::new("ticket-10");
+    let first = store.claim(&key, Duration::from_millis(30)).unwrap();
+    let takeover: Takeover<'_> = Box::new({
+        let key = key.clone();
+        move |store: &MemoryStore| {
+            std::thread::sleep(Duration::from_millis(60));
+            let second = store.claim(&key, Duration::from_secs(30)).unwrap();
+            let mut holder = Conversation::open(store, key, prompt(), Message::system("s"))
+                .unwrap()
+                .with_start_marks()
+                .unwrap()
+                .with_fence(second.fence().unwrap());
+            holder.mark_started(&["b"]).unwrap();
+            // `b` runs; the holder dies before recording its result, its claim left to
+            // run out.
+            std::mem::forget(second);
+        }
+    });
+    let wrapper = TakenOverWhileMarking {
+        inner: &store,
+        takeover: std::sync::Mutex::new(Some(takeover)),
+        before,
+    };
+    let mut stalled = Conversation::open(&wrapper, key.clone(), prompt(), Message::system("s"))
+        .unwrap()
+        .with_start_marks()
+        .unwrap()
+        .with_fence(first.fence().unwrap());
+    stalled.add_user("send both").unwrap();
+    stalled
+        .record_assistant(Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new("a", "send", "{}"), ToolCall::new("b", "send", "{}")],
+        ))
+        .unwrap();
+    let marked = stalled.mark_started(&["a"]);
+    let third = Conversation::open(&store, key, prompt(), Message::system("s"))
+        .unwrap()
+        .with_start_marks()
+        .unwrap();
+    let started = third
+        .tool_contexts()
+        .iter()
+        .filter(|c| c.started)
+        .map(|c| c.call_id().to_owned())
+        .collect();
+    (marked, started)
+}
+
+/// The claim is checked in the same write as the start marks: a worker taken over between
+/// deciding to mark its calls and the write gets `Fenced` and writes nothing, so the marks
+/// of the new holder, which died while `b` ran, stand and a third worker does not run `b`
+/// again. (Checked before and after a plain write, the stalled worker's marks overwrote
+/// them: `b` looked never started.)
+#[test]
+fn a_worker_taken_over_while_marking_calls_started_writes_no_marks() {
+    let (marked, started) = stall_while_marking(true);
+    assert!(matches!(marked, Err(Error::Fenced { current: Some(_), .. })), "{marked:?}");
+    assert_eq!(started, ["b"], "the new holder's marks were overwritten");
+}
+
+/// Taken over right after its marks were written, the stalled worker's write stands: the new
+/// holder read its marks (`a` started) and marked `b` on top of them.
+#[test]
+fn a_worker_taken_over_after_marking_calls_started_keeps_its_marks() {
+    let (marked, started) = stall_while_marking(false);
+    assert!(marked.is_ok(), "{marked:?}");
+    assert_eq!(started, ["a", "b"]);
+}
+
 /// A worker whose claim another took over, before it marked its pending call started, gets
 /// `Fenced` from `mark_started` (and so must not run the call): the new holder, which saw the
 /// call not started, runs it, and the call runs once. Its marks stay the new holder's.
