@@ -9,6 +9,7 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use curator_model::pairing::{Link, Pairer, Step};
 use curator_model::{Message, Role, ToolCall};
 
+use crate::MessageMap;
 use crate::TokenCounter;
 use crate::fx::FxBuild;
 use crate::memo::MemoTable;
@@ -98,6 +99,59 @@ pub struct History<'m> {
     memo: MemoTable,
     /// Term statistics, built the first time a strategy asks (see [`TermIndex`]).
     terms: RwLock<TermIndex>,
+    /// Per [`MessageMap::unchanged_key`]: the positions that map may change.
+    changed: RwLock<HashMap<u64, Arc<Changed>, FxBuild>>,
+}
+
+/// The positions of a history that a map may change (those its
+/// [`leaves_unchanged`](MessageMap::leaves_unchanged) does not vouch for), as a bit set over
+/// the first `scanned` messages.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Changed {
+    scanned: usize,
+    bits: Vec<u64>,
+}
+
+impl Changed {
+    fn insert(&mut self, pos: usize) {
+        let word = pos / 64;
+        if self.bits.len() <= word {
+            self.bits.resize(word + 1, 0);
+        }
+        self.bits[word] |= 1 << (pos % 64);
+    }
+
+    /// The positions any of `changed` may change.
+    pub(crate) fn union(changed: &[Arc<Changed>]) -> Changed {
+        let words = changed.iter().map(|c| c.bits.len()).max().unwrap_or(0);
+        let bits = (0..words)
+            .map(|w| changed.iter().fold(0, |acc, c| acc | c.bits.get(w).copied().unwrap_or(0)))
+            .collect();
+        let scanned = changed.iter().map(|c| c.scanned).min().unwrap_or(0);
+        Changed { scanned, bits }
+    }
+
+    /// Calls `each` with every position in `range` that may change, ascending: a word of
+    /// the set per 64 positions, so a short range costs a few instructions.
+    pub(crate) fn each_in(&self, range: std::ops::Range<usize>, mut each: impl FnMut(usize)) {
+        if range.is_empty() {
+            return;
+        }
+        let (first, last) = (range.start / 64, (range.end - 1) / 64);
+        for (w, &word) in self.bits.iter().enumerate().take(last + 1).skip(first) {
+            let mut word = word;
+            if w == first {
+                word &= u64::MAX << (range.start % 64);
+            }
+            if w == last {
+                word &= u64::MAX >> (63 - (range.end - 1) % 64);
+            }
+            while word != 0 {
+                each(w * 64 + word.trailing_zeros() as usize);
+                word &= word - 1;
+            }
+        }
+    }
 }
 
 impl<'m> History<'m> {
@@ -128,6 +182,7 @@ impl<'m> History<'m> {
             tokens: RwLock::default(),
             memo: MemoTable::default(),
             terms: RwLock::default(),
+            changed: RwLock::default(),
         }
     }
 
@@ -302,6 +357,32 @@ impl<'m> History<'m> {
         }
         drop(index);
         self.terms.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The positions `map` may change, asking it once per message over the life of the
+    /// history; `None` when the map gives no [`unchanged_key`](MessageMap::unchanged_key).
+    pub(crate) fn changed_by(&self, map: &dyn MessageMap) -> Option<Arc<Changed>> {
+        let key = map.unchanged_key()?;
+        let n = self.messages.len();
+        {
+            let cache = self.changed.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(changed) = cache.get(&key)
+                && changed.scanned >= n
+            {
+                return Some(Arc::clone(changed));
+            }
+        }
+        let mut cache = self.changed.write().unwrap_or_else(PoisonError::into_inner);
+        let entry = cache.entry(key).or_default();
+        let changed = Arc::make_mut(entry);
+        // Another thread may have asked meanwhile; go on from where the cache stands.
+        for (pos, message) in self.messages.iter().enumerate().skip(changed.scanned) {
+            if !map.leaves_unchanged(message) {
+                changed.insert(pos);
+            }
+        }
+        changed.scanned = n;
+        Some(Arc::clone(entry))
     }
 
     /// The memoised result of the transformation chain `chain` at `pos`: the transformed

@@ -83,6 +83,39 @@ pub trait MessageMap: Send + Sync + fmt::Debug {
         false
     }
 
+    /// A key for the map's [`leaves_unchanged`](MessageMap::leaves_unchanged) answers, such
+    /// that two maps giving equal keys answer alike for every message. A history then asks
+    /// once per message and remembers the positions the map may change, and a view's token
+    /// sums skip the others by binary search instead of asking message by message. `None`
+    /// (the default) asks on each read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, Role};
+    /// use curator::strategies::{History, MessageMap};
+    ///
+    /// #[derive(Debug)]
+    /// struct DropUserText;
+    /// impl MessageMap for DropUserText {
+    ///     fn map(&self, message: &Message, _pos: Option<usize>, _history: &History<'_>) -> Option<Message> {
+    ///         (message.role() == Role::User).then(|| message.clone().with_content(None))
+    ///     }
+    ///     fn leaves_unchanged(&self, message: &Message) -> bool {
+    ///         message.role() != Role::User
+    ///     }
+    ///     // Its answers depend on nothing but the message: one key for every instance.
+    ///     fn unchanged_key(&self) -> Option<u64> {
+    ///         Some(0x6472_6f70)
+    ///     }
+    /// }
+    ///
+    /// assert_eq!(DropUserText.unchanged_key(), Some(0x6472_6f70));
+    /// ```
+    fn unchanged_key(&self) -> Option<u64> {
+        None
+    }
+
     /// Whether the map may change system messages: `false` by default, so that curation
     /// refuses a view whose system message a map edited ([`Error::Lost`](crate::Error::Lost),
     /// "edited the system message"), as it refuses a replaced one. Redaction says `true`: a

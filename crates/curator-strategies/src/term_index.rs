@@ -77,6 +77,11 @@ impl TermIndex {
         self.ids.get(term).copied()
     }
 
+    /// How many distinct terms the index holds (ids are below it).
+    pub(crate) fn vocabulary(&self) -> usize {
+        self.texts.len()
+    }
+
     /// The text of term `id`.
     pub(crate) fn text(&self, id: u32) -> &str {
         self.texts.get(id as usize).map_or("", |t| t)

@@ -247,6 +247,11 @@ impl MessageMap for Truncate {
                 }
             })
     }
+
+    /// The answers above depend on the length kept alone.
+    fn unchanged_key(&self) -> Option<u64> {
+        Some(stable_hash(&[b"truncate.leaves_unchanged", &self.max_length.to_le_bytes()]))
+    }
 }
 
 impl HistoryManager for ToolResultTruncator {

@@ -204,6 +204,14 @@ impl MessageMap for EndsCut {
                 None => true,
             }
     }
+
+    /// The answers above depend on the characters kept alone.
+    fn unchanged_key(&self) -> Option<u64> {
+        Some(stable_hash(&[
+            b"relevance_budget.ends_cut.leaves_unchanged",
+            &self.max_chars.to_le_bytes(),
+        ]))
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The folded-history note: what the units left out held, in one compact user message.
 
 use std::collections::HashSet;
+use std::fmt::{self, Write as _};
 use std::ops::Range;
 
 use curator_model::{Message, Role, ToolCall};
@@ -48,12 +49,12 @@ pub(super) fn note(
         return None;
     }
     let index = view.history().term_index();
-    let mut shown: HashSet<u32, FxBuild> = kept
-        .iter()
-        .flat_map(Clone::clone)
-        .filter_map(|i| view.pos(i))
-        .flat_map(|pos| index.terms_at(pos).iter().copied())
-        .collect();
+    let mut shown = TermSet::new(index.vocabulary());
+    for pos in kept.iter().flat_map(Clone::clone).filter_map(|i| view.pos(i)) {
+        for &id in index.terms_at(pos) {
+            shown.insert(id);
+        }
+    }
     let opening = format!(
         "{NOTE_START}{count} earlier message{} to fit the context; ask for what you need again.",
         if count == 1 { "" } else { "s" }
@@ -129,6 +130,27 @@ pub(super) fn note(
     (counter.count_message(&message) <= room).then_some(message)
 }
 
+/// A set of term ids, one bit per term of the index: the kept messages' terms number in
+/// the thousands, and a bit costs less than a hash.
+struct TermSet(Vec<u64>);
+
+impl TermSet {
+    fn new(vocabulary: usize) -> Self {
+        TermSet(vec![0; vocabulary.div_ceil(64)])
+    }
+
+    /// Adds `id`, telling whether it was not in the set yet.
+    fn insert(&mut self, id: u32) -> bool {
+        let (word, bit) = (id as usize / 64, 1_u64 << (id % 64));
+        if self.0.len() <= word {
+            self.0.resize(word + 1, 0);
+        }
+        let new = self.0[word] & bit == 0;
+        self.0[word] |= bit;
+        new
+    }
+}
+
 fn text(opening: &str, calls: &[String], terms: &[String]) -> String {
     let mut text = opening.to_owned();
     if !calls.is_empty() {
@@ -149,7 +171,12 @@ fn text(opening: &str, calls: &[String], terms: &[String]) -> String {
 /// it reads back as one term.
 fn quoted(term: &str) -> String {
     if term.contains(|c: char| c.is_whitespace() || c == ',' || c == ';') {
-        if term.contains('"') { format!("`{term}`") } else { format!("\"{term}\"") }
+        let mark = if term.contains('"') { '`' } else { '"' };
+        let mut out = String::with_capacity(term.len() + 2);
+        out.push(mark);
+        out.push_str(term);
+        out.push(mark);
+        out
     } else {
         term.to_owned()
     }
@@ -160,14 +187,43 @@ fn quoted(term: &str) -> String {
 /// characters with `…`. The arguments' keys and values are what the model needs to make the
 /// call again.
 fn call_label(call: &ToolCall) -> String {
-    let text = match call.arguments_json() {
-        Ok(Value::Object(map)) if map.is_empty() => String::new(),
-        Ok(value) => value.to_string(),
-        Err(_) => call.arguments().lines().next().unwrap_or_default().trim().to_owned(),
-    };
-    let short: String = text.chars().take(MAX_ARGUMENTS).collect();
-    let more = if short.len() < text.len() { "…" } else { "" };
-    format!("{}({short}{more})", call.name())
+    let mut short = Prefix { text: String::new(), room: MAX_ARGUMENTS, more: false };
+    match call.arguments_json() {
+        Ok(Value::Object(map)) if map.is_empty() => {}
+        // Written only as far as the label shows (arguments can be whole files).
+        Ok(value) => {
+            let _ = write!(short, "{value}");
+        }
+        Err(_) => {
+            let _ = short.write_str(call.arguments().lines().next().unwrap_or_default().trim());
+        }
+    }
+    let more = if short.more { "…" } else { "" };
+    format!("{}({}{more})", call.name(), short.text)
+}
+
+/// The first `room` characters written to it, and whether more came (the write then fails,
+/// which stops the writer).
+struct Prefix {
+    text: String,
+    room: usize,
+    more: bool,
+}
+
+impl fmt::Write for Prefix {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for (n, (at, _)) in s.char_indices().enumerate() {
+            if n == self.room {
+                self.text.push_str(&s[..at]);
+                self.room = 0;
+                self.more = true;
+                return Err(fmt::Error);
+            }
+        }
+        self.room -= s.chars().count();
+        self.text.push_str(s);
+        Ok(())
+    }
 }
 
 /// Whether `message` is a folded-history note.
@@ -196,6 +252,31 @@ mod tests {
         assert_eq!(call_label(&ToolCall::new("c2", "ls", "")), "ls()");
         assert_eq!(call_label(&ToolCall::new("c3", "ls", "{}")), "ls()");
         assert_eq!(call_label(&ToolCall::new("c4", "sh", "not json\nsecond line")), "sh(not json)");
+    }
+
+    proptest::proptest! {
+        /// The label written only as far as it shows is the whole arguments' text cut.
+        #[test]
+        fn a_label_is_the_cut_of_the_whole_arguments(
+            value in r#"[a-zé😀 "\\]{0,130}"#,
+            raw in r"(\PC|\n){0,200}",
+        ) {
+            let whole = |call: &ToolCall| {
+                let text = match call.arguments_json() {
+                    Ok(serde_json::Value::Object(map)) if map.is_empty() => String::new(),
+                    Ok(value) => value.to_string(),
+                    Err(_) => call.arguments().lines().next().unwrap_or_default().trim().to_owned(),
+                };
+                let short: String = text.chars().take(MAX_ARGUMENTS).collect();
+                let more = if short.len() < text.len() { "…" } else { "" };
+                format!("{}({short}{more})", call.name())
+            };
+            let json = serde_json::json!({ "k": value }).to_string();
+            for arguments in [json, raw] {
+                let call = ToolCall::new("c", "f", arguments);
+                proptest::prop_assert_eq!(call_label(&call), whole(&call));
+            }
+        }
     }
 
     #[test]

@@ -292,8 +292,7 @@ impl HistoryManager for RelevanceBudget {
             if unit.clone().any(|i| head.is_pinned(i)) {
                 continue;
             }
-            let tokens = tally.range(unit.clone());
-            if used + tokens <= room {
+            if let Some(tokens) = tokens_within(&tally, unit.clone(), room, used) {
                 used += tokens;
                 chosen.insert(unit.start);
                 kept.push(unit.clone());
@@ -308,8 +307,7 @@ impl HistoryManager for RelevanceBudget {
                 continue;
             }
             if filling {
-                let tokens = tally.range(unit.range());
-                if used + tokens <= room {
+                if let Some(tokens) = tokens_within(&tally, unit.range(), room, used) {
                     used += tokens;
                     kept.push(unit.range());
                     continue;
@@ -371,14 +369,23 @@ fn newest(
         kept.push(present.range());
     }
     for unit in units {
-        let tokens = tally.range(unit.range());
-        if used + tokens > room {
+        let Some(tokens) = tokens_within(tally, unit.range(), room, used) else {
             return (kept, used, Some(unit));
-        }
+        };
         used += tokens;
         kept.push(unit.range());
     }
     (kept, used, None)
+}
+
+/// The tokens of the messages at `range` when they fit `room` with `used` taken.
+fn tokens_within(
+    tally: &crate::Tally<'_, '_>,
+    range: Range<usize>,
+    room: u64,
+    used: u64,
+) -> Option<u64> {
+    tally.range_within(range, room.checked_sub(used)?)
 }
 
 /// The view of the `kept` ranges (in order), with `note` before the first range of the body

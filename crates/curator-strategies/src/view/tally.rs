@@ -2,10 +2,12 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
+use super::items::Slot;
 use super::selection::View;
 use crate::TokenCounter;
-use crate::history::Counts;
+use crate::history::{Changed, Counts};
 
 /// The token counts of a view's messages under one counter; see [`View::tally`].
 ///
@@ -16,6 +18,9 @@ pub struct Tally<'v, 'h> {
     view: &'v View<'h>,
     counter: &'v dyn TokenCounter,
     counts: Counts,
+    /// The history positions the view's maps may change, when every map names its
+    /// [`unchanged_key`](crate::MessageMap::unchanged_key).
+    changed: Option<Arc<Changed>>,
 }
 
 impl<'h> View<'h> {
@@ -35,7 +40,16 @@ impl<'h> View<'h> {
     /// assert_eq!(tally.range(0..2), tally.message(0) + tally.message(1));
     /// ```
     pub fn tally<'v>(&'v self, counter: &'v dyn TokenCounter) -> Tally<'v, 'h> {
-        Tally { view: self, counter, counts: self.history.counts(counter) }
+        let changed = match self.maps.as_slice() {
+            [] => None,
+            [map] => self.history.changed_by(&**map),
+            maps => maps
+                .iter()
+                .map(|map| self.history.changed_by(&**map))
+                .collect::<Option<Vec<_>>>()
+                .map(|all| Arc::new(Changed::union(&all))),
+        };
+        Tally { view: self, counter, counts: self.history.counts(counter), changed }
     }
 }
 
@@ -51,6 +65,47 @@ impl Tally<'_, '_> {
 
     /// Tokens of the messages at view indices `range` (ends past the view are cut).
     pub fn range(&self, range: Range<usize>) -> u64 {
+        let mut others = 0;
+        let base = self.split(range, |slot| {
+            others += self.view.slot_tokens(slot, self.counter, &self.counts);
+        });
+        base + others
+    }
+
+    /// Tokens of the messages at view indices `range` (ends past the view are cut) when they
+    /// are at most `limit`, `None` when they are more. The messages a map may change are
+    /// counted last, and not at all when the others alone pass `limit`: asking whether a
+    /// unit fits what is left of a budget then costs the same as [`range`](Tally::range) at
+    /// most, and usually a prefix-sum subtraction.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// use curator::strategies::{CharEstimate, History, View};
+    ///
+    /// let history = History::from(vec![Message::user("hello"), Message::assistant("hi there")]);
+    /// let view = View::full(&history);
+    /// let counter = CharEstimate::default();
+    /// let tally = view.tally(&counter);
+    /// let all = tally.range(0..2);
+    /// assert_eq!(tally.range_within(0..2, all), Some(all));
+    /// assert_eq!(tally.range_within(0..2, all - 1), None);
+    /// ```
+    pub fn range_within(&self, range: Range<usize>, limit: u64) -> Option<u64> {
+        let mut others = false;
+        let unchanged = self.split(range.clone(), |_| others = true);
+        if unchanged > limit {
+            return None;
+        }
+        let total = if others { self.range(range) } else { unchanged };
+        (total <= limit).then_some(total)
+    }
+
+    /// The tokens of the messages at view indices `range` that surely show a history message
+    /// unchanged, read from the prefix sums; `other` is called with the slot of every other
+    /// message (one a map may change, or one that stands outside the history).
+    fn split(&self, range: Range<usize>, mut other: impl FnMut(Slot)) -> u64 {
         let view = self.view;
         let end = range.end.min(view.len());
         let mut index = range.start;
@@ -64,8 +119,20 @@ impl Tally<'_, '_> {
                     total += self.counts.range(from as usize..(from + take) as usize);
                     index += take as usize;
                 }
+                // A stretch of history under maps that name the positions they may change:
+                // the prefix sum, less those positions (read from their bit set).
+                Some((from, to)) if let Some(changed) = &self.changed => {
+                    let take = (to - from).min((end - index) as u32);
+                    let (from, stop) = (from as usize, (from + take) as usize);
+                    total += self.counts.range(from..stop);
+                    changed.each_in(from..stop, |pos| {
+                        total -= self.counts.at(pos);
+                        other(Slot { offset: slot.offset + (pos - from) as u32, ..slot });
+                    });
+                    index += take as usize;
+                }
                 // A stretch of history under maps: prefix sums over the messages every map
-                // surely leaves unchanged, the maps' counts for the others.
+                // surely leaves unchanged.
                 Some((from, to)) => {
                     let take = (to - from).min((end - index) as u32);
                     let (from, stop) = (from as usize, (from + take) as usize);
@@ -76,15 +143,14 @@ impl Tally<'_, '_> {
                             continue;
                         }
                         total += self.counts.range(unchanged_from..pos);
-                        let slot = view.slot(index + (pos - from));
-                        total += view.slot_tokens(slot, self.counter, &self.counts);
+                        other(Slot { offset: slot.offset + (pos - from) as u32, ..slot });
                         unchanged_from = pos + 1;
                     }
                     total += self.counts.range(unchanged_from..stop);
                     index += take as usize;
                 }
-                _ => {
-                    total += view.slot_tokens(slot, self.counter, &self.counts);
+                None => {
+                    other(slot);
                     index += 1;
                 }
             }

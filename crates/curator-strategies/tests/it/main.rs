@@ -21,4 +21,5 @@ mod relevance;
 mod shapes;
 mod starve;
 mod summarize;
+mod tally;
 mod transform;
