@@ -87,6 +87,53 @@ fn growing_exact(c: &mut Criterion) {
     });
 }
 
+/// One agent-loop iteration with the default (estimating) counter, the budget alone: append
+/// a message, curate, read the view; from 10k messages, growing by one per iteration. The
+/// history and the appended messages are written for the pure-Python reference
+/// (`benches/python/pair_safe.py`), which does the same job on the same data.
+fn growing_estimate(c: &mut Criterion) {
+    let ctx = CurationContext::default();
+    let budget = TokenBudget::new(32_000);
+    let pool = curator_testkit::synthetic::agent_history(2_000, 7);
+    export_for_python(&history(10_000), &pool[2..]);
+    c.bench_function("strategy/truncate_tokens_growing/10k", |b| {
+        b.iter_custom(|iters| {
+            let mut history: History<'static> = history(10_000);
+            warm(&budget, &history);
+            let mut total = Duration::ZERO;
+            for i in 0..iters {
+                let message = curator_benches::next_message(&pool[2..], i as usize);
+                let start = Instant::now();
+                history.push(message);
+                let view = budget.curate_history(&history, &ctx).expect("curate");
+                black_box(touch(&view));
+                total += start.elapsed();
+            }
+            total
+        });
+    });
+}
+
+/// Writes `history` and the messages appended to it, as OpenAI chat dicts, to
+/// `curator-bench/pair_safe_data.json` in the target directory.
+fn export_for_python(history: &History<'_>, pool: &[curator_model::Message]) {
+    use curator_model::formats::openai::from_messages;
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
+        std::path::PathBuf::from,
+    );
+    let data = serde_json::json!({
+        "budget": 32_000,
+        "chars_per_token": 4,
+        "per_message": 3,
+        "history": from_messages(history.messages()).expect("openai"),
+        "appended": from_messages(pool).expect("openai"),
+    });
+    let dir = target.join("curator-bench");
+    std::fs::create_dir_all(&dir).expect("target dir");
+    std::fs::write(dir.join("pair_safe_data.json"), data.to_string()).expect("write data");
+}
+
 /// One iteration of `Summarize` then `TokenBudget` over 10k messages once the summaries are
 /// memoised (the history is already folded in earlier iterations).
 fn summarize_memoised(c: &mut Criterion) {
@@ -123,6 +170,6 @@ fn redact_cold(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    targets = each_strategy, pipeline, growing_exact, summarize_memoised, redact_cold
+    targets = each_strategy, pipeline, growing_exact, growing_estimate, summarize_memoised, redact_cold
 }
 criterion_main!(benches);

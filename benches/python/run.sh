@@ -5,8 +5,9 @@
 #
 # Makes (or reuses) a virtual environment under the cargo target directory with maturin,
 # langchain-core and openai-agents from the package index, installs `curator-context` from
-# crates/curator-py (a release build), and writes OUT_DIR/python.json (bench_curate.py) and,
-# when bench_session.py is there, OUT_DIR/python_session.json. `cargo xtask bench` runs it
+# crates/curator-py (a release build), and writes OUT_DIR/python.json (bench_curate.py),
+# OUT_DIR/python_pair_safe.json (pair_safe.py) and OUT_DIR/python_session.json
+# (bench_session.py). `cargo xtask bench` runs it
 # when a python3 is found. PYTHON picks the interpreter (python3).
 set -euo pipefail
 
@@ -32,6 +33,13 @@ else
     sizes="1000,10000,100000"; seconds="1.5"
 fi
 "$venv/bin/python" "$here/bench_curate.py" --sizes "$sizes" --seconds "$seconds" --json "$out/python.json"
+# The pure-Python pair-safe reference, on the data the strategies bench wrote, against the
+# criterion report of the same sitting.
+if [ -f "$here/pair_safe.py" ]; then
+    if [ "$quick" = "--quick" ]; then iterations=5000; else iterations=20000; fi
+    "$venv/bin/python" "$here/pair_safe.py" "$out/pair_safe_data.json" "$target/criterion" \
+        --iterations "$iterations" --json "$out/python_pair_safe.json"
+fi
 if [ -f "$here/bench_session.py" ]; then
     "$venv/bin/python" "$here/bench_session.py" --sizes "$sizes" --json "$out/python_session.json"
 fi

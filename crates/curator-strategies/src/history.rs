@@ -9,7 +9,6 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use curator_model::pairing::{Link, Pairer, Step};
 use curator_model::{Message, Role, ToolCall};
 
-use crate::MessageMap;
 use crate::TokenCounter;
 use crate::fx::FxBuild;
 use crate::memo::MemoTable;
@@ -99,13 +98,14 @@ pub struct History<'m> {
     memo: MemoTable,
     /// Term statistics, built the first time a strategy asks (see [`TermIndex`]).
     terms: RwLock<TermIndex>,
-    /// Per [`MessageMap::unchanged_key`]: the positions that map may change.
+    /// Per [`MessageMap::unchanged_key`](crate::MessageMap::unchanged_key): the positions
+    /// that map may change.
     changed: RwLock<HashMap<u64, Arc<Changed>, FxBuild>>,
 }
 
 /// The positions of a history that a map may change (those its
-/// [`leaves_unchanged`](MessageMap::leaves_unchanged) does not vouch for), as a bit set over
-/// the first `scanned` messages.
+/// [`leaves_unchanged`](crate::MessageMap::leaves_unchanged) does not vouch for), as a bit
+/// set over the first `scanned` messages.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Changed {
     scanned: usize,
@@ -359,17 +359,21 @@ impl<'m> History<'m> {
         self.terms.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The positions `map` may change, asking it once per message over the life of the
-    /// history; `None` when the map gives no [`unchanged_key`](MessageMap::unchanged_key).
-    pub(crate) fn changed_by(&self, map: &dyn MessageMap) -> Option<Arc<Changed>> {
-        let key = map.unchanged_key()?;
+    /// The positions a map may change, asking its `leaves_unchanged` once per message over
+    /// the life of the history; `key` is the map's
+    /// [`unchanged_key`](crate::MessageMap::unchanged_key).
+    pub(crate) fn changed_by(
+        &self,
+        key: u64,
+        leaves_unchanged: impl Fn(&Message) -> bool,
+    ) -> Arc<Changed> {
         let n = self.messages.len();
         {
             let cache = self.changed.read().unwrap_or_else(PoisonError::into_inner);
             if let Some(changed) = cache.get(&key)
                 && changed.scanned >= n
             {
-                return Some(Arc::clone(changed));
+                return Arc::clone(changed);
             }
         }
         let mut cache = self.changed.write().unwrap_or_else(PoisonError::into_inner);
@@ -377,12 +381,12 @@ impl<'m> History<'m> {
         let changed = Arc::make_mut(entry);
         // Another thread may have asked meanwhile; go on from where the cache stands.
         for (pos, message) in self.messages.iter().enumerate().skip(changed.scanned) {
-            if !map.leaves_unchanged(message) {
+            if !leaves_unchanged(message) {
                 changed.insert(pos);
             }
         }
         changed.scanned = n;
-        Some(Arc::clone(entry))
+        Arc::clone(entry)
     }
 
     /// The memoised result of the transformation chain `chain` at `pos`: the transformed

@@ -40,12 +40,16 @@ impl<'h> View<'h> {
     /// assert_eq!(tally.range(0..2), tally.message(0) + tally.message(1));
     /// ```
     pub fn tally<'v>(&'v self, counter: &'v dyn TokenCounter) -> Tally<'v, 'h> {
+        let changed_by = |map: &Arc<dyn crate::MessageMap>| {
+            let key = map.unchanged_key()?;
+            Some(self.history.changed_by(key, |message| map.leaves_unchanged(message)))
+        };
         let changed = match self.maps.as_slice() {
             [] => None,
-            [map] => self.history.changed_by(&**map),
+            [map] => changed_by(map),
             maps => maps
                 .iter()
-                .map(|map| self.history.changed_by(&**map))
+                .map(changed_by)
                 .collect::<Option<Vec<_>>>()
                 .map(|all| Arc::new(Changed::union(&all))),
         };
