@@ -40,8 +40,9 @@ def main():
     p.add_argument("--config", help="strategy configuration with {N} for the budget")
     p.add_argument(
         "--after",
-        default="--redact --truncate-tools 4000 --max-tokens {N} --relevance",
-        help="the pipeline's replay flags, {N} for the budget (without --config)",
+        default="--redact --max-tokens {N} --relevance",
+        help="the pipeline's replay flags, {N} for the budget (without --config); the default "
+        "is the default pipeline's (docs/cli.md)",
     )
     p.add_argument("--budgets", default="2000,4000,8000")
     p.add_argument("--corpus", default=os.path.join(ROOT, "..", "shared", "corpus"))
