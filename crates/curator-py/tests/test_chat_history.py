@@ -95,3 +95,141 @@ def test_the_unsendable_warning_points_at_the_callers_line(tmp_path):
     with pytest.warns(UnsendableWarning) as caught:
         history.messages
     assert [w.filename for w in caught] == [__file__]
+
+
+def lc_reply(id="r1", reasoning="The user wants the biggest file; du answered 12 blocks."):
+    """A reply as a provider integration makes it: provider data in both dicts."""
+    from langchain_core.messages import AIMessage
+
+    return AIMessage(
+        "syslog is the biggest.",
+        id=id,
+        additional_kwargs={
+            "reasoning_content": reasoning,
+            "function_call": {"name": "du", "arguments": '{"dir": "/var/log"}'},
+            "refusal": None,
+        },
+        response_metadata={
+            "token_usage": {"prompt_tokens": 812, "completion_tokens": 9, "total_tokens": 821},
+            "model_name": "gpt-4o-2024-08-06",
+            "finish_reason": "stop",
+            "logprobs": None,
+        },
+    )
+
+
+def test_additional_kwargs_and_response_metadata_round_trip(store):
+    from langchain_core.messages import HumanMessage
+
+    from curator_context.langchain import CuratorChatMessageHistory
+
+    messages = [HumanMessage("Find the biggest log file.", id="h1"), lc_reply()]
+    history = CuratorChatMessageHistory(new_id(), store)
+    history.add_messages(messages)
+    for back in (
+        history.messages,
+        history.get_messages(),
+        CuratorChatMessageHistory(history.session_id, store).messages,
+        CuratorChatMessageHistory(history.session_id, store, max_tokens=1_000).messages,
+    ):
+        assert back == messages
+        assert back[1].additional_kwargs == messages[1].additional_kwargs
+        assert back[1].response_metadata == messages[1].response_metadata
+        # A message that had neither comes back without them, as before.
+        assert back[0].additional_kwargs == {} and back[0].response_metadata == {}
+    (item,) = [i for i in history._native.get_items() if i["role"] == "assistant"]
+    assert item["langchain"] == {
+        "additional_kwargs": messages[1].additional_kwargs,
+        "response_metadata": messages[1].response_metadata,
+    }
+
+
+def test_recorded_langchain_fields_do_not_change_the_curated_selection(tmp_path):
+    from langchain_core.messages import HumanMessage
+
+    from curator_context.langchain import CuratorChatMessageHistory
+
+    store = str(tmp_path / "lc.db")
+    plain, rich = [], []
+    for i in range(40):
+        question = HumanMessage(f"Question {i}: " + "which log grew? " * 20, id=f"h{i}")
+        reply = lc_reply(id=f"r{i}", reasoning="thinking " * 2_000)
+        plain += [question, reply.model_copy(update={"additional_kwargs": {}, "response_metadata": {}})]
+        rich += [question, reply]
+    with_fields = CuratorChatMessageHistory("rich", store, max_tokens=2_000)
+    without = CuratorChatMessageHistory("plain", store, max_tokens=2_000)
+    with_fields.add_messages(rich)
+    without.add_messages(plain)
+    view = with_fields.messages
+    # The view is the same messages in the same places (curator's note of what it left out
+    # has no id), each as it was given.
+    assert [m.id for m in view] == [m.id for m in without.messages]
+    by_id = {m.id: m for m in rich}
+    kept = [m for m in view if m.id is not None]
+    assert 0 < len(kept) < len(rich) and kept == [by_id[m.id] for m in kept]
+    assert kept[-1].additional_kwargs == rich[-1].additional_kwargs
+
+
+def test_a_value_json_cannot_hold_is_refused_by_name_and_nothing_is_recorded(tmp_path):
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from curator_context.langchain import CuratorChatMessageHistory
+
+    history = CuratorChatMessageHistory(new_id(), str(tmp_path / "lc.db"))
+    history.add_messages([HumanMessage("before")])
+    parsed = AIMessage("{}", additional_kwargs={"parsed": object()})
+    with pytest.raises(FormatError) as bad:
+        history.add_messages([HumanMessage("ok"), parsed])
+    assert bad.value.kind == "wrong_type"
+    assert "message 1" in str(bad.value) and "additional_kwargs.parsed" in str(bad.value)
+    deep = AIMessage("x", response_metadata={"token_usage": {"details": {1, 2}}})
+    with pytest.raises(FormatError) as bad:
+        history.add_messages([deep])
+    assert "message 0" in str(bad.value) and "response_metadata.token_usage.details" in str(bad.value)
+    with pytest.raises(FormatError) as bad:
+        history.add_messages([AIMessage("x", response_metadata={"score": float("nan")})])
+    assert "response_metadata.score" in str(bad.value)
+    assert [m.content for m in history.get_messages(100)] == ["before"]
+
+
+def test_tool_calls_mirrored_in_additional_kwargs_are_recorded_once(store):
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from curator_context.langchain import CuratorChatMessageHistory
+
+    # As langchain-openai builds a reply: the provider's calls, with their own argument text,
+    # in `additional_kwargs`, and parsed in `tool_calls`.
+    raw = [
+        {"id": "call_1", "type": "function", "function": {"name": "du", "arguments": '{"dir":"/var/log"}'}},
+        {"id": "call_2", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+    ]
+    call = AIMessage(
+        "",
+        id="a1",
+        additional_kwargs={"tool_calls": raw, "refusal": None},
+        response_metadata={"finish_reason": "tool_calls", "model_name": "gpt-4o"},
+        tool_calls=[
+            {"name": "du", "args": {"dir": "/var/log"}, "id": "call_1", "type": "tool_call"},
+            {"name": "ls", "args": {}, "id": "call_2", "type": "tool_call"},
+        ],
+    )
+    messages = [
+        HumanMessage("Find the biggest log file.", id="h1"),
+        call,
+        ToolMessage("12 blocks", tool_call_id="call_1", id="t1"),
+        ToolMessage("syslog", tool_call_id="call_2", id="t2"),
+    ]
+    history = CuratorChatMessageHistory(new_id(), store)
+    history.add_messages(messages)
+    curated = CuratorChatMessageHistory(history.session_id, store, max_tokens=1_000)
+    for back in (history.messages, curated.messages):
+        assert back == messages
+        assert back[1].tool_calls == call.tool_calls and back[1].additional_kwargs["tool_calls"] == raw
+    (item,) = [i for i in history._native.get_items() if i["role"] == "assistant"]
+    # Recorded once, as the provider wrote them; the mirror is rebuilt from them on reading.
+    assert item["tool_calls"] == raw
+    assert item["langchain"] == {
+        "additional_kwargs": {"refusal": None},
+        "response_metadata": call.response_metadata,
+        "tool_calls_mirrored": True,
+    }

@@ -9,11 +9,14 @@
     history.messages  # the curated view
 
 Messages are recorded as OpenAI Chat Completions messages (with the LangChain message's
-``id``), keyed by the session id, in a SQLite file or PostgreSQL, as the Agents SDK session
-records its items; the history lives in Rust.
+``id``, and its ``additional_kwargs`` and ``response_metadata`` under the key ``"langchain"``),
+keyed by the session id, in a SQLite file or PostgreSQL, as the Agents SDK session records its
+items; the history lives in Rust.
 """
 
 import asyncio
+import json
+import math
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -28,11 +31,131 @@ __all__ = ["CuratorChatMessageHistory"]
 # LangChain's own conversion.
 _OPENAI_PARTS = ("text", "image_url")
 
+# The key a recorded message keeps the LangChain fields the OpenAI format has no place for
+# under. Curator's OpenAI reader keeps a key it does not model as a provider field and writes
+# it back as it was, so the record gives it back; no strategy reads it and no token counter
+# counts it.
+_LANGCHAIN_KEY = "langchain"
+
+# The integers curator's JSON holds (64 bits, signed or not).
+_INT_RANGE = (-(2**63), 2**64 - 1)
+
 
 def _format_error(kind: str, message: str) -> FormatError:
     error = FormatError(message)
     error.kind = kind
     return error
+
+
+def _json_problem(value: Any, path: str) -> Optional[str]:
+    """Where and why ``value`` is not JSON that curator records as it is, or ``None``."""
+    if value is None or isinstance(value, (bool, str)):
+        return None
+    if isinstance(value, int):
+        if _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+            return None
+        return f"`{path}` holds an integer that does not fit in 64 bits"
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return None
+        return f"`{path}` holds the float {value}, which JSON cannot hold"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"`{path}` has a key that is not a string ({type(key).__name__} {key!r})"
+            problem = _json_problem(item, f"{path}.{key}")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            problem = _json_problem(item, f"{path}[{i}]")
+            if problem is not None:
+                return problem
+        return None
+    return f"`{path}` holds a `{type(value).__name__}`, which JSON cannot hold"
+
+
+def _check_json(index: int, name: str, value: Dict[str, Any]) -> None:
+    # Checked here, and not left to the native reader, so that the error names the
+    # message's own field rather than a path in the record.
+    problem = _json_problem(value, name)
+    if problem is not None:
+        raise _format_error(
+            "wrong_type", f"message {index}: {problem}; curator records only what it can give back"
+        )
+
+
+def _mirrored_calls(message: BaseMessage, raw: Any) -> Optional[List[Dict[str, Any]]]:
+    """``raw`` when it is the message's ``tool_calls`` in the OpenAI form (as provider
+    integrations keep them in ``additional_kwargs["tool_calls"]``), else ``None``."""
+    calls = getattr(message, "tool_calls", None)
+    if not calls or not isinstance(raw, list) or len(raw) != len(calls):
+        return None
+    for entry, call in zip(raw, calls):
+        if not isinstance(entry, dict) or set(entry) != {"id", "type", "function"}:
+            return None
+        function = entry["function"]
+        if entry["type"] != "function" or not isinstance(function, dict):
+            return None
+        if set(function) != {"name", "arguments"} or not isinstance(function["arguments"], str):
+            return None
+        if entry["id"] != call["id"] or function["name"] != call["name"]:
+            return None
+        try:
+            if json.loads(function["arguments"]) != call["args"]:
+                return None
+        except ValueError:
+            return None
+    return raw
+
+
+def _langchain_fields(index: int, message: BaseMessage, converted: Dict[str, Any]) -> Dict[str, Any]:
+    """What of ``additional_kwargs`` and ``response_metadata`` ``converted`` does not carry.
+
+    The mirror of the tool calls in ``additional_kwargs`` is not recorded a second time:
+    ``converted`` takes the provider's own argument text from it, and reading rebuilds it
+    from the recorded (possibly curated) calls, so that it never names a call the view left
+    out.
+    """
+    fields: Dict[str, Any] = {}
+    if message.additional_kwargs:
+        _check_json(index, "additional_kwargs", message.additional_kwargs)
+        kwargs = dict(message.additional_kwargs)
+        mirrored = _mirrored_calls(message, kwargs.get("tool_calls"))
+        if mirrored is not None:
+            converted["tool_calls"] = [{**c, "function": dict(c["function"])} for c in mirrored]
+            del kwargs["tool_calls"]
+            fields["tool_calls_mirrored"] = True
+        if kwargs:
+            # What the OpenAI message itself carries (a `refusal`, the `developer` role)
+            # comes back in `additional_kwargs` without help.
+            carried = convert_to_messages([converted])[0].additional_kwargs
+            kwargs = {k: v for k, v in kwargs.items() if k not in carried or carried[k] != v}
+        if kwargs:
+            fields["additional_kwargs"] = kwargs
+    if message.response_metadata:
+        _check_json(index, "response_metadata", message.response_metadata)
+        fields["response_metadata"] = dict(message.response_metadata)
+    return fields
+
+
+def _to_messages(items: List[Dict[str, Any]]) -> List[BaseMessage]:
+    """Rebuilds LangChain messages from recorded items, with their LangChain fields."""
+    # LangChain's converter would put the key into `additional_kwargs` itself.
+    fields = [item.pop(_LANGCHAIN_KEY, None) for item in items]
+    messages = convert_to_messages(items)
+    for item, message, field in zip(items, messages, fields):
+        if not field:
+            continue
+        kwargs = dict(field.get("additional_kwargs") or {})
+        if field.get("tool_calls_mirrored") and item.get("tool_calls"):
+            kwargs["tool_calls"] = item["tool_calls"]
+        if kwargs:
+            message.additional_kwargs = {**message.additional_kwargs, **kwargs}
+        if field.get("response_metadata"):
+            message.response_metadata = field["response_metadata"]
+    return messages
 
 
 def _to_record(index: int, message: Any) -> Dict[str, Any]:
@@ -51,6 +174,9 @@ def _to_record(index: int, message: Any) -> Dict[str, Any]:
         converted["content"] = [dict(p) for p in content]
     if message.id is not None:
         converted["id"] = message.id
+    fields = _langchain_fields(index, message, converted)
+    if fields:
+        converted[_LANGCHAIN_KEY] = fields
     return converted
 
 
@@ -60,8 +186,15 @@ class CuratorChatMessageHistory(BaseChatMessageHistory):
     ``store`` is a SQLite file's path or a PostgreSQL URL. With ``max_tokens`` or
     ``pipeline``, ``messages`` is the curated view (never a tool call without its result);
     without, every message. Messages round-trip their type (system, human, AI, tool),
-    content (text or text and image parts), tool calls, ``tool_call_id``, ``id`` and ``name``;
-    ``additional_kwargs`` and ``response_metadata`` are not recorded.
+    content (text or text and image parts), tool calls, ``tool_call_id``, ``id``, ``name``,
+    ``additional_kwargs`` and ``response_metadata``. The last two are recorded under the
+    message's key ``"langchain"`` (what the OpenAI message does not already carry: a
+    ``refusal`` is its own key, and ``additional_kwargs["tool_calls"]`` when it mirrors the
+    tool calls is recorded once, as the calls); they are not curated (no strategy reads them,
+    redaction included) and cost no tokens in the budget. A value JSON cannot hold in either
+    raises ``FormatError`` naming the message and the key, and nothing is recorded. Not
+    recorded: ``usage_metadata``, ``invalid_tool_calls``, a tool message's ``artifact`` and
+    ``status``.
 
     ``clear()`` starts a new evaluation of the key: what was recorded stays in the record.
     """
@@ -81,11 +214,11 @@ class CuratorChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> List[BaseMessage]:  # type: ignore[override]
         """The messages, or the curated view when the history has a pipeline."""
-        return convert_to_messages(self._native.get_items())
+        return _to_messages(self._native.get_items())
 
     def get_messages(self, limit: Optional[int] = None) -> List[BaseMessage]:
         """The newest ``limit`` messages as recorded (uncurated), or ``messages`` without it."""
-        return convert_to_messages(self._native.get_items(limit))
+        return _to_messages(self._native.get_items(limit))
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Records messages, all of them or none.
