@@ -233,3 +233,52 @@ def test_tool_calls_mirrored_in_additional_kwargs_are_recorded_once(store):
         "response_metadata": call.response_metadata,
         "tool_calls_mirrored": True,
     }
+
+
+def test_usage_invalid_calls_and_a_tools_artifact_and_status_round_trip(store):
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from curator_context.langchain import CuratorChatMessageHistory
+
+    messages = [
+        HumanMessage("Count the lines.", id="h1"),
+        AIMessage(
+            "",
+            id="a1",
+            tool_calls=[{"name": "wc", "args": {"path": "a.log"}, "id": "call_1", "type": "tool_call"}],
+            invalid_tool_calls=[
+                {"name": "wc", "args": "{not json", "id": "call_2", "error": "bad JSON", "type": "invalid_tool_call"}
+            ],
+            usage_metadata={"input_tokens": 12, "output_tokens": 7, "total_tokens": 19},
+        ),
+        ToolMessage("42", tool_call_id="call_1", id="t1", artifact={"lines": [1, 2, 3]}, status="error"),
+        AIMessage("It has 42 lines.", id="a2", usage_metadata={"input_tokens": 30, "output_tokens": 5, "total_tokens": 35}),
+    ]
+    history = CuratorChatMessageHistory(new_id(), store)
+    history.add_messages(messages)
+    for back in (
+        history.messages,
+        CuratorChatMessageHistory(history.session_id, store).messages,
+        CuratorChatMessageHistory(history.session_id, store, max_tokens=1_000).messages,
+    ):
+        assert back == messages
+        assert back[1].usage_metadata == messages[1].usage_metadata
+        assert back[1].invalid_tool_calls == messages[1].invalid_tool_calls
+        assert back[2].artifact == {"lines": [1, 2, 3]} and back[2].status == "error"
+        assert back[3].usage_metadata == messages[3].usage_metadata
+    # Defaults are not recorded.
+    (item,) = [i for i in history._native.get_items() if i.get("content") == "It has 42 lines."]
+    assert item["langchain"] == {"usage_metadata": messages[3].usage_metadata}
+
+
+def test_an_artifact_json_cannot_hold_is_refused_by_name(tmp_path):
+    from langchain_core.messages import ToolMessage
+
+    from curator_context.langchain import CuratorChatMessageHistory
+
+    history = CuratorChatMessageHistory(new_id(), str(tmp_path / "lc.db"))
+    with pytest.raises(FormatError) as bad:
+        history.add_messages([ToolMessage("rows", tool_call_id="c1", artifact=object())])
+    assert bad.value.kind == "wrong_type"
+    assert "message 0" in str(bad.value) and "`artifact`" in str(bad.value)
+    assert history.get_messages(10) == []

@@ -9,7 +9,8 @@
     history.messages  # the curated view
 
 Messages are recorded as OpenAI Chat Completions messages (with the LangChain message's
-``id``, and its ``additional_kwargs`` and ``response_metadata`` under the key ``"langchain"``),
+``id``, and its ``additional_kwargs``, ``response_metadata`` and the other LangChain fields
+that are set under the key ``"langchain"``),
 keyed by the session id, in a SQLite file or PostgreSQL, as the Agents SDK session records its
 items; the history lives in Rust.
 """
@@ -36,6 +37,10 @@ _OPENAI_PARTS = ("text", "image_url")
 # it back as it was, so the record gives it back; no strategy reads it and no token counter
 # counts it.
 _LANGCHAIN_KEY = "langchain"
+
+#: Fields of LangChain's AI and tool messages recorded when they differ from their default:
+#: token usage, calls the model made that did not parse, and a tool's artifact and status.
+_MESSAGE_FIELDS = (("usage_metadata", None), ("invalid_tool_calls", []), ("artifact", None), ("status", "success"))
 
 # The integers curator's JSON holds (64 bits, signed or not).
 _INT_RANGE = (-(2**63), 2**64 - 1)
@@ -137,6 +142,14 @@ def _langchain_fields(index: int, message: BaseMessage, converted: Dict[str, Any
     if message.response_metadata:
         _check_json(index, "response_metadata", message.response_metadata)
         fields["response_metadata"] = dict(message.response_metadata)
+    # The fields of AI and tool messages that the OpenAI message does not carry, when set.
+    for name, unset in _MESSAGE_FIELDS:
+        value = getattr(message, name, unset)
+        # `is` for None: an artifact may be any object, whose `==` need not give a bool.
+        if value is None if unset is None else (type(value) is type(unset) and value == unset):
+            continue
+        _check_json(index, name, value)
+        fields[name] = value
     return fields
 
 
@@ -155,6 +168,9 @@ def _to_messages(items: List[Dict[str, Any]]) -> List[BaseMessage]:
             message.additional_kwargs = {**message.additional_kwargs, **kwargs}
         if field.get("response_metadata"):
             message.response_metadata = field["response_metadata"]
+        for name, _unset in _MESSAGE_FIELDS:
+            if name in field:
+                setattr(message, name, field[name])
     return messages
 
 
@@ -192,9 +208,11 @@ class CuratorChatMessageHistory(BaseChatMessageHistory):
     ``refusal`` is its own key, and ``additional_kwargs["tool_calls"]`` when it mirrors the
     tool calls is recorded once, as the calls); they are not curated (no strategy reads them,
     redaction included) and cost no tokens in the budget. A value JSON cannot hold in either
-    raises ``FormatError`` naming the message and the key, and nothing is recorded. Not
-    recorded: ``usage_metadata``, ``invalid_tool_calls``, a tool message's ``artifact`` and
-    ``status``.
+    raises ``FormatError`` naming the message and the key, and nothing is recorded. An AI
+    message's ``usage_metadata`` and ``invalid_tool_calls``, and a tool message's
+    ``artifact`` and ``status``, are recorded there too when they are set (not their
+    defaults), under their own names, and refused by name in the same way: a tool's artifact
+    must be JSON to be recorded.
 
     ``clear()`` starts a new evaluation of the key: what was recorded stays in the record.
     """
