@@ -65,44 +65,41 @@ fn pipeline(c: &mut Criterion) {
 /// One agent-loop iteration with the exact counter: append a message, curate, read the view.
 /// The history grows by one message per iteration from 10k.
 fn growing_exact(c: &mut Criterion) {
-    let ctx = CurationContext::default();
     let bpe = Bpe::new(Encoding::O200kBase).expect("o200k");
-    let budget = TokenBudget::new(32_000).with_counter(bpe);
-    let pool = curator_testkit::synthetic::agent_history(2_000, 7);
-    c.bench_function("strategy/truncate_tokens_exact_growing/10k", |b| {
-        b.iter_custom(|iters| {
-            let mut history: History<'static> = history(10_000);
-            warm(&budget, &history);
-            let mut total = Duration::ZERO;
-            for i in 0..iters {
-                let message = curator_benches::next_message(&pool[2..], i as usize);
-                let start = Instant::now();
-                history.push(message);
-                let view = budget.curate_history(&history, &ctx).expect("curate");
-                black_box(touch(&view));
-                total += start.elapsed();
-            }
-            total
-        });
-    });
+    let budget = TokenBudget::new(GROWING_BUDGET).with_counter(bpe);
+    growing(c, "strategy/truncate_tokens_exact_growing/10k", &budget);
 }
 
-/// One agent-loop iteration with the default (estimating) counter, the budget alone: append
-/// a message, curate, read the view; from 10k messages, growing by one per iteration. The
-/// history and the appended messages are written for the pure-Python reference
-/// (`benches/python/pair_safe.py`), which does the same job on the same data.
+/// One agent-loop iteration with the default (estimating) counter, the budget alone, as
+/// [`growing_exact`] does. The history and the appended messages are written for the
+/// pure-Python reference (`benches/python/pair_safe.py`), which does the same job on the
+/// same data.
 fn growing_estimate(c: &mut Criterion) {
+    let budget = TokenBudget::new(GROWING_BUDGET);
+    export_for_python(&history(10_000), &appended());
+    growing(c, "strategy/truncate_tokens_growing/10k", &budget);
+}
+
+/// The budget of the growing scenarios.
+const GROWING_BUDGET: u64 = 32_000;
+
+/// The messages the growing scenarios append, in turn.
+fn appended() -> Vec<curator_model::Message> {
+    curator_testkit::synthetic::agent_history(2_000, 7).split_off(2)
+}
+
+/// Times `budget` over a history growing from 10k: per iteration, append the next message,
+/// curate, read the view.
+fn growing(c: &mut Criterion, name: &str, budget: &TokenBudget) {
     let ctx = CurationContext::default();
-    let budget = TokenBudget::new(32_000);
-    let pool = curator_testkit::synthetic::agent_history(2_000, 7);
-    export_for_python(&history(10_000), &pool[2..]);
-    c.bench_function("strategy/truncate_tokens_growing/10k", |b| {
+    let pool = appended();
+    c.bench_function(name, |b| {
         b.iter_custom(|iters| {
             let mut history: History<'static> = history(10_000);
-            warm(&budget, &history);
+            warm(budget, &history);
             let mut total = Duration::ZERO;
             for i in 0..iters {
-                let message = curator_benches::next_message(&pool[2..], i as usize);
+                let message = curator_benches::next_message(&pool, i as usize);
                 let start = Instant::now();
                 history.push(message);
                 let view = budget.curate_history(&history, &ctx).expect("curate");
@@ -115,17 +112,22 @@ fn growing_estimate(c: &mut Criterion) {
 }
 
 /// Writes `history` and the messages appended to it, as OpenAI chat dicts, to
-/// `curator-bench/pair_safe_data.json` in the target directory.
+/// `curator-bench/pair_safe_data.json` in the target directory, with the default estimate's
+/// count of each history message, which the Python reference checks its own counts against.
 fn export_for_python(history: &History<'_>, pool: &[curator_model::Message]) {
     use curator_model::formats::openai::from_messages;
+    use curator_strategies::{CharEstimate, TokenCounter};
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
         || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"),
         std::path::PathBuf::from,
     );
+    let estimate = CharEstimate::default();
+    let counts: Vec<u64> = history.messages().iter().map(|m| estimate.count_message(m)).collect();
     let data = serde_json::json!({
-        "budget": 32_000,
+        "budget": GROWING_BUDGET,
         "chars_per_token": 4,
         "per_message": 3,
+        "counts": counts,
         "history": from_messages(history.messages()).expect("openai"),
         "appended": from_messages(pool).expect("openai"),
     });

@@ -38,13 +38,16 @@ def text_tokens(text: str, chars_per_token: int) -> int:
 
 
 def count(message: dict, chars_per_token: int, per_message: int) -> int:
-    """Curator's estimate of a message (text content; the synthetic data has no parts)."""
+    """Curator's estimate of a message (text content; the synthetic data has no parts): the
+    strategies bench writes curator's counts of the history, and the reference checks them."""
     n = per_message + text_tokens(message["role"], chars_per_token)
     content = message.get("content")
     if isinstance(content, str):
         n += text_tokens(content, chars_per_token)
     elif isinstance(content, list):
         n += sum(text_tokens(p.get("text", ""), chars_per_token) for p in content)
+    if message.get("name"):
+        n += text_tokens(message["name"], chars_per_token) + 1
     for call in message.get("tool_calls") or ():
         function = call["function"]
         n += 3 + text_tokens(function["name"], chars_per_token) + text_tokens(function["arguments"], chars_per_token)
@@ -131,6 +134,11 @@ def main() -> int:
         print(f"no {args.data}: run the strategies bench first; the pair-safe reference is left out")
         return 0
     data = json.loads(args.data.read_text())
+    # The reference counts as curator's estimate does (the bench wrote curator's counts).
+    counts = [count(m, data["chars_per_token"], data["per_message"]) for m in data["history"]]
+    if counts != data["counts"]:
+        first = next(i for i, (a, b) in enumerate(zip(counts, data["counts"])) if a != b)
+        raise SystemExit(f"message {first}: counted {counts[first]}, curator counts {data['counts'][first]}")
     # Both views keep the same messages.
     check = PairSafe(data["history"], data["budget"], data["chars_per_token"], data["per_message"])
     assert check.view_walk() == check.view_bisect()
