@@ -24,7 +24,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, convert_to_messages, convert_to_openai_messages
 
-from ._native import FormatError, ItemSession
+from ._langchain import _format_error
+from ._native import ItemSession
 
 __all__ = ["CuratorChatMessageHistory"]
 
@@ -44,12 +45,6 @@ _MESSAGE_FIELDS = (("usage_metadata", None), ("invalid_tool_calls", []), ("artif
 
 # The integers curator's JSON holds (64 bits, signed or not).
 _INT_RANGE = (-(2**63), 2**64 - 1)
-
-
-def _format_error(kind: str, message: str) -> FormatError:
-    error = FormatError(message)
-    error.kind = kind
-    return error
 
 
 def _json_problem(value: Any, path: str) -> Optional[str]:
