@@ -105,10 +105,9 @@ impl<S: SessionStore> Conversation<S> {
             // whose marks are written wrote them before a new holder could read them.
             Some(fence) => {
                 // The store checks the claim on the fence's key, so a fence of another
-                // session would guard nothing here. Every append of this conversation is
-                // refused then: an empty one gives the refusal, with the session's token.
+                // session would guard nothing here: refused, as every fenced append of this
+                // conversation is.
                 if fence.key != *self.key() {
-                    self.store().append_batch_fenced(self.key(), &[], fence)?;
                     return Err(Error::Fenced {
                         key: self.key().clone(),
                         token: fence.token,

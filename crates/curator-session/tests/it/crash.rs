@@ -401,3 +401,33 @@ fn a_worker_taken_over_before_marking_a_call_started_is_fenced() {
     let to_run = third.repair(ResumePolicy::AnswerInterrupted).unwrap();
     assert!(to_run.is_empty(), "the call is marked started: it is answered, not run again");
 }
+
+#[test]
+fn a_fence_of_another_session_marks_nothing_started() {
+    use std::time::Duration;
+
+    use curator_session::{ClaimStore, SessionKey};
+    let store = MemoryStore::new();
+    let key = SessionKey::new("ticket-10");
+    let other = store.claim(&SessionKey::new("ticket-11"), Duration::from_secs(30)).unwrap();
+    let mut conversation = Conversation::open(&store, key.clone(), prompt(), Message::system("s"))
+        .unwrap()
+        .with_start_marks()
+        .unwrap();
+    conversation.add_user("send it").unwrap();
+    conversation
+        .record_assistant(Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new("x", "send", "{}")],
+        ))
+        .unwrap();
+    let mut conversation = conversation.with_fence(other.fence().unwrap());
+    let err = conversation.mark_started(&["x"]).unwrap_err();
+    assert!(matches!(&err, Error::Fenced { key: k, .. } if *k == key), "{err}");
+    let mut next = Conversation::open(&store, key, prompt(), Message::system("s"))
+        .unwrap()
+        .with_start_marks()
+        .unwrap();
+    let pending = next.repair(ResumePolicy::AnswerInterrupted).unwrap();
+    assert_eq!(pending.len(), 1, "no start mark was written: the call is still to run");
+}
