@@ -44,27 +44,11 @@ impl Content {
     /// assert_eq!(Content::from("hi").text(), "hi");
     /// assert_eq!(Content::Parts(vec![Part::text("a"), Part::text("b")]).text(), "a\nb");
     /// ```
+    #[inline]
     pub fn text(&self) -> Cow<'_, str> {
         match self {
             Content::Text(s) => Cow::Borrowed(s),
-            Content::Parts(parts) => {
-                let mut texts = parts.iter().filter_map(Part::as_text);
-                match (texts.next(), texts.next()) {
-                    (None, _) => Cow::Borrowed(""),
-                    (Some(first), None) => Cow::Borrowed(first),
-                    (Some(first), Some(second)) => {
-                        let mut joined = String::with_capacity(first.len() + second.len() + 1);
-                        joined.push_str(first);
-                        joined.push('\n');
-                        joined.push_str(second);
-                        for t in texts {
-                            joined.push('\n');
-                            joined.push_str(t);
-                        }
-                        Cow::Owned(joined)
-                    }
-                }
-            }
+            Content::Parts(parts) => parts_text(parts),
         }
     }
 
@@ -315,6 +299,26 @@ impl ImageSource {
         match self {
             ImageSource::Url { url } => url.clone(),
             ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        }
+    }
+}
+
+/// The text parts of `parts`, joined with newlines (borrowed when there is at most one).
+fn parts_text(parts: &[Part]) -> Cow<'_, str> {
+    let mut texts = parts.iter().filter_map(Part::as_text);
+    match (texts.next(), texts.next()) {
+        (None, _) => Cow::Borrowed(""),
+        (Some(first), None) => Cow::Borrowed(first),
+        (Some(first), Some(second)) => {
+            let mut joined = String::with_capacity(first.len() + second.len() + 1);
+            joined.push_str(first);
+            joined.push('\n');
+            joined.push_str(second);
+            for t in texts {
+                joined.push('\n');
+                joined.push_str(t);
+            }
+            Cow::Owned(joined)
         }
     }
 }

@@ -237,6 +237,34 @@ impl Message {
         self
     }
 
+    /// A copy of the message with only the tool calls `keep` accepts, in order. Unlike
+    /// `clone().retain_tool_calls(keep)`, the calls left out are never copied.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, ToolCall};
+    ///
+    /// let m = Message::assistant_with_calls(Some("Looking.".into()), vec![ToolCall::new("a", "ls", "{}"), ToolCall::new("b", "cat", "{}")]);
+    /// let kept = m.copy_with_tool_calls(|c| c.id() == "b");
+    /// assert_eq!((kept.text(), kept.tool_calls().len(), kept.tool_calls()[0].id()), ("Looking.".into(), 1, "b"));
+    /// assert_eq!(kept, m.clone().retain_tool_calls(|c| c.id() == "b"));
+    /// ```
+    #[must_use]
+    pub fn copy_with_tool_calls(&self, mut keep: impl FnMut(&ToolCall) -> bool) -> Self {
+        Self {
+            role: self.role,
+            content: self.content.clone(),
+            content_omitted: self.content_omitted,
+            tool_calls: self.tool_calls.iter().filter(|call| keep(call)).cloned().collect(),
+            tool_call_id: self.tool_call_id.clone(),
+            name: self.name.clone(),
+            is_error: self.is_error,
+            extra: self.extra.clone(),
+            starts_turn: self.starts_turn,
+        }
+    }
+
     /// The message with the argument text of some tool calls rewritten: `rewrite` returns the
     /// new text for the calls it changes. Ids, names and provider fields stay as they were,
     /// so the message keeps its structure (which results answer it).
@@ -361,6 +389,7 @@ impl Message {
     }
 
     /// The text of the content (empty when there is none); see [`Content::text`].
+    #[inline]
     pub fn text(&self) -> Cow<'_, str> {
         self.content.as_ref().map_or(Cow::Borrowed(""), Content::text)
     }

@@ -149,10 +149,12 @@ impl<'h> View<'h> {
             edit.keep(from..index);
             from = index + 1;
             if let Some(answered) = calls {
-                let mut flags = answered.iter();
-                let kept = Message::clone(&self.message(index))
-                    .retain_tool_calls(|_| flags.next().copied().unwrap_or(false));
-                if kept.has_tool_calls() || !kept.content().is_none_or(Content::is_empty) {
+                let message = self.message(index);
+                // Copied only when something of it stays: its text or an answered call.
+                if answered.iter().any(|&a| a) || !message.content().is_none_or(Content::is_empty) {
+                    let mut flags = answered.iter();
+                    let kept =
+                        message.copy_with_tool_calls(|_| flags.next().copied().unwrap_or(false));
                     edit.replace(index, kept);
                 }
             }

@@ -155,22 +155,31 @@ impl Items {
     }
 
     /// Every slot, front to back.
-    pub(super) fn slots(&self) -> impl DoubleEndedIterator<Item = Slot> + '_ {
-        self.items
-            .iter()
-            .enumerate()
-            .flat_map(|(item, (it, _))| (0..it.len()).map(move |offset| Slot { item, offset }))
+    pub(super) fn slots(&self) -> Slots<'_> {
+        Slots { items: &self.items, item: 0, offset: 0 }
     }
 
     /// Every slot from view index `index` on, front to back: O(log items) to start, not
     /// O(index) as skipping [`slots`](Items::slots) would be.
-    pub(super) fn slots_from(&self, index: usize) -> impl Iterator<Item = Slot> + '_ {
-        let first = self.locate(index);
-        let (start, offset) = first.map_or((self.items.len(), 0), |slot| (slot.item, slot.offset));
-        self.items[start..].iter().enumerate().flat_map(move |(k, (it, _))| {
-            let from = if k == 0 { offset } else { 0 };
-            (from..it.len()).map(move |offset| Slot { item: start + k, offset })
-        })
+    pub(super) fn slots_from(&self, index: usize) -> Slots<'_> {
+        let (item, offset) =
+            self.locate(index).map_or((self.items.len(), 0), |s| (s.item, s.offset));
+        Slots { items: &self.items, item, offset }
+    }
+
+    /// Whether item `item` is a run of history.
+    pub(super) fn is_run(&self, item: usize) -> bool {
+        matches!(self.items.get(item), Some((Item::Run { .. }, _)))
+    }
+
+    /// The slot before `slot`, or `None` at the front. O(1).
+    pub(super) fn prev(&self, slot: Slot) -> Option<Slot> {
+        if slot.offset > 0 {
+            return Some(Slot { offset: slot.offset - 1, ..slot });
+        }
+        let item = slot.item.checked_sub(1)?;
+        let len = self.items.get(item)?.0.len();
+        Some(Slot { item, offset: len - 1 })
     }
 
     /// Whether view index `index` begins a run item (so that a stretch of history from it
@@ -182,6 +191,43 @@ impl Items {
         }
     }
 }
+
+/// The iterator of [`Items::slots`]: a cursor over the items, so that a step costs O(1)
+/// with no closure per item.
+#[derive(Clone, Debug)]
+pub(super) struct Slots<'i> {
+    items: &'i [(Item, u32)],
+    item: usize,
+    offset: u32,
+}
+
+impl Iterator for Slots<'_> {
+    type Item = Slot;
+
+    #[inline]
+    fn next(&mut self) -> Option<Slot> {
+        let (item, _) = self.items.get(self.item)?;
+        let slot = Slot { item: self.item, offset: self.offset };
+        self.offset += 1;
+        if self.offset >= item.len() {
+            self.item += 1;
+            self.offset = 0;
+        }
+        Some(slot)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let before = match self.item.checked_sub(1).and_then(|k| self.items.get(k)) {
+            Some((_, end)) => *end as usize + self.offset as usize,
+            None => self.offset as usize,
+        };
+        let total = self.items.last().map_or(0, |(_, end)| *end as usize);
+        let left = total.saturating_sub(before);
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for Slots<'_> {}
 
 #[cfg(test)]
 mod tests {

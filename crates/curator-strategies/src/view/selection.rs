@@ -149,9 +149,7 @@ impl<'h> View<'h> {
 
     /// The messages with their positions, in order.
     pub fn iter(&self) -> impl Iterator<Item = ViewEntry<'h>> + '_ {
-        self.items
-            .slots()
-            .map(|slot| ViewEntry { pos: self.slot_pos(slot), message: self.slot_message(slot) })
+        self.items.slots().map(|slot| self.slot_entry(slot))
     }
 
     /// The messages as far as structure goes (see [`structure`](View::structure)), in order.
@@ -232,6 +230,22 @@ impl<'h> View<'h> {
         match self.items.get(slot.item) {
             Item::Run { start, .. } => &self.history.messages()[(start + slot.offset) as usize],
             Item::Owned { message, .. } => message,
+        }
+    }
+
+    /// The entry at `slot`: a history message under no map is handed out as it is, with no
+    /// other check.
+    #[inline]
+    fn slot_entry(&self, slot: Slot) -> ViewEntry<'h> {
+        match self.items.get(slot.item) {
+            Item::Run { start, .. } if self.maps.is_empty() => {
+                let pos = (start + slot.offset) as usize;
+                ViewEntry {
+                    pos: Some(pos),
+                    message: MessageRef::Borrowed(&self.history.messages()[pos]),
+                }
+            }
+            _ => ViewEntry { pos: self.slot_pos(slot), message: self.slot_message(slot) },
         }
     }
 

@@ -2,6 +2,7 @@
 
 use curator_model::Role;
 
+use super::items::Slot;
 use super::selection::View;
 use super::shape::{Head, Unit, pending_only};
 use crate::CurationContext;
@@ -75,7 +76,7 @@ impl View<'_> {
     /// assert_eq!(units, [1..3, 0..1]);
     /// ```
     pub fn units_rev(&self, from: usize) -> UnitsRev<'_, '_> {
-        UnitsRev { view: self, floor: from, next: self.len() }
+        UnitsRev { view: self, floor: from, next: self.len(), slot: None }
     }
 
     /// The unit that holds view index `at`: the one [`units_rev`](Self::units_rev)`(0)`
@@ -124,7 +125,7 @@ impl View<'_> {
 
     /// The units from index `from` up to (not including) index `to`, newest first.
     pub(crate) fn units_rev_to(&self, from: usize, to: usize) -> UnitsRev<'_, '_> {
-        UnitsRev { view: self, floor: from, next: to.min(self.len()) }
+        UnitsRev { view: self, floor: from, next: to.min(self.len()), slot: None }
     }
 
     /// The present: what curation never drops, shortening it if it must. It is the newest
@@ -197,6 +198,9 @@ pub struct UnitsRev<'v, 'h> {
     floor: usize,
     /// One past the newest index not yet yielded.
     next: usize,
+    /// Where index `next - 1` is held, once the walk has found it: the walk steps back
+    /// slot by slot instead of locating every index.
+    slot: Option<Slot>,
 }
 
 impl Iterator for UnitsRev<'_, '_> {
@@ -207,9 +211,14 @@ impl Iterator for UnitsRev<'_, '_> {
             return None;
         }
         let view = self.view;
+        let items = &view.items;
         let last = self.next - 1;
+        let mut slot = match self.slot {
+            Some(slot) => slot,
+            None => items.locate(last)?,
+        };
         let mut first = last;
-        if let Some(pos) = view.pos(last) {
+        if let Some(pos) = view.slot_pos(slot) {
             // A tool message's unit reaches back to the assistant message that called it.
             // The history knows it by position (every other message, and a tool message
             // that answers nothing, heads its own), and a message a view shows at a
@@ -217,17 +226,35 @@ impl Iterator for UnitsRev<'_, '_> {
             let history = view.history();
             let head_of = |p: usize| history.unit_head(p).unwrap_or(p);
             let mut head = head_of(pos);
+            // The position of index `first`.
+            let mut at = pos;
             while first > self.floor {
-                match view.pos(first - 1) {
+                // Inside a run of history the message before is at the position before:
+                // no slot to read.
+                if slot.offset > 0 && items.is_run(slot.item) {
+                    if at - 1 < head {
+                        break;
+                    }
+                    at -= 1;
+                    head = head.min(head_of(at));
+                    first -= 1;
+                    slot.offset -= 1;
+                    continue;
+                }
+                let Some(before) = items.prev(slot) else { break };
+                match view.slot_pos(before) {
                     Some(p) if p >= head && p < pos => {
                         head = head.min(head_of(p));
                         first -= 1;
+                        slot = before;
+                        at = p;
                     }
                     _ => break,
                 }
             }
         }
         self.next = first;
+        self.slot = items.prev(slot);
         Some(Unit { start: first, end: last + 1 })
     }
 }

@@ -23,3 +23,4 @@ mod starve;
 mod summarize;
 mod tally;
 mod transform;
+mod units;
