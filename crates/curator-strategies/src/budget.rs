@@ -8,10 +8,10 @@ use curator_model::{Message, Role};
 use crate::shorten::{Marks, shorten_message, shorten_unit, unit_minimum};
 use crate::tokens::share;
 use crate::trim::OMITTED_NOTE;
-use crate::trim::{Take, keep_newest};
+use crate::trim::{Take, keep_fitting, keep_newest};
 use crate::{
     CharEstimate, CurationContext, Error, Head, HistoryManager, Result, Shortfall, Tally,
-    TokenCounter, View,
+    TokenCounter, Unit, View,
 };
 
 /// Tokens a shortened task keeps at least, whatever the head's share, so that it stays
@@ -234,6 +234,61 @@ impl TokenBudget {
         Some(shortened)
     }
 
+    /// The present and the newest older units that fit `body_room` (rule 2): what
+    /// [`keep_newest`] returns, the tokens kept, and whether the present's pieces do not add
+    /// up under the counter (so that it cannot be shortened to fit).
+    fn keep_units<'h>(
+        &self,
+        view: &View<'h>,
+        units: &Units<'_>,
+        tally: &Tally<'_, 'h>,
+    ) -> (Option<View<'h>>, u64, bool) {
+        let counter = &*self.counter;
+        let Units { head, present, members, present_full, body_room } = *units;
+        // The whole history with its present fitting whole: the cut is bisected.
+        if let Some(present) = present.filter(|_| present_full <= body_room)
+            && let Some((kept, older)) =
+                keep_fitting(view, head, present, body_room - present_full, tally)
+        {
+            return (kept, present_full + older, false);
+        }
+        let mut used = 0;
+        let mut first = true;
+        let mut unfit = false;
+        let kept = keep_newest(view, head, present, false, |unit| {
+            if std::mem::replace(&mut first, false) {
+                // The present: whole if it fits, else shortened (its tool results, its text
+                // and the string values of its arguments share the room).
+                if present_full <= body_room {
+                    used = present_full;
+                    return Take::Keep;
+                }
+                let messages: Vec<_> = members.iter().map(|&i| view.message(i)).collect();
+                let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
+                let Some(shortened) = shorten_unit(&refs, body_room, counter, self.marks) else {
+                    unfit = true;
+                    return Take::Stop;
+                };
+                let mut replacements = Vec::new();
+                for (&index, (message, short)) in members.iter().zip(refs.iter().zip(shortened)) {
+                    used += counter.count_message(short.as_ref().unwrap_or(message));
+                    if let Some(short) = short {
+                        replacements.push((index, short));
+                    }
+                }
+                return Take::KeepAs(replacements);
+            }
+            let tokens = tally.range(unit.range());
+            if used + tokens <= body_room {
+                used += tokens;
+                Take::Keep
+            } else {
+                Take::Stop
+            }
+        });
+        (kept, used, unfit)
+    }
+
     /// The error for a view that cannot hold what is never dropped.
     fn too_small(
         &self,
@@ -252,6 +307,17 @@ impl TokenBudget {
             priming: self.counter.reply_priming(),
         }))
     }
+}
+
+/// What the budget keeps its units by: the head, the present and its own (unpinned)
+/// messages with their tokens, and the room the head leaves.
+#[derive(Clone, Copy)]
+struct Units<'a> {
+    head: &'a Head,
+    present: Option<Unit>,
+    members: &'a [usize],
+    present_full: u64,
+    body_room: u64,
 }
 
 /// One pinned message, as the budget sees it: its view index, its full size and the least
@@ -349,40 +415,8 @@ impl HistoryManager for TokenBudget {
         }
         let head_room = system_rooms.iter().sum::<u64>() + task_room;
         let body_room = available - head_room - note;
-        let mut used = 0;
-        let mut first = true;
-        let mut unfit = false;
-        let kept = keep_newest(&view, &head, present, false, |unit| {
-            if std::mem::replace(&mut first, false) {
-                // The present: whole if it fits, else shortened (its tool results, its text
-                // and the string values of its arguments share the room).
-                if present_full <= body_room {
-                    used = present_full;
-                    return Take::Keep;
-                }
-                let messages: Vec<_> = members.iter().map(|&i| view.message(i)).collect();
-                let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
-                let Some(shortened) = shorten_unit(&refs, body_room, counter, self.marks) else {
-                    unfit = true;
-                    return Take::Stop;
-                };
-                let mut replacements = Vec::new();
-                for (&index, (message, short)) in members.iter().zip(refs.iter().zip(shortened)) {
-                    used += counter.count_message(short.as_ref().unwrap_or(message));
-                    if let Some(short) = short {
-                        replacements.push((index, short));
-                    }
-                }
-                return Take::KeepAs(replacements);
-            }
-            let tokens = tally.range(unit.range());
-            if used + tokens <= body_room {
-                used += tokens;
-                Take::Keep
-            } else {
-                Take::Stop
-            }
-        });
+        let units = Units { head: &head, present, members: &members, present_full, body_room };
+        let (kept, used, unfit) = self.keep_units(&view, &units, &tally);
         drop(tally);
         if unfit {
             // The pieces of the present do not add up under this counter: say so rather

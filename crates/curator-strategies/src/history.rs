@@ -430,6 +430,18 @@ impl Counts {
         self.sums[end] - self.sums[start]
     }
 
+    /// The first position `s` in `range.start..=range.end` from which the messages up to
+    /// `range.end` take at most `room` tokens (`range.end` itself when none fits): a
+    /// bisection of the prefix sums.
+    pub(crate) fn first_within(&self, range: std::ops::Range<usize>, room: u64) -> usize {
+        let end = range.end.min(self.sums.len().saturating_sub(1));
+        let start = range.start.min(end);
+        let Some(&total) = self.sums.get(end) else { return end };
+        let least = total.saturating_sub(room);
+        let sums = self.sums.get(start..=end).unwrap_or_default();
+        start + sums.partition_point(|&sum| sum < least)
+    }
+
     /// Tokens of the message at `pos`.
     pub(crate) fn at(&self, pos: usize) -> u64 {
         self.range(pos..pos + 1)

@@ -2,7 +2,7 @@
 
 use curator_model::{Message, Role};
 
-use crate::{Head, Unit, View};
+use crate::{Head, Tally, Unit, View};
 
 /// The user message a trimmed view starts with when what it kept would begin with an
 /// assistant message: Anthropic requires the first message after the system prompt to be
@@ -109,9 +109,54 @@ pub(crate) fn keep_newest<'h>(
             }
         }
     }
+    Some(noted(view, kept))
+}
+
+/// [`keep_newest`] for a view that is the whole history under no map, with every pinned
+/// message at its front, whose present fits whole and whose older units are kept while
+/// their tokens fit `room`: the first kept unit is found by bisecting the history's prefix
+/// sums, not by walking every unit, so that a call costs O(log history + the unit at the
+/// cut + kept items). Returns what `keep_newest` returns and the tokens of the older units
+/// kept. `None` when the view is not such a view.
+pub(crate) fn keep_fitting<'h>(
+    view: &View<'h>,
+    head: &Head,
+    present: Unit,
+    room: u64,
+    tally: &Tally<'_, 'h>,
+) -> Option<(Option<View<'h>>, u64)> {
+    let floor = head.len();
+    if !view.is_whole_history() || head.pinned().len() != floor || present.start() < floor {
+        return None;
+    }
+    // In such a view an index is a history position.
+    let end = present.start();
+    let fits_from = tally.first_within(floor..end, room);
+    if fits_from == floor {
+        return Some((None, tally.range(floor..end)));
+    }
+    // The walk passes through every position after which no call is open (nothing after
+    // it can reach back over it): from the first such one at or after the bisected
+    // position, the units that start at or after that position are the ones kept.
+    let history = view.history();
+    let settled = (fits_from..end).find(|&q| !history.open_after(q - 1)).unwrap_or(end);
+    let cut = view
+        .units_rev_to(floor, settled)
+        .take_while(|unit| unit.start() >= fits_from)
+        .last()
+        .map_or(settled, |unit| unit.start());
+    let used = tally.range(cut..end);
+    let mut edit = view.edit();
+    edit.keep(0..floor).keep(cut..view.len());
+    Some((Some(noted(view, edit.finish())), used))
+}
+
+/// `kept`, a trimmed `view`, with a short user note first when it would start (after the
+/// system messages) with an assistant message although `view` did not.
+fn noted<'h>(view: &View<'h>, kept: View<'h>) -> View<'h> {
     if leads_with(view) == Some(Role::Assistant) {
         // The input itself starts that way: keep it as it is.
-        return Some(kept);
+        return kept;
     }
     match leads_with(&kept) {
         Some(Role::Assistant) => {
@@ -119,13 +164,97 @@ pub(crate) fn keep_newest<'h>(
             let first = first.unwrap_or(0);
             let mut edit = kept.edit();
             edit.keep(0..first).insert(Message::user(OMITTED_NOTE)).keep(first..kept.len());
-            Some(edit.finish())
+            edit.finish()
         }
-        _ => Some(kept),
+        _ => kept,
     }
 }
 
 /// The role of the first message that is not a system message.
 fn leads_with(view: &View<'_>) -> Option<Role> {
     view.structures().map(Message::role).find(|role| *role != Role::System)
+}
+
+#[cfg(test)]
+mod tests {
+    use curator_model::ToolCall;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::{CharEstimate, CurationContext, History};
+
+    /// An optional system message and the task, then a body of every shape the pairing
+    /// knows (parallel calls, calls split over assistant messages, results without calls,
+    /// calls without results), of varied sizes; rarely a late system message.
+    fn conversation() -> impl Strategy<Value = Vec<Message>> {
+        let id = prop_oneof![Just("a"), Just("b"), Just("c")];
+        let text = (1usize..200).prop_map(|n| "x".repeat(n));
+        let message = prop_oneof![
+            3 => text.clone().prop_map(Message::user),
+            3 => text.clone().prop_map(Message::assistant),
+            4 => (prop::collection::vec(id.clone(), 1..4), prop::option::of(text.clone())).prop_map(
+                |(ids, text)| Message::assistant_with_calls(
+                    text.map(Into::into),
+                    ids.into_iter().map(|id| ToolCall::new(id, "t", "{}")).collect()
+                )
+            ),
+            6 => (id, text.clone()).prop_map(|(id, text)| Message::tool_result(id, text)),
+            1 => Just(Message::tool_result("z", "for no call")),
+            1 => Just(Message::system("late rule")),
+        ];
+        (any::<bool>(), prop::collection::vec(message, 0..40)).prop_map(|(system, body)| {
+            let mut messages = Vec::new();
+            if system {
+                messages.push(Message::system("rules"));
+            }
+            messages.push(Message::user("the task"));
+            messages.extend(body);
+            messages
+        })
+    }
+
+    fn entries(view: Option<&View<'_>>) -> Option<Vec<(Option<usize>, Message)>> {
+        view.map(|v| v.iter().map(|e| (e.pos, Message::clone(&e.message))).collect())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3_000))]
+
+        #[test]
+        fn bisecting_the_cut_keeps_what_walking_the_units_keeps(
+            messages in conversation(),
+            room in 0u64..600,
+        ) {
+            let history = History::from(messages.as_slice());
+            let view = View::full(&history);
+            let head = view.head(&CurationContext::default());
+            let Some(present) = view.present(&head) else { return Ok(()) };
+            let counter = CharEstimate::default();
+            let tally = view.tally(&counter);
+            let fitting = keep_fitting(&view, &head, present, room, &tally);
+            // It answers for every conversation whose system messages all come first.
+            let late_system = messages
+                .iter()
+                .skip_while(|m| m.role() == Role::System)
+                .any(|m| m.role() == Role::System);
+            prop_assert!(late_system || fitting.is_some());
+            let Some((fast, older)) = fitting else { return Ok(()) };
+            let mut used = 0;
+            let mut first = true;
+            let walked = keep_newest(&view, &head, Some(present), false, |unit| {
+                if std::mem::replace(&mut first, false) {
+                    return Take::Keep;
+                }
+                let tokens = tally.range(unit.range());
+                if used + tokens <= room {
+                    used += tokens;
+                    Take::Keep
+                } else {
+                    Take::Stop
+                }
+            });
+            prop_assert_eq!(older, used);
+            prop_assert_eq!(entries(fast.as_ref()), entries(walked.as_ref()));
+        }
+    }
 }

@@ -51,6 +51,8 @@ pub struct Bpe {
     encoding: Encoding,
     core: &'static tiktoken::CoreBpe,
     content: ContentRules,
+    /// The cache key, computed once: token caches ask for it on every read.
+    key: u64,
 }
 
 impl Bpe {
@@ -64,7 +66,9 @@ impl Bpe {
         let core = tiktoken::get_encoding(encoding.name()).ok_or_else(|| {
             Error::config(format!("encoding `{}` is not available", encoding.name()))
         })?;
-        Ok(Self { encoding, core, content: ContentRules::default() })
+        let content = ContentRules::default();
+        let key = Self::key(encoding, &content);
+        Ok(Self { encoding, core, content, key })
     }
 
     /// The encoding.
@@ -77,7 +81,12 @@ impl Bpe {
     #[must_use]
     pub fn with_content_rules(mut self, rules: ContentRules) -> Self {
         self.content = rules;
+        self.key = Self::key(self.encoding, &self.content);
         self
+    }
+
+    fn key(encoding: Encoding, content: &ContentRules) -> u64 {
+        stable_hash(&[b"bpe", encoding.name().as_bytes(), &content.cache_key().to_le_bytes()])
     }
 }
 
@@ -89,11 +98,7 @@ impl std::fmt::Debug for Bpe {
 
 impl TokenCounter for Bpe {
     fn cache_key(&self) -> u64 {
-        stable_hash(&[
-            b"bpe",
-            self.encoding.name().as_bytes(),
-            &self.content.cache_key().to_le_bytes(),
-        ])
+        self.key
     }
 
     fn count_text(&self, text: &str) -> u64 {

@@ -27,23 +27,34 @@ pub struct CharEstimate {
     chars_per_token: u64,
     per_message: u64,
     content: ContentRules,
+    /// The cache key, computed once: token caches ask for it on every read.
+    key: u64,
 }
 
 impl CharEstimate {
     /// An estimate with `chars_per_token` characters a token (at least 1) and `per_message`
     /// tokens of framing per message; non-text content priced by OpenAI's rules.
     pub fn new(chars_per_token: u64, per_message: u64) -> Self {
-        Self {
-            chars_per_token: if chars_per_token == 0 { 1 } else { chars_per_token },
-            per_message,
-            content: ContentRules::default(),
-        }
+        let chars_per_token = if chars_per_token == 0 { 1 } else { chars_per_token };
+        let content = ContentRules::default();
+        let key = Self::key(chars_per_token, per_message, &content);
+        Self { chars_per_token, per_message, content, key }
+    }
+
+    fn key(chars_per_token: u64, per_message: u64, content: &ContentRules) -> u64 {
+        stable_hash(&[
+            b"estimate",
+            &chars_per_token.to_le_bytes(),
+            &per_message.to_le_bytes(),
+            &content.cache_key().to_le_bytes(),
+        ])
     }
 
     /// Prices images, documents and other non-text parts by `rules`.
     #[must_use]
     pub fn with_content_rules(mut self, rules: ContentRules) -> Self {
         self.content = rules;
+        self.key = Self::key(self.chars_per_token, self.per_message, &self.content);
         self
     }
 }
@@ -56,12 +67,7 @@ impl Default for CharEstimate {
 
 impl TokenCounter for CharEstimate {
     fn cache_key(&self) -> u64 {
-        stable_hash(&[
-            b"estimate",
-            &self.chars_per_token.to_le_bytes(),
-            &self.per_message.to_le_bytes(),
-            &self.content.cache_key().to_le_bytes(),
-        ])
+        self.key
     }
 
     fn count_text(&self, text: &str) -> u64 {

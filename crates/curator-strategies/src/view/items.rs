@@ -167,6 +167,30 @@ impl Items {
         Slots { items: &self.items, item, offset }
     }
 
+    /// Whether the items are the one run of positions `start..end` (or nothing, when the
+    /// run is empty).
+    pub(super) fn is_run_of(&self, start: usize, end: usize) -> bool {
+        match self.items.as_slice() {
+            [] => start == end,
+            [(Item::Run { start: s, end: e }, _)] => *s as usize == start && *e as usize == end,
+            _ => false,
+        }
+    }
+
+    /// Item `item`, or `None` past the last.
+    pub(super) fn item(&self, item: usize) -> Option<&Item> {
+        self.items.get(item).map(|(item, _)| item)
+    }
+
+    /// The number of messages in the items before item `item`.
+    pub(super) fn end_of(&self, item: usize) -> usize {
+        match item.checked_sub(1).and_then(|k| self.items.get(k)) {
+            Some((_, end)) => *end as usize,
+            None if item == 0 => 0,
+            None => self.len(),
+        }
+    }
+
     /// Whether item `item` is a run of history.
     pub(super) fn is_run(&self, item: usize) -> bool {
         matches!(self.items.get(item), Some((Item::Run { .. }, _)))

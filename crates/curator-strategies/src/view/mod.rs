@@ -3,6 +3,7 @@
 //! this folder; strategies use the reading and editing API of [`View`].
 
 mod edit;
+mod entries;
 mod entry;
 mod items;
 mod paired;

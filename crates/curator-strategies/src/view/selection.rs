@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use curator_model::Message;
 
+use super::entries::Entries;
 use super::entry::{MessageRef, ViewEntry};
 use super::items::{Item, Items, Slot};
 use crate::history::Counts;
@@ -104,6 +105,12 @@ impl<'h> View<'h> {
 
     /// The view index of the message at history position `pos`, if the view shows it.
     /// O(items).
+    /// Whether the view is the whole history, unedited and under no map: a view index is
+    /// then a history position.
+    pub(crate) fn is_whole_history(&self) -> bool {
+        self.maps.is_empty() && self.items.is_run_of(0, self.history.len())
+    }
+
     pub(crate) fn index_of(&self, pos: usize) -> Option<usize> {
         self.items.index_of_pos(u32::try_from(pos).ok()?)
     }
@@ -149,7 +156,7 @@ impl<'h> View<'h> {
 
     /// The messages with their positions, in order.
     pub fn iter(&self) -> impl Iterator<Item = ViewEntry<'h>> + '_ {
-        self.items.slots().map(|slot| self.slot_entry(slot))
+        Entries::new(self)
     }
 
     /// The messages as far as structure goes (see [`structure`](View::structure)), in order.
@@ -236,7 +243,7 @@ impl<'h> View<'h> {
     /// The entry at `slot`: a history message under no map is handed out as it is, with no
     /// other check.
     #[inline]
-    fn slot_entry(&self, slot: Slot) -> ViewEntry<'h> {
+    pub(super) fn slot_entry(&self, slot: Slot) -> ViewEntry<'h> {
         match self.items.get(slot.item) {
             Item::Run { start, .. } if self.maps.is_empty() => {
                 let pos = (start + slot.offset) as usize;

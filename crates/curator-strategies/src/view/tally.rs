@@ -86,6 +86,14 @@ impl Tally<'_, '_> {
         base + others
     }
 
+    /// For a view that is the whole history under no map (view indices are positions):
+    /// the first index `s` in `range.start..=range.end` from which the messages up to
+    /// `range.end` take at most `room` tokens. O(log range).
+    pub(crate) fn first_within(&self, range: Range<usize>, room: u64) -> usize {
+        debug_assert!(self.view.is_whole_history(), "first_within on an edited view");
+        self.counts.first_within(range, room)
+    }
+
     /// Tokens of the messages at view indices `range` (ends past the view are cut) when they
     /// are at most `limit`, `None` when they are more. The messages a map may change are
     /// counted last, and not at all when the others alone pass `limit`: asking whether a
