@@ -52,7 +52,7 @@ use curator_model::{Message, Role};
 
 /// What repair changes in a message list, in index order: tool messages to drop (`None`),
 /// and assistant messages that keep only the calls flagged `true`.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct Repairs {
     changes: Vec<(usize, Option<Vec<bool>>)>,
 }
@@ -65,6 +65,20 @@ impl Repairs {
     pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, Option<&[bool]>)> + '_ {
         self.changes.iter().map(|(index, calls)| (*index, calls.as_deref()))
     }
+}
+
+/// [`plan`] for a view part of one message with no call open before it (the newest
+/// message after a settled point, as a rule): a tool message answers nothing and goes, and
+/// an assistant message's calls are all unanswered. No pairing state is built.
+pub(crate) fn plan_alone(message: &Message) -> Repairs {
+    let changes = match message.role() {
+        Role::Tool => vec![(0, None)],
+        Role::Assistant if message.has_tool_calls() => {
+            vec![(0, Some(vec![false; message.tool_calls().len()]))]
+        }
+        _ => Vec::new(),
+    };
+    Repairs { changes }
 }
 
 /// The repairs that make `messages` (given in order, with `at(i)` for random access to the
@@ -109,4 +123,31 @@ pub(crate) fn plan<'m>(
         changes.sort_unstable_by_key(|(index, _)| *index);
     }
     Repairs { changes }
+}
+
+#[cfg(test)]
+mod tests {
+    use curator_model::ToolCall;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn a_lone_message_is_planned_as_the_pairing_plans_it(
+            kind in 0usize..5,
+            ids in prop::collection::vec(prop_oneof![Just("a"), Just("b")], 0..4),
+        ) {
+            let calls = ids.iter().map(|id| ToolCall::new(*id, "t", "{}")).collect();
+            let message = match kind {
+                0 => Message::tool_result("a", "x"),
+                1 => Message::assistant_with_calls(None, calls),
+                2 => Message::assistant_with_calls(Some("text".into()), calls),
+                3 => Message::user("u"),
+                _ => Message::system("s"),
+            };
+            let planned = plan(std::iter::once(&message), |_| &message);
+            prop_assert_eq!(plan_alone(&message), planned);
+        }
+    }
 }

@@ -134,7 +134,11 @@ impl<'h> View<'h> {
         if start >= self.len() {
             return self;
         }
-        let repairs = coherence::plan(self.structures_from(start), |i| self.structure(start + i));
+        let repairs = if start + 1 == self.len() {
+            coherence::plan_alone(self.structure(start))
+        } else {
+            coherence::plan(self.structures_from(start), |i| self.structure(start + i))
+        };
         if repairs.is_empty() {
             return self;
         }

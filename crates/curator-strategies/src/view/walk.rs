@@ -1,6 +1,6 @@
 //! The walks trimming strategies make over a view: its pinned head and its units.
 
-use curator_model::Role;
+use curator_model::{Message, Role};
 
 use super::items::Slot;
 use super::selection::View;
@@ -30,15 +30,24 @@ impl View<'_> {
     /// assert_eq!(View::full(&history).head(&CurationContext::default()).pinned(), [0, 2]);
     /// ```
     pub fn head(&self, ctx: &CurationContext<'_>) -> Head {
-        let mut pinned = Vec::new();
+        let whole = self.is_whole_history();
+        let systems = self.history.system_positions();
+        let mut pinned = Vec::with_capacity(systems.len() + 1);
         if ctx.preserve_system {
             // From the history's index of system messages: O(systems × items), not O(view).
-            pinned.extend(
-                self.history.system_positions().iter().filter_map(|&p| self.items.index_of_pos(p)),
-            );
+            if whole {
+                pinned.extend(systems.iter().map(|&p| p as usize));
+            } else {
+                pinned.extend(systems.iter().filter_map(|&p| self.items.index_of_pos(p)));
+            }
         }
         if ctx.preserve_task {
-            for (index, message) in self.structures().enumerate() {
+            let structures: &mut dyn Iterator<Item = &Message> = if whole {
+                &mut self.history.messages().iter()
+            } else {
+                &mut self.structures()
+            };
+            for (index, message) in structures.enumerate() {
                 match message.role() {
                     Role::User => {
                         pinned.push(index);
