@@ -59,8 +59,9 @@ pub const MIN_TOOL_RESULT_CHARS: usize = 400;
 ///    the units left out made (up to 12, each with its arguments as compact JSON, cut to
 ///    120 characters) and the distinctive [`terms`](crate::terms) they held that the view
 ///    no longer shows: those of the newest units left out, in order, in up to half of the
-///    room for terms, then the ones the conversation came back to most often, so that the
-///    model knows what existed and can ask for it again.
+///    room for terms, then the ones the conversation came back to most often, then numbers
+///    (separated by spaces; a term a listed call or term shows is not repeated), so that
+///    the model knows what existed and can ask for it again.
 /// 4. **Older units by relevance** fill the rest: each older unit is scored by BM25 against
 ///    the task and the newest units (the query), over distinctive terms; units are taken by
 ///    score (the newer first on ties) while they fit, whole and in their original order.
