@@ -234,19 +234,23 @@ fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
         size += cost;
     }
     let mut terms: Vec<&str> = Vec::new();
-    crate::terms::scan(middle, &mut |term| {
-        let shown = head.contains(term) || tail.contains(term) || out.contains(term);
-        if shown || terms.iter().any(|t| t.contains(term)) {
-            return true;
-        }
-        let cost = term.chars().count() + 2;
-        if size + cost > room {
-            return false;
-        }
-        size += cost;
-        terms.push(term);
-        true
-    });
+    // Numbers (mostly line numbers) after the other terms, as in the folded-history note.
+    let numeric = |term: &str| term.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b':');
+    for numbers in [false, true] {
+        crate::terms::scan(middle, &mut |term| {
+            let shown = head.contains(term) || tail.contains(term) || out.contains(term);
+            if numeric(term) != numbers || shown || terms.iter().any(|t| t.contains(term)) {
+                return true;
+            }
+            let cost = term.chars().count() + 2;
+            if size + cost > room {
+                return false;
+            }
+            size += cost;
+            terms.push(term);
+            true
+        });
+    }
     if !terms.is_empty() {
         if !out.is_empty() {
             out.push_str(" | ");
