@@ -148,12 +148,23 @@ pub(super) fn note(
         }
     }
     drop(index);
+    fitted(&opening, calls, terms, room, counter)
+}
+
+/// The note's message, with the last terms (then calls) left off until it fits `room`:
+/// estimates per item can undercount the joined text by a token or two.
+fn fitted(
+    opening: &str,
+    mut calls: Vec<String>,
+    mut terms: Vec<String>,
+    room: u64,
+    counter: &dyn TokenCounter,
+) -> Option<Message> {
     let message = loop {
-        let message = Message::user(text(&opening, &calls, &terms));
+        let message = Message::user(text(opening, &calls, &terms));
         if counter.count_message(&message) <= room || (calls.is_empty() && terms.is_empty()) {
             break message;
         }
-        // Estimates per item can undercount the joined text by a token or two.
         if terms.pop().is_none() {
             calls.pop();
         }
