@@ -72,7 +72,6 @@ impl TermIndex {
     }
 
     /// The id of `term`, if any indexed message holds it.
-    #[cfg(test)]
     pub(crate) fn id(&self, term: &str) -> Option<u32> {
         self.ids.get(term).copied()
     }

@@ -1,8 +1,11 @@
 //! The budget's own cut of long tool results: the beginning and the end kept, and between
 //! them a note naming what the cut middle held.
 
+use std::collections::HashSet;
+
 use curator_model::{Content, Message, Part, Role};
 
+use crate::fx::FxBuild;
 use crate::map::stable_hash;
 use crate::shorten::floor_grapheme;
 use crate::terms::ERROR_MARKS;
@@ -35,12 +38,114 @@ const NOTE_CHARS: usize = 100;
 pub(crate) struct EndsCut {
     max_chars: usize,
     key: u64,
+    focus: Option<Focus>,
 }
+
+/// The present's tool results (history positions) and the terms the present is about: the
+/// task's and those of the present's own text and call arguments. A long result of the
+/// present keeps, besides its ends, the lines of its middle that name them.
+#[derive(Debug, Default)]
+pub(crate) struct Focus {
+    pub(crate) positions: HashSet<usize, FxBuild>,
+    pub(crate) terms: HashSet<String, FxBuild>,
+}
+
+/// The shares of the kept characters that a focused cut gives to the beginning and to the
+/// end; the rest goes to the lines of the middle that name the present's terms.
+const FOCUS_HEAD_SHARE: f64 = 0.4;
+const FOCUS_TAIL_SHARE: f64 = 0.2;
+
+/// What a focused cut writes beyond a plain cut's note (its longer note, the mark closing
+/// the kept lines), in characters, so that it keeps to the same length.
+const FOCUS_MARKS: usize = 80;
 
 impl EndsCut {
     pub(crate) fn new(max_chars: usize) -> Self {
         let key = stable_hash(&[b"relevance_budget.ends_cut", &max_chars.to_le_bytes()]);
-        Self { max_chars, key }
+        Self { max_chars, key, focus: None }
+    }
+
+    /// The same cut, focused on the present (see [`Focus`]).
+    pub(crate) fn with_focus(mut self, focus: Focus) -> Self {
+        self.focus = Some(focus);
+        self
+    }
+
+    /// The present's terms, when `pos` is one of its tool results and it has terms.
+    fn focused(&self, pos: Option<usize>) -> Option<&HashSet<String, FxBuild>> {
+        let focus = self.focus.as_ref()?;
+        (!focus.terms.is_empty() && pos.is_some_and(|p| focus.positions.contains(&p)))
+            .then_some(&focus.terms)
+    }
+
+    /// As [`cut`](Self::cut), but with a shorter beginning and end ([`FOCUS_HEAD_SHARE`],
+    /// [`FOCUS_TAIL_SHARE`]), and between them the lines of the middle holding the most of
+    /// `query`'s terms, in their order, in the rest of the kept characters. Without such a
+    /// line, the plain cut.
+    pub(crate) fn cut_focused(
+        &self,
+        text: &str,
+        query: &HashSet<String, FxBuild>,
+    ) -> Option<String> {
+        let total = text.chars().count();
+        if total <= self.max_chars {
+            return None;
+        }
+        let naming_room = share(NAMING_SHARE, self.max_chars);
+        let ends = self.max_chars.saturating_sub(naming_room + NOTE_CHARS);
+        let head_chars = share(FOCUS_HEAD_SHARE, ends);
+        let tail_chars = share(FOCUS_TAIL_SHARE, ends);
+        let focus_room = (ends - head_chars - tail_chars).saturating_sub(FOCUS_MARKS);
+        let head_end = floor_grapheme(text, byte_at(text, head_chars));
+        let tail_start = line_start(text, byte_at(text, total - tail_chars), head_end);
+        let (head, middle, tail) =
+            (&text[..head_end], &text[head_end..tail_start], &text[tail_start..]);
+        let mut lines: Vec<(usize, usize, &str)> = Vec::new();
+        for (n, line) in middle.lines().enumerate() {
+            let mut hits = 0;
+            crate::terms::scan(line, &mut |term| {
+                hits += usize::from(query.contains(term));
+                true
+            });
+            if hits > 0 {
+                lines.push((hits, n, line));
+            }
+        }
+        // The most hits first, the earlier on ties; then back in their order.
+        lines.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut size = 0;
+        let mut chosen: Vec<(usize, &str)> = Vec::new();
+        for (_, n, line) in lines {
+            let cost = line.chars().count() + 1;
+            if size + cost <= focus_room {
+                size += cost;
+                chosen.push((n, line));
+            }
+        }
+        if chosen.is_empty() {
+            return self.cut(text);
+        }
+        chosen.sort_unstable_by_key(|c| c.0);
+        let kept = chosen.iter().map(|c| c.1).collect::<Vec<_>>().join("\n");
+        let names = name(middle, &format!("{head}\n{kept}"), tail, naming_room);
+        let cut = middle.chars().count().saturating_sub(size);
+        let mut out = String::with_capacity(head.len() + kept.len() + tail.len() + names.len());
+        out.push_str(head);
+        out.push_str("\n[… ");
+        out.push_str(&cut.to_string());
+        out.push_str(
+            " characters cut by curator to fit the token budget, but for the lines below that \
+             name terms of the task or of the call",
+        );
+        if !names.is_empty() {
+            out.push_str("; the cut part held: ");
+            out.push_str(&names);
+        }
+        out.push_str(" …]\n");
+        out.push_str(&kept);
+        out.push_str("\n[…]\n");
+        out.push_str(tail);
+        Some(out)
     }
 
     /// `text` cut, or `None` when it is within `max_chars` characters.
@@ -129,19 +234,23 @@ fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
         size += cost;
     }
     let mut terms: Vec<&str> = Vec::new();
-    crate::terms::scan(middle, &mut |term| {
-        let shown = head.contains(term) || tail.contains(term) || out.contains(term);
-        if shown || terms.iter().any(|t| t.contains(term)) {
-            return true;
-        }
-        let cost = term.chars().count() + 2;
-        if size + cost > room {
-            return false;
-        }
-        size += cost;
-        terms.push(term);
-        true
-    });
+    // Numbers (mostly line numbers) after the other terms, as in the folded-history note.
+    let numeric = |term: &str| term.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b':');
+    for numbers in [false, true] {
+        crate::terms::scan(middle, &mut |term| {
+            let shown = head.contains(term) || tail.contains(term) || out.contains(term);
+            if numeric(term) != numbers || shown || terms.iter().any(|t| t.contains(term)) {
+                return true;
+            }
+            let cost = term.chars().count() + 2;
+            if size + cost > room {
+                return false;
+            }
+            size += cost;
+            terms.push(term);
+            true
+        });
+    }
     if !terms.is_empty() {
         if !out.is_empty() {
             out.push_str(" | ");
@@ -156,20 +265,25 @@ impl MessageMap for EndsCut {
     fn map(
         &self,
         message: &Message,
-        _pos: Option<usize>,
+        pos: Option<usize>,
         _history: &History<'_>,
     ) -> Option<Message> {
         if message.role() != Role::Tool {
             return None;
         }
+        let query = self.focused(pos);
+        let cut = |text: &str| match query {
+            Some(query) => self.cut_focused(text, query),
+            None => self.cut(text),
+        };
         let new = match message.content()? {
-            Content::Text(text) => Content::Text(self.cut(text)?),
+            Content::Text(text) => Content::Text(cut(text)?),
             Content::Parts(parts) => {
                 let mut changed = false;
                 let parts = parts
                     .iter()
                     .map(|part| match part {
-                        Part::Text { text, extra } => match self.cut(text) {
+                        Part::Text { text, extra } => match cut(text) {
                             Some(cut) => {
                                 changed = true;
                                 Part::Text { text: cut, extra: extra.clone() }
@@ -188,7 +302,11 @@ impl MessageMap for EndsCut {
         Some(message.clone_with_content(Some(new)))
     }
 
-    fn memo_key(&self, _pos: usize) -> Option<u64> {
+    fn memo_key(&self, pos: usize) -> Option<u64> {
+        // A focused cut depends on the present, which changes from call to call.
+        if self.focused(Some(pos)).is_some() {
+            return None;
+        }
         Some(self.key)
     }
 
@@ -253,6 +371,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_focused_cut_keeps_the_middle_lines_that_name_the_query() {
+        use std::fmt::Write as _;
+
+        let mut text = String::new();
+        for i in 0..400 {
+            let _ = writeln!(text, "line {i} of the output, nothing to see");
+            if i == 200 {
+                text.push_str("    def parse_binary_header(self):\n");
+            }
+        }
+        let query: HashSet<String, FxBuild> =
+            std::iter::once("parse_binary_header".to_owned()).collect();
+        let cut = EndsCut::new(2_000).cut_focused(&text, &query).unwrap();
+        assert!(cut.chars().count() <= 2_000, "{} characters", cut.chars().count());
+        assert!(cut.starts_with("line 0 of"), "{cut}");
+        assert!(cut.ends_with("line 399 of the output, nothing to see\n"), "{cut}");
+        assert!(cut.contains("\n    def parse_binary_header(self):\n[…]\n"), "{cut}");
+        // Without a line naming the query, the plain cut.
+        let other = std::iter::once("elsewhere_only".to_owned()).collect();
+        assert_eq!(EndsCut::new(2_000).cut_focused(&text, &other), EndsCut::new(2_000).cut(&text));
     }
 
     #[test]

@@ -48,7 +48,9 @@ pub const MIN_TOOL_RESULT_CHARS: usize = 400;
 ///    `available` characters (at most [`MAX_TOOL_RESULT_CHARS`], at least
 ///    [`MIN_TOOL_RESULT_CHARS`]) keeps its beginning (two thirds) and its end (a third, from
 ///    the start of a line), and between them a note of how many characters were cut that
-///    names what the cut part held: its failure lines (`error`, `FAILED`, `panicked`, ...),
+///    names what the cut part held (for the present's results, a shorter beginning and end,
+///    and the lines of the middle that name terms of the task or of the present's own text
+///    and call arguments): its failure lines (`error`, `FAILED`, `panicked`, ...),
 ///    then its distinctive [`terms`](crate::terms) (paths, identifiers, numbers) that the
 ///    ends do not show. Errors, results and answers sit at the ends of outputs; a
 ///    conversation that fits is never cut.
@@ -59,8 +61,9 @@ pub const MIN_TOOL_RESULT_CHARS: usize = 400;
 ///    the units left out made (up to 12, each with its arguments as compact JSON, cut to
 ///    120 characters) and the distinctive [`terms`](crate::terms) they held that the view
 ///    no longer shows: those of the newest units left out, in order, in up to half of the
-///    room for terms, then the ones the conversation came back to most often, so that the
-///    model knows what existed and can ask for it again.
+///    room for terms, then the ones the conversation came back to most often, then numbers
+///    (separated by spaces; a term a listed call or term shows is not repeated), so that
+///    the model knows what existed and can ask for it again.
 /// 4. **Older units by relevance** fill the rest: each older unit is scored by BM25 against
 ///    the task and the newest units (the query), over distinctive terms; units are taken by
 ///    score (the newer first on ties) while they fit, whole and in their original order.
@@ -257,7 +260,12 @@ impl HistoryManager for RelevanceBudget {
         let view = if self.cut_tool_results {
             let max = usize::try_from(available).unwrap_or(usize::MAX);
             let max = max.clamp(MIN_TOOL_RESULT_CHARS, MAX_TOOL_RESULT_CHARS);
-            view.with_map(Arc::new(ends::EndsCut::new(max)))
+            let cut = ends::EndsCut::new(max);
+            let cut = match focus(&view, ctx) {
+                Some(focus) => cut.with_focus(focus),
+                None => cut,
+            };
+            view.with_map(Arc::new(cut))
         } else {
             view
         };
@@ -349,6 +357,32 @@ impl HistoryManager for RelevanceBudget {
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed("relevance_budget")
     }
+}
+
+/// The present's tool results and the terms of the task and of the present's other
+/// messages (its text and call arguments), which its long results keep the lines of.
+fn focus(view: &View<'_>, ctx: &CurationContext<'_>) -> Option<ends::Focus> {
+    let head = view.head(ctx);
+    let present = view.present(&head)?;
+    let mut focus = ends::Focus::default();
+    let mut add = |message: &Message| {
+        crate::terms::message_terms(message, &mut |term| {
+            focus.terms.insert(term.to_owned());
+        });
+    };
+    for &i in head.pinned() {
+        if view.structure(i).role() != Role::System {
+            add(&view.message(i));
+        }
+    }
+    for i in present.range() {
+        if view.structure(i).role() == Role::Tool {
+            focus.positions.extend(view.pos(i));
+        } else {
+            add(&view.message(i));
+        }
+    }
+    Some(focus)
 }
 
 /// The present (`present`, its pinned messages counted with the head), then the newest

@@ -134,7 +134,7 @@ fn the_note_lists_the_calls_and_terms_left_out_and_nothing_the_view_shows() {
     assert!(note.contains(&dropped), "{dropped} not in {note}");
     for s in &shown {
         assert!(
-            !note.contains(&format!("{s},")) && !note.contains(&format!("{s}.")),
+            !note.contains(&format!(" {s} ")) && !note.contains(&format!(" {s}.")),
             "{s} in {note}"
         );
     }
@@ -218,7 +218,7 @@ fn the_note_names_what_the_newest_units_left_out_held_before_what_recurs() {
     // ...and the rest of the note still goes to the identifiers the run came back to most.
     assert!(note.contains("shared_id_0"), "{note}");
     // The note is full: not every recurring identifier fits.
-    assert!(!(0..200).all(|i| note.contains(&format!("shared_id_{i},"))), "{note}");
+    assert!(!(0..200).all(|i| note.contains(&format!("shared_id_{i} "))), "{note}");
 }
 
 /// The newest tool result is too long for the budget: both budgets keep its beginning and
@@ -311,4 +311,44 @@ fn a_long_output_keeps_its_end_when_the_budget_cuts_it() {
         assert!(text.contains("characters cut by curator"), "{budget}");
         assert_eq!(view.last(), messages.last());
     }
+}
+
+#[test]
+fn the_note_lists_a_term_once_with_its_parts_and_numbers_last() {
+    let mut messages =
+        vec![Message::system("You are a coding agent."), Message::user("Fix the build.")];
+    let step = |messages: &mut Vec<Message>, i: usize, output: String| {
+        messages.push(Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new(format!("c{i}"), "run", r#"{"command": "make"}"#)],
+        ));
+        messages.push(Message::tool_result(format!("c{i}"), output));
+    };
+    for i in 0..10 {
+        let filler = "plain words without anything distinctive ".repeat(30);
+        step(
+            &mut messages,
+            i,
+            format!("{} in src/grammar/parser_core_{i}.rs\n{filler}", 4_000 + i),
+        );
+    }
+    for i in 10..16 {
+        step(&mut messages, i, "plain words without anything distinctive ".repeat(30));
+    }
+    messages.push(Message::user("Go on."));
+    let (_, note) = view_and_note(&messages, 1_500);
+    let listed: Vec<&str> = note
+        .split_once("They mentioned: ")
+        .expect(&note)
+        .1
+        .trim_end_matches(".]")
+        .split(' ')
+        .collect();
+    // A path is listed, and its file name, which reads back from it, is not listed again.
+    assert!(listed.contains(&"src/grammar/parser_core_9.rs"), "{note}");
+    assert!(!listed.contains(&"parser_core_9.rs"), "{note}");
+    // The line numbers come last.
+    let numeric = |t: &&str| t.bytes().all(|b| b.is_ascii_digit());
+    let first = listed.iter().position(numeric).expect(&note);
+    assert!(listed[first..].iter().all(numeric), "{note}");
 }
