@@ -42,11 +42,8 @@ impl View<'_> {
             }
         }
         if ctx.preserve_task {
-            let structures: &mut dyn Iterator<Item = &Message> = if whole {
-                &mut self.history.messages().iter()
-            } else {
-                &mut self.structures()
-            };
+            let structures: &mut dyn Iterator<Item = &Message> =
+                if whole { &mut self.history.messages().iter() } else { &mut self.structures() };
             for (index, message) in structures.enumerate() {
                 match message.role() {
                     Role::User => {
