@@ -85,15 +85,26 @@ pub fn terms(text: &str) -> Vec<&str> {
 /// Calls `each` with the distinctive terms of `text`, each once, in the order of [`terms`],
 /// until it returns `false`.
 pub(crate) fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
+    // A short text (a term, a label) has few terms: a list finds them faster than a hash.
+    let short = text.len() <= 128;
+    let mut few: Vec<&str> = Vec::new();
     let mut seen: HashSet<&str, FxBuild> = HashSet::default();
     let more = Cell::new(true);
     let mut emit = |term| {
-        if more.get() && term_ok(term) && seen.insert(term) {
+        let new = if short {
+            !few.contains(&term) && {
+                few.push(term);
+                true
+            }
+        } else {
+            seen.insert(term)
+        };
+        if more.get() && term_ok(term) && new {
             more.set(each(term));
         }
     };
     quoted(text, &more, &mut emit);
-    for word in text.split(|c: char| c.is_whitespace() || "()[]{}<>,;=\"'`|".contains(c)) {
+    for word in text.split(separates) {
         if !more.get() {
             return;
         }
@@ -147,6 +158,15 @@ pub(crate) fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
             }
         }
     }
+}
+
+/// Whether `c` separates words: white space and `()[]{}<>,;="'` and backquote and `|`.
+fn separates(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | ',' | ';' | '=' | '"' | '\'' | '`' | '|'
+        )
 }
 
 fn term_ok(term: &str) -> bool {

@@ -1,7 +1,8 @@
 //! The budget's own cut of long tool results: the beginning and the end kept, and between
 //! them a note naming what the cut middle held.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use curator_model::{Content, Message, Part, Role};
 
@@ -39,6 +40,11 @@ pub(crate) struct EndsCut {
     max_chars: usize,
     key: u64,
     focus: Option<Focus>,
+    /// What identifies a focused cut besides the message: the characters kept and the
+    /// query's terms.
+    focus_key: u64,
+    /// Where focused cuts are kept across calls (see [`FocusCache`]).
+    focus_cache: Option<Arc<FocusCache>>,
 }
 
 /// The present's tool results (history positions) and the terms the present is about: the
@@ -48,6 +54,52 @@ pub(crate) struct EndsCut {
 pub(crate) struct Focus {
     pub(crate) positions: HashSet<usize, FxBuild>,
     pub(crate) terms: HashSet<String, FxBuild>,
+}
+
+/// The focused cuts of the latest query, kept by the strategy across calls. A focused cut
+/// depends on the present, so it is not memoised per position with the history as the plain
+/// cut is (that would keep one entry per call for the life of the history): the present's
+/// long results are cut once per query, not on every read, and the cuts of an earlier query
+/// are let go when another comes.
+#[derive(Debug, Default)]
+pub(crate) struct FocusCache {
+    latest: Mutex<FocusCuts>,
+}
+
+/// The cuts of one query: its history and key, and each position's cut.
+#[derive(Debug, Default)]
+struct FocusCuts {
+    query: (u64, u64),
+    cuts: HashMap<usize, Option<Arc<Message>>, FxBuild>,
+}
+
+impl FocusCache {
+    /// The cut under `key` (the history's id, the cut's focus key, the position), made by
+    /// `cut` the first time.
+    fn get_or_cut(
+        &self,
+        (history, focus, pos): (u64, u64, usize),
+        cut: impl FnOnce() -> Option<Message>,
+    ) -> Option<Message> {
+        let found = {
+            let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+            (latest.query == (history, focus)).then(|| latest.cuts.get(&pos).cloned()).flatten()
+        };
+        let made = match found {
+            Some(made) => made,
+            None => {
+                let made = cut().map(Arc::new);
+                let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+                if latest.query != (history, focus) {
+                    latest.query = (history, focus);
+                    latest.cuts.clear();
+                }
+                latest.cuts.insert(pos, made.clone());
+                made
+            }
+        };
+        made.map(|message| Message::clone(&message))
+    }
 }
 
 /// The shares of the kept characters that a focused cut gives to the beginning and to the
@@ -62,12 +114,20 @@ const FOCUS_MARKS: usize = 80;
 impl EndsCut {
     pub(crate) fn new(max_chars: usize) -> Self {
         let key = stable_hash(&[b"relevance_budget.ends_cut", &max_chars.to_le_bytes()]);
-        Self { max_chars, key, focus: None }
+        Self { max_chars, key, focus: None, focus_key: 0, focus_cache: None }
     }
 
-    /// The same cut, focused on the present (see [`Focus`]).
-    pub(crate) fn with_focus(mut self, focus: Focus) -> Self {
+    /// The same cut, focused on the present (see [`Focus`]), its cuts kept in `cache`.
+    pub(crate) fn with_focus(mut self, focus: Focus, cache: Arc<FocusCache>) -> Self {
+        let mut terms: Vec<&str> = focus.terms.iter().map(String::as_str).collect();
+        terms.sort_unstable();
+        let mut parts: Vec<&[u8]> = vec![b"relevance_budget.focused_cut", &[]];
+        let max = self.max_chars.to_le_bytes();
+        parts[1] = &max;
+        parts.extend(terms.iter().map(|t| t.as_bytes()));
+        self.focus_key = stable_hash(&parts);
         self.focus = Some(focus);
+        self.focus_cache = Some(cache);
         self
     }
 
@@ -146,6 +206,43 @@ impl EndsCut {
         out.push_str("\n[…]\n");
         out.push_str(tail);
         Some(out)
+    }
+
+    /// `message` with its long texts cut (focused on `query` when given), or `None` when
+    /// it has none.
+    fn cut_message(
+        &self,
+        message: &Message,
+        query: Option<&HashSet<String, FxBuild>>,
+    ) -> Option<Message> {
+        let cut = |text: &str| match query {
+            Some(query) => self.cut_focused(text, query),
+            None => self.cut(text),
+        };
+        let new = match message.content()? {
+            Content::Text(text) => Content::Text(cut(text)?),
+            Content::Parts(parts) => {
+                let mut changed = false;
+                let parts = parts
+                    .iter()
+                    .map(|part| match part {
+                        Part::Text { text, extra } => match cut(text) {
+                            Some(cut) => {
+                                changed = true;
+                                Part::Text { text: cut, extra: extra.clone() }
+                            }
+                            None => part.clone(),
+                        },
+                        _ => part.clone(),
+                    })
+                    .collect();
+                if !changed {
+                    return None;
+                }
+                Content::Parts(parts)
+            }
+        };
+        Some(message.clone_with_content(Some(new)))
     }
 
     /// `text` cut, or `None` when it is within `max_chars` characters.
@@ -266,40 +363,18 @@ impl MessageMap for EndsCut {
         &self,
         message: &Message,
         pos: Option<usize>,
-        _history: &History<'_>,
+        history: &History<'_>,
     ) -> Option<Message> {
         if message.role() != Role::Tool {
             return None;
         }
-        let query = self.focused(pos);
-        let cut = |text: &str| match query {
-            Some(query) => self.cut_focused(text, query),
-            None => self.cut(text),
-        };
-        let new = match message.content()? {
-            Content::Text(text) => Content::Text(cut(text)?),
-            Content::Parts(parts) => {
-                let mut changed = false;
-                let parts = parts
-                    .iter()
-                    .map(|part| match part {
-                        Part::Text { text, extra } => match cut(text) {
-                            Some(cut) => {
-                                changed = true;
-                                Part::Text { text: cut, extra: extra.clone() }
-                            }
-                            None => part.clone(),
-                        },
-                        _ => part.clone(),
-                    })
-                    .collect();
-                if !changed {
-                    return None;
-                }
-                Content::Parts(parts)
+        match (self.focused(pos), &self.focus_cache, pos) {
+            (Some(query), Some(cache), Some(pos)) => {
+                let key = (history.id(), self.focus_key, pos);
+                cache.get_or_cut(key, || self.cut_message(message, Some(query)))
             }
-        };
-        Some(message.clone_with_content(Some(new)))
+            (query, _, _) => self.cut_message(message, query),
+        }
     }
 
     fn memo_key(&self, pos: usize) -> Option<u64> {

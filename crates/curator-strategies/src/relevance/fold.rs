@@ -120,17 +120,33 @@ pub(super) fn note(
     // Lists the term `id` when it fits within `limit` tokens in all.
     // (A term already shown counts as taken.)
     // (A listed term that a later one shows, a file name before its path, is then left out.)
+    // The term as written after a space, and the ids of its parts: buffers reused.
+    let mut spaced = String::new();
+    let mut parts: Vec<u32> = Vec::new();
     let mut take = |id: u32, limit: u64| {
         if covered.contains(id) {
             return true;
         }
         let text = index.text(id);
         let term = quoted(text);
-        let cost = counter.count_text(&format!(" {term}"));
+        spaced.clear();
+        spaced.push(' ');
+        spaced.push_str(&term);
+        let cost = counter.count_text(&spaced);
         let fits = used + cost <= limit;
         if fits {
-            used = used + cost - unlist(&mut listed, text, id, |part| index.id(part));
-            cover(text, &mut covered);
+            parts.clear();
+            // A word of letters, digits and `_` shows no term but itself: not scanned.
+            if !text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                crate::terms::scan(text, &mut |part| {
+                    parts.extend(index.id(part));
+                    true
+                });
+            }
+            used = used + cost - unlist(&mut listed, &parts, id);
+            for &part in &parts {
+                covered.insert(part);
+            }
             listed.push((id, cost, term));
         }
         fits
@@ -181,19 +197,15 @@ fn fitted(
     (counter.count_message(&message) <= room).then_some(message)
 }
 
-/// Leaves out of `listed` (id, tokens, term) the terms that `text` (the term `id`) shows
-/// too, as a path shows its file name: the tokens they took.
-fn unlist(
-    listed: &mut Vec<(u32, u64, String)>,
-    text: &str,
-    id: u32,
-    lookup: impl Fn(&str) -> Option<u32>,
-) -> u64 {
-    let parts: Vec<u32> =
-        crate::terms::terms(text).into_iter().filter_map(lookup).filter(|&p| p != id).collect();
+/// Leaves out of `listed` (id, tokens, term) the terms among `parts` (the ids of the terms
+/// the term `id` shows, as a path shows its file name), but `id` itself: the tokens they took.
+fn unlist(listed: &mut Vec<(u32, u64, String)>, parts: &[u32], id: u32) -> u64 {
+    if parts.iter().all(|&part| part == id) {
+        return 0;
+    }
     let mut freed = 0;
     listed.retain(|(listed_id, tokens, _)| {
-        let shown = parts.contains(listed_id);
+        let shown = *listed_id != id && parts.contains(listed_id);
         if shown {
             freed += *tokens;
         }

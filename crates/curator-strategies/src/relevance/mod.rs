@@ -109,6 +109,8 @@ pub struct RelevanceBudget {
     recent_share: f64,
     fold_note: bool,
     cut_tool_results: bool,
+    /// The present's focused cuts, kept across calls (a cache: results do not depend on it).
+    focus_cache: Arc<ends::FocusCache>,
 }
 
 impl RelevanceBudget {
@@ -132,6 +134,7 @@ impl RelevanceBudget {
             recent_share: Self::DEFAULT_RECENT_SHARE,
             fold_note: true,
             cut_tool_results: true,
+            focus_cache: Arc::default(),
         }
     }
 
@@ -262,7 +265,7 @@ impl HistoryManager for RelevanceBudget {
             let max = max.clamp(MIN_TOOL_RESULT_CHARS, MAX_TOOL_RESULT_CHARS);
             let cut = ends::EndsCut::new(max);
             let cut = match focus(&view, ctx) {
-                Some(focus) => cut.with_focus(focus),
+                Some(focus) => cut.with_focus(focus, Arc::clone(&self.focus_cache)),
                 None => cut,
             };
             view.with_map(Arc::new(cut))
