@@ -104,7 +104,7 @@ pub(crate) fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
         }
     };
     quoted(text, &more, &mut emit);
-    for word in text.split(separates) {
+    for word in text.split(|c: char| c.is_whitespace() || "()[]{}<>,;=\"'`|".contains(c)) {
         if !more.get() {
             return;
         }
@@ -158,15 +158,6 @@ pub(crate) fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
             }
         }
     }
-}
-
-/// Whether `c` separates words: white space and `()[]{}<>,;="'` and backquote and `|`.
-fn separates(c: char) -> bool {
-    c.is_whitespace()
-        || matches!(
-            c,
-            '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | ',' | ';' | '=' | '"' | '\'' | '`' | '|'
-        )
 }
 
 fn term_ok(term: &str) -> bool {

@@ -359,12 +359,7 @@ fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
 }
 
 impl MessageMap for EndsCut {
-    fn map(
-        &self,
-        message: &Message,
-        pos: Option<usize>,
-        history: &History<'_>,
-    ) -> Option<Message> {
+    fn map(&self, message: &Message, pos: Option<usize>, history: &History<'_>) -> Option<Message> {
         if message.role() != Role::Tool {
             return None;
         }
