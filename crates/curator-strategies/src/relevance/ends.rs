@@ -85,19 +85,16 @@ impl FocusCache {
             let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
             (latest.query == (history, focus)).then(|| latest.cuts.get(&pos).cloned()).flatten()
         };
-        let made = match found {
-            Some(made) => made,
-            None => {
-                let made = cut().map(Arc::new);
-                let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
-                if latest.query != (history, focus) {
-                    latest.query = (history, focus);
-                    latest.cuts.clear();
-                }
-                latest.cuts.insert(pos, made.clone());
-                made
-            }
-        };
+        if let Some(made) = found {
+            return made.map(|message| Message::clone(&message));
+        }
+        let made = cut().map(Arc::new);
+        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        if latest.query != (history, focus) {
+            latest.query = (history, focus);
+            latest.cuts.clear();
+        }
+        latest.cuts.insert(pos, made.clone());
         made.map(|message| Message::clone(&message))
     }
 }

@@ -8,6 +8,7 @@ use curator_model::{Message, Role, ToolCall};
 use serde_json::Value;
 
 use crate::fx::FxBuild;
+use crate::term_index::TermIndex;
 use crate::tokens::share;
 use crate::{TokenCounter, View};
 
@@ -70,13 +71,8 @@ pub(super) fn note(
     let mut calls: Vec<String> = Vec::new();
     // Terms a listed call or term shows: reading the note back gives them too.
     let mut covered = TermSet::new(index.vocabulary());
-    let cover = |text: &str, covered: &mut TermSet| {
-        for term in crate::terms::terms(text) {
-            if let Some(id) = index.id(term) {
-                covered.insert(id);
-            }
-        }
-    };
+    // The ids of the terms a listed call or term shows: a buffer reused.
+    let mut parts: Vec<u32> = Vec::new();
     // The listed terms: id, tokens, as written.
     let mut listed: Vec<(u32, u64, String)> = Vec::new();
     let mut seen_calls: HashSet<String, FxBuild> = HashSet::default();
@@ -97,7 +93,8 @@ pub(super) fn note(
                         continue;
                     }
                     used += cost;
-                    cover(&label, &mut covered);
+                    shown_by(&label, &index, &mut parts);
+                    covered.extend(&parts);
                     seen_calls.insert(label.clone());
                     calls.push(label);
                 }
@@ -120,9 +117,8 @@ pub(super) fn note(
     // Lists the term `id` when it fits within `limit` tokens in all.
     // (A term already shown counts as taken.)
     // (A listed term that a later one shows, a file name before its path, is then left out.)
-    // The term as written after a space, and the ids of its parts: buffers reused.
+    // The term as written after a space: a buffer reused.
     let mut spaced = String::new();
-    let mut parts: Vec<u32> = Vec::new();
     let mut take = |id: u32, limit: u64| {
         if covered.contains(id) {
             return true;
@@ -135,18 +131,9 @@ pub(super) fn note(
         let cost = counter.count_text(&spaced);
         let fits = used + cost <= limit;
         if fits {
-            parts.clear();
-            // A word of letters, digits and `_` shows no term but itself: not scanned.
-            if !text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-                crate::terms::scan(text, &mut |part| {
-                    parts.extend(index.id(part));
-                    true
-                });
-            }
+            shown_by(text, &index, &mut parts);
             used = used + cost - unlist(&mut listed, &parts, id);
-            for &part in &parts {
-                covered.insert(part);
-            }
+            covered.extend(&parts);
             listed.push((id, cost, term));
         }
         fits
@@ -197,6 +184,18 @@ fn fitted(
     (counter.count_message(&message) <= room).then_some(message)
 }
 
+/// The ids of the terms that the term `text` shows (itself, and a path's file name), into
+/// `parts`. A word of letters, digits and `_` shows no term but itself, and is not scanned.
+fn shown_by(text: &str, index: &TermIndex, parts: &mut Vec<u32>) {
+    parts.clear();
+    if !text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        crate::terms::scan(text, &mut |part| {
+            parts.extend(index.id(part));
+            true
+        });
+    }
+}
+
 /// Leaves out of `listed` (id, tokens, term) the terms among `parts` (the ids of the terms
 /// the term `id` shows, as a path shows its file name), but `id` itself: the tokens they took.
 fn unlist(listed: &mut Vec<(u32, u64, String)>, parts: &[u32], id: u32) -> u64 {
@@ -221,6 +220,13 @@ struct TermSet(Vec<u64>);
 impl TermSet {
     fn new(vocabulary: usize) -> Self {
         TermSet(vec![0; vocabulary.div_ceil(64)])
+    }
+
+    /// Adds every id of `ids`.
+    fn extend(&mut self, ids: &[u32]) {
+        for &id in ids {
+            self.insert(id);
+        }
     }
 
     /// Whether `id` is in the set.
