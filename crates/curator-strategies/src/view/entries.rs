@@ -21,9 +21,10 @@ pub(super) struct Entries<'v, 'h> {
     slots: (u32, u32),
 }
 
-impl<'v, 'h> Entries<'v, 'h> {
-    pub(super) fn new(view: &'v View<'h>) -> Self {
-        Self { view, item: 0, run: (0, [].iter()), slots: (0, 0) }
+impl<'h> View<'h> {
+    /// The messages with their positions, in order.
+    pub fn iter(&self) -> impl Iterator<Item = ViewEntry<'h>> + '_ {
+        Entries { view: self, item: 0, run: (0, [].iter()), slots: (0, 0) }
     }
 }
 

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use curator_model::Message;
 
-use super::entries::Entries;
 use super::entry::{MessageRef, ViewEntry};
 use super::items::{Item, Items, Slot};
 use crate::history::Counts;
@@ -152,11 +151,6 @@ impl<'h> View<'h> {
     /// When `index` is not below [`len`](View::len), as slice indexing does.
     pub fn message(&self, index: usize) -> MessageRef<'h> {
         self.slot_message(self.slot(index))
-    }
-
-    /// The messages with their positions, in order.
-    pub fn iter(&self) -> impl Iterator<Item = ViewEntry<'h>> + '_ {
-        Entries::new(self)
     }
 
     /// The messages as far as structure goes (see [`structure`](View::structure)), in order.
