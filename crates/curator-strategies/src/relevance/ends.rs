@@ -66,24 +66,43 @@ pub(crate) struct FocusCache {
     latest: Mutex<FocusCuts>,
 }
 
-/// The cuts of one query: its history and key, and each position's cut.
+/// The cuts of one query: its history and key, and each position's cut with the
+/// fingerprint of the message it was made from.
 #[derive(Debug, Default)]
 struct FocusCuts {
     query: (u64, u64),
-    cuts: HashMap<usize, Option<Arc<Message>>, FxBuild>,
+    cuts: HashMap<usize, (u64, Option<Arc<Message>>), FxBuild>,
+}
+
+/// A hash of a tool result's texts, to tell two messages at one position apart.
+fn fingerprint(message: &Message) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut hasher = FxBuild::default().build_hasher();
+    match message.content() {
+        Some(Content::Text(text)) => text.hash(&mut hasher),
+        Some(Content::Parts(parts)) => {
+            for part in parts {
+                part.as_text().unwrap_or("\u{0}").hash(&mut hasher);
+            }
+        }
+        None => {}
+    }
+    hasher.finish()
 }
 
 impl FocusCache {
-    /// The cut under `key` (the history's id, the cut's focus key, the position), made by
-    /// `cut` the first time.
+    /// The cut under `key` (the history's id, the cut's focus key, the position, the
+    /// message's fingerprint), made by `cut` the first time.
     fn get_or_cut(
         &self,
-        (history, focus, pos): (u64, u64, usize),
+        (history, focus, pos, print): (u64, u64, usize, u64),
         cut: impl FnOnce() -> Option<Message>,
     ) -> Option<Message> {
         let found = {
             let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
-            (latest.query == (history, focus)).then(|| latest.cuts.get(&pos).cloned()).flatten()
+            (latest.query == (history, focus))
+                .then(|| latest.cuts.get(&pos).filter(|(p, _)| *p == print).map(|(_, m)| m.clone()))
+                .flatten()
         };
         if let Some(made) = found {
             return made.map(|message| Message::clone(&message));
@@ -94,7 +113,7 @@ impl FocusCache {
             latest.query = (history, focus);
             latest.cuts.clear();
         }
-        latest.cuts.insert(pos, made.clone());
+        latest.cuts.insert(pos, (print, made.clone()));
         made.map(|message| Message::clone(&message))
     }
 }
@@ -362,7 +381,9 @@ impl MessageMap for EndsCut {
         }
         match (self.focused(pos), &self.focus_cache, pos) {
             (Some(query), Some(cache), Some(pos)) => {
-                let key = (history.id(), self.focus_key, pos);
+                // The message itself is in the key: what reaches the cut at a position may
+                // differ between pipelines (an upstream map or replacement).
+                let key = (history.id(), self.focus_key, pos, fingerprint(message));
                 cache.get_or_cut(key, || self.cut_message(message, Some(query)))
             }
             (query, _, _) => self.cut_message(message, query),
@@ -461,6 +482,41 @@ mod tests {
         // Without a line naming the query, the plain cut.
         let other = std::iter::once("elsewhere_only".to_owned()).collect();
         assert_eq!(EndsCut::new(2_000).cut_focused(&text, &other), EndsCut::new(2_000).cut(&text));
+    }
+
+    #[test]
+    fn a_kept_focused_cut_is_not_served_for_another_message_at_its_position() {
+        use curator_model::ToolCall;
+
+        use std::fmt::Write as _;
+
+        let long = |word: &str| {
+            let mut text = String::new();
+            for i in 0..300 {
+                let _ = writeln!(text, "line {i} {word}");
+            }
+            text.push_str("    def parse_binary_header(self):\n");
+            text
+        };
+        let history = History::from(vec![
+            Message::user("fix parse_binary_header"),
+            Message::assistant_with_calls(None, vec![ToolCall::new("1", "read", "{}")]),
+            Message::tool_result("1", long("alpha")),
+        ]);
+        let focus = || Focus {
+            positions: std::iter::once(2).collect(),
+            terms: std::iter::once("parse_binary_header".to_owned()).collect(),
+        };
+        let cache = Arc::new(FocusCache::default());
+        let cut = EndsCut::new(1_000).with_focus(focus(), Arc::clone(&cache));
+        let first = cut.map(&history.messages()[2], Some(2), &history).unwrap();
+        assert!(first.text().contains("alpha"), "{}", first.text());
+        // The same position, the same query, another message (as an upstream map makes).
+        let other = Message::tool_result("1", long("omega"));
+        let second = cut.map(&other, Some(2), &history).unwrap();
+        assert!(second.text().contains("omega") && !second.text().contains("alpha"));
+        // And the first again, from the cache or not, as it was.
+        assert_eq!(cut.map(&history.messages()[2], Some(2), &history), Some(first));
     }
 
     #[test]
