@@ -66,43 +66,33 @@ pub(crate) struct FocusCache {
     latest: Mutex<FocusCuts>,
 }
 
-/// The cuts of one query: its history and key, and each position's cut with the
-/// fingerprint of the message it was made from.
+/// The cuts of one query: its history and key, and each position's cut with the message
+/// it was made from.
 #[derive(Debug, Default)]
 struct FocusCuts {
     query: (u64, u64),
-    cuts: HashMap<usize, (u64, Option<Arc<Message>>), FxBuild>,
+    cuts: HashMap<usize, KeptCut, FxBuild>,
 }
 
-/// A hash of a tool result's texts, to tell two messages at one position apart.
-fn fingerprint(message: &Message) -> u64 {
-    use std::hash::{BuildHasher, Hash, Hasher};
-    let mut hasher = FxBuild::default().build_hasher();
-    match message.content() {
-        Some(Content::Text(text)) => text.hash(&mut hasher),
-        Some(Content::Parts(parts)) => {
-            for part in parts {
-                part.as_text().unwrap_or("\u{0}").hash(&mut hasher);
-            }
-        }
-        None => {}
-    }
-    hasher.finish()
-}
+/// A kept focused cut: the message it was made from, and the cut (`None`: nothing to cut).
+type KeptCut = (Arc<Message>, Option<Arc<Message>>);
 
 impl FocusCache {
-    /// The cut under `key` (the history's id, the cut's focus key, the position, the
-    /// message's fingerprint), made by `cut` the first time.
+    /// The cut of `message` under `key` (the history's id, the cut's focus key, the
+    /// position), made by `cut` the first time. A kept cut is served only when the message
+    /// it was made from equals `message` (compared whole: no hash to collide).
     fn get_or_cut(
         &self,
-        (history, focus, pos, print): (u64, u64, usize, u64),
+        (history, focus, pos): (u64, u64, usize),
+        message: &Message,
         cut: impl FnOnce() -> Option<Message>,
     ) -> Option<Message> {
         let found = {
             let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
             (latest.query == (history, focus))
-                .then(|| latest.cuts.get(&pos).filter(|(p, _)| *p == print).map(|(_, m)| m.clone()))
+                .then(|| latest.cuts.get(&pos).filter(|(from, _)| **from == *message))
                 .flatten()
+                .map(|(_, made)| made.clone())
         };
         if let Some(made) = found {
             return made.map(|message| Message::clone(&message));
@@ -113,7 +103,7 @@ impl FocusCache {
             latest.query = (history, focus);
             latest.cuts.clear();
         }
-        latest.cuts.insert(pos, (print, made.clone()));
+        latest.cuts.insert(pos, (Arc::new(message.clone()), made.clone()));
         made.map(|message| Message::clone(&message))
     }
 }
@@ -381,10 +371,11 @@ impl MessageMap for EndsCut {
         }
         match (self.focused(pos), &self.focus_cache, pos) {
             (Some(query), Some(cache), Some(pos)) => {
-                // The message itself is in the key: what reaches the cut at a position may
-                // differ between pipelines (an upstream map or replacement).
-                let key = (history.id(), self.focus_key, pos, fingerprint(message));
-                cache.get_or_cut(key, || self.cut_message(message, Some(query)))
+                // What reaches the cut at a position may differ between pipelines (an
+                // upstream map or replacement): a kept cut is served only for the message
+                // it was made from.
+                let key = (history.id(), self.focus_key, pos);
+                cache.get_or_cut(key, message, || self.cut_message(message, Some(query)))
             }
             (query, _, _) => self.cut_message(message, query),
         }
