@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use curator_model::Message;
 
-use crate::terms::message_terms;
+use crate::terms::{message_terms, scan};
 
 /// The term index of the first [`indexed`](TermIndex::indexed) messages of a history.
 #[derive(Debug, Default)]
@@ -29,6 +29,11 @@ pub(crate) struct TermIndex {
     /// For each position, its number of term occurrences.
     lens: Vec<u32>,
     total_len: u64,
+    /// For each term id, the ids of the terms its text shows (see [`TermIndex::parts`]), as
+    /// `start, len` into `parts`. A term's parts are interned with it (as ids without
+    /// postings when no message holds them yet), so that they are exact at any time.
+    part_spans: Vec<(u32, u32)>,
+    parts: Vec<u32>,
 }
 
 impl TermIndex {
@@ -47,15 +52,7 @@ impl TermIndex {
         let first = self.terms.len();
         message_terms(message, &mut |term| {
             len += 1;
-            let id = if let Some(&id) = self.ids.get(term) {
-                id
-            } else {
-                let id = self.texts.len() as u32;
-                self.ids.insert(term.into(), id);
-                self.texts.push(term.into());
-                self.postings.push(Vec::new());
-                id
-            };
+            let id = self.intern(term);
             let postings = &mut self.postings[id as usize];
             match postings.last_mut() {
                 Some((p, count)) if *p == pos => *count += 1,
@@ -71,7 +68,47 @@ impl TermIndex {
         self.total_len += u64::from(len);
     }
 
-    /// The id of `term`, if any indexed message holds it.
+    /// The id of `term`, a new one (with its parts) when it has none yet.
+    fn intern(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.ids.get(term) {
+            return id;
+        }
+        let id = self.texts.len() as u32;
+        self.ids.insert(term.into(), id);
+        self.texts.push(term.into());
+        self.postings.push(Vec::new());
+        self.part_spans.push((0, 0));
+        // A word of letters, digits and `_` shows no term but itself, and is not scanned.
+        if !term.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            let mut found: Vec<&str> = Vec::new();
+            scan(term, &mut |part| {
+                found.push(part);
+                true
+            });
+            // Parts are pieces of the term, shorter but for the term itself: interning them
+            // ends.
+            let ids: Vec<u32> = found
+                .into_iter()
+                .map(|part| if part == term { id } else { self.intern(part) })
+                .collect();
+            let start = self.parts.len() as u32;
+            self.parts.extend_from_slice(&ids);
+            if let Some(span) = self.part_spans.get_mut(id as usize) {
+                *span = (start, ids.len() as u32);
+            }
+        }
+        id
+    }
+
+    /// The ids of the terms that term `id`'s text shows: itself and the terms a scan of its
+    /// text finds (a path's file name, a dotted name's parts), in the order of the scan;
+    /// none for a word of letters, digits and `_`, which shows only itself.
+    pub(crate) fn parts(&self, id: u32) -> &[u32] {
+        let Some(&(start, len)) = self.part_spans.get(id as usize) else { return &[] };
+        self.parts.get(start as usize..(start + len) as usize).unwrap_or_default()
+    }
+
+    /// The id of `term`, if an indexed message holds it or it is a part of a term one holds.
     pub(crate) fn id(&self, term: &str) -> Option<u32> {
         self.ids.get(term).copied()
     }
@@ -133,5 +170,45 @@ mod tests {
         let texts: Vec<&str> = index.terms_at(2).iter().map(|&id| index.text(id)).collect();
         assert_eq!(texts, ["parse_binary", "lib.rs"]);
         assert_eq!(index.len_at(0), 4);
+    }
+
+    proptest::proptest! {
+        /// A term's parts are the terms a scan of its text finds, each with an id, whether
+        /// a message held the part before, after or never; a plain word has none.
+        #[test]
+        fn a_terms_parts_are_what_a_scan_of_it_finds(
+            texts in proptest::collection::vec(r"([a-z_]{1,6}[./:-]?){1,5}( [A-Za-z0-9_./:-]{1,12}){0,4}", 1..8),
+        ) {
+            let mut index = TermIndex::default();
+            for text in &texts {
+                index.push(&Message::assistant(text.clone()));
+            }
+            for id in 0..index.vocabulary() as u32 {
+                let text = index.text(id);
+                let parts: Vec<&str> = index.parts(id).iter().map(|&p| index.text(p)).collect();
+                let want = if text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                    Vec::new()
+                } else {
+                    crate::terms::terms(text)
+                };
+                proptest::prop_assert_eq!(&parts, &want, "{}", text);
+                for part in parts {
+                    proptest::prop_assert_eq!(index.id(part).map(|p| index.text(p)), Some(part));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_path_s_parts_hold_its_file_name_s_id() {
+        let mut index = TermIndex::default();
+        index.push(&Message::assistant("see src/grammar/parser_core.rs"));
+        index.push(&Message::assistant("parser_core.rs again"));
+        let path = index.id("src/grammar/parser_core.rs").unwrap_or(u32::MAX);
+        let name = index.id("parser_core.rs").unwrap_or(u32::MAX);
+        assert!(index.parts(path).contains(&name));
+        assert_eq!(index.postings(name), [(0, 1), (1, 1)]);
+        assert_eq!(index.terms_at(1).first(), Some(&name));
+        assert_eq!(index.parts(name).first(), Some(&name));
     }
 }

@@ -1,16 +1,16 @@
 //! The folded-history note: what the units left out held, in one compact user message.
 
 use std::collections::HashSet;
-use std::fmt::{self, Write as _};
 use std::ops::Range;
 
-use curator_model::{Message, Role, ToolCall};
-use serde_json::Value;
+use curator_model::{Message, Role};
 
+use super::labels::{Label, LabelCache, Labels};
 use crate::fx::FxBuild;
 use crate::term_index::TermIndex;
+use crate::terms::message_terms;
 use crate::tokens::share;
-use crate::{TokenCounter, View};
+use crate::{MessageRef, TokenCounter, View};
 
 /// How every folded-history note begins.
 pub(crate) const NOTE_START: &str = "[curator left out ";
@@ -20,11 +20,6 @@ const MAX_CALLS: usize = 12;
 
 /// The most messages of left-out units a note reads (the newest), which bounds its cost.
 pub(super) const MAX_SCANNED: usize = 400;
-
-/// The longest arguments text a note quotes for a tool call, in characters. Over
-/// `../shared/corpus`, 120 keeps more evidence at 4,000 tokens than the first argument alone
-/// (60 characters) or 80 or 160 characters of arguments (see `docs/benchmarks.md`).
-const MAX_ARGUMENTS: usize = 120;
 
 /// The share of the terms' room that goes to the newest left-out units' terms, in order;
 /// the rest goes to the terms the conversation came back to most often. Over
@@ -41,6 +36,9 @@ const NEWEST_TERMS_SHARE: f64 = 0.5;
 /// listed call or term already shows (`parser.rs` after `src/parser.rs`) is not listed
 /// again, one that a term listed later shows is left out, and terms are separated by
 /// spaces, not commas (a comma is a token of its own).
+/// The dropped messages are read as `view` shows them (the view the strategy was given,
+/// before its own cut: what a unit left out held, as far as the pipeline before it lets it
+/// through), so that what an earlier strategy took out (a redacted secret) stays out.
 /// `None` when nothing was dropped or not even the note's opening fits.
 pub(super) fn note(
     view: &View<'_>,
@@ -48,6 +46,7 @@ pub(super) fn note(
     kept: &[Range<usize>],
     room: u64,
     counter: &dyn TokenCounter,
+    labels: &LabelCache,
 ) -> Option<Message> {
     let count: usize = dropped.iter().map(ExactSizeIterator::len).sum();
     if count == 0 {
@@ -68,38 +67,35 @@ pub(super) fn note(
     if used > room {
         return None;
     }
-    let mut calls: Vec<String> = Vec::new();
+    let mut calls = Calls { listed: Vec::new(), seen: HashSet::default(), limit: room / 3 };
     // Terms a listed call or term shows: reading the note back gives them too.
     let mut covered = TermSet::new(index.vocabulary());
     // The ids of the terms a listed call or term shows: a buffer reused.
     let mut parts: Vec<u32> = Vec::new();
     // The listed terms: id, tokens, as written.
     let mut listed: Vec<(u32, u64, String)> = Vec::new();
-    let mut seen_calls: HashSet<String, FxBuild> = HashSet::default();
+    // The labels of the calls read, from the cache when the calls are the same.
+    let mut cached = labels.take(view.history().id());
+    let mut read = Labels::default();
     let mut candidates: Vec<u32> = Vec::new();
+    // The ids of a changed message's terms: a buffer reused.
+    let mut mapped: Vec<u32> = Vec::new();
     for range in dropped {
         let unit_start = candidates.len();
         for i in range.clone().rev() {
             let Some(pos) = view.pos(i) else { continue };
-            let structure = view.structure(i);
-            if structure.role() == Role::Assistant && calls.len() < MAX_CALLS {
-                for call in structure.tool_calls() {
-                    let label = call_label(call);
-                    if seen_calls.contains(&label) {
-                        continue;
+            // The message as the view received it: a redacted secret or a cleared output
+            // must not come back through the note.
+            let message = view.message(i);
+            if message.role() == Role::Assistant && calls.listed.len() < MAX_CALLS {
+                for label in cached.move_into(&mut read, pos, message.tool_calls()) {
+                    if calls.offer(label, &mut used, counter) {
+                        label.shown(&index, &mut parts);
+                        covered.extend(&parts);
                     }
-                    let cost = counter.count_text(&label) + 1;
-                    if used + cost > room / 3 {
-                        continue;
-                    }
-                    used += cost;
-                    shown_by(&label, &index, &mut parts);
-                    covered.extend(&parts);
-                    seen_calls.insert(label.clone());
-                    calls.push(label);
                 }
             }
-            for &id in index.terms_at(pos) {
+            for &id in term_ids(&message, pos, &index, &mut mapped) {
                 if shown.insert(id) {
                     candidates.push(id);
                 }
@@ -131,9 +127,9 @@ pub(super) fn note(
         let cost = counter.count_text(&spaced);
         let fits = used + cost <= limit;
         if fits {
-            shown_by(text, &index, &mut parts);
-            used = used + cost - unlist(&mut listed, &parts, id);
-            covered.extend(&parts);
+            let parts = index.parts(id);
+            used = used + cost - unlist(&mut listed, parts, id);
+            covered.extend(parts);
             listed.push((id, cost, term));
         }
         fits
@@ -159,8 +155,9 @@ pub(super) fn note(
         }
     }
     drop(index);
+    labels.keep(read);
     let terms = listed.into_iter().map(|(_, _, term)| term).collect();
-    fitted(&opening, calls, terms, room, counter)
+    fitted(&opening, calls.listed, terms, room, counter)
 }
 
 /// The note's message, with the last terms (then calls) left off until it fits `room`:
@@ -184,16 +181,47 @@ fn fitted(
     (counter.count_message(&message) <= room).then_some(message)
 }
 
-/// The ids of the terms that the term `text` shows (itself, and a path's file name), into
-/// `parts`. A word of letters, digits and `_` shows no term but itself, and is not scanned.
-fn shown_by(text: &str, index: &TermIndex, parts: &mut Vec<u32>) {
-    parts.clear();
-    if !text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        crate::terms::scan(text, &mut |part| {
-            parts.extend(index.id(part));
-            true
-        });
+/// The calls a note lists (newest first), within `limit` tokens, each once.
+struct Calls {
+    listed: Vec<String>,
+    seen: HashSet<String, FxBuild>,
+    limit: u64,
+}
+
+impl Calls {
+    /// Lists `label` when it is not listed yet and fits with `used` tokens taken (counting
+    /// it in): whether it was listed.
+    fn offer(&mut self, label: &Label, used: &mut u64, counter: &dyn TokenCounter) -> bool {
+        let text = label.text();
+        if self.seen.contains(text) {
+            return false;
+        }
+        let cost = counter.count_text(text) + 1;
+        if *used + cost > self.limit {
+            return false;
+        }
+        *used += cost;
+        self.seen.insert(text.to_owned());
+        self.listed.push(text.to_owned());
+        true
     }
+}
+
+/// The ids of the distinct terms of `message`, the view's message at history position
+/// `pos`: the index's when it is the history's own (most are), else read again (into
+/// `buffer`) and looked up.
+fn term_ids<'a>(
+    message: &MessageRef<'_>,
+    pos: usize,
+    index: &'a TermIndex,
+    buffer: &'a mut Vec<u32>,
+) -> &'a [u32] {
+    if matches!(message, MessageRef::Borrowed(_)) {
+        return index.terms_at(pos);
+    }
+    buffer.clear();
+    message_terms(message, &mut |term| buffer.extend(index.id(term)));
+    buffer
 }
 
 /// Leaves out of `listed` (id, tokens, term) the terms among `parts` (the ids of the terms
@@ -285,114 +313,7 @@ fn quoted(term: &str) -> String {
     }
 }
 
-/// `name(arguments)`: the call's name and its arguments as compact JSON (their first line
-/// when they are not JSON; nothing when there are none), cut to [`MAX_ARGUMENTS`]
-/// characters with `…`. The arguments' keys and values are what the model needs to make the
-/// call again.
-fn call_label(call: &ToolCall) -> String {
-    let mut short = Prefix { text: String::new(), room: MAX_ARGUMENTS, more: false };
-    match call.arguments_json() {
-        Ok(Value::Object(map)) if map.is_empty() => {}
-        // Written only as far as the label shows (arguments can be whole files).
-        Ok(value) => {
-            let _ = write!(short, "{value}");
-        }
-        Err(_) => {
-            let _ = short.write_str(call.arguments().lines().next().unwrap_or_default().trim());
-        }
-    }
-    let more = if short.more { "…" } else { "" };
-    format!("{}({}{more})", call.name(), short.text)
-}
-
-/// The first `room` characters written to it, and whether more came (the write then fails,
-/// which stops the writer).
-struct Prefix {
-    text: String,
-    room: usize,
-    more: bool,
-}
-
-impl fmt::Write for Prefix {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        for (n, (at, _)) in s.char_indices().enumerate() {
-            if n == self.room {
-                self.text.push_str(&s[..at]);
-                self.room = 0;
-                self.more = true;
-                return Err(fmt::Error);
-            }
-        }
-        self.room -= s.chars().count();
-        self.text.push_str(s);
-        Ok(())
-    }
-}
-
 /// Whether `message` is a folded-history note.
 pub(crate) fn is_note(message: &Message) -> bool {
     message.role() == Role::User && message.text().starts_with(NOTE_START)
-}
-
-#[cfg(test)]
-mod tests {
-    use curator_model::ToolCall;
-
-    use super::{MAX_ARGUMENTS, call_label};
-
-    #[test]
-    fn a_call_is_named_with_all_its_arguments_as_compact_json() {
-        let call = ToolCall::new(
-            "c1",
-            "search",
-            "{\n  \"services\": \"netflix,hbo\",\n  \"country\": \"US\",\n  \"show_type\": \"all\"\n}",
-        );
-        let label = call_label(&call);
-        assert!(label.starts_with("search({") && label.ends_with("})"), "{label}");
-        for part in [r#""services":"netflix,hbo""#, r#""country":"US""#, r#""show_type":"all""#] {
-            assert!(label.contains(part), "{part} not in {label}");
-        }
-        assert_eq!(call_label(&ToolCall::new("c2", "ls", "")), "ls()");
-        assert_eq!(call_label(&ToolCall::new("c3", "ls", "{}")), "ls()");
-        assert_eq!(call_label(&ToolCall::new("c4", "sh", "not json\nsecond line")), "sh(not json)");
-    }
-
-    proptest::proptest! {
-        /// The label written only as far as it shows is the whole arguments' text cut.
-        #[test]
-        fn a_label_is_the_cut_of_the_whole_arguments(
-            value in r#"[a-zé😀 "\\]{0,130}"#,
-            raw in r"(\PC|\n){0,200}",
-        ) {
-            let whole = |call: &ToolCall| {
-                let text = match call.arguments_json() {
-                    Ok(serde_json::Value::Object(map)) if map.is_empty() => String::new(),
-                    Ok(value) => value.to_string(),
-                    Err(_) => call.arguments().lines().next().unwrap_or_default().trim().to_owned(),
-                };
-                let short: String = text.chars().take(MAX_ARGUMENTS).collect();
-                let more = if short.len() < text.len() { "…" } else { "" };
-                format!("{}({short}{more})", call.name())
-            };
-            let json = serde_json::json!({ "k": value }).to_string();
-            for arguments in [json, raw] {
-                let call = ToolCall::new("c", "f", arguments);
-                proptest::prop_assert_eq!(call_label(&call), whole(&call));
-            }
-        }
-    }
-
-    #[test]
-    fn long_arguments_are_cut_with_an_ellipsis() {
-        let content = "x".repeat(500);
-        let call =
-            ToolCall::new("c1", "write", format!(r#"{{"path":"a.py","content":"{content}"}}"#));
-        let label = call_label(&call);
-        assert!(label.ends_with("…)"), "{label}");
-        assert_eq!(label.chars().count(), "write(".len() + MAX_ARGUMENTS + "…)".chars().count());
-        assert!(
-            label.contains(r#""path":"a.py""#) || label.contains(r#""content":"xxx"#),
-            "{label}"
-        );
-    }
 }

@@ -3,6 +3,7 @@
 
 mod ends;
 mod fold;
+mod labels;
 mod score;
 
 use std::borrow::Cow;
@@ -111,6 +112,8 @@ pub struct RelevanceBudget {
     cut_tool_results: bool,
     /// The present's focused cuts, kept across calls (a cache: results do not depend on it).
     focus_cache: Arc<ends::FocusCache>,
+    /// The note's call labels, kept across calls (a cache: results do not depend on it).
+    labels: Arc<labels::LabelCache>,
 }
 
 impl RelevanceBudget {
@@ -135,6 +138,7 @@ impl RelevanceBudget {
             fold_note: true,
             cut_tool_results: true,
             focus_cache: Arc::default(),
+            labels: Arc::default(),
         }
     }
 
@@ -260,18 +264,10 @@ impl HistoryManager for RelevanceBudget {
         }
         // Rule 1: long tool results cut to their ends, then the rest as before. (Whether the
         // cut view fits is not counted apart: the newest units below take all of it if so.)
-        let view = if self.cut_tool_results {
-            let max = usize::try_from(available).unwrap_or(usize::MAX);
-            let max = max.clamp(MIN_TOOL_RESULT_CHARS, MAX_TOOL_RESULT_CHARS);
-            let cut = ends::EndsCut::new(max);
-            let cut = match focus(&view, ctx) {
-                Some(focus) => cut.with_focus(focus, Arc::clone(&self.focus_cache)),
-                None => cut,
-            };
-            view.with_map(Arc::new(cut))
-        } else {
-            view
-        };
+        // The view as given, for the note to read what the units it leaves out held (the
+        // cut below is this strategy's own; an earlier strategy's changes stay).
+        let given = (self.fold_note && self.cut_tool_results).then(|| view.clone());
+        let view = if self.cut_tool_results { self.cut(view, ctx, available) } else { view };
         let tally = view.tally(counter);
         let head = view.head(ctx);
         let head_tokens: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();
@@ -340,7 +336,14 @@ impl HistoryManager for RelevanceBudget {
         let note = if dropped.is_empty() {
             None
         } else {
-            fold::note(&view, &dropped, &kept, note_room, counter)
+            fold::note(
+                given.as_ref().unwrap_or(&view),
+                &dropped,
+                &kept,
+                note_room,
+                counter,
+                &self.labels,
+            )
         };
         // The note comes after the pinned head and the task, so that the task stays the
         // first user message (later strategies pin it by that).
@@ -359,6 +362,20 @@ impl HistoryManager for RelevanceBudget {
 
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed("relevance_budget")
+    }
+}
+
+impl RelevanceBudget {
+    /// `view` with its long tool results cut to their ends (rule 1), for `available` tokens.
+    fn cut<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>, available: u64) -> View<'h> {
+        let max = usize::try_from(available).unwrap_or(usize::MAX);
+        let max = max.clamp(MIN_TOOL_RESULT_CHARS, MAX_TOOL_RESULT_CHARS);
+        let cut = ends::EndsCut::new(max);
+        let cut = match focus(&view, ctx) {
+            Some(focus) => cut.with_focus(focus, Arc::clone(&self.focus_cache)),
+            None => cut,
+        };
+        view.with_map(Arc::new(cut))
     }
 }
 

@@ -352,3 +352,106 @@ fn the_note_lists_a_term_once_with_its_parts_and_numbers_last() {
     let first = listed.iter().position(numeric).expect(&note);
     assert!(listed[first..].iter().all(numeric), "{note}");
 }
+
+/// A secret that a redactor before the budget takes out of a left-out unit's output and call
+/// arguments must not come back through the folded-history note, whole or in pieces.
+#[test]
+fn a_redacted_secret_never_reaches_the_note() {
+    let secret = "ghp_R4nd0mT0k3nV4lu3ThatIsThirtySix12345";
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Fix the failing parser test."),
+        Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new(
+                "c0",
+                "find",
+                format!(r#"{{"name": "parser", "token": "{secret}"}}"#),
+            )],
+        ),
+        Message::tool_result("c0", format!("GITHUB_TOKEN={secret} in src/grammar/parser_core.rs")),
+    ];
+    for i in 1..6 {
+        messages.push(Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new(format!("c{i}"), "run", "{}")],
+        ));
+        messages.push(Message::tool_result(format!("c{i}"), "plain output line\n".repeat(40)));
+    }
+    messages.push(Message::user("Go on."));
+    let pipeline = curator_strategies::Redactor::new().then(RelevanceBudget::new(700));
+    let view = pipeline.curate_messages(&messages, &CurationContext::default()).unwrap();
+    let note = view.iter().find(|m| RelevanceBudget::is_note(m)).expect("a note").text();
+    // The unit is left out and listed: its call and its file.
+    assert!(note.contains("find("), "{note}");
+    assert!(note.contains("parser_core.rs"), "{note}");
+    for message in &view {
+        let text = format!("{} {:?}", message.text(), message.tool_calls());
+        for piece in ["ghp_R4nd0m", "R4nd0mT0k3nV4lu3ThatIsThirtySix12345", "ThatIsThirtySix"] {
+            assert!(!text.contains(piece), "{piece} in {text}");
+        }
+    }
+}
+
+/// Rewrites every tool call's arguments (an earlier strategy's map, as a redactor is).
+#[derive(Debug)]
+struct RenameArguments;
+
+impl curator_strategies::MessageMap for RenameArguments {
+    fn map(&self, message: &Message, pos: Option<usize>, _: &History<'_>) -> Option<Message> {
+        (!message.tool_calls().is_empty()).then(|| {
+            message
+                .clone()
+                .map_tool_call_arguments(|_| Some(format!(r#"{{"path": "renamed_{pos:?}.rs"}}"#)))
+        })
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// One strategy used over several histories and views (its caches filled by each) gives
+    /// what a fresh one gives: the caches never change a result, even when the same position
+    /// shows other calls.
+    #[test]
+    fn a_strategy_reused_across_views_gives_what_a_fresh_one_gives(
+        first in arb::history(),
+        second in arb::history(),
+        budget in 200u64..2_000,
+    ) {
+        let ctx = CurationContext::default();
+        let shared = RelevanceBudget::new(budget);
+        let run = |strategy: &RelevanceBudget, messages: &[Message], rename: bool| {
+            let history = History::from(messages);
+            let mut view = View::full(&history);
+            if rename {
+                view = view.with_map(std::sync::Arc::new(RenameArguments));
+            }
+            strategy.curate(view, &ctx).map(|v| v.to_messages()).map_err(|e| e.to_string())
+        };
+        for (messages, rename) in [(&first, false), (&first, true), (&second, false), (&first, false)] {
+            let fresh = RelevanceBudget::new(budget);
+            prop_assert_eq!(run(&shared, messages, rename), run(&fresh, messages, rename));
+        }
+    }
+}
+
+/// The note's call labels are kept across calls by position: the same strategy, given the
+/// same history through a map that changes the calls, lists the changed calls, not the
+/// labels it kept.
+#[test]
+fn a_kept_label_is_not_listed_for_other_calls_at_its_position() {
+    let messages = long_run();
+    let history = History::from(messages.as_slice());
+    let ctx = CurationContext::default();
+    let strategy = RelevanceBudget::new(1_000);
+    let note = |view: View<'_>| {
+        let view = strategy.curate(view, &ctx).unwrap().to_messages();
+        view.iter().find(|m| RelevanceBudget::is_note(m)).unwrap().text().into_owned()
+    };
+    let plain = note(View::full(&history));
+    assert!(plain.contains(r#"run({"command":"step_"#), "{plain}");
+    let renamed = note(View::full(&history).with_map(std::sync::Arc::new(RenameArguments)));
+    assert!(renamed.contains(r#"run({"path":"renamed_Some("#), "{renamed}");
+    assert!(!renamed.contains(r#"run({"command":"#), "{renamed}");
+}
