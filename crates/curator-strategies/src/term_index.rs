@@ -6,11 +6,12 @@
 //! against the history costs the postings of the query's terms, not a re-read of the
 //! messages.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use curator_model::Message;
 
-use crate::terms::{message_terms, scan};
+use crate::terms::{message_terms, quote, reads_back, scan};
 
 /// The term index of the first [`indexed`](TermIndex::indexed) messages of a history.
 #[derive(Debug, Default)]
@@ -34,6 +35,9 @@ pub(crate) struct TermIndex {
     /// postings when no message holds them yet), so that they are exact at any time.
     part_spans: Vec<(u32, u32)>,
     parts: Vec<u32>,
+    /// For each term id, whether its text written bare reads back as itself
+    /// ([`reads_back`]).
+    bare: Vec<bool>,
 }
 
 impl TermIndex {
@@ -78,6 +82,7 @@ impl TermIndex {
         self.texts.push(term.into());
         self.postings.push(Vec::new());
         self.part_spans.push((0, 0));
+        self.bare.push(reads_back(term));
         // A word of letters, digits and `_` shows no term but itself, and is not scanned.
         if !term.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
             let mut found: Vec<&str> = Vec::new();
@@ -106,6 +111,17 @@ impl TermIndex {
     pub(crate) fn parts(&self, id: u32) -> &[u32] {
         let Some(&(start, len)) = self.part_spans.get(id as usize) else { return &[] };
         self.parts.get(start as usize..(start + len) as usize).unwrap_or_default()
+    }
+
+    /// Term `id` as a list of terms writes it, so that it reads back as itself
+    /// ([`written`](crate::terms::written), decided once per term).
+    pub(crate) fn written(&self, id: u32) -> Cow<'_, str> {
+        let text = self.text(id);
+        if self.bare.get(id as usize).copied().unwrap_or(false) {
+            Cow::Borrowed(text)
+        } else {
+            quote(text)
+        }
     }
 
     /// The id of `term`, if an indexed message holds it or it is a part of a term one holds.
@@ -177,7 +193,10 @@ mod tests {
         /// a message held the part before, after or never; a plain word has none.
         #[test]
         fn a_terms_parts_are_what_a_scan_of_it_finds(
-            texts in proptest::collection::vec(r"([a-z_]{1,6}[./:-]?){1,5}( [A-Za-z0-9_./:-]{1,12}){0,4}", 1..8),
+            texts in proptest::collection::vec(
+                r#"([a-z_]{1,6}[./:-]?){1,5}( [A-Za-z0-9_./:-]{1,12}){0,4}( "[A-Za-z0-9 (),-]{3,12}")?"#,
+                1..8,
+            ),
         ) {
             let mut index = TermIndex::default();
             for text in &texts {
@@ -195,6 +214,7 @@ mod tests {
                 for part in parts {
                     proptest::prop_assert_eq!(index.id(part).map(|p| index.text(p)), Some(part));
                 }
+                proptest::prop_assert_eq!(index.written(id), crate::terms::written(text));
             }
         }
     }

@@ -6,6 +6,7 @@
 //! fixed, documented rule (no model, no vocabulary), and [`message_terms`] out of everything a
 //! message shows the model. `curator replay` measures *evidence kept* with them.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::HashSet;
 
@@ -263,6 +264,36 @@ fn is_path(word: &str) -> bool {
             && (slashes >= 2 || path.rsplit('/').next().is_some_and(is_file_name)))
 }
 
+/// `term` as a list of terms writes it, so that [`terms`] reads it back as the same term:
+/// bare when it is a term by itself (`parse_binary`, `src/parser.rs`), between quotes when
+/// it is a term only as a quoted value (`"PHL"`, `"2024-05-10"`, `"bytes(value)"`, which
+/// bare are no term, or not this one) or when it holds white space or list punctuation
+/// (`"cat -n"`). The mark is the first of `"`, `` ` `` and `'` that the term does not hold.
+pub(crate) fn written(term: &str) -> Cow<'_, str> {
+    if reads_back(term) { Cow::Borrowed(term) } else { quote(term) }
+}
+
+/// Whether `term`, written bare in a list of terms, reads back as itself (see [`written`]).
+pub(crate) fn reads_back(term: &str) -> bool {
+    if term.contains(|c: char| c.is_whitespace() || c == ',' || c == ';') {
+        return false;
+    }
+    let mut itself = false;
+    scan(term, &mut |found| {
+        itself = found == term;
+        !itself
+    });
+    itself
+}
+
+/// `term` between quotes (see [`written`]).
+pub(crate) fn quote(term: &str) -> Cow<'_, str> {
+    match ['"', '`', '\''].into_iter().find(|&mark| !term.contains(mark)) {
+        Some(mark) => Cow::Owned(format!("{mark}{term}{mark}")),
+        None => Cow::Borrowed(term),
+    }
+}
+
 /// Emits the quoted values of a text while `more` holds.
 fn quoted<'a>(text: &'a str, more: &Cell<bool>, emit: &mut impl FnMut(&'a str)) {
     let bytes = text.as_bytes();
@@ -475,5 +506,22 @@ mod tests {
         check("The quick brown fox jumps over the lazy dog, and/or the cat.", &[]);
         check("HTTP 200 and 404 at 100% with utf-8 in __init__ 42", &[]);
         check("FAILED ok test result", &[]);
+    }
+
+    #[test]
+    fn a_written_term_reads_back_as_itself() {
+        // Terms by themselves stay bare; quoted values keep their quotes.
+        assert_eq!(written("parse_binary"), "parse_binary");
+        assert_eq!(written("src/parser.rs"), "src/parser.rs");
+        assert_eq!(written("PHL"), "\"PHL\"");
+        assert_eq!(written("2024-05-10"), "\"2024-05-10\"");
+        assert_eq!(written("bytes(value)"), "\"bytes(value)\"");
+        assert_eq!(written("cat -n"), "\"cat -n\"");
+        assert_eq!(written(r#"say "hi""#), r#"`say "hi"`"#);
+        for term in ["PHL", "2024-05-10", "bytes(value)", "cat -n", "parse_binary", "src/parser.rs"]
+        {
+            let list = format!("They mentioned: {} and more.", written(term));
+            assert!(terms(&list).contains(&term), "{term} not read back from {list}");
+        }
     }
 }

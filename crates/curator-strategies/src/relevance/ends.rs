@@ -1,6 +1,7 @@
 //! The budget's own cut of long tool results: the beginning and the end kept, and between
 //! them a note naming what the cut middle held.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -315,7 +316,8 @@ fn line_start(text: &str, at: usize, floor: usize) -> usize {
 
 /// What `middle` held, in at most `room` characters: its failure lines (up to three, each
 /// cut to [`MAX_LINE`]), then its distinctive terms, in order, that `head`, `tail`, those
-/// lines and a term already named do not show.
+/// lines and a term already named do not show, each written so that it reads back as itself
+/// ([`written`](crate::terms::written): a quoted value between its quotes).
 fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
     let mut out = String::new();
     let mut size = 0;
@@ -336,7 +338,8 @@ fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
         out.push_str(&line);
         size += cost;
     }
-    let mut terms: Vec<&str> = Vec::new();
+    // The terms named, as written (a quoted value between its quotes).
+    let mut terms: Vec<Cow<'_, str>> = Vec::new();
     // Numbers (mostly line numbers) after the other terms, as in the folded-history note.
     let numeric = |term: &str| term.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b':');
     for numbers in [false, true] {
@@ -345,6 +348,7 @@ fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
             if numeric(term) != numbers || shown || terms.iter().any(|t| t.contains(term)) {
                 return true;
             }
+            let term = crate::terms::written(term);
             let cost = term.chars().count() + 2;
             if size + cost > room {
                 return false;

@@ -35,7 +35,9 @@ const NEWEST_TERMS_SHARE: f64 = 0.5;
 /// returned to first, then, if room is left, the numbers (see [`numeric`]). A term that a
 /// listed call or term already shows (`parser.rs` after `src/parser.rs`) is not listed
 /// again, one that a term listed later shows is left out, and terms are separated by
-/// spaces, not commas (a comma is a token of its own).
+/// spaces, not commas (a comma is a token of its own). Each term is written so that it
+/// reads back as itself ([`written`](crate::terms::written)): a quoted value (`"PHL"`,
+/// `"2024-05-10"`) between its quotes, which bare would be no term.
 /// The dropped messages are read as `view` shows them (the view the strategy was given,
 /// before its own cut: what a unit left out held, as far as the pipeline before it lets it
 /// through), so that what an earlier strategy took out (a redacted secret) stays out.
@@ -119,8 +121,7 @@ pub(super) fn note(
         if covered.contains(id) {
             return true;
         }
-        let text = index.text(id);
-        let term = quoted(text);
+        let term = index.written(id).into_owned();
         spaced.clear();
         spaced.push(' ');
         spaced.push_str(&term);
@@ -296,21 +297,6 @@ fn text(opening: &str, calls: &[String], terms: &[String]) -> String {
     }
     text.push(']');
     text
-}
-
-/// A term as the note writes it: quoted when it holds spaces or list punctuation, so that
-/// it reads back as one term.
-fn quoted(term: &str) -> String {
-    if term.contains(|c: char| c.is_whitespace() || c == ',' || c == ';') {
-        let mark = if term.contains('"') { '`' } else { '"' };
-        let mut out = String::with_capacity(term.len() + 2);
-        out.push(mark);
-        out.push_str(term);
-        out.push(mark);
-        out
-    } else {
-        term.to_owned()
-    }
 }
 
 /// Whether `message` is a folded-history note.

@@ -53,7 +53,8 @@ pub const MIN_TOOL_RESULT_CHARS: usize = 400;
 ///    and the lines of the middle that name terms of the task or of the present's own text
 ///    and call arguments): its failure lines (`error`, `FAILED`, `panicked`, ...),
 ///    then its distinctive [`terms`](crate::terms) (paths, identifiers, numbers) that the
-///    ends do not show. Errors, results and answers sit at the ends of outputs; a
+///    ends do not show, each written so that it reads back as the same term (a quoted value,
+///    `"PHL"`, between its quotes). Errors, results and answers sit at the ends of outputs; a
 ///    conversation that fits is never cut.
 /// 2. **The newest units** take `recent_share` (0.85 by default) of the body's room (what the
 ///    head leaves), newest first and contiguous; the newest unit is always among them.
@@ -63,8 +64,9 @@ pub const MIN_TOOL_RESULT_CHARS: usize = 400;
 ///    120 characters) and the distinctive [`terms`](crate::terms) they held that the view
 ///    no longer shows: those of the newest units left out, in order, in up to half of the
 ///    room for terms, then the ones the conversation came back to most often, then numbers
-///    (separated by spaces; a term a listed call or term shows is not repeated), so that
-///    the model knows what existed and can ask for it again.
+///    (separated by spaces; a term a listed call or term shows is not repeated; a quoted
+///    value, `"PHL"` or `"2024-05-10"`, keeps its quotes, so that it reads back as the same
+///    term), so that the model knows what existed and can ask for it again.
 /// 4. **Older units by relevance** fill the rest: each older unit is scored by BM25 against
 ///    the task and the newest units (the query), over distinctive terms; units are taken by
 ///    score (the newer first on ties) while they fit, whole and in their original order.

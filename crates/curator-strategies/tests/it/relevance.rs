@@ -455,3 +455,17 @@ fn a_kept_label_is_not_listed_for_other_calls_at_its_position() {
     assert!(renamed.contains(r#"run({"path":"renamed_Some("#), "{renamed}");
     assert!(!renamed.contains(r#"run({"command":"#), "{renamed}");
 }
+
+/// A quoted value a left-out unit held (an airport code) is listed between its quotes, so
+/// that the note reads back as the same term; a term by itself is listed bare.
+#[test]
+fn the_note_lists_a_quoted_value_between_its_quotes() {
+    let mut messages = long_run();
+    messages[3] =
+        Message::tool_result("c0", r#"{"origin": "PHL", "file": "src/grammar/parser_core.rs"}"#);
+    *messages.last_mut().unwrap() = Message::user("Now run step_39 again.");
+    let (_, note) = view_and_note(&messages, 1_000);
+    assert!(note.contains(r#" "PHL""#), "{note}");
+    assert!(note.contains(" src/grammar/parser_core.rs"), "{note}");
+    assert!(curator_strategies::terms::terms(&note).contains(&"PHL"), "{note}");
+}
