@@ -289,7 +289,13 @@ pub(crate) fn reads_back(term: &str) -> bool {
 /// `term` between quotes (see [`written`]).
 pub(crate) fn quote(term: &str) -> Cow<'_, str> {
     match ['"', '`', '\''].into_iter().find(|&mark| !term.contains(mark)) {
-        Some(mark) => Cow::Owned(format!("{mark}{term}{mark}")),
+        Some(mark) => {
+            let mut out = String::with_capacity(term.len() + 2);
+            out.push(mark);
+            out.push_str(term);
+            out.push(mark);
+            Cow::Owned(out)
+        }
         None => Cow::Borrowed(term),
     }
 }

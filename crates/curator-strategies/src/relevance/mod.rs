@@ -66,7 +66,9 @@ pub const MIN_TOOL_RESULT_CHARS: usize = 400;
 ///    room for terms, then the ones the conversation came back to most often, then numbers
 ///    (separated by spaces; a term a listed call or term shows is not repeated; a quoted
 ///    value, `"PHL"` or `"2024-05-10"`, keeps its quotes, so that it reads back as the same
-///    term), so that the model knows what existed and can ask for it again.
+///    term), so that the model knows what existed and can ask for it again. The units are
+///    read as this strategy was given them: what an earlier strategy took out (a secret a
+///    [`Redactor`](crate::Redactor) replaced) never comes back through the note.
 /// 4. **Older units by relevance** fill the rest: each older unit is scored by BM25 against
 ///    the task and the newest units (the query), over distinctive terms; units are taken by
 ///    score (the newer first on ties) while they fit, whole and in their original order.
