@@ -154,19 +154,9 @@ impl EndsCut {
         text: &str,
         query: &HashSet<String, FxBuild>,
     ) -> Option<String> {
-        let total = text.chars().count();
-        if total <= self.max_chars {
-            return None;
-        }
-        let naming_room = share(NAMING_SHARE, self.max_chars);
-        let ends = self.max_chars.saturating_sub(naming_room + NOTE_CHARS);
-        let head_chars = share(FOCUS_HEAD_SHARE, ends);
-        let tail_chars = share(FOCUS_TAIL_SHARE, ends);
-        let focus_room = (ends - head_chars - tail_chars).saturating_sub(FOCUS_MARKS);
-        let head_end = floor_grapheme(text, byte_at(text, head_chars));
-        let tail_start = line_start(text, byte_at(text, total - tail_chars), head_end);
-        let (head, middle, tail) =
-            (&text[..head_end], &text[head_end..tail_start], &text[tail_start..]);
+        let Split { head, middle, tail, naming_room, rest } = self
+            .split(text, |ends| (share(FOCUS_HEAD_SHARE, ends), share(FOCUS_TAIL_SHARE, ends)))?;
+        let focus_room = rest.saturating_sub(FOCUS_MARKS);
         let mut lines: Vec<(usize, usize, &str)> = Vec::new();
         for (n, line) in middle.lines().enumerate() {
             let mut hits = 0;
@@ -254,18 +244,10 @@ impl EndsCut {
 
     /// `text` cut, or `None` when it is within `max_chars` characters.
     pub(crate) fn cut(&self, text: &str) -> Option<String> {
-        let total = text.chars().count();
-        if total <= self.max_chars {
-            return None;
-        }
-        let naming_room = share(NAMING_SHARE, self.max_chars);
-        let ends = self.max_chars.saturating_sub(naming_room + NOTE_CHARS);
-        let head_chars = share(HEAD_SHARE, ends);
-        let tail_chars = ends - head_chars;
-        let head_end = floor_grapheme(text, byte_at(text, head_chars));
-        let tail_start = line_start(text, byte_at(text, total - tail_chars), head_end);
-        let (head, middle, tail) =
-            (&text[..head_end], &text[head_end..tail_start], &text[tail_start..]);
+        let Split { head, middle, tail, naming_room, .. } = self.split(text, |ends| {
+            let head_chars = share(HEAD_SHARE, ends);
+            (head_chars, ends - head_chars)
+        })?;
         let names = name(middle, head, tail, naming_room);
         let cut = middle.chars().count();
         let mut out = String::with_capacity(head.len() + tail.len() + names.len() + NOTE_CHARS);
@@ -281,6 +263,45 @@ impl EndsCut {
         out.push_str(tail);
         Some(out)
     }
+}
+
+impl EndsCut {
+    /// `text` split for a cut, or `None` when it is within `max_chars` characters: the room
+    /// for naming the middle is set aside, with the cut's note; `chars` gives, from the
+    /// characters left for the ends, the beginning's and the end's.
+    fn split<'t>(
+        &self,
+        text: &'t str,
+        chars: impl FnOnce(usize) -> (usize, usize),
+    ) -> Option<Split<'t>> {
+        let total = text.chars().count();
+        if total <= self.max_chars {
+            return None;
+        }
+        let naming_room = share(NAMING_SHARE, self.max_chars);
+        let ends = self.max_chars.saturating_sub(naming_room + NOTE_CHARS);
+        let (head_chars, tail_chars) = chars(ends);
+        let head_end = floor_grapheme(text, byte_at(text, head_chars));
+        let tail_start = line_start(text, byte_at(text, total - tail_chars), head_end);
+        Some(Split {
+            head: &text[..head_end],
+            middle: &text[head_end..tail_start],
+            tail: &text[tail_start..],
+            naming_room,
+            rest: ends.saturating_sub(head_chars + tail_chars),
+        })
+    }
+}
+
+/// A text split for a cut (see [`EndsCut::split`]).
+struct Split<'t> {
+    head: &'t str,
+    middle: &'t str,
+    tail: &'t str,
+    /// The characters for naming what the middle held.
+    naming_room: usize,
+    /// The characters for the ends that neither end took.
+    rest: usize,
 }
 
 /// `share` of `of`, rounded down.

@@ -50,6 +50,9 @@ impl<'h> Iterator for Entries<'_, 'h> {
                 Item::Run { start, end } if self.view.maps.is_empty() => {
                     let (start, end) = (*start as usize, *end as usize);
                     let messages = self.view.history.messages();
+                    // A run only ever holds history positions; were that broken, the view's
+                    // other readers (which index) would panic where this would skip.
+                    debug_assert!(end <= messages.len(), "run {start}..{end} past the history");
                     self.run = (start, messages.get(start..end).unwrap_or_default().iter());
                 }
                 Item::Run { start, end } => self.slots = (0, end - start),
