@@ -27,9 +27,10 @@ pub(super) const MAX_SCANNED: usize = 400;
 /// alone (see `docs/benchmarks.md`).
 const NEWEST_TERMS_SHARE: f64 = 0.5;
 
-/// The note for the units at `dropped` (view index ranges, newest first), given what the
-/// view keeps (`kept`): the tool calls the dropped units made and the distinctive terms they
-/// held that the kept messages do not, as many as fit `room` tokens. The calls come newest
+/// The note for the units at `dropped` (view index ranges, newest first, as far as the
+/// note reads them), given what the view keeps (`kept`, sorted by start): how many messages
+/// were left out (all of them), the tool calls the dropped units made and the distinctive
+/// terms they held that the kept messages do not, as many as fit `room` tokens. The calls come newest
 /// first; the terms of the newest dropped units in order (each unit's cheapest in tokens
 /// first) take up to [`NEWEST_TERMS_SHARE`] of the terms' room, then the others most
 /// returned to first, then, if room is left, the numbers (see [`numeric`]). A term that a
@@ -50,10 +51,11 @@ pub(super) fn note(
     counter: &dyn TokenCounter,
     labels: &LabelCache,
 ) -> Option<Message> {
-    let count: usize = dropped.iter().map(ExactSizeIterator::len).sum();
-    if count == 0 {
+    if dropped.iter().all(|range| range.is_empty()) {
         return None;
     }
+    // All the messages left out, not only those read (at most `MAX_SCANNED`).
+    let count = left_out(view.len(), kept);
     let index = view.history().term_index();
     let mut shown = TermSet::new(index.vocabulary());
     for pos in kept.iter().flat_map(Clone::clone).filter_map(|i| view.pos(i)) {
@@ -159,6 +161,20 @@ pub(super) fn note(
     labels.keep(read);
     let terms = listed.into_iter().map(|(_, _, term)| term).collect();
     fitted(&opening, calls.listed, terms, room, counter)
+}
+
+/// How many of a view's `len` messages the ranges `kept` (sorted by start; they may
+/// overlap) leave out.
+fn left_out(len: usize, kept: &[Range<usize>]) -> usize {
+    let (mut covered, mut end) = (0, 0);
+    for range in kept {
+        let start = range.start.max(end);
+        if range.end > start {
+            covered += range.end - start;
+            end = range.end;
+        }
+    }
+    len.saturating_sub(covered)
 }
 
 /// The note's message, with the last terms (then calls) left off until it fits `room`:

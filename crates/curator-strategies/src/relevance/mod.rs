@@ -39,7 +39,11 @@ pub const MIN_TOOL_RESULT_CHARS: usize = 400;
 /// # Rules
 ///
 /// With `available`, the head's share and the head's shortening as in [`TokenBudget`]
-/// (which this strategy runs last, so every [`TokenBudget`] guarantee holds), except that a
+/// (which this strategy runs last, so every guarantee [`TokenBudget`] gives of one view
+/// holds: within the budget, the head and the newest unit kept or a typed error, no call
+/// split from its result; but not its monotonicity: rule 1's limit grows with the budget,
+/// so a tool result just under it is kept whole where a smaller budget cut it, and fewer
+/// of the newest units may fit), except that a
 /// text it shortens (a long task, the newest unit's output) also names, in up to 0.3 of the
 /// room it keeps, the distinctive [`terms`](crate::terms) of the part cut from its middle:
 /// `[the part cut named: …]` after the note of how much was cut.

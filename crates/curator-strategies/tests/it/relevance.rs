@@ -469,3 +469,26 @@ fn the_note_lists_a_quoted_value_between_its_quotes() {
     assert!(note.contains(" src/grammar/parser_core.rs"), "{note}");
     assert!(curator_strategies::terms::terms(&note).contains(&"PHL"), "{note}");
 }
+
+/// The note counts every message left out, not only the ones it reads for its lists (at
+/// most 400).
+#[test]
+fn the_note_counts_every_message_left_out() {
+    let mut messages =
+        vec![Message::system("You are a coding agent."), Message::user("Fix the build.")];
+    for i in 0..300 {
+        messages.push(Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new(format!("c{i}"), "run", format!(r#"{{"step": {i}}}"#))],
+        ));
+        messages
+            .push(Message::tool_result(format!("c{i}"), format!("output of step_{i} ").repeat(8)));
+    }
+    messages.push(Message::user("Go on."));
+    for budget in [2_000, 4_000] {
+        let (view, note) = view_and_note(&messages, budget);
+        let left = messages.len() - (view.len() - 1);
+        assert!(left > 400, "{left}");
+        assert!(note.starts_with(&format!("[curator left out {left} earlier messages")), "{note}");
+    }
+}
