@@ -48,6 +48,7 @@ pub mod coherence;
 mod combinators;
 mod config;
 mod context;
+mod cut_notes;
 mod error;
 mod events;
 mod filter;

@@ -9,7 +9,7 @@ use unicode_segmentation::GraphemeCursor;
 #[cfg(test)]
 use unicode_segmentation::UnicodeSegmentation;
 
-use crate::TokenCounter;
+use crate::{TokenCounter, cut_notes};
 
 /// The note left where text was cut: `{cut}` becomes the number of tokens cut.
 const CUT_NOTE: &str = "\n[… {cut} tokens cut by curator to fit the token budget …]\n";
@@ -112,25 +112,35 @@ pub(crate) fn cut_text(
     if full <= max_tokens {
         return text.to_owned();
     }
-    let note = |cut: u64| CUT_NOTE.replace("{cut}", &cut.to_string());
-    let room = max_tokens.saturating_sub(counter.count_text(&note(full)));
+    // An earlier cut's note is kept whole or cut whole, and what it took is carried over.
+    let spans = cut_notes::spans(text);
+    let most = cut_notes::earlier(cut_notes::taken(text, &spans, 0..text.len()));
+    let note = |cut: u64, earlier: &str| {
+        CUT_NOTE.replace("{cut}", &cut.to_string()).replace(" …]", &format!("{earlier} …]"))
+    };
+    let room = max_tokens.saturating_sub(counter.count_text(&note(full, &most)));
     let ends = |room: u64| {
         let head = prefix(text, room * HEAD_SHARE / SHARES, counter);
+        let head = &text[..cut_notes::before(head.len(), &spans)];
         let rest = &text[head.len()..];
         let tail = suffix(rest, room.saturating_sub(counter.count_text(head)), counter);
+        let tail = &text[cut_notes::after(text.len() - tail.len(), &spans)..];
         (head, tail, &rest[..rest.len() - tail.len()])
     };
     let (mut head, mut tail, middle) = ends(room);
     let mut naming = String::new();
     if marks == Marks::Terms {
         // The terms of what the plain cut drops, then the ends again in the room left.
-        naming = named(middle, crate::tokens::share(NAMING_SHARE, room), counter);
+        let read = cut_notes::without_counts(middle, head.len(), &spans);
+        naming = named(&read, crate::tokens::share(NAMING_SHARE, room), counter);
         if !naming.is_empty() {
             (head, tail, _) = ends(room.saturating_sub(counter.count_text(&naming)));
         }
     }
     let cut = full.saturating_sub(counter.count_text(head) + counter.count_text(tail));
-    format!("{head}{}{naming}{tail}", note(cut))
+    let earlier =
+        cut_notes::earlier(cut_notes::taken(text, &spans, head.len()..text.len() - tail.len()));
+    format!("{head}{}{naming}{tail}", note(cut, &earlier))
 }
 
 /// `[the part cut named: a, b, c]` and a line break: the distinctive terms of `middle`, in

@@ -51,7 +51,7 @@ pub(super) fn note(
     counter: &dyn TokenCounter,
     labels: &LabelCache,
 ) -> Option<Message> {
-    if dropped.iter().all(|range| range.is_empty()) {
+    if dropped.iter().all(Range::is_empty) {
         return None;
     }
     // All the messages left out, not only those read (at most `MAX_SCANNED`).

@@ -492,3 +492,61 @@ fn the_note_counts_every_message_left_out() {
         assert!(note.starts_with(&format!("[curator left out {left} earlier messages")), "{note}");
     }
 }
+
+/// What a text's cut notes say was cut, in characters (a token taken as four).
+fn said_cut(text: &str) -> usize {
+    let number = |s: &str| s.split(' ').next().and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
+    let mut chars = 0;
+    for note in text.split("[… ").skip(1) {
+        let note = note.split(" …]").next().unwrap_or_default();
+        let unit = if note.starts_with(&format!("{} tokens", number(note))) { 4 } else { 1 };
+        chars += number(note) * unit;
+        for (key, unit) in [("had taken ", 1), ("characters and ", 4)] {
+            if let Some(rest) = note.split(key).nth(1) {
+                let n = number(rest);
+                let unit = if rest.starts_with(&format!("{n} tokens")) { 4 } else { unit };
+                chars += n * unit;
+            }
+        }
+    }
+    chars
+}
+
+/// The terms a text's `[the part cut named: …]` lists.
+fn named_terms(text: &str) -> Vec<&str> {
+    text.split("[the part cut named: ")
+        .skip(1)
+        .flat_map(|rest| rest.split(']').next().unwrap_or_default().split(", "))
+        .collect()
+}
+
+/// A tool result cut by the strategy's own cut and then shortened again by the budget keeps
+/// the first note whole or leaves it out whole, and says what both cuts took; what it names
+/// as the cut part's terms are terms of the output, never the first note's count.
+#[test]
+fn a_result_cut_twice_says_what_both_cuts_took_and_names_only_its_own_terms() {
+    let output = (0..200).map(|i| format!("row {i}: status ok\n")).collect::<Vec<_>>().concat();
+    let messages = vec![
+        Message::system("s"),
+        Message::user("Run the job."),
+        Message::assistant_with_calls(None, vec![ToolCall::new("c0", "run", "{}")]),
+        Message::tool_result("c0", output.clone()),
+    ];
+    let mut checked = 0;
+    for budget in (60..200).step_by(5) {
+        let Ok(view) =
+            RelevanceBudget::new(budget).curate_messages(&messages, &CurationContext::default())
+        else {
+            continue;
+        };
+        let sent = view[3].text();
+        let cut = output.chars().count() - sent.chars().count();
+        assert!(said_cut(&sent) * 2 >= cut, "{budget}: about {cut} characters cut:\n{sent}");
+        assert_eq!(sent.matches("[… ").count(), sent.matches(" …]").count(), "{sent}");
+        for term in named_terms(&sent) {
+            assert!(output.contains(term), "{budget}: {term:?} named:\n{sent}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 10, "{checked}");
+}
