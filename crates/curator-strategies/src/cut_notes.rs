@@ -87,13 +87,14 @@ pub(crate) fn without_counts<'m>(
     std::borrow::Cow::Owned(out)
 }
 
-/// What the cut note adds when the part it cut held earlier cuts: empty when none.
+/// What the cut note adds when the part it cut held earlier cuts (`, 3618 characters
+/// before`): empty when none. Short, since it costs tokens at the tightest budgets.
 pub(crate) fn earlier((characters, tokens): (u64, u64)) -> String {
     match (characters, tokens) {
         (0, 0) => String::new(),
-        (c, 0) => format!("; an earlier cut had taken {c} characters there"),
-        (0, t) => format!("; an earlier cut had taken {t} tokens there"),
-        (c, t) => format!("; earlier cuts had taken {c} characters and {t} tokens there"),
+        (c, 0) => format!(", {c} characters before"),
+        (0, t) => format!(", {t} tokens before"),
+        (c, t) => format!(", {c} characters and {t} tokens before"),
     }
 }
 
@@ -119,7 +120,7 @@ mod tests {
         let read = without_counts(middle, 4, &spans);
         assert!(!read.contains("3612"), "{read}");
         assert!(read.contains("src/a.rs 840"), "{read}");
-        assert_eq!(earlier((3612, 0)), "; an earlier cut had taken 3612 characters there");
+        assert_eq!(earlier((3612, 0)), ", 3612 characters before");
         assert_eq!(earlier((0, 0)), "");
     }
 }

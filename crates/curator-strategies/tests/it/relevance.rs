@@ -493,20 +493,20 @@ fn the_note_counts_every_message_left_out() {
     }
 }
 
-/// What a text's cut notes say was cut, in characters (a token taken as four).
+/// What a text's cut notes say was cut, in characters (a token taken as four): every
+/// `N characters` and `N tokens` they hold.
 fn said_cut(text: &str) -> usize {
-    let number = |s: &str| s.split(' ').next().and_then(|n| n.parse::<usize>().ok()).unwrap_or(0);
     let mut chars = 0;
     for note in text.split("[… ").skip(1) {
         let note = note.split(" …]").next().unwrap_or_default();
-        let unit = if note.starts_with(&format!("{} tokens", number(note))) { 4 } else { 1 };
-        chars += number(note) * unit;
-        for (key, unit) in [("had taken ", 1), ("characters and ", 4)] {
-            if let Some(rest) = note.split(key).nth(1) {
-                let n = number(rest);
-                let unit = if rest.starts_with(&format!("{n} tokens")) { 4 } else { unit };
-                chars += n * unit;
-            }
+        let words: Vec<&str> = note.split([' ', ',']).filter(|w| !w.is_empty()).collect();
+        for pair in words.windows(2) {
+            let Ok(n) = pair[0].parse::<usize>() else { continue };
+            chars += match pair[1] {
+                "characters" => n,
+                "tokens" => 4 * n,
+                _ => 0,
+            };
         }
     }
     chars
@@ -549,4 +549,41 @@ fn a_result_cut_twice_says_what_both_cuts_took_and_names_only_its_own_terms() {
         checked += 1;
     }
     assert!(checked > 10, "{checked}");
+}
+
+/// Two 1,200-character results of parallel calls as the newest unit fit a budget of 100
+/// tokens, cut twice (by the strategy's own cut, then by the budget), their notes saying
+/// what both cuts took.
+#[test]
+fn a_tight_budget_holds_the_newest_parallel_results_cut_twice() {
+    let call = |ids: &[&str]| {
+        Message::assistant_with_calls(
+            None,
+            ids.iter().map(|id| ToolCall::new(*id, "read", "{}")).collect(),
+        )
+    };
+    let messages = vec![
+        Message::system("Be brief."),
+        Message::user("Read the files."),
+        call(&["x"]),
+        Message::tool_result("x", "out ".repeat(300)),
+        call(&["a", "b"]),
+        Message::tool_result("a", "out ".repeat(300)),
+        Message::tool_result("b", "out ".repeat(300)),
+        Message::user("What do they hold?"),
+    ];
+    let view =
+        RelevanceBudget::new(100).curate_messages(&messages, &CurationContext::default()).unwrap();
+    let results: Vec<&Message> = view.iter().filter(|m| m.role() == Role::Tool).collect();
+    assert_eq!(
+        results.iter().map(|m| m.tool_call_id()).collect::<Vec<_>>(),
+        [Some("a"), Some("b")]
+    );
+    for result in results {
+        assert!(
+            said_cut(&result.text()) * 2 >= 1_200 - result.text().chars().count(),
+            "{}",
+            result.text()
+        );
+    }
 }
