@@ -11,7 +11,8 @@ const MARK: &str = " cut by curator";
 /// Where a tool-result cut's note lists what the cut part held.
 const HELD: &str = "the cut part held: ";
 
-/// The byte ranges of curator's cut notes in `text`, from `[… ` to ` …]`, in order.
+/// The byte ranges of curator's cut notes in `text`, from `[… ` to ` …]` with the line
+/// breaks that set them apart (a note is written on a line of its own), in order.
 pub(crate) fn spans(text: &str) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     if !text.contains(MARK) {
@@ -23,7 +24,9 @@ pub(crate) fn spans(text: &str) -> Vec<Range<usize>> {
         let Some(close) = text.get(start..).and_then(|rest| rest.find(CLOSE)) else { break };
         let end = start + close + CLOSE.len();
         if text.get(start..end).is_some_and(|note| note.contains(MARK)) {
-            out.push(start..end);
+            let first = if text[..start].ends_with('\n') { start - 1 } else { start };
+            let last = if text[end..].starts_with('\n') { end + 1 } else { end };
+            out.push(first..last);
         }
         from = end;
     }
@@ -44,7 +47,10 @@ pub(crate) fn after(at: usize, spans: &[Range<usize>]) -> usize {
 pub(crate) fn taken(text: &str, spans: &[Range<usize>], range: Range<usize>) -> (u64, u64) {
     let mut sum = (0, 0);
     for span in spans.iter().filter(|s| range.start <= s.start && s.end <= range.end) {
-        let Some(note) = text.get(span.start + OPEN.len()..span.end) else { continue };
+        let Some(note) = text.get(span.clone()).and_then(|n| n.split_once(OPEN)).map(|(_, n)| n)
+        else {
+            continue;
+        };
         let digits = note.bytes().take_while(u8::is_ascii_digit).count();
         let Ok(count) = note[..digits].parse::<u64>() else { continue };
         if note[digits..].starts_with(" characters") {
@@ -75,7 +81,8 @@ pub(crate) fn without_counts<'m>(
     for span in inside {
         let (start, stop) = (span.start - offset, span.end - offset);
         out.push_str(&middle[from..start]);
-        let note = &middle[start..stop - CLOSE.len()];
+        let note = &middle[start..stop];
+        let note = note.rfind(CLOSE).map_or(note, |close| &note[..close]);
         if let Some(at) = note.find(HELD) {
             out.push(' ');
             out.push_str(&note[at + HELD.len()..]);
@@ -109,7 +116,8 @@ mod tests {
                     budget …] [… not ours …]";
         let spans = spans(text);
         assert_eq!(spans.len(), 2);
-        assert!(text[spans[0].clone()].starts_with("[… 3612"));
+        assert!(text[spans[0].clone()].starts_with("\n[… 3612"));
+        assert!(text[spans[0].clone()].ends_with(" …]\n"));
         let inside = spans[0].start + 10;
         assert_eq!(before(inside, &spans), spans[0].start);
         assert_eq!(after(inside, &spans), spans[0].end);

@@ -543,6 +543,15 @@ fn a_result_cut_twice_says_what_both_cuts_took_and_names_only_its_own_terms() {
         let cut = output.chars().count() - sent.chars().count();
         assert!(said_cut(&sent) * 2 >= cut, "{budget}: about {cut} characters cut:\n{sent}");
         assert_eq!(sent.matches("[… ").count(), sent.matches(" …]").count(), "{sent}");
+        // The kept beginning and end are the output's own, not a piece of the first note.
+        let head = sent.split("\n[… ").next().unwrap_or_default();
+        let tail = sent.rsplit(" …]\n").next().unwrap_or_default();
+        let tail = match tail.strip_prefix("[the part cut named: ") {
+            Some(named) => named.split_once("]\n").map_or("", |(_, tail)| tail),
+            None => tail,
+        };
+        assert!(output.starts_with(head), "{budget}: beginning {head:?}");
+        assert!(!sent.contains(" …]\n") || output.ends_with(tail), "{budget}: end {tail:?}");
         for term in named_terms(&sent) {
             assert!(output.contains(term), "{budget}: {term:?} named:\n{sent}");
         }
