@@ -82,14 +82,15 @@ impl TermIndex {
         self.texts.push(term.into());
         self.postings.push(Vec::new());
         self.part_spans.push((0, 0));
-        self.bare.push(reads_back(term));
-        // A word of letters, digits and `_` shows no term but itself, and is not scanned.
+        // One scan tells both whether the term reads back bare and what it shows.
+        let mut found: Vec<&str> = Vec::new();
+        scan(term, &mut |part| {
+            found.push(part);
+            true
+        });
+        self.bare.push(reads_back(term, &found));
+        // A word of letters, digits and `_` shows no term but itself.
         if !term.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            let mut found: Vec<&str> = Vec::new();
-            scan(term, &mut |part| {
-                found.push(part);
-                true
-            });
             // Parts are pieces of the term, shorter but for the term itself: interning them
             // ends.
             let ids: Vec<u32> = found

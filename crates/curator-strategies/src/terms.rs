@@ -270,20 +270,18 @@ fn is_path(word: &str) -> bool {
 /// bare are no term, or not this one) or when it holds white space or list punctuation
 /// (`"cat -n"`). The mark is the first of `"`, `` ` `` and `'` that the term does not hold.
 pub(crate) fn written(term: &str) -> Cow<'_, str> {
-    if reads_back(term) { Cow::Borrowed(term) } else { quote(term) }
+    let mut found = Vec::new();
+    scan(term, &mut |part| {
+        found.push(part);
+        part != term
+    });
+    if reads_back(term, &found) { Cow::Borrowed(term) } else { quote(term) }
 }
 
-/// Whether `term`, written bare in a list of terms, reads back as itself (see [`written`]).
-pub(crate) fn reads_back(term: &str) -> bool {
-    if term.contains(|c: char| c.is_whitespace() || c == ',' || c == ';') {
-        return false;
-    }
-    let mut itself = false;
-    scan(term, &mut |found| {
-        itself = found == term;
-        !itself
-    });
-    itself
+/// Whether `term`, written bare in a list of terms, reads back as itself (see [`written`]),
+/// given the terms a scan of it `found`.
+pub(crate) fn reads_back(term: &str, found: &[&str]) -> bool {
+    !term.contains(|c: char| c.is_whitespace() || c == ',' || c == ';') && found.contains(&term)
 }
 
 /// `term` between quotes (see [`written`]).
