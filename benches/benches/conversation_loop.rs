@@ -13,7 +13,8 @@
 //! `Durability::Normal` and with `Durability::Full` (the default, a sync to disk per commit):
 //! each iteration is one `resume` with the human's answer, which completes the iteration and
 //! pauses at the next human step. Histories of 10, 1,000 and 10,000 turns are recorded first
-//! (for SQLite with `Normal`, then the file is reopened with the durability measured).
+//! (for SQLite with `Normal`, then the file is reopened with the durability measured); 200
+//! iterations a run are timed, three runs a scenario.
 //!
 //! Each iteration is timed twice: wall-clock, and the thread's on-CPU time
 //! (`CLOCK_THREAD_CPUTIME_ID`). On a shared machine a thread is preempted for a whole
@@ -158,7 +159,9 @@ fn hitl_rows(sizes: &[usize], runs: usize) -> Vec<serde_json::Value> {
                 }
                 assert_eq!(l.turn_count(), size / 2 * 2);
                 answer(&mut l, 10);
-                for (cpu, wall) in answer(&mut l, 50) {
+                // 200 iterations a run: a p99 over 600 iterations is their sixth slowest,
+                // not (as over 150) the second, which one page fault or preemption decides.
+                for (cpu, wall) in answer(&mut l, 200) {
                     times.push(cpu);
                     walls.push(wall);
                 }
