@@ -358,6 +358,12 @@ impl HistoryManager for RelevanceBudget {
         let task = head.pinned().iter().find(|&&i| view.structure(i).role() != Role::System);
         let first_body = task.map_or(head.len(), |&t| head.len().max(t + 1));
         let selected = assemble(&view, first_body, &kept, note);
+        // A selection that opens on an assistant turn where the view opened on a user one
+        // (the task not pinned, no note to open the body) is refused by Anthropic: the
+        // budget alone then decides, keeping the user turn before the newest or refusing.
+        if opens_with_user(&view) && !opens_with_user(&selected) {
+            return self.budget.curate(view, ctx);
+        }
         if let Some(sink) = ctx.events {
             let units = scored
                 .into_iter()
@@ -452,6 +458,14 @@ fn tokens_within(
 
 /// The view of the `kept` ranges (in order), with `note` before the first range of the body
 /// (which starts at `first_body`), coherence restored.
+/// Whether the first message past the system messages is a user message (or there is none).
+fn opens_with_user(view: &View<'_>) -> bool {
+    (0..view.len())
+        .map(|i| view.structure(i).role())
+        .find(|role| *role != Role::System)
+        .is_none_or(|role| role == Role::User)
+}
+
 fn assemble<'h>(
     view: &View<'h>,
     first_body: usize,

@@ -596,3 +596,42 @@ fn a_tight_budget_holds_the_newest_parallel_results_cut_twice() {
         );
     }
 }
+
+/// The shape property tests found (seed in `shapes.txt`): the task not pinned, a budget whose
+/// body holds the newest assistant turn but not the note or the user turn before it. The
+/// view opened on the assistant turn, which Anthropic refuses; the budget alone decides now.
+#[test]
+fn a_view_never_opens_on_an_assistant_turn_when_the_history_did_not() {
+    let messages = vec![
+        Message::system(
+            "You are an agent. \u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467} fix src/lib.rs fix fix fix fix",
+        ),
+        Message::user("Fix the bug."),
+        Message::assistant(
+            "\u{e9} \u{1f1eb}\u{1f1f7} a\u{301} \u{65e5}\u{672c}\u{8a9e} ERROR: src/lib.rs 42 42 line src/lib.rs line a\u{301} the \u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}",
+        ),
+    ];
+    let ctx = CurationContext::default().with_preserve_task(false);
+    let counter = curator_strategies::Tokenizer::O200k.counter().unwrap();
+    let mut checked = 0;
+    for max_tokens in 780..900 {
+        let relevance = RelevanceBudget::new(max_tokens)
+            .with_reserve(762)
+            .with_counter(std::sync::Arc::clone(&counter));
+        let budget = TokenBudget::new(max_tokens)
+            .with_reserve(762)
+            .with_counter(std::sync::Arc::clone(&counter));
+        match relevance.curate_messages(&messages, &ctx) {
+            Ok(view) => {
+                assert_eq!(validate::anthropic(&view), Ok(()), "{max_tokens}: {view:#?}");
+                assert_eq!(view.first().map(Message::role), Some(Role::System));
+                checked += 1;
+            }
+            // Refused only where the budget alone refuses too.
+            Err(e) => {
+                assert!(budget.curate_messages(&messages, &ctx).is_err(), "{max_tokens}: {e}");
+            }
+        }
+    }
+    assert!(checked > 50, "{checked} budgets gave a view");
+}
