@@ -456,8 +456,6 @@ fn tokens_within(
     tally.range_within(range, room.checked_sub(used)?)
 }
 
-/// The view of the `kept` ranges (in order), with `note` before the first range of the body
-/// (which starts at `first_body`), coherence restored.
 /// Whether the first message past the system messages is a user message (or there is none).
 fn opens_with_user(view: &View<'_>) -> bool {
     (0..view.len())
@@ -466,6 +464,8 @@ fn opens_with_user(view: &View<'_>) -> bool {
         .is_none_or(|role| role == Role::User)
 }
 
+/// The view of the `kept` ranges (in order), with `note` before the first range of the body
+/// (which starts at `first_body`), coherence restored.
 fn assemble<'h>(
     view: &View<'h>,
     first_body: usize,
