@@ -383,7 +383,7 @@ impl HistoryManager for TokenBudget {
         // is pinned to start it: only when the input itself starts otherwise (one that
         // starts with an assistant message is kept so), and has something after its system
         // messages.
-        let note = match view.structures().map(Message::role).find(|r| *r != Role::System) {
+        let note = match view.leads_with() {
             Some(Role::Assistant) | None => 0,
             Some(_) if task.is_some() => 0,
             Some(_) => counter.count_message(&Message::user(OMITTED_NOTE)),

@@ -154,11 +154,11 @@ pub(crate) fn keep_fitting<'h>(
 /// `kept`, a trimmed `view`, with a short user note first when it would start (after the
 /// system messages) with an assistant message although `view` did not.
 fn noted<'h>(view: &View<'h>, kept: View<'h>) -> View<'h> {
-    if leads_with(view) == Some(Role::Assistant) {
+    if view.leads_with() == Some(Role::Assistant) {
         // The input itself starts that way: keep it as it is.
         return kept;
     }
-    match leads_with(&kept) {
+    match kept.leads_with() {
         Some(Role::Assistant) => {
             let first = (0..kept.len()).find(|&i| kept.structure(i).role() != Role::System);
             let first = first.unwrap_or(0);
@@ -168,11 +168,6 @@ fn noted<'h>(view: &View<'h>, kept: View<'h>) -> View<'h> {
         }
         _ => kept,
     }
-}
-
-/// The role of the first message that is not a system message.
-fn leads_with(view: &View<'_>) -> Option<Role> {
-    view.structures().map(Message::role).find(|role| *role != Role::System)
 }
 
 #[cfg(test)]

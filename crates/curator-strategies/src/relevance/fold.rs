@@ -31,8 +31,8 @@ const NEWEST_TERMS_SHARE: f64 = 0.5;
 /// note reads them), given what the view keeps (`kept`, sorted by start): how many messages
 /// were left out (all of them), the tool calls the dropped units made and the distinctive
 /// terms they held that the kept messages do not, as many as fit `room` tokens. The calls
-/// come newest first; the terms of the newest dropped units in order (each unit's cheapest in tokens
-/// first) take up to [`NEWEST_TERMS_SHARE`] of the terms' room, then the others most
+/// come newest first; the terms of the newest dropped units in order (each unit's cheapest
+/// in tokens first) take up to [`NEWEST_TERMS_SHARE`] of the terms' room, then the others most
 /// returned to first, then, if room is left, the numbers (see [`numeric`]). A term that a
 /// listed call or term already shows (`parser.rs` after `src/parser.rs`) is not listed
 /// again, one that a term listed later shows is left out, and terms are separated by

@@ -358,10 +358,13 @@ impl HistoryManager for RelevanceBudget {
         let task = head.pinned().iter().find(|&&i| view.structure(i).role() != Role::System);
         let first_body = task.map_or(head.len(), |&t| head.len().max(t + 1));
         let selected = assemble(&view, first_body, &kept, note);
-        // A selection that opens on an assistant turn where the view opened on a user one
-        // (the task not pinned, no note to open the body) is refused by Anthropic: the
-        // budget alone then decides, keeping the user turn before the newest or refusing.
-        if opens_with_user(&view) && !opens_with_user(&selected) {
+        // A selection that opens on an assistant turn where the view did not (the task not
+        // pinned, no note to open the body) is refused by Anthropic, and the budget keeps a
+        // view that opens so as it is: the budget alone then decides on the whole view (the
+        // user turn kept, its note opening the view, or its typed refusal).
+        if selected.leads_with() == Some(Role::Assistant)
+            && view.leads_with() != Some(Role::Assistant)
+        {
             return self.budget.curate(view, ctx);
         }
         if let Some(sink) = ctx.events {
@@ -454,14 +457,6 @@ fn tokens_within(
     used: u64,
 ) -> Option<u64> {
     tally.range_within(range, room.checked_sub(used)?)
-}
-
-/// Whether the first message past the system messages is a user message (or there is none).
-fn opens_with_user(view: &View<'_>) -> bool {
-    (0..view.len())
-        .map(|i| view.structure(i).role())
-        .find(|role| *role != Role::System)
-        .is_none_or(|role| role == Role::User)
 }
 
 /// The view of the `kept` ranges (in order), with `note` before the first range of the body

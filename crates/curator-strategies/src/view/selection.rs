@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use curator_model::Message;
+use curator_model::{Message, Role};
 
 use super::entry::{MessageRef, ViewEntry};
 use super::items::{Item, Items, Slot};
@@ -156,6 +156,11 @@ impl<'h> View<'h> {
     /// The messages as far as structure goes (see [`structure`](View::structure)), in order.
     pub fn structures(&self) -> impl Iterator<Item = &'_ Message> + '_ {
         self.items.slots().map(|slot| self.slot_structure(slot))
+    }
+
+    /// The role of the first message that is not a system message (`None` when there is none).
+    pub(crate) fn leads_with(&self) -> Option<Role> {
+        self.structures().map(Message::role).find(|role| *role != Role::System)
     }
 
     /// [`structures`](View::structures) from view index `index` on, found in O(log items).
