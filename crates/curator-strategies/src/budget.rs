@@ -150,6 +150,26 @@ impl TokenBudget {
         self
     }
 
+    /// The same budget with `available` tokens for messages, and a head share that keeps
+    /// the head's limit in tokens what it is now (at most the whole of `available`), so
+    /// that a smaller room never shortens the head more.
+    pub(crate) fn with_available(&self, available: u64) -> TokenBudget {
+        let now = self.available();
+        #[expect(clippy::cast_precision_loss, reason = "token counts are far below 2^52")]
+        let share = if available == 0 {
+            1.0
+        } else {
+            (self.head_share * now as f64 / available as f64).min(1.0)
+        };
+        TokenBudget {
+            max_tokens: available.saturating_add(self.reserve),
+            reserve: self.reserve,
+            head_share: share,
+            counter: Arc::clone(&self.counter),
+            marks: self.marks,
+        }
+    }
+
     /// Tokens available to messages: `max_tokens - reserve`.
     pub fn available(&self) -> u64 {
         self.max_tokens.saturating_sub(self.reserve)

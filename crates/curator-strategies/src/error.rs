@@ -39,6 +39,14 @@ pub enum Error {
         /// Its position in the history.
         position: usize,
     },
+    /// The price data has no price for a model.
+    #[error("no price for model `{model}`: {reason}")]
+    UnknownModel {
+        /// The model, as given.
+        model: String,
+        /// What the price data said.
+        reason: String,
+    },
     /// A redaction pattern that does not compile.
     #[error("redaction pattern `{name}` is not a valid regular expression")]
     Pattern {

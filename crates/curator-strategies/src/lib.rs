@@ -42,6 +42,7 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod bill;
 mod budget;
 mod clear;
 pub mod coherence;
@@ -64,6 +65,7 @@ mod observed;
 mod redact;
 mod relevance;
 mod shorten;
+mod stable;
 mod summarize;
 mod term_index;
 pub mod terms;
@@ -94,6 +96,7 @@ pub use redact::Redactor;
 pub use relevance::{
     MAX_NOTE_TOKENS, MAX_TOOL_RESULT_CHARS, MIN_TOOL_RESULT_CHARS, RelevanceBudget,
 };
+pub use stable::StableBudget;
 #[cfg(feature = "openai-compatible")]
 pub use summarize::OpenAiCompatible;
 pub use summarize::{

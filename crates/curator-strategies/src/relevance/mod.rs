@@ -254,6 +254,13 @@ impl RelevanceBudget {
         fold::is_note(message)
     }
 
+    /// The same strategy with `available` tokens for messages (see
+    /// [`TokenBudget::with_available`]); its caches are shared, as results never depend on
+    /// them.
+    pub(crate) fn with_available(&self, available: u64) -> RelevanceBudget {
+        RelevanceBudget { budget: self.budget.with_available(available), ..self.clone() }
+    }
+
     /// The token budget that bounds the result.
     pub fn budget(&self) -> &TokenBudget {
         &self.budget

@@ -5,6 +5,7 @@
 mod edit;
 mod entries;
 mod entry;
+mod frozen;
 mod items;
 mod paired;
 mod selection;
@@ -14,6 +15,7 @@ mod walk;
 
 pub use edit::Edit;
 pub use entry::{MessageRef, ViewEntry};
+pub(crate) use frozen::Frozen;
 pub use selection::View;
 pub use shape::{Head, Unit};
 pub use tally::Tally;

@@ -1,0 +1,164 @@
+//! A provider request as a prompt cache reads it: blocks in order, each with its tokens, and
+//! the cache breakpoints it carries.
+
+use std::borrow::Borrow;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use curator_model::{Content, Message, Role};
+
+use crate::TokenCounter;
+
+/// One stretch of a request's prefix: the tool definitions, or one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// What the block holds, as a hash of its exact content: equal keys are equal blocks.
+    pub key: u64,
+    /// Its tokens.
+    pub tokens: u64,
+    /// How many of the provider's content blocks it is (Anthropic's lookback counts them):
+    /// one per text, image or thinking part and one per tool call, at least one.
+    pub parts: u32,
+}
+
+impl Block {
+    /// The block of one message, counted by `counter`.
+    pub fn of_message(message: &Message, counter: &dyn TokenCounter) -> Block {
+        let mut hasher = DefaultHasher::new();
+        // Every field a provider reads; the serialised form covers them all, byte for byte.
+        match serde_json::to_vec(message) {
+            Ok(bytes) => bytes.hash(&mut hasher),
+            Err(_) => format!("{message:?}").hash(&mut hasher),
+        }
+        let content_parts = match message.content() {
+            None => 0,
+            Some(Content::Text(text)) => u32::from(!text.is_empty()),
+            Some(Content::Parts(parts)) => parts.len() as u32,
+        };
+        let parts = (content_parts + message.tool_calls().len() as u32).max(1);
+        Block { key: hasher.finish(), tokens: counter.count_message(message), parts }
+    }
+
+    /// The block of the tool definitions sent with a request (`tools`, as sent), counted by
+    /// `counter` as their compact JSON text.
+    pub fn of_tools(tools: &serde_json::Value, counter: &dyn TokenCounter) -> Block {
+        let text = tools.to_string();
+        let mut hasher = DefaultHasher::new();
+        ("tools", &text).hash(&mut hasher);
+        let parts = tools.as_array().map_or(1, |a| a.len().max(1) as u32);
+        Block { key: hasher.finish(), tokens: counter.count_text(&text), parts }
+    }
+}
+
+/// A request's input as a prompt cache reads it: its blocks in the order the provider reads
+/// them (tools, system, messages), and the blocks that carry a cache breakpoint (Anthropic's
+/// `cache_control`; OpenAI ignores them).
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::Message;
+/// use curator::strategies::CharEstimate;
+/// use curator::strategies::bill::Request;
+///
+/// let messages = vec![Message::system("Be brief."), Message::user("Hi"), Message::assistant("Hello")];
+/// let request = Request::from_messages(&messages, &CharEstimate::default()).with_curator_breakpoints(None);
+/// assert_eq!(request.blocks().len(), 3);
+/// assert_eq!(request.breakpoints(), [1, 2]);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Request {
+    blocks: Vec<Block>,
+    breakpoints: Vec<usize>,
+    /// Index of the block that ends the head (leading system messages and the task).
+    head_end: Option<usize>,
+}
+
+impl Request {
+    /// An empty request.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The request of `messages`, each one block, counted by `counter`; no breakpoint.
+    pub fn from_messages<M: Borrow<Message>>(messages: &[M], counter: &dyn TokenCounter) -> Self {
+        let mut request = Request::new();
+        let mut head_end = None;
+        let mut in_head = true;
+        for (i, message) in messages.iter().enumerate() {
+            let message = message.borrow();
+            request.push(Block::of_message(message, counter));
+            if in_head {
+                match message.role() {
+                    Role::System => head_end = Some(i),
+                    Role::User => {
+                        head_end = Some(i);
+                        in_head = false;
+                    }
+                    _ => in_head = false,
+                }
+            }
+        }
+        request.head_end = head_end;
+        request
+    }
+
+    /// The same request with the tool definitions `tools` first (they open the prefix).
+    #[must_use]
+    pub fn with_tools(mut self, tools: Block) -> Self {
+        self.blocks.insert(0, tools);
+        self.breakpoints.iter_mut().for_each(|b| *b += 1);
+        self.head_end = Some(self.head_end.map_or(0, |h| h + 1));
+        self
+    }
+
+    /// Appends a block.
+    pub fn push(&mut self, block: Block) {
+        self.blocks.push(block);
+    }
+
+    /// Puts a cache breakpoint on block `index` (ignored past the end).
+    #[must_use]
+    pub fn with_breakpoint(mut self, index: usize) -> Self {
+        if index < self.blocks.len() && !self.breakpoints.contains(&index) {
+            self.breakpoints.push(index);
+            self.breakpoints.sort_unstable();
+        }
+        self
+    }
+
+    /// The breakpoints curator's Anthropic requests carry: on the block that ends the head
+    /// (tools, system messages and the task, which every view of a conversation opens
+    /// with), on the newest block, and, when `previous` (the conversation's last request)
+    /// is a prefix of this one, on its newest block, so that what it wrote is read back
+    /// however many blocks were appended since. At most three, under Anthropic's four.
+    #[must_use]
+    pub fn with_curator_breakpoints(mut self, previous: Option<&Request>) -> Self {
+        let Some(last) = self.blocks.len().checked_sub(1) else { return self };
+        if let Some(head) = self.head_end {
+            self = self.with_breakpoint(head);
+        }
+        if let Some(previous) = previous
+            && let Some(end) = previous.blocks.len().checked_sub(1)
+            && previous.blocks.len() <= self.blocks.len()
+            && previous.blocks == self.blocks[..previous.blocks.len()]
+        {
+            self = self.with_breakpoint(end);
+        }
+        self.with_breakpoint(last)
+    }
+
+    /// The blocks, in order.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    /// The blocks that carry a breakpoint, rising.
+    pub fn breakpoints(&self) -> &[usize] {
+        &self.breakpoints
+    }
+
+    /// Every input token of the request.
+    pub fn tokens(&self) -> u64 {
+        self.blocks.iter().map(|b| b.tokens).sum()
+    }
+}

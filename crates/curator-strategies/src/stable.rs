@@ -1,0 +1,333 @@
+//! `StableBudget`: a token budget whose views keep the provider's prompt cache, compacting
+//! in steps instead of rewriting the view on every call.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use curator_model::Role;
+
+use crate::tokens::share;
+use crate::view::Frozen;
+use crate::{CurationContext, Error, HistoryManager, RelevanceBudget, Result, TokenCounter, View};
+
+/// A token budget whose consecutive views share their whole prefix, so that the provider's
+/// prompt cache serves them: between two compactions a view is the previous view plus the
+/// messages recorded since, byte for byte.
+///
+/// Providers bill a request's input by how much of it repeats an earlier request's prefix
+/// (OpenAI caches prefixes of 1,024 tokens or more automatically, Anthropic up to its
+/// `cache_control` breakpoints; a cached token costs about a tenth of an uncached one). A
+/// budget that re-curates the whole history on every call changes the head of the view
+/// (its fold note, what it selects, where it cuts) and loses the cache; this one changes the
+/// view only when it must.
+///
+/// # Rules
+///
+/// The room is the budget's (`max_tokens - reserve`, less the reply priming).
+///
+/// 1. **A call point** is every place in the history where an assistant message follows (a
+///    provider call produced it), and the end of the history.
+/// 2. Walking the call points in order, **the view at a call point is the last compaction's
+///    view followed by every message after it**, unchanged, as long as that fits the room.
+/// 3. **When it does not fit, a compaction** curates everything up to that point with the
+///    compactor (a [`RelevanceBudget`], which keeps the head, the newest units, the older
+///    units that matter most and a note of what it left out) at a **low-water mark**: the
+///    head's tokens plus `low_water` (0.5 by default) of the rest of the room, and at most
+///    the overflowing view's tokens less `min_free`. Its cuts, its note and its selection
+///    then stay byte for byte until the next compaction. When the compactor cannot keep
+///    what is never lost within the low-water mark, it compacts within the whole room
+///    (freeing less); when not even that holds, the call fails with
+///    [`Error::BudgetTooSmall`], as the compactor says.
+///
+/// Compaction points are therefore a function of the history alone: a resumed process, a
+/// second worker, or a caller that curates a plain message list each time gets the very
+/// views the live session got. A strategy value remembers its last walk (one history at a
+/// time), so a session's call costs what was appended since the last call, not the
+/// history; a new history is walked from its start once, compacting where the live session
+/// did.
+///
+/// Every promise of a budget holds at every call: the view is within the room, keeps every
+/// system message, the task and the newest unit (shortened only when it alone overflows),
+/// and never splits a call from its result. The steps before this one must change each
+/// message on its own ([`Redactor`](crate::Redactor), [`ToolResultTruncator`](crate::ToolResultTruncator),
+/// [`ToolFilter`](crate::ToolFilter)), so that what they give for an earlier history is the
+/// start of what they give now; when it is not (a window before it), the walk starts over
+/// and the views are still correct, but stable no longer.
+///
+/// # Errors
+///
+/// As [`RelevanceBudget`]: [`Error::BudgetTooSmall`] when not even what is never lost fits.
+///
+/// # Examples
+///
+/// A growing conversation: each view is the previous one plus what was appended, until the
+/// budget is reached, and then a compaction frees at least half the body's room.
+///
+/// ```
+/// use curator::model::{Message, ToolCall};
+/// use curator::strategies::{CurationContext, History, HistoryManagerExt, StableBudget};
+///
+/// let budget = StableBudget::new(2_000);
+/// let ctx = CurationContext::default();
+/// let mut history = History::new();
+/// history.push(Message::system("You are a coding agent."));
+/// history.push(Message::user("Fix the failing test."));
+/// let mut previous: Vec<Message> = Vec::new();
+/// let mut compactions = 0;
+/// for i in 0..40 {
+///     let view = budget.curate_history(&history, &ctx)?.to_messages();
+///     if !view.starts_with(&previous) {
+///         compactions += 1;
+///     }
+///     previous = view;
+///     let id = format!("c{i}");
+///     history.push(Message::assistant_with_calls(None, vec![ToolCall::new(&id, "run", "{}")]));
+///     history.push(Message::tool_result(&id, format!("step {i}: ").repeat(30)));
+/// }
+/// assert!((1..=8).contains(&compactions), "{compactions}");
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct StableBudget {
+    compactor: RelevanceBudget,
+    low_water: f64,
+    min_free: u64,
+    /// The last walk (a cache: views never depend on it).
+    walk: Arc<Mutex<Option<Walk>>>,
+}
+
+impl StableBudget {
+    /// The share of the body's room (what the head leaves) a compaction keeps by default.
+    pub const DEFAULT_LOW_WATER: f64 = 0.5;
+
+    /// A budget of `max_tokens` that compacts with a [`RelevanceBudget`] of its defaults.
+    pub fn new(max_tokens: u64) -> Self {
+        Self::over(RelevanceBudget::new(max_tokens))
+    }
+
+    /// A budget that compacts with `compactor`, whose budget is the room.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::strategies::{RelevanceBudget, StableBudget};
+    ///
+    /// let budget = StableBudget::over(RelevanceBudget::new(8_000).with_reserve(1_000).with_fold_note(false));
+    /// assert_eq!(budget.compactor().budget().available(), 7_000);
+    /// ```
+    pub fn over(compactor: RelevanceBudget) -> Self {
+        Self { compactor, low_water: Self::DEFAULT_LOW_WATER, min_free: 0, walk: Arc::default() }
+    }
+
+    /// Holds back `reserve` tokens for tool schemas and the reply.
+    #[must_use]
+    pub fn with_reserve(self, reserve: u64) -> Self {
+        Self::over(self.compactor.with_reserve(reserve))
+            .with_known_low_water(self.low_water)
+            .with_min_free(self.min_free)
+    }
+
+    /// Counts with `counter`.
+    #[must_use]
+    pub fn with_counter(self, counter: impl TokenCounter + 'static) -> Self {
+        Self::over(self.compactor.with_counter(counter))
+            .with_known_low_water(self.low_water)
+            .with_min_free(self.min_free)
+    }
+
+    /// Keeps `share` of the body's room at a compaction (the rest is the room the next
+    /// messages grow into before the next one).
+    ///
+    /// Lower is cheaper with a prompt cache (fewer compactions, smaller views) and keeps
+    /// less right after a compaction.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidOption`] for a share outside 0 to 1.
+    pub fn with_low_water(self, share: f64) -> Result<Self> {
+        if !(0.0..=1.0).contains(&share) {
+            return Err(Error::InvalidOption {
+                strategy: "stable_budget",
+                option: "low_water",
+                reason: format!("is {share}, not between 0 and 1"),
+            });
+        }
+        Ok(self.with_known_low_water(share))
+    }
+
+    fn with_known_low_water(mut self, share: f64) -> Self {
+        self.low_water = share;
+        self.walk = Arc::default();
+        self
+    }
+
+    /// Makes every compaction free at least `tokens` of the view that overflowed, where
+    /// what is never lost allows it (as Anthropic's `clear_at_least`): a compaction is paid
+    /// for by writing the new view to the cache, so it should free enough to be worth it.
+    #[must_use]
+    pub fn with_min_free(mut self, tokens: u64) -> Self {
+        self.min_free = tokens;
+        self.walk = Arc::default();
+        self
+    }
+
+    /// The strategy that compacts.
+    pub fn compactor(&self) -> &RelevanceBudget {
+        &self.compactor
+    }
+
+    /// The share of the body's room a compaction keeps.
+    pub fn low_water(&self) -> f64 {
+        self.low_water
+    }
+
+    /// The least a compaction frees.
+    pub fn min_free(&self) -> u64 {
+        self.min_free
+    }
+
+    /// The room for messages.
+    fn room(&self) -> u64 {
+        let counter = self.compactor.budget().counter();
+        self.compactor.budget().available().saturating_sub(counter.reply_priming())
+    }
+
+    /// Compacts `view` (every message up to a call point), whose tokens `total` overflow
+    /// the room: the compactor's view at the low-water mark, or within the whole room.
+    fn compact<'h>(
+        &self,
+        view: View<'h>,
+        total: u64,
+        ctx: &CurationContext<'_>,
+    ) -> Result<(View<'h>, u64)> {
+        let budget = self.compactor.budget();
+        let counter = budget.counter();
+        let room = self.room();
+        let tally = view.tally(counter);
+        let head = view.head(ctx);
+        let head_tokens: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();
+        drop(tally);
+        let head_tokens = head_tokens.min(share(budget.head_share(), room));
+        let low = head_tokens + share(self.low_water, room.saturating_sub(head_tokens));
+        let target = low.min(total.saturating_sub(self.min_free));
+        let priming = counter.reply_priming();
+        let compacted =
+            match self.compactor.with_available(target + priming).curate(view.clone(), ctx) {
+                Err(Error::BudgetTooSmall(_)) if target < room => {
+                    self.compactor.curate(view, ctx)?
+                }
+                other => other?,
+            };
+        let tokens = compacted.tally(counter).range(0..compacted.len());
+        Ok((compacted, tokens))
+    }
+}
+
+/// What a walk depends on besides the messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Key {
+    history: u64,
+    preserve_system: bool,
+    preserve_task: bool,
+    shorten_system: bool,
+    preserve_last_n: usize,
+}
+
+impl Key {
+    fn of(view: &View<'_>, ctx: &CurationContext<'_>) -> Self {
+        Key {
+            history: view.history().id(),
+            preserve_system: ctx.preserve_system,
+            preserve_task: ctx.preserve_task,
+            shorten_system: ctx.shorten_system,
+            preserve_last_n: ctx.preserve_last_n,
+        }
+    }
+}
+
+/// How far a walk over one history's views has come.
+#[derive(Debug)]
+struct Walk {
+    key: Key,
+    /// The view walked, as far as it was walked: a later call's view must start with it.
+    input: Frozen,
+    /// The last compaction's view, and its tokens.
+    kept: Frozen,
+    kept_tokens: u64,
+    /// Where the messages sent after `kept` start (an index of the input view).
+    base: usize,
+    /// Tokens of the input's messages from `base` to the end of `input`.
+    appended: u64,
+    /// A compaction at the end of the last call's view, not yet at a call point: used when
+    /// the next message makes it one.
+    pending: Option<(usize, Frozen, u64)>,
+}
+
+impl Walk {
+    fn new(key: Key) -> Self {
+        Walk {
+            key,
+            input: Frozen::default(),
+            kept: Frozen::default(),
+            kept_tokens: 0,
+            base: 0,
+            appended: 0,
+            pending: None,
+        }
+    }
+}
+
+impl HistoryManager for StableBudget {
+    fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
+        let room = self.room();
+        let counter = self.compactor.budget().counter();
+        let key = Key::of(&view, ctx);
+        let mut slot = self.walk.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut walk = match slot.take() {
+            Some(walk) if walk.key == key && view.starts_with(&walk.input) => walk,
+            _ => Walk::new(key),
+        };
+        let tally = view.tally(counter);
+        for j in walk.input.len()..view.len() {
+            if j > walk.base && view.structure(j).role() == Role::Assistant {
+                let total = walk.kept_tokens + walk.appended;
+                let pending = walk.pending.take().filter(|(at, ..)| *at == j);
+                if let Some((_, kept, tokens)) = pending {
+                    (walk.kept, walk.kept_tokens, walk.base, walk.appended) = (kept, tokens, j, 0);
+                } else if total > room {
+                    // A call point the budget could not serve was refused then; the walk
+                    // goes on as that call left it.
+                    if let Ok((compacted, tokens)) = self.compact(view.prefix(j), total, ctx) {
+                        (walk.kept, walk.kept_tokens) = (compacted.freeze(), tokens);
+                        (walk.base, walk.appended) = (j, 0);
+                    }
+                }
+            }
+            walk.appended += tally.message(j);
+        }
+        drop(tally);
+        walk.input = view.freeze();
+        walk.pending = walk.pending.take().filter(|(at, ..)| *at == view.len());
+        let total = walk.kept_tokens + walk.appended;
+        let out = if total <= room {
+            if walk.base == 0 && walk.kept.len() == 0 {
+                view
+            } else {
+                view.kept_then(&walk.kept, walk.base)
+            }
+        } else if let Some((_, kept, _)) = &walk.pending {
+            view.kept_then(kept, view.len())
+        } else {
+            let end = view.len();
+            let (compacted, tokens) = self.compact(view, total, ctx)?;
+            walk.pending = Some((end, compacted.freeze(), tokens));
+            compacted
+        };
+        *slot = Some(walk);
+        Ok(out)
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("stable_budget")
+    }
+}

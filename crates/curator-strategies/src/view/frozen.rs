@@ -1,0 +1,99 @@
+//! A view's selection held apart from the history it borrows, so that a strategy can keep
+//! a view it built between calls and build the next view from it (see
+//! [`StableBudget`](crate::StableBudget)).
+
+use std::sync::Arc;
+
+use super::items::{Item, Items};
+use super::selection::View;
+
+/// What a view selects (runs of positions, owned messages), without the borrow of its
+/// history or its maps. Valid for the history it was taken from, or any history that holds
+/// the same messages at the same positions (histories only grow).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Frozen {
+    items: Items,
+}
+
+impl Frozen {
+    /// Number of messages.
+    pub(crate) fn len(&self) -> usize {
+        self.items.len()
+    }
+}
+
+impl<'h> View<'h> {
+    /// The view's selection, kept apart from the history.
+    pub(crate) fn freeze(&self) -> Frozen {
+        Frozen { items: self.items.clone() }
+    }
+
+    /// The first `len` messages of this view, as a view (its maps kept).
+    pub(crate) fn prefix(&self, len: usize) -> View<'h> {
+        let mut items = self.items.clone();
+        items.truncate(len);
+        View { history: self.history, items, maps: self.maps.clone(), coherent: false }
+    }
+
+    /// Whether this view's first `frozen.len()` messages are the ones `frozen` selects: the
+    /// same positions, and owned messages equal. Costs O(items), and a comparison of each
+    /// owned message that is not the same allocation.
+    pub(crate) fn starts_with(&self, frozen: &Frozen) -> bool {
+        if self.len() < frozen.len() {
+            return false;
+        }
+        let mut mine = self.items.clone();
+        mine.truncate(frozen.len());
+        mine.iter().count() == frozen.items.iter().count()
+            && mine.iter().zip(frozen.items.iter()).all(|(a, b)| same_item(a, b))
+    }
+
+    /// The view `kept` (a selection frozen from an earlier view of this history, under the
+    /// same maps) followed by this view's messages from index `from` on.
+    pub(crate) fn kept_then(&self, kept: &Frozen, from: usize) -> View<'h> {
+        let mut items = kept.items.clone();
+        items.extend_from(&self.items, from..self.len());
+        View { history: self.history, items, maps: self.maps.clone(), coherent: false }
+    }
+}
+
+fn same_item(a: &Item, b: &Item) -> bool {
+    match (a, b) {
+        (Item::Run { start: s1, end: e1 }, Item::Run { start: s2, end: e2 }) => {
+            s1 == s2 && e1 == e2
+        }
+        (
+            Item::Owned { pos: p1, message: m1, applied: a1 },
+            Item::Owned { pos: p2, message: m2, applied: a2 },
+        ) => p1 == p2 && a1 == a2 && (Arc::ptr_eq(m1, m2) || m1 == m2),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use curator_model::Message;
+
+    use crate::{History, View};
+
+    #[test]
+    fn a_frozen_prefix_is_recognised_and_joined_to_what_follows() {
+        let history = History::from(vec![
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user("c"),
+            Message::assistant("d"),
+        ]);
+        let full = View::full(&history);
+        let mut edit = full.edit();
+        edit.keep(0..1).insert(Message::user("[note]"));
+        let kept = edit.build().freeze();
+        let joined = full.kept_then(&kept, 2);
+        let texts: Vec<String> = joined.iter().map(|e| e.message.text().into_owned()).collect();
+        assert_eq!(texts, ["a", "[note]", "c", "d"]);
+        assert!(joined.starts_with(&kept));
+        assert!(full.starts_with(&full.prefix(3).freeze()));
+        assert!(!full.starts_with(&kept));
+        assert!(!full.prefix(1).starts_with(&full.prefix(2).freeze()));
+    }
+}
