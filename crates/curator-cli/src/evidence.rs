@@ -19,10 +19,12 @@
 //! Each message is tokenised once ([`Tracker::push`]), a changed message once per copy; a
 //! call then costs one look-up per needed term and occurrence.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use curator::model::{Message, Role};
+use curator::strategies::notes;
 use curator::strategies::terms::message_terms;
 use curator::strategies::{MessageRef, View};
 
@@ -56,8 +58,10 @@ pub(crate) struct Tracker {
     /// Term ids that occur in a system message.
     system: HashSet<u32>,
     len: usize,
-    /// Terms of changed copies, by the copy (kept alive so that its address stays its own).
+    /// Terms of changed copies, by the copy (kept alive so that its address stays its own),
+    /// as sent and without curator's notes.
     copies: HashMap<usize, (Arc<Message>, HashSet<u32>)>,
+    verbatim: HashMap<usize, (Arc<Message>, HashSet<u32>)>,
 }
 
 impl Tracker {
@@ -95,6 +99,17 @@ impl Tracker {
     /// Scores the view a call was sent, given the reply the model then gave. The view's
     /// history must be the messages pushed so far.
     pub(crate) fn score(&mut self, reply: &Message, view: &View<'_>) -> Score {
+        self.score_as(reply, view, false)
+    }
+
+    /// As [`score`](Tracker::score), counting only what the view holds verbatim: a term
+    /// that only a note of curator's lists (the folded-history note, what a cut part held
+    /// or named) is not kept.
+    pub(crate) fn score_verbatim(&mut self, reply: &Message, view: &View<'_>) -> Score {
+        self.score_as(reply, view, true)
+    }
+
+    fn score_as(&mut self, reply: &Message, view: &View<'_>, verbatim: bool) -> Score {
         let needed: Vec<u32> = {
             let mut seen = HashSet::new();
             let mut known = Vec::new();
@@ -124,16 +139,21 @@ impl Tracker {
                 }
             }
         }
+        let table = if verbatim { &mut self.verbatim } else { &mut self.copies };
         for copy in &copies {
             let key = Arc::as_ptr(copy) as usize;
-            if !self.copies.contains_key(&key) {
+            if !table.contains_key(&key) {
                 let mut ids = HashSet::new();
-                message_terms(copy, &mut |t| ids.extend(self.ids.get(t).copied()));
-                self.copies.insert(key, (Arc::clone(copy), ids));
+                let shown =
+                    if verbatim { notes::verbatim(copy) } else { Some(Cow::Borrowed(&**copy)) };
+                if let Some(shown) = shown {
+                    message_terms(&shown, &mut |t| ids.extend(self.ids.get(t).copied()));
+                }
+                table.insert(key, (Arc::clone(copy), ids));
             }
         }
         for copy in &copies {
-            if let Some((_, ids)) = self.copies.get(&(Arc::as_ptr(copy) as usize)) {
+            if let Some((_, ids)) = table.get(&(Arc::as_ptr(copy) as usize)) {
                 changed.push(ids);
             }
         }

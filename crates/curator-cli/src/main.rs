@@ -4,6 +4,7 @@
 //! holds the command line and sends each command to its module in `commands/`.
 #![expect(clippy::cast_precision_loss, reason = "counts become percentages and chart coordinates")]
 
+mod billed;
 mod commands;
 mod evidence;
 mod input;
@@ -77,6 +78,11 @@ enum Command {
         /// The price, in US dollars per million input tokens, for the report's cost.
         #[arg(long, value_name = "USD", default_value_t = report::DEFAULT_PRICE)]
         price: f64,
+        /// Price the calls, prompt cache counted, at this model's prices (`gpt-5`,
+        /// `claude-sonnet-4-5`; from the bundled genai-prices data). Without it, costs are
+        /// in multiples of the input price, with a cache read at 0.1x and a write at 1.25x.
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
         /// Also record the conversations into this SQLite session file, or the PostgreSQL
         /// database of this `postgres://` URL (a conversation already there, by its id, is
         /// skipped).
@@ -182,6 +188,7 @@ fn run(command: Command) -> Result<ExitCode> {
             check,
             report,
             price,
+            model,
             db,
             db_again,
             per_call,
@@ -213,6 +220,7 @@ fn run(command: Command) -> Result<ExitCode> {
                     db: db.as_deref().map(|path| replay::RecordTo { path, again: db_again }),
                     rows,
                     json,
+                    rates: billed::Rates::of(model.as_deref())?,
                 },
             )
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use curator::strategies::CurationContext;
-use curator::strategies::{RelevanceBudget, StrategyConfig, TokenCounter, Tokenizer};
+use curator::strategies::{RelevanceBudget, StableBudget, StrategyConfig, TokenCounter, Tokenizer};
 use serde_json::Value;
 
 /// How tokens are counted.
@@ -45,15 +45,19 @@ const DEFAULT_MAX_TOKENS: u64 = 32_000;
 /// What runs with no pipeline flag and no `--config`, for `--help`.
 pub(crate) fn default_pipeline_help() -> String {
     format!(
-        "With no pipeline flag and no --config, the pipeline is --redact --max-tokens \
-         {DEFAULT_MAX_TOKENS} --relevance (long tool results cut to their beginning and end \
-         only when the view does not fit)."
+        "With no pipeline flag and no --config, the pipeline is the default one at \
+         {DEFAULT_MAX_TOKENS} tokens, --budget {DEFAULT_MAX_TOKENS}: --redact --max-tokens \
+         {DEFAULT_MAX_TOKENS} --stable (each view the previous one plus what was appended, so \
+         that the provider's prompt cache serves it; when the budget is reached, one compaction \
+         by relevance down to half the room: long tool results cut to their beginning and end, \
+         the older messages that matter most kept, a note of what was left out)."
     )
 }
 
 /// Pipeline options. Flags compose in this order, whatever order they are given in:
 /// redact, truncate tool results, summarize, window, turns, token budget. With no flag and no
-/// `--config`, the default pipeline is `--redact --max-tokens 32000 --relevance`.
+/// `--config`, the default pipeline is `--redact --max-tokens 32000 --stable` (`--budget N`
+/// is the same at N tokens).
 /// Every token budget reserves `--reserve N` tokens plus the tokens of the input's `tools`
 /// schemas, when it has them (counted with the same counter, see [`Pipelines`]).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -84,6 +88,20 @@ pub(crate) struct PipelineArgs {
     /// left out (the `relevance_budget` strategy).
     #[arg(long, requires = "max_tokens")]
     pub(crate) relevance: bool,
+    /// With --max-tokens: views that keep the provider's prompt cache (each the previous
+    /// one plus what was appended; when the budget is reached, one compaction by relevance
+    /// down to the low-water mark): the `stable_budget` strategy.
+    #[arg(long, requires = "max_tokens", conflicts_with = "relevance")]
+    pub(crate) stable: bool,
+    /// With --stable or --budget: the share of the room (past the system messages and the
+    /// task) a compaction keeps.
+    #[arg(long = "low-water", value_name = "R")]
+    pub(crate) low_water: Option<f64>,
+    /// The default pipeline at N tokens: --redact --max-tokens N --stable.
+    #[arg(long, value_name = "N", conflicts_with_all = [
+        "config", "window", "truncate_tools", "max_tokens", "max_turns", "redact", "summarize",
+    ])]
+    pub(crate) budget: Option<u64>,
     /// Keep the last N provider round-trips.
     #[arg(long = "max-turns", value_name = "N")]
     pub(crate) max_turns: Option<usize>,
@@ -143,11 +161,15 @@ impl PipelineArgs {
         if !self.any_flag() {
             let defaults = PipelineArgs {
                 redact: true,
-                max_tokens: Some(DEFAULT_MAX_TOKENS),
-                relevance: true,
+                max_tokens: Some(self.budget.unwrap_or(DEFAULT_MAX_TOKENS)),
+                stable: true,
+                budget: None,
                 ..self.clone()
             };
             return defaults.config();
+        }
+        if self.low_water.is_some() && !self.stable {
+            bail!("--low-water needs --stable or --budget");
         }
         let mut steps = Vec::new();
         if self.redact {
@@ -179,7 +201,19 @@ impl PipelineArgs {
             steps.push(StrategyConfig::TurnLimit { max_turns });
         }
         if let Some(max_tokens) = self.max_tokens {
-            steps.push(if self.relevance {
+            steps.push(if self.stable {
+                StrategyConfig::StableBudget {
+                    max_tokens,
+                    reserve: self.reserve,
+                    tokenizer,
+                    head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
+                    recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
+                    fold_note: true,
+                    cut_tool_results: true,
+                    low_water: self.low_water.unwrap_or(StableBudget::DEFAULT_LOW_WATER),
+                    min_free: 0,
+                }
+            } else if self.relevance {
                 StrategyConfig::RelevanceBudget {
                     max_tokens,
                     reserve: self.reserve,

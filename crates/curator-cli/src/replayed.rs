@@ -3,6 +3,7 @@
 //! kept, what it did to each message (the context map), and the table of it.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
@@ -11,6 +12,7 @@ use curator::model::{Role, validate};
 use crate::pipeline::explain;
 use curator::strategies::{History, HistoryManagerExt, MessageRef, View};
 
+use crate::billed::{Bills, Meter, Rates};
 use crate::evidence::{self, Score, Summary};
 use crate::input::{Conversation, Format};
 use crate::output::plural;
@@ -30,6 +32,12 @@ pub(crate) struct Call {
     /// The evidence the reply needed and the view kept.
     #[serde(flatten)]
     pub(crate) evidence: Score,
+    /// The same, counting only what the view holds verbatim (not what curator's notes list).
+    pub(crate) verbatim: Score,
+    /// What the call is billed, the prompt cache counted.
+    pub(crate) billed: Bills,
+    /// What it would be billed sending the whole history.
+    pub(crate) everything: Bills,
 }
 
 /// What a view did to one message of the history, for the context map.
@@ -102,6 +110,8 @@ pub(crate) struct Replayed {
     /// The first of them: (call number from 1, or 0 for the input; what is wrong).
     pub(crate) violation: Option<(usize, String)>,
     pub(crate) evidence: Summary,
+    /// Evidence kept verbatim.
+    pub(crate) verbatim: Summary,
     /// Tokens of the input's `tools` schemas, reserved from every budget.
     pub(crate) tools_tokens: u64,
     /// Calls for which the budget could not hold what curation never drops: nothing was
@@ -130,6 +140,9 @@ pub(crate) struct Totals {
     /// The most tokens one call sent.
     pub(crate) largest_view: u64,
     pub(crate) curation_us: f64,
+    /// What the calls are billed, the prompt cache counted, and sending everything.
+    pub(crate) billed: Bills,
+    pub(crate) everything: Bills,
 }
 
 impl Totals {
@@ -140,6 +153,8 @@ impl Totals {
             sent_tokens: t.sent_tokens + c.sent_tokens,
             largest_view: t.largest_view.max(c.sent_tokens),
             curation_us: t.curation_us + c.curation_us,
+            billed: t.billed.plus(c.billed),
+            everything: t.everything.plus(c.everything),
         })
     }
 
@@ -188,6 +203,7 @@ pub(crate) fn replay(
 ) -> Result<(Replayed, History<'static>)> {
     let ctx = pipeline.context();
     let counter = &*pipeline.counter;
+    let mut meter = Meter::new(Arc::clone(&pipeline.counter), conversation.tools());
     let Conversation { id, messages, format, .. } = conversation;
     let mut violations = 0;
     let mut violation = None;
@@ -214,6 +230,7 @@ pub(crate) fn replay(
                     let reason = explain(error.into(), pipeline.tools_tokens).to_string();
                     refused.push(Refused { message: index, reason });
                     tracker.push(&message);
+                    meter.push(&message);
                     history.push(message);
                     continue;
                 }
@@ -221,6 +238,7 @@ pub(crate) fn replay(
             };
             let curation_us = started.elapsed().as_secs_f64() * 1e6;
             let sent = view.messages();
+            let (billed, everything) = meter.call(&view);
             calls.push(Call {
                 message: index,
                 full_messages: history.len(),
@@ -229,6 +247,9 @@ pub(crate) fn replay(
                 sent_tokens: view.tokens(counter),
                 curation_us,
                 evidence: tracker.score(&message, &view),
+                verbatim: tracker.score_verbatim(&message, &view),
+                billed,
+                everything,
             });
             if let Err(problem) = rules(format, &sent) {
                 violations += 1;
@@ -239,9 +260,11 @@ pub(crate) fn replay(
             }
         }
         tracker.push(&message);
+        meter.push(&message);
         history.push(message);
     }
     let evidence = Summary::of(calls.iter().map(|c| c.evidence));
+    let verbatim = Summary::of(calls.iter().map(|c| c.verbatim));
     let replayed = Replayed {
         file: file.to_owned(),
         id,
@@ -249,6 +272,7 @@ pub(crate) fn replay(
         violations,
         violation,
         evidence,
+        verbatim,
         tools_tokens: pipeline.tools_tokens,
         refused,
         map: map.then_some(rows),
@@ -270,7 +294,7 @@ pub(crate) enum Rows {
 
 /// The table of a replay: one row per call, conversation or file, then the totals and the
 /// two closing lines (tokens saved, evidence kept).
-pub(crate) fn table(replays: &[Replayed], rows: Rows) -> String {
+pub(crate) fn table(replays: &[Replayed], rows: Rows, rates: &Rates) -> String {
     let mut out = String::new();
     match rows {
         Rows::Call => {
@@ -363,12 +387,12 @@ pub(crate) fn table(replays: &[Replayed], rows: Rows) -> String {
             out.push_str("(tokens: full history → sent, summed over calls; evidence: mean over calls, worst: the worst decile of calls)\n");
         }
     }
-    out.push_str(&closing(replays));
+    out.push_str(&closing(replays, rates));
     out
 }
 
 /// The closing lines: totals, tokens saved, evidence kept.
-pub(crate) fn closing(replays: &[Replayed]) -> String {
+pub(crate) fn closing(replays: &[Replayed], rates: &Rates) -> String {
     let t = Totals::of(replays.iter().flat_map(|r| &r.calls));
     let e = Summary::of(replays.iter().flat_map(|r| r.calls.iter().map(|c| c.evidence)));
     let mut out = String::new();
@@ -387,12 +411,30 @@ pub(crate) fn closing(replays: &[Replayed]) -> String {
         t.sent_tokens,
         t.largest_view
     );
+    let costs = rates.costs(&t.billed, &t.everything);
+    let _ = writeln!(
+        out,
+        "billed input, prompt cache counted: {:.2}x of sending everything under OpenAI's rule ({} → {}), {:.2}x under Anthropic's ({} → {})",
+        costs.openai.ratio,
+        money(costs.openai.everything),
+        money(costs.openai.curated),
+        costs.anthropic.ratio,
+        money(costs.anthropic.everything),
+        money(costs.anthropic.curated),
+    );
     let _ = writeln!(
         out,
         "evidence kept: {} on average, {} in the worst decile of calls ({} needed none)",
         percent(e.mean),
         percent(e.worst_decile),
         plural(e.not_needed, "call", "calls")
+    );
+    let v = Summary::of(replays.iter().flat_map(|r| r.calls.iter().map(|c| c.verbatim)));
+    let _ = writeln!(
+        out,
+        "evidence kept verbatim (not counting what curator's notes list): {} on average, {} in the worst decile",
+        percent(v.mean),
+        percent(v.worst_decile),
     );
     let with_tools: Vec<u64> = replays.iter().map(|r| r.tools_tokens).filter(|&t| t > 0).collect();
     if let (Some(least), Some(most)) = (with_tools.iter().min(), with_tools.iter().max()) {
@@ -416,6 +458,11 @@ pub(crate) fn closing(replays: &[Replayed]) -> String {
         );
     }
     out
+}
+
+/// A price in US dollars, or in multiples of the input price per million tokens.
+fn money(dollars: f64) -> String {
+    if dollars >= 100.0 { format!("${dollars:.0}") } else { format!("${dollars:.2}") }
 }
 
 fn short(id: &str, max: usize) -> String {

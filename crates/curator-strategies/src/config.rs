@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use crate::{
     CharEstimate, ClearOldToolResults, Error, HistoryManager, HistoryManagerExt, OnError,
-    Passthrough, Redactor, RelevanceBudget, Result, SlidingWindow, TokenBudget, TokenCounter,
-    ToolFilter, ToolResultTruncator, TurnLimit,
+    Passthrough, Redactor, RelevanceBudget, Result, SlidingWindow, StableBudget, TokenBudget,
+    TokenCounter, ToolFilter, ToolResultTruncator, TurnLimit,
 };
 
 /// A strategy (or a pipeline of them) described as data, tagged by `strategy`.
@@ -17,6 +17,7 @@ use crate::{
 /// | `tool_result_truncator` | `max_length`, `suffix` (optional) |
 /// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`), `head_share` (0.5) |
 /// | `relevance_budget` | as `token_budget` but `head_share` (0.25), and `recent_share` (0.85), `fold_note` (true), `cut_tool_results` (true) |
+/// | `stable_budget` | as `relevance_budget`, and `low_water` (0.5), `min_free` (0) |
 /// | `turn_limit` | `max_turns` |
 /// | `tool_filter` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]), `essentials` (200) |
@@ -108,6 +109,36 @@ pub enum StrategyConfig {
         #[serde(default = "yes")]
         cut_tool_results: bool,
     },
+    /// [`StableBudget`]: views that keep the provider's prompt cache, compacting with a
+    /// [`RelevanceBudget`] of the options it shares with it.
+    StableBudget {
+        /// The budget.
+        max_tokens: u64,
+        /// Tokens held back for tool schemas and the reply.
+        #[serde(default)]
+        reserve: u64,
+        /// How tokens are counted.
+        #[serde(default)]
+        tokenizer: Tokenizer,
+        /// The most the head (system messages and task) may take, as a share of the budget.
+        #[serde(default = "relevance_head_share")]
+        head_share: f64,
+        /// The share of the body's room for the newest units at a compaction.
+        #[serde(default = "relevance_recent_share")]
+        recent_share: f64,
+        /// Whether a compaction leaves the folded-history note.
+        #[serde(default = "yes")]
+        fold_note: bool,
+        /// Whether a compaction cuts long tool results to their beginning and end.
+        #[serde(default = "yes")]
+        cut_tool_results: bool,
+        /// The share of the body's room a compaction keeps.
+        #[serde(default = "stable_low_water")]
+        low_water: f64,
+        /// The least a compaction frees, in tokens.
+        #[serde(default)]
+        min_free: u64,
+    },
     /// [`TurnLimit`]; also accepted as `truncate_turns`.
     #[serde(alias = "truncate_turns")]
     TurnLimit {
@@ -194,6 +225,10 @@ fn essentials() -> usize {
 
 fn relevance_head_share() -> f64 {
     RelevanceBudget::DEFAULT_HEAD_SHARE
+}
+
+fn stable_low_water() -> f64 {
+    StableBudget::DEFAULT_LOW_WATER
 }
 
 fn relevance_recent_share() -> f64 {
@@ -345,11 +380,14 @@ impl Tokenizer {
 
 impl StrategyConfig {
     /// The default pipeline, the one `curator replay` and `curator curate` run without
-    /// options: secrets redacted (the built-in rules), then a relevance-aware token budget of
-    /// `max_tokens` that keeps the system messages, the task and the newest unit, cuts long
-    /// tool results to their beginning and end only when the view does not fit, and folds
-    /// what it leaves out into a note (see [`RelevanceBudget`]). Tokens are counted exactly (`o200k_base`) when the
-    /// crate is built with the `tiktoken` feature (the facade's default), else estimated.
+    /// options: secrets redacted (the built-in rules), then a token budget of `max_tokens`
+    /// whose views keep the provider's prompt cache ([`StableBudget`]): each view is the
+    /// previous one plus what was appended until the budget is reached, then one compaction
+    /// by relevance ([`RelevanceBudget`]: the system messages, the task and the newest unit
+    /// kept, long tool results cut to their beginning and end, the most relevant older
+    /// units, a note of what was left out) down to half the body's room. Tokens are counted
+    /// exactly (`o200k_base`) when the crate is built with the `tiktoken` feature (the
+    /// facade's default), else estimated.
     ///
     /// # Examples
     ///
@@ -370,7 +408,7 @@ impl StrategyConfig {
         StrategyConfig::Compose {
             steps: vec![
                 StrategyConfig::Redactor { builtin: true, patterns: BTreeMap::default() },
-                StrategyConfig::RelevanceBudget {
+                StrategyConfig::StableBudget {
                     max_tokens,
                     reserve: 0,
                     tokenizer: Tokenizer::exact_or_estimate(),
@@ -378,6 +416,8 @@ impl StrategyConfig {
                     recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
                     fold_note: true,
                     cut_tool_results: true,
+                    low_water: StableBudget::DEFAULT_LOW_WATER,
+                    min_free: 0,
                 },
             ],
         }
@@ -404,7 +444,8 @@ impl StrategyConfig {
     fn add_reserve(&mut self, extra: u64) {
         match self {
             StrategyConfig::TokenBudget { reserve, .. }
-            | StrategyConfig::RelevanceBudget { reserve, .. } => {
+            | StrategyConfig::RelevanceBudget { reserve, .. }
+            | StrategyConfig::StableBudget { reserve, .. } => {
                 *reserve = reserve.saturating_add(extra);
             }
             StrategyConfig::Compose { steps } => {
@@ -453,7 +494,8 @@ impl StrategyConfig {
     pub fn tokenizer(&self) -> Option<Tokenizer> {
         match self {
             StrategyConfig::TokenBudget { tokenizer, .. }
-            | StrategyConfig::RelevanceBudget { tokenizer, .. } => Some(*tokenizer),
+            | StrategyConfig::RelevanceBudget { tokenizer, .. }
+            | StrategyConfig::StableBudget { tokenizer, .. } => Some(*tokenizer),
             StrategyConfig::Compose { steps } => steps.iter().find_map(StrategyConfig::tokenizer),
             StrategyConfig::Summarize { then: Some(then), .. } => then.tokenizer(),
             _ => None,
@@ -524,6 +566,29 @@ impl StrategyConfig {
                     .with_fold_note(*fold_note)
                     .with_tool_result_cut(*cut_tool_results)
                     .with_counter(tokenizer.counter()?),
+            ),
+            StrategyConfig::StableBudget {
+                max_tokens,
+                reserve,
+                tokenizer,
+                head_share,
+                recent_share,
+                fold_note,
+                cut_tool_results,
+                low_water,
+                min_free,
+            } => Box::new(
+                StableBudget::over(
+                    RelevanceBudget::new(*max_tokens)
+                        .with_reserve(*reserve)
+                        .with_head_share(*head_share)?
+                        .with_recent_share(*recent_share)?
+                        .with_fold_note(*fold_note)
+                        .with_tool_result_cut(*cut_tool_results)
+                        .with_counter(tokenizer.counter()?),
+                )
+                .with_low_water(*low_water)?
+                .with_min_free(*min_free),
             ),
             StrategyConfig::TurnLimit { max_turns } => Box::new(TurnLimit::new(*max_turns)),
             StrategyConfig::ToolFilter { tools } => {

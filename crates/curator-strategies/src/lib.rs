@@ -61,6 +61,7 @@ pub mod http;
 mod manager;
 mod map;
 mod memo;
+pub mod notes;
 mod observed;
 mod redact;
 mod relevance;

@@ -192,35 +192,56 @@ impl StableBudget {
         self.compactor.budget().available().saturating_sub(counter.reply_priming())
     }
 
-    /// Compacts `view` (every message up to a call point), whose tokens `total` overflow
-    /// the room: the compactor's view at the low-water mark, or within the whole room.
-    fn compact<'h>(
-        &self,
-        view: View<'h>,
-        total: u64,
-        ctx: &CurationContext<'_>,
-    ) -> Result<(View<'h>, u64)> {
+    /// The low-water mark for a compaction of `view` (every message up to a call point),
+    /// whose tokens `total` overflow the room.
+    fn target(&self, view: &View<'_>, total: u64, ctx: &CurationContext<'_>) -> u64 {
         let budget = self.compactor.budget();
-        let counter = budget.counter();
         let room = self.room();
-        let tally = view.tally(counter);
+        let tally = view.tally(budget.counter());
         let head = view.head(ctx);
         let head_tokens: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();
-        drop(tally);
         let head_tokens = head_tokens.min(share(budget.head_share(), room));
         let low = head_tokens + share(self.low_water, room.saturating_sub(head_tokens));
-        let target = low.min(total.saturating_sub(self.min_free));
+        low.min(total.saturating_sub(self.min_free))
+    }
+
+    /// Compacts the messages of `view` up to call point `end`, whose tokens `total` (with
+    /// the walk's kept view) overflow the room: the compactor's view at the low-water mark,
+    /// or within the whole room when what is never lost does not fit the mark.
+    fn compact(
+        &self,
+        view: &View<'_>,
+        end: usize,
+        total: u64,
+        ctx: &CurationContext<'_>,
+    ) -> Result<Step> {
+        let prefix = view.prefix(end);
+        let target = self.target(&prefix, total, ctx);
+        let counter = self.compactor.budget().counter();
         let priming = counter.reply_priming();
+        let maps = prefix.map_count();
         let compacted =
-            match self.compactor.with_available(target + priming).curate(view.clone(), ctx) {
-                Err(Error::BudgetTooSmall(_)) if target < room => {
-                    self.compactor.curate(view, ctx)?
+            match self.compactor.with_available(target + priming).curate(prefix.clone(), ctx) {
+                Err(Error::BudgetTooSmall(_)) if target < self.room() => {
+                    self.compactor.curate(prefix, ctx)?
                 }
                 other => other?,
             };
         let tokens = compacted.tally(counter).range(0..compacted.len());
-        Ok((compacted, tokens))
+        Ok(Step { kept: compacted.freeze_under(maps), kept_tokens: tokens, base: end, appended: 0 })
     }
+}
+
+/// Where a compaction leaves a walk.
+#[derive(Clone, Debug)]
+struct Step {
+    /// The view kept from now on, and its tokens.
+    kept: Frozen,
+    kept_tokens: u64,
+    /// Where the messages sent after it start.
+    base: usize,
+    /// Tokens of the messages from `base` to the compaction's call point.
+    appended: u64,
 }
 
 /// What a walk depends on besides the messages.
@@ -260,10 +281,15 @@ struct Walk {
     appended: u64,
     /// A compaction at the end of the last call's view, not yet at a call point: used when
     /// the next message makes it one.
-    pending: Option<(usize, Frozen, u64)>,
+    pending: Option<(usize, Step)>,
 }
 
 impl Walk {
+    fn apply(&mut self, step: Step) {
+        (self.kept, self.kept_tokens, self.base, self.appended) =
+            (step.kept, step.kept_tokens, step.base, step.appended);
+    }
+
     fn new(key: Key) -> Self {
         Walk {
             key,
@@ -291,23 +317,23 @@ impl HistoryManager for StableBudget {
         for j in walk.input.len()..view.len() {
             if j > walk.base && view.structure(j).role() == Role::Assistant {
                 let total = walk.kept_tokens + walk.appended;
-                let pending = walk.pending.take().filter(|(at, ..)| *at == j);
-                if let Some((_, kept, tokens)) = pending {
-                    (walk.kept, walk.kept_tokens, walk.base, walk.appended) = (kept, tokens, j, 0);
-                } else if total > room {
+                let pending = walk.pending.take().filter(|(at, _)| *at == j);
+                let step = match pending {
+                    Some((_, step)) => Some(step),
                     // A call point the budget could not serve was refused then; the walk
                     // goes on as that call left it.
-                    if let Ok((compacted, tokens)) = self.compact(view.prefix(j), total, ctx) {
-                        (walk.kept, walk.kept_tokens) = (compacted.freeze(), tokens);
-                        (walk.base, walk.appended) = (j, 0);
-                    }
+                    None if total > room => self.compact(&view, j, total, ctx).ok(),
+                    None => None,
+                };
+                if let Some(step) = step {
+                    walk.apply(step);
                 }
             }
             walk.appended += tally.message(j);
         }
         drop(tally);
         walk.input = view.freeze();
-        walk.pending = walk.pending.take().filter(|(at, ..)| *at == view.len());
+        walk.pending = walk.pending.take().filter(|(at, _)| *at == view.len());
         let total = walk.kept_tokens + walk.appended;
         let out = if total <= room {
             if walk.base == 0 && walk.kept.len() == 0 {
@@ -315,13 +341,15 @@ impl HistoryManager for StableBudget {
             } else {
                 view.kept_then(&walk.kept, walk.base)
             }
-        } else if let Some((_, kept, _)) = &walk.pending {
-            view.kept_then(kept, view.len())
         } else {
             let end = view.len();
-            let (compacted, tokens) = self.compact(view, total, ctx)?;
-            walk.pending = Some((end, compacted.freeze(), tokens));
-            compacted
+            let step = match walk.pending.take() {
+                Some((_, step)) => step,
+                None => self.compact(&view, end, total, ctx)?,
+            };
+            let out = view.kept_then(&step.kept, step.base);
+            walk.pending = Some((end, step));
+            out
         };
         *slot = Some(walk);
         Ok(out)

@@ -40,6 +40,7 @@ pub(crate) fn run() -> Result<ExitCode> {
             db: Some(replay::RecordTo { path: &db, again: false }),
             rows: None,
             json: false,
+            rates: crate::billed::Rates::of(None)?,
         },
     )?;
     let curator = invocation();

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
+use crate::billed::Rates;
 use crate::input::{Format, Source};
 use crate::output::{note, note_inline, outln, plural};
 use crate::pipeline::{PipelineArgs, Pipelines, describe};
@@ -43,6 +44,8 @@ pub(crate) struct Options<'a> {
     /// The table's rows, when forced.
     pub(crate) rows: Option<Rows>,
     pub(crate) json: bool,
+    /// The prices bills are priced at.
+    pub(crate) rates: Rates,
 }
 
 /// A progress bar on stderr, when it is a terminal and there is enough to wait for.
@@ -128,18 +131,23 @@ pub(crate) fn run(
         let evidence = crate::evidence::Summary::of(
             replays.iter().flat_map(|r| r.calls.iter().map(|c| c.evidence)),
         );
+        let verbatim = crate::evidence::Summary::of(
+            replays.iter().flat_map(|r| r.calls.iter().map(|c| c.verbatim)),
+        );
         let document = serde_json::json!({
             "pipeline": config,
             "conversations": replays,
             "totals": totals,
+            "cost": options.rates.costs(&totals.billed, &totals.everything),
             "evidence": evidence,
+            "verbatim_evidence": verbatim,
             "violations": violations,
             "unreadable": unreadable,
         });
         let text = serde_json::to_string_pretty(&document)?;
         outln!("{text}")?;
     } else {
-        crate::output::out_str(&replayed::table(&replays, rows))?;
+        crate::output::out_str(&replayed::table(&replays, rows, &options.rates))?;
     }
     Ok(if unreadable > 0 {
         ExitCode::from(2)

@@ -71,35 +71,40 @@ pub struct Request {
     breakpoints: Vec<usize>,
     /// Index of the block that ends the head (leading system messages and the task).
     head_end: Option<usize>,
+    /// Whether the messages pushed so far are all head (system messages, then the task).
+    head_open: bool,
 }
 
 impl Request {
     /// An empty request.
     pub fn new() -> Self {
-        Self::default()
+        Request { head_open: true, ..Self::default() }
     }
 
     /// The request of `messages`, each one block, counted by `counter`; no breakpoint.
     pub fn from_messages<M: Borrow<Message>>(messages: &[M], counter: &dyn TokenCounter) -> Self {
         let mut request = Request::new();
-        let mut head_end = None;
-        let mut in_head = true;
-        for (i, message) in messages.iter().enumerate() {
+        for message in messages {
             let message = message.borrow();
-            request.push(Block::of_message(message, counter));
-            if in_head {
-                match message.role() {
-                    Role::System => head_end = Some(i),
-                    Role::User => {
-                        head_end = Some(i);
-                        in_head = false;
-                    }
-                    _ => in_head = false,
+            request.push_message(Block::of_message(message, counter), message.role());
+        }
+        request
+    }
+
+    /// Appends the block of a message of role `role` (which tells where the head ends:
+    /// the leading system messages and the first user message).
+    pub fn push_message(&mut self, block: Block, role: Role) {
+        if self.head_open {
+            match role {
+                Role::System => self.head_end = Some(self.blocks.len()),
+                Role::User => {
+                    self.head_end = Some(self.blocks.len());
+                    self.head_open = false;
                 }
+                _ => self.head_open = false,
             }
         }
-        request.head_end = head_end;
-        request
+        self.blocks.push(block);
     }
 
     /// The same request with the tool definitions `tools` first (they open the prefix).
@@ -111,8 +116,9 @@ impl Request {
         self
     }
 
-    /// Appends a block.
+    /// Appends a block that is not a message's (it does not end the head).
     pub fn push(&mut self, block: Block) {
+        self.head_open = false;
         self.blocks.push(block);
     }
 

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::entry::MessageRef;
 use super::items::{Item, Items};
 use super::selection::View;
 
@@ -26,6 +27,45 @@ impl<'h> View<'h> {
     /// The view's selection, kept apart from the history.
     pub(crate) fn freeze(&self) -> Frozen {
         Frozen { items: self.items.clone() }
+    }
+
+    /// The view's selection as a view under only its first `base` maps would show it: what
+    /// the maps after those (a strategy's lazy cut) change is written into owned messages,
+    /// so that the selection joined to a view under the `base` maps shows the same messages.
+    pub(crate) fn freeze_under(&self, base: usize) -> Frozen {
+        if self.maps.len() <= base {
+            return self.freeze();
+        }
+        let under = View {
+            history: self.history,
+            items: self.items.clone(),
+            maps: self.maps[..base].to_vec(),
+            coherent: false,
+        };
+        let mut items = Items::with_capacity(self.items.len());
+        for slot in self.items.slots() {
+            let shown = self.slot_message(slot);
+            let pos = self.slot_pos(slot).map(|p| p as u32);
+            match self.items.get(slot.item) {
+                Item::Run { start, .. } if *under.slot_message(slot) == *shown => {
+                    let at = start + slot.offset;
+                    items.push(Item::Run { start: at, end: at + 1 });
+                }
+                _ => {
+                    let message = match shown {
+                        MessageRef::Shared(message) => message,
+                        MessageRef::Borrowed(message) => Arc::new(message.clone()),
+                    };
+                    items.push(Item::Owned { pos, message, applied: base });
+                }
+            }
+        }
+        Frozen { items }
+    }
+
+    /// Number of lazy maps the view shows its messages through.
+    pub(crate) fn map_count(&self) -> usize {
+        self.maps.len()
     }
 
     /// The first `len` messages of this view, as a view (its maps kept).

@@ -19,6 +19,7 @@ mod redact;
 mod relevance;
 #[cfg(feature = "tiktoken")]
 mod shapes;
+mod stable;
 mod starve;
 mod summarize;
 mod tally;

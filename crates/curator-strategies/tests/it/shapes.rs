@@ -194,7 +194,7 @@ fn anthropic_conversation() -> impl Strategy<Value = Vec<Message>> {
     )
 }
 
-fn conversation() -> impl Strategy<Value = Vec<Message>> {
+pub(crate) fn conversation() -> impl Strategy<Value = Vec<Message>> {
     prop_oneof![openai_conversation(), anthropic_conversation()]
 }
 
@@ -244,7 +244,9 @@ fn pipelines(max_tokens: u64, tools: u64) -> Vec<(String, Box<dyn HistoryManager
             head_share: 0.5,
         },
         relevance(),
-        // The CLI's default pipeline.
+        // The default pipeline (redaction, then views that keep the prompt cache).
+        StrategyConfig::default_pipeline(max_tokens).with_reserve(tools),
+        // The per-call relevance pipeline.
         StrategyConfig::Compose {
             steps: vec![
                 StrategyConfig::Redactor {

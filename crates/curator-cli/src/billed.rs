@@ -1,0 +1,218 @@
+//! What each call of a replay is billed with the prompt cache counted, under OpenAI's rule
+//! and Anthropic's (breakpoints as curator places them), for the curated view and for
+//! sending the whole history.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::Result;
+use curator::model::Message;
+use curator::strategies::bill::{Biller, Block, CacheRule, CallBill, Prices, Request};
+use curator::strategies::{MessageRef, TokenCounter, View};
+use serde_json::Value;
+
+/// A call's bill under each rule.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub(crate) struct Bills {
+    pub(crate) openai: CallBill,
+    pub(crate) anthropic: CallBill,
+}
+
+impl Bills {
+    pub(crate) fn plus(self, other: Bills) -> Bills {
+        Bills {
+            openai: self.openai.plus(other.openai),
+            anthropic: self.anthropic.plus(other.anthropic),
+        }
+    }
+}
+
+/// The prices a replay's bills are priced at: a model's (`--model`), or, with none, an
+/// input price of 1 per million tokens and the usual cache rates (a read at 0.1x, a write
+/// at 1.25x), so that costs compare as multiples of the input price.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub(crate) struct Rates {
+    pub(crate) prices: Prices,
+}
+
+impl Rates {
+    /// The rates of `model`, or the usual ones.
+    pub(crate) fn of(model: Option<&str>) -> Result<Rates> {
+        let prices = match model {
+            Some(model) => Prices::for_model(model).map_err(|e| anyhow::anyhow!("--model: {e}"))?,
+            None => Prices::new(1.0, 0.0),
+        };
+        Ok(Rates { prices })
+    }
+
+    /// The input price of a bill (output left out: curation does not change it).
+    pub(crate) fn input_price(&self, bill: &CallBill) -> f64 {
+        self.prices.price(&CallBill { output_tokens: 0, ..*bill })
+    }
+}
+
+/// What a set of calls cost under one rule, curated and sending everything.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub(crate) struct Cost {
+    /// Input price of the curated views, in US dollars.
+    pub(crate) curated: f64,
+    /// Input price of sending the whole history each call.
+    pub(crate) everything: f64,
+    /// `curated / everything` (1 when nothing was billed).
+    pub(crate) ratio: f64,
+}
+
+/// What a set of calls cost under each rule.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub(crate) struct Costs {
+    pub(crate) openai: Cost,
+    pub(crate) anthropic: Cost,
+    pub(crate) prices: Prices,
+}
+
+impl Rates {
+    /// The costs of bills summed over calls.
+    pub(crate) fn costs(&self, curated: &Bills, everything: &Bills) -> Costs {
+        let cost = |c: &CallBill, e: &CallBill| {
+            let (curated, everything) = (self.input_price(c), self.input_price(e));
+            let ratio = if everything > 0.0 { curated / everything } else { 1.0 };
+            Cost { curated, everything, ratio }
+        };
+        Costs {
+            openai: cost(&curated.openai, &everything.openai),
+            anthropic: cost(&curated.anthropic, &everything.anthropic),
+            prices: self.prices,
+        }
+    }
+}
+
+/// One side's caches: what a provider holds for the requests sent so far.
+#[derive(Debug)]
+struct Side {
+    openai: Biller,
+    anthropic: Biller,
+    previous: Option<Request>,
+}
+
+impl Side {
+    fn new() -> Self {
+        Side {
+            openai: Biller::new(CacheRule::openai()),
+            anthropic: Biller::new(CacheRule::anthropic()),
+            previous: None,
+        }
+    }
+
+    fn bill(&mut self, request: Request) -> Bills {
+        let request = request.with_curator_breakpoints(self.previous.as_ref());
+        let bills =
+            Bills { openai: self.openai.bill(&request), anthropic: self.anthropic.bill(&request) };
+        self.previous = Some(request);
+        bills
+    }
+}
+
+/// Bills one conversation's calls as it is replayed.
+pub(crate) struct Meter {
+    counter: Arc<dyn TokenCounter>,
+    tools: Option<Block>,
+    /// The block of each history message, by position.
+    blocks: Vec<(Block, curator::model::Role)>,
+    /// Blocks of changed copies, by the copy (kept alive so that its address stays its own).
+    copies: HashMap<usize, (Arc<Message>, Block)>,
+    sent: Side,
+    full: Side,
+}
+
+impl std::fmt::Debug for Meter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Meter").field("messages", &self.blocks.len()).finish_non_exhaustive()
+    }
+}
+
+impl Meter {
+    /// A meter for a conversation sent with `tools` (or none), counted by `counter`.
+    pub(crate) fn new(counter: Arc<dyn TokenCounter>, tools: Option<&Value>) -> Self {
+        let tools = tools.map(|t| Block::of_tools(t, &*counter));
+        Meter {
+            counter,
+            tools,
+            blocks: Vec::new(),
+            copies: HashMap::new(),
+            sent: Side::new(),
+            full: Side::new(),
+        }
+    }
+
+    /// Adds the next message of the history.
+    pub(crate) fn push(&mut self, message: &Message) {
+        self.blocks.push((Block::of_message(message, &*self.counter), message.role()));
+    }
+
+    fn request(&self) -> Request {
+        let mut request = Request::new();
+        if let Some(tools) = self.tools {
+            request.push(tools);
+        }
+        request
+    }
+
+    /// Bills a call that sent `view` (of the messages pushed so far), and the same call
+    /// sending the whole history: (curated, everything).
+    pub(crate) fn call(&mut self, view: &View<'_>) -> (Bills, Bills) {
+        let mut sent = self.request();
+        for entry in view.iter() {
+            let role = entry.message.role();
+            let block = match (&entry.message, entry.pos) {
+                (MessageRef::Borrowed(_), Some(pos)) if pos < self.blocks.len() => {
+                    self.blocks[pos].0
+                }
+                (MessageRef::Shared(copy), _) => {
+                    let key = Arc::as_ptr(copy) as usize;
+                    let counter = &*self.counter;
+                    self.copies
+                        .entry(key)
+                        .or_insert_with(|| (Arc::clone(copy), Block::of_message(copy, counter)))
+                        .1
+                }
+                (MessageRef::Borrowed(message), _) => Block::of_message(message, &*self.counter),
+            };
+            sent.push_message(block, role);
+        }
+        let mut full = self.request();
+        for &(block, role) in &self.blocks {
+            full.push_message(block, role);
+        }
+        (self.sent.bill(sent), self.full.bill(full))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use curator::strategies::{CharEstimate, History};
+
+    use super::*;
+
+    #[test]
+    fn sending_everything_reads_the_previous_call_back_from_the_cache() {
+        let counter: Arc<dyn TokenCounter> = Arc::new(CharEstimate::default());
+        let mut meter = Meter::new(Arc::clone(&counter), None);
+        let mut history = History::new();
+        let mut reads = Vec::new();
+        for message in [
+            Message::system("You are an agent. ".repeat(400)),
+            Message::user("Fix it."),
+            Message::assistant("Looking."),
+            Message::user("Go on."),
+        ] {
+            meter.push(&message);
+            history.push(message);
+            let (sent, full) = meter.call(&View::full(&history));
+            assert_eq!(sent.openai, full.openai);
+            reads.push((full.openai.cache_read_tokens, full.anthropic.cache_read_tokens));
+        }
+        assert_eq!(reads[0], (0, 0));
+        // From the second call on, the system message (over 1,024 tokens) is read back.
+        assert!(reads[1..].iter().all(|&(o, a)| o >= 1_024 && a >= 1_024), "{reads:?}");
+    }
+}

@@ -1,0 +1,238 @@
+//! `StableBudget`, the default pipeline's budget: consecutive views share the whole previous
+//! view until a compaction, a compaction happens only when the view would pass the budget
+//! and frees what it must, and a resumed process or a stateless caller gets the live views.
+
+use curator_model::{Message, Role, ToolCall};
+use curator_strategies::{
+    CharEstimate, CurationContext, History, HistoryManager, HistoryManagerExt, Redactor,
+    RelevanceBudget, StableBudget, StrategyConfig, TokenCounter, Tokenizer, View,
+};
+use proptest::prelude::*;
+
+/// The default pipeline at `max_tokens`, counted by the estimate (fast in a debug build),
+/// with the least a compaction frees.
+fn pipeline(max_tokens: u64, min_free: u64) -> Box<dyn HistoryManager> {
+    StrategyConfig::Compose {
+        steps: vec![
+            StrategyConfig::Redactor { builtin: true, patterns: std::collections::BTreeMap::new() },
+            StrategyConfig::StableBudget {
+                max_tokens,
+                reserve: 0,
+                tokenizer: Tokenizer::Estimate,
+                head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
+                recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
+                fold_note: true,
+                cut_tool_results: true,
+                low_water: StableBudget::DEFAULT_LOW_WATER,
+                min_free,
+            },
+        ],
+    }
+    .build()
+    .unwrap()
+}
+
+fn tokens(messages: &[Message]) -> u64 {
+    let counter = CharEstimate::default();
+    counter.reply_priming() + messages.iter().map(|m| counter.count_message(m)).sum::<u64>()
+}
+
+/// The calls of a conversation: every prefix that an assistant message follows, and the
+/// whole of it.
+fn calls(messages: &[Message]) -> Vec<usize> {
+    let mut out: Vec<usize> =
+        (1..messages.len()).filter(|&i| messages[i].role() == Role::Assistant).collect();
+    out.push(messages.len());
+    out
+}
+
+/// A coding agent's conversation: outputs of 200 to 2,400 characters, a secret now and then.
+fn agent(steps: usize) -> Vec<Message> {
+    let mut messages = vec![
+        Message::system("You are a coding agent. Use the tools."),
+        Message::user("Fix the failing test in src/parser.rs."),
+    ];
+    for i in 0..steps {
+        let id = format!("c{i}");
+        let call = ToolCall::new(&id, "run", format!(r#"{{"step": {i}}}"#));
+        messages.push(Message::assistant_with_calls(Some(format!("Step {i}.").into()), vec![call]));
+        let secret =
+            if i % 7 == 3 { " token ghp_abcdefghijklmnopqrstuvwxyz0123456789" } else { "" };
+        let output = format!("output {i} line{secret}\n").repeat(10 + (i * 37) % 100);
+        messages.push(Message::tool_result(&id, output));
+    }
+    messages.push(Message::assistant("Done."));
+    messages
+}
+
+/// Replays `messages` as an agent loop does (one history, curated at every call) and
+/// checks every view against the previous one; returns the views and the number of
+/// compactions.
+fn live(messages: &[Message], max_tokens: u64, min_free: u64) -> (Vec<Vec<Message>>, usize) {
+    let pipeline = pipeline(max_tokens, min_free);
+    let redactor = Redactor::new();
+    let ctx = CurationContext::default();
+    let mut history = History::new();
+    let mut views: Vec<Vec<Message>> = Vec::new();
+    let mut compactions = 0;
+    let mut at = 0;
+    for end in calls(messages) {
+        for message in &messages[at..end] {
+            history.push(message.clone());
+        }
+        let appended = redactor.curate_messages(&messages[at..end], &ctx).unwrap();
+        at = end;
+        let view = pipeline.curate_history(&history, &ctx).unwrap().to_messages();
+        assert!(tokens(&view) <= max_tokens, "{} tokens over {max_tokens}", tokens(&view));
+        if let Some(previous) = views.last() {
+            let mut candidate = previous.clone();
+            candidate.extend(appended);
+            if tokens(&candidate) <= max_tokens {
+                assert_eq!(
+                    view, candidate,
+                    "a view that fits is the previous one plus what was appended"
+                );
+            } else {
+                compactions += 1;
+                let freed = tokens(&candidate) - tokens(&view);
+                assert!(freed >= min_free, "a compaction freed {freed} tokens, under {min_free}");
+            }
+        }
+        views.push(view);
+    }
+    (views, compactions)
+}
+
+#[test]
+fn views_grow_by_what_is_appended_and_compact_in_steps() {
+    let messages = agent(60);
+    let (views, compactions) = live(&messages, 4_000, 0);
+    assert!(views.len() > 60);
+    // Well under one compaction per call: the view grows back from half the body's room.
+    assert!((2..=views.len() / 4).contains(&compactions), "{compactions} of {}", views.len());
+}
+
+#[test]
+fn a_compaction_frees_at_least_the_minimum() {
+    let messages = agent(60);
+    let (_, compactions) = live(&messages, 4_000, 2_500);
+    assert!(compactions >= 2);
+}
+
+#[test]
+fn a_resumed_process_and_a_stateless_caller_get_the_live_views() {
+    let messages = agent(50);
+    let (views, compactions) = live(&messages, 3_000, 0);
+    assert!(compactions >= 2);
+    let ctx = CurationContext::default();
+    for (end, view) in calls(&messages).into_iter().zip(&views) {
+        // A stateless caller: a new list every call, the same pipeline value.
+        let stateless = pipeline(3_000, 0).curate_messages(&messages[..end], &ctx).unwrap();
+        assert_eq!(&stateless, view, "stateless at {end}");
+    }
+    // A process that resumes: a new pipeline and history, then goes on as the live one did.
+    let resumed = pipeline(3_000, 0);
+    let mut history = History::from(messages[..60].to_vec());
+    let ends = calls(&messages);
+    for (k, &end) in ends.iter().enumerate().filter(|(_, e)| **e >= 60) {
+        for message in &messages[history.len()..end] {
+            history.push(message.clone());
+        }
+        let view = resumed.curate_history(&history, &ctx).unwrap().to_messages();
+        assert_eq!(view, views[k], "resumed at {end}");
+    }
+}
+
+#[test]
+fn the_same_call_twice_gives_the_same_view() {
+    let messages = agent(30);
+    let pipeline = pipeline(2_500, 0);
+    let history = History::from(messages.clone());
+    let ctx = CurationContext::default();
+    let first = pipeline.curate_history(&history, &ctx).unwrap().to_messages();
+    let again = pipeline.curate_history(&history, &ctx).unwrap().to_messages();
+    assert_eq!(first, again);
+    assert!(tokens(&first) <= 2_500);
+}
+
+#[test]
+fn a_window_before_it_makes_it_start_over_and_stay_within_the_budget() {
+    let messages = agent(40);
+    let pipeline = curator_strategies::SlidingWindow::new(12)
+        .then(StableBudget::new(1_500).with_counter(CharEstimate::default()));
+    let ctx = CurationContext::default();
+    let mut history = History::new();
+    for (i, message) in messages.iter().enumerate() {
+        history.push(message.clone());
+        if i > 2 {
+            let view = pipeline.curate_history(&history, &ctx).unwrap();
+            assert!(view.tokens(&CharEstimate::default()) <= 1_500);
+        }
+    }
+}
+
+#[test]
+fn a_budget_too_small_for_what_is_never_lost_is_refused() {
+    // The system message alone takes more than the budget, and is never shortened.
+    let mut messages = agent(5);
+    messages[0] = Message::system("Rules. ".repeat(100));
+    let budget = StableBudget::new(100).with_counter(CharEstimate::default());
+    let err = budget.curate_messages(&messages, &CurationContext::default()).unwrap_err();
+    assert!(matches!(err, curator_strategies::Error::BudgetTooSmall(_)), "{err}");
+}
+
+#[test]
+fn options_out_of_range_are_refused() {
+    let err = StableBudget::new(1_000).with_low_water(1.5).unwrap_err();
+    assert!(err.to_string().contains("low_water"), "{err}");
+    let view_of = |m: &[Message]| {
+        let history = History::from(m);
+        View::full(&history).len()
+    };
+    assert_eq!(view_of(&agent(1)), 5);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Over generated conversations (parallel calls, failed calls, images and documents,
+    /// repeated call ids, long outputs), at budgets from tight to roomy.
+    #[test]
+    fn consecutive_views_share_the_previous_view_until_a_compaction(
+        messages in curator_testkit::arb::history_with(40, false),
+        max_tokens in 300u64..6_000,
+        min_free in prop_oneof![3 => Just(0u64), 1 => 0u64..400],
+    ) {
+        let live = pipeline(max_tokens, min_free);
+        let redactor = Redactor::new();
+        let ctx = CurationContext::default();
+        let mut history = History::new();
+        let mut previous: Option<Vec<Message>> = None;
+        let mut at = 0;
+        for end in calls(&messages) {
+            for message in &messages[at..end] {
+                history.push(message.clone());
+            }
+            let appended = redactor.curate_messages(&messages[at..end], &ctx).unwrap();
+            at = end;
+            let Ok(view) = live.curate_history(&history, &ctx) else {
+                // Refused (BudgetTooSmall): the stateless caller is refused too.
+                prop_assert!(pipeline(max_tokens, min_free).curate_messages(&messages[..end], &ctx).is_err());
+                previous = None;
+                continue;
+            };
+            let view = view.to_messages();
+            prop_assert!(tokens(&view) <= max_tokens);
+            if let Some(previous) = previous.take() {
+                let mut candidate = previous;
+                candidate.extend(appended);
+                if tokens(&candidate) <= max_tokens {
+                    prop_assert_eq!(&view, &candidate);
+                }
+            }
+            let stateless = pipeline(max_tokens, min_free).curate_messages(&messages[..end], &ctx).unwrap();
+            prop_assert_eq!(&stateless, &view);
+            previous = Some(view);
+        }
+    }
+}
