@@ -11,8 +11,8 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use curator_benches::{history, sizes, touch, warm};
 use curator_strategies::{
     Bpe, ClearOldToolResults, CurationContext, Encoding, Extractive, History, HistoryManager,
-    HistoryManagerExt, Passthrough, Redactor, RelevanceBudget, SlidingWindow, Summarize, Threshold,
-    TokenBudget, ToolFilter, ToolResultTruncator, TurnLimit,
+    HistoryManagerExt, Passthrough, Redactor, RelevanceBudget, SlidingWindow, StableBudget,
+    StrategyConfig, Summarize, Threshold, TokenBudget, ToolFilter, ToolResultTruncator, TurnLimit,
 };
 
 fn strategies() -> Vec<(&'static str, Box<dyn HistoryManager>)> {
@@ -22,6 +22,7 @@ fn strategies() -> Vec<(&'static str, Box<dyn HistoryManager>)> {
         ("truncate_turns", Box::new(TurnLimit::new(20))),
         ("truncate_tokens", Box::new(TokenBudget::new(32_000))),
         ("relevance_budget", Box::new(RelevanceBudget::new(32_000))),
+        ("stable_budget", Box::new(StableBudget::new(32_000))),
         ("truncate_tool_results", Box::new(ToolResultTruncator::new(2_000).expect("valid"))),
         ("clear_old_tool_results", Box::new(ClearOldToolResults::new(5))),
         ("filter_tools", Box::new(ToolFilter::names(["search"]))),
@@ -67,7 +68,21 @@ fn pipeline(c: &mut Criterion) {
 fn growing_exact(c: &mut Criterion) {
     let bpe = Bpe::new(Encoding::O200kBase).expect("o200k");
     let budget = TokenBudget::new(GROWING_BUDGET).with_counter(bpe);
-    growing(c, "strategy/truncate_tokens_exact_growing/10k", &budget);
+    growing(c, "strategy/truncate_tokens_exact_growing/10k", &budget, 10_000);
+    if !curator_benches::quick() {
+        growing(c, "strategy/truncate_tokens_exact_growing/100k", &budget, 100_000);
+    }
+}
+
+/// One agent-loop iteration of the default pipeline (redaction, then the budget whose views
+/// keep the prompt cache, exact counts), as [`growing_exact`] does: between compactions a
+/// call costs what was appended, within 2x of the token budget's.
+fn growing_default(c: &mut Criterion) {
+    let pipeline = StrategyConfig::default_pipeline(GROWING_BUDGET).build().expect("default");
+    growing(c, "strategy/default_pipeline_growing/10k", &*pipeline, 10_000);
+    if !curator_benches::quick() {
+        growing(c, "strategy/default_pipeline_growing/100k", &*pipeline, 100_000);
+    }
 }
 
 /// One agent-loop iteration with the default (estimating) counter, the budget alone, as
@@ -77,7 +92,7 @@ fn growing_exact(c: &mut Criterion) {
 fn growing_estimate(c: &mut Criterion) {
     let budget = TokenBudget::new(GROWING_BUDGET);
     export_for_python(&history(10_000), &appended());
-    growing(c, "strategy/truncate_tokens_growing/10k", &budget);
+    growing(c, "strategy/truncate_tokens_growing/10k", &budget, 10_000);
 }
 
 /// The budget of the growing scenarios.
@@ -88,14 +103,14 @@ fn appended() -> Vec<curator_model::Message> {
     curator_testkit::synthetic::agent_history(2_000, 7).split_off(2)
 }
 
-/// Times `budget` over a history growing from 10k: per iteration, append the next message,
-/// curate, read the view.
-fn growing(c: &mut Criterion, name: &str, budget: &TokenBudget) {
+/// Times `budget` over a history growing from `from` messages: per iteration, append the
+/// next message, curate, read the view.
+fn growing(c: &mut Criterion, name: &str, budget: &dyn HistoryManager, from: usize) {
     let ctx = CurationContext::default();
     let pool = appended();
     c.bench_function(name, |b| {
         b.iter_custom(|iters| {
-            let mut history: History<'static> = history(10_000);
+            let mut history: History<'static> = history(from);
             warm(budget, &history);
             let mut total = Duration::ZERO;
             for i in 0..iters {
@@ -172,6 +187,6 @@ fn redact_cold(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    targets = each_strategy, pipeline, growing_exact, growing_estimate, summarize_memoised, redact_cold
+    targets = each_strategy, pipeline, growing_exact, growing_default, growing_estimate, summarize_memoised, redact_cold
 }
 criterion_main!(benches);

@@ -69,11 +69,31 @@ pub(crate) const TARGETS: &[Target] = &[
         max_ns: 1.0 * MS,
         why: "relevance-aware retention, issue 18",
     },
+    Target {
+        pattern: "strategy/stable_budget/10k",
+        max_ns: 300.0 * US,
+        why: "as the relevance budget it compacts with, issue 46",
+    },
+    Target {
+        pattern: "strategy/stable_budget/100k",
+        max_ns: 1.0 * MS,
+        why: "as the relevance budget it compacts with, issue 46",
+    },
     Target { pattern: "strategy/*/1k", max_ns: 100.0 * US, why: "every strategy at 1k messages" },
     Target {
         pattern: "strategy/truncate_tokens_exact_growing/10k",
         max_ns: 1.0 * MS,
         why: "one iteration, exact counter",
+    },
+    Target {
+        pattern: "strategy/truncate_tokens_exact_growing/100k",
+        max_ns: 1.0 * MS,
+        why: "one iteration, exact counter",
+    },
+    Target {
+        pattern: "strategy/default_pipeline_growing/*",
+        max_ns: 2.0 * MS,
+        why: "one iteration of the default pipeline: within 2x of the token budget's target, issue 46",
     },
     Target {
         pattern: "pipeline/truncate_then_budget/10k",

@@ -357,7 +357,15 @@ mod tests {
             reserve: 0,
             tokenizer: TokenizerArg::O200k,
             shorten_system: false,
+            stable: false,
+            low_water: None,
+            budget: None,
         };
         assert_eq!(args.config().ok(), Some(StrategyConfig::default_pipeline(DEFAULT_MAX_TOKENS)));
+        let at = PipelineArgs { budget: Some(8_000), ..args.clone() };
+        assert_eq!(at.config().ok(), Some(StrategyConfig::default_pipeline(8_000)));
+        let low = PipelineArgs { low_water: Some(0.3), max_tokens: Some(8_000), ..args };
+        let err = low.config().unwrap_err();
+        assert!(err.to_string().contains("--low-water needs --stable or --budget"), "{err}");
     }
 }

@@ -2,7 +2,8 @@
 //! script to sort the table; nothing fetched) that reads at a glance on a laptop and prints.
 //!
 //! The overview comes first: the totals, then a sortable table of the conversations (calls,
-//! tokens full and sent, saved, evidence kept, the largest view, violations, cost). Then, per
+//! tokens full and sent, saved, evidence kept, the largest view, violations, what the calls
+//! were billed with the prompt cache counted). Then, per
 //! conversation, the token chart (axes, gridlines, the budget, values on hover) beside the
 //! context map: one row per call, one column per message, each cell showing whether the
 //! call's view kept the message, shortened it, replaced it by a summary or dropped it.
@@ -10,6 +11,7 @@
 use std::fmt::Write as _;
 
 use curator::strategies::StrategyConfig;
+use curator::strategies::bill::{CallBill, Prices};
 
 use crate::evidence::Summary;
 use crate::replayed::{Cell, Replayed, Totals, percent, saved};
@@ -100,8 +102,19 @@ fn grouped(n: u64) -> String {
     out
 }
 
-fn dollars(tokens: u64, price: f64) -> String {
-    let cost = tokens as f64 * price / 1e6;
+/// The input price of `bill` at `price` per million input tokens, the prompt cache's usual
+/// rates applied (a read at 0.1x, a write at 1.25x).
+fn billed(bill: &CallBill, price: f64) -> f64 {
+    Prices::new(price, 0.0).price(bill)
+}
+
+/// What the curated calls were billed as a share of sending everything (1 when nothing was).
+fn ratio(curated: &CallBill, everything: &CallBill) -> f64 {
+    let all = billed(everything, 1.0);
+    if all > 0.0 { billed(curated, 1.0) / all } else { 1.0 }
+}
+
+fn money(cost: f64) -> String {
     if cost >= 100.0 { format!("${cost:.0}") } else { format!("${cost:.2}") }
 }
 
@@ -407,7 +420,8 @@ pub(crate) fn html(page: &Page<'_>, replays: &[Replayed]) -> String {
 <div class="card"><b>{conversations}</b><span>conversations, {calls} provider calls</span></div>
 <div class="card"><b>{full}</b><span>tokens of full history over all calls</span></div>
 <div class="card"><b>{sent}</b><span>tokens sent after curation</span></div>
-<div class="card good"><b>{saved:.1}%</b><span>tokens saved ({cost_full} → {cost_sent} at ${price}/M input tokens)</span></div>
+<div class="card"><b>{saved:.1}%</b><span>tokens saved</span></div>
+<div class="card good"><b>{ratio_openai:.2}x</b><span>billed input of sending everything, prompt cache counted ({cost_full} → {cost_sent} at ${price}/M input tokens, OpenAI's cache rule; {ratio_anthropic:.2}x under Anthropic's)</span></div>
 <div class="card good"><b>{evidence_mean}</b><span>evidence kept on average; {evidence_decile} in the worst decile of calls</span></div>
 <div class="card"><b>{violations}</b><span>views a provider would refuse</span></div>
 </div>
@@ -419,20 +433,22 @@ pub(crate) fn html(page: &Page<'_>, replays: &[Replayed]) -> String {
         full = grouped(totals.full_tokens),
         sent = grouped(totals.sent_tokens),
         saved = totals.saved(),
-        cost_full = dollars(totals.full_tokens, page.price),
-        cost_sent = dollars(totals.sent_tokens, page.price),
+        ratio_openai = ratio(&totals.billed.openai, &totals.everything.openai),
+        ratio_anthropic = ratio(&totals.billed.anthropic, &totals.everything.anthropic),
+        cost_full = money(billed(&totals.everything.openai, page.price)),
+        cost_sent = money(billed(&totals.billed.openai, page.price)),
         price = trim(page.price),
         evidence_mean = percent(evidence.mean),
         evidence_decile = percent(evidence.worst_decile),
     );
-    out.push_str(r#"<div class="overview"><table class="sortable" id="overview"><thead><tr><th class="text">conversation</th><th class="text">file</th><th>calls</th><th>tokens full</th><th>tokens sent</th><th>saved</th><th>evidence kept</th><th>worst call</th><th>largest view</th><th>violations</th><th>cost sent</th></tr></thead><tbody>"#);
+    out.push_str(r#"<div class="overview"><table class="sortable" id="overview"><thead><tr><th class="text">conversation</th><th class="text">file</th><th>calls</th><th>tokens full</th><th>tokens sent</th><th>saved</th><th>evidence kept</th><th>worst call</th><th>largest view</th><th>violations</th><th>billed</th></tr></thead><tbody>"#);
     out.push('\n');
     for (n, replay) in replays.iter().enumerate() {
         let t = Totals::of(&replay.calls);
         let file = replay.file.rsplit('/').next().unwrap_or(&replay.file);
         let _ = writeln!(
             out,
-            r##"<tr{bad}><td data-v="{id}"><a href="#c{n}">{id}</a></td><td class="text" data-v="{file}">{file}</td><td data-v="{calls}">{calls}</td><td data-v="{full}">{full_s}</td><td data-v="{sent}">{sent_s}</td><td data-v="{saved:.3}">{saved:.1}%</td><td data-v="{ev}">{ev_s}</td><td data-v="{worst}">{worst_s}</td><td data-v="{largest}">{largest_s}</td><td data-v="{violations}">{violations}</td><td data-v="{sent}">{cost}</td></tr>"##,
+            r##"<tr{bad}><td data-v="{id}"><a href="#c{n}">{id}</a></td><td class="text" data-v="{file}">{file}</td><td data-v="{calls}">{calls}</td><td data-v="{full}">{full_s}</td><td data-v="{sent}">{sent_s}</td><td data-v="{saved:.3}">{saved:.1}%</td><td data-v="{ev}">{ev_s}</td><td data-v="{worst}">{worst_s}</td><td data-v="{largest}">{largest_s}</td><td data-v="{violations}">{violations}</td><td data-v="{billed}">{cost}</td></tr>"##,
             bad = if replay.violations > 0 { r#" class="bad""# } else { "" },
             id = escape(&replay.id),
             file = escape(file),
@@ -449,7 +465,8 @@ pub(crate) fn html(page: &Page<'_>, replays: &[Replayed]) -> String {
             largest = t.largest_view,
             largest_s = grouped(t.largest_view),
             violations = replay.violations,
-            cost = dollars(t.sent_tokens, page.price),
+            billed = billed(&t.billed.openai, page.price),
+            cost = money(billed(&t.billed.openai, page.price)),
         );
     }
     out.push_str("</tbody></table></div>\n");
@@ -503,6 +520,15 @@ mod tests {
         assert_eq!(compact(1_250_000.0), "1.2M");
         assert_eq!(compact(700.0), "700");
         assert_eq!(grouped(12_255_319), "12\u{2009}255\u{2009}319");
-        assert_eq!(dollars(2_000_000, 3.0), "$6.00");
+        assert_eq!(money(6.0), "$6.00");
+        let bill = CallBill {
+            input_tokens: 2_000_000,
+            cache_read_tokens: 1_000_000,
+            ..CallBill::default()
+        };
+        // 1M uncached at $3, 1M read at $0.30.
+        assert_eq!(money(billed(&bill, 3.0)), "$3.30");
+        let all = CallBill { input_tokens: 2_000_000, ..CallBill::default() };
+        assert!((ratio(&bill, &all) - 3.3 / 6.0).abs() < 1e-9);
     }
 }

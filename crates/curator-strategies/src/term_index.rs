@@ -30,6 +30,9 @@ pub(crate) struct TermIndex {
     /// For each position, its number of term occurrences.
     lens: Vec<u32>,
     total_len: u64,
+    /// For each position, the term occurrences of the messages before it (and the total
+    /// last), so that statistics of any first messages cost O(1).
+    before_len: Vec<u64>,
     /// For each term id, the ids of the terms its text shows (see [`TermIndex::parts`]), as
     /// `start, len` into `parts`. A term's parts are interned with it (as ids without
     /// postings when no message holds them yet), so that they are exact at any time.
@@ -69,7 +72,11 @@ impl TermIndex {
         debug_assert!(self.terms.len() >= first);
         self.starts.push(self.terms.len() as u32);
         self.lens.push(len);
+        if self.before_len.is_empty() {
+            self.before_len.push(0);
+        }
         self.total_len += u64::from(len);
+        self.before_len.push(self.total_len);
     }
 
     /// The id of `term`, a new one (with its parts) when it has none yet.
@@ -153,15 +160,23 @@ impl TermIndex {
         self.postings.get(id as usize).map_or(&[], Vec::as_slice)
     }
 
+    /// Where term `id` occurs before position `limit`, with how often: statistics of the
+    /// first `limit` messages, whatever was appended after them.
+    pub(crate) fn postings_before(&self, id: u32, limit: usize) -> &[(u32, u32)] {
+        let all = self.postings(id);
+        &all[..all.partition_point(|&(pos, _)| (pos as usize) < limit)]
+    }
+
+    /// Mean number of term occurrences per message of the first `limit` messages.
+    #[expect(clippy::cast_precision_loss, reason = "a mean of counts")]
+    pub(crate) fn mean_len_before(&self, limit: usize) -> f64 {
+        let n = limit.min(self.lens.len());
+        if n == 0 { 0.0 } else { self.before_len[n] as f64 / n as f64 }
+    }
+
     /// Number of term occurrences in the message at `pos`.
     pub(crate) fn len_at(&self, pos: usize) -> u32 {
         self.lens.get(pos).copied().unwrap_or(0)
-    }
-
-    /// Mean number of term occurrences per message.
-    #[expect(clippy::cast_precision_loss, reason = "a mean of counts")]
-    pub(crate) fn mean_len(&self) -> f64 {
-        if self.lens.is_empty() { 0.0 } else { self.total_len as f64 / self.lens.len() as f64 }
     }
 }
 

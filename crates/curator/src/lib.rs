@@ -179,8 +179,8 @@ pub mod prelude {
     pub use curator_sqlite::SqliteStore;
     pub use curator_strategies::{
         CharEstimate, ClearOldToolResults, CurationContext, History, HistoryManager,
-        HistoryManagerExt, Redactor, RelevanceBudget, SlidingWindow, StrategyConfig, TokenBudget,
-        TokenCounter, ToolResultTruncator, TurnLimit, View,
+        HistoryManagerExt, Redactor, RelevanceBudget, SlidingWindow, StableBudget, StrategyConfig,
+        TokenBudget, TokenCounter, ToolResultTruncator, TurnLimit, View,
     };
 }
 
@@ -216,6 +216,8 @@ pub mod guides {
     pub mod cli {}
     #[doc = include_str!("../../../docs/benchmarks.md")]
     pub mod benchmarks {}
+    #[doc = include_str!("../../../docs/cost.md")]
+    pub mod cost {}
     #[doc = include_str!("../../../docs/architecture.md")]
     pub mod architecture {}
 }

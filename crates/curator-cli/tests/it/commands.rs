@@ -374,6 +374,7 @@ fn replay_and_curate_help_name_the_default_pipeline() {
         let out = curator(&[command, "--help"]);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let help = text(&out.stdout);
-        assert!(help.contains("--redact --max-tokens 32000 --relevance"), "{command}: {help}");
+        assert!(help.contains("--redact --max-tokens 32000 --stable"), "{command}: {help}");
+        assert!(help.contains("--budget 32000"), "{command}: {help}");
     }
 }

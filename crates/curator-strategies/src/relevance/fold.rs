@@ -141,8 +141,12 @@ pub(super) fn note(
         candidates.into_iter().partition(|&id| numeric(index.text(id)));
     let newest = candidates.iter().take_while(|&&id| take(id, newest_room)).count();
     let mut rest = candidates.split_off(newest);
-    rest.sort_by_cached_key(|&id| std::cmp::Reverse(index.postings(id).len()));
-    numbers.sort_by_cached_key(|&id| std::cmp::Reverse(index.postings(id).len()));
+    // How often the conversation up to the view's newest message came back to a term (not
+    // counting what was appended after it).
+    let limit = view.horizon();
+    let often = |id: &u32| std::cmp::Reverse(index.postings_before(*id, limit).len());
+    rest.sort_by_cached_key(often);
+    numbers.sort_by_cached_key(often);
     let mut full = false;
     for id in rest {
         if !take(id, room) {

@@ -122,6 +122,9 @@ pub struct RelevanceBudget {
     focus_cache: Arc<ends::FocusCache>,
     /// The note's call labels, kept across calls (a cache: results do not depend on it).
     labels: Arc<labels::LabelCache>,
+    /// The room rule 1's cut is sized for, when not the budget's own (a compaction to a
+    /// low-water mark cuts tool results as the whole room would).
+    cut_room: Option<u64>,
 }
 
 impl RelevanceBudget {
@@ -147,6 +150,7 @@ impl RelevanceBudget {
             cut_tool_results: true,
             focus_cache: Arc::default(),
             labels: Arc::default(),
+            cut_room: None,
         }
     }
 
@@ -258,7 +262,12 @@ impl RelevanceBudget {
     /// [`TokenBudget::with_available`]); its caches are shared, as results never depend on
     /// them.
     pub(crate) fn with_available(&self, available: u64) -> RelevanceBudget {
-        RelevanceBudget { budget: self.budget.with_available(available), ..self.clone() }
+        let room = self.budget.available().saturating_sub(self.budget.counter().reply_priming());
+        RelevanceBudget {
+            budget: self.budget.with_available(available),
+            cut_room: Some(self.cut_room.unwrap_or(room)),
+            ..self.clone()
+        }
     }
 
     /// The token budget that bounds the result.
@@ -282,7 +291,11 @@ impl HistoryManager for RelevanceBudget {
         // The view as given, for the note to read what the units it leaves out held (the
         // cut below is this strategy's own; an earlier strategy's changes stay).
         let given = (self.fold_note && self.cut_tool_results).then(|| view.clone());
-        let view = if self.cut_tool_results { self.cut(view, ctx, available) } else { view };
+        let view = if self.cut_tool_results {
+            self.cut(view, ctx, self.cut_room.unwrap_or(available))
+        } else {
+            view
+        };
         let tally = view.tally(counter);
         let head = view.head(ctx);
         let head_tokens: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();

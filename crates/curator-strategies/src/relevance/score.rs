@@ -16,8 +16,8 @@ const B: f64 = 0.75;
 /// newer first on ties), with their scores; units sharing nothing are left out.
 ///
 /// A unit's score is the sum over its messages of the BM25 score of the message for the
-/// query's distinct terms, with document frequencies over the whole history. Terms found in
-/// more than a tenth of the history's messages (of at least 50) are not distinctive here and
+/// query's distinct terms, with document frequencies over the history up to the view's newest
+/// message. Terms found in more than a tenth of those messages (of at least 50) are not distinctive here and
 /// are skipped, which bounds the cost to the postings of the rarer terms: nothing else of the
 /// history is read.
 pub(super) fn rank(
@@ -27,7 +27,10 @@ pub(super) fn rank(
     before: usize,
 ) -> Vec<(Range<usize>, f64)> {
     let index = view.history().term_index();
-    let n = index.indexed();
+    // Statistics of the messages up to the view's newest, not of any appended after it, so
+    // that a view of a history's first messages ranks as it did before more were appended.
+    let limit = view.horizon();
+    let n = index.indexed().min(limit);
     if before <= from || n == 0 {
         return Vec::new();
     }
@@ -38,12 +41,12 @@ pub(super) fn rank(
         .collect();
     terms.sort_unstable();
     terms.dedup();
-    let mean = index.mean_len().max(1.0);
+    let mean = index.mean_len_before(limit).max(1.0);
     #[expect(clippy::cast_precision_loss, reason = "message counts")]
     let total = n as f64;
     let mut scores: HashMap<usize, (Range<usize>, f64), FxBuild> = HashMap::default();
     for term in terms {
-        let postings = index.postings(term);
+        let postings = index.postings_before(term, limit);
         if n >= 50 && postings.len() * 10 > n {
             continue;
         }

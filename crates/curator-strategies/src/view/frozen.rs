@@ -63,6 +63,20 @@ impl<'h> View<'h> {
         Frozen { items }
     }
 
+    /// One past the history position of the view's newest history message (0 when it holds
+    /// none): the history the view was curated from, as far as it reaches.
+    pub(crate) fn horizon(&self) -> usize {
+        self.items
+            .iter()
+            .rev()
+            .find_map(|item| match item {
+                Item::Run { end, .. } => Some(*end as usize),
+                Item::Owned { pos: Some(pos), .. } => Some(*pos as usize + 1),
+                Item::Owned { pos: None, .. } => None,
+            })
+            .unwrap_or(0)
+    }
+
     /// Number of lazy maps the view shows its messages through.
     pub(crate) fn map_count(&self) -> usize {
         self.maps.len()

@@ -62,7 +62,7 @@ impl Items {
     }
 
     /// The items, front to back.
-    pub(super) fn iter(&self) -> impl Iterator<Item = &Item> + '_ {
+    pub(super) fn iter(&self) -> impl DoubleEndedIterator<Item = &Item> + '_ {
         self.items.iter().map(|(item, _)| item)
     }
 
