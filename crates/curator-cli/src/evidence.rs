@@ -142,14 +142,14 @@ impl Tracker {
         let table = if verbatim { &mut self.verbatim } else { &mut self.copies };
         for copy in &copies {
             let key = Arc::as_ptr(copy) as usize;
-            if !table.contains_key(&key) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = table.entry(key) {
                 let mut ids = HashSet::new();
                 let shown =
                     if verbatim { notes::verbatim(copy) } else { Some(Cow::Borrowed(&**copy)) };
                 if let Some(shown) = shown {
                     message_terms(&shown, &mut |t| ids.extend(self.ids.get(t).copied()));
                 }
-                table.insert(key, (Arc::clone(copy), ids));
+                slot.insert((Arc::clone(copy), ids));
             }
         }
         for copy in &copies {

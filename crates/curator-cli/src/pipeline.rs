@@ -61,6 +61,7 @@ pub(crate) fn default_pipeline_help() -> String {
 /// Every token budget reserves `--reserve N` tokens plus the tokens of the input's `tools`
 /// schemas, when it has them (counted with the same counter, see [`Pipelines`]).
 #[derive(clap::Args, Debug, Clone, Default)]
+#[expect(clippy::struct_excessive_bools, reason = "each is a command-line flag")]
 pub(crate) struct PipelineArgs {
     /// A strategy configuration (TOML or JSON), instead of the flags below.
     #[arg(long, value_name = "FILE")]

@@ -401,6 +401,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 "#;
 
 /// The whole page.
+#[expect(clippy::too_many_lines, reason = "the page's template, in the order it is read")]
 pub(crate) fn html(page: &Page<'_>, replays: &[Replayed]) -> String {
     let totals = Totals::of(replays.iter().flat_map(|r| &r.calls));
     let evidence = Summary::of(replays.iter().flat_map(|r| r.calls.iter().map(|c| c.evidence)));

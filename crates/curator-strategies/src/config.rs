@@ -227,6 +227,24 @@ fn relevance_head_share() -> f64 {
     RelevanceBudget::DEFAULT_HEAD_SHARE
 }
 
+/// The relevance budget a configuration describes (also the one a stable budget compacts
+/// with): the head's and the newest units' shares, the fold note and the tool-result cut.
+fn relevance(
+    max_tokens: u64,
+    reserve: u64,
+    tokenizer: Tokenizer,
+    (head_share, recent_share): (f64, f64),
+    (fold_note, cut_tool_results): (bool, bool),
+) -> Result<RelevanceBudget> {
+    Ok(RelevanceBudget::new(max_tokens)
+        .with_reserve(reserve)
+        .with_head_share(head_share)?
+        .with_recent_share(recent_share)?
+        .with_fold_note(fold_note)
+        .with_tool_result_cut(cut_tool_results)
+        .with_counter(tokenizer.counter()?))
+}
+
 fn stable_low_water() -> f64 {
     StableBudget::DEFAULT_LOW_WATER
 }
@@ -558,15 +576,13 @@ impl StrategyConfig {
                 recent_share,
                 fold_note,
                 cut_tool_results,
-            } => Box::new(
-                RelevanceBudget::new(*max_tokens)
-                    .with_reserve(*reserve)
-                    .with_head_share(*head_share)?
-                    .with_recent_share(*recent_share)?
-                    .with_fold_note(*fold_note)
-                    .with_tool_result_cut(*cut_tool_results)
-                    .with_counter(tokenizer.counter()?),
-            ),
+            } => Box::new(relevance(
+                *max_tokens,
+                *reserve,
+                *tokenizer,
+                (*head_share, *recent_share),
+                (*fold_note, *cut_tool_results),
+            )?),
             StrategyConfig::StableBudget {
                 max_tokens,
                 reserve,
@@ -578,15 +594,13 @@ impl StrategyConfig {
                 low_water,
                 min_free,
             } => Box::new(
-                StableBudget::over(
-                    RelevanceBudget::new(*max_tokens)
-                        .with_reserve(*reserve)
-                        .with_head_share(*head_share)?
-                        .with_recent_share(*recent_share)?
-                        .with_fold_note(*fold_note)
-                        .with_tool_result_cut(*cut_tool_results)
-                        .with_counter(tokenizer.counter()?),
-                )
+                StableBudget::over(relevance(
+                    *max_tokens,
+                    *reserve,
+                    *tokenizer,
+                    (*head_share, *recent_share),
+                    (*fold_note, *cut_tool_results),
+                )?)
                 .with_low_water(*low_water)?
                 .with_min_free(*min_free),
             ),
@@ -610,53 +624,58 @@ impl StrategyConfig {
                 }
                 Box::new(redactor)
             }
-            StrategyConfig::Summarize {
-                summarizer,
-                threshold_messages,
-                threshold_tokens,
-                tokenizer,
-                keep_recent,
-                summarize_ratio,
-                max_summary_chars,
-                on_error,
-                then,
-            } => {
-                let threshold = match (threshold_messages, threshold_tokens) {
-                    (Some(n), None) => crate::Threshold::Messages(*n),
-                    (None, Some(n)) => crate::Threshold::Tokens(*n),
-                    _ => {
-                        return Err(Error::config(
-                            "summarize: give exactly one of `threshold_messages` and `threshold_tokens`",
-                        ));
-                    }
-                };
-                let summarize = match summarizer {
-                    SummarizerConfig::Extractive => {
-                        crate::Summarize::new(crate::Extractive::new(*max_summary_chars))
-                    }
-                    SummarizerConfig::Named(name) => {
-                        crate::Summarize::new(registry.summarizer(name)?)
-                    }
-                };
-                let summarize = match &registry.summary_store {
-                    Some(store) => summarize.with_store(std::sync::Arc::clone(store)),
-                    None => summarize,
-                };
-                let summarize = summarize
-                    .with_threshold(threshold)
-                    .with_counter(tokenizer.counter()?)
-                    .with_keep_recent(*keep_recent)
-                    .with_ratio(*summarize_ratio)?
-                    .with_max_summary_chars(*max_summary_chars)
-                    .with_on_error(*on_error);
-                match then {
-                    Some(then) => Box::new(summarize.then(then.build_with(registry)?)),
-                    None => Box::new(summarize),
-                }
-            }
+            StrategyConfig::Summarize { .. } => self.summarize(registry)?,
             StrategyConfig::Compose { steps } => Box::new(
                 steps.iter().map(|step| step.build_with(registry)).collect::<Result<Vec<_>>>()?,
             ),
+        })
+    }
+
+    /// Builds a `summarize` configuration.
+    fn summarize(&self, registry: &Registry) -> Result<Box<dyn HistoryManager>> {
+        let StrategyConfig::Summarize {
+            summarizer,
+            threshold_messages,
+            threshold_tokens,
+            tokenizer,
+            keep_recent,
+            summarize_ratio,
+            max_summary_chars,
+            on_error,
+            then,
+        } = self
+        else {
+            return Err(Error::config("not a summarize configuration"));
+        };
+        let threshold = match (threshold_messages, threshold_tokens) {
+            (Some(n), None) => crate::Threshold::Messages(*n),
+            (None, Some(n)) => crate::Threshold::Tokens(*n),
+            _ => {
+                return Err(Error::config(
+                    "summarize: give exactly one of `threshold_messages` and `threshold_tokens`",
+                ));
+            }
+        };
+        let summarize = match summarizer {
+            SummarizerConfig::Extractive => {
+                crate::Summarize::new(crate::Extractive::new(*max_summary_chars))
+            }
+            SummarizerConfig::Named(name) => crate::Summarize::new(registry.summarizer(name)?),
+        };
+        let summarize = match &registry.summary_store {
+            Some(store) => summarize.with_store(std::sync::Arc::clone(store)),
+            None => summarize,
+        };
+        let summarize = summarize
+            .with_threshold(threshold)
+            .with_counter(tokenizer.counter()?)
+            .with_keep_recent(*keep_recent)
+            .with_ratio(*summarize_ratio)?
+            .with_max_summary_chars(*max_summary_chars)
+            .with_on_error(*on_error);
+        Ok(match then {
+            Some(then) => Box::new(summarize.then(then.build_with(registry)?)),
+            None => Box::new(summarize),
         })
     }
 }

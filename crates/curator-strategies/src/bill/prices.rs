@@ -71,7 +71,7 @@ impl Prices {
     pub fn for_model(model: &str) -> Result<Self> {
         let calculator = Calculator::bundled();
         let rate = |usage: &[(UsageKey, f64)]| -> Result<f64> {
-            let usage = Usage::from_iter(usage.iter().cloned());
+            let usage: Usage = usage.iter().cloned().collect();
             let price = calculator.calculate(&PriceRequest::new(model, &usage)).map_err(|e| {
                 Error::UnknownModel { model: model.to_owned(), reason: e.to_string() }
             })?;
