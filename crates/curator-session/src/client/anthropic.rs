@@ -232,7 +232,7 @@ impl ModelClient for AnthropicClient {
             .map_err(|e| ClientError::malformed(PROVIDER, "a Messages API reply", e))?;
         Ok(ModelReply {
             message,
-            usage: Usage::read(&value, "input_tokens", "output_tokens"),
+            usage: Usage::read_anthropic(&value),
             stop_reason: value.get("stop_reason").and_then(Value::as_str).map(str::to_owned),
         })
     }

@@ -212,7 +212,7 @@ impl ModelClient for OpenAiClient {
             .map_err(|e| ClientError::malformed(PROVIDER, "a chat completion", e))?;
         Ok(ModelReply {
             message,
-            usage: Usage::read(&value, "prompt_tokens", "completion_tokens"),
+            usage: Usage::read_openai(&value),
             stop_reason: value
                 .pointer("/choices/0/finish_reason")
                 .and_then(Value::as_str)

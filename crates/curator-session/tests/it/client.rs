@@ -100,6 +100,35 @@ fn openai_a_plain_answer_with_its_usage_and_stop_reason() {
 }
 
 #[test]
+fn usage_keeps_the_tokens_read_from_and_written_to_the_prompt_cache() {
+    // OpenAI: `prompt_tokens` holds the cached ones, told apart in its details.
+    let server = ChatServer::start(|_, _| {
+        let mut body = completion(&json!({"role": "assistant", "content": "Hi."}), "stop");
+        body["usage"] = json!({"prompt_tokens": 2_000, "completion_tokens": 5, "total_tokens": 2_005,
+                               "prompt_tokens_details": {"cached_tokens": 1_792}});
+        ok(&body)
+    });
+    let usage = ask(&openai(&server)).unwrap().usage.unwrap();
+    assert_eq!(usage, Usage::new(2_000, 5).with_cache(1_792, 0));
+    assert_eq!(usage.bill().uncached_tokens(), 208);
+
+    // Anthropic: `input_tokens` leaves the cached ones out; they are added back.
+    let server = ChatServer::start(|_, _| {
+        let mut body = message(&json!([{"type": "text", "text": "Hi."}]), "end_turn");
+        body["usage"] = json!({"input_tokens": 50, "output_tokens": 9,
+                               "cache_read_input_tokens": 1_500, "cache_creation_input_tokens": 300});
+        ok(&body)
+    });
+    let usage = ask(&anthropic(&server)).unwrap().usage.unwrap();
+    assert_eq!(usage, Usage::new(1_850, 9).with_cache(1_500, 300));
+    let bill = usage.bill();
+    assert_eq!(
+        (bill.uncached_tokens(), bill.cache_read_tokens, bill.cache_write_tokens),
+        (50, 1_500, 300)
+    );
+}
+
+#[test]
 fn openai_parallel_tool_calls_and_the_request_that_asked_for_them() {
     let calls = json!({"role": "assistant", "content": null, "tool_calls": [
         {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}},
