@@ -30,7 +30,8 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// messages go to the top-level `system`, messages read from OpenAI are adapted first), the
 /// OpenAI-shaped tools converted ([`anthropic::tools_from_openai`]), the [`ModelSettings`]
 /// added (`model`, `temperature`, `max_tokens`, 4096 when unset since Anthropic requires it,
-/// then `extra`). The reply is the assistant's content blocks as one message with its tool
+/// then `extra`), and prompt-cache breakpoints placed (see
+/// [`with_cache_breakpoints`](AnthropicClient::with_cache_breakpoints)). The reply is the assistant's content blocks as one message with its tool
 /// calls, the `usage` (`input_tokens`, `output_tokens`) and the `stop_reason`. Failures that
 /// may pass (429, 529 overloaded, other 5xx, timeouts) are retried as the [`Retry`] says.
 /// Clones share the endpoint's connections.
@@ -52,6 +53,7 @@ pub struct AnthropicClient {
     endpoint: Endpoint,
     settings: ModelSettings,
     retry: Retry,
+    breakpoints: bool,
 }
 
 impl AnthropicClient {
@@ -91,7 +93,12 @@ impl AnthropicClient {
         } else {
             endpoint.with_header("anthropic-version", API_VERSION)
         };
-        Self { endpoint, settings: ModelSettings::new(model), retry: Retry::new() }
+        Self {
+            endpoint,
+            settings: ModelSettings::new(model),
+            retry: Retry::new(),
+            breakpoints: true,
+        }
     }
 
     /// A client of `model` at `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com`),
@@ -152,6 +159,34 @@ impl AnthropicClient {
         self
     }
 
+    /// Whether requests carry prompt-cache breakpoints (`cache_control`; on by default): on
+    /// the last tool definition, the system prompt, and the last block of the newest message
+    /// and of the one before it, each only where the prefix it ends is long enough for
+    /// Anthropic to cache (about 1,024 tokens), four at most with those the messages already
+    /// carry. A request then reads back what the one before it wrote, and pays a tenth of
+    /// the input price for it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// use curator::session::client::{AnthropicClient, ModelRequest};
+    ///
+    /// let client = AnthropicClient::new("https://api.anthropic.com", "claude-sonnet-4-5");
+    /// let messages = [Message::system("The policy. ".repeat(600)), Message::user("Hi")];
+    /// let body = client.request_body(&ModelRequest::new(&messages))?;
+    /// assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+    /// assert_eq!(body["messages"][0]["content"][0]["cache_control"]["type"], "ephemeral");
+    /// let plain = client.with_cache_breakpoints(false).request_body(&ModelRequest::new(&messages))?;
+    /// assert!(plain["system"].is_string());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_cache_breakpoints(mut self, on: bool) -> Self {
+        self.breakpoints = on;
+        self
+    }
+
     /// The endpoint the client posts to.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
@@ -208,6 +243,9 @@ impl AnthropicClient {
         body.insert("messages".into(), Value::Array(wire.messages));
         if let Some(tools) = request.tools_to_send() {
             body.insert("tools".into(), anthropic::tools_from_openai(tools).map_err(refused)?);
+        }
+        if self.breakpoints {
+            super::breakpoints::place(&mut body);
         }
         self.settings.write(&mut body, Some(DEFAULT_MAX_TOKENS));
         Ok(Value::Object(body))

@@ -37,6 +37,8 @@
 mod anthropic;
 #[cfg(feature = "tokio")]
 mod asynchronous;
+#[cfg(feature = "anthropic")]
+mod breakpoints;
 mod error;
 #[cfg(feature = "openai")]
 mod openai;

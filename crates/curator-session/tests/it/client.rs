@@ -129,6 +129,57 @@ fn usage_keeps_the_tokens_read_from_and_written_to_the_prompt_cache() {
 }
 
 #[test]
+fn anthropic_requests_carry_cache_breakpoints_the_next_request_reads_back() {
+    let server = ChatServer::start(|_, _| {
+        ok(&message(&json!([{"type": "text", "text": "Noted."}]), "end_turn"))
+    });
+    let client = anthropic(&server);
+    let tools = tools();
+    let mut messages = vec![
+        Message::system("The airline's policy. ".repeat(400)),
+        Message::user("Change my flight."),
+    ];
+    client.complete(&ModelRequest::new(&messages).with_tools(&tools)).unwrap();
+    messages.push(Message::assistant("Which one?"));
+    messages.push(Message::user("The one to Lyon."));
+    client.complete(&ModelRequest::new(&messages).with_tools(&tools)).unwrap();
+    let bodies = server.requests();
+    let marks = |body: &Value| -> Vec<String> {
+        let mut at = Vec::new();
+        if let Some(blocks) = body["system"].as_array() {
+            at.extend(
+                blocks
+                    .iter()
+                    .filter(|b| b.get("cache_control").is_some())
+                    .map(|_| "system".to_owned()),
+            );
+        }
+        for (i, m) in body["messages"].as_array().unwrap().iter().enumerate() {
+            if let Some(blocks) = m["content"].as_array() {
+                at.extend(
+                    blocks
+                        .iter()
+                        .filter(|b| b.get("cache_control").is_some())
+                        .map(|_| format!("message {i}")),
+                );
+            }
+        }
+        at
+    };
+    // The tools alone are too short to cache; the system prompt and the newest messages are
+    // marked, four at most.
+    assert_eq!(marks(&bodies[0]), ["system", "message 0"]);
+    assert_eq!(marks(&bodies[1]), ["system", "message 1", "message 2"]);
+    assert!(
+        bodies[1]["tools"].as_array().unwrap().iter().all(|t| t.get("cache_control").is_none())
+    );
+    // The second request still starts with the first one's messages, byte for byte but the
+    // markers (which Anthropic leaves out of the cache's key).
+    assert_eq!(bodies[0]["messages"][0]["content"][0]["text"], "Change my flight.");
+    assert_eq!(bodies[1]["messages"][0]["content"], "Change my flight.");
+}
+
+#[test]
 fn openai_parallel_tool_calls_and_the_request_that_asked_for_them() {
     let calls = json!({"role": "assistant", "content": null, "tool_calls": [
         {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Paris\"}"}},

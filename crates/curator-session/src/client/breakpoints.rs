@@ -1,0 +1,170 @@
+//! Anthropic's prompt-cache breakpoints, placed on a Messages API body as curator's views are
+//! built to be read back: on the tool definitions, on the system prompt, and on the last two
+//! messages (the newest, which the next request reads back, and the one before, so that a
+//! request that appended more than Anthropic's 20-block lookback still finds a write).
+
+use serde_json::{Map, Value, json};
+
+/// Anthropic's limit of breakpoints per request.
+const MAX_BREAKPOINTS: usize = 4;
+
+/// The shortest prefix a breakpoint is placed after, in tokens (about four characters of
+/// the body's JSON a token): Anthropic caches nothing shorter on most models, so a
+/// breakpoint there would only take one of the four.
+const MIN_PREFIX_TOKENS: usize = 1_024;
+
+fn marker() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+fn tokens(value: &Value) -> usize {
+    value.to_string().len() / 4
+}
+
+/// Whether `block` carries a breakpoint.
+fn marked(block: &Value) -> bool {
+    block.get("cache_control").is_some()
+}
+
+/// Blocks that can carry a breakpoint: not thinking.
+fn markable(block: &Value) -> bool {
+    !matches!(block.get("type").and_then(Value::as_str), Some("thinking" | "redacted_thinking"))
+}
+
+/// Marks the last block of a content value (a string becomes one text block); false when
+/// it has no block that can carry one, or its last one already does.
+fn mark_content(content: &mut Value) -> bool {
+    if let Value::String(text) = content {
+        *content =
+            json!([{"type": "text", "text": std::mem::take(text), "cache_control": marker()}]);
+        return true;
+    }
+    let Some(blocks) = content.as_array_mut() else { return false };
+    let Some(last) = blocks.iter_mut().rev().find(|b| markable(b)) else { return false };
+    match last.as_object_mut() {
+        Some(block) if !block.contains_key("cache_control") => {
+            block.insert("cache_control".into(), marker());
+            true
+        }
+        _ => false,
+    }
+}
+
+/// How many breakpoints `body` already carries.
+fn existing(body: &Map<String, Value>) -> usize {
+    let in_blocks = |value: Option<&Value>| {
+        value
+            .and_then(Value::as_array)
+            .map_or(0, |blocks| blocks.iter().filter(|b| marked(b)).count())
+    };
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .map_or(0, |messages| messages.iter().map(|m| in_blocks(m.get("content"))).sum());
+    in_blocks(body.get("tools")) + in_blocks(body.get("system")) + messages
+}
+
+/// Places breakpoints on `body`: the last tool, the system prompt's last block, the last
+/// block of the newest message and of the one before, each only where the prefix it ends is
+/// long enough to be cached, never past four in all (those the body already has count).
+pub(crate) fn place(body: &mut Map<String, Value>) {
+    let mut left = MAX_BREAKPOINTS.saturating_sub(existing(body));
+    let mut prefix = 0;
+    if let Some(Value::Array(tools)) = body.get_mut("tools") {
+        prefix += tools.iter().map(tokens).sum::<usize>();
+        if left > 0
+            && prefix >= MIN_PREFIX_TOKENS
+            && let Some(Value::Object(last)) = tools.last_mut()
+            && !last.contains_key("cache_control")
+        {
+            last.insert("cache_control".into(), marker());
+            left -= 1;
+        }
+    }
+    if let Some(system) = body.get_mut("system") {
+        prefix += tokens(system);
+        if left > 0 && prefix >= MIN_PREFIX_TOKENS && mark_content(system) {
+            left -= 1;
+        }
+    }
+    let Some(Value::Array(messages)) = body.get_mut("messages") else { return };
+    let ends: Vec<usize> = messages
+        .iter()
+        .scan(prefix, |sum, message| {
+            *sum += tokens(message);
+            Some(*sum)
+        })
+        .collect();
+    for index in (0..messages.len()).rev().take(2) {
+        if left == 0 || ends[index] < MIN_PREFIX_TOKENS {
+            break;
+        }
+        if let Some(content) = messages[index].get_mut("content")
+            && mark_content(content)
+        {
+            left -= 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(body: &Map<String, Value>) -> usize {
+        existing(body)
+    }
+
+    #[test]
+    fn a_long_request_gets_four_and_a_short_one_none() {
+        let long = "policy ".repeat(1_000);
+        let mut body = json!({
+            "system": long,
+            "tools": [{"name": "a", "input_schema": {}}, {"name": "b", "input_schema": {}}],
+            "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}, {"type": "tool_use", "id": "1", "name": "a", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "1", "content": "ok"}]},
+            ],
+        });
+        let map = body.as_object_mut().unwrap();
+        place(map);
+        // The tools are short alone: system, and the last two messages.
+        assert_eq!(count(map), 3);
+        assert!(map["tools"][1].get("cache_control").is_none());
+        assert_eq!(map["system"][0]["text"], long.as_str());
+        assert!(marked(&map["system"][0]));
+        assert!(marked(&map["messages"][2]["content"][0]));
+        // The thinking block is passed over for the tool use after it.
+        assert!(marked(&map["messages"][1]["content"][1]));
+        assert!(!marked(&map["messages"][1]["content"][0]));
+        assert!(map["messages"][0]["content"].is_string());
+
+        let mut short =
+            json!({"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]});
+        let map = short.as_object_mut().unwrap();
+        place(map);
+        assert_eq!(count(map), 0);
+        assert_eq!(map["system"], "Be brief.");
+    }
+
+    #[test]
+    fn breakpoints_already_there_count_toward_the_four() {
+        let long = "x ".repeat(3_000);
+        let marked_block =
+            json!([{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}]);
+        let mut body = json!({
+            "system": long,
+            "messages": [
+                {"role": "user", "content": marked_block},
+                {"role": "assistant", "content": marked_block},
+                {"role": "user", "content": marked_block},
+                {"role": "assistant", "content": "done"},
+            ],
+        });
+        let map = body.as_object_mut().unwrap();
+        place(map);
+        assert_eq!(count(map), 4);
+        assert!(map["messages"][3]["content"].is_string(), "no fifth breakpoint");
+    }
+}
