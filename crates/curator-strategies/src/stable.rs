@@ -26,7 +26,8 @@ use crate::{CurationContext, Error, HistoryManager, RelevanceBudget, Result, Tok
 /// The room is the budget's (`max_tokens - reserve`, less the reply priming).
 ///
 /// 1. **A call point** is every place in the history where an assistant message follows (a
-///    provider call produced it), and the end of the history.
+///    provider call produced it) with no call still open before it, and the end of the
+///    history.
 /// 2. Walking the call points in order, **the view at a call point is the last compaction's
 ///    view followed by every message after it**, unchanged, as long as that fits the room.
 /// 3. **When it does not fit, a compaction** curates everything up to that point with the
@@ -303,6 +304,17 @@ impl Walk {
     }
 }
 
+/// Whether a provider call produced the message at view index `at`: an assistant message
+/// that no call is still open before (the second message of parallel calls split over two
+/// assistant messages is part of the same reply, and of the same unit).
+fn call_point(view: &View<'_>, at: usize) -> bool {
+    view.structure(at).role() == Role::Assistant
+        && !at
+            .checked_sub(1)
+            .and_then(|before| view.pos(before))
+            .is_some_and(|pos| view.history().open_after(pos))
+}
+
 impl HistoryManager for StableBudget {
     fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
         let room = self.room();
@@ -315,7 +327,7 @@ impl HistoryManager for StableBudget {
         };
         let tally = view.tally(counter);
         for j in walk.input.len()..view.len() {
-            if j > walk.base && view.structure(j).role() == Role::Assistant {
+            if j > walk.base && call_point(&view, j) {
                 let total = walk.kept_tokens + walk.appended;
                 let pending = walk.pending.take().filter(|(at, _)| *at == j);
                 let step = match pending {
@@ -345,7 +357,14 @@ impl HistoryManager for StableBudget {
             let end = view.len();
             let step = match walk.pending.take() {
                 Some((_, step)) => step,
-                None => self.compact(&view, end, total, ctx)?,
+                None => match self.compact(&view, end, total, ctx) {
+                    Ok(step) => step,
+                    Err(error) => {
+                        // The walk so far stays good for the next call.
+                        *slot = Some(walk);
+                        return Err(error);
+                    }
+                },
             };
             let out = view.kept_then(&step.kept, step.base);
             walk.pending = Some((end, step));

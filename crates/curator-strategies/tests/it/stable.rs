@@ -236,3 +236,36 @@ proptest! {
         }
     }
 }
+
+/// Parallel calls split over two assistant messages (as Anthropic's are read) are one
+/// reply: no compaction happens between them, which would leave the first call's result
+/// without its call.
+#[test]
+fn a_compaction_never_falls_between_split_parallel_calls() {
+    let mut messages = vec![Message::system("You are an agent."), Message::user("Check both.")];
+    for i in 0..30 {
+        let (a, b) = (format!("a{i}"), format!("b{i}"));
+        messages.push(Message::assistant_with_calls(None, vec![ToolCall::new(&a, "ls", "{}")]));
+        messages.push(Message::assistant_with_calls(None, vec![ToolCall::new(&b, "cat", "{}")]));
+        messages.push(Message::tool_result(&a, format!("listing {i} ").repeat(30)));
+        messages.push(Message::tool_result(&b, format!("content {i} ").repeat(30)));
+    }
+    let ctx = CurationContext::default();
+    for budget in [600, 900, 1_500] {
+        let live = pipeline(budget, 0);
+        let mut history = History::new();
+        for (i, message) in messages.iter().enumerate() {
+            history.push(message.clone());
+            if i > 1 {
+                let view = live.curate_history(&history, &ctx).unwrap().to_messages();
+                // Split parallel calls are Anthropic's shape; once both results are in, the
+                // view keeps Anthropic's rules.
+                if i % 4 == 1 {
+                    curator_model::validate::anthropic(&view).unwrap();
+                }
+                let stateless = pipeline(budget, 0).curate_messages(&messages[..=i], &ctx).unwrap();
+                assert_eq!(view, stateless, "at {i} within {budget}");
+            }
+        }
+    }
+}
