@@ -48,7 +48,8 @@ use crate::{CurationContext, Error, HistoryManager, RelevanceBudget, Result, Tok
 /// did.
 ///
 /// Every promise of a budget holds at every call: the view is within the room, keeps every
-/// system message, the task and the newest unit (shortened only when it alone overflows),
+/// system message, the task and the newest unit (at a compaction its long tool results may
+/// be cut to their beginning and end, as the relevance budget cuts them for the whole room),
 /// and never splits a call from its result. The steps before this one must change each
 /// message on its own ([`Redactor`](crate::Redactor), [`ToolResultTruncator`](crate::ToolResultTruncator),
 /// [`ToolFilter`](crate::ToolFilter)), so that what they give for an earlier history is the
