@@ -36,13 +36,19 @@ pub(crate) struct Rates {
 }
 
 impl Rates {
-    /// The rates of `model`, or the usual ones.
+    /// The rates of `model`, or the usual ones at an input price of 1.
     pub(crate) fn of(model: Option<&str>) -> Result<Rates> {
-        let prices = match model {
-            Some(model) => Prices::for_model(model).map_err(|e| anyhow::anyhow!("--model: {e}"))?,
-            None => Prices::new(1.0, 0.0),
-        };
-        Ok(Rates { prices })
+        match model {
+            Some(model) => Prices::for_model(model)
+                .map(|prices| Rates { prices })
+                .map_err(|e| anyhow::anyhow!("--model: {e}")),
+            None => Ok(Rates::at(1.0)),
+        }
+    }
+
+    /// The usual cache rates at `input` US dollars per million input tokens.
+    pub(crate) fn at(input: f64) -> Rates {
+        Rates { prices: Prices::new(input, 0.0) }
     }
 
     /// The input price of a bill (output left out: curation does not change it).
@@ -84,6 +90,11 @@ impl Rates {
             prices: self.prices,
         }
     }
+}
+
+/// A price in US dollars (or in multiples of the input price per million tokens).
+pub(crate) fn money(dollars: f64) -> String {
+    if dollars >= 100.0 { format!("${dollars:.0}") } else { format!("${dollars:.2}") }
 }
 
 /// One side's caches: what a provider holds for the requests sent so far.
@@ -192,6 +203,24 @@ mod tests {
     use curator::strategies::{CharEstimate, History};
 
     use super::*;
+
+    #[test]
+    fn costs_are_priced_by_kind_and_compared_with_sending_everything() {
+        let bill = CallBill {
+            input_tokens: 2_000_000,
+            cache_read_tokens: 1_000_000,
+            ..CallBill::default()
+        };
+        let all = CallBill { input_tokens: 2_000_000, ..CallBill::default() };
+        let rates = Rates::at(3.0);
+        // 1M uncached at $3, 1M read at $0.30.
+        assert_eq!(money(rates.input_price(&bill)), "$3.30");
+        assert_eq!(money(6.0), "$6.00");
+        let bills = |b: CallBill| Bills { openai: b, anthropic: b };
+        let costs = rates.costs(&bills(bill), &bills(all));
+        assert!((costs.openai.ratio - 3.3 / 6.0).abs() < 1e-9);
+        assert!((costs.anthropic.everything - 6.0).abs() < 1e-9);
+    }
 
     #[test]
     fn sending_everything_reads_the_previous_call_back_from_the_cache() {

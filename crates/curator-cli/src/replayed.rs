@@ -12,7 +12,7 @@ use curator::model::{Role, validate};
 use crate::pipeline::explain;
 use curator::strategies::{History, HistoryManagerExt, MessageRef, View};
 
-use crate::billed::{Bills, Meter, Rates};
+use crate::billed::{Bills, Meter, Rates, money};
 use crate::evidence::{self, Score, Summary};
 use crate::input::{Conversation, Format};
 use crate::output::plural;
@@ -458,11 +458,6 @@ pub(crate) fn closing(replays: &[Replayed], rates: &Rates) -> String {
         );
     }
     out
-}
-
-/// A price in US dollars, or in multiples of the input price per million tokens.
-fn money(dollars: f64) -> String {
-    if dollars >= 100.0 { format!("${dollars:.0}") } else { format!("${dollars:.2}") }
 }
 
 fn short(id: &str, max: usize) -> String {

@@ -11,8 +11,8 @@
 use std::fmt::Write as _;
 
 use curator::strategies::StrategyConfig;
-use curator::strategies::bill::{CallBill, Prices};
 
+use crate::billed::{Rates, money};
 use crate::evidence::Summary;
 use crate::replayed::{Cell, Replayed, Totals, percent, saved};
 
@@ -100,22 +100,6 @@ fn grouped(n: u64) -> String {
         out.push(c);
     }
     out
-}
-
-/// The input price of `bill` at `price` per million input tokens, the prompt cache's usual
-/// rates applied (a read at 0.1x, a write at 1.25x).
-fn billed(bill: &CallBill, price: f64) -> f64 {
-    Prices::new(price, 0.0).price(bill)
-}
-
-/// What the curated calls were billed as a share of sending everything (1 when nothing was).
-fn ratio(curated: &CallBill, everything: &CallBill) -> f64 {
-    let all = billed(everything, 1.0);
-    if all > 0.0 { billed(curated, 1.0) / all } else { 1.0 }
-}
-
-fn money(cost: f64) -> String {
-    if cost >= 100.0 { format!("${cost:.0}") } else { format!("${cost:.2}") }
 }
 
 /// A round step for about `ticks` ticks up to `n`: 1, 2 or 5 times a power of ten.
@@ -407,6 +391,8 @@ pub(crate) fn html(page: &Page<'_>, replays: &[Replayed]) -> String {
     let evidence = Summary::of(replays.iter().flat_map(|r| r.calls.iter().map(|c| c.evidence)));
     let violations: usize = replays.iter().map(|r| r.violations).sum();
     let budget = budget(page.pipeline);
+    let rates = Rates::at(page.price);
+    let costs = rates.costs(&totals.billed, &totals.everything);
     let pipeline = serde_json::to_string(page.pipeline).unwrap_or_default();
     let mut out = String::new();
     let _ = write!(
@@ -434,10 +420,10 @@ pub(crate) fn html(page: &Page<'_>, replays: &[Replayed]) -> String {
         full = grouped(totals.full_tokens),
         sent = grouped(totals.sent_tokens),
         saved = totals.saved(),
-        ratio_openai = ratio(&totals.billed.openai, &totals.everything.openai),
-        ratio_anthropic = ratio(&totals.billed.anthropic, &totals.everything.anthropic),
-        cost_full = money(billed(&totals.everything.openai, page.price)),
-        cost_sent = money(billed(&totals.billed.openai, page.price)),
+        ratio_openai = costs.openai.ratio,
+        ratio_anthropic = costs.anthropic.ratio,
+        cost_full = money(costs.openai.everything),
+        cost_sent = money(costs.openai.curated),
         price = trim(page.price),
         evidence_mean = percent(evidence.mean),
         evidence_decile = percent(evidence.worst_decile),
@@ -466,8 +452,8 @@ pub(crate) fn html(page: &Page<'_>, replays: &[Replayed]) -> String {
             largest = t.largest_view,
             largest_s = grouped(t.largest_view),
             violations = replay.violations,
-            billed = billed(&t.billed.openai, page.price),
-            cost = money(billed(&t.billed.openai, page.price)),
+            billed = rates.input_price(&t.billed.openai),
+            cost = money(rates.input_price(&t.billed.openai)),
         );
     }
     out.push_str("</tbody></table></div>\n");
@@ -521,15 +507,5 @@ mod tests {
         assert_eq!(compact(1_250_000.0), "1.2M");
         assert_eq!(compact(700.0), "700");
         assert_eq!(grouped(12_255_319), "12\u{2009}255\u{2009}319");
-        assert_eq!(money(6.0), "$6.00");
-        let bill = CallBill {
-            input_tokens: 2_000_000,
-            cache_read_tokens: 1_000_000,
-            ..CallBill::default()
-        };
-        // 1M uncached at $3, 1M read at $0.30.
-        assert_eq!(money(billed(&bill, 3.0)), "$3.30");
-        let all = CallBill { input_tokens: 2_000_000, ..CallBill::default() };
-        assert!((ratio(&bill, &all) - 3.3 / 6.0).abs() < 1e-9);
     }
 }
