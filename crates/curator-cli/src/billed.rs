@@ -3,10 +3,12 @@
 //! sending the whole history.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use anyhow::Result;
 use curator::model::Message;
+use curator::session::Usage;
 use curator::strategies::bill::{Biller, Block, CacheRule, CallBill, Prices, Request};
 use curator::strategies::{MessageRef, TokenCounter, View};
 use serde_json::Value;
@@ -25,6 +27,13 @@ impl Bills {
             anthropic: self.anthropic.plus(other.anthropic),
         }
     }
+}
+
+/// The prices of `model` (`--model`), when one is named.
+pub(crate) fn prices_of(model: Option<&str>) -> Result<Option<Prices>> {
+    model
+        .map(|model| Prices::for_model(model).map_err(|e| anyhow::anyhow!("--model: {e}")))
+        .transpose()
 }
 
 /// The prices a replay's bills are priced at: a model's (`--model`), or, with none, an
@@ -95,6 +104,41 @@ impl Rates {
 /// A price in US dollars (or in multiples of the input price per million tokens).
 pub(crate) fn money(dollars: f64) -> String {
     if dollars >= 100.0 { format!("${dollars:.0}") } else { format!("${dollars:.2}") }
+}
+
+/// Recorded usage in one line: the calls, their input (with the part read from and written
+/// to the prompt cache), their output, and, at a model's prices, what they were billed.
+pub(crate) fn usage_line(calls: usize, usage: &Usage, prices: Option<&Prices>) -> String {
+    let mut line = format!(
+        "{}: {} in ({} cached, {} written), {} out",
+        crate::output::plural(calls, "call", "calls"),
+        thousands(usage.input_tokens),
+        thousands(usage.cache_read_tokens),
+        thousands(usage.cache_write_tokens),
+        thousands(usage.output_tokens)
+    );
+    if let Some(prices) = prices {
+        let dollars = prices.price(&usage.bill());
+        let _ = write!(
+            line,
+            ", {}",
+            if dollars >= 1.0 { money(dollars) } else { format!("${dollars:.4}") }
+        );
+    }
+    line
+}
+
+/// A count with its thousands apart: `12,345`.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 /// One side's caches: what a provider holds for the requests sent so far.

@@ -111,6 +111,10 @@ enum Command {
         /// Only the evaluations of this session key.
         #[arg(long)]
         key: Option<String>,
+        /// Price the recorded model calls at this model's prices (`gpt-5`,
+        /// `claude-sonnet-4-5`, ...), prompt cache counted.
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
     },
     /// Delete what is no longer needed: a session (`--key`), all but the last evaluations of
     /// each session (`--keep-last N`), or those older than a date or an age
@@ -160,6 +164,10 @@ enum Command {
         /// Show the tokens of each message.
         #[arg(long)]
         usage: bool,
+        /// Price the recorded model calls at this model's prices (`gpt-5`,
+        /// `claude-sonnet-4-5`, ...), prompt cache counted.
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
         #[command(flatten)]
         pipeline: PipelineArgs,
     },
@@ -224,8 +232,9 @@ fn run(command: Command) -> Result<ExitCode> {
                 },
             )
         }
-        Command::Inspect { db, key } => {
-            output::out_str(&inspect::run(&db, key.as_deref())?)?;
+        Command::Inspect { db, key, model } => {
+            let prices = billed::prices_of(model.as_deref())?;
+            output::out_str(&inspect::run(&db, key.as_deref(), prices.as_ref())?)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Prune { db, key, keep_last, older_than, dry_run, vacuum } => {
@@ -233,9 +242,11 @@ fn run(command: Command) -> Result<ExitCode> {
             output::out_str(&prune::run(&db, &rule, dry_run, vacuum)?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Trace { db, evaluation, key, view, raw, usage, pipeline } => {
+        Command::Trace { db, evaluation, key, view, raw, usage, model, pipeline } => {
             let which = trace::Which { evaluation: evaluation.as_deref(), key: key.as_deref() };
-            let text = trace::run(&db, which, view, raw, usage, &pipeline.build()?)?;
+            let prices = billed::prices_of(model.as_deref())?;
+            let shown = trace::Shown { raw, usage, prices: prices.as_ref() };
+            let text = trace::run(&db, which, view, shown, &pipeline.build()?)?;
             output::out_str(&text)?;
             Ok(ExitCode::SUCCESS)
         }

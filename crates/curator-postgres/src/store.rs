@@ -603,7 +603,7 @@ impl SessionStore for PgStore {
     ) -> SessionResult<u64> {
         let ids: Vec<Uuid> = evaluations.iter().map(|e| *e.as_uuid()).collect();
         let marks: Vec<String> =
-            evaluations.iter().map(|e| format!("curator.started/{e}")).collect();
+            evaluations.iter().flat_map(|e| curator_session::evaluation_checkpoints(*e)).collect();
         let deleted = run(&self.pool, |conn| {
             let mut tx = conn.client.transaction().during("starting a deletion")?;
             let ours: Vec<Uuid> = tx
@@ -622,7 +622,7 @@ impl SessionStore for PgStore {
             tx.execute("DELETE FROM evaluations WHERE evaluation_id = ANY($1)", &[&ours])
                 .during("deleting evaluations")?;
             tx.execute("DELETE FROM checkpoints WHERE name = ANY($1)", &[&marks])
-                .during("deleting start marks")?;
+                .during("deleting start marks and usage")?;
             tx.commit().during("committing a deletion")?;
             Ok(messages)
         })?;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use curator_model::{Message, PromptRef, Role};
 use curator_strategies::{CurationContext, HistoryManager, Redactor, StrategyConfig};
 
+use crate::Usage;
 use crate::client::{ModelClient, ModelRequest};
 use crate::{
     Claim, ClaimStore, Conversation, Error, Keyed, NextStep, Result, ResumePolicy, SessionKey,
@@ -27,7 +28,7 @@ pub const DEFAULT_AGENT_MAX_TURNS: u32 = 25;
 /// How an [`Agent`] run ended.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
-pub enum AgentOutcome {
+pub enum AgentEnd {
     /// The model answered without calling a tool: the answer to the message.
     Answered(Message),
     /// A tool stopped the run ([`ToolError::Stop`]): its call stays pending (marked
@@ -45,33 +46,81 @@ pub enum AgentOutcome {
     MaxTurns,
 }
 
+/// What an [`Agent`] run did: how it ended, and what its model calls took.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::Message;
+/// use curator::session::{AgentEnd, AgentOutcome, Usage};
+///
+/// let outcome = AgentOutcome::new(AgentEnd::Answered(Message::assistant("4")), Usage::new(1_200, 3), 1);
+/// assert_eq!(outcome.answer().map(|m| m.text().into_owned()), Some("4".into()));
+/// assert_eq!(outcome.usage.input_tokens, 1_200);
+/// assert_eq!(AgentOutcome::new(AgentEnd::MaxTurns, Usage::default(), 25).answer(), None);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct AgentOutcome {
+    /// How the run ended.
+    pub end: AgentEnd,
+    /// The tokens the run's model calls took together, as their client reported them
+    /// (cache reads and writes included; a call whose client reported none counts
+    /// nothing). A message answered from the record made no call: zero.
+    pub usage: Usage,
+    /// The model calls the run made.
+    pub model_calls: u32,
+}
+
 impl AgentOutcome {
+    /// An outcome that ended as `end` after `model_calls` calls that took `usage`.
+    pub const fn new(end: AgentEnd, usage: Usage, model_calls: u32) -> Self {
+        Self { end, usage, model_calls }
+    }
+
     /// The answer of an answered run.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use curator::model::Message;
-    /// use curator::session::AgentOutcome;
-    ///
-    /// assert_eq!(AgentOutcome::Answered(Message::assistant("4")).answer().map(|m| m.text().into_owned()), Some("4".into()));
-    /// assert_eq!(AgentOutcome::MaxTurns.answer(), None);
-    /// ```
     pub fn answer(&self) -> Option<&Message> {
-        match self {
-            Self::Answered(message) => Some(message),
+        match &self.end {
+            AgentEnd::Answered(message) => Some(message),
             _ => None,
         }
     }
 
     /// The answer's text; for a run that did not answer, a sentence saying why.
     pub fn text(&self) -> String {
-        match self {
-            Self::Answered(message) => message.text().into_owned(),
-            Self::Stopped { tool, reason, .. } => format!("[stopped by `{tool}`: {reason}]"),
-            Self::MaxTurns => "[no answer within the turn limit]".to_owned(),
+        match &self.end {
+            AgentEnd::Answered(message) => message.text().into_owned(),
+            AgentEnd::Stopped { tool, reason, .. } => format!("[stopped by `{tool}`: {reason}]"),
+            AgentEnd::MaxTurns => "[no answer within the turn limit]".to_owned(),
         }
     }
+}
+
+/// The usage and model calls of a run so far.
+#[derive(Default)]
+struct Tally {
+    usage: Usage,
+    calls: u32,
+}
+
+impl Tally {
+    fn outcome(&self, end: AgentEnd) -> AgentOutcome {
+        AgentOutcome::new(end, self.usage, self.calls)
+    }
+}
+
+/// The prompt-cache key of a session (OpenAI's `prompt_cache_key`): `curator-` and a hash
+/// of the prompt and the session key, so that every call of a session shares one cache and
+/// the key itself (a user id, say) is not sent.
+fn cache_key(prompt: &PromptRef, key: &SessionKey) -> String {
+    // FNV-1a, 64 bits: stable across processes and builds (the standard hasher is not
+    // promised to be).
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in prompt.to_string().bytes().chain([0]).chain(key.as_str().bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("curator-{hash:016x}")
 }
 
 #[derive(Clone)]
@@ -226,7 +275,7 @@ impl Agent {
         self.with(|parts| parts.prompt = prompt)
     }
 
-    /// The most model calls one run makes ([`AgentOutcome::MaxTurns`] after them).
+    /// The most model calls one run makes ([`AgentEnd::MaxTurns`] after them).
     #[must_use]
     pub fn max_turns(self, max_turns: u32) -> Self {
         self.with(|parts| parts.max_turns = max_turns)
@@ -441,17 +490,18 @@ impl Agent {
         text: &str,
         claim: Option<&Claim>,
     ) -> Result<AgentOutcome> {
+        let mut tally = Tally::default();
         let keyed = match conversation.add_user_keyed(message_id, text) {
             // An earlier message's turn was cut short (a crash, a failed model call): it
             // runs to its end first.
-            Err(Error::TurnInProgress { .. }) => match self.run(conversation, claim)? {
-                AgentOutcome::Answered(_) => conversation.add_user_keyed(message_id, text)?,
+            Err(Error::TurnInProgress { .. }) => match self.run(conversation, claim, &mut tally)? {
+                AgentEnd::Answered(_) => conversation.add_user_keyed(message_id, text)?,
                 // It ran out of turns: given up, and this message is recorded after it.
-                AgentOutcome::MaxTurns => {
+                AgentEnd::MaxTurns => {
                     conversation.add_user_keyed_after_unanswered(message_id, text)?
                 }
                 // A tool stopped it: its call needs a result before any new message.
-                AgentOutcome::Stopped { .. } => {
+                AgentEnd::Stopped { .. } => {
                     return Err(Error::TurnInProgress {
                         key: message_id.to_owned(),
                         waiting: STOPPED_WAITING,
@@ -461,8 +511,11 @@ impl Agent {
             other => other?,
         };
         match keyed {
-            Keyed::Answered(answer) => Ok(AgentOutcome::Answered(answer)),
-            Keyed::New | Keyed::InProgress => self.run(conversation, claim),
+            Keyed::Answered(answer) => Ok(tally.outcome(AgentEnd::Answered(answer))),
+            Keyed::New | Keyed::InProgress => {
+                let end = self.run(conversation, claim, &mut tally)?;
+                Ok(tally.outcome(end))
+            }
         }
     }
 
@@ -488,10 +541,12 @@ impl Agent {
         &self,
         conversation: &mut Conversation<S>,
         claim: Option<&Claim>,
-    ) -> Result<AgentOutcome> {
+        tally: &mut Tally,
+    ) -> Result<AgentEnd> {
         let parts = &self.parts;
         let pipeline = self.built_pipeline()?;
         let definitions = parts.tools.definitions();
+        let cache_key = cache_key(&parts.prompt, conversation.key());
         let ctx = CurationContext::default();
         let mut turns = 0;
         loop {
@@ -512,12 +567,12 @@ impl Agent {
                 }
                 NextStep::CallModel => {
                     if turns == parts.max_turns {
-                        return Ok(AgentOutcome::MaxTurns);
+                        return Ok(AgentEnd::MaxTurns);
                     }
                     turns += 1;
                     renew(claim)?;
                     let request = conversation.request(&*pipeline, &ctx)?.to_messages();
-                    let mut model_request = ModelRequest::new(&request);
+                    let mut model_request = ModelRequest::new(&request).with_cache_key(&cache_key);
                     if !parts.tools.is_empty() {
                         model_request = model_request.with_tools(&definitions);
                     }
@@ -525,6 +580,10 @@ impl Agent {
                         .model
                         .complete(&model_request)
                         .map_err(|e| Error::Provider(Box::new(e)))?;
+                    tally.calls += 1;
+                    if let Some(usage) = reply.usage {
+                        tally.usage = tally.usage.plus(usage);
+                    }
                     let message = reply.message;
                     if message.tool_calls().is_empty()
                         && message.text().trim().is_empty()
@@ -537,6 +596,9 @@ impl Agent {
                         message,
                         conversation.history().messages(),
                     ))?;
+                    if let Some(usage) = reply.usage {
+                        conversation.record_usage(usage)?;
+                    }
                 }
                 NextStep::Finished => {
                     let answer = conversation
@@ -546,7 +608,7 @@ impl Agent {
                         .filter(|m| m.role() == Role::Assistant)
                         .cloned()
                         .unwrap_or_else(|| Message::assistant(""));
-                    return Ok(AgentOutcome::Answered(answer));
+                    return Ok(AgentEnd::Answered(answer));
                 }
                 // Only the system message is recorded: there is nothing to answer (a run
                 // starts after a user message is recorded, so this says the record changed
@@ -570,7 +632,7 @@ impl Agent {
         conversation: &mut Conversation<S>,
         contexts: &[ToolContext],
         claim: Option<&Claim>,
-    ) -> Result<Option<AgentOutcome>> {
+    ) -> Result<Option<AgentEnd>> {
         let ids: Vec<&str> = contexts.iter().map(ToolContext::call_id).collect();
         conversation.mark_started(&ids)?;
         let tools = &self.parts.tools;
@@ -599,7 +661,7 @@ impl Agent {
                             .record_tool_result(context.call_id(), Err::<String, _>(reason))?;
                     }
                     Err(ToolError::Stop(reason)) => {
-                        stopped.get_or_insert(AgentOutcome::Stopped {
+                        stopped.get_or_insert(AgentEnd::Stopped {
                             call_id: context.call_id().to_owned(),
                             tool: context.call.name().to_owned(),
                             reason,

@@ -83,10 +83,12 @@ mod summaries;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tools;
+mod usage;
 
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub use agent::{
-    Agent, AgentOutcome, DEFAULT_AGENT_LEASE, DEFAULT_AGENT_MAX_TOKENS, DEFAULT_AGENT_MAX_TURNS,
+    Agent, AgentEnd, AgentOutcome, DEFAULT_AGENT_LEASE, DEFAULT_AGENT_MAX_TOKENS,
+    DEFAULT_AGENT_MAX_TURNS,
 };
 #[cfg(feature = "tokio")]
 pub use async_conversation::{AsyncConversation, run_async};
@@ -100,7 +102,7 @@ pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
 pub use key::SessionKey;
 pub use keyed::Keyed;
 pub use memory::MemoryStore;
-pub use retention::{ITEM_HEADS, Prune, Pruned, prune};
+pub use retention::{ITEM_HEADS, Prune, Pruned, evaluation_checkpoints, prune};
 pub use run::{Curation, RunOutcome, run_blocking};
 pub use snapshot::Snapshot;
 pub use snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
@@ -111,3 +113,4 @@ pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};
 #[cfg(feature = "tokio")]
 pub use tokio::task::JoinError;
 pub use tools::{ToolError, ToolInput, Tools};
+pub use usage::{CallUsage, Usage, recorded_usage};

@@ -257,7 +257,9 @@ impl SessionStore for MemoryStore {
                 messages += evaluation.entries.len() as u64;
             }
             inner.order.retain(|kept| kept != id);
-            inner.checkpoints.remove(&crate::retention::started_checkpoint(*id));
+            for name in crate::evaluation_checkpoints(*id) {
+                inner.checkpoints.remove(&name);
+            }
         }
         Ok(messages)
     }

@@ -13,6 +13,23 @@ pub(crate) fn started_checkpoint(evaluation: EvaluationId) -> String {
     format!("curator.started/{evaluation}")
 }
 
+/// The checkpoints kept per evaluation (its start marks and its calls' usage), which a
+/// store deletes with the evaluation in
+/// [`delete_evaluations`](SessionStore::delete_evaluations).
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::EvaluationId;
+///
+/// let evaluation = EvaluationId::new();
+/// let names = curator::session::evaluation_checkpoints(evaluation);
+/// assert_eq!(names[1], format!("curator.usage/{evaluation}"));
+/// ```
+pub fn evaluation_checkpoints(evaluation: EvaluationId) -> [String; 2] {
+    [started_checkpoint(evaluation), crate::usage::usage_checkpoint(evaluation)]
+}
+
 /// The prefix of the checkpoints that record a key's item log heads: the Python package's
 /// sessions name theirs `curator.items/<format>/<key>` (what was popped, which evaluation is
 /// live). [`prune`] with [`Prune::Session`] deletes them with the key's evaluations.

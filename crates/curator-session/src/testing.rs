@@ -885,6 +885,12 @@ fn evaluations_of<S: SessionStore>(store: &S, key: &str, starts: &[i64]) -> Vec<
                     &serde_json::json!({"reply": 0, "calls": []}),
                 )
                 .unwrap();
+            store
+                .put_checkpoint(
+                    &crate::usage::usage_checkpoint(evaluation),
+                    &serde_json::json!({"calls": []}),
+                )
+                .unwrap();
             evaluation
         })
         .collect()
@@ -917,8 +923,9 @@ pub fn pruning_deletes_what_it_names_and_never_a_claimed_session<
     assert!(store.evaluations_of(&SessionKey::new("ann")).unwrap().is_empty());
     for evaluation in &ann {
         assert!(store.entries(*evaluation).unwrap().is_empty());
-        let mark = crate::retention::started_checkpoint(*evaluation);
-        assert!(store.checkpoint(&mark).unwrap().is_none(), "{mark} left");
+        for mark in crate::evaluation_checkpoints(*evaluation) {
+            assert!(store.checkpoint(&mark).unwrap().is_none(), "{mark} left");
+        }
     }
     assert_eq!(store.entries(bob[0]).unwrap().len(), 2);
     // Deleted ids are gone: the same messages can be recorded again as new.

@@ -19,7 +19,7 @@ pub enum ToolError {
     Failed(String),
     /// The run must stop now (a worker lost its claim, a budget ran out, a person must
     /// decide): nothing is recorded for this call, which stays pending (marked started), and
-    /// the run ends with [`AgentOutcome::Stopped`](crate::AgentOutcome::Stopped). The next run
+    /// the run ends with [`AgentEnd::Stopped`](crate::AgentEnd::Stopped). The next run
     /// resumes it as the [`ResumePolicy`](crate::ResumePolicy) says.
     #[error("the run was stopped: {0}")]
     Stop(String),

@@ -723,9 +723,11 @@ impl SessionStore for SqliteStore {
                 .and_then(|mut s| s.execute(params![id, key.as_str()]))
                 .map_err(store_error)?;
             if deleted > 0 {
-                tx.prepare_cached("DELETE FROM checkpoints WHERE name = ?1")
-                    .and_then(|mut s| s.execute(params![format!("curator.started/{evaluation}")]))
-                    .map_err(store_error)?;
+                for name in curator_session::evaluation_checkpoints(*evaluation) {
+                    tx.prepare_cached("DELETE FROM checkpoints WHERE name = ?1")
+                        .and_then(|mut s| s.execute(params![name]))
+                        .map_err(store_error)?;
+                }
             }
             messages += deleted as u64;
         }

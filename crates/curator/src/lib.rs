@@ -172,7 +172,7 @@ pub mod prelude {
         Tools, drive, run_blocking,
     };
     #[cfg(any(feature = "openai", feature = "anthropic"))]
-    pub use curator_session::{Agent, AgentOutcome};
+    pub use curator_session::{Agent, AgentEnd, AgentOutcome};
     #[cfg(feature = "tokio")]
     pub use curator_session::{AsyncConversation, AsyncDriver, drive_async, run_async};
     #[cfg(feature = "sqlite")]

@@ -6,9 +6,11 @@ use std::path::Path;
 
 use anyhow::Result;
 use curator::conversation_loop::{SavedLoop, saved_loops};
-use curator::model::{Message, pending_tool_calls};
-use curator::session::{SessionKey, SessionStore};
+use curator::model::{EvaluationId, Message, pending_tool_calls};
+use curator::session::{SessionKey, SessionStore, Usage, recorded_usage};
+use curator::strategies::bill::Prices;
 
+use crate::billed;
 use crate::output::plural;
 use crate::session_file;
 
@@ -16,8 +18,9 @@ use crate::session_file;
 const KEY_CHARS: usize = 80;
 
 /// Evaluations (all, or those of one session key) with their key, message counts, turns,
-/// first and last time, pending tool calls; the columns are as wide as their longest value.
-pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
+/// first and last time, pending tool calls, and the usage recorded for their model calls
+/// (priced at `prices`, when given); the columns are as wide as their longest value.
+pub(crate) fn run(path: &Path, key: Option<&str>, prices: Option<&Prices>) -> Result<String> {
     let store = session_file::open_read_only(path)?;
     let evaluations = match key {
         Some(key) => store.evaluations_of(&SessionKey::new(key))?,
@@ -32,6 +35,7 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
         "first".to_owned(),
         "last".to_owned(),
         "pending tool calls".to_owned(),
+        "model calls".to_owned(),
     ]];
     for e in &evaluations {
         let messages: Vec<Message> =
@@ -49,6 +53,7 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
             e.first_at.format("%Y-%m-%d %H:%M:%S").to_string(),
             e.last_at.format("%Y-%m-%d %H:%M:%S").to_string(),
             if pending.is_empty() { "none".to_owned() } else { pending.join(", ") },
+            billed_calls(&*store, e.evaluation_id, prices)?,
         ]);
     }
     let mut out = String::new();
@@ -92,6 +97,20 @@ pub(crate) fn run(path: &Path, key: Option<&str>) -> Result<String> {
         table(&mut out, &rows);
     }
     Ok(out)
+}
+
+/// The usage recorded for an evaluation's model calls, in one line ("-" when none was).
+fn billed_calls(
+    store: &dyn SessionStore,
+    evaluation: EvaluationId,
+    prices: Option<&Prices>,
+) -> Result<String> {
+    let calls = recorded_usage(store, evaluation)?;
+    if calls.is_empty() {
+        return Ok("-".to_owned());
+    }
+    let total = calls.iter().fold(Usage::default(), |sum, call| sum.plus(call.usage));
+    Ok(billed::usage_line(calls.len(), &total, prices))
 }
 
 /// Writes `rows` as a table whose columns are as wide as their longest value: counts

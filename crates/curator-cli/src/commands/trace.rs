@@ -6,9 +6,11 @@ use std::path::Path;
 use anyhow::{Context as _, Result, bail};
 use curator::conversation_loop::{ConversationTurn, saved_loops};
 use curator::model::{EvaluationId, Message};
-use curator::session::{SessionKey, SessionStore};
+use curator::session::{SessionKey, SessionStore, Usage, recorded_usage};
+use curator::strategies::bill::Prices;
 use curator::strategies::{History, HistoryManagerExt, TokenCounter};
 
+use crate::billed;
 use crate::pipeline::Pipeline;
 use crate::session_file;
 
@@ -30,15 +32,27 @@ pub(crate) struct Which<'a> {
     pub(crate) key: Option<&'a str>,
 }
 
-/// The record of one evaluation (the latest by default), or the curated view of it.
+/// How the messages are shown.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Shown<'a> {
+    /// Each message as JSON.
+    pub(crate) raw: bool,
+    /// Each message's tokens.
+    pub(crate) usage: bool,
+    /// The prices the recorded model calls are priced at (`--model`).
+    pub(crate) prices: Option<&'a Prices>,
+}
+
+/// The record of one evaluation (the latest by default), or the curated view of it; the
+/// record shows each reply's recorded usage (what its model call took and was billed).
 pub(crate) fn run(
     path: &Path,
     which: Which<'_>,
     kind: ViewKind,
-    raw: bool,
-    usage: bool,
+    shown: Shown<'_>,
     pipeline: &Pipeline,
 ) -> Result<String> {
+    let Shown { raw, usage, prices } = shown;
     let store = session_file::open_read_only(path)?;
     let key = which.key.map(SessionKey::new);
     let evaluation = match (which.evaluation, &key) {
@@ -78,9 +92,16 @@ pub(crate) fn run(
         bail!("{} holds no evaluation {evaluation}", session_file::name(path));
     }
     let history = History::from(entries.iter().map(|e| e.message.clone()).collect::<Vec<_>>());
+    let calls = recorded_usage(&*store, evaluation)?;
+    let billed = if calls.is_empty() {
+        String::new()
+    } else {
+        let total = calls.iter().fold(Usage::default(), |sum, call| sum.plus(call.usage));
+        format!("\nrecorded model {}", billed::usage_line(calls.len(), &total, prices))
+    };
     let heading = |shown: usize, tokens: u64| {
         format!(
-            "evaluation {evaluation}: {shown} messages shown of {} recorded, {tokens} tokens",
+            "evaluation {evaluation}: {shown} messages shown of {} recorded, {tokens} tokens{billed}",
             entries.len()
         )
     };
@@ -88,7 +109,15 @@ pub(crate) fn run(
         .iter()
         .map(|e| (format!("#{:<4} turn {:<3}", e.sequence, e.turn), e.message.clone()))
         .collect();
-    render(&history, records, &heading, kind, raw, usage, pipeline)
+    // Each reply's recorded usage, on the line below it.
+    let notes: Vec<Option<String>> = entries
+        .iter()
+        .map(|e| {
+            let call = calls.iter().find(|c| c.sequence == e.sequence)?;
+            Some(format!("      └ {}", billed::usage_line(1, &call.usage, prices)))
+        })
+        .collect();
+    render(&history, records, &notes, &heading, kind, (raw, usage), pipeline)
 }
 
 /// The turns of the latest saved loop session (of `key`, when given): a `curator chat`
@@ -120,21 +149,24 @@ fn loop_session(
             saved.state.turns.len()
         )
     };
-    render(&history, records, &heading, kind, raw, usage, pipeline).map(Some)
+    render(&history, records, &[], &heading, kind, (raw, usage), pipeline).map(Some)
 }
 
-/// The record (`records`) or the pipeline's view of `history`, one line per message.
+/// The record (`records`, each followed by its line of `notes` when it has one) or the
+/// pipeline's view of `history`, one line per message; as JSON (`raw`) and with each
+/// message's tokens (`usage`) as asked.
 fn render(
     history: &History<'_>,
     records: Vec<(String, Message)>,
+    notes: &[Option<String>],
     heading: &dyn Fn(usize, u64) -> String,
     kind: ViewKind,
-    raw: bool,
-    usage: bool,
+    (raw, usage): (bool, bool),
     pipeline: &Pipeline,
 ) -> Result<String> {
     let mut out = String::new();
     let counter: &dyn TokenCounter = &*pipeline.counter;
+    let notes = if kind == ViewKind::Record { notes } else { &[] };
     let lines: Vec<(String, Message)> = match kind {
         ViewKind::Record => records,
         ViewKind::Curated => {
@@ -150,7 +182,8 @@ fn render(
     };
     let total: u64 = lines.iter().map(|(_, m)| counter.count_message(m)).sum();
     let _ = writeln!(out, "{}", heading(lines.len(), total));
-    for (place, message) in &lines {
+    for (index, (place, message)) in lines.iter().enumerate() {
+        let note = notes.get(index).and_then(Option::as_deref);
         let tokens = if usage {
             format!("{:>7} tok  ", counter.count_message(message))
         } else {
@@ -185,6 +218,9 @@ fn render(
             text,
             if calls.is_empty() { String::new() } else { format!(" → {}", calls.join(", ")) }
         );
+        if let Some(note) = note {
+            let _ = writeln!(out, "{note}");
+        }
     }
     Ok(out)
 }

@@ -378,3 +378,51 @@ fn replay_and_curate_help_name_the_default_pipeline() {
         assert!(help.contains("--budget 32000"), "{command}: {help}");
     }
 }
+
+#[test]
+fn inspect_and_trace_show_the_recorded_usage_of_each_model_call_and_its_price() {
+    use curator::model::{Message, PromptRef, ToolCall};
+    use curator::session::{Conversation, Usage};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let store = curator::sqlite::SqliteStore::open(&db).unwrap();
+    let mut c =
+        Conversation::open(&store, "ann", PromptRef::new("d", "a"), Message::system("s")).unwrap();
+    c.add_user("time in Paris?").unwrap();
+    c.record_assistant(Message::assistant_with_calls(
+        None,
+        vec![ToolCall::new("c1", "time", "{}")],
+    ))
+    .unwrap();
+    c.record_usage(Usage::new(1_500, 9)).unwrap();
+    c.record_tool_result("c1", Ok::<_, String>("12:00")).unwrap();
+    c.record_assistant(Message::assistant("Noon.")).unwrap();
+    c.record_usage(Usage::new(1_540, 4).with_cache(1_024, 0)).unwrap();
+    drop(c);
+    drop(store);
+    let db = db.to_str().unwrap();
+
+    let out = text(&curator(&["inspect", db, "--model", "gpt-4o"]).stdout);
+    // gpt-4o: $2.50 per million input, $1.25 cached, $10 output.
+    let price = (2_016.0 * 2.5 + 1_024.0 * 1.25 + 13.0 * 10.0) / 1e6;
+    assert!(
+        out.contains(&format!("2 calls: 3,040 in (1,024 cached, 0 written), 13 out, ${price:.4}")),
+        "{out}"
+    );
+    let out = text(&curator(&["inspect", db]).stdout);
+    assert!(out.contains("2 calls: 3,040 in (1,024 cached, 0 written), 13 out\n"), "{out}");
+
+    let out = text(&curator(&["trace", db, "--model", "gpt-4o"]).stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[1].starts_with("recorded model 2 calls: 3,040 in"), "{out}");
+    let reply = lines.iter().position(|l| l.contains("Noon.")).unwrap();
+    assert!(
+        lines[reply + 1].contains("1 call: 1,540 in (1,024 cached, 0 written), 4 out, $"),
+        "{out}"
+    );
+    // Under --raw every message stays one JSON line.
+    let out = text(&curator(&["trace", db, "--raw"]).stdout);
+    assert!(out.lines().skip(2).all(|l| l.contains('{')), "{out}");
+    fails_with(&curator(&["inspect", db, "--model", "no-such-model-x"]), 2, "--model");
+}

@@ -59,7 +59,8 @@ impl<C: ModelClient + Clone + 'static> AsyncModelClient for C {
         let client = self.clone();
         async move {
             let call = move || {
-                let request = ModelRequest { messages: &messages, tools: tools.as_ref() };
+                let request =
+                    ModelRequest { messages: &messages, tools: tools.as_ref(), cache_key: None };
                 client.complete(&request)
             };
             match tokio::task::spawn_blocking(call).await {

@@ -23,10 +23,11 @@ const DEFAULT_BASE_URL: &str = "https://api.openai.com";
 /// that speaks its chat completions (vLLM, Ollama, `llama.cpp`'s server, `LiteLLM`, ...).
 ///
 /// The messages are written by curator's OpenAI format ([`openai::convert`]: messages read
-/// from Anthropic are adapted first), the tools sent as given, the [`ModelSettings`] added
+/// from Anthropic are adapted first), the tools sent as given, the request's
+/// [`cache_key`](ModelRequest::cache_key) as `prompt_cache_key`, the [`ModelSettings`] added
 /// (`model`, `temperature`, `max_tokens`, then `extra`). The reply is the first choice's
-/// message with its tool calls, the `usage` (`prompt_tokens`, `completion_tokens`) and the
-/// `finish_reason`. Failures that may pass are retried as the [`Retry`] says (the default:
+/// message with its tool calls, the `usage` (`prompt_tokens`, `completion_tokens`, and the
+/// cached part of the prompt) and the `finish_reason`. Failures that may pass are retried as the [`Retry`] says (the default:
 /// 4 attempts). Clones share the endpoint's connections.
 ///
 /// # Examples
@@ -188,6 +189,9 @@ impl OpenAiClient {
         body.insert("messages".into(), messages);
         if let Some(tools) = request.tools_to_send() {
             body.insert("tools".into(), tools.clone());
+        }
+        if let Some(key) = request.cache_key {
+            body.insert("prompt_cache_key".into(), Value::String(key.to_owned()));
         }
         self.settings.write(&mut body, None);
         Ok(Value::Object(body))

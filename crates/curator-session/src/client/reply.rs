@@ -1,7 +1,8 @@
 //! What a model call answers: the assistant's message, the tokens it took, why it stopped.
 
 use curator_model::Message;
-use serde_json::Value;
+
+pub use crate::usage::Usage;
 
 /// The model's answer to one call.
 ///
@@ -55,101 +56,5 @@ impl ModelReply {
 impl From<ModelReply> for Message {
     fn from(reply: ModelReply) -> Self {
         reply.message
-    }
-}
-
-/// The tokens one call took, as the provider counted and billed them: the input (cached
-/// tokens included), the part of it read from or written to the provider's prompt cache, and
-/// the output.
-///
-/// # Examples
-///
-/// ```
-/// use curator::session::client::Usage;
-///
-/// let usage = Usage::new(1_000, 50).with_cache(800, 0);
-/// assert_eq!((usage.input_tokens, usage.output_tokens, usage.total()), (1_000, 50, 1_050));
-/// assert_eq!(usage.bill().uncached_tokens(), 200);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub struct Usage {
-    /// Every token of the request, cached or not (OpenAI's `prompt_tokens`; Anthropic's
-    /// `input_tokens` plus its two cache counts).
-    pub input_tokens: u64,
-    /// The tokens of the reply (OpenAI's `completion_tokens`, Anthropic's `output_tokens`).
-    pub output_tokens: u64,
-    /// The input tokens read from the prompt cache (OpenAI's
-    /// `prompt_tokens_details.cached_tokens`, Anthropic's `cache_read_input_tokens`).
-    pub cache_read_tokens: u64,
-    /// The input tokens written to the prompt cache (Anthropic's
-    /// `cache_creation_input_tokens`; OpenAI bills no writes).
-    pub cache_write_tokens: u64,
-}
-
-impl Usage {
-    /// `input_tokens` in, `output_tokens` out, nothing from the cache.
-    pub const fn new(input_tokens: u64, output_tokens: u64) -> Self {
-        Self { input_tokens, output_tokens, cache_read_tokens: 0, cache_write_tokens: 0 }
-    }
-
-    /// The same usage with `read` input tokens read from the cache and `written` written to
-    /// it (both part of `input_tokens`).
-    #[must_use]
-    pub const fn with_cache(mut self, read: u64, written: u64) -> Self {
-        self.cache_read_tokens = read;
-        self.cache_write_tokens = written;
-        self
-    }
-
-    /// Both counts together.
-    pub const fn total(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
-    }
-
-    /// The usage as a bill, for [`Prices::price`](curator_strategies::bill::Prices::price)
-    /// (five-minute cache writes).
-    pub fn bill(&self) -> curator_strategies::bill::CallBill {
-        curator_strategies::bill::CallBill {
-            input_tokens: self.input_tokens,
-            cache_read_tokens: self.cache_read_tokens,
-            cache_write_tokens: self.cache_write_tokens,
-            output_tokens: self.output_tokens,
-            ..curator_strategies::bill::CallBill::default()
-        }
-    }
-
-    /// Reads an OpenAI chat completion's `usage` (`prompt_tokens`, `completion_tokens`,
-    /// `prompt_tokens_details.cached_tokens`); `None` when there is no such object or it
-    /// holds neither count (a count missing alone is 0).
-    pub(crate) fn read_openai(reply: &Value) -> Option<Self> {
-        let usage = reply.get("usage")?;
-        let count = |name: &str| usage.get(name).and_then(Value::as_u64);
-        let (input, output) = match (count("prompt_tokens"), count("completion_tokens")) {
-            (None, None) => return None,
-            (i, o) => (i.unwrap_or(0), o.unwrap_or(0)),
-        };
-        let cached = usage
-            .pointer("/prompt_tokens_details/cached_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            .min(input);
-        Some(Self::new(input, output).with_cache(cached, 0))
-    }
-
-    /// Reads an Anthropic message's `usage` (`input_tokens`, `output_tokens`,
-    /// `cache_read_input_tokens`, `cache_creation_input_tokens`), whose `input_tokens`
-    /// leaves out the cached ones; `None` as [`read_openai`](Self::read_openai).
-    pub(crate) fn read_anthropic(reply: &Value) -> Option<Self> {
-        let usage = reply.get("usage")?;
-        let count = |name: &str| usage.get(name).and_then(Value::as_u64);
-        let (input, output) = match (count("input_tokens"), count("output_tokens")) {
-            (None, None) => return None,
-            (i, o) => (i.unwrap_or(0), o.unwrap_or(0)),
-        };
-        let read = count("cache_read_input_tokens").unwrap_or(0);
-        let written = count("cache_creation_input_tokens").unwrap_or(0);
-        let all = input.saturating_add(read).saturating_add(written);
-        Some(Self::new(all, output).with_cache(read, written))
     }
 }

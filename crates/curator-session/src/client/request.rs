@@ -101,18 +101,42 @@ pub struct ModelRequest<'a> {
     /// description, parameters}}]`); the Anthropic client converts them. An empty array is
     /// not sent.
     pub tools: Option<&'a Value>,
+    /// A key that routes the requests of one conversation to the same prompt cache: sent
+    /// as OpenAI's `prompt_cache_key` (Anthropic caches at the breakpoints its client
+    /// places, and needs none). [`Agent`](crate::Agent) sets one per session.
+    pub cache_key: Option<&'a str>,
 }
 
 impl<'a> ModelRequest<'a> {
     /// A request with `messages` and no tools.
     pub const fn new(messages: &'a [Message]) -> Self {
-        Self { messages, tools: None }
+        Self { messages, tools: None, cache_key: None }
     }
 
     /// Offers the model `tools` (an OpenAI `tools` array).
     #[must_use]
     pub const fn with_tools(mut self, tools: &'a Value) -> Self {
         self.tools = Some(tools);
+        self
+    }
+
+    /// Routes the request to the prompt cache of `key` (see [`cache_key`](Self::cache_key)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// use curator::session::client::{ModelRequest, OpenAiClient};
+    ///
+    /// let messages = [Message::user("hi")];
+    /// let request = ModelRequest::new(&messages).with_cache_key("curator-5f0c");
+    /// let body = OpenAiClient::new("http://localhost:8000", "m").request_body(&request)?;
+    /// assert_eq!(body["prompt_cache_key"], "curator-5f0c");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub const fn with_cache_key(mut self, key: &'a str) -> Self {
+        self.cache_key = Some(key);
         self
     }
 

@@ -11,7 +11,7 @@ use curator::sqlite::SqliteStore;
 use curator_model::{Message, Role, ToolCall};
 use curator_session::client::{ClientError, ModelClient, ModelReply, ModelRequest};
 use curator_session::{
-    Agent, AgentOutcome, Conversation, Error, Keyed, MemoryStore, ResumePolicy, SessionStore,
+    Agent, AgentEnd, Conversation, Error, Keyed, MemoryStore, ResumePolicy, SessionStore,
     ToolError, Tools,
 };
 use curator_strategies::Redactor;
@@ -191,7 +191,7 @@ fn killed_at_every_point(policy: &str) {
             .filter(|m| m.role() == Role::Assistant && m.tool_calls().is_empty())
             .collect();
         assert_eq!(answers.len(), 1, "point {k}: {record:?}");
-        assert_eq!(outcome, AgentOutcome::Answered(answers[0].clone()), "point {k}");
+        assert_eq!(outcome.end, AgentEnd::Answered(answers[0].clone()), "point {k}");
         assert!(answers[0].text().starts_with("done: "), "point {k}");
         // A call recorded with its result never ran again: one result per call.
         for id in ["a1", "b1", "c1"] {
@@ -264,8 +264,8 @@ fn a_repeated_message_id_returns_its_own_answer_and_a_new_one_waits_for_the_turn
     assert_eq!(model.calls.load(Ordering::SeqCst), 4);
     // Redelivered, each job gets its own answer, not the latest one, and the model is not
     // called again.
-    assert_eq!(agent.ask(&store, "user-1", "job-1", "first").unwrap(), first);
-    assert_eq!(agent.ask(&store, "user-1", "job-2", "second").unwrap(), second);
+    assert_eq!(agent.ask(&store, "user-1", "job-1", "first").unwrap().end, first.end);
+    assert_eq!(agent.ask(&store, "user-1", "job-2", "second").unwrap().end, second.end);
     assert_eq!(model.calls.load(Ordering::SeqCst), 4);
     assert_eq!(effects(&log).len(), 6);
     // A job whose turn was cut short (the model failed) is finished by the next ask, before
@@ -331,7 +331,7 @@ fn a_tool_can_stop_the_run_and_the_next_run_resumes_its_call() {
     let agent = Agent::new(Model::default(), tools);
     let store = MemoryStore::new();
     let outcome = agent.ask(&store, "user-1", "m1", "go").unwrap();
-    let AgentOutcome::Stopped { call_id, tool, reason } = &outcome else { panic!("{outcome:?}") };
+    let AgentEnd::Stopped { call_id, tool, reason } = &outcome.end else { panic!("{outcome:?}") };
     assert_eq!((tool.as_str(), reason.as_str()), ("effect", "the claim was lost"));
     // The stopped call has no result; the others were recorded.
     let c = Conversation::open(
@@ -531,8 +531,8 @@ fn a_new_message_after_a_turn_out_of_turns_is_recorded_and_after_a_stopped_one_r
         Tools::new().add("look", "Looks.", json!({"type": "object"}), |_| Ok("nothing".into()));
     let agent = Agent::new(Script(looping), tools).max_turns(2);
     let store = MemoryStore::new();
-    assert_eq!(agent.ask(&store, "user-1", "m1", "first").unwrap(), AgentOutcome::MaxTurns);
-    assert_eq!(agent.ask(&store, "user-1", "m2", "second").unwrap(), AgentOutcome::MaxTurns);
+    assert_eq!(agent.ask(&store, "user-1", "m1", "first").unwrap().end, AgentEnd::MaxTurns);
+    assert_eq!(agent.ask(&store, "user-1", "m2", "second").unwrap().end, AgentEnd::MaxTurns);
     let c = Conversation::open(&store, "user-1", prompt(), Message::system("")).unwrap();
     let users: Vec<String> = c
         .history()
@@ -549,8 +549,8 @@ fn a_new_message_after_a_turn_out_of_turns_is_recorded_and_after_a_stopped_one_r
     let agent = Agent::new(Script(looping), tools);
     let store = MemoryStore::new();
     assert!(matches!(
-        agent.ask(&store, "user-1", "m1", "first").unwrap(),
-        AgentOutcome::Stopped { .. }
+        agent.ask(&store, "user-1", "m1", "first").unwrap().end,
+        AgentEnd::Stopped { .. }
     ));
     let err = agent.ask(&store, "user-1", "m2", "second").unwrap_err();
     assert!(matches!(err, Error::TurnInProgress { .. }), "{err}");

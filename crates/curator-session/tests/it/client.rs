@@ -553,3 +553,83 @@ async fn complete_async_answers_from_a_blocking_thread() {
     let err = shared.complete_async(vec![Message::user("Hi")], None).await.unwrap_err();
     assert!(matches!(err, ClientError::MalformedReply { .. }), "{err:?}");
 }
+
+#[test]
+fn an_agent_sends_one_prompt_cache_key_per_session_and_records_each_call_usage() {
+    use curator_session::{Agent, AgentEnd, SessionStore, Tools, recorded_usage};
+    // A tool call, then an answer; each reply reports part of its prompt read from the cache.
+    let server = ChatServer::start(|n, _| {
+        let mut body = if n == 1 {
+            completion(
+                &json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                        "function": {"name": "time", "arguments": "{\"city\": \"Paris\"}"}}]}),
+                "tool_calls",
+            )
+        } else {
+            completion(&json!({"role": "assistant", "content": "It is noon."}), "stop")
+        };
+        let cached = if n == 1 { 0 } else { 1_024 };
+        body["usage"] = json!({"prompt_tokens": 1_500 + n * 20, "completion_tokens": 9,
+                               "prompt_tokens_details": {"cached_tokens": cached}});
+        ok(&body)
+    });
+    let tools = Tools::new()
+        .add("time", "The time in a city.", json!({"type": "object"}), |_| Ok("12:00".to_owned()));
+    let agent = Agent::new(openai(&server), tools).system("You tell the time.");
+    let store = MemoryStore::new();
+    let outcome = agent.ask(&store, "ann", "m1", "Time in Paris?").unwrap();
+    assert_eq!(outcome.end, AgentEnd::Answered(Message::assistant("It is noon.")));
+    assert_eq!(outcome.model_calls, 2);
+    assert_eq!(outcome.usage, Usage::new(3_060, 18).with_cache(1_024, 0));
+
+    // Both requests carry one key, derived from the session and not showing it.
+    let bodies = server.requests();
+    let keys: Vec<&str> = bodies.iter().map(|b| b["prompt_cache_key"].as_str().unwrap()).collect();
+    assert_eq!(keys[0], keys[1]);
+    assert!(keys[0].starts_with("curator-") && !keys[0].contains("ann"), "{}", keys[0]);
+    agent.ask(&store, "bob", "m1", "Time in Paris?").unwrap();
+    let other = server.requests()[2]["prompt_cache_key"].as_str().unwrap().to_owned();
+    assert_ne!(other, keys[0], "another session, another cache key");
+
+    // Each call's usage is recorded with the reply it produced.
+    let evaluation = store.evaluations_of(&"ann".into()).unwrap()[0].evaluation_id;
+    let calls = recorded_usage(&store, evaluation).unwrap();
+    let sequences: Vec<u64> = calls.iter().map(|c| c.sequence).collect();
+    let entries = store.entries(evaluation).unwrap();
+    let replies: Vec<u64> = entries
+        .iter()
+        .filter(|e| e.message.role() == Role::Assistant)
+        .map(|e| e.sequence)
+        .collect();
+    assert_eq!(sequences, replies);
+    assert_eq!(calls[1].usage, Usage::new(1_540, 9).with_cache(1_024, 0));
+    // Asked again (a redelivery): answered from the record, no call, no usage.
+    let again = agent.ask(&store, "ann", "m1", "Time in Paris?").unwrap();
+    assert_eq!((again.model_calls, again.usage), (0, Usage::default()));
+}
+
+#[test]
+fn usage_is_recorded_only_after_a_reply_and_a_damaged_record_of_it_is_named() {
+    let store = MemoryStore::new();
+    let mut c =
+        Conversation::open(&store, "job", PromptRef::new("t", "p"), Message::system("s")).unwrap();
+    c.add_user("hi").unwrap();
+    let err = c.record_usage(Usage::new(1, 1)).unwrap_err();
+    assert!(matches!(err, Error::WrongRole { call: "record_usage", .. }), "{err}");
+    c.record_assistant(Message::assistant("hello")).unwrap();
+    c.record_usage(Usage::new(10, 2)).unwrap();
+    // Recorded again for the same reply: replaced, not doubled.
+    c.record_usage(Usage::new(12, 2)).unwrap();
+    let calls = curator_session::recorded_usage(&store, c.evaluation_id()).unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].usage, Usage::new(12, 2));
+    let name = format!("curator.usage/{}", c.evaluation_id());
+    curator_session::SessionStore::put_checkpoint(
+        &store,
+        &name,
+        &json!({"calls": [{"sequence": 2}]}),
+    )
+    .unwrap();
+    let err = curator_session::recorded_usage(&store, c.evaluation_id()).unwrap_err();
+    assert!(err.to_string().contains(&name) && err.to_string().contains("call 0"), "{err}");
+}

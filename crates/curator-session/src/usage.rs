@@ -1,0 +1,279 @@
+//! The tokens a model call took, as the provider billed them ([`Usage`]), and their record:
+//! each call's usage kept beside the assistant message it produced, so that a recorded run's
+//! billed cost can be read back ([`recorded_usage`]).
+
+use curator_model::EvaluationId;
+use serde_json::{Value, json};
+
+use crate::{Conversation, Error, Result, SessionStore, StoreErrorKind};
+
+/// The checkpoint that holds an evaluation's usage: `curator.usage/<evaluation>`, deleted
+/// with the evaluation.
+pub(crate) fn usage_checkpoint(evaluation: EvaluationId) -> String {
+    format!("curator.usage/{evaluation}")
+}
+
+/// The tokens one call took, as the provider counted and billed them: the input (cached
+/// tokens included), the part of it read from or written to the provider's prompt cache, and
+/// the output.
+///
+/// # Examples
+///
+/// ```
+/// use curator::session::Usage;
+///
+/// let usage = Usage::new(1_000, 50).with_cache(800, 0);
+/// assert_eq!((usage.input_tokens, usage.output_tokens, usage.total()), (1_000, 50, 1_050));
+/// assert_eq!(usage.bill().uncached_tokens(), 200);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Usage {
+    /// Every token of the request, cached or not (OpenAI's `prompt_tokens`; Anthropic's
+    /// `input_tokens` plus its two cache counts).
+    pub input_tokens: u64,
+    /// The tokens of the reply (OpenAI's `completion_tokens`, Anthropic's `output_tokens`).
+    pub output_tokens: u64,
+    /// The input tokens read from the prompt cache (OpenAI's
+    /// `prompt_tokens_details.cached_tokens`, Anthropic's `cache_read_input_tokens`).
+    pub cache_read_tokens: u64,
+    /// The input tokens written to the prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`; OpenAI bills no writes).
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// `input_tokens` in, `output_tokens` out, nothing from the cache.
+    pub const fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self { input_tokens, output_tokens, cache_read_tokens: 0, cache_write_tokens: 0 }
+    }
+
+    /// The same usage with `read` input tokens read from the cache and `written` written to
+    /// it (both part of `input_tokens`).
+    #[must_use]
+    pub const fn with_cache(mut self, read: u64, written: u64) -> Self {
+        self.cache_read_tokens = read;
+        self.cache_write_tokens = written;
+        self
+    }
+
+    /// This usage and `other` added, count by count (a run's usage over its calls).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::session::Usage;
+    ///
+    /// let run = Usage::new(1_000, 10).plus(Usage::new(1_200, 20).with_cache(1_000, 0));
+    /// assert_eq!((run.input_tokens, run.output_tokens, run.cache_read_tokens), (2_200, 30, 1_000));
+    /// ```
+    #[must_use]
+    pub const fn plus(self, other: Self) -> Self {
+        Self {
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            cache_read_tokens: self.cache_read_tokens.saturating_add(other.cache_read_tokens),
+            cache_write_tokens: self.cache_write_tokens.saturating_add(other.cache_write_tokens),
+        }
+    }
+
+    /// Both counts together.
+    pub const fn total(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// The usage as a bill, for [`Prices::price`](curator_strategies::bill::Prices::price)
+    /// (five-minute cache writes).
+    pub fn bill(&self) -> curator_strategies::bill::CallBill {
+        curator_strategies::bill::CallBill {
+            input_tokens: self.input_tokens,
+            cache_read_tokens: self.cache_read_tokens,
+            cache_write_tokens: self.cache_write_tokens,
+            output_tokens: self.output_tokens,
+            ..curator_strategies::bill::CallBill::default()
+        }
+    }
+
+    /// Reads an OpenAI chat completion's `usage` (`prompt_tokens`, `completion_tokens`,
+    /// `prompt_tokens_details.cached_tokens`); `None` when there is no such object or it
+    /// holds neither count (a count missing alone is 0).
+    #[cfg(feature = "openai")]
+    pub(crate) fn read_openai(reply: &Value) -> Option<Self> {
+        let usage = reply.get("usage")?;
+        let count = |name: &str| usage.get(name).and_then(Value::as_u64);
+        let (input, output) = match (count("prompt_tokens"), count("completion_tokens")) {
+            (None, None) => return None,
+            (i, o) => (i.unwrap_or(0), o.unwrap_or(0)),
+        };
+        let cached = usage
+            .pointer("/prompt_tokens_details/cached_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            .min(input);
+        Some(Self::new(input, output).with_cache(cached, 0))
+    }
+
+    /// Reads an Anthropic message's `usage` (`input_tokens`, `output_tokens`,
+    /// `cache_read_input_tokens`, `cache_creation_input_tokens`), whose `input_tokens`
+    /// leaves out the cached ones; `None` as [`read_openai`](Self::read_openai).
+    #[cfg(feature = "anthropic")]
+    pub(crate) fn read_anthropic(reply: &Value) -> Option<Self> {
+        let usage = reply.get("usage")?;
+        let count = |name: &str| usage.get(name).and_then(Value::as_u64);
+        let (input, output) = match (count("input_tokens"), count("output_tokens")) {
+            (None, None) => return None,
+            (i, o) => (i.unwrap_or(0), o.unwrap_or(0)),
+        };
+        let read = count("cache_read_input_tokens").unwrap_or(0);
+        let written = count("cache_creation_input_tokens").unwrap_or(0);
+        let all = input.saturating_add(read).saturating_add(written);
+        Some(Self::new(all, output).with_cache(read, written))
+    }
+}
+
+/// The usage of one recorded model call: the sequence of the assistant message the call
+/// produced, and the tokens it took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct CallUsage {
+    /// The sequence of the assistant message the call produced.
+    pub sequence: u64,
+    /// The tokens it took.
+    pub usage: Usage,
+}
+
+impl<S: SessionStore> Conversation<S> {
+    /// Records `usage` as what the call that produced the latest assistant reply took: kept
+    /// in the store beside the record (the checkpoint `curator.usage/<evaluation>`), read
+    /// back by [`recorded_usage`] and shown by `curator inspect` and `curator trace`.
+    /// Recording the same reply's usage again replaces it. [`Agent`](crate::Agent) records
+    /// every call's usage that its client reports.
+    ///
+    /// The usage is written after the reply: a process killed between the two keeps the
+    /// reply and not its usage (never the other way round).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore, Usage, recorded_usage};
+    ///
+    /// let store = MemoryStore::new();
+    /// let mut c = Conversation::open(&store, "job-1", PromptRef::new("demo", "agent"), Message::system("s"))?;
+    /// c.add_user("hello")?;
+    /// c.record_assistant(Message::assistant("hi"))?;
+    /// c.record_usage(Usage::new(1_200, 5).with_cache(1_024, 0))?;
+    /// let calls = recorded_usage(&store, c.evaluation_id())?;
+    /// assert_eq!((calls[0].sequence, calls[0].usage.cache_read_tokens), (2, 1_024));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongRole`] when no assistant reply was recorded yet (nothing is written);
+    /// [`Error::Fenced`] under a fence whose claim was taken over; a store error, and
+    /// [`Error::Store`] of kind [`Corrupt`](StoreErrorKind::Corrupt) when the checkpoint is
+    /// not one this build wrote.
+    pub fn record_usage(&mut self, usage: Usage) -> Result<()> {
+        let Some(sequence) = self.reply_sequence else {
+            return Err(Error::WrongRole {
+                call: "record_usage",
+                expected: "an assistant reply recorded first",
+                found: self
+                    .history()
+                    .messages()
+                    .last()
+                    .map_or(curator_model::Role::System, curator_model::Message::role),
+            });
+        };
+        let mut calls = recorded_usage(self.store(), self.evaluation_id())?;
+        calls.retain(|call| call.sequence != sequence);
+        calls.push(CallUsage { sequence, usage });
+        calls.sort_by_key(|call| call.sequence);
+        let document = json!({ "calls": calls.iter().map(write_call).collect::<Vec<_>>() });
+        let name = usage_checkpoint(self.evaluation_id());
+        match &self.fence {
+            Some(fence) => {
+                if fence.key != *self.key() {
+                    return Err(Error::Fenced {
+                        key: self.key().clone(),
+                        token: fence.token,
+                        current: None,
+                    });
+                }
+                self.store().put_checkpoint_fenced(&name, &document, fence)?
+            }
+            None => self.store().put_checkpoint(&name, &document)?,
+        };
+        Ok(())
+    }
+}
+
+/// The usage recorded for the model calls of `evaluation`
+/// ([`Conversation::record_usage`]), in the order of their replies; empty when none was.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::EvaluationId;
+/// use curator::session::{MemoryStore, recorded_usage};
+///
+/// assert!(recorded_usage(&MemoryStore::new(), EvaluationId::new())?.is_empty());
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// A store error; [`Error::Store`] of kind [`Corrupt`](StoreErrorKind::Corrupt) when the
+/// checkpoint is not one this build wrote, naming it and the call that is not.
+pub fn recorded_usage<S: SessionStore + ?Sized>(
+    store: &S,
+    evaluation: EvaluationId,
+) -> Result<Vec<CallUsage>> {
+    let name = usage_checkpoint(evaluation);
+    let Some(checkpoint) = store.checkpoint(&name)? else { return Ok(Vec::new()) };
+    let corrupt = |what: String| {
+        Error::store(
+            "conversation",
+            StoreErrorKind::Corrupt,
+            format!("checkpoint `{name}`: {what}"),
+            None,
+        )
+    };
+    let calls = checkpoint
+        .document
+        .get("calls")
+        .and_then(Value::as_array)
+        .ok_or_else(|| corrupt("holds no `calls` array".to_owned()))?;
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            read_call(call).ok_or_else(|| {
+                corrupt(format!(
+                    "call {i} is not {{\"sequence\", \"input\", \"output\", \"cache_read\", \"cache_write\"}} counts"
+                ))
+            })
+        })
+        .collect()
+}
+
+fn write_call(call: &CallUsage) -> Value {
+    let u = &call.usage;
+    json!({
+        "sequence": call.sequence,
+        "input": u.input_tokens,
+        "output": u.output_tokens,
+        "cache_read": u.cache_read_tokens,
+        "cache_write": u.cache_write_tokens,
+    })
+}
+
+fn read_call(call: &Value) -> Option<CallUsage> {
+    let count = |name: &str| call.get(name).and_then(Value::as_u64);
+    Some(CallUsage {
+        sequence: count("sequence")?,
+        usage: Usage::new(count("input")?, count("output")?)
+            .with_cache(count("cache_read")?, count("cache_write")?),
+    })
+}
