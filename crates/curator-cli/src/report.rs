@@ -6,7 +6,9 @@
 //! were billed with the prompt cache counted). Then, per
 //! conversation, the token chart (axes, gridlines, the budget, values on hover) beside the
 //! context map: one row per call, one column per message, each cell showing whether the
-//! call's view kept the message, shortened it, replaced it by a summary or dropped it.
+//! call's view kept the message, shortened it, replaced it by a summary or dropped it; and
+//! the billed chart: each call's tokens sent uncached, written to the prompt cache and read
+//! from it.
 
 use std::fmt::Write as _;
 
@@ -32,6 +34,8 @@ pub(crate) struct Page<'a> {
 const FULL: &str = "#c62828";
 const SENT: &str = "#1565c0";
 const SENT_FILL: &str = "#bbdefb";
+const CACHED: &str = "#43a047";
+const WRITTEN: &str = "#fb8c00";
 
 fn colour(cell: Cell) -> &'static str {
     match cell {
@@ -115,22 +119,106 @@ fn int_step(n: usize, ticks: usize) -> usize {
     }
 }
 
+/// The size of a chart and of its margins.
+const W: f64 = 600.0;
+const H: f64 = 260.0;
+const LEFT: f64 = 56.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 14.0;
+const BOTTOM: f64 = 40.0;
+
+/// A chart's plot area: where the calls and the values fall.
+struct Frame {
+    n: usize,
+    y_max: f64,
+}
+
+impl Frame {
+    const PLOT_W: f64 = W - LEFT - RIGHT;
+    const PLOT_H: f64 = H - TOP - BOTTOM;
+
+    /// The middle of call `i`'s band.
+    fn x(&self, i: usize) -> f64 {
+        LEFT + (i as f64 + 0.5) * Self::PLOT_W / self.n as f64
+    }
+
+    /// The height of value `v`.
+    fn y(&self, v: f64) -> f64 {
+        TOP + Self::PLOT_H * (1.0 - v / self.y_max)
+    }
+
+    /// The width of a call's band.
+    fn band(&self) -> f64 {
+        Self::PLOT_W / self.n as f64
+    }
+
+    /// Opens the chart's `svg` (labelled `label`) and draws its gridlines and axes for `n`
+    /// calls and values up to `top_value`, `what` naming the values.
+    fn draw(svg: &mut String, n: usize, top_value: f64, label: &str, what: &str) -> Frame {
+        let step = nice_step(top_value, 5.0);
+        let frame = Frame { n: n.max(1), y_max: (top_value / step).ceil() * step };
+        let n = frame.n;
+        let (plot_w, plot_h) = (Self::PLOT_W, Self::PLOT_H);
+        let _ = writeln!(
+            svg,
+            r#"<svg class="chart" viewBox="0 0 {W} {H}" role="img" aria-label="{label}">"#,
+            label = escape(label)
+        );
+        // Gridlines and the y axis labels.
+        let mut v = 0.0;
+        while v <= frame.y_max + 0.5 {
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{x2}" y2="{yy:.1}" stroke="#e6e6e6"/><text x="{lx}" y="{ty:.1}" class="tick" text-anchor="end">{label}</text>"##,
+                yy = frame.y(v),
+                x2 = W - RIGHT,
+                lx = LEFT - 6.0,
+                ty = frame.y(v) + 4.0,
+                label = compact(v)
+            );
+            v += step;
+        }
+        // The x axis: call numbers at a round step.
+        let x_step = int_step(n, 8);
+        let mut k = x_step;
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" stroke="#555"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b}" stroke="#555"/>"##,
+            b = TOP + plot_h,
+            r = W - RIGHT
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{tx:.1}" y="{ty:.1}" class="tick" text-anchor="middle">1</text>"#,
+            tx = frame.x(0),
+            ty = TOP + plot_h + 16.0
+        );
+        while k <= n {
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{xx:.1}" y1="{b}" x2="{xx:.1}" y2="{b2}" stroke="#555"/><text x="{xx:.1}" y="{ty:.1}" class="tick" text-anchor="middle">{k}</text>"##,
+                xx = frame.x(k - 1),
+                b = TOP + plot_h,
+                b2 = TOP + plot_h + 4.0,
+                ty = TOP + plot_h + 16.0
+            );
+            k += x_step;
+        }
+        let _ = writeln!(
+            svg,
+            r#"<text x="{cx}" y="{by}" class="axis" text-anchor="middle">call</text><text x="14" y="{my}" class="axis" text-anchor="middle" transform="rotate(-90 14 {my})">{what}</text>"#,
+            cx = LEFT + plot_w / 2.0,
+            by = H - 4.0,
+            my = TOP + plot_h / 2.0
+        );
+        frame
+    }
+}
+
 /// The token chart of one conversation: tokens per call, full history (red line) and sent
 /// (blue, filled), with axes, gridlines, the budget and a tooltip per call.
-#[expect(
-    clippy::too_many_lines,
-    clippy::many_single_char_names,
-    reason = "one drawing, top to bottom, with the usual names of plot coordinates"
-)]
 fn chart(replay: &Replayed, budget: Option<u64>) -> String {
-    const W: f64 = 600.0;
-    const H: f64 = 260.0;
-    const LEFT: f64 = 56.0;
-    const RIGHT: f64 = 16.0;
-    const TOP: f64 = 14.0;
-    const BOTTOM: f64 = 40.0;
     let calls = &replay.calls;
-    let n = calls.len().max(1);
     let top_value = calls
         .iter()
         .map(|c| c.full_tokens.max(c.sent_tokens))
@@ -138,65 +226,11 @@ fn chart(replay: &Replayed, budget: Option<u64>) -> String {
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    let step = nice_step(top_value, 5.0);
-    let y_max = (top_value / step).ceil() * step;
-    let plot_w = W - LEFT - RIGHT;
-    let plot_h = H - TOP - BOTTOM;
-    let x = |i: usize| LEFT + (i as f64 + 0.5) * plot_w / n as f64;
-    let y = |v: f64| TOP + plot_h * (1.0 - v / y_max);
     let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg class="chart" viewBox="0 0 {W} {H}" role="img" aria-label="tokens per call of {id}">"#,
-        id = escape(&replay.id)
-    );
-    // Gridlines and the y axis labels.
-    let mut v = 0.0;
-    while v <= y_max + 0.5 {
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{LEFT}" y1="{yy:.1}" x2="{x2}" y2="{yy:.1}" stroke="#e6e6e6"/><text x="{lx}" y="{ty:.1}" class="tick" text-anchor="end">{label}</text>"##,
-            yy = y(v),
-            x2 = W - RIGHT,
-            lx = LEFT - 6.0,
-            ty = y(v) + 4.0,
-            label = compact(v)
-        );
-        v += step;
-    }
-    // The x axis: call numbers at a round step.
-    let x_step = int_step(n, 8);
-    let mut k = x_step;
-    let _ = writeln!(
-        svg,
-        r##"<line x1="{LEFT}" y1="{b}" x2="{r}" y2="{b}" stroke="#555"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b}" stroke="#555"/>"##,
-        b = TOP + plot_h,
-        r = W - RIGHT
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text x="{tx:.1}" y="{ty:.1}" class="tick" text-anchor="middle">1</text>"#,
-        tx = x(0),
-        ty = TOP + plot_h + 16.0
-    );
-    while k <= n {
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{xx:.1}" y1="{b}" x2="{xx:.1}" y2="{b2}" stroke="#555"/><text x="{xx:.1}" y="{ty:.1}" class="tick" text-anchor="middle">{k}</text>"##,
-            xx = x(k - 1),
-            b = TOP + plot_h,
-            b2 = TOP + plot_h + 4.0,
-            ty = TOP + plot_h + 16.0
-        );
-        k += x_step;
-    }
-    let _ = writeln!(
-        svg,
-        r#"<text x="{cx}" y="{by}" class="axis" text-anchor="middle">call</text><text x="14" y="{my}" class="axis" text-anchor="middle" transform="rotate(-90 14 {my})">tokens per call</text>"#,
-        cx = LEFT + plot_w / 2.0,
-        by = H - 4.0,
-        my = TOP + plot_h / 2.0
-    );
+    let label = format!("tokens per call of {}", replay.id);
+    let frame = Frame::draw(&mut svg, calls.len(), top_value, &label, "tokens per call");
+    let (x, y) = (|i| frame.x(i), |v| frame.y(v));
+    let (plot_h, y_max) = (Frame::PLOT_H, frame.y_max);
     if let Some(b) = budget.filter(|b| (*b as f64) <= y_max) {
         let _ = writeln!(
             svg,
@@ -234,7 +268,7 @@ fn chart(replay: &Replayed, budget: Option<u64>) -> String {
         );
     }
     // One hover band per call, with its values.
-    let band = plot_w / n as f64;
+    let band = frame.band();
     for (i, c) in calls.iter().enumerate() {
         let _ = writeln!(
             svg,
@@ -247,6 +281,62 @@ fn chart(replay: &Replayed, budget: Option<u64>) -> String {
             c.full_messages,
             c.sent_messages,
             percent(c.evidence.share())
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// The billed chart of one conversation: each call's view under Anthropic's rule
+/// (breakpoints as curator places them) as a bar of its uncached tokens (blue), the tokens
+/// written to the cache (orange) and those read from it (green); a tooltip per call with
+/// both rules and what sending the whole history would have been.
+fn billed_chart(replay: &Replayed) -> String {
+    let calls = &replay.calls;
+    let top_value =
+        calls.iter().map(|c| c.billed.anthropic.input_tokens).max().unwrap_or(1).max(1) as f64;
+    let mut svg = String::new();
+    let label = format!("billed tokens per call of {}", replay.id);
+    let frame = Frame::draw(&mut svg, calls.len(), top_value, &label, "tokens per call");
+    let band = frame.band();
+    let width = (band * 0.8).max(0.5);
+    for (i, c) in calls.iter().enumerate() {
+        let bill = &c.billed.anthropic;
+        let mut base = 0.0;
+        for (tokens, fill) in [
+            (bill.uncached_tokens(), SENT),
+            (bill.cache_write_tokens, WRITTEN),
+            (bill.cache_read_tokens, CACHED),
+        ] {
+            if tokens == 0 {
+                continue;
+            }
+            let top = base + tokens as f64;
+            let _ = writeln!(
+                svg,
+                r#"<rect x="{:.2}" y="{:.1}" width="{width:.2}" height="{:.1}" fill="{fill}"/>"#,
+                frame.x(i) - width / 2.0,
+                frame.y(top),
+                frame.y(base) - frame.y(top)
+            );
+            base = top;
+        }
+    }
+    for (i, c) in calls.iter().enumerate() {
+        let (a, o) = (&c.billed.anthropic, &c.billed.openai);
+        let _ = writeln!(
+            svg,
+            r#"<rect class="hover" x="{:.1}" y="{TOP}" width="{band:.2}" height="{h}"><title>call {}: Anthropic's rule {} uncached, {} written, {} read from the cache; OpenAI's rule {} uncached, {} read; sending everything {} tokens ({} read, Anthropic)</title></rect>"#,
+            frame.x(i) - band / 2.0,
+            i + 1,
+            a.uncached_tokens(),
+            a.cache_write_tokens,
+            a.cache_read_tokens,
+            o.uncached_tokens(),
+            o.cache_read_tokens,
+            c.everything.anthropic.input_tokens,
+            c.everything.anthropic.cache_read_tokens,
+            h = Frame::PLOT_H,
         );
     }
     svg.push_str("</svg>\n");
@@ -471,7 +561,8 @@ pub(crate) fn html(page: &Page<'_>, replays: &[Replayed]) -> String {
             r#"<section class="conversation" id="c{n}"><h2>{id}</h2><p class="muted">{file} · {calls} calls · {full} → {sent} tokens, <b>{saved:.1}% saved</b> · evidence kept {ev} (worst call {worst}){violation}</p>
 <div class="figures"><figure><figcaption>Tokens per call: full history (dashed red) and sent (blue); hover for values.</figcaption>
 {chart}</figure><figure><figcaption>Context map: a row per call (first at the top), a column per message ({width} messages); hover a row for its counts.</figcaption>
-{map}<div class="axes"><span>message 1</span><span>message {width} →</span></div></figure></div></section>
+{map}<div class="axes"><span>message 1</span><span>message {width} →</span></div></figure><figure><figcaption>Billed input per call, Anthropic's rule: tokens of the view sent uncached (blue), written to the prompt cache (orange), read from it (green; billed at a tenth); hover for both rules and for sending everything.</figcaption>
+{billed}</figure></div></section>
 "#,
             id = escape(&replay.id),
             file = escape(&replay.file),
@@ -486,6 +577,7 @@ pub(crate) fn html(page: &Page<'_>, replays: &[Replayed]) -> String {
             }),
             chart = chart(replay, budget),
             map = context_map(replay),
+            billed = billed_chart(replay),
         );
     }
     let _ = writeln!(out, "</main><script>{SCRIPT}</script></body></html>");
@@ -507,5 +599,57 @@ mod tests {
         assert_eq!(compact(1_250_000.0), "1.2M");
         assert_eq!(compact(700.0), "700");
         assert_eq!(grouped(12_255_319), "12\u{2009}255\u{2009}319");
+    }
+
+    #[test]
+    fn the_billed_chart_stacks_uncached_written_and_read_tokens_per_call() {
+        use crate::billed::Bills;
+        use crate::evidence::Score;
+        use crate::replayed::Call;
+        use curator::strategies::bill::CallBill;
+
+        let bill = |input, read, write| CallBill {
+            input_tokens: input,
+            cache_read_tokens: read,
+            cache_write_tokens: write,
+            ..CallBill::default()
+        };
+        let call = |anthropic: CallBill| Call {
+            message: 0,
+            full_messages: 2,
+            sent_messages: 2,
+            full_tokens: anthropic.input_tokens,
+            sent_tokens: anthropic.input_tokens,
+            curation_us: 0.0,
+            evidence: Score::NotNeeded,
+            verbatim: Score::NotNeeded,
+            billed: Bills { openai: anthropic, anthropic },
+            everything: Bills::default(),
+        };
+        // The first call writes its 2,000 tokens; the second reads them and sends 200 more.
+        let calls = vec![call(bill(2_000, 0, 2_000)), call(bill(2_200, 2_000, 0))];
+        let replay = Replayed {
+            file: "f".into(),
+            id: "c".into(),
+            calls,
+            violations: 0,
+            violation: None,
+            evidence: Summary::of([]),
+            verbatim: Summary::of([]),
+            tools_tokens: 0,
+            refused: Vec::new(),
+            map: None,
+        };
+        let svg = billed_chart(&replay);
+        // Values up to 2,500 (the round step above 2,200) over the plot's 206 pixels.
+        let px = |tokens: f64| format!("height=\"{:.1}\" fill=", tokens / 2_500.0 * Frame::PLOT_H);
+        assert!(svg.contains(&format!("{}\"{WRITTEN}\"", px(2_000.0))), "{svg}");
+        assert!(svg.contains(&format!("{}\"{CACHED}\"", px(2_000.0))), "{svg}");
+        assert!(svg.contains(&format!("{}\"{SENT}\"", px(200.0))), "{svg}");
+        assert_eq!(svg.matches("<rect x=").count(), 3, "no bar for what is zero");
+        assert!(
+            svg.contains("call 2: Anthropic's rule 200 uncached, 0 written, 2000 read"),
+            "{svg}"
+        );
     }
 }
