@@ -10,7 +10,7 @@ use anyhow::Result;
 use curator::model::Message;
 use curator::session::Usage;
 use curator::strategies::bill::{Biller, Block, CacheRule, CallBill, Prices, Request};
-use curator::strategies::{MessageRef, TokenCounter, View};
+use curator::strategies::{MessageRef, RelevanceBudget, TokenCounter, View};
 use serde_json::Value;
 
 /// A call's bill under each rule.
@@ -232,6 +232,9 @@ impl Meter {
                 }
                 (MessageRef::Borrowed(message), _) => Block::of_message(message, &*self.counter),
             };
+            if RelevanceBudget::is_note(&entry.message) {
+                sent.mark_boundary();
+            }
             sent.push_message(block, role);
         }
         let mut full = self.request();

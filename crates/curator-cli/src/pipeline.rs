@@ -98,6 +98,11 @@ pub(crate) struct PipelineArgs {
     /// task) a compaction keeps.
     #[arg(long = "low-water", value_name = "R")]
     pub(crate) low_water: Option<f64>,
+    /// With --stable or --budget: the share of a compaction's room kept for the opening
+    /// (the oldest messages after the task, which every compaction keeps the same, so the
+    /// cache serves them): cheaper compactions, less room for what relevance selects.
+    #[arg(long = "opening-share", value_name = "R")]
+    pub(crate) opening_share: Option<f64>,
     /// The default pipeline at N tokens: --redact --max-tokens N --stable.
     #[arg(long, value_name = "N", conflicts_with_all = [
         "config", "window", "truncate_tools", "max_tokens", "max_turns", "redact", "summarize",
@@ -172,6 +177,9 @@ impl PipelineArgs {
         if self.low_water.is_some() && !self.stable {
             bail!("--low-water needs --stable or --budget");
         }
+        if self.opening_share.is_some() && !self.stable {
+            bail!("--opening-share needs --stable or --budget");
+        }
         let mut steps = Vec::new();
         if self.redact {
             steps.push(StrategyConfig::Redactor {
@@ -213,6 +221,9 @@ impl PipelineArgs {
                     cut_tool_results: true,
                     low_water: self.low_water.unwrap_or(StableBudget::DEFAULT_LOW_WATER),
                     min_free: 0,
+                    opening_share: self
+                        .opening_share
+                        .unwrap_or(StableBudget::DEFAULT_OPENING_SHARE),
                 }
             } else if self.relevance {
                 StrategyConfig::RelevanceBudget {
@@ -360,13 +371,21 @@ mod tests {
             shorten_system: false,
             stable: false,
             low_water: None,
+            opening_share: None,
             budget: None,
         };
         assert_eq!(args.config().ok(), Some(StrategyConfig::default_pipeline(DEFAULT_MAX_TOKENS)));
         let at = PipelineArgs { budget: Some(8_000), ..args.clone() };
         assert_eq!(at.config().ok(), Some(StrategyConfig::default_pipeline(8_000)));
-        let low = PipelineArgs { low_water: Some(0.3), max_tokens: Some(8_000), ..args };
+        let low = PipelineArgs { low_water: Some(0.3), max_tokens: Some(8_000), ..args.clone() };
         let err = low.config().unwrap_err();
         assert!(err.to_string().contains("--low-water needs --stable or --budget"), "{err}");
+        let opening = PipelineArgs { opening_share: Some(0.5), budget: Some(8_000), ..args };
+        let Some(StrategyConfig::Compose { steps }) = opening.config().ok() else {
+            panic!("not the default pipeline")
+        };
+        assert!(
+            matches!(steps[1], StrategyConfig::StableBudget { opening_share, .. } if (opening_share - 0.5).abs() < 1e-12)
+        );
     }
 }

@@ -17,7 +17,7 @@ use crate::{
 /// | `tool_result_truncator` | `max_length`, `suffix` (optional) |
 /// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`), `head_share` (0.5) |
 /// | `relevance_budget` | as `token_budget` but `head_share` (0.25), and `recent_share` (0.85), `fold_note` (true), `cut_tool_results` (true) |
-/// | `stable_budget` | as `relevance_budget`, and `low_water` (0.5), `min_free` (0) |
+/// | `stable_budget` | as `relevance_budget`, and `low_water` (0.5), `min_free` (0), `opening_share` (0) |
 /// | `turn_limit` | `max_turns` |
 /// | `tool_filter` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]), `essentials` (200) |
@@ -138,6 +138,10 @@ pub enum StrategyConfig {
         /// The least a compaction frees, in tokens.
         #[serde(default)]
         min_free: u64,
+        /// The share of a compaction's body room kept for the opening (the oldest units,
+        /// which every compaction keeps the same).
+        #[serde(default)]
+        opening_share: f64,
     },
     /// [`TurnLimit`]; also accepted as `truncate_turns`.
     #[serde(alias = "truncate_turns")]
@@ -436,6 +440,7 @@ impl StrategyConfig {
                     cut_tool_results: true,
                     low_water: StableBudget::DEFAULT_LOW_WATER,
                     min_free: 0,
+                    opening_share: StableBudget::DEFAULT_OPENING_SHARE,
                 },
             ],
         }
@@ -593,6 +598,7 @@ impl StrategyConfig {
                 cut_tool_results,
                 low_water,
                 min_free,
+                opening_share,
             } => Box::new(
                 StableBudget::over(relevance(
                     *max_tokens,
@@ -602,7 +608,8 @@ impl StrategyConfig {
                     (*fold_note, *cut_tool_results),
                 )?)
                 .with_low_water(*low_water)?
-                .with_min_free(*min_free),
+                .with_min_free(*min_free)
+                .with_opening_share(*opening_share)?,
             ),
             StrategyConfig::TurnLimit { max_turns } => Box::new(TurnLimit::new(*max_turns)),
             StrategyConfig::ToolFilter { tools } => {

@@ -16,6 +16,22 @@ const MENTIONED: &str = " They mentioned: ";
 /// Where a shortened text names the terms of the part cut (see `shorten.rs`).
 const NAMING_OPEN: &str = "[the part cut named: ";
 
+/// Whether `text` opens curator's folded-history note (what a compaction or a relevance
+/// budget left out), as a provider's request carries it: the writers of a request place a
+/// prompt-cache breakpoint right before it, where a compaction's opening ends.
+///
+/// # Examples
+///
+/// ```
+/// use curator::strategies::notes;
+///
+/// assert!(notes::opens_note("[curator left out 12 earlier messages to fit the context; ask for what you need again.]"));
+/// assert!(!notes::opens_note("left out"));
+/// ```
+pub fn opens_note(text: &str) -> bool {
+    text.starts_with(crate::relevance::NOTE_START)
+}
+
 /// `message` without the lists of terms curator wrote about what it left out: a
 /// folded-history note keeps its count and the tool calls it names (their arguments as the
 /// calls had them) but not its "They mentioned: …" list, and a cut text loses its cut notes

@@ -1,8 +1,11 @@
 //! Anthropic's prompt-cache breakpoints, placed on a Messages API body as curator's views are
-//! built to be read back: on the tool definitions, on the system prompt, and on the last two
-//! messages (the newest, which the next request reads back, and the one before, so that a
-//! request that appended more than Anthropic's 20-block lookback still finds a write).
+//! built to be read back: on the tool definitions, on the system prompt, on the block before
+//! curator's note of what a compaction left out (where the opening every compaction keeps
+//! ends), and on the last two messages (the newest, which the next request reads back, and
+//! the one before, so that a request that appended more than Anthropic's 20-block lookback
+//! still finds a write).
 
+use curator_strategies::notes;
 use serde_json::{Map, Value, json};
 
 /// Anthropic's limit of breakpoints per request.
@@ -64,9 +67,58 @@ fn existing(body: &Map<String, Value>) -> usize {
     in_blocks(body.get("tools")) + in_blocks(body.get("system")) + messages
 }
 
-/// Places breakpoints on `body`: the last tool, the system prompt's last block, the last
-/// block of the newest message and of the one before, each only where the prefix it ends is
-/// long enough to be cached, never past four in all (those the body already has count).
+/// Marks block `index` of a content value (a string is one block), unless it is thinking or
+/// carries a breakpoint already; whether it marked it.
+fn mark_block(content: &mut Value, index: usize) -> bool {
+    if content.is_string() {
+        return index == 0 && mark_content(content);
+    }
+    let Some(block) = content.get_mut(index).and_then(Value::as_object_mut) else { return false };
+    if block.contains_key("cache_control")
+        || matches!(
+            block.get("type").and_then(Value::as_str),
+            Some("thinking" | "redacted_thinking")
+        )
+    {
+        return false;
+    }
+    block.insert("cache_control".into(), marker());
+    true
+}
+
+/// The block before curator's note of what a compaction left out, as (message, block):
+/// where the compaction's opening ends. `None` without a note, or with nothing before it.
+fn boundary(messages: &[Value]) -> Option<(usize, usize)> {
+    let opens = |block: &Value| {
+        block
+            .as_str()
+            .or_else(|| block.get("text").and_then(Value::as_str))
+            .is_some_and(notes::opens_note)
+    };
+    for (m, message) in messages.iter().enumerate() {
+        let at = match message.get("content") {
+            Some(Value::String(text)) if notes::opens_note(text) => Some(0),
+            Some(Value::Array(blocks)) => blocks.iter().position(opens),
+            _ => None,
+        };
+        let Some(at) = at else { continue };
+        if at > 0 {
+            return Some((m, at - 1));
+        }
+        let previous = m.checked_sub(1)?;
+        let last = match messages[previous].get("content") {
+            Some(Value::Array(blocks)) => blocks.len().checked_sub(1)?,
+            _ => 0,
+        };
+        return Some((previous, last));
+    }
+    None
+}
+
+/// Places breakpoints on `body`: the last tool, the system prompt's last block, the block
+/// before curator's note of what a compaction left out, the last block of the newest
+/// message and of the one before, each only where the prefix it ends is long enough to be
+/// cached, never past four in all (those the body already has count).
 pub(crate) fn place(body: &mut Map<String, Value>) {
     let mut left = MAX_BREAKPOINTS.saturating_sub(existing(body));
     let mut prefix = 0;
@@ -95,6 +147,14 @@ pub(crate) fn place(body: &mut Map<String, Value>) {
             Some(*sum)
         })
         .collect();
+    if let Some((m, block)) = boundary(messages)
+        && left > 0
+        && ends[m] >= MIN_PREFIX_TOKENS
+        && let Some(content) = messages[m].get_mut("content")
+        && mark_block(content, block)
+    {
+        left -= 1;
+    }
     for index in (0..messages.len()).rev().take(2) {
         if left == 0 || ends[index] < MIN_PREFIX_TOKENS {
             break;
@@ -166,5 +226,46 @@ mod tests {
         place(map);
         assert_eq!(count(map), 4);
         assert!(map["messages"][3]["content"].is_string(), "no fifth breakpoint");
+    }
+
+    #[test]
+    fn the_block_before_a_compaction_note_gets_one() {
+        let long = "policy ".repeat(1_000);
+        let note = "[curator left out 7 earlier messages to fit the context; ask for what you need again.]";
+        let mut body = json!({
+            "system": long,
+            "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "1", "name": "a", "input": {}}]},
+                // The opening's last result and the note, merged into one user turn.
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "1", "content": "ok"},
+                                             {"type": "text", "text": note}]},
+                {"role": "assistant", "content": "next"},
+                {"role": "user", "content": "and then?"},
+            ],
+        });
+        let map = body.as_object_mut().unwrap();
+        place(map);
+        // System, the opening's end, and the newest two: four.
+        assert!(marked(&map["messages"][2]["content"][0]));
+        assert!(!marked(&map["messages"][2]["content"][1]), "not the note itself");
+        assert!(marked(&map["messages"][4]["content"][0]));
+        assert!(marked(&map["messages"][3]["content"][0]));
+        assert_eq!(count(map), 4);
+
+        // A note that is a message of its own: the previous message's last block.
+        let mut body = json!({
+            "system": long,
+            "messages": [
+                {"role": "user", "content": "go"},
+                {"role": "user", "content": note},
+                {"role": "assistant", "content": "next"},
+                {"role": "user", "content": "and then?"},
+            ],
+        });
+        let map = body.as_object_mut().unwrap();
+        place(map);
+        assert!(marked(&map["messages"][0]["content"][0]));
+        assert!(map["messages"][1]["content"].is_string());
     }
 }

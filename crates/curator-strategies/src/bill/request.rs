@@ -73,6 +73,9 @@ pub struct Request {
     head_end: Option<usize>,
     /// Whether the messages pushed so far are all head (system messages, then the task).
     head_open: bool,
+    /// Index of the block that ends a compaction's opening: the one before curator's note
+    /// of what the compaction left out.
+    boundary: Option<usize>,
 }
 
 impl Request {
@@ -86,6 +89,9 @@ impl Request {
         let mut request = Request::new();
         for message in messages {
             let message = message.borrow();
+            if crate::RelevanceBudget::is_note(message) {
+                request.mark_boundary();
+            }
             request.push_message(Block::of_message(message, counter), message.role());
         }
         request
@@ -107,12 +113,20 @@ impl Request {
         self.blocks.push(block);
     }
 
+    /// Marks the blocks pushed so far as a compaction's opening: the next block is curator's
+    /// note of what the compaction left out ([`RelevanceBudget::is_note`](crate::RelevanceBudget::is_note)).
+    /// [`from_messages`](Self::from_messages) marks it itself.
+    pub fn mark_boundary(&mut self) {
+        self.boundary = self.blocks.len().checked_sub(1);
+    }
+
     /// The same request with the tool definitions `tools` first (they open the prefix).
     #[must_use]
     pub fn with_tools(mut self, tools: Block) -> Self {
         self.blocks.insert(0, tools);
         self.breakpoints.iter_mut().for_each(|b| *b += 1);
         self.head_end = Some(self.head_end.map_or(0, |h| h + 1));
+        self.boundary = self.boundary.map(|b| b + 1);
         self
     }
 
@@ -134,14 +148,19 @@ impl Request {
 
     /// The breakpoints curator's Anthropic requests carry: on the block that ends the head
     /// (tools, system messages and the task, which every view of a conversation opens
-    /// with), on the newest block, and, when `previous` (the conversation's last request)
-    /// is a prefix of this one, on its newest block, so that what it wrote is read back
-    /// however many blocks were appended since. At most three, under Anthropic's four.
+    /// with), on the block that ends a compaction's opening (before curator's note: the
+    /// next compaction keeps the same opening and reads it back), on the newest block, and,
+    /// when `previous` (the conversation's last request) is a prefix of this one, on its
+    /// newest block, so that what it wrote is read back however many blocks were appended
+    /// since. At most four, Anthropic's limit.
     #[must_use]
     pub fn with_curator_breakpoints(mut self, previous: Option<&Request>) -> Self {
         let Some(last) = self.blocks.len().checked_sub(1) else { return self };
         if let Some(head) = self.head_end {
             self = self.with_breakpoint(head);
+        }
+        if let Some(boundary) = self.boundary {
+            self = self.with_breakpoint(boundary);
         }
         if let Some(previous) = previous
             && let Some(end) = previous.blocks.len().checked_sub(1)
@@ -166,5 +185,38 @@ impl Request {
     /// Every input token of the request.
     pub fn tokens(&self) -> u64 {
         self.blocks.iter().map(|b| b.tokens).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use curator_model::Message;
+
+    use super::*;
+    use crate::CharEstimate;
+
+    #[test]
+    fn the_block_before_a_compaction_note_carries_a_breakpoint() {
+        let note = Message::user(
+            "[curator left out 3 earlier messages to fit the context; ask for what you need again.]",
+        );
+        assert!(crate::RelevanceBudget::is_note(&note));
+        let messages = vec![
+            Message::system("s"),
+            Message::user("task"),
+            Message::assistant("opening"),
+            note,
+            Message::assistant("kept"),
+            Message::user("newest"),
+        ];
+        let request = Request::from_messages(&messages, &CharEstimate::default())
+            .with_curator_breakpoints(None);
+        // The head's end, the opening's end, the newest.
+        assert_eq!(request.breakpoints(), [1, 2, 5]);
+        let tools = Block::of_tools(&serde_json::json!([{"name": "t"}]), &CharEstimate::default());
+        let request = Request::from_messages(&messages, &CharEstimate::default())
+            .with_tools(tools)
+            .with_curator_breakpoints(None);
+        assert_eq!(request.breakpoints(), [2, 3, 6]);
     }
 }

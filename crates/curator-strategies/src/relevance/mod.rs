@@ -3,6 +3,7 @@
 
 mod ends;
 mod fold;
+pub(crate) use fold::NOTE_START;
 mod labels;
 mod score;
 
@@ -125,6 +126,10 @@ pub struct RelevanceBudget {
     /// The room rule 1's cut is sized for, when not the budget's own (a compaction to a
     /// low-water mark cuts tool results as the whole room would).
     cut_room: Option<u64>,
+    /// The share of the body's room kept for the opening: the oldest units after the task,
+    /// in a run, before the note (a compaction keeps the same opening each time, so that
+    /// the provider's cache serves it). 0 outside a [`StableBudget`](crate::StableBudget).
+    opening_share: f64,
 }
 
 impl RelevanceBudget {
@@ -151,6 +156,7 @@ impl RelevanceBudget {
             focus_cache: Arc::default(),
             labels: Arc::default(),
             cut_room: None,
+            opening_share: 0.0,
         }
     }
 
@@ -270,6 +276,11 @@ impl RelevanceBudget {
         }
     }
 
+    /// The same strategy keeping `share` of the body's room for the opening run.
+    pub(crate) fn with_opening_share(&self, share: f64) -> RelevanceBudget {
+        RelevanceBudget { opening_share: share, ..self.clone() }
+    }
+
     /// The token budget that bounds the result.
     pub fn budget(&self) -> &TokenBudget {
         &self.budget
@@ -303,7 +314,8 @@ impl HistoryManager for RelevanceBudget {
         let body_room = available.saturating_sub(head_room);
         let note_room = if self.fold_note { (body_room / 3).min(MAX_NOTE_TOKENS) } else { 0 };
         let room = body_room - note_room;
-        let recent_room = share(self.recent_share, room);
+        let opening_room = share(self.opening_share, room);
+        let recent_room = share(self.recent_share, room - opening_room);
 
         // The newest units (rule 2): the present always, then while they fit.
         let pinned_alone = |u: &crate::Unit| u.len() == 1 && head.is_pinned(u.start());
@@ -316,15 +328,23 @@ impl HistoryManager for RelevanceBudget {
             return self.budget.curate(view, ctx);
         };
         let cut = next.range().end;
+        let task = head.pinned().iter().find(|&&i| view.structure(i).role() != Role::System);
+        let first_body = task.map_or(head.len(), |&t| head.len().max(t + 1));
+
+        // The opening: the oldest units after the task, in a run, while they fit its share.
+        let limit = (used + opening_room).min(room);
+        let opening = opening_run(&view, &head, &tally, (first_body, cut), limit, &mut used);
+        let opening_end = opening.last().map_or(first_body, |unit| unit.end);
+        let mut chosen: HashSet<usize, FxBuild> = opening.iter().map(|unit| unit.start).collect();
+        kept.extend(opening);
 
         // Older units by relevance (rule 4), then more of the newest with what is left.
         let query: Vec<usize> =
             head.pinned().iter().copied().chain(kept.iter().flat_map(Clone::clone)).collect();
         let ranked = score::rank(&view, &query, head.len(), cut);
-        let mut chosen: HashSet<usize, FxBuild> = HashSet::default();
         let mut scored = Vec::new();
         for (unit, score) in &ranked {
-            if unit.clone().any(|i| head.is_pinned(i)) {
+            if unit.clone().any(|i| head.is_pinned(i)) || chosen.contains(&unit.start) {
                 continue;
             }
             if let Some(tokens) = tokens_within(&tally, unit.clone(), room, used) {
@@ -373,11 +393,9 @@ impl HistoryManager for RelevanceBudget {
                 &self.labels,
             )
         };
-        // The note comes after the pinned head and the task, so that the task stays the
-        // first user message (later strategies pin it by that).
-        let task = head.pinned().iter().find(|&&i| view.structure(i).role() != Role::System);
-        let first_body = task.map_or(head.len(), |&t| head.len().max(t + 1));
-        let selected = assemble(&view, first_body, &kept, note);
+        // The note comes after the pinned head and the task (so that the task stays the
+        // first user message: later strategies pin it by that) and the opening.
+        let selected = assemble(&view, opening_end, &kept, note);
         // A selection that opens on an assistant turn where the view did not (the task not
         // pinned, no note to open the body) is refused by Anthropic, and the budget keeps a
         // view that opens so as it is: the budget alone then decides on the whole view (the
@@ -387,13 +405,7 @@ impl HistoryManager for RelevanceBudget {
         {
             return self.budget.curate(view, ctx);
         }
-        if let Some(sink) = ctx.events {
-            let units = scored
-                .into_iter()
-                .map(|(position, messages, score)| ScoredUnit::new(position, messages, score))
-                .collect();
-            sink.emit(&Event::RelevanceKept(RelevanceKept::new(units)));
-        }
+        emit_kept(ctx, scored);
         self.budget.curate(selected, ctx)
     }
 
@@ -469,6 +481,46 @@ fn newest(
     (kept, used, None)
 }
 
+/// Tells the event sink which older units relevance kept, with their scores.
+fn emit_kept(ctx: &CurationContext<'_>, scored: Vec<(Option<usize>, usize, f64)>) {
+    if let Some(sink) = ctx.events {
+        let units = scored
+            .into_iter()
+            .map(|(position, messages, score)| ScoredUnit::new(position, messages, score))
+            .collect();
+        sink.emit(&Event::RelevanceKept(RelevanceKept::new(units)));
+    }
+}
+
+/// The opening: the units from `first_body` on (up to `cut`), oldest first and in a run,
+/// while they fit `room` with `used` taken (which grows by theirs); none when `room` leaves
+/// nothing past `used`.
+fn opening_run(
+    view: &View<'_>,
+    head: &crate::Head,
+    tally: &crate::Tally<'_, '_>,
+    (first_body, cut): (usize, usize),
+    room: u64,
+    used: &mut u64,
+) -> Vec<Range<usize>> {
+    if room <= *used {
+        return Vec::new();
+    }
+    let oldest: Vec<crate::Unit> = view.units_rev_to(first_body, cut).collect();
+    let mut run = Vec::new();
+    let mut end = first_body;
+    for unit in oldest.into_iter().rev() {
+        if unit.start() != end || unit.range().any(|i| head.is_pinned(i)) {
+            break;
+        }
+        let Some(tokens) = tokens_within(tally, unit.range(), room, *used) else { break };
+        *used += tokens;
+        end = unit.range().end;
+        run.push(unit.range());
+    }
+    run
+}
+
 /// The tokens of the messages at `range` when they fit `room` with `used` taken.
 fn tokens_within(
     tally: &crate::Tally<'_, '_>,
@@ -480,7 +532,7 @@ fn tokens_within(
 }
 
 /// The view of the `kept` ranges (in order), with `note` before the first range of the body
-/// (which starts at `first_body`), coherence restored.
+/// after the opening (which ends at `first_body`), coherence restored.
 fn assemble<'h>(
     view: &View<'h>,
     first_body: usize,

@@ -12,6 +12,11 @@ use proptest::prelude::*;
 /// The default pipeline at `max_tokens`, counted by the estimate (fast in a debug build),
 /// with the least a compaction frees.
 fn pipeline(max_tokens: u64, min_free: u64) -> Box<dyn HistoryManager> {
+    pipeline_with(max_tokens, min_free, StableBudget::DEFAULT_OPENING_SHARE)
+}
+
+/// As [`pipeline`], keeping `opening_share` of a compaction's room for the opening.
+fn pipeline_with(max_tokens: u64, min_free: u64, opening_share: f64) -> Box<dyn HistoryManager> {
     StrategyConfig::Compose {
         steps: vec![
             StrategyConfig::Redactor { builtin: true, patterns: std::collections::BTreeMap::new() },
@@ -25,6 +30,7 @@ fn pipeline(max_tokens: u64, min_free: u64) -> Box<dyn HistoryManager> {
                 cut_tool_results: true,
                 low_water: StableBudget::DEFAULT_LOW_WATER,
                 min_free,
+                opening_share,
             },
         ],
     }
@@ -113,6 +119,35 @@ fn views_grow_by_what_is_appended_and_compact_in_steps() {
 }
 
 #[test]
+fn every_compaction_keeps_the_same_opening_and_notes_what_follows_it() {
+    let messages = agent(80);
+    let ctx = CurationContext::default();
+    let live = pipeline_with(4_000, 0, 0.5);
+    let mut history = History::new();
+    let mut openings: Vec<Vec<Message>> = Vec::new();
+    let mut previous: Vec<Message> = Vec::new();
+    let mut at = 0;
+    for end in calls(&messages) {
+        for message in &messages[at..end] {
+            history.push(message.clone());
+        }
+        at = end;
+        let view = live.curate_history(&history, &ctx).unwrap().to_messages();
+        if !view.starts_with(&previous)
+            && let Some(note) = view.iter().position(RelevanceBudget::is_note)
+        {
+            // The opening: the system message, the task, then the oldest messages in order.
+            assert_eq!(view[..note], messages[..note], "at {end}");
+            openings.push(view[..note].to_vec());
+        }
+        previous = view;
+    }
+    assert!(openings.len() >= 3, "{} compactions", openings.len());
+    assert!(openings[0].len() > 2, "an opening past the task");
+    assert!(openings.windows(2).all(|w| w[0] == w[1]), "the same opening each time");
+}
+
+#[test]
 fn a_compaction_frees_at_least_the_minimum() {
     let messages = agent(60);
     let (_, compactions) = live(&messages, 4_000, 2_500);
@@ -185,6 +220,8 @@ fn a_budget_too_small_for_what_is_never_lost_is_refused() {
 fn options_out_of_range_are_refused() {
     let err = StableBudget::new(1_000).with_low_water(1.5).unwrap_err();
     assert!(err.to_string().contains("low_water"), "{err}");
+    let err = StableBudget::new(1_000).with_opening_share(-0.1).unwrap_err();
+    assert!(err.to_string().contains("opening_share"), "{err}");
     let view_of = |m: &[Message]| {
         let history = History::from(m);
         View::full(&history).len()
@@ -202,7 +239,9 @@ proptest! {
         messages in curator_testkit::arb::history_with(40, false),
         max_tokens in 300u64..6_000,
         min_free in prop_oneof![3 => Just(0u64), 1 => 0u64..400],
+        opening in prop_oneof![1 => Just(0.0), 1 => 0.0f64..=1.0],
     ) {
+        let pipeline = |max_tokens, min_free| pipeline_with(max_tokens, min_free, opening);
         let live = pipeline(max_tokens, min_free);
         let redactor = Redactor::new();
         let ctx = CurationContext::default();
