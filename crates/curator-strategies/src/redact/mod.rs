@@ -313,6 +313,9 @@ impl Redact {
             out.push_str("[REDACTED:");
             out.push_str(kind);
             out.push(']');
+            // A secret wrapped over lines leaves its line breaks: the lines around it stay
+            // where they were.
+            out.extend(text[start..end].chars().filter(|c| matches!(c, '\n' | '\r')));
             done = end;
         }
         out.push_str(&text[done..]);

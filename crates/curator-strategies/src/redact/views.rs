@@ -285,6 +285,21 @@ fn looks_random(before: &str, after: &str) -> bool {
     both().any(|c| c.is_ascii_digit()) && both().any(|c| c.is_ascii_alphabetic())
 }
 
+/// Whether a line (from its token on, `rest` running to the end of the text) can be the rest
+/// of a token wrapped onto it: the token ends the line, or a closing quote, bracket, comma,
+/// semicolon or line continuation ends the token, and it is no `name=value` assignment (an `=`
+/// inside it, not base64's padding at its end). An environment file's next `KEY=value`
+/// line, or a header's next `Name: value`, is a line of its own.
+fn continues(rest: &str) -> bool {
+    let line = rest.split(['\r', '\n']).next().unwrap_or_default();
+    let token: &str = line.split(|c: char| !is_token_char(c)).next().unwrap_or_default();
+    if token.trim_end_matches('=').contains('=') {
+        return false;
+    }
+    let after = &line[token.len()..];
+    after.trim_end().is_empty() || after.starts_with(|c: char| "\"'`,;)]}\\".contains(c))
+}
+
 /// Shortest run of token characters before a line break for the break to count as a wrap:
 /// a shorter one is a word ending a line, not a token cut by a terminal or a formatter.
 const MIN_BEFORE_WRAP: usize = 8;
@@ -306,6 +321,7 @@ pub(crate) fn joined(text: &str) -> Option<Derived> {
         let after = text[next..].chars().take_while(|&c| is_token_char(c)).count();
         if before >= MIN_BEFORE_WRAP
             && after >= MIN_AFTER_WRAP
+            && continues(&text[next..])
             && looks_random(&text[cut - before_bytes(text, cut)..cut], &text[next..])
         {
             wraps.push((cut, next));
@@ -406,5 +422,21 @@ mod tests {
         // Found within one line: left to the reading of the original.
         assert!(view.original_span(text, at, at + 8).is_none());
         assert!(joined("short\nlines\nonly").is_none());
+        // A token closed by a quote and a comma on its last line is wrapped too.
+        let quoted = "{\"key\": \"ghp_R4nd0mT0k3nV4lu3\n  ThatIsThirtySix12345\",\n}";
+        assert!(joined(quoted).is_some());
+    }
+
+    #[test]
+    fn lines_of_their_own_are_not_wraps() {
+        // `KEY=value` lines of an environment file, a header after a header, a word after.
+        for text in [
+            "DB_PASSWORD=s3cretpass99\nDB_HOST=db1.internal\nDB_PORT=5432\nDB_USER=app2user",
+            "HOME=/root\nOPENAI_API_KEY=sk-proj-abcdefgh12345678\nPATH=/usr/bin\nnext",
+            "Authorization: Bearer abcdef0123456789abcdef\nContent-Type: application/json",
+            "value=abc123def456ghi\nthen some words follow",
+        ] {
+            assert!(joined(text).is_none(), "{text:?}");
+        }
     }
 }

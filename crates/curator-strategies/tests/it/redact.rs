@@ -525,3 +525,63 @@ fn arguments_keep_their_text_and_their_passwords_are_redacted() {
     assert!(!sent.contains("xoxb-123456789012") && !sent.contains("Xk9#mQ2vL7pR4tW"), "{sent}");
     serde_json::from_str::<serde_json::Value>(sent).unwrap();
 }
+
+/// Redaction replaces a secret's own characters and nothing else: the lines of an
+/// environment file or of headers after a secret stay as they were.
+#[test]
+fn the_lines_after_a_secret_are_sent_unchanged() {
+    let r = Redactor::new();
+    let env = "DB_PASSWORD=s3cretpass99\nDB_HOST=db1.internal\nDB_PORT=5432\nDB_USER=app2user\nLOG_LEVEL=debug";
+    assert_eq!(
+        r.redact(env),
+        "DB_PASSWORD=[REDACTED:password_assignment]\nDB_HOST=db1.internal\nDB_PORT=5432\nDB_USER=app2user\nLOG_LEVEL=debug"
+    );
+    let env =
+        "HOME=/root\nOPENAI_API_KEY=sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z\nPATH=/usr/bin\nnext";
+    let out = r.redact(env);
+    assert!(out.starts_with("HOME=/root\nOPENAI_API_KEY=[REDACTED:"), "{out}");
+    assert!(out.ends_with("]\nPATH=/usr/bin\nnext"), "{out}");
+    let headers = "Authorization: Bearer abcdef0123456789abcdefXYZ\nContent-Type: application/json";
+    assert_eq!(
+        r.redact(headers),
+        "Authorization: Bearer [REDACTED:bearer_token]\nContent-Type: application/json"
+    );
+    // A token wrapped over two lines is still found, and its line break stays.
+    let wrapped = "export T=ghp_R4nd0mT0k3nV4lu3\n    ThatIsThirtySix12345\nend";
+    assert_eq!(r.redact(wrapped), "export T=[REDACTED:github_token]\n\nend");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+    /// Over generated environment files, header blocks and logs: every line break of the
+    /// input is in the output, and every line that holds no secret comes out as it went in
+    /// (a line of nothing but token characters after a line ending in a token may be the
+    /// rest of a wrapped secret, and goes with it).
+    #[test]
+    fn redaction_keeps_every_line_break_and_every_line_without_a_secret(
+        lines in proptest::collection::vec(
+            proptest::prop_oneof![
+                "[A-Z][A-Z_]{2,12}=[a-z0-9./:-]{1,24}",
+                "[A-Z][A-Za-z-]{2,14}: [a-z0-9/;= .-]{1,30}",
+                "[a-z ]{0,30}[0-9]{0,4}",
+                "(PASSWORD|API_KEY|SECRET|TOKEN)=[A-Za-z0-9]{12,40}",
+                "Authorization: Bearer [A-Za-z0-9]{20,40}",
+                "[A-Za-z0-9_=+/.-]{8,40}",
+            ],
+            1..12,
+        ),
+    ) {
+        let text = lines.join("\n");
+        let out = Redactor::new().redact(&text).into_owned();
+        proptest::prop_assert_eq!(out.matches('\n').count(), text.matches('\n').count(), "{:?} -> {:?}", text, out);
+        let token = |c: char| c.is_ascii_alphanumeric() || "_-+/=.%".contains(c);
+        for (before, after) in text.lines().zip(out.lines()) {
+            let body = before.trim();
+            let may_continue = body.chars().all(token) && !body.trim_end_matches('=').contains('=');
+            if !after.contains("[REDACTED:") && !may_continue {
+                proptest::prop_assert_eq!(before, after);
+            }
+        }
+    }
+}

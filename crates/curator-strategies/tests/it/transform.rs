@@ -143,11 +143,12 @@ fn redaction_covers_every_built_in_kind() {
         ),
         (
             "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----",
-            "[REDACTED:pem_private_key]",
+            // The key's line breaks stay: the lines after it are where they were.
+            "[REDACTED:pem_private_key]\n\n\n",
         ),
         (
             "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----",
-            "[REDACTED:pem_private_key]",
+            "[REDACTED:pem_private_key]\n\n",
         ),
         (
             "https://admin:s3cr3t@example.com/x",
