@@ -119,7 +119,31 @@ fn boundary(messages: &[Value]) -> Option<(usize, usize)> {
 /// before curator's note of what a compaction left out, the last block of the newest
 /// message and of the one before, each only where the prefix it ends is long enough to be
 /// cached, never past four in all (those the body already has count).
+///
+/// A body too short to cache is left as it is. Otherwise every message's text is written
+/// as a list of blocks first (a string as one text block),
+/// so that a message is the same bytes whether or not it carries a breakpoint: the request
+/// after this one, whose newest messages are others, starts with this one's blocks but
+/// the markers, and reads back what this one wrote.
 pub(crate) fn place(body: &mut Map<String, Value>) {
+    let whole: usize = ["tools", "system", "messages"]
+        .iter()
+        .filter_map(|field| body.get(*field))
+        .map(tokens)
+        .sum();
+    if whole < MIN_PREFIX_TOKENS {
+        // Too short to cache anywhere: sent as it is.
+        return;
+    }
+    if let Some(Value::Array(messages)) = body.get_mut("messages") {
+        for message in messages.iter_mut() {
+            if let Some(content) = message.get_mut("content")
+                && let Value::String(text) = content
+            {
+                *content = json!([{"type": "text", "text": std::mem::take(text)}]);
+            }
+        }
+    }
     let mut left = MAX_BREAKPOINTS.saturating_sub(existing(body));
     let mut prefix = 0;
     if let Some(Value::Array(tools)) = body.get_mut("tools") {
@@ -198,7 +222,8 @@ mod tests {
         // The thinking block is passed over for the tool use after it.
         assert!(marked(&map["messages"][1]["content"][1]));
         assert!(!marked(&map["messages"][1]["content"][0]));
-        assert!(map["messages"][0]["content"].is_string());
+        assert!(!marked(&map["messages"][0]["content"][0]));
+        assert_eq!(map["messages"][0]["content"], json!([{"type": "text", "text": "go"}]));
 
         let mut short =
             json!({"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]});
@@ -225,7 +250,7 @@ mod tests {
         let map = body.as_object_mut().unwrap();
         place(map);
         assert_eq!(count(map), 4);
-        assert!(map["messages"][3]["content"].is_string(), "no fifth breakpoint");
+        assert!(!marked(&map["messages"][3]["content"][0]), "no fifth breakpoint");
     }
 
     #[test]
@@ -266,6 +291,6 @@ mod tests {
         let map = body.as_object_mut().unwrap();
         place(map);
         assert!(marked(&map["messages"][0]["content"][0]));
-        assert!(map["messages"][1]["content"].is_string());
+        assert!(!marked(&map["messages"][1]["content"][0]));
     }
 }
