@@ -281,14 +281,16 @@ impl StableBudget {
         let counter = self.compactor.budget().counter();
         let priming = counter.reply_priming();
         let maps = prefix.map_count();
+        // The prefix overflows the room (its kept view and what followed it did), and so the
+        // mark below it: the compactor need not count it whole to know.
         let compacted = match self
             .compactor
             .with_available(target + priming)
             .with_opening_share(self.opening_share)
-            .curate(prefix.clone(), ctx)
+            .curate_overflowing(prefix.clone(), ctx)
         {
             Err(Error::BudgetTooSmall(_)) if target < self.room() => {
-                self.compactor.curate(prefix, ctx)?
+                self.compactor.curate_overflowing(prefix, ctx)?
             }
             other => other?,
         };

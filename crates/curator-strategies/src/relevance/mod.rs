@@ -297,6 +297,25 @@ impl HistoryManager for RelevanceBudget {
         if fits {
             return self.budget.curate(view, ctx);
         }
+        self.curate_overflowing(view, ctx)
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("relevance_budget")
+    }
+}
+
+impl RelevanceBudget {
+    /// Curates `view`, known not to fit the budget (rules 1 to 4): what a compaction of
+    /// [`StableBudget`](crate::StableBudget) runs, which knows it overflows without counting
+    /// the whole history again.
+    pub(crate) fn curate_overflowing<'h>(
+        &self,
+        view: View<'h>,
+        ctx: &CurationContext<'_>,
+    ) -> Result<View<'h>> {
+        let counter = self.budget.counter();
+        let available = self.budget.available().saturating_sub(counter.reply_priming());
         // Rule 1: long tool results cut to their ends, then the rest as before. (Whether the
         // cut view fits is not counted apart: the newest units below take all of it if so.)
         // The view as given, for the note to read what the units it leaves out held (the
@@ -407,10 +426,6 @@ impl HistoryManager for RelevanceBudget {
         }
         emit_kept(ctx, scored);
         self.budget.curate(selected, ctx)
-    }
-
-    fn name(&self) -> Cow<'_, str> {
-        Cow::Borrowed("relevance_budget")
     }
 }
 
