@@ -286,8 +286,9 @@ fn looks_random(before: &str, after: &str) -> bool {
 }
 
 /// Whether a line (from its token on, `rest` running to the end of the text) can be the rest
-/// of a token wrapped onto it: the token ends the line, or a closing quote, bracket, comma,
-/// semicolon or line continuation ends the token, and it is no `name=value` assignment (an `=`
+/// of a token wrapped onto it: the token ends at the end of the line or at a closing quote,
+/// bracket, comma, semicolon or line continuation (not at a `:` as a header's name does), or
+/// at a space when it holds a digit and a letter itself, and it is no `name=value` assignment (an `=`
 /// inside it, not base64's padding at its end). An environment file's next `KEY=value`
 /// line, or a header's next `Name: value`, is a line of its own.
 fn continues(rest: &str) -> bool {
@@ -297,7 +298,14 @@ fn continues(rest: &str) -> bool {
         return false;
     }
     let after = &line[token.len()..];
-    after.trim_end().is_empty() || after.starts_with(|c: char| "\"'`,;)]}\\".contains(c))
+    if after.is_empty() || after.starts_with(|c: char| "\"'`,;)]}\\".contains(c)) {
+        return true;
+    }
+    // Words after it: only a token that looks random alone (a digit and a letter) is read
+    // as a wrap's rest, not a word that opens a sentence.
+    after.starts_with(char::is_whitespace)
+        && token.chars().any(|c| c.is_ascii_digit())
+        && token.chars().any(|c| c.is_ascii_alphabetic())
 }
 
 /// Shortest run of token characters before a line break for the break to count as a wrap:
