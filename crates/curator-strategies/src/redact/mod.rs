@@ -216,7 +216,6 @@ impl Redactor {
     /// assert_eq!(
     ///     r.redact("token ghp_R4nd0mT0k3nV4lu3\n    ThatIsThirtySix12345 ok"),
     ///     "token [REDACTED:github_token]\n ok", // the line break stays
-
     /// );
     /// ```
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
