@@ -98,11 +98,24 @@ impl<S: SessionStore> Conversation<S> {
         let mut started = self.started.clone();
         started.extend(call_ids.iter().map(|id| (*id).to_owned()));
         let document = json!({ "reply": self.reply_sequence, "calls": started });
-        let name = checkpoint_name(self);
+        self.put_own_checkpoint(&checkpoint_name(self), &document)?;
+        self.started = started;
+        Ok(())
+    }
+
+    /// Writes one of this conversation's checkpoints (its start marks, its usage): under a
+    /// fence, with [`SessionStore::put_checkpoint_fenced`], so that a worker whose claim was
+    /// taken over writes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Fenced`] when the claim was taken over or ended, or the fence names another
+    /// session (nothing is written); a store error.
+    pub(crate) fn put_own_checkpoint(&self, name: &str, document: &Value) -> Result<u64> {
         match &self.fence {
             // The check and the write are one transaction: no claim can be taken between
-            // them, so a worker taken over never overwrites the new holder's marks, and one
-            // whose marks are written wrote them before a new holder could read them.
+            // them, so a worker taken over never overwrites the new holder's checkpoint, and
+            // one whose checkpoint is written wrote it before a new holder could read it.
             Some(fence) => {
                 // The store checks the claim on the fence's key, so a fence of another
                 // session would guard nothing here: refused, as every fenced append of this
@@ -114,12 +127,10 @@ impl<S: SessionStore> Conversation<S> {
                         current: None,
                     });
                 }
-                self.store().put_checkpoint_fenced(&name, &document, fence)?
+                self.store().put_checkpoint_fenced(name, document, fence)
             }
-            None => self.store().put_checkpoint(&name, &document)?,
-        };
-        self.started = started;
-        Ok(())
+            None => self.store().put_checkpoint(name, document),
+        }
     }
 }
 

@@ -131,6 +131,13 @@ impl Usage {
     }
 }
 
+impl std::iter::Sum for Usage {
+    /// The usages added, count by count (see [`Usage::plus`]).
+    fn sum<I: Iterator<Item = Usage>>(usages: I) -> Self {
+        usages.fold(Usage::default(), Usage::plus)
+    }
+}
+
 /// The usage of one recorded model call: the sequence of the assistant message the call
 /// produced, and the tokens it took.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -191,20 +198,7 @@ impl<S: SessionStore> Conversation<S> {
         calls.push(CallUsage { sequence, usage });
         calls.sort_by_key(|call| call.sequence);
         let document = json!({ "calls": calls.iter().map(write_call).collect::<Vec<_>>() });
-        let name = usage_checkpoint(self.evaluation_id());
-        match &self.fence {
-            Some(fence) => {
-                if fence.key != *self.key() {
-                    return Err(Error::Fenced {
-                        key: self.key().clone(),
-                        token: fence.token,
-                        current: None,
-                    });
-                }
-                self.store().put_checkpoint_fenced(&name, &document, fence)?
-            }
-            None => self.store().put_checkpoint(&name, &document)?,
-        };
+        self.put_own_checkpoint(&usage_checkpoint(self.evaluation_id()), &document)?;
         Ok(())
     }
 }
@@ -245,7 +239,7 @@ pub fn recorded_usage<S: SessionStore + ?Sized>(
         .get("calls")
         .and_then(Value::as_array)
         .ok_or_else(|| corrupt("holds no `calls` array".to_owned()))?;
-    calls
+    let mut calls = calls
         .iter()
         .enumerate()
         .map(|(i, call)| {
@@ -255,7 +249,9 @@ pub fn recorded_usage<S: SessionStore + ?Sized>(
                 ))
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    calls.sort_by_key(|call| call.sequence);
+    Ok(calls)
 }
 
 fn write_call(call: &CallUsage) -> Value {

@@ -159,14 +159,7 @@ impl StableBudget {
     ///
     /// [`Error::InvalidOption`] for a share outside 0 to 1.
     pub fn with_low_water(self, share: f64) -> Result<Self> {
-        if !(0.0..=1.0).contains(&share) {
-            return Err(Error::InvalidOption {
-                strategy: "stable_budget",
-                option: "low_water",
-                reason: format!("is {share}, not between 0 and 1"),
-            });
-        }
-        Ok(self.with_known_low_water(share))
+        Ok(self.with_known_low_water(a_share("low_water", share)?))
     }
 
     fn with_known_low_water(mut self, share: f64) -> Self {
@@ -211,14 +204,7 @@ impl StableBudget {
     ///
     /// [`Error::InvalidOption`] for a share outside 0 to 1.
     pub fn with_opening_share(self, share: f64) -> Result<Self> {
-        if !(0.0..=1.0).contains(&share) {
-            return Err(Error::InvalidOption {
-                strategy: "stable_budget",
-                option: "opening_share",
-                reason: format!("is {share}, not between 0 and 1"),
-            });
-        }
-        Ok(self.with_known_opening_share(share))
+        Ok(self.with_known_opening_share(a_share("opening_share", share)?))
     }
 
     fn with_known_opening_share(mut self, share: f64) -> Self {
@@ -296,6 +282,19 @@ impl StableBudget {
         };
         let tokens = compacted.tally(counter).range(0..compacted.len());
         Ok(Step { kept: compacted.freeze_under(maps), kept_tokens: tokens, base: end, appended: 0 })
+    }
+}
+
+/// `share`, when it is between 0 and 1: the option `option` of `stable_budget` otherwise.
+fn a_share(option: &'static str, share: f64) -> Result<f64> {
+    if (0.0..=1.0).contains(&share) {
+        Ok(share)
+    } else {
+        Err(Error::InvalidOption {
+            strategy: "stable_budget",
+            option,
+            reason: format!("is {share}, not between 0 and 1"),
+        })
     }
 }
 

@@ -109,7 +109,7 @@ fn billed_calls(
     if calls.is_empty() {
         return Ok("-".to_owned());
     }
-    let total = calls.iter().fold(Usage::default(), |sum, call| sum.plus(call.usage));
+    let total: Usage = calls.iter().map(|call| call.usage).sum();
     Ok(billed::usage_line(calls.len(), &total, prices))
 }
 

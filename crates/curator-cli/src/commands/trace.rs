@@ -96,7 +96,7 @@ pub(crate) fn run(
     let billed = if calls.is_empty() {
         String::new()
     } else {
-        let total = calls.iter().fold(Usage::default(), |sum, call| sum.plus(call.usage));
+        let total: Usage = calls.iter().map(|call| call.usage).sum();
         format!("\nrecorded model {}", billed::usage_line(calls.len(), &total, prices))
     };
     let heading = |shown: usize, tokens: u64| {
@@ -109,12 +109,12 @@ pub(crate) fn run(
         .iter()
         .map(|e| (format!("#{:<4} turn {:<3}", e.sequence, e.turn), e.message.clone()))
         .collect();
-    // Each reply's recorded usage, on the line below it.
+    // Each reply's recorded usage, on the line below it (the calls come in sequence order).
     let notes: Vec<Option<String>> = entries
         .iter()
         .map(|e| {
-            let call = calls.iter().find(|c| c.sequence == e.sequence)?;
-            Some(format!("      └ {}", billed::usage_line(1, &call.usage, prices)))
+            let at = calls.binary_search_by_key(&e.sequence, |c| c.sequence).ok()?;
+            Some(format!("      └ {}", billed::usage_line(1, &calls[at].usage, prices)))
         })
         .collect();
     render(&history, records, &notes, &heading, kind, (raw, usage), pipeline)

@@ -67,12 +67,9 @@ fn existing(body: &Map<String, Value>) -> usize {
     in_blocks(body.get("tools")) + in_blocks(body.get("system")) + messages
 }
 
-/// Marks block `index` of a content value (a string is one block), unless it is thinking or
-/// carries a breakpoint already; whether it marked it.
+/// Marks block `index` of a message's content blocks, unless it is thinking or carries a
+/// breakpoint already; whether it marked it.
 fn mark_block(content: &mut Value, index: usize) -> bool {
-    if content.is_string() {
-        return index == 0 && mark_content(content);
-    }
     let Some(block) = content.get_mut(index).and_then(Value::as_object_mut) else { return false };
     if block.contains_key("cache_control")
         || matches!(
@@ -88,31 +85,18 @@ fn mark_block(content: &mut Value, index: usize) -> bool {
 
 /// The block before curator's note of what a compaction left out, as (message, block):
 /// where the compaction's opening ends. `None` without a note, or with nothing before it.
+/// Reads the contents as block lists, as [`place`] writes them before it looks.
 fn boundary(messages: &[Value]) -> Option<(usize, usize)> {
-    let opens = |block: &Value| {
-        block
-            .as_str()
-            .or_else(|| block.get("text").and_then(Value::as_str))
-            .is_some_and(notes::opens_note)
-    };
-    for (m, message) in messages.iter().enumerate() {
-        let at = match message.get("content") {
-            Some(Value::String(text)) if notes::opens_note(text) => Some(0),
-            Some(Value::Array(blocks)) => blocks.iter().position(opens),
-            _ => None,
-        };
-        let Some(at) = at else { continue };
-        if at > 0 {
-            return Some((m, at - 1));
-        }
-        let previous = m.checked_sub(1)?;
-        let last = match messages[previous].get("content") {
-            Some(Value::Array(blocks)) => blocks.len().checked_sub(1)?,
-            _ => 0,
-        };
-        return Some((previous, last));
+    let blocks = |m: usize| messages[m].get("content").and_then(Value::as_array);
+    let opens =
+        |block: &Value| block.get("text").and_then(Value::as_str).is_some_and(notes::opens_note);
+    let (m, at) =
+        (0..messages.len()).find_map(|m| Some((m, blocks(m)?.iter().position(opens)?)))?;
+    if at > 0 {
+        return Some((m, at - 1));
     }
-    None
+    let previous = m.checked_sub(1)?;
+    Some((previous, blocks(previous)?.len().checked_sub(1)?))
 }
 
 /// Places breakpoints on `body`: the last tool, the system prompt's last block, the block
