@@ -193,9 +193,49 @@ fn redact_cold(c: &mut Criterion) {
     group.finish();
 }
 
+/// Text of `len` bytes from a small vocabulary of words, paths and numbers, as tool output
+/// and pasted files are.
+fn words(len: usize) -> String {
+    const WORDS: [&str; 12] = [
+        "error", "src/parser.rs", "the", "value", "42", "0x1f", "fn", "{", "}", "=", "line", "ok",
+    ];
+    let mut text = String::with_capacity(len + 16);
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    while text.len() < len {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        text.push_str(WORDS[(seed % 12) as usize]);
+        text.push(if seed.is_multiple_of(9) { '\n' } else { ' ' });
+    }
+    text
+}
+
+/// One long task shortened to a 2,000-token budget under the exact counter, from a new
+/// history each time (nothing counted beforehand): the time follows the text's length.
+fn shorten_long(c: &mut Criterion) {
+    let bpe = Bpe::new(Encoding::O200kBase).expect("o200k");
+    let budget = TokenBudget::new(2_000).with_counter(bpe);
+    let ctx = CurationContext::default();
+    let mut group = c.benchmark_group("shorten");
+    group.sample_size(10);
+    for (name, text) in [
+        ("words/3mb", words(3_000_000)),
+        ("words/50mb", words(50_000_000)),
+        ("run/1mb", "=".repeat(1_000_000)),
+    ] {
+        let messages =
+            vec![curator_model::Message::system("be brief"), curator_model::Message::user(text)];
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(budget.curate_messages(&messages, &ctx).expect("shortened")));
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
-    targets = each_strategy, pipeline, growing_exact, growing_default, growing_estimate, summarize_memoised, redact_cold
+    targets = each_strategy, pipeline, growing_exact, growing_default, growing_estimate, summarize_memoised, redact_cold, shorten_long
 }
 criterion_main!(benches);

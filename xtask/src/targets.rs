@@ -15,6 +15,16 @@ const MS: f64 = 1_000_000.0;
 /// Every target, most specific first: the first that matches a scenario applies.
 pub(crate) const TARGETS: &[Target] = &[
     Target {
+        pattern: "shorten/words/3mb",
+        max_ns: 500.0 * MS,
+        why: "a 3 MB text shortened in linear time",
+    },
+    Target {
+        pattern: "shorten/words/50mb",
+        max_ns: 10_000.0 * MS,
+        why: "a 50 MB text shortened in linear time",
+    },
+    Target {
         pattern: "strategy/sliding_window/10k",
         max_ns: 10.0 * US,
         why: "cost grows with what is kept",

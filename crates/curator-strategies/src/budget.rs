@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use curator_model::{Message, Role};
 
-use crate::shorten::{Marks, shorten_message, shorten_unit, unit_minimum};
+use crate::shorten::{Marks, Memo, shorten_message, shorten_unit, unit_minimum};
 use crate::tokens::share;
 use crate::trim::OMITTED_NOTE;
 use crate::trim::{Take, keep_fitting, keep_newest};
@@ -216,13 +216,12 @@ impl TokenBudget {
     /// full size. Floors count every string of a message, so they are computed only when
     /// the head must give room.
     fn set_floors(
-        &self,
         view: &View<'_>,
+        counter: &dyn TokenCounter,
         systems: &mut [Pinned],
         task: Option<&mut Pinned>,
         shorten_system: bool,
     ) {
-        let counter = &*self.counter;
         let shortest = |index: usize, full: u64| {
             let message = view.message(index);
             unit_minimum(&[&message], counter).min(full)
@@ -243,12 +242,13 @@ impl TokenBudget {
     fn shorten_head(
         &self,
         view: &View<'_>,
+        counter: &dyn TokenCounter,
         rooms: impl Iterator<Item = (Pinned, u64)>,
     ) -> Option<Vec<(Option<usize>, Message)>> {
         let mut shortened = Vec::new();
         for (pinned, room) in rooms.filter(|(p, room)| *room < p.full) {
             let message =
-                shorten_message(&view.message(pinned.index), room, &*self.counter, self.marks)?;
+                shorten_message(&view.message(pinned.index), room, counter, self.marks)?;
             shortened.push((view.pos(pinned.index), message));
         }
         Some(shortened)
@@ -260,10 +260,10 @@ impl TokenBudget {
     fn keep_units<'h>(
         &self,
         view: &View<'h>,
+        counter: &dyn TokenCounter,
         units: &Units<'_>,
         tally: &Tally<'_, 'h>,
     ) -> (Option<View<'h>>, u64, bool) {
-        let counter = &*self.counter;
         let Units { head, present, members, present_full, body_room } = *units;
         // The whole history with its present fitting whole: the cut is bisected.
         if let Some(present) = present.filter(|_| present_full <= body_room)
@@ -384,6 +384,9 @@ fn share_out(pinned: &[Pinned], room: u64) -> Vec<u64> {
 impl HistoryManager for TokenBudget {
     fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
         let counter = &*self.counter;
+        // Shortening counts a long text whole several times (the message, its strings);
+        // the memo reads it once.
+        let memo = Memo::new(counter);
         let available = self.available().saturating_sub(counter.reply_priming());
         let head = view.head(ctx);
         let tally = view.tally(counter);
@@ -396,7 +399,7 @@ impl HistoryManager for TokenBudget {
         let present_minimum = || {
             let messages: Vec<_> = members.iter().map(|&i| view.message(i)).collect();
             let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
-            unit_minimum(&refs, counter).min(present_full)
+            unit_minimum(&refs, &memo).min(present_full)
         };
         let (mut systems, mut task) = Self::pinned(&view, &head, &tally);
         // A view that would start with an assistant message begins with a note, when no task
@@ -411,7 +414,7 @@ impl HistoryManager for TokenBudget {
         let share = self.share_of(available);
         let head_full: u64 = systems.iter().chain(&task).map(|p| p.full).sum();
         if head_full > share || head_full + note + present_full > available {
-            self.set_floors(&view, &mut systems, task.as_mut(), ctx.shorten_system);
+            Self::set_floors(&view, &memo, &mut systems, task.as_mut(), ctx.shorten_system);
         }
         let (mut system_rooms, mut task_room) = head_rooms(&systems, task.as_ref(), share);
         // The present goes out whatever else is dropped, shortened if it must be (rule 2):
@@ -436,7 +439,7 @@ impl HistoryManager for TokenBudget {
         let head_room = system_rooms.iter().sum::<u64>() + task_room;
         let body_room = available - head_room - note;
         let units = Units { head: &head, present, members: &members, present_full, body_room };
-        let (kept, used, unfit) = self.keep_units(&view, &units, &tally);
+        let (kept, used, unfit) = self.keep_units(&view, &memo, &units, &tally);
         drop(tally);
         if unfit {
             // The pieces of the present do not add up under this counter: say so rather
@@ -454,7 +457,7 @@ impl HistoryManager for TokenBudget {
             unused -= more;
             (pinned, room + more)
         });
-        let Some(shortened) = self.shorten_head(&view, rooms) else {
+        let Some(shortened) = self.shorten_head(&view, &memo, rooms) else {
             return Err(self.too_small(&systems, task.as_ref(), note, present_min));
         };
         // When every unit fits, the view itself is kept (no copy of it is made).

@@ -37,6 +37,72 @@ pub(crate) enum Marks {
     Terms,
 }
 
+/// Texts at least this long are counted once per shortening (see [`Memo`]).
+const MEMO_BYTES: usize = 16 * 1024;
+
+/// A counter that remembers the counts of long texts for one shortening, which counts a
+/// message whole, then each of its strings, then the message again: a long text is read by
+/// the counter once, then only hashed.
+#[derive(Debug)]
+pub(crate) struct Memo<'c> {
+    inner: &'c dyn TokenCounter,
+    seen: std::sync::Mutex<Vec<(usize, u64, u64)>>,
+}
+
+impl<'c> Memo<'c> {
+    pub(crate) fn new(inner: &'c dyn TokenCounter) -> Self {
+        Self { inner, seen: std::sync::Mutex::new(Vec::new()) }
+    }
+}
+
+impl TokenCounter for Memo<'_> {
+    fn cache_key(&self) -> u64 {
+        self.inner.cache_key()
+    }
+
+    fn count_text(&self, text: &str) -> u64 {
+        if text.len() < MEMO_BYTES {
+            return self.inner.count_text(text);
+        }
+        let hash = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::hash::DefaultHasher::new();
+            text.hash(&mut hasher);
+            hasher.finish()
+        };
+        let Ok(mut seen) = self.seen.lock() else {
+            return self.inner.count_text(text);
+        };
+        if let Some(&(_, _, n)) = seen.iter().find(|(len, h, _)| *len == text.len() && *h == hash)
+        {
+            return n;
+        }
+        let n = self.inner.count_text(text);
+        seen.push((text.len(), hash, n));
+        n
+    }
+
+    fn per_message(&self) -> u64 {
+        self.inner.per_message()
+    }
+
+    fn reply_priming(&self) -> u64 {
+        self.inner.reply_priming()
+    }
+
+    fn content_rules(&self) -> &crate::ContentRules {
+        self.inner.content_rules()
+    }
+
+    fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
+        self.inner.truncate_text(text, max_tokens)
+    }
+
+    fn truncate_text_start<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
+        self.inner.truncate_text_start(text, max_tokens)
+    }
+}
+
 /// The largest byte index at or before `index` that is a grapheme cluster boundary of
 /// `text`, so that a cut never leaves half a character, an accent without its letter or a
 /// dangling zero-width joiner.
@@ -81,34 +147,21 @@ pub(crate) fn prefix<'t>(text: &'t str, max_tokens: u64, counter: &dyn TokenCoun
 
 /// The longest suffix of `text` costing at most `max_tokens`, cut on a grapheme boundary.
 fn suffix<'t>(text: &'t str, max_tokens: u64, counter: &dyn TokenCounter) -> &'t str {
-    if counter.count_text(text) <= max_tokens {
-        return text;
-    }
-    // Search the start over character boundaries: the later the start, the fewer tokens.
-    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-    let (mut lo, mut hi) = (0, bounds.len());
-    while lo < hi {
-        let mid = usize::midpoint(lo, hi);
-        if counter.count_text(&text[bounds[mid]..]) <= max_tokens {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    let start = bounds.get(lo).copied().unwrap_or(text.len());
-    &text[ceil_grapheme(text, start)..]
+    let cut = counter.truncate_text_start(text, max_tokens);
+    &text[ceil_grapheme(text, text.len() - cut.len())..]
 }
 
-/// `text` cut to about `max_tokens`: its beginning and its end, with a note between saying
-/// how much was cut (just the note when not even it fits), and with [`Marks::Terms`] the
-/// terms the cut part held.
+/// `text` (costing `full` tokens) cut to about `max_tokens`: its beginning and its end, with
+/// a note between saying how much was cut (just the note when not even it fits), and with
+/// [`Marks::Terms`] the terms the cut part held. Reads `text` a few times whatever its length:
+/// the ends are searched within what they can reach.
 pub(crate) fn cut_text(
     text: &str,
+    full: u64,
     max_tokens: u64,
     counter: &dyn TokenCounter,
     marks: Marks,
 ) -> String {
-    let full = counter.count_text(text);
     if full <= max_tokens {
         return text.to_owned();
     }
@@ -258,18 +311,19 @@ fn string_values(json: &str) -> Option<Vec<StringValue>> {
 }
 
 /// `message` with each of its strings cut to its allowance (`None`: kept whole), in the
-/// order of [`collect`].
+/// order of [`collect`], which counted them whole (`strings`).
 fn rebuild(
     message: &Message,
+    strings: &Strings,
     allow: &[Option<u64>],
     counter: &dyn TokenCounter,
     marks: Marks,
 ) -> Message {
-    let mut next = allow.iter().copied();
+    let mut next = allow.iter().zip(&strings.tokens).map(|(max, &full)| max.map(|m| (m, full)));
     let mut take = || next.next().flatten();
     let content = match message.content() {
         Some(Content::Text(text)) => match take() {
-            Some(max) => Some(Content::Text(cut_text(text, max, counter, marks))),
+            Some((max, full)) => Some(Content::Text(cut_text(text, full, max, counter, marks))),
             None => Some(Content::Text(text.clone())),
         },
         Some(Content::Parts(parts)) => {
@@ -277,8 +331,8 @@ fn rebuild(
             for part in parts {
                 match (part, part.as_text()) {
                     (Part::Text { extra, .. }, Some(text)) => match take() {
-                        Some(max) => out.push(Part::Text {
-                            text: cut_text(text, max, counter, marks),
+                        Some((max, full)) => out.push(Part::Text {
+                            text: cut_text(text, full, max, counter, marks),
                             extra: extra.clone(),
                         }),
                         None => out.push(part.clone()),
@@ -297,7 +351,7 @@ fn rebuild(
                 let mut out = String::with_capacity(json.len());
                 let mut from = 0;
                 for value in values {
-                    if let Some(max) = take() {
+                    if let Some((max, _)) = take() {
                         out.push_str(&json[from..value.start]);
                         let cut = cut_argument(&value.text, max, counter);
                         out.push_str(&Value::String(cut).to_string());
@@ -309,7 +363,7 @@ fn rebuild(
                     out
                 })
             }
-            None => take().map(|max| cut_argument(json, max, counter)),
+            None => take().map(|(max, _)| cut_argument(json, max, counter)),
         }
     })
 }
@@ -353,8 +407,13 @@ pub(crate) fn shorten_message(
     if strings.tokens.is_empty() {
         return None;
     }
-    let skeleton =
-        counter.count_message(&rebuild(message, &strings.shortest(), counter, Marks::Count));
+    let skeleton = counter.count_message(&rebuild(
+        message,
+        &strings,
+        &strings.shortest(),
+        counter,
+        Marks::Count,
+    ));
     let mut room = budget.checked_sub(skeleton)?;
     let excess: Vec<u64> =
         strings.tokens.iter().zip(&strings.minimum).map(|(t, m)| t - m).collect();
@@ -366,7 +425,7 @@ pub(crate) fn shorten_message(
             .zip(&strings.minimum)
             .map(|(extra, min)| extra.map(|extra| min + extra))
             .collect();
-        let shortened = rebuild(message, &allow, counter, marks);
+        let shortened = rebuild(message, &strings, &allow, counter, marks);
         let tokens = counter.count_message(&shortened);
         if tokens <= budget {
             return Some(shortened);
@@ -382,8 +441,9 @@ pub(crate) fn unit_minimum(messages: &[&Message], counter: &dyn TokenCounter) ->
         .iter()
         .map(|m| {
             let full = counter.count_message(m);
-            let shortest = collect(m, counter).shortest();
-            counter.count_message(&rebuild(m, &shortest, counter, Marks::Count)).min(full)
+            let strings = collect(m, counter);
+            let shortest = strings.shortest();
+            counter.count_message(&rebuild(m, &strings, &shortest, counter, Marks::Count)).min(full)
         })
         .sum()
 }
@@ -402,8 +462,9 @@ pub(crate) fn shorten_unit(
         .iter()
         .zip(&full)
         .map(|(m, &f)| {
-            let shortest = collect(m, counter).shortest();
-            counter.count_message(&rebuild(m, &shortest, counter, Marks::Count)).min(f)
+            let strings = collect(m, counter);
+            let shortest = strings.shortest();
+            counter.count_message(&rebuild(m, &strings, &shortest, counter, Marks::Count)).min(f)
         })
         .collect();
     let room = budget.checked_sub(minimum.iter().sum())?;
@@ -459,23 +520,23 @@ mod tests {
             "padding ".repeat(200)
         );
         for max in [20, 40, 60, 120, 300] {
-            let named = cut_text(&text, max, &counter, Marks::Terms);
+            let named = cut_text(&text, counter.count_text(&text), max, &counter, Marks::Terms);
             assert!(counter.count_text(&named) <= max, "{max}: {named}");
         }
         for max in [120, 300] {
-            let named = cut_text(&text, max, &counter, Marks::Terms);
+            let named = cut_text(&text, counter.count_text(&text), max, &counter, Marks::Terms);
             assert!(named.starts_with("BEGIN") && named.ends_with("END"), "{named}");
             assert!(
                 named.contains("[the part cut named: src/parser_core.rs, parse_binary]"),
                 "{max}: {named}"
             );
-            let plain = cut_text(&text, max, &counter, Marks::Count);
+            let plain = cut_text(&text, counter.count_text(&text), max, &counter, Marks::Count);
             assert!(!plain.contains("parse_binary") && !plain.contains(NAMING_OPEN), "{plain}");
         }
         // Too little room to name anything: the plain cut.
         assert_eq!(
-            cut_text(&text, 25, &counter, Marks::Terms),
-            cut_text(&text, 25, &counter, Marks::Count)
+            cut_text(&text, counter.count_text(&text), 25, &counter, Marks::Terms),
+            cut_text(&text, counter.count_text(&text), 25, &counter, Marks::Count)
         );
     }
 
@@ -483,7 +544,7 @@ mod tests {
     fn text_keeps_its_beginning_and_end() {
         let counter = CharEstimate::default();
         let text = format!("BEGIN {} END", "middle ".repeat(400));
-        let cut = cut_text(&text, 60, &counter, Marks::Count);
+        let cut = cut_text(&text, counter.count_text(&text), 60, &counter, Marks::Count);
         assert!(cut.starts_with("BEGIN"), "{cut}");
         assert!(cut.ends_with("END"), "{cut}");
         assert!(cut.contains("tokens cut by curator"));

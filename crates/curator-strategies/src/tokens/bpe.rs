@@ -110,19 +110,26 @@ impl TokenCounter for Bpe {
     }
 
     fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
+        // Only the part a prefix of `max_tokens` can reach is encoded, however long `text`.
+        let text = super::over_from_start(text, max_tokens, &|t| self.count_text(t));
         let tokens = self.core.encode(text);
-        let max_tokens = usize::try_from(max_tokens).unwrap_or(usize::MAX);
-        if tokens.len() <= max_tokens {
+        let max = usize::try_from(max_tokens).unwrap_or(usize::MAX);
+        if tokens.len() <= max {
             return text;
         }
         // Tokens decode to consecutive bytes of the text; cut on the char boundary at or
         // before the end of the first `max_tokens` tokens.
-        let mut end = self.core.decode(&tokens[..max_tokens]).len().min(text.len());
+        let mut end = self.core.decode(&tokens[..max]).len().min(text.len());
         while !text.is_char_boundary(end) {
             end -= 1;
         }
         // A prefix re-encodes into at most as many tokens in practice; make sure of it.
-        while end > 0 && self.core.count(&text[..end]) > max_tokens {
+        let mut steps = 0;
+        while end > 0 && self.core.count(&text[..end]) > max {
+            steps += 1;
+            if steps > FIX_STEPS {
+                return super::longest_prefix(&text[..end], max_tokens, &|t| self.count_text(t));
+            }
             end -= 1;
             while !text.is_char_boundary(end) {
                 end -= 1;
@@ -130,4 +137,35 @@ impl TokenCounter for Bpe {
         }
         &text[..end]
     }
+
+    fn truncate_text_start<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
+        let text = super::over_from_end(text, max_tokens, &|t| self.count_text(t));
+        let tokens = self.core.encode(text);
+        let max = usize::try_from(max_tokens).unwrap_or(usize::MAX);
+        if tokens.len() <= max {
+            return text;
+        }
+        // The last `max_tokens` tokens decode to the text's last bytes; start on the char
+        // boundary at or after them, then make sure the suffix re-encodes within the limit.
+        let mut start = text.len() - self.core.decode(&tokens[tokens.len() - max..]).len();
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        let mut steps = 0;
+        while start < text.len() && self.core.count(&text[start..]) > max {
+            steps += 1;
+            if steps > FIX_STEPS {
+                return super::longest_suffix(&text[start..], max_tokens, &|t| self.count_text(t));
+            }
+            start += 1;
+            while !text.is_char_boundary(start) {
+                start += 1;
+            }
+        }
+        &text[start..]
+    }
 }
+
+/// Characters a cut found from the tokens moves by one at a time before it falls back to
+/// halving: a text re-encodes into as many tokens, or one or two more, in practice.
+const FIX_STEPS: usize = 8;

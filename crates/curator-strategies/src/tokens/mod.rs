@@ -89,24 +89,115 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     }
 
     /// The longest prefix of `text`, cut on a character boundary, that costs at most
-    /// `max_tokens`. The default searches by halving over character boundaries.
+    /// `max_tokens`. The default searches by halving over character boundaries, within the
+    /// shortest prefix (doubling from a few bytes a token) that costs more: the time follows
+    /// the length of what is kept, not of `text`.
     fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
-        if self.count_text(text) <= max_tokens {
-            return text;
-        }
-        let bounds: Vec<usize> =
-            text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
-        let (mut lo, mut hi) = (0, bounds.len() - 1);
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if self.count_text(&text[..bounds[mid]]) <= max_tokens {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        &text[..bounds[lo]]
+        let window = over_from_start(text, max_tokens, &|t| self.count_text(t));
+        longest_prefix(window, max_tokens, &|t| self.count_text(t))
     }
+
+    /// The longest suffix of `text`, starting on a character boundary, that costs at most
+    /// `max_tokens`: what [`truncate_text`](TokenCounter::truncate_text) is to the
+    /// beginning. The default searches as it does.
+    fn truncate_text_start<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
+        let window = over_from_end(text, max_tokens, &|t| self.count_text(t));
+        longest_suffix(window, max_tokens, &|t| self.count_text(t))
+    }
+}
+
+/// Bytes a token takes at first guess, when looking for the part of a text a cut can reach.
+const FIRST_BYTES_PER_TOKEN: u64 = 4;
+
+/// The shortest prefix of `text`, doubling from [`FIRST_BYTES_PER_TOKEN`] bytes a token, that
+/// costs more than `max_tokens` (or `text` itself): the longest prefix within `max_tokens`
+/// lies inside it, as a longer prefix never costs less. Reads at most about twice as many
+/// bytes as the prefix returned.
+pub(crate) fn over_from_start<'t>(
+    text: &'t str,
+    max_tokens: u64,
+    count: &dyn Fn(&str) -> u64,
+) -> &'t str {
+    let mut len = usize::try_from(max_tokens.saturating_mul(FIRST_BYTES_PER_TOKEN))
+        .unwrap_or(usize::MAX)
+        .max(64);
+    while len < text.len() {
+        let mut end = len;
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        if count(&text[..end]) > max_tokens {
+            return &text[..end];
+        }
+        len = len.saturating_mul(2);
+    }
+    text
+}
+
+/// [`over_from_start`] from the end: the shortest suffix that costs more than `max_tokens`.
+pub(crate) fn over_from_end<'t>(
+    text: &'t str,
+    max_tokens: u64,
+    count: &dyn Fn(&str) -> u64,
+) -> &'t str {
+    let mut len = usize::try_from(max_tokens.saturating_mul(FIRST_BYTES_PER_TOKEN))
+        .unwrap_or(usize::MAX)
+        .max(64);
+    while len < text.len() {
+        let mut start = text.len() - len;
+        while !text.is_char_boundary(start) {
+            start -= 1;
+        }
+        if count(&text[start..]) > max_tokens {
+            return &text[start..];
+        }
+        len = len.saturating_mul(2);
+    }
+    text
+}
+
+/// The longest prefix of `text` costing at most `max_tokens`, by halving over character
+/// boundaries.
+pub(crate) fn longest_prefix<'t>(text: &'t str, max_tokens: u64, count: &dyn Fn(&str) -> u64) -> &'t str {
+    if count(text) <= max_tokens {
+        return text;
+    }
+    let bounds: Vec<usize> =
+        text.char_indices().map(|(i, _)| i).chain(std::iter::once(text.len())).collect();
+    let (mut lo, mut hi) = (0, bounds.len() - 1);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if count(&text[..bounds[mid]]) <= max_tokens {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    &text[..bounds[lo]]
+}
+
+/// The longest suffix of `text` costing at most `max_tokens`, by halving over character
+/// boundaries.
+pub(crate) fn longest_suffix<'t>(
+    text: &'t str,
+    max_tokens: u64,
+    count: &dyn Fn(&str) -> u64,
+) -> &'t str {
+    if count(text) <= max_tokens {
+        return text;
+    }
+    // The later the start, the fewer tokens.
+    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+    let (mut lo, mut hi) = (0, bounds.len());
+    while lo < hi {
+        let mid = usize::midpoint(lo, hi);
+        if count(&text[bounds[mid]..]) <= max_tokens {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    &text[bounds.get(lo).copied().unwrap_or(text.len())..]
 }
 
 /// Forwards every method, so that a counter can be shared by reference or by `Arc`.
@@ -133,6 +224,9 @@ macro_rules! forward_counter {
             }
             fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
                 (**self).truncate_text(text, max_tokens)
+            }
+            fn truncate_text_start<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
+                (**self).truncate_text_start(text, max_tokens)
             }
         }
     )*};

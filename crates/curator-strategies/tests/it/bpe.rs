@@ -31,6 +31,67 @@ proptest! {
             prop_assert_eq!(cut, text.as_str());
         }
     }
+
+    #[test]
+    fn truncate_text_start_is_a_suffix_within_the_limit(
+        text in "[a-zé😀中 ,.]{0,200}",
+        max in 0u64..60,
+    ) {
+        let bpe = Bpe::new(Encoding::O200kBase).unwrap();
+        let cut = bpe.truncate_text_start(&text, max);
+        prop_assert!(text.ends_with(cut));
+        prop_assert!(bpe.count_text(cut) <= max);
+        if bpe.count_text(&text) <= max {
+            prop_assert_eq!(cut, text.as_str());
+        }
+    }
+
+    /// Long texts (runs the tokenizer merges, words, mixed scripts) are cut by looking only
+    /// at the part a cut can reach: the cuts are what a search over the whole text finds,
+    /// within a few characters.
+    #[test]
+    fn long_texts_are_cut_as_a_whole_search_cuts_them(
+        piece in "[=a é中\n]{1,6}",
+        times in 200usize..3_000,
+        max in 1u64..400,
+    ) {
+        let bpe = Bpe::new(Encoding::O200kBase).unwrap();
+        let text = piece.repeat(times);
+        let whole = Searched(bpe.clone());
+        for (cut, searched, is_prefix) in [
+            (bpe.truncate_text(&text, max), whole.truncate_text(&text, max), true),
+            (bpe.truncate_text_start(&text, max), whole.truncate_text_start(&text, max), false),
+        ] {
+            let placed = if is_prefix { text.starts_with(cut) } else { text.ends_with(cut) };
+            prop_assert!(placed);
+            prop_assert!(bpe.count_text(cut) <= max);
+            prop_assert!(cut.len() + 16 >= searched.len(), "{} against {}", cut.len(), searched.len());
+        }
+    }
+}
+
+/// The exact counter with the trait's own searches for cuts.
+#[derive(Debug)]
+struct Searched(Bpe);
+
+impl TokenCounter for Searched {
+    fn cache_key(&self) -> u64 {
+        self.0.cache_key()
+    }
+    fn count_text(&self, text: &str) -> u64 {
+        self.0.count_text(text)
+    }
+}
+
+#[test]
+fn a_long_run_is_cut_to_the_limit_from_either_end() {
+    let bpe = Bpe::new(Encoding::O200kBase).unwrap();
+    let text = "=".repeat(1_000_000);
+    let head = bpe.truncate_text(&text, 100);
+    let tail = bpe.truncate_text_start(&text, 100);
+    assert_eq!(bpe.count_text(head), 100);
+    assert_eq!(bpe.count_text(tail), 100);
+    assert!(head.len() > 1_000 && tail.len() > 1_000, "{} {}", head.len(), tail.len());
 }
 
 #[test]

@@ -144,3 +144,51 @@ fn counts_are_cached_as_the_history_grows() {
     // After the first call, each iteration counts only the one new message (role + text).
     assert!(calls_per_message[1..].iter().all(|&n| n == 2), "{calls_per_message:?}");
 }
+
+/// A counter that adds up the bytes it is asked to read, to see how often shortening reads
+/// a long text.
+#[derive(Debug, Default)]
+struct Metered {
+    inner: CharEstimate,
+    read: std::sync::atomic::AtomicUsize,
+}
+
+impl Metered {
+    fn read(&self) -> usize {
+        self.read.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    fn add(&self, n: usize) {
+        self.read.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Meter(std::sync::Arc<Metered>);
+
+impl TokenCounter for Meter {
+    fn cache_key(&self) -> u64 {
+        self.0.inner.cache_key()
+    }
+    fn count_text(&self, text: &str) -> u64 {
+        self.0.add(text.len());
+        self.0.inner.count_text(text)
+    }
+    // The cuts are the trait's own searches, over the counts metered above.
+}
+
+#[test]
+fn shortening_a_long_text_reads_it_a_few_times_only() {
+    for len in [1_000_000, 4_000_000] {
+        let meter = Meter(std::sync::Arc::new(Metered::default()));
+        let input = vec![Message::system("sys"), Message::user("=".repeat(len))];
+        let view = TokenBudget::new(2_000)
+            .with_counter(meter.clone())
+            .curate_messages(&input, &CurationContext::default())
+            .unwrap();
+        assert!(tokens(&view) <= 2_000);
+        assert!(view[1].text().starts_with("===="), "{}", &view[1].text()[..40]);
+        // Linear: a handful of whole readings, not one per step of a search over the text.
+        let whole_readings = meter.0.read() / len;
+        assert!(whole_readings <= 6, "{len} bytes read {whole_readings} times over");
+    }
+}
