@@ -36,11 +36,12 @@ const OWN: &[(&str, &str)] = &[
     ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}"),
     ("bearer_token", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9\-._~+/]{16,}=*)"),
-    ("url_password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:(?P<secret>[^\s@/]+)@"),
+    // The user name may be empty (`redis://:password@host`).
+    ("url_password", r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]*:(?P<secret>[^\s@/]+)@"),
     // A JSON member (`"password": "…"`) has a quote between the key and the colon.
     (
         "password_assignment",
-        r#"(?i)\b(?:[a-z0-9_]*_)?(?:password|passwd|pwd)["']?\s*[=:]\s*["']?(?P<secret>[^\s"'(){}\[\];,<>]{4,})(?:["'\s;,]|$)"#,
+        r#"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)["']?\s*[=:]\s*["']?(?P<secret>[^\s"'(){}\[\];,<>]{4,})(?:["'\s;,]|$)"#,
     ),
     // The maintained sets miss the next three. kingfisher's Discord rule wants exactly 24
     // characters before the first dot and 27 after the second, where ids since 2022 give 26
@@ -49,6 +50,11 @@ const OWN: &[(&str, &str)] = &[
     // kingfisher's Django rule wants a letter of `DJANGO` before `SECRET_KEY` and leaves
     // `(`, `)`, `=` and `+` out of the key's alphabet; the prefix Django writes is certain.
     ("django_secret_key", r"\bdjango-insecure-[a-z0-9!@#$%^&*(\-_=+)]{40,}"),
+    // A `SECRET_KEY` (Django's, Flask's, any framework's) assigned a long literal.
+    (
+        "secret_key_assignment",
+        r#"(?i)\b(?:[a-z0-9_]*_)?secret_key["']?\s*[=:]\s*["']?(?P<secret>[^\s"']{16,})"#,
+    ),
     // Neither set knows the key id of a GCP service account file.
     ("gcp_private_key_id", r#"(?i)\bprivate_key_id["']?\s*[:=]\s*["']?(?P<secret>[0-9a-f]{40})\b"#),
 ];
@@ -93,10 +99,11 @@ fn bundled() -> Option<&'static RuleSet> {
 /// 1. your patterns ([`with_pattern`](Redactor::with_pattern));
 /// 2. curator's own: `openai_key`, `anthropic_key`, `aws_access_key`, `github_token`,
 ///    `slack_token`, `bearer_token` (the token after `Bearer`), `jwt`, `pem_private_key`,
-///    `url_password` (the password in `scheme://user:password@host`),
-///    `password_assignment` (the value in `PASSWORD=…`, `db_pwd: …`, `"password": "…"`),
-///    `discord_bot_token`, `django_secret_key` (`django-insecure-…`) and
-///    `gcp_private_key_id`;
+///    `url_password` (the password in `scheme://user:password@host`, the user name may be
+///    empty), `password_assignment` (the value in `PASSWORD=…`, `PGPASSWORD='…'`,
+///    `db_pwd: …`, `"password": "…"`), `discord_bot_token`, `django_secret_key`
+///    (`django-insecure-…`), `secret_key_assignment` (a literal of 16 characters or more
+///    assigned to `SECRET_KEY`) and `gcp_private_key_id`;
 /// 3. the maintained rule set of the gitleaks scanner (MIT) merged with `MongoDB`'s
 ///    kingfisher rules (Apache-2.0), nearly 1,000 rules, as the `secrets_scanner` crate ships
 ///    them; kinds are their rule ids (`stripe-access-token`, `gcp-api-key`, …). Each rule's
@@ -105,8 +112,9 @@ fn bundled() -> Option<&'static RuleSet> {
 ///    its entropy threshold and allow-lists apply.
 ///
 /// The rules also read the lines of a text that hold JSON escapes decoded (`\/`, `\"`,
-/// `\u0069`), and tokens wrapped across lines joined; what they find there replaces the span
-/// of the original it stands for, so that JSON text stays valid.
+/// `\u0069`), and tokens wrapped across lines (or by a shell's `\` continuation) joined; what
+/// they find there replaces the span of the original it stands for, so that JSON text stays
+/// valid, and the line breaks (and continuations) of a wrapped secret stay where they were.
 ///
 /// The record keeps the original: redaction only changes what is sent, and each message is
 /// redacted once per history position (memoised).
@@ -313,9 +321,14 @@ impl Redact {
             out.push_str("[REDACTED:");
             out.push_str(kind);
             out.push(']');
-            // A secret wrapped over lines leaves its line breaks: the lines around it stay
-            // where they were.
-            out.extend(text[start..end].chars().filter(|c| matches!(c, '\n' | '\r')));
+            // A secret wrapped over lines leaves its line breaks (and a shell's continuation
+            // before one): the lines around it stay where they were.
+            let span = &text[start..end];
+            out.extend(span.char_indices().filter_map(|(i, c)| match c {
+                '\n' | '\r' => Some(c),
+                '\\' if span[i + 1..].starts_with(['\n', '\r']) => Some(c),
+                _ => None,
+            }));
             done = end;
         }
         out.push_str(&text[done..]);

@@ -322,7 +322,11 @@ pub(crate) fn joined(text: &str) -> Option<Derived> {
     // (where the break starts, where the next line's token starts) of each wrap.
     let mut wraps: Vec<(usize, usize)> = Vec::new();
     for (i, _) in text.match_indices('\n') {
-        let cut = if i > 0 && bytes[i - 1] == b'\r' { i - 1 } else { i };
+        let mut cut = if i > 0 && bytes[i - 1] == b'\r' { i - 1 } else { i };
+        // A shell's line continuation (`…\` then the break) is part of the break.
+        if cut > 0 && bytes[cut - 1] == b'\\' {
+            cut -= 1;
+        }
         let before = text[..cut].chars().rev().take_while(|&c| is_token_char(c)).count();
         let indent = text[i + 1..].bytes().take_while(|&b| b == b' ' || b == b'\t').count();
         let next = i + 1 + indent;

@@ -7,6 +7,36 @@ use curator_strategies::{CurationContext, HistoryManagerExt, Redactor};
 /// (format, a line holding a secret of that format, the secret itself, a near miss).
 const CASES: &[(&str, &str, &str, &str)] = &[
     (
+        "libpq password with symbols",
+        "PGPASSWORD='Tr0ub#4d!or%~x' psql -h db1 -U app",
+        "Tr0ub#4d!or%~x",
+        "PGPASSWORD is read by psql",
+    ),
+    (
+        "url password with an empty user name",
+        "REDIS_URL=redis://:pa55#word9Q@cache.internal:6379/0",
+        "pa55#word9Q",
+        "redis://cache.internal:6379/0",
+    ),
+    (
+        "django secret key without its prefix",
+        "SECRET_KEY = 'x9$k2!mq7@vz4#wp1^rt8&ny3*bh6(jd5)lc0-fs2_ge7+ua4qz'",
+        "x9$k2!mq7@vz4#wp1^rt8&ny3*bh6(jd5)lc0-fs2_ge7+ua4qz",
+        "SECRET_KEY = os.environ['SECRET_KEY']",
+    ),
+    (
+        "github token wrapped by a shell continuation",
+        "export GH_TOKEN=ghp_R8kQ2vX7mT4yL9wN3bP6cH1dF5sJ0gZ\\\naE2uK8 && gh auth status",
+        "ghp_R8kQ2vX7mT4yL9wN3bP6cH1dF5sJ0gZ",
+        "export GH_TOKEN=$(cat token.txt)",
+    ),
+    (
+        "aws secret key split over two lines",
+        "aws_secret_access_key = Zq8Rk3vT9yLm2Xw7Pb4N\nc6Hd1Fs5Gj0Ka8Ue3Yi2\nregion = us-east-1",
+        "Zq8Rk3vT9yLm2Xw7Pb4N\nc6Hd1Fs5Gj0Ka8Ue3Yi2",
+        "aws_secret_access_key = ${AWS_SECRET}\nregion = us-east-1",
+    ),
+    (
         "aws access key id",
         "key id AKIAZ7VQ3X5KJ2MWB4TD in the config",
         "AKIAZ7VQ3X5KJ2MWB4TD",
@@ -591,4 +621,12 @@ proptest::proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_token_wrapped_by_a_shell_continuation_keeps_the_continuation() {
+    let text = "export GH_TOKEN=ghp_R8kQ2vX7mT4yL9wN3bP6cH1dF5sJ0gZ\\\naE2uK8 && gh auth status";
+    assert_eq!(redact(text), "export GH_TOKEN=[REDACTED:github_token]\\\n && gh auth status");
+    let url = "REDIS_URL=redis://:pa55#word9Q@cache.internal:6379/0";
+    assert_eq!(redact(url), "REDIS_URL=redis://:[REDACTED:url_password]@cache.internal:6379/0");
 }
