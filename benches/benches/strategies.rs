@@ -196,9 +196,8 @@ fn redact_cold(c: &mut Criterion) {
 /// Text of `len` bytes from a small vocabulary of words, paths and numbers, as tool output
 /// and pasted files are.
 fn words(len: usize) -> String {
-    const WORDS: [&str; 12] = [
-        "error", "src/parser.rs", "the", "value", "42", "0x1f", "fn", "{", "}", "=", "line", "ok",
-    ];
+    const WORDS: [&str; 12] =
+        ["error", "src/parser.rs", "the", "value", "42", "0x1f", "fn", "{", "}", "=", "line", "ok"];
     let mut text = String::with_capacity(len + 16);
     let mut seed = 0x2545_f491_4f6c_dd1d_u64;
     while text.len() < len {

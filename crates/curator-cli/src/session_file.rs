@@ -20,26 +20,33 @@ pub(crate) fn url(location: &Path) -> Option<&str> {
     location.to_str().filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
 }
 
-/// How to name `location` in messages: a file's path, or a URL without its password (the
-/// one after the user name, and a `password` parameter of the query).
+/// How to name `location` in messages: a file's path, or a URL, without a password (see
+/// [`without_password`]).
 pub(crate) fn name(location: &Path) -> String {
-    let Some(url) = url(location) else { return location.display().to_string() };
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
+    without_password(&location.display().to_string())
+}
+
+/// `text` (a URL, a libpq `key=value` connection string, or a path) with its passwords shown
+/// as `***`: the one after a URL's user name, a `password` parameter of its query, and a
+/// `password=` pair of a connection string.
+pub(crate) fn without_password(text: &str) -> String {
+    let (base, query) = match text.split_once('?') {
+        Some((base, query)) if base.contains("://") => (base, Some(query)),
+        _ => (text, None),
     };
     let mut out = match (base.find("://"), base.rfind('@')) {
-        (Some(scheme), Some(at)) if base[scheme + 3..at].contains(':') => {
+        (Some(scheme), Some(at)) if at > scheme && base[scheme + 3..at].contains(':') => {
             let user_end = scheme + 3 + base[scheme + 3..at].find(':').unwrap_or(0);
             format!("{}:***{}", &base[..user_end], &base[at..])
         }
+        _ if !base.contains("://") => conninfo_without_password(base),
         _ => base.to_owned(),
     };
     if let Some(query) = query {
         let pairs: Vec<String> = query
             .split('&')
             .map(|pair| match pair.split_once('=') {
-                Some((key, _)) if key == "password" => format!("{key}=***"),
+                Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
                 _ => pair.to_owned(),
             })
             .collect();
@@ -47,6 +54,74 @@ pub(crate) fn name(location: &Path) -> String {
         out.push_str(&pairs.join("&"));
     }
     out
+}
+
+/// A libpq connection string (`host=h password=p`) with each `password=` value (quoted or
+/// not) shown as `***`; any other text unchanged.
+fn conninfo_without_password(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = find_password_key(rest) {
+        out.push_str(&rest[..at]);
+        let value = &rest[at..];
+        let end = if let Some(quoted) = value.strip_prefix('\'') {
+            // A quoted value ends at the next quote that is not escaped.
+            let mut escaped = false;
+            quoted
+                .char_indices()
+                .find(|&(_, c)| {
+                    let close = c == '\'' && !escaped;
+                    escaped = c == '\\' && !escaped;
+                    close
+                })
+                .map_or(value.len(), |(i, _)| i + 2)
+        } else {
+            value.find(char::is_whitespace).unwrap_or(value.len())
+        };
+        out.push_str("***");
+        rest = &value[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where the value of a `password=` pair (a word of its own, any case, spaces allowed around
+/// `=`) starts in `text`.
+fn find_password_key(text: &str) -> Option<usize> {
+    let lower = text.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(found) = lower[from..].find("password") {
+        let start = from + found;
+        let after = start + "password".len();
+        let word_start = start == 0 || lower[..start].ends_with(char::is_whitespace);
+        let rest = &text[after..];
+        let trimmed = rest.trim_start();
+        if word_start && let Some(value) = trimmed.strip_prefix('=') {
+            let value_start = text.len() - value.trim_start().len();
+            return Some(value_start);
+        }
+        from = after;
+    }
+    None
+}
+
+/// Opens the SQLite session file at `location` (to read only, or to record), naming it
+/// without a password in what goes wrong (a connection string given as a file name).
+pub(crate) fn open_sqlite(location: &Path, read_only: bool) -> Result<SqliteStore> {
+    let opened =
+        if read_only { SqliteStore::open_read_only(location) } else { SqliteStore::open(location) };
+    opened.map_err(|error| {
+        let raw = location.display().to_string();
+        let shown = name(location);
+        if raw == shown {
+            anyhow::Error::new(error).context("cannot open the session file")
+        } else {
+            anyhow::anyhow!(
+                "cannot open the session file: {}",
+                format!("{:#}", anyhow::Error::new(error)).replace(&raw, &shown)
+            )
+        }
+    })
 }
 
 /// Opens a PostgreSQL store (creating its tables when the schema has none).
@@ -69,7 +144,7 @@ pub(crate) fn open_read_only(location: &Path) -> Result<Box<dyn SessionStore>> {
             .with_context(|| format!("cannot open the database {}", name(location)))?;
         return Ok(Box::new(store));
     }
-    let store = SqliteStore::open_read_only(location).context("cannot open the session file")?;
+    let store = open_sqlite(location, true)?;
     Ok(Box::new(store))
 }
 
@@ -104,7 +179,7 @@ impl Recorder {
     pub(crate) fn open(path: &Path, again: bool) -> Result<Self> {
         let store: Box<dyn SessionStore> = match url(path) {
             Some(url) => Box::new(open_postgres(url, path)?),
-            None => Box::new(SqliteStore::open(path).context("cannot open the session file")?),
+            None => Box::new(open_sqlite(path, false)?),
         };
         let known = store
             .evaluations()?
@@ -171,5 +246,18 @@ mod tests {
         check("postgresql://u:a@h/db?password=b&x=1", "postgresql://u:***@h/db?password=***&x=1");
         // A `@` or `:` in the query is not the user's password.
         check("postgres://u@h/db?passfile=/a:b@c", "postgres://u@h/db?passfile=/a:b@c");
+        // A libpq connection string, quoted or not, spaces around `=` or not.
+        check(
+            "host=db1 user=app password=S3cretPw dbname=x",
+            "host=db1 user=app password=*** dbname=x",
+        );
+        check("password = 'a b\\'c' host=h", "password = *** host=h");
+        check("PASSWORD=x", "PASSWORD=***");
+        check("passwords.txt", "passwords.txt");
+        // Any scheme: a model server's URL in the chat banner.
+        assert_eq!(
+            without_password("http://bob:S3cret@host:8080/v1"),
+            "http://bob:***@host:8080/v1"
+        );
     }
 }

@@ -247,8 +247,7 @@ impl TokenBudget {
     ) -> Option<Vec<(Option<usize>, Message)>> {
         let mut shortened = Vec::new();
         for (pinned, room) in rooms.filter(|(p, room)| *room < p.full) {
-            let message =
-                shorten_message(&view.message(pinned.index), room, counter, self.marks)?;
+            let message = shorten_message(&view.message(pinned.index), room, counter, self.marks)?;
             shortened.push((view.pos(pinned.index), message));
         }
         Some(shortened)

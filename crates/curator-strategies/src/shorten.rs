@@ -73,8 +73,7 @@ impl TokenCounter for Memo<'_> {
         let Ok(mut seen) = self.seen.lock() else {
             return self.inner.count_text(text);
         };
-        if let Some(&(_, _, n)) = seen.iter().find(|(len, h, _)| *len == text.len() && *h == hash)
-        {
+        if let Some(&(_, _, n)) = seen.iter().find(|(len, h, _)| *len == text.len() && *h == hash) {
             return n;
         }
         let n = self.inner.count_text(text);

@@ -172,7 +172,7 @@ struct Unsent {
 
 impl Unsent {
     fn new(args: &ChatArgs, redact: bool) -> Result<Self> {
-        let store = SqliteStore::open(&args.db).context("cannot open the session file")?;
+        let store = crate::session_file::open_sqlite(&args.db, false)?;
         Ok(Self {
             store,
             checkpoint: format!("curator.chat.unsent/{}", args.session),
@@ -215,10 +215,10 @@ fn build(args: &ChatArgs) -> Result<ConversationLoop> {
     if !(args.base_url.starts_with("http://") || args.base_url.starts_with("https://")) {
         anyhow::bail!(
             "--base-url {}: give the server as http://HOST:PORT or https://HOST (with or without /v1)",
-            args.base_url
+            crate::session_file::without_password(&args.base_url)
         );
     }
-    let store = SqliteStore::open(&args.db).context("cannot open the session file")?;
+    let store = crate::session_file::open_sqlite(&args.db, false)?;
     let mut model = OpenAiChat::new(&args.base_url, &args.model)
         .with_timeout(Duration::from_secs(args.timeout.max(1)));
     if let Some(system) = system_prompt(&store, args)? {
@@ -322,7 +322,7 @@ pub(crate) fn run(args: &ChatArgs) -> Result<ExitCode> {
             "curator chat: session `{}` with {} at {} (/history shows what the model is sent, /quit leaves)",
             args.session,
             args.model,
-            args.base_url
+            crate::session_file::without_password(&args.base_url)
         )?;
     } else {
         outln!("curator chat: resumed session `{}` ({} turns)", args.session, turns.len())?;

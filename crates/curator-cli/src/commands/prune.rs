@@ -10,7 +10,6 @@ use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use curator::conversation_loop::{ErasedLoops, erase_loops};
 use curator::postgres::{PgOptions, PgStore};
 use curator::session::{ClaimStore, Prune, Pruned, SessionKey, SessionStore, prune};
-use curator::sqlite::SqliteStore;
 
 use crate::output::plural;
 use crate::session_file;
@@ -123,14 +122,13 @@ pub(crate) fn run(location: &Path, rule: &Rule, dry_run: bool, vacuum: bool) -> 
             report
         }
     } else {
-        let reader =
-            SqliteStore::open_read_only(location).context("cannot open the session file")?;
+        let reader = session_file::open_sqlite(location, true)?;
         if dry_run {
             loops = loops_of(&reader, &rule, true, &name)?;
             prune(&reader, &rule, true).with_context(|| format!("cannot read {name}"))?
         } else {
             drop(reader);
-            let store = SqliteStore::open(location).context("cannot open the session file")?;
+            let store = session_file::open_sqlite(location, false)?;
             let report = prune(&store, &rule, false).with_context(|| {
                 format!("cannot prune {name} (each session is pruned whole or not at all)")
             })?;

@@ -105,3 +105,34 @@ fn inspect_and_trace_create_nothing_in_a_postgres_database_without_curators_sche
         assert_eq!(catalog(server, database), before, "{database}: nothing was created");
     }
 }
+
+/// A password given on the command line (a libpq connection string taken for a file, a model
+/// server's URL) is never printed back.
+#[test]
+fn passwords_on_the_command_line_are_not_printed() {
+    let conninfo = "host=db1 user=app password=S3cretPw dbname=x";
+    for args in [
+        vec!["inspect", conninfo],
+        vec!["trace", conninfo],
+        vec!["prune", conninfo, "--keep-last", "1"],
+    ] {
+        let output = curator(&args);
+        fails_with(&output, 2, "password=***");
+        let all = format!("{}{}", crate::text(&output.stdout), crate::text(&output.stderr));
+        assert!(!all.contains("S3cretPw"), "{args:?}: {all}");
+    }
+    let output = curator(&["chat", "--base-url", "htp://bob:S3cret@host", "--model", "m"]);
+    fails_with(&output, 2, "htp://bob:***@host");
+    assert!(!crate::text(&output.stderr).contains("S3cret@"));
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let banner = std::process::Command::new(env!("CARGO_BIN_EXE_curator"))
+        .args(["chat", "--base-url", "http://bob:S3cret@127.0.0.1:9", "--model", "m", "--db"])
+        .arg(&db)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let shown = crate::text(&banner.stdout);
+    assert!(shown.contains("http://bob:***@127.0.0.1:9"), "{shown}");
+    assert!(!shown.contains("S3cret"), "{shown}");
+}

@@ -158,7 +158,11 @@ pub(crate) fn over_from_end<'t>(
 
 /// The longest prefix of `text` costing at most `max_tokens`, by halving over character
 /// boundaries.
-pub(crate) fn longest_prefix<'t>(text: &'t str, max_tokens: u64, count: &dyn Fn(&str) -> u64) -> &'t str {
+pub(crate) fn longest_prefix<'t>(
+    text: &'t str,
+    max_tokens: u64,
+    count: &dyn Fn(&str) -> u64,
+) -> &'t str {
     if count(text) <= max_tokens {
         return text;
     }
