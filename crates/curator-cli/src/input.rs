@@ -45,7 +45,8 @@ pub(crate) enum Layout {
 /// One conversation read from the input.
 #[derive(Debug, Clone)]
 pub(crate) struct Conversation {
-    /// Its `id`, or its position.
+    /// Its `id`; without one, the file's name (and `line N` in JSON Lines), or its position
+    /// when it has no file.
     pub(crate) id: String,
     pub(crate) messages: Vec<Message>,
     /// The format it was read in.
@@ -56,6 +57,12 @@ pub(crate) struct Conversation {
 }
 
 impl Conversation {
+    /// Whether it came with an `id` of its own (else [`id`](Self::id) names where it was
+    /// read, which two different conversations may share).
+    pub(crate) fn has_own_id(&self) -> bool {
+        self.envelope.as_ref().is_some_and(|envelope| id_of(envelope).is_some())
+    }
+
     /// The input's `tools` schemas, when it has them.
     pub(crate) fn tools(&self) -> Option<&Value> {
         self.envelope.as_ref()?.get("tools").filter(|t| !t.is_null())
@@ -74,6 +81,8 @@ pub(crate) struct Failed {
 pub(crate) struct Reader {
     layout: Layout,
     format: Format,
+    /// The file's name, naming the conversations that have no `id`.
+    label: Option<String>,
     /// The conversation read already, handed out first.
     pending: Option<Result<Conversation, Failed>>,
     source: Rest,
@@ -103,6 +112,22 @@ impl Iterator for Reader {
     type Item = Result<Conversation, Failed>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        let mut next = self.read_next();
+        if let (Some(label), Some(Ok(conversation))) = (&self.label, &mut next)
+            && !conversation.has_own_id()
+        {
+            conversation.id = if conversation.id.starts_with("line ") {
+                format!("{label} {}", conversation.id)
+            } else {
+                label.clone()
+            };
+        }
+        next
+    }
+}
+
+impl Reader {
+    fn read_next(&mut self) -> Option<Result<Conversation, Failed>> {
         if let Some(pending) = self.pending.take() {
             return Some(pending);
         }
@@ -173,8 +198,10 @@ fn id_of(object: &Map<String, Value>) -> Option<String> {
 /// Opens a file of conversations.
 pub(crate) fn open(path: &Path, format: Format) -> Result<Reader> {
     let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    from_reader(Box::new(BufReader::with_capacity(1 << 16, file)), format)
-        .with_context(|| format!("{}", path.display()))
+    let mut reader = from_reader(Box::new(BufReader::with_capacity(1 << 16, file)), format)
+        .with_context(|| format!("{}", path.display()))?;
+    reader.label = path.file_name().map(|name| name.to_string_lossy().into_owned());
+    Ok(reader)
 }
 
 /// Reads conversations from text (the bundled demo).
@@ -206,6 +233,7 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
         if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(&line) {
             return match next_line(reader.as_mut(), &mut number)? {
                 None => Ok(Reader {
+                    label: None,
                     layout: Layout::Object,
                     format,
                     pending: Some(whole_object(object, format, Some(&line))),
@@ -215,6 +243,7 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
                     drop(object);
                     let first_conversation = from_line(&line, line_number, format);
                     Ok(Reader {
+                        label: None,
                         layout: Layout::Lines,
                         format,
                         pending: Some(first_conversation),
@@ -235,6 +264,7 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
             bail!("expected an object with `messages`, found {}", kind(&value));
         };
         return Ok(Reader {
+            label: None,
             layout: Layout::Object,
             format,
             pending: Some(whole_object(object, format, Some(&text))),
@@ -283,6 +313,7 @@ fn document(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
             })
             .map_err(|error| Failed { id: "1".into(), error });
         return Ok(Reader {
+            label: None,
             layout: Layout::Array,
             format,
             pending: Some(conversation),
@@ -293,6 +324,7 @@ fn document(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
         .map_err(|e| anyhow!("invalid JSON at line {}, column {}: {e}", e.line(), e.column()))?;
     match value {
         Value::Object(object) => Ok(Reader {
+            label: None,
             layout: Layout::Object,
             format,
             pending: Some(whole_object(object, format, Some(&text))),

@@ -148,6 +148,21 @@ pub(crate) fn open_read_only(location: &Path) -> Result<Box<dyn SessionStore>> {
     Ok(Box::new(store))
 }
 
+/// The key a conversation without an `id` is recorded under: its name (its file's) and a
+/// hash of its messages, so that the same conversation replayed again is recognised and
+/// another one of the same name is not taken for it.
+pub(crate) fn content_key(name: &str, messages: &[Message]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for message in messages {
+        let bytes = serde_json::to_vec(message).unwrap_or_default();
+        for byte in bytes.iter().chain(&[0xff]) {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{name} {:08x}", hash >> 32)
+}
+
 /// What became of one conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Recorded {

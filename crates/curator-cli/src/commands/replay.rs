@@ -13,7 +13,7 @@ use crate::output::{note, note_inline, outln, plural};
 use crate::pipeline::{PipelineArgs, Pipelines, describe};
 use crate::replayed::{self, Replayed, Rows, Totals};
 use crate::report;
-use crate::session_file::{Recorded, Recorder};
+use crate::session_file::{self, Recorded, Recorder};
 
 /// Where to write the HTML report.
 #[derive(Debug)]
@@ -194,6 +194,7 @@ fn replay_all(
             };
             let pipeline = pipelines.for_tools(conversation.tools())?;
             let id = conversation.id.clone();
+            let own_id = conversation.has_own_id();
             // A pipeline that fails on one conversation is reported, and the others go on (a
             // call whose budget is too small for what is never dropped is counted, not a
             // failure).
@@ -209,14 +210,20 @@ fn replay_all(
                     }
                 };
             if let Some(recorder) = &mut recorder {
-                match recorder.record(&replayed.id, history.messages())? {
+                let key = if own_id {
+                    replayed.id.clone()
+                } else {
+                    // Named by its file only: two different conversations may share the
+                    // name, so the key tells them apart by what they hold.
+                    session_file::content_key(&replayed.id, history.messages())
+                };
+                match recorder.record(&key, history.messages())? {
                     Recorded::New { .. } => new_ones += 1,
                     Recorded::Skipped { evaluation } => {
                         skipped += 1;
                         progress.break_line();
                         note!(
-                            "{}: already recorded as evaluation {evaluation}; not recorded again (--db-again records it under a new id)",
-                            replayed.id
+                            "{key}: already recorded as evaluation {evaluation}; not recorded again (--db-again records it under a new id)"
                         );
                     }
                 }
@@ -259,7 +266,7 @@ fn replay_all(
         note!(
             "recorded {} into {}{}",
             plural(new_ones, "conversation", "conversations"),
-            crate::session_file::name(to.path),
+            session_file::name(to.path),
             if skipped > 0 {
                 format!(" ({skipped} already there, skipped)")
             } else {

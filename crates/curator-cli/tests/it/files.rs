@@ -88,13 +88,52 @@ fn db_skips_a_conversation_already_recorded_or_records_it_under_a_new_id() {
     assert!(listing.contains("replay/c0 (2)") && listing.contains("replay/c1 (2)"), "{listing}");
 }
 
+/// Conversations without an `id` are named by their file, and recorded by what they hold:
+/// two different ones are both recorded, the same one replayed again is skipped.
+#[test]
+fn db_tells_conversations_without_an_id_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let conversation = |task: &str| {
+        json!([
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": task},
+            {"role": "assistant", "content": "done"}
+        ])
+        .to_string()
+    };
+    let a = write(dir.path(), "a.json", &conversation("task one"));
+    let b = write(dir.path(), "b.json", &conversation("task two"));
+    std::fs::create_dir(dir.path().join("other")).unwrap();
+    let other_a = write(&dir.path().join("other"), "a.json", &conversation("task three"));
+    let db = dir.path().join("s.db");
+    let replay = |files: &[&std::path::Path]| {
+        let mut args: Vec<&str> = vec!["replay"];
+        args.extend(files.iter().map(|f| f.to_str().unwrap()));
+        args.extend(["--db", db.to_str().unwrap()]);
+        curator(&args)
+    };
+    let out = replay(&[&a, &b]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("recorded 2 conversations into"), "{stderr}");
+    // Tables name them by their files, not both `1`.
+    let table = text(&out.stdout);
+    assert!(table.contains("a.json") && table.contains("b.json"), "{table}");
+    let out = replay(&[&a, &b, &other_a]);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("recorded 1 conversation into"), "{stderr}");
+    assert!(stderr.contains("2 already there, skipped"), "{stderr}");
+    let listing = text(&curator(&["inspect", db.to_str().unwrap()]).stdout);
+    assert!(listing.contains(": 3 evaluations\n"), "{listing}");
+}
+
 #[test]
 fn replay_check_treats_an_invalid_input_as_a_violation() {
     let dir = tempfile::tempdir().unwrap();
     let orphan = json!([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "nope", "content": "orphan"}]);
     let file = write(dir.path(), "orphan.json", &orphan.to_string());
     let out = curator(&["replay", file.to_str().unwrap(), "--check"]);
-    fails_with(&out, 1, "1: the input breaks a provider rule");
+    fails_with(&out, 1, "orphan.json: the input breaks a provider rule");
     fails_with(&out, 1, "answers no open tool call");
     // Without --check it is counted, not fatal.
     let out = curator(&["replay", file.to_str().unwrap(), "--json"]);
