@@ -168,8 +168,8 @@ pub(crate) fn content_key(name: &str, messages: &[Message]) -> String {
 pub(crate) enum Recorded {
     /// Recorded as a new evaluation, under this conversation id.
     New { evaluation: EvaluationId, id: String, messages: usize },
-    /// Already in the file (by its id): not recorded again.
-    Skipped { evaluation: EvaluationId },
+    /// Already in the file under `key`: not recorded again.
+    Skipped { key: String, evaluation: EvaluationId },
 }
 
 /// Records conversations into a session store (a SQLite file or a PostgreSQL database), one
@@ -207,11 +207,21 @@ impl Recorder {
         Ok(Self { store, known, again })
     }
 
-    /// Records one conversation, or skips it when its id is already recorded (unless asked
-    /// to record it again under a new id).
-    pub(crate) fn record(&mut self, id: &str, messages: &[Message]) -> Result<Recorded> {
+    /// Records one conversation, or skips it when its key is already recorded (unless asked
+    /// to record it again under a new key). The key is its `id` when it has one of its own
+    /// (`own_id`), else its name and a hash of its messages (see [`content_key`]).
+    pub(crate) fn record(
+        &mut self,
+        id: &str,
+        own_id: bool,
+        messages: &[Message],
+    ) -> Result<Recorded> {
+        let key = if own_id { id.to_owned() } else { content_key(id, messages) };
+        let id = key.as_str();
         let id = match self.known.get(id) {
-            Some(&evaluation) if !self.again => return Ok(Recorded::Skipped { evaluation }),
+            Some(&evaluation) if !self.again => {
+                return Ok(Recorded::Skipped { key, evaluation });
+            }
             Some(_) => (2..usize::MAX)
                 .map(|n| format!("{id} ({n})"))
                 .find(|candidate| !self.known.contains_key(candidate))

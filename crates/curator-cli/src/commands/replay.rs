@@ -210,16 +210,9 @@ fn replay_all(
                     }
                 };
             if let Some(recorder) = &mut recorder {
-                let key = if own_id {
-                    replayed.id.clone()
-                } else {
-                    // Named by its file only: two different conversations may share the
-                    // name, so the key tells them apart by what they hold.
-                    session_file::content_key(&replayed.id, history.messages())
-                };
-                match recorder.record(&key, history.messages())? {
+                match recorder.record(&replayed.id, own_id, history.messages())? {
                     Recorded::New { .. } => new_ones += 1,
-                    Recorded::Skipped { evaluation } => {
+                    Recorded::Skipped { key, evaluation } => {
                         skipped += 1;
                         progress.break_line();
                         note!(
