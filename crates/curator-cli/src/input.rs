@@ -77,6 +77,17 @@ pub(crate) struct Failed {
     pub(crate) error: anyhow::Error,
 }
 
+/// How notes name conversation `id` of the source named `source`: `source: conversation id`,
+/// or just the source when the id is its file's name (a conversation without an `id`), so
+/// that the name is said once.
+pub(crate) fn naming(source: &str, id: &str) -> String {
+    let file = Path::new(source).file_name().map(|f| f.to_string_lossy().into_owned());
+    match file.as_deref().and_then(|file| id.strip_prefix(file)) {
+        Some(rest) if rest.is_empty() || rest.starts_with(" line ") => format!("{source}{rest}"),
+        _ => format!("{source}: conversation {id}"),
+    }
+}
+
 /// The conversations of one file, read one at a time.
 pub(crate) struct Reader {
     layout: Layout,

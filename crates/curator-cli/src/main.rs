@@ -56,6 +56,11 @@ enum Command {
         /// Exit 1 when the input or the curated view breaks the provider's rules.
         #[arg(long)]
         check: bool,
+        /// Write the view of a conversation some of whose messages no provider takes (a tool
+        /// result that answers no call, a call closed before its result, one of two calls
+        /// sharing an id), without them; by default such a conversation is refused.
+        #[arg(long)]
+        drop_unsendable: bool,
         #[command(flatten)]
         pipeline: PipelineArgs,
     },
@@ -182,12 +187,12 @@ enum Command {
 /// Runs one command.
 fn run(command: Command) -> Result<ExitCode> {
     match command {
-        Command::Curate { files, format, to, output, check, pipeline } => {
+        Command::Curate { files, format, to, output, check, drop_unsendable, pipeline } => {
             let sources = sources(&files)?;
             curate::run(
                 &sources,
                 &pipeline,
-                &curate::Options { format, to, output: output.as_deref(), check },
+                &curate::Options { format, to, output: output.as_deref(), check, drop_unsendable },
             )
         }
         Command::Replay {

@@ -37,11 +37,17 @@ impl History<'_> {
         let is_pending =
             |pos: usize, call: usize| pending.iter().any(|c| c.message == pos && c.call == call);
         let repaired = View::full(self).repaired();
-        let mut shown: Vec<Option<Vec<String>>> = vec![None; messages.len()];
+        let mut shown: Vec<Option<Vec<(String, String, String)>>> = vec![None; messages.len()];
         for entry in repaired.iter() {
             if let Some(slot) = entry.pos.and_then(|pos| shown.get_mut(pos)) {
-                *slot =
-                    Some(entry.message.tool_calls().iter().map(|c| c.id().to_owned()).collect());
+                *slot = Some(
+                    entry
+                        .message
+                        .tool_calls()
+                        .iter()
+                        .map(|c| (c.id().to_owned(), c.name().to_owned(), c.arguments().to_owned()))
+                        .collect(),
+                );
             }
         }
         (0..messages.len())
@@ -53,10 +59,23 @@ impl History<'_> {
                         !raw.has_tool_calls()
                             || (0..raw.tool_calls().len()).any(|call| !is_pending(pos, call))
                     }
-                    // Shown without some of its calls (a text kept, its closed call not).
-                    Some(ids) => raw.tool_calls().iter().enumerate().any(|(call, c)| {
-                        !ids.iter().any(|id| id == c.id()) && !is_pending(pos, call)
-                    }),
+                    // Shown without some of its calls (a text kept, its closed call not; one
+                    // of two calls sharing an id): each call shown stands for one call only.
+                    Some(kept) => {
+                        let mut kept = kept.clone();
+                        raw.tool_calls().iter().enumerate().any(|(call, c)| {
+                            let found = kept.iter().position(|(id, name, arguments)| {
+                                id == c.id() && name == c.name() && arguments == c.arguments()
+                            });
+                            match found {
+                                Some(at) => {
+                                    kept.swap_remove(at);
+                                    false
+                                }
+                                None => !is_pending(pos, call),
+                            }
+                        })
+                    }
                 }
             })
             .collect()
@@ -106,6 +125,23 @@ mod tests {
         check(
             vec![Message::user("go"), calls(None, &["a", "b"]), Message::tool_result("a", "x")],
             &[],
+        );
+    }
+
+    #[test]
+    fn one_of_two_calls_sharing_an_id_is_named() {
+        let twins = Message::assistant_with_calls(
+            None,
+            vec![ToolCall::new("a", "e", "{}"), ToolCall::new("a", "f", "{}")],
+        );
+        check(
+            vec![
+                Message::user("go"),
+                twins,
+                Message::tool_result("a", "r"),
+                Message::assistant("ok"),
+            ],
+            &[1],
         );
     }
 

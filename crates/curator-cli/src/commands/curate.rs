@@ -30,6 +30,8 @@ pub(crate) struct Options<'a> {
     /// A file (one source) or a folder (several), instead of stdout.
     pub(crate) output: Option<&'a Path>,
     pub(crate) check: bool,
+    /// Write a view without the messages no provider takes, instead of refusing it.
+    pub(crate) drop_unsendable: bool,
 }
 
 /// The file one source's curated conversations go to (`None`: stdout).
@@ -144,7 +146,7 @@ pub(crate) fn run(
             let conversation = match item {
                 Ok(conversation) => conversation,
                 Err(failed) => {
-                    note!("{}: conversation {}: {:#}", source.name(), failed.id, failed.error);
+                    note!("{}: {:#}", input::naming(&source.name(), &failed.id), failed.error);
                     unreadable += 1;
                     continue;
                 }
@@ -155,7 +157,7 @@ pub(crate) fn run(
                 Ok(done) => done,
                 Err(error) => {
                     let error = crate::pipeline::explain(error, pipeline.tools_tokens);
-                    note!("{}: conversation {id}: {error:#}", source.name());
+                    note!("{}: {error:#}", input::naming(&source.name(), &id));
                     unreadable += 1;
                     continue;
                 }
@@ -180,21 +182,27 @@ pub(crate) fn run(
 }
 
 /// Says which messages of the input no provider would take, whatever the pipeline (a
-/// result that answers no open call, a call closed without its result): coherence leaves
-/// them out of every view, and this says so rather than letting them vanish. Calls still
+/// result that answers no open call, a call closed without its result, one of two calls
+/// sharing an id): coherence leaves them out of every view, so the conversation is refused
+/// unless `drop` says to write its view without them (then a note names them). Calls still
 /// waiting for their results at the end of a record are not counted: they are the record's
 /// present, answered by the next step.
-fn unsendable_note(id: &str, history: &History<'_>) {
+fn check_unsendable(id: &str, history: &History<'_>, drop: bool) -> Result<()> {
     let left_out = history.unsendable();
     if left_out.is_empty() {
-        return;
+        return Ok(());
     }
     let positions: Vec<String> = left_out.iter().map(ToString::to_string).collect();
-    note!(
-        "{id}: {} message(s) of the input (at {}) answer no open call or call a tool whose result never comes (a system or user message came between): no provider takes them, so no view sends them",
+    let what = format!(
+        "{} message(s) of the input (at {}) answer no open call, call a tool whose result never comes (a system or user message came between) or share a call id: no provider takes them",
         left_out.len(),
         positions.join(", ")
     );
+    if !drop {
+        bail!("{what}; --drop-unsendable writes the view without them");
+    }
+    note!("{id}: {what}, so the view leaves them out");
+    Ok(())
 }
 
 /// Curates one conversation: its output document and the number of rule violations found.
@@ -224,9 +232,9 @@ fn curate_one(
             violations += 1;
         }
     }
+    check_unsendable(&id, &history, options.drop_unsendable)?;
     let view = pipeline.manager.curate_history(&history, &pipeline.context())?;
     let sent = view.messages();
-    unsendable_note(&id, &history);
     let schemas = if pipeline.tools_tokens > 0 {
         format!(
             " (and the tool schemas' {} tokens, reserved from the budget)",

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 
 use crate::billed::Rates;
-use crate::input::{Format, Source};
+use crate::input::{self, Format, Source};
 use crate::output::{note, note_inline, outln, plural};
 use crate::pipeline::{PipelineArgs, Pipelines, describe};
 use crate::replayed::{self, Replayed, Rows, Totals};
@@ -187,7 +187,7 @@ fn replay_all(
                 Ok(conversation) => conversation,
                 Err(failed) => {
                     progress.break_line();
-                    note!("{name}: conversation {}: {:#}", failed.id, failed.error);
+                    note!("{}: {:#}", input::naming(&name, &failed.id), failed.error);
                     unreadable += 1;
                     continue;
                 }
@@ -204,7 +204,7 @@ fn replay_all(
                     Err(error) => {
                         progress.break_line();
                         let error = crate::pipeline::explain(error, pipeline.tools_tokens);
-                        note!("{name}: conversation {id}: {error:#}");
+                        note!("{}: {error:#}", input::naming(&name, &id));
                         unreadable += 1;
                         continue;
                     }
@@ -225,7 +225,8 @@ fn replay_all(
             if let Some(first) = replayed.refused.first() {
                 progress.break_line();
                 note!(
-                    "{name}: conversation {id}: {} refused (nothing sent), the first at message {}: {}",
+                    "{}: {} refused (nothing sent), the first at message {}: {}",
+                    input::naming(&name, &id),
                     if replayed.refused.len() == 1 {
                         "1 call".to_owned()
                     } else {
@@ -240,8 +241,10 @@ fn replay_all(
             {
                 progress.break_line();
                 match call {
-                    0 => note!("{name}: conversation {}: {problem}", replayed.id),
-                    call => note!("{name}: conversation {}: call {call}: {problem}", replayed.id),
+                    0 => note!("{}: {problem}", input::naming(&name, &replayed.id)),
+                    call => {
+                        note!("{}: call {call}: {problem}", input::naming(&name, &replayed.id));
+                    }
                 }
             }
             replays.push(replayed);

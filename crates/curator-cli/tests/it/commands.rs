@@ -64,9 +64,12 @@ fn check_fails_on_a_broken_input() {
     let dir = tempfile::tempdir().unwrap();
     let broken = json!([{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "nope", "content": "orphan"}]);
     let file = write(dir.path(), "broken.json", &broken.to_string());
-    let out = curator(&["curate", file.to_str().unwrap(), "--check"]);
+    // The orphan is written out of the view only when asked; without it, refused (exit 2).
+    let out = curator(&["curate", file.to_str().unwrap(), "--check", "--drop-unsendable"]);
     fails_with(&out, 1, "the input breaks a provider rule");
     fails_with(&out, 1, "answers no open tool call");
+    let out = curator(&["curate", file.to_str().unwrap(), "--check"]);
+    fails_with(&out, 2, "answers no open tool call");
 }
 
 #[test]

@@ -217,20 +217,42 @@ fn to_auto_writes_the_input_format() {
 }
 
 /// Messages no provider takes (a call closed by a system message before its result came,
-/// and that orphaned result) are left out of every view, and `curate` says so.
+/// and that orphaned result; a lone result; one of two calls sharing an id) are never
+/// dropped silently: `curate` refuses the conversation (exit 2, nothing written), and with
+/// `--drop-unsendable` writes the view without them, naming them.
 #[test]
 fn messages_no_provider_takes_are_named_not_dropped_silently() {
     let dir = tempfile::tempdir().unwrap();
-    let messages = json!([
+    let closed = json!([
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Fix the bug."},
         {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}]},
         {"role": "system", "content": "New rule: answer in French."},
         {"role": "tool", "tool_call_id": "c1", "content": "ok"}
     ]);
-    let file = write(dir.path(), "broken.json", &messages.to_string());
-    let out = curator(&["curate", file.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("2 message(s) of the input (at 2, 4)"), "{stderr}");
+    let lone = json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": "r"}]}]});
+    let twins = json!([
+        {"role": "user", "content": "do"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "e", "arguments": "{}"}},
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "r"},
+        {"role": "assistant", "content": "ok"}
+    ]);
+    for (name, input, named) in [
+        ("closed.json", closed, "2 message(s) of the input (at 2, 4)"),
+        ("lone.json", lone, "1 message(s) of the input (at 0)"),
+        ("twins.json", twins, "1 message(s) of the input (at 1)"),
+    ] {
+        let file = write(dir.path(), name, &input.to_string());
+        let out = curator(&["curate", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{name}: {}", text(&out.stdout));
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(named) && stderr.contains("--drop-unsendable"), "{stderr}");
+        let out = curator(&["curate", file.to_str().unwrap(), "--drop-unsendable"]);
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(named) && stderr.contains("leaves them out"), "{stderr}");
+    }
 }
