@@ -160,6 +160,28 @@ pub(crate) fn run(
 
 /// Reads and replays every conversation, recording them when asked; notes on stderr what
 /// could not be read, what was already recorded and (with `check`) what breaks a rule.
+/// Notes what went wrong in a replayed conversation (named `named`): the calls refused, and
+/// with `check` the first view that breaks a provider's rules.
+fn say_problems(named: &str, replayed: &Replayed, check: bool) {
+    if let Some(first) = replayed.refused.first() {
+        let calls = match replayed.refused.len() {
+            1 => "1 call".to_owned(),
+            n => format!("{n} calls"),
+        };
+        note!(
+            "{named}: {calls} refused (nothing sent), the first at message {}: {}",
+            first.message,
+            first.reason
+        );
+    }
+    if check && let Some((call, problem)) = &replayed.violation {
+        match call {
+            0 => note!("{named}: {problem}"),
+            call => note!("{named}: call {call}: {problem}"),
+        }
+    }
+}
+
 fn replay_all(
     sources: &[Source],
     pipelines: &mut Pipelines,
@@ -222,30 +244,9 @@ fn replay_all(
                 }
             }
             drop(history);
-            if let Some(first) = replayed.refused.first() {
+            if !replayed.refused.is_empty() || (options.check && replayed.violation.is_some()) {
                 progress.break_line();
-                note!(
-                    "{}: {} refused (nothing sent), the first at message {}: {}",
-                    input::naming(&name, &id),
-                    if replayed.refused.len() == 1 {
-                        "1 call".to_owned()
-                    } else {
-                        format!("{} calls", replayed.refused.len())
-                    },
-                    first.message,
-                    first.reason
-                );
-            }
-            if options.check
-                && let Some((call, problem)) = &replayed.violation
-            {
-                progress.break_line();
-                match call {
-                    0 => note!("{}: {problem}", input::naming(&name, &replayed.id)),
-                    call => {
-                        note!("{}: call {call}: {problem}", input::naming(&name, &replayed.id));
-                    }
-                }
+                say_problems(&input::naming(&name, &id), &replayed, options.check);
             }
             replays.push(replayed);
             progress.update(replays.len());
