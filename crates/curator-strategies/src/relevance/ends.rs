@@ -46,12 +46,14 @@ pub(crate) struct EndsCut {
     focus_key: u64,
     /// Where focused cuts are kept across calls (see [`FocusCache`]).
     focus_cache: Option<Arc<FocusCache>>,
+    /// The characters the present's results keep (at least `max_chars`).
+    present_max: usize,
 }
 
 /// The present's tool results (history positions) and the terms the present is about: the
 /// task's and those of the present's own text and call arguments. A long result of the
 /// present keeps, besides its ends, the lines of its middle that name them.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Focus {
     pub(crate) positions: HashSet<usize, FxBuild>,
     pub(crate) terms: HashSet<String, FxBuild>,
@@ -121,7 +123,21 @@ const FOCUS_MARKS: usize = 80;
 impl EndsCut {
     pub(crate) fn new(max_chars: usize) -> Self {
         let key = stable_hash(&[b"relevance_budget.ends_cut", &max_chars.to_le_bytes()]);
-        Self { max_chars, key, focus: None, focus_key: 0, focus_cache: None }
+        Self {
+            max_chars,
+            key,
+            focus: None,
+            focus_key: 0,
+            focus_cache: None,
+            present_max: max_chars,
+        }
+    }
+
+    /// The same cut, with the present's results kept to `chars` characters (when more than
+    /// the others keep): the model needs them next. Set it before [`with_focus`](Self::with_focus).
+    pub(crate) fn with_present_max(mut self, chars: usize) -> Self {
+        self.present_max = chars.max(self.max_chars);
+        self
     }
 
     /// The same cut, focused on the present (see [`Focus`]), its cuts kept in `cache`.
@@ -129,7 +145,8 @@ impl EndsCut {
         let mut terms: Vec<&str> = focus.terms.iter().map(String::as_str).collect();
         terms.sort_unstable();
         let mut parts: Vec<&[u8]> = vec![b"relevance_budget.focused_cut", &[]];
-        let max = self.max_chars.to_le_bytes();
+        let mut max = self.max_chars.to_le_bytes().to_vec();
+        max.extend(self.present_max.to_le_bytes());
         parts[1] = &max;
         parts.extend(terms.iter().map(|t| t.as_bytes()));
         self.focus_key = stable_hash(&parts);
@@ -154,8 +171,10 @@ impl EndsCut {
         text: &str,
         query: &HashSet<String, FxBuild>,
     ) -> Option<String> {
-        let Split { head, middle, tail, naming_room, rest } = self
-            .split(text, |ends| (share(FOCUS_HEAD_SHARE, ends), share(FOCUS_TAIL_SHARE, ends)))?;
+        let Split { head, middle, tail, naming_room, rest } =
+            Self::split(text, self.present_max, |ends| {
+                (share(FOCUS_HEAD_SHARE, ends), share(FOCUS_TAIL_SHARE, ends))
+            })?;
         let focus_room = rest.saturating_sub(FOCUS_MARKS);
         let mut lines: Vec<(usize, usize, &str)> = Vec::new();
         for (n, line) in middle.lines().enumerate() {
@@ -180,7 +199,7 @@ impl EndsCut {
             }
         }
         if chosen.is_empty() {
-            return self.cut(text);
+            return Self::cut_to(text, self.present_max);
         }
         chosen.sort_unstable_by_key(|c| c.0);
         let kept = chosen.iter().map(|c| c.1).collect::<Vec<_>>().join("\n");
@@ -211,10 +230,11 @@ impl EndsCut {
         &self,
         message: &Message,
         query: Option<&HashSet<String, FxBuild>>,
+        max: usize,
     ) -> Option<Message> {
         let cut = |text: &str| match query {
             Some(query) => self.cut_focused(text, query),
-            None => self.cut(text),
+            None => Self::cut_to(text, max),
         };
         let new = match message.content()? {
             Content::Text(text) => Content::Text(cut(text)?),
@@ -243,8 +263,14 @@ impl EndsCut {
     }
 
     /// `text` cut, or `None` when it is within `max_chars` characters.
+    #[cfg(test)]
     pub(crate) fn cut(&self, text: &str) -> Option<String> {
-        let Split { head, middle, tail, naming_room, .. } = self.split(text, |ends| {
+        Self::cut_to(text, self.max_chars)
+    }
+
+    /// `text` cut, or `None` when it is within `max` characters.
+    fn cut_to(text: &str, max: usize) -> Option<String> {
+        let Split { head, middle, tail, naming_room, .. } = Self::split(text, max, |ends| {
             let head_chars = share(HEAD_SHARE, ends);
             (head_chars, ends - head_chars)
         })?;
@@ -266,20 +292,20 @@ impl EndsCut {
 }
 
 impl EndsCut {
-    /// `text` split for a cut, or `None` when it is within `max_chars` characters: the room
-    /// for naming the middle is set aside, with the cut's note; `chars` gives, from the
+    /// `text` split for a cut, or `None` when it is within `max` characters: the room for
+    /// naming the middle is set aside, with the cut's note; `chars` gives, from the
     /// characters left for the ends, the beginning's and the end's.
-    fn split<'t>(
-        &self,
-        text: &'t str,
+    fn split(
+        text: &str,
+        max: usize,
         chars: impl FnOnce(usize) -> (usize, usize),
-    ) -> Option<Split<'t>> {
+    ) -> Option<Split<'_>> {
         let total = text.chars().count();
-        if total <= self.max_chars {
+        if total <= max {
             return None;
         }
-        let naming_room = share(NAMING_SHARE, self.max_chars);
-        let ends = self.max_chars.saturating_sub(naming_room + NOTE_CHARS);
+        let naming_room = share(NAMING_SHARE, max);
+        let ends = max.saturating_sub(naming_room + NOTE_CHARS);
         let (head_chars, tail_chars) = chars(ends);
         let head_end = floor_grapheme(text, byte_at(text, head_chars));
         let tail_start = line_start(text, byte_at(text, total - tail_chars), head_end);
@@ -394,21 +420,29 @@ impl MessageMap for EndsCut {
         if message.role() != Role::Tool {
             return None;
         }
+        let present =
+            self.focus.as_ref().is_some_and(|f| pos.is_some_and(|p| f.positions.contains(&p)));
         match (self.focused(pos), &self.focus_cache, pos) {
             (Some(query), Some(cache), Some(pos)) => {
                 // What reaches the cut at a position may differ between pipelines (an
                 // upstream map or replacement): a kept cut is served only for the message
                 // it was made from.
                 let key = (history.id(), self.focus_key, pos);
-                cache.get_or_cut(key, message, || self.cut_message(message, Some(query)))
+                cache.get_or_cut(key, message, || {
+                    self.cut_message(message, Some(query), self.present_max)
+                })
             }
-            (query, _, _) => self.cut_message(message, query),
+            (query, _, _) => {
+                let max = if present { self.present_max } else { self.max_chars };
+                self.cut_message(message, query, max)
+            }
         }
     }
 
     fn memo_key(&self, pos: usize) -> Option<u64> {
-        // A focused cut depends on the present, which changes from call to call.
-        if self.focused(Some(pos)).is_some() {
+        // A focused cut, or a present's result left whole, depends on the present, which
+        // changes from call to call.
+        if self.focus.as_ref().is_some_and(|focus| focus.positions.contains(&pos)) {
             return None;
         }
         Some(self.key)

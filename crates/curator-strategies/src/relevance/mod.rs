@@ -31,6 +31,10 @@ pub const MAX_NOTE_TOKENS: u64 = 1_000;
 /// sends, see `docs/benchmarks.md`).
 pub const MAX_TOOL_RESULT_CHARS: usize = 3_000;
 
+/// Characters a token holds at most in practice, to turn the room the present's results may
+/// take into characters (the budget's own count then has the last word).
+const PRESENT_CHARS_PER_TOKEN: u64 = 4;
+
 /// The shortest a tool result is cut to, in characters, however small the budget.
 pub const MIN_TOOL_RESULT_CHARS: usize = 400;
 
@@ -56,7 +60,9 @@ pub const MIN_TOOL_RESULT_CHARS: usize = 400;
 ///    the start of a line), and between them a note of how many characters were cut that
 ///    names what the cut part held (for the present's results, a shorter beginning and end,
 ///    and the lines of the middle that name terms of the task or of the present's own text
-///    and call arguments): its failure lines (`error`, `FAILED`, `panicked`, ...),
+///    and call arguments). The present's results may keep more: half the room the rest of
+///    the view, so cut, leaves (shared among them, about 4 characters a token), so that a
+///    long newest result is not cut to a fixed length when nothing else needs the room: its failure lines (`error`, `FAILED`, `panicked`, ...),
 ///    then its distinctive [`terms`](crate::terms) (paths, identifiers, numbers) that the
 ///    ends do not show, each written so that it reads back as the same term (a quoted value,
 ///    `"PHL"`, between its quotes). Errors, results and answers sit at the ends of outputs; a
@@ -322,7 +328,7 @@ impl RelevanceBudget {
         // cut below is this strategy's own; an earlier strategy's changes stay).
         let given = (self.fold_note && self.cut_tool_results).then(|| view.clone());
         let view = if self.cut_tool_results {
-            self.cut(view, ctx, self.cut_room.unwrap_or(available))
+            self.cut(view, ctx, self.cut_room.unwrap_or(available), available)
         } else {
             view
         };
@@ -430,16 +436,46 @@ impl RelevanceBudget {
 }
 
 impl RelevanceBudget {
-    /// `view` with its long tool results cut to their ends (rule 1), for `available` tokens.
-    fn cut<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>, available: u64) -> View<'h> {
-        let max = usize::try_from(available).unwrap_or(usize::MAX);
+    /// `view` with its long tool results cut to their ends (rule 1), for `room` tokens. The
+    /// present's results keep more when the rest of the view, cut, leaves room in the
+    /// `available` tokens of the view: half of what it leaves (shared among them; the other
+    /// half is the view's room to grow before the next cut), so that a long newest result
+    /// is not cut to a fixed length when nothing else needs the room. Over
+    /// `../shared/corpus` at 8,000 tokens, half keeps more evidence than the fixed length
+    /// (98.3% verbatim against 98.2%) at 0.7% more cost; all of it (or all of it for
+    /// results longer than the room) costs 3% more and keeps less.
+    fn cut<'h>(
+        &self,
+        view: View<'h>,
+        ctx: &CurationContext<'_>,
+        room: u64,
+        available: u64,
+    ) -> View<'h> {
+        let max = usize::try_from(room).unwrap_or(usize::MAX);
         let max = max.clamp(MIN_TOOL_RESULT_CHARS, MAX_TOOL_RESULT_CHARS);
-        let cut = ends::EndsCut::new(max);
-        let cut = match focus(&view, ctx) {
-            Some(focus) => cut.with_focus(focus, Arc::clone(&self.focus_cache)),
-            None => cut,
+        let Some(focus) = focus(&view, ctx) else {
+            return view.with_map(Arc::new(ends::EndsCut::new(max)));
         };
-        view.with_map(Arc::new(cut))
+        let cut_with = |view: View<'h>, present_max: usize| {
+            let cut = ends::EndsCut::new(max)
+                .with_present_max(present_max)
+                .with_focus(focus.clone(), Arc::clone(&self.focus_cache));
+            view.with_map(Arc::new(cut))
+        };
+        let plain = cut_with(view.clone(), max);
+        let tally = plain.tally(self.budget.counter());
+        let results: Vec<usize> = (0..plain.len())
+            .filter(|&i| plain.pos(i).is_some_and(|p| focus.positions.contains(&p)))
+            .collect();
+        let present: u64 = results.iter().map(|&i| tally.message(i)).sum();
+        let rest = tally.range(0..plain.len()) - present;
+        drop(tally);
+        let spare = available.saturating_sub(rest);
+        if results.is_empty() || spare <= present {
+            return plain;
+        }
+        let each = (spare / 2 / results.len() as u64).saturating_mul(PRESENT_CHARS_PER_TOKEN);
+        cut_with(view, usize::try_from(each).unwrap_or(usize::MAX))
     }
 }
 

@@ -313,6 +313,37 @@ fn a_long_output_keeps_its_end_when_the_budget_cuts_it() {
     }
 }
 
+/// A long newest result with little else in the view is not cut to a fixed length: it keeps
+/// a large part of the room (it was cut to about 1,300 characters, 1% of a 32,000-token
+/// budget), and the view stays within the budget.
+#[test]
+fn a_long_newest_result_takes_the_room_nothing_else_needs() {
+    let mut output = String::new();
+    for i in 0..7_000 {
+        let value = (i * 7919 % 100_003).to_string();
+        for piece in ["line ", &i.to_string(), ": value_", &i.to_string(), " = ", &value, " ok\n"] {
+            output.push_str(piece);
+        }
+    }
+    let messages = vec![
+        Message::system("You are an agent."),
+        Message::user("Read the log."),
+        Message::assistant_with_calls(None, vec![ToolCall::new("c1", "read", "{}")]),
+        Message::tool_result("c1", output),
+    ];
+    let counter = CharEstimate::default();
+    for budget in [8_000_u64, 32_000] {
+        let pipeline = StrategyConfig::default_pipeline(budget).build().unwrap();
+        let view = pipeline.curate_messages(&messages, &CurationContext::default()).unwrap();
+        let kept = view.last().unwrap().text().len() as u64;
+        let sent: u64 =
+            view.iter().map(|m| counter.count_message(m)).sum::<u64>() + counter.reply_priming();
+        assert!(sent <= budget, "{budget}: {sent}");
+        assert!(view.last().unwrap().text().contains("characters cut by curator"));
+        assert!(kept >= budget * 3 / 4, "{budget}: the result kept {kept} characters");
+    }
+}
+
 #[test]
 fn the_note_lists_a_term_once_with_its_parts_and_numbers_last() {
     let mut messages =
