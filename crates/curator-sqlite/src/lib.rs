@@ -35,8 +35,10 @@
 mod checkpointer;
 mod claims;
 mod error;
+mod leftover_log;
 mod locks;
 mod options;
+mod place;
 mod schema;
 mod store;
 

@@ -280,3 +280,42 @@ fn refused_and_read_only_files_get_nothing_left_beside_them() {
     drop(reader);
     nothing_beside(&ours);
 }
+
+/// A log left beside a file by a writer that stopped (a `-wal` without its `-shm`) is read
+/// whole by a read-only open, which creates nothing beside the file: the messages only the
+/// log holds are there, and no `-shm` appears.
+#[test]
+fn a_log_left_without_its_index_is_read_and_nothing_is_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live.db");
+    let store = SqliteStore::open(&live).unwrap();
+    let evaluation = EvaluationId::new();
+    let append = |sequence: u64| {
+        let message = Message::user(format!("message {sequence}"));
+        let entry = Entry::builder(evaluation, message).sequence(sequence).build().unwrap();
+        store.append(&SessionKey::default(), &entry).unwrap();
+    };
+    append(0);
+    // A reader holding a snapshot keeps the next commits in the log: no checkpoint can copy
+    // them into the file while it reads.
+    let reader = rusqlite::Connection::open(&live).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let _: i64 = reader.query_row("SELECT count(*) FROM entries", [], |r| r.get(0)).unwrap();
+    for sequence in 1..6 {
+        append(sequence);
+    }
+    // What a stopped writer leaves: the file and its log, no index.
+    let left = tempfile::tempdir().unwrap();
+    let copy = left.path().join("left.db");
+    std::fs::copy(&live, &copy).unwrap();
+    std::fs::copy(sibling(&live, "-wal"), sibling(&copy, "-wal")).unwrap();
+    let wal_bytes = std::fs::read(sibling(&copy, "-wal")).unwrap();
+    let file_bytes = std::fs::read(&copy).unwrap();
+    let read = SqliteStore::open_read_only(&copy).unwrap();
+    assert_eq!(read.entries(evaluation).unwrap().len(), 6, "the log's messages are read");
+    drop(read);
+    assert!(!sibling(&copy, "-shm").exists(), "an index was created beside the file");
+    assert_eq!(std::fs::read(&copy).unwrap(), file_bytes);
+    assert_eq!(std::fs::read(sibling(&copy, "-wal")).unwrap(), wal_bytes);
+    drop(reader);
+}
