@@ -25,6 +25,8 @@ pub const SCHEMA_VERSION: i64 = 5;
 
 /// The first schema version with session keys.
 pub(crate) const KEYS_SINCE: i64 = 3;
+/// The first version with the index of an evaluation's rows by time.
+pub(crate) const TIME_INDEX_SINCE: i64 = 2;
 
 /// The first schema version with a checksum per row.
 pub(crate) const CHECKSUMS_SINCE: i64 = 5;

@@ -60,6 +60,9 @@ pub struct SqliteStore {
     /// What rows say their session key is: the column, or the default key for a file of a
     /// schema before keys, opened read-only (and so not migrated).
     key_column: &'static str,
+    /// Whether the file has the second index over an evaluation's rows (from version 2),
+    /// against which a read counts what the first returned (see [`whole_or_corrupt`]).
+    second_index: bool,
     /// `checksum`, or `NULL` for a file read as it is whose rows have none (before
     /// version 5).
     checksum_column: &'static str,
@@ -157,6 +160,7 @@ impl SqliteStore {
             path: path.to_owned(),
             read_only: false,
             key_column: "session_key",
+            second_index: true,
             checksum_column: "checksum",
             verified: Mutex::new(None),
             _checkpointer: checkpointer,
@@ -251,6 +255,7 @@ impl SqliteStore {
             } else {
                 "'default'"
             },
+            second_index: header.version >= schema::TIME_INDEX_SINCE,
             verified: Mutex::new(None),
             _checkpointer: None,
             _copy: copy,
@@ -412,6 +417,33 @@ impl RawEntry {
     }
 }
 
+/// Refuses a read of `found` rows of `evaluation` as [`Corrupt`](StoreErrorKind::Corrupt)
+/// when the second index over the evaluation's rows counts another number: the rows are
+/// read through the `(evaluation_id, sequence)` index, and a damaged page of it hides rows
+/// (SQLite's checks cannot see it; the row checksums cannot see a row never returned), so
+/// that the record would read shorter and an append would take a sequence number again.
+fn whole_or_corrupt(
+    conn: &Connection,
+    evaluation: EvaluationId,
+    found: usize,
+) -> SessionResult<()> {
+    let counted: i64 = conn
+        .prepare_cached(
+            "SELECT count(*) FROM entries INDEXED BY entries_by_evaluation_time WHERE evaluation_id = ?1",
+        )
+        .and_then(|mut s| s.query_row([evaluation.as_uuid().as_bytes().as_slice()], |r| r.get(0)))
+        .map_err(store_error)?;
+    if usize::try_from(counted).ok() == Some(found) {
+        return Ok(());
+    }
+    Err(CODEC.corrupt(
+        format!(
+            "entries of evaluation {evaluation}: {found} rows read by sequence, {counted} by time; an index of the table is damaged (`PRAGMA integrity_check` names it, `REINDEX` rebuilds it)"
+        ),
+        None,
+    ))
+}
+
 /// Refuses an append under `key` to an evaluation of another key. `verified` is the last
 /// evaluation found to be `key`'s (or new), so that a conversation's appends look once.
 fn check_key(
@@ -436,7 +468,22 @@ fn check_key(
             expected: key.clone(),
             found: SessionKey::new(found),
         }),
-        _ => {
+        Some(_) => {
+            // An evaluation's first append here: its rows must read whole, or the append
+            // could take the sequence of a row a damaged index hides.
+            let by_sequence: i64 = tx
+                .prepare_cached(
+                    "SELECT count(*) FROM entries INDEXED BY sqlite_autoindex_entries_2 WHERE evaluation_id = ?1",
+                )
+                .and_then(|mut s| {
+                    s.query_row([entry.evaluation_id.as_uuid().as_bytes().as_slice()], |r| r.get(0))
+                })
+                .map_err(store_error)?;
+            whole_or_corrupt(tx, entry.evaluation_id, usize::try_from(by_sequence).unwrap_or(0))?;
+            *verified = Some((entry.evaluation_id, key.clone()));
+            Ok(())
+        }
+        None => {
             *verified = Some((entry.evaluation_id, key.clone()));
             Ok(())
         }
@@ -707,11 +754,15 @@ impl SessionStore for SqliteStore {
         // Each row is checked and decoded as it is read, while its bytes are still in the
         // cache (collecting the rows first made the checksum and the JSON parser read them
         // back from memory).
-        statement
+        let entries = statement
             .query_map([evaluation.as_uuid().as_bytes().as_slice()], raw)
             .map_err(store_error)?
             .map(|row| row.map_err(store_error)?.into_entry())
-            .collect()
+            .collect::<SessionResult<Vec<Entry>>>()?;
+        if self.second_index {
+            whole_or_corrupt(&conn, evaluation, entries.len())?;
+        }
+        Ok(entries)
     }
 
     fn entries_from(&self, evaluation: EvaluationId, from: u64) -> SessionResult<Vec<Entry>> {

@@ -96,3 +96,70 @@ fn flipped_bytes_in_row_pages_are_read_back_or_refused_as_corrupt() {
     );
     assert!(refused > 0);
 }
+
+/// A damaged page of the `(evaluation, sequence)` index that hides a row: the read is
+/// refused as `Corrupt` (it read the record shorter, exit 0), a resumed conversation is
+/// refused, and an append at the hidden row's sequence is refused, so that no sequence is
+/// ever held by two rows.
+#[test]
+fn an_index_that_hides_a_row_is_refused_on_read_resume_and_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hidden.db");
+    let prompt = PromptRef::new("d", "a");
+    let evaluation = {
+        let store = SqliteStore::open(&path).unwrap();
+        let mut c =
+            Conversation::open(&store, "user", prompt.clone(), Message::system("s")).unwrap();
+        for n in 0..5 {
+            c.add_user(format!("question {n}")).unwrap();
+            c.record_assistant(Message::assistant(format!("answer {n}"))).unwrap();
+        }
+        store.vacuum().unwrap();
+        c.evaluation_id()
+    };
+    // The index's root page (a leaf, with 11 rows) loses its last cell: the row at sequence
+    // 10 is no longer found through it, and SQLite's own reads see no error.
+    let root: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_entries_2'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let page = (usize::try_from(root).unwrap() - 1) * PAGE;
+    assert_eq!(bytes[page], 0x0a, "the index root is a leaf");
+    let cells = u16::from_be_bytes([bytes[page + 3], bytes[page + 4]]);
+    assert_eq!(cells, 11);
+    bytes[page + 3..page + 5].copy_from_slice(&(cells - 1).to_be_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+
+    let read = SqliteStore::open_read_only(&path).unwrap();
+    let error = read.entries(evaluation).unwrap_err();
+    assert!(is_corrupt(&error), "{error}");
+    assert!(error.to_string().contains("10 rows read by sequence, 11 by time"), "{error}");
+    drop(read);
+
+    let store = SqliteStore::open(&path).unwrap();
+    let resumed = Conversation::open(&store, "user", prompt.clone(), Message::system("s"));
+    let error = resumed.err().expect("a resume of a record read short is refused");
+    assert!(is_corrupt(&error), "{error}");
+    // An append at the hidden row's sequence, without reading first.
+    let entry = curator_model::Entry::builder(evaluation, Message::user("again"))
+        .sequence(10)
+        .build()
+        .unwrap();
+    let error = store.append(&curator_session::SessionKey::new("user"), &entry).unwrap_err();
+    assert!(is_corrupt(&error), "{error}");
+    drop(store);
+    let rows: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT count(*) FROM entries NOT INDEXED WHERE sequence = 10", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 1, "one row holds sequence 10");
+}
+
+fn is_corrupt(error: &curator_session::Error) -> bool {
+    matches!(error, curator_session::Error::Store { kind: StoreErrorKind::Corrupt, .. })
+}
