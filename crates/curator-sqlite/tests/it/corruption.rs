@@ -143,7 +143,7 @@ fn an_index_that_hides_a_row_is_refused_on_read_resume_and_append() {
 
     let store = SqliteStore::open(&path).unwrap();
     let resumed = Conversation::open(&store, "user", prompt.clone(), Message::system("s"));
-    let error = resumed.err().expect("a resume of a record read short is refused");
+    let Err(error) = resumed else { panic!("a resume of a record read short is refused") };
     assert!(is_corrupt(&error), "{error}");
     // An append at the hidden row's sequence, without reading first.
     let entry = curator_model::Entry::builder(evaluation, Message::user("again"))
