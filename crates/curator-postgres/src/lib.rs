@@ -57,6 +57,9 @@ mod store;
 mod tls;
 
 pub use error::{Error, Result};
-pub use options::{DEFAULT_SCHEMA, PgOptions, RootCertificates, SslMode};
+pub use options::{
+    DEFAULT_SCHEMA, LOCK_TIMEOUT, PgOptions, RootCertificates, STALLED_TRANSACTION_TIMEOUT,
+    STATEMENT_TIMEOUT, SslMode,
+};
 pub use schema::PG_SCHEMA_VERSION;
 pub use store::PgStore;

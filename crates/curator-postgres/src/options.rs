@@ -172,6 +172,48 @@ pub struct PgOptions {
 /// The schema the tables live in unless another is chosen.
 pub const DEFAULT_SCHEMA: &str = "curator";
 
+/// The longest a statement of the store waits for a row lock (`lock_timeout` on every
+/// connection) before it fails as [`Busy`](curator_session::StoreErrorKind::Busy): a worker
+/// stalled inside a fenced write (stopped, or cut off by the network) holds its session's
+/// claim row, and a takeover waiting on it returns within its claim wait and this margin.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(curator::postgres::LOCK_TIMEOUT.as_secs(), 2);
+/// ```
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long the server keeps a connection of the store that stays idle inside a transaction
+/// (`idle_in_transaction_session_timeout`): the store's transactions send their statements
+/// one after another, so a connection idle that long belongs to a stopped worker, and the
+/// server ends it, releasing its locks (its uncommitted write is rolled back).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(curator::postgres::STALLED_TRANSACTION_TIMEOUT.as_secs(), 15);
+/// ```
+pub const STALLED_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The longest one statement of the store may run (`statement_timeout`): reading a record of
+/// a million messages takes seconds; a statement still running after this is stuck.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(curator::postgres::STATEMENT_TIMEOUT.as_secs(), 300);
+/// ```
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// TCP keepalives, on both ends of every connection: a peer that stops answering (a
+/// network partition, a machine gone) is found within about idle + interval x count
+/// seconds (25), instead of the system's two hours, and the server then ends its session
+/// and releases its locks.
+pub(crate) const KEEPALIVE_IDLE_SECS: u64 = 10;
+pub(crate) const KEEPALIVE_INTERVAL_SECS: u64 = 5;
+pub(crate) const KEEPALIVE_COUNT: u32 = 3;
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }

@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 use curator_session::StoreErrorKind;
 use postgres::{Client, NoTls, Statement};
 
-use crate::options::PgOptions;
+use crate::options::{
+    KEEPALIVE_COUNT, KEEPALIVE_IDLE_SECS, KEEPALIVE_INTERVAL_SECS, LOCK_TIMEOUT, PgOptions,
+    STALLED_TRANSACTION_TIMEOUT, STATEMENT_TIMEOUT,
+};
 
 use crate::error::connection_lost;
 use crate::{Error, Result};
@@ -122,12 +125,18 @@ impl std::fmt::Debug for Pool {
 
 impl Pool {
     pub(crate) fn new(
-        config: postgres::Config,
+        mut config: postgres::Config,
         connector: Connector,
         schema: String,
         size: usize,
         wait: Duration,
     ) -> Self {
+        // The client's end of the keepalives (the server's is set per session).
+        config
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(KEEPALIVE_IDLE_SECS))
+            .keepalives_interval(Duration::from_secs(KEEPALIVE_INTERVAL_SECS))
+            .keepalives_retries(KEEPALIVE_COUNT);
         Self {
             config,
             connector,
@@ -196,7 +205,17 @@ impl Pool {
         let mut client =
             self.connector.connect(&self.config).map_err(|e| Error::postgres("connecting", e))?;
         // The schema name was checked to need no quoting; quoting it keeps its case.
-        let mut setup = format!("SET search_path TO \"{}\"", self.schema);
+        let mut setup = format!(
+            "SET search_path TO \"{}\"; SET lock_timeout = {}; \
+             SET idle_in_transaction_session_timeout = {}; SET statement_timeout = {}; \
+             SET tcp_keepalives_idle = {KEEPALIVE_IDLE_SECS}; \
+             SET tcp_keepalives_interval = {KEEPALIVE_INTERVAL_SECS}; \
+             SET tcp_keepalives_count = {KEEPALIVE_COUNT}",
+            self.schema,
+            LOCK_TIMEOUT.as_millis(),
+            STALLED_TRANSACTION_TIMEOUT.as_millis(),
+            STATEMENT_TIMEOUT.as_millis(),
+        );
         if self.read_only {
             setup.push_str("; SET default_transaction_read_only = on");
         }

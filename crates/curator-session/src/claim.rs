@@ -64,7 +64,9 @@ pub trait ClaimStore: Send + Sync {
     ///
     /// # Errors
     ///
-    /// [`Error::Claimed`] when the key is still claimed after `wait`; a store error.
+    /// [`Error::Claimed`] when the key is still claimed after `wait`; a store error (a busy
+    /// one, such as a lock a stalled worker holds, is tried again while `wait` lasts, so the
+    /// call returns within `wait` and the store's lock timeout).
     fn claim_within(&self, key: &SessionKey, lease: Duration, wait: Duration) -> Result<Claim> {
         let started = Instant::now();
         loop {
@@ -75,6 +77,12 @@ pub trait ClaimStore: Send + Sync {
                         .unwrap_or(Duration::from_millis(50))
                         .clamp(Duration::from_millis(5), Duration::from_millis(100));
                     std::thread::sleep(pause.min(left));
+                }
+                // A store whose claim row is locked by a worker stalled in a write gives up
+                // waiting for the lock (busy): tried again while the wait lasts.
+                Err(e) if e.is_retryable() && started.elapsed() < wait => {
+                    let left = wait.saturating_sub(started.elapsed());
+                    std::thread::sleep(Duration::from_millis(50).min(left));
                 }
                 other => return other,
             }

@@ -78,3 +78,42 @@ fn the_async_face_claims_renews_and_releases_on_blocking_threads() {
         assert!(last.is_ok(), "{last:?}");
     });
 }
+
+/// A holder stalled inside a fenced write (its transaction open, the claim row locked `FOR
+/// SHARE`, as a worker stopped by SIGSTOP or cut off by the network leaves it) delays a
+/// takeover by the claim wait and the lock timeout at most: `claim_within` returns (with a
+/// typed error) instead of waiting for the holder.
+#[test]
+fn a_stalled_holder_delays_a_takeover_by_the_wait_and_a_margin_at_most() {
+    let Some(store) = crate::support::store() else { return };
+    let key = SessionKey::new("stalled");
+    let stale = store.claim(&key, Duration::from_millis(500)).unwrap();
+    // The stalled worker: its own connection, inside the fence's read.
+    let server = curator_testkit::postgres::PgServer::shared().unwrap();
+    let mut holder = postgres::Client::connect(&server.url(), postgres::NoTls).unwrap();
+    let mut tx = holder.transaction().unwrap();
+    tx.query(
+        &format!(
+            "SELECT token FROM \"{}\".claims WHERE session_key = $1 FOR SHARE",
+            store.schema()
+        ),
+        &[&key.as_str()],
+    )
+    .unwrap();
+    std::mem::forget(stale);
+    std::thread::sleep(Duration::from_millis(600));
+    let started = std::time::Instant::now();
+    let taken = store.claim_within(&key, Duration::from_secs(1), Duration::from_secs(3));
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(3) + curator_postgres::LOCK_TIMEOUT + Duration::from_secs(1),
+        "the takeover waited {waited:?}"
+    );
+    match taken {
+        Err(e) => assert!(e.is_retryable(), "{e}"),
+        Ok(_) => panic!("taken while the row is locked"),
+    }
+    // Once the holder's transaction ends, the takeover goes through.
+    tx.rollback().unwrap();
+    store.claim_within(&key, Duration::from_secs(1), Duration::from_secs(3)).unwrap();
+}
