@@ -204,7 +204,7 @@ pub const STALLED_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(15);
 /// ```
 /// assert_eq!(curator::postgres::STATEMENT_TIMEOUT.as_secs(), 300);
 /// ```
-pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(300);
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_mins(5);
 
 /// TCP keepalives, on both ends of every connection: a peer that stops answering (a
 /// network partition, a machine gone) is found within about idle + interval x count
