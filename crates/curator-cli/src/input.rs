@@ -84,6 +84,7 @@ pub(crate) fn naming(source: &str, id: &str) -> String {
     let file = Path::new(source).file_name().map(|f| f.to_string_lossy().into_owned());
     match file.as_deref().and_then(|file| id.strip_prefix(file)) {
         Some(rest) if rest.is_empty() || rest.starts_with(" line ") => format!("{source}{rest}"),
+        _ if id.starts_with("line ") => format!("{source} {id}"),
         _ => format!("{source}: conversation {id}"),
     }
 }
@@ -124,14 +125,18 @@ impl Iterator for Reader {
 
     fn next(&mut self) -> Option<Self::Item> {
         let mut next = self.read_next();
-        if let (Some(label), Some(Ok(conversation))) = (&self.label, &mut next)
-            && !conversation.has_own_id()
-        {
-            conversation.id = if conversation.id.starts_with("line ") {
-                format!("{label} {}", conversation.id)
-            } else {
-                label.clone()
-            };
+        let Some(label) = &self.label else { return next };
+        let relabel = |id: &mut String| {
+            *id = if id.starts_with("line ") { format!("{label} {id}") } else { label.clone() };
+        };
+        match &mut next {
+            Some(Ok(conversation)) if !conversation.has_own_id() => relabel(&mut conversation.id),
+            // A conversation that could not be read is named by where it stands, unless it
+            // gave an id.
+            Some(Err(failed)) if failed.id == "1" || failed.id.starts_with("line ") => {
+                relabel(&mut failed.id);
+            }
+            _ => {}
         }
         next
     }
@@ -193,9 +198,13 @@ fn from_line(line: &str, number: usize, format: Format) -> Result<Conversation, 
             ),
         });
     };
-    let id = id_of(&object).unwrap_or(fallback);
-    from_object(object, format, &id, Some(line))
-        .map_err(|error| Failed { id, error: error.context(format!("line {number}")) })
+    match id_of(&object) {
+        // Named by its id: the line says where it is.
+        Some(id) => from_object(object, format, &id, Some(line))
+            .map_err(|error| Failed { id, error: error.context(format!("line {number}")) }),
+        None => from_object(object, format, &fallback, Some(line))
+            .map_err(|error| Failed { id: fallback, error }),
+    }
 }
 
 fn id_of(object: &Map<String, Value>) -> Option<String> {

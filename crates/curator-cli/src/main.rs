@@ -272,7 +272,7 @@ fn main() -> ExitCode {
         // wrong, and nobody is left to tell. Exit quietly, with 0, as ripgrep does.
         Err(error) if output::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            note!("error: {error:#}");
+            note!("error: {}", output::Chain(&error));
             ExitCode::from(2)
         }
     };

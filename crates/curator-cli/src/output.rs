@@ -17,6 +17,44 @@ pub(crate) fn out_str(text: &str) -> io::Result<()> {
     io::stdout().lock().write_all(text.as_bytes())
 }
 
+/// An error and its causes, each said once: `{:#}` of an [`anyhow::Error`] joins every
+/// cause's text, and libraries often repeat their source's text in their own (SQLite's
+/// "database disk image is malformed" then "Error code 11: database disk image is
+/// malformed"); a cause whose text is already said, or that only prefixes what was said,
+/// is left out. The JSON parser's message for a lone UTF-16 surrogate is explained.
+#[derive(Debug)]
+pub(crate) struct Chain<'e>(pub(crate) &'e anyhow::Error);
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut said = String::new();
+        let mut last = String::new();
+        for cause in self.0.chain() {
+            let text = cause.to_string();
+            if text.is_empty()
+                || said.contains(&text)
+                || (!last.is_empty() && text.ends_with(&last))
+            {
+                continue;
+            }
+            if !said.is_empty() {
+                said.push_str(": ");
+            }
+            said.push_str(&text);
+            last = text;
+        }
+        f.write_str(&said)?;
+        // The JSON parser's words for a lone UTF-16 surrogate (`"\ud800"` with no pair)
+        // do not say what is wrong.
+        if said.contains("hex escape") {
+            f.write_str(
+                " (a `\\u` escape is four hex digits, and a surrogate such as `\\ud800` must be followed by the `\\udc00`-`\\udfff` escape that completes it: alone it is not text)",
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// Whether an error (or one of its causes) is a write into a closed pipe: an `io::Error`, or
 /// a `serde_json::Error` from writing JSON straight into stdout (which keeps the `io::Error`
 /// inside, out of the error chain).
@@ -112,5 +150,18 @@ mod tests {
         assert!(!is_broken_pipe(&anyhow::anyhow!("other")));
         let json = serde_json::Error::io(io::Error::from(io::ErrorKind::BrokenPipe));
         assert!(is_broken_pipe(&anyhow::Error::from(json)));
+    }
+
+    #[test]
+    fn each_cause_is_said_once() {
+        // A source whose text its error repeats, then a prefix of the same text.
+        let source = anyhow::anyhow!("Error code 11: database disk image is malformed");
+        let error = source.context("database disk image is malformed").context("reading rows");
+        assert_eq!(Chain(&error).to_string(), "reading rows: database disk image is malformed");
+        let repeated = anyhow::anyhow!("OpenAI answered HTTP 500 (4 attempts)")
+            .context("OpenAI answered HTTP 500 (4 attempts)");
+        assert_eq!(Chain(&repeated).to_string(), "OpenAI answered HTTP 500 (4 attempts)");
+        let plain = anyhow::anyhow!("not found").context("cannot open s.db");
+        assert_eq!(Chain(&plain).to_string(), "cannot open s.db: not found");
     }
 }

@@ -112,15 +112,15 @@ pub(crate) fn open_sqlite(location: &Path, read_only: bool) -> Result<SqliteStor
         if read_only { SqliteStore::open_read_only(location) } else { SqliteStore::open(location) };
     opened.map_err(|error| {
         let raw = location.display().to_string();
-        let shown = name(location);
-        if raw == shown {
-            anyhow::Error::new(error).context("cannot open the session file")
-        } else {
-            anyhow::anyhow!(
-                "cannot open the session file: {}",
-                format!("{:#}", anyhow::Error::new(error)).replace(&raw, &shown)
-            )
-        }
+        // Said in the words of the command line: no password, no library call.
+        let text = crate::output::Chain(&anyhow::Error::new(error))
+            .to_string()
+            .replace(&raw, &name(location))
+            .replace(
+                "`SqliteStore::open_read_only` reads it without writing",
+                "`curator inspect` and `curator trace` read it without writing",
+            );
+        anyhow::anyhow!("cannot open the session file: {text}")
     })
 }
 

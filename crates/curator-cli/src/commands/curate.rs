@@ -11,7 +11,7 @@ use curator::strategies::{History, HistoryManagerExt, TokenCounter, View};
 use serde_json::Value;
 
 use crate::input::{self, Conversation, Format, Layout, Source};
-use crate::output::note;
+use crate::output::{Chain, note};
 use crate::pipeline::PipelineArgs;
 
 fn tokens(
@@ -135,7 +135,7 @@ pub(crate) fn run(
         let reader = match source.open(options.format) {
             Ok(reader) => reader,
             Err(error) => {
-                note!("error: {error:#}");
+                note!("error: {}", Chain(&error));
                 unreadable += 1;
                 continue;
             }
@@ -146,7 +146,11 @@ pub(crate) fn run(
             let conversation = match item {
                 Ok(conversation) => conversation,
                 Err(failed) => {
-                    note!("{}: {:#}", input::naming(&source.name(), &failed.id), failed.error);
+                    note!(
+                        "{}: {}",
+                        input::naming(&source.name(), &failed.id),
+                        Chain(&failed.error)
+                    );
                     unreadable += 1;
                     continue;
                 }
@@ -157,7 +161,7 @@ pub(crate) fn run(
                 Ok(done) => done,
                 Err(error) => {
                     let error = crate::pipeline::explain(error, pipeline.tools_tokens);
-                    note!("{}: {error:#}", input::naming(&source.name(), &id));
+                    note!("{}: {}", input::naming(&source.name(), &id), Chain(&error));
                     unreadable += 1;
                     continue;
                 }

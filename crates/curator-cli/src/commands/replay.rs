@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 
 use crate::billed::Rates;
 use crate::input::{self, Format, Source};
-use crate::output::{note, note_inline, outln, plural};
+use crate::output::{Chain, note, note_inline, outln, plural};
 use crate::pipeline::{PipelineArgs, Pipelines, describe};
 use crate::replayed::{self, Replayed, Rows, Totals};
 use crate::report;
@@ -199,7 +199,7 @@ fn replay_all(
             Ok(reader) => reader,
             Err(error) => {
                 progress.break_line();
-                note!("error: {error:#}");
+                note!("error: {}", Chain(&error));
                 unreadable += 1;
                 continue;
             }
@@ -209,7 +209,7 @@ fn replay_all(
                 Ok(conversation) => conversation,
                 Err(failed) => {
                     progress.break_line();
-                    note!("{}: {:#}", input::naming(&name, &failed.id), failed.error);
+                    note!("{}: {}", input::naming(&name, &failed.id), Chain(&failed.error));
                     unreadable += 1;
                     continue;
                 }
@@ -226,7 +226,7 @@ fn replay_all(
                     Err(error) => {
                         progress.break_line();
                         let error = crate::pipeline::explain(error, pipeline.tools_tokens);
-                        note!("{}: {error:#}", input::naming(&name, &id));
+                        note!("{}: {}", input::naming(&name, &id), Chain(&error));
                         unreadable += 1;
                         continue;
                     }

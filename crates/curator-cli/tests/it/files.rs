@@ -273,3 +273,23 @@ fn curate_refuses_to_write_over_one_of_its_inputs() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(&elsewhere).unwrap().lines().count(), 3);
 }
+
+/// A conversation that cannot be read is named once (its file and line), and a lone UTF-16
+/// surrogate is explained.
+#[test]
+fn unreadable_conversations_are_named_once_and_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = "{\"messages\":[{\"role\":\"bogus\",\"content\":\"x\"}]}\n{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}\n";
+    let file = write(dir.path(), "bad.jsonl", lines);
+    let out = curator(&["curate", file.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bad.jsonl line 1: message 0: unknown role `bogus`"), "{stderr}");
+    assert_eq!(stderr.matches("line 1").count(), 1, "{stderr}");
+    let file = write(dir.path(), "surrogate.json", r#"[{"role":"user","content":"\ud800 x"}]"#);
+    let out = curator(&["curate", file.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with("surrogate.json: ") || stderr.contains("surrogate.json: "), "{stderr}");
+    assert!(stderr.contains("must be followed by the"), "{stderr}");
+    assert!(!stderr.contains("conversation 1"), "{stderr}");
+}
