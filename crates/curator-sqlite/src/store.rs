@@ -376,7 +376,8 @@ struct RawEntry {
     turn: i64,
     prompt: Option<(String, String)>,
     created_ns: i64,
-    message: String,
+    /// The message's JSON text, or its bytes when they are not UTF-8.
+    message: Result<String, Vec<u8>>,
     checksum: Option<i64>,
 }
 
@@ -396,13 +397,30 @@ fn raw(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
         turn: row.get(3)?,
         prompt: ns.zip(key),
         created_ns: row.get(6)?,
-        message: row.get(7)?,
+        message: match row.get_ref(7)? {
+            rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) => {
+                String::from_utf8(bytes.to_vec()).map_err(std::string::FromUtf8Error::into_bytes)
+            }
+            _ => Ok(row.get::<_, String>(7)?),
+        },
         checksum: row.get(8)?,
     })
 }
 
 impl RawEntry {
     fn into_entry(self) -> SessionResult<Entry> {
+        let message = self.message.map_err(|bytes| {
+            let evaluation = uuid::Uuid::from_slice(&self.evaluation_id)
+                .map_or_else(|_| "(unreadable id)".to_owned(), |id| id.to_string());
+            CODEC.corrupt(
+                format!(
+                    "entries row at sequence {} of evaluation {evaluation}: the message ({} bytes) is not UTF-8",
+                    self.sequence,
+                    bytes.len()
+                ),
+                None,
+            )
+        })?;
         CODEC.entry(EntryRow {
             message_id: &self.message_id,
             evaluation_id: &self.evaluation_id,
@@ -411,7 +429,7 @@ impl RawEntry {
             prompt_ns: self.prompt.as_ref().map(|(ns, _)| ns.as_str()),
             prompt_key: self.prompt.as_ref().map(|(_, key)| key.as_str()),
             created_ns: self.created_ns,
-            message: &self.message,
+            message: &message,
             checksum: self.checksum,
         })
     }

@@ -289,7 +289,10 @@ fn unreadable_conversations_are_named_once_and_explained() {
     let file = write(dir.path(), "surrogate.json", r#"[{"role":"user","content":"\ud800 x"}]"#);
     let out = curator(&["curate", file.to_str().unwrap()]);
     let stderr = text(&out.stderr);
-    assert!(stderr.starts_with("surrogate.json: ") || stderr.contains("surrogate.json: "), "{stderr}");
+    assert!(
+        stderr.starts_with("surrogate.json: ") || stderr.contains("surrogate.json: "),
+        "{stderr}"
+    );
     assert!(stderr.contains("must be followed by the"), "{stderr}");
     assert!(!stderr.contains("conversation 1"), "{stderr}");
 }

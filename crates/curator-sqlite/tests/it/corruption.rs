@@ -163,3 +163,34 @@ fn an_index_that_hides_a_row_is_refused_on_read_resume_and_append() {
 fn is_corrupt(error: &curator_session::Error) -> bool {
     matches!(error, curator_session::Error::Store { kind: StoreErrorKind::Corrupt, .. })
 }
+
+/// A message that is not UTF-8 is `Corrupt`, naming the table, the evaluation and the
+/// sequence of its row.
+#[test]
+fn a_message_that_is_not_utf8_names_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("utf8.db");
+    let evaluation = {
+        let store = SqliteStore::open(&path).unwrap();
+        let mut c =
+            Conversation::open(&store, "user", PromptRef::new("d", "a"), Message::system("s"))
+                .unwrap();
+        c.add_user("question").unwrap();
+        c.evaluation_id()
+    };
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE entries SET message = CAST(X'7b22ff22fe7d' AS TEXT) WHERE sequence = 1",
+            [],
+        )
+        .unwrap();
+    let store = SqliteStore::open_read_only(&path).unwrap();
+    let error = store.entries(evaluation).unwrap_err();
+    assert!(is_corrupt(&error), "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("entries row at sequence 1 of evaluation") && text.contains("UTF-8"),
+        "{text}"
+    );
+}
