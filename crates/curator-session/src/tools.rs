@@ -223,7 +223,8 @@ impl Tools {
 
     /// Runs several calls at once, one thread each (in place when there is one), and gives
     /// their outcomes in the calls' order. A tool that panics gives a failed call
-    /// (`the tool panicked`), as the model is told; the other calls are unaffected.
+    /// (`the tool panicked: <its panic message>`), as the model is told; the other calls are
+    /// unaffected.
     pub fn run_all(&self, contexts: &[ToolContext]) -> Vec<Result<String, ToolError>> {
         if let [context] = contexts {
             return vec![self.run_caught(context)];
@@ -233,12 +234,15 @@ impl Tools {
                 .iter()
                 .map(|context| scope.spawn(move || self.run_caught(context)))
                 .collect();
-            handles.into_iter().map(|handle| handle.join().unwrap_or_else(|_| panicked())).collect()
+            handles
+                .into_iter()
+                .map(|handle| handle.join().unwrap_or_else(|payload| panicked(payload.as_ref())))
+                .collect()
         })
     }
 
     /// Runs one call as [`run_all`](Tools::run_all) does: a tool that panics gives a failed
-    /// call (`the tool panicked`) instead of unwinding into the caller.
+    /// call (`the tool panicked: <its panic message>`) instead of unwinding into the caller.
     ///
     /// # Errors
     ///
@@ -249,12 +253,21 @@ impl Tools {
 
     fn run_caught(&self, context: &ToolContext) -> Result<String, ToolError> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run(context)))
-            .unwrap_or_else(|_| panicked())
+            .unwrap_or_else(|payload| panicked(payload.as_ref()))
     }
 }
 
-fn panicked() -> Result<String, ToolError> {
-    Err(ToolError::Failed("the tool panicked".to_owned()))
+/// The failed call a panic gives, with the panic's message when it has one (`panic!` with a
+/// literal or a format gives a `&str` or a `String`).
+fn panicked(payload: &(dyn std::any::Any + Send)) -> Result<String, ToolError> {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned());
+    Err(ToolError::Failed(match message {
+        Some(message) => format!("the tool panicked: {message}"),
+        None => "the tool panicked".to_owned(),
+    }))
 }
 
 fn kind(value: &Value) -> &'static str {

@@ -660,3 +660,31 @@ fn a_provider_error_says_its_cause() {
         Agent::new(Failing, Tools::new()).ask(MemoryStore::new(), "u", "m", "hi").unwrap_err();
     assert!(err.to_string().contains("down"), "{err}");
 }
+
+/// A tool that panics fails its call with its panic's message (the model and the record see
+/// why), and the other calls of the batch are unaffected.
+#[test]
+fn a_panicking_tool_passes_its_message_on() {
+    use curator_session::{ToolContext, ToolError, Tools};
+    let tools = Tools::new()
+        .add("boom", "Panics.", json!({"type": "object"}), |_| panic!("disk full on /var"))
+        .add("formatted", "Panics.", json!({"type": "object"}), |_| {
+            let n = 3;
+            panic!("{n} retries left")
+        })
+        .add("fine", "Works.", json!({"type": "object"}), |_| Ok("ok".to_owned()));
+    let call = |name: &str| ToolContext::new(curator_model::ToolCall::new(name, name, "{}"));
+    let results = tools.run_all(&[call("boom"), call("formatted"), call("fine")]);
+    assert_eq!(
+        results,
+        vec![
+            Err(ToolError::Failed("the tool panicked: disk full on /var".to_owned())),
+            Err(ToolError::Failed("the tool panicked: 3 retries left".to_owned())),
+            Ok("ok".to_owned()),
+        ]
+    );
+    assert_eq!(
+        tools.run_one(&call("boom")),
+        Err(ToolError::Failed("the tool panicked: disk full on /var".to_owned()))
+    );
+}
