@@ -673,7 +673,7 @@ fn a_panicking_tool_passes_its_message_on() {
             panic!("{n} retries left")
         })
         .add("fine", "Works.", json!({"type": "object"}), |_| Ok("ok".to_owned()));
-    let call = |name: &str| ToolContext::new(curator_model::ToolCall::new(name, name, "{}"));
+    let call = |name: &str| ToolContext::new(ToolCall::new(name, name, "{}"));
     let results = tools.run_all(&[call("boom"), call("formatted"), call("fine")]);
     assert_eq!(
         results,
