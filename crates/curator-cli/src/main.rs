@@ -173,6 +173,9 @@ enum Command {
         /// `claude-sonnet-4-5`, ...), prompt cache counted.
         #[arg(long, value_name = "NAME")]
         model: Option<String>,
+        /// Print secrets as recorded (by default what is printed is redacted).
+        #[arg(long)]
+        show_secrets: bool,
         #[command(flatten)]
         pipeline: PipelineArgs,
     },
@@ -247,10 +250,10 @@ fn run(command: Command) -> Result<ExitCode> {
             output::out_str(&prune::run(&db, &rule, dry_run, vacuum)?)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Trace { db, evaluation, key, view, raw, usage, model, pipeline } => {
+        Command::Trace { db, evaluation, key, view, raw, usage, model, show_secrets, pipeline } => {
             let which = trace::Which { evaluation: evaluation.as_deref(), key: key.as_deref() };
             let prices = billed::prices_of(model.as_deref())?;
-            let shown = trace::Shown { raw, usage, prices: prices.as_ref() };
+            let shown = trace::Shown { raw, usage, prices: prices.as_ref(), secrets: show_secrets };
             let text = trace::run(&db, which, view, shown, &pipeline.build()?)?;
             output::out_str(&text)?;
             Ok(ExitCode::SUCCESS)

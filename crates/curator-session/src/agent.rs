@@ -231,7 +231,7 @@ impl Agent {
                 built: OnceLock::new(),
                 max_turns: DEFAULT_AGENT_MAX_TURNS,
                 policy: ResumePolicy::Rerun,
-                redactor: None,
+                redactor: Some(Redactor::new()),
                 claim_lease: DEFAULT_AGENT_LEASE,
                 claim_wait: Duration::from_secs(30),
                 locks: Arc::default(),
@@ -287,12 +287,47 @@ impl Agent {
         self.with(|parts| parts.policy = policy)
     }
 
-    /// Redacts every message before it is recorded: secrets never reach the store (see
-    /// [`Conversation::with_redaction`]). Without it the record keeps what was said and the
-    /// default pipeline redacts what is sent.
+    /// Redacts every message with `redactor` before it is recorded, instead of the default
+    /// [`Redactor::new`]: secrets never reach the store (see
+    /// [`Conversation::with_redaction`]).
     #[must_use]
     pub fn redact_before_recording(self, redactor: Redactor) -> Self {
         self.with(|parts| parts.redactor = Some(redactor))
+    }
+
+    /// Records every message as it was said, secrets included (by default they are redacted
+    /// before recording): for a record that must keep them, in a store you protect as
+    /// such. The default pipeline still redacts what the model is sent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// use curator::session::client::{ClientError, ModelClient, ModelReply, ModelRequest};
+    /// use curator::session::{Agent, MemoryStore, SessionStore, Tools};
+    ///
+    /// struct Noted;
+    /// impl ModelClient for Noted {
+    ///     fn complete(&self, _: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+    ///         Ok(ModelReply::new(Message::assistant("noted")))
+    ///     }
+    /// }
+    ///
+    /// let store = MemoryStore::new();
+    /// let key = "sk-proj-4f9Qx7LmN2pR8sT1vW3yZ6bC0dE5gH";
+    /// let holds_key = |store: &MemoryStore| -> Result<bool, curator::session::Error> {
+    ///     let latest = store.latest_evaluation()?.expect("recorded");
+    ///     Ok(store.entries(latest)?.iter().any(|e| e.message.text().contains(key)))
+    /// };
+    /// Agent::new(Noted, Tools::new()).ask(&store, "u", "m1", &format!("my key is {key}"))?;
+    /// assert!(!holds_key(&store)?);
+    /// Agent::new(Noted, Tools::new()).record_unredacted().ask(&store, "v", "m1", &format!("my key is {key}"))?;
+    /// assert!(holds_key(&store)?);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn record_unredacted(self) -> Self {
+        self.with(|parts| parts.redactor = None)
     }
 
     /// How long [`ask_claimed`](Agent::ask_claimed) holds its claim between renewals, and

@@ -8,7 +8,7 @@ use curator::conversation_loop::{ConversationTurn, saved_loops};
 use curator::model::{EvaluationId, Message};
 use curator::session::{SessionKey, SessionStore, Usage, recorded_usage};
 use curator::strategies::bill::Prices;
-use curator::strategies::{History, HistoryManagerExt, TokenCounter};
+use curator::strategies::{History, HistoryManagerExt, Redactor, TokenCounter};
 
 use crate::billed;
 use crate::pipeline::Pipeline;
@@ -41,6 +41,8 @@ pub(crate) struct Shown<'a> {
     pub(crate) usage: bool,
     /// The prices the recorded model calls are priced at (`--model`).
     pub(crate) prices: Option<&'a Prices>,
+    /// Secrets as recorded (`--show-secrets`), instead of redacted.
+    pub(crate) secrets: bool,
 }
 
 /// The record of one evaluation (the latest by default), or the curated view of it; the
@@ -52,7 +54,11 @@ pub(crate) fn run(
     shown: Shown<'_>,
     pipeline: &Pipeline,
 ) -> Result<String> {
-    let Shown { raw, usage, prices } = shown;
+    let Shown { raw, usage, prices, secrets } = shown;
+    // What is printed is redacted unless asked: a record kept unredacted (an agent told to
+    // keep secrets, a file written by another tool) shows no credential on a terminal.
+    let redactor = (!secrets).then(Redactor::new);
+    let shown = Printed { raw, usage, redactor: redactor.as_ref() };
     let store = session_file::open_read_only(path)?;
     let key = which.key.map(SessionKey::new);
     let evaluation = match (which.evaluation, &key) {
@@ -63,7 +69,7 @@ pub(crate) fn run(
         (None, Some(key)) => match store.evaluations_of(key)?.last() {
             Some(summary) => summary.evaluation_id,
             None => {
-                return loop_session(&*store, Some(key.as_str()), kind, raw, usage, pipeline)?
+                return loop_session(&*store, Some(key.as_str()), kind, shown, pipeline)?
                     .with_context(|| {
                         format!(
                             "{} holds no evaluation or loop session of session `{key}`",
@@ -75,9 +81,9 @@ pub(crate) fn run(
         (None, None) => match store.latest_evaluation()? {
             Some(id) => id,
             None => {
-                return loop_session(&*store, None, kind, raw, usage, pipeline)?.with_context(
-                    || format!("{} holds no evaluation or loop session", session_file::name(path)),
-                );
+                return loop_session(&*store, None, kind, shown, pipeline)?.with_context(|| {
+                    format!("{} holds no evaluation or loop session", session_file::name(path))
+                });
             }
         },
     };
@@ -117,7 +123,7 @@ pub(crate) fn run(
             Some(format!("      └ {}", billed::usage_line(1, &calls[at].usage, prices)))
         })
         .collect();
-    render(&history, records, &notes, &heading, kind, (raw, usage), pipeline)
+    render(&history, records, &notes, &heading, kind, shown, pipeline)
 }
 
 /// The turns of the latest saved loop session (of `key`, when given): a `curator chat`
@@ -126,8 +132,7 @@ fn loop_session(
     store: &dyn SessionStore,
     key: Option<&str>,
     kind: ViewKind,
-    raw: bool,
-    usage: bool,
+    shown: Printed<'_>,
     pipeline: &Pipeline,
 ) -> Result<Option<String>> {
     let latest = saved_loops(store)?
@@ -149,19 +154,27 @@ fn loop_session(
             saved.state.turns.len()
         )
     };
-    render(&history, records, &[], &heading, kind, (raw, usage), pipeline).map(Some)
+    render(&history, records, &[], &heading, kind, shown, pipeline).map(Some)
+}
+
+/// How messages are printed: as JSON (`raw`), with their tokens (`usage`), redacted.
+#[derive(Clone, Copy)]
+struct Printed<'r> {
+    raw: bool,
+    usage: bool,
+    redactor: Option<&'r Redactor>,
 }
 
 /// The record (`records`, each followed by its line of `notes` when it has one) or the
 /// pipeline's view of `history`, one line per message; as JSON (`raw`) and with each
-/// message's tokens (`usage`) as asked.
+/// message's tokens (`usage`) as asked, redacted unless asked otherwise.
 fn render(
     history: &History<'_>,
     records: Vec<(String, Message)>,
     notes: &[Option<String>],
     heading: &dyn Fn(usize, u64) -> String,
     kind: ViewKind,
-    (raw, usage): (bool, bool),
+    Printed { raw, usage, redactor }: Printed<'_>,
     pipeline: &Pipeline,
 ) -> Result<String> {
     let mut out = String::new();
@@ -179,6 +192,13 @@ fn render(
                 })
                 .collect()
         }
+    };
+    let lines: Vec<(String, Message)> = match redactor {
+        Some(redactor) => lines
+            .into_iter()
+            .map(|(place, m)| (place, redactor.redact_message(&m).unwrap_or(m)))
+            .collect(),
+        None => lines,
     };
     let total: u64 = lines.iter().map(|(_, m)| counter.count_message(m)).sum();
     let _ = writeln!(out, "{}", heading(lines.len(), total));

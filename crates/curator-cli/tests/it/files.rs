@@ -296,3 +296,30 @@ fn unreadable_conversations_are_named_once_and_explained() {
     assert!(stderr.contains("must be followed by the"), "{stderr}");
     assert!(!stderr.contains("conversation 1"), "{stderr}");
 }
+
+/// `trace` prints a record's secrets redacted, unless `--show-secrets`.
+#[test]
+fn trace_redacts_what_it_prints_unless_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "sk-proj-4f9Qx7LmN2pR8sT1vW3yZ6bC0dE5gH";
+    let conversation = json!([
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": format!("my key is {key}")},
+        {"role": "assistant", "content": "noted"}
+    ]);
+    let file = write(dir.path(), "secret.json", &conversation.to_string());
+    let db = dir.path().join("s.db");
+    let out = curator(&["replay", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for extra in [&[][..], &["--raw"][..], &["--view", "curated"][..]] {
+        let mut args = vec!["trace", db.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let shown = text(&curator(&args).stdout);
+        assert!(
+            !shown.contains(key) && shown.contains("[REDACTED:openai_key]"),
+            "{extra:?}: {shown}"
+        );
+    }
+    let shown = text(&curator(&["trace", db.to_str().unwrap(), "--show-secrets"]).stdout);
+    assert!(shown.contains(key), "{shown}");
+}
