@@ -41,9 +41,6 @@ pub enum AgentEnd {
         /// Why.
         reason: String,
     },
-    /// The run made its [`max_turns`](Agent::max_turns) model calls without an answer; the
-    /// next run continues it.
-    MaxTurns,
 }
 
 /// What an [`Agent`] run did: how it ended, and what its model calls took.
@@ -57,7 +54,8 @@ pub enum AgentEnd {
 /// let outcome = AgentOutcome::new(AgentEnd::Answered(Message::assistant("4")), Usage::new(1_200, 3), 1);
 /// assert_eq!(outcome.answer().map(|m| m.text().into_owned()), Some("4".into()));
 /// assert_eq!(outcome.usage.input_tokens, 1_200);
-/// assert_eq!(AgentOutcome::new(AgentEnd::MaxTurns, Usage::default(), 25).answer(), None);
+/// let stopped = AgentEnd::Stopped { call_id: "c1".into(), tool: "pay".into(), reason: "ask a person".into() };
+/// assert_eq!(AgentOutcome::new(stopped, Usage::default(), 2).answer(), None);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -91,7 +89,6 @@ impl AgentOutcome {
         match &self.end {
             AgentEnd::Answered(message) => message.text().into_owned(),
             AgentEnd::Stopped { tool, reason, .. } => format!("[stopped by `{tool}`: {reason}]"),
-            AgentEnd::MaxTurns => "[no answer within the turn limit]".to_owned(),
         }
     }
 }
@@ -275,7 +272,9 @@ impl Agent {
         self.with(|parts| parts.prompt = prompt)
     }
 
-    /// The most model calls one run makes ([`AgentEnd::MaxTurns`] after them).
+    /// The most model calls one `ask` makes, an earlier message's unfinished turn it
+    /// finishes first included ([`Error::TurnLimit`] after them: everything is recorded, and
+    /// the next `ask` continues).
     #[must_use]
     pub fn max_turns(self, max_turns: u32) -> Self {
         self.with(|parts| parts.max_turns = max_turns)
@@ -528,20 +527,22 @@ impl Agent {
         let mut tally = Tally::default();
         let keyed = match conversation.add_user_keyed(message_id, text) {
             // An earlier message's turn was cut short (a crash, a failed model call): it
-            // runs to its end first.
-            Err(Error::TurnInProgress { .. }) => match self.run(conversation, claim, &mut tally)? {
-                AgentEnd::Answered(_) => conversation.add_user_keyed(message_id, text)?,
-                // It ran out of turns: given up, and this message is recorded after it.
-                AgentEnd::MaxTurns => {
+            // runs to its end first, within this ask's turns.
+            Err(Error::TurnInProgress { .. }) => match self.run(conversation, claim, &mut tally) {
+                Ok(AgentEnd::Answered(_)) => conversation.add_user_keyed(message_id, text)?,
+                // It ran out of turns: given up, and this message is recorded after it (and
+                // answered with the turns left, if any).
+                Err(Error::TurnLimit { .. }) => {
                     conversation.add_user_keyed_after_unanswered(message_id, text)?
                 }
                 // A tool stopped it: its call needs a result before any new message.
-                AgentEnd::Stopped { .. } => {
+                Ok(AgentEnd::Stopped { .. }) => {
                     return Err(Error::TurnInProgress {
                         key: message_id.to_owned(),
                         waiting: STOPPED_WAITING,
                     });
                 }
+                Err(e) => return Err(e),
             },
             other => other?,
         };
@@ -570,8 +571,8 @@ impl Agent {
         Ok(Arc::clone(parts.built.get_or_init(|| built)))
     }
 
-    /// Runs the conversation until the model answers, a tool stops the run or the turns
-    /// are spent.
+    /// Runs the conversation until the model answers, a tool stops the run, or the ask's
+    /// turns are spent ([`Error::TurnLimit`]).
     fn run<S: SessionStore>(
         &self,
         conversation: &mut Conversation<S>,
@@ -583,7 +584,6 @@ impl Agent {
         let definitions = parts.tools.definitions();
         let cache_key = cache_key(&parts.prompt, conversation.key());
         let ctx = CurationContext::default();
-        let mut turns = 0;
         loop {
             match conversation.next_step() {
                 NextStep::RunTools(contexts) => {
@@ -601,10 +601,14 @@ impl Agent {
                     }
                 }
                 NextStep::CallModel => {
-                    if turns == parts.max_turns {
-                        return Ok(AgentEnd::MaxTurns);
+                    // The turns are the ask's: an earlier turn finished first takes its share.
+                    if tally.calls >= parts.max_turns {
+                        return Err(Error::TurnLimit {
+                            max_turns: parts.max_turns,
+                            model_calls: tally.calls,
+                            usage: tally.usage,
+                        });
                     }
-                    turns += 1;
                     renew(claim)?;
                     let request = conversation.request(&*pipeline, &ctx)?.to_messages();
                     let mut model_request = ModelRequest::new(&request).with_cache_key(&cache_key);

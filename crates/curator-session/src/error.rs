@@ -325,6 +325,20 @@ pub enum Error {
     /// for the model (ask again to call it again).
     #[error("the model replied with nothing (no text, no tool call); nothing was recorded")]
     EmptyReply,
+    /// An [`Agent`](crate::Agent) run made its [`max_turns`](crate::Agent::max_turns) model
+    /// calls without an answer. Everything it did is recorded; the next run continues it (an
+    /// `ask` with the same message id, or a new message, which is recorded after it).
+    #[error(
+        "no answer within the turn limit: {model_calls} model calls made (max_turns is {max_turns}); everything is recorded, and the next ask continues"
+    )]
+    TurnLimit {
+        /// The agent's limit of model calls per `ask`.
+        max_turns: u32,
+        /// The model calls this `ask` made.
+        model_calls: u32,
+        /// What they took, as their clients reported it.
+        usage: crate::Usage,
+    },
     /// Curation failed while building a request.
     #[error(transparent)]
     Curation(#[from] curator_strategies::Error),

@@ -531,8 +531,20 @@ fn a_new_message_after_a_turn_out_of_turns_is_recorded_and_after_a_stopped_one_r
         Tools::new().add("look", "Looks.", json!({"type": "object"}), |_| Ok("nothing".into()));
     let agent = Agent::new(Script(looping), tools).max_turns(2);
     let store = MemoryStore::new();
-    assert_eq!(agent.ask(&store, "user-1", "m1", "first").unwrap().end, AgentEnd::MaxTurns);
-    assert_eq!(agent.ask(&store, "user-1", "m2", "second").unwrap().end, AgentEnd::MaxTurns);
+    // Out of turns is an error, not an outcome that reads like a reply; `max_turns` bounds
+    // the model calls of one ask, an earlier turn finished first included.
+    let calls = |store: &MemoryStore| {
+        let c = Conversation::open(store, "user-1", prompt(), Message::system("")).unwrap();
+        c.history().messages().iter().filter(|m| m.role() == Role::Assistant).count()
+    };
+    for (message, text) in [("m1", "first"), ("m2", "second")] {
+        let before = calls(&store);
+        match agent.ask(&store, "user-1", message, text) {
+            Err(Error::TurnLimit { max_turns: 2, model_calls: 2, .. }) => {}
+            other => panic!("{message}: expected TurnLimit, got {other:?}"),
+        }
+        assert_eq!(calls(&store) - before, 2, "{message}: two model calls at most");
+    }
     let c = Conversation::open(&store, "user-1", prompt(), Message::system("")).unwrap();
     let users: Vec<String> = c
         .history()
