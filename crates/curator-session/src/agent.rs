@@ -422,6 +422,63 @@ impl Agent {
         Ok(outcome)
     }
 
+    /// Answers a call a tool stopped ([`AgentEnd::Stopped`]: a person had to decide, a
+    /// payment needed approval) with `result` (`Err`: a failed call, which the model reads as
+    /// such), then runs the turn on to its answer, as [`ask`](Agent::ask) would.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, Role, ToolCall};
+    /// use curator::session::client::{ClientError, ModelClient, ModelReply, ModelRequest};
+    /// use curator::session::{Agent, AgentEnd, MemoryStore, ToolError, Tools};
+    /// use serde_json::json;
+    ///
+    /// struct Model;
+    /// impl ModelClient for Model {
+    ///     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+    ///         Ok(ModelReply::new(match request.messages.last() {
+    ///             Some(m) if m.role() == Role::Tool => Message::assistant(format!("Refund: {}.", m.text())),
+    ///             _ => Message::assistant_with_calls(None, vec![ToolCall::new("c1", "refund", "{}")]),
+    ///         }))
+    ///     }
+    /// }
+    ///
+    /// let tools = Tools::new().add("refund", "Refunds the order.", json!({"type": "object"}), |_| {
+    ///     Err(ToolError::stop("a person approves refunds"))
+    /// });
+    /// let agent = Agent::new(Model, tools);
+    /// let store = MemoryStore::new();
+    /// let outcome = agent.ask(&store, "customer-7", "m1", "Refund order 42")?;
+    /// let AgentEnd::Stopped { call_id, .. } = outcome.end else { panic!("stopped") };
+    /// // Later, once a person approved it:
+    /// let outcome = agent.answer_call(&store, "customer-7", &call_id, Ok("approved, 30 EUR".into()))?;
+    /// assert_eq!(outcome.text(), "Refund: approved, 30 EUR.");
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownToolCall`] when the session has no such call,
+    /// [`Error::AlreadyAnswered`] when it has another result; then as [`ask`](Agent::ask).
+    pub fn answer_call<S: SessionStore>(
+        &self,
+        store: S,
+        session: impl Into<SessionKey>,
+        call_id: &str,
+        result: Result<String, String>,
+    ) -> Result<AgentOutcome> {
+        let key = session.into();
+        key.check()?;
+        let lock = self.lock(&key);
+        let _running = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut conversation = self.open(&store, key)?;
+        conversation.record_tool_result(call_id, result)?;
+        let mut tally = Tally::default();
+        let end = self.run(&mut conversation, None, &mut tally)?;
+        Ok(tally.outcome(end))
+    }
+
     /// As [`ask`](Agent::ask), on tokio: the run (store I/O, model calls, tools) goes to
     /// the runtime's blocking threads. The future owns what it needs (it does not borrow the
     /// agent), so it is `Send + 'static`: hand it to `tokio::spawn` on the multi-threaded

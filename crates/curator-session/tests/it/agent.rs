@@ -700,3 +700,28 @@ fn a_panicking_tool_passes_its_message_on() {
         Err(ToolError::Failed("the tool panicked: disk full on /var".to_owned()))
     );
 }
+
+/// A call a tool stopped is answered through the agent, and the turn goes on to its answer;
+/// an unknown call is refused by name.
+#[test]
+fn a_stopped_call_is_answered_through_the_agent() {
+    let model = |messages: &[Message]| match messages.last() {
+        Some(m) if m.role() == Role::Tool => Message::assistant(format!("done: {}", m.text())),
+        _ => Message::assistant_with_calls(None, vec![ToolCall::new("c1", "approve", "{}")]),
+    };
+    let tools = Tools::new().add("approve", "Needs a person.", json!({"type": "object"}), |_| {
+        Err(ToolError::stop("a person must decide"))
+    });
+    let agent = Agent::new(Script(model), tools);
+    let store = MemoryStore::new();
+    let outcome = agent.ask(&store, "user-1", "m1", "go").unwrap();
+    let AgentEnd::Stopped { call_id, .. } = outcome.end else { panic!("{outcome:?}") };
+    let err = agent.answer_call(&store, "user-1", "nope", Ok("yes".into())).unwrap_err();
+    assert!(matches!(err, Error::UnknownToolCall { .. }), "{err}");
+    let outcome = agent.answer_call(&store, "user-1", &call_id, Err("refused".into())).unwrap();
+    assert_eq!(outcome.text(), "done: refused");
+    assert_eq!(outcome.model_calls, 1);
+    // The next message is answered as usual.
+    let c = Conversation::open(&store, "user-1", prompt(), Message::system("")).unwrap();
+    assert!(c.pending_tool_calls().is_empty());
+}
