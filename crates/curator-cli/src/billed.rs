@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use curator::model::Message;
 use curator::session::Usage;
-use curator::strategies::bill::{Biller, Block, CacheRule, CallBill, Prices, Request};
+use curator::strategies::bill::{Biller, Block, CacheRule, CallBill, Prices, Request, RequestEnd};
 use curator::strategies::{MessageRef, RelevanceBudget, TokenCounter, View};
 use serde_json::Value;
 
@@ -146,7 +146,8 @@ pub(crate) fn thousands(n: u64) -> String {
 struct Side {
     openai: Biller,
     anthropic: Biller,
-    previous: Option<Request>,
+    /// Where the side's last request ended.
+    previous: Option<RequestEnd>,
 }
 
 impl Side {
@@ -158,11 +159,12 @@ impl Side {
         }
     }
 
-    fn bill(&mut self, request: Request) -> Bills {
-        let request = request.with_curator_breakpoints(self.previous.as_ref());
+    /// Bills `request` (its breakpoints set as curator's requests carry them).
+    fn bill(&mut self, request: &mut Request) -> Bills {
+        request.set_curator_breakpoints(self.previous);
         let bills =
-            Bills { openai: self.openai.bill(&request), anthropic: self.anthropic.bill(&request) };
-        self.previous = Some(request);
+            Bills { openai: self.openai.bill(request), anthropic: self.anthropic.bill(request) };
+        self.previous = request.end();
         bills
     }
 }
@@ -173,6 +175,9 @@ pub(crate) struct Meter {
     tools: Option<Block>,
     /// The block of each history message, by position.
     blocks: Vec<(Block, curator::model::Role)>,
+    /// The whole history as one request (the tools, then every message), grown as messages
+    /// are pushed: sending everything is billed in the time of what was appended.
+    everything: Request,
     /// Blocks of changed copies, by the copy (kept alive so that its address stays its own).
     copies: HashMap<usize, (Arc<Message>, Block)>,
     sent: Side,
@@ -189,10 +194,15 @@ impl Meter {
     /// A meter for a conversation sent with `tools` (or none), counted by `counter`.
     pub(crate) fn new(counter: Arc<dyn TokenCounter>, tools: Option<&Value>) -> Self {
         let tools = tools.map(|t| Block::of_tools(t, &*counter));
+        let mut everything = Request::new();
+        if let Some(tools) = tools {
+            everything.push(tools);
+        }
         Meter {
             counter,
             tools,
             blocks: Vec::new(),
+            everything,
             copies: HashMap::new(),
             sent: Side::new(),
             full: Side::new(),
@@ -201,7 +211,9 @@ impl Meter {
 
     /// Adds the next message of the history.
     pub(crate) fn push(&mut self, message: &Message) {
-        self.blocks.push((Block::of_message(message, &*self.counter), message.role()));
+        let block = Block::of_message(message, &*self.counter);
+        self.everything.push_message(block, message.role());
+        self.blocks.push((block, message.role()));
     }
 
     fn request(&self) -> Request {
@@ -237,11 +249,7 @@ impl Meter {
             }
             sent.push_message(block, role);
         }
-        let mut full = self.request();
-        for &(block, role) in &self.blocks {
-            full.push_message(block, role);
-        }
-        (self.sent.bill(sent), self.full.bill(full))
+        (self.sent.bill(&mut sent), self.full.bill(&mut self.everything))
     }
 }
 

@@ -217,6 +217,9 @@ pub(crate) fn replay(
         violation = Some((0, format!("the input breaks a provider rule: {v}")));
     }
     let mut history = History::new();
+    // The whole history's tokens, kept as it grows (counting it again at every call would
+    // make a replay quadratic in its length).
+    let mut full_tokens = counter.reply_priming();
     let mut tracker = evidence::Tracker::new();
     let mut calls = Vec::new();
     let mut refused = Vec::new();
@@ -231,6 +234,7 @@ pub(crate) fn replay(
                     refused.push(Refused { message: index, reason });
                     tracker.push(&message);
                     meter.push(&message);
+                    full_tokens += counter.count_message(&message);
                     history.push(message);
                     continue;
                 }
@@ -243,7 +247,7 @@ pub(crate) fn replay(
                 message: index,
                 full_messages: history.len(),
                 sent_messages: sent.len(),
-                full_tokens: View::full(&history).tokens(counter),
+                full_tokens,
                 sent_tokens: view.tokens(counter),
                 curation_us,
                 evidence: tracker.score(&message, &view),
@@ -261,6 +265,7 @@ pub(crate) fn replay(
         }
         tracker.push(&message);
         meter.push(&message);
+        full_tokens += counter.count_message(&message);
         history.push(message);
     }
     let evidence = Summary::of(calls.iter().map(|c| c.evidence));

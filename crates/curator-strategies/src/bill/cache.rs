@@ -2,10 +2,9 @@
 //! conversation: tokens read from the prompt cache, written to it, and uncached.
 
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
 
 use super::Request;
-use crate::fx::{FxBuild, FxHasher};
+use crate::fx::FxBuild;
 
 /// How long an Anthropic cache write lives (and so what it costs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -153,30 +152,19 @@ impl Biller {
 
     /// Bills `request`, then keeps what it leaves in the cache.
     pub fn bill(&mut self, request: &Request) -> CallBill {
-        let blocks = request.blocks();
-        let mut prefix = Vec::with_capacity(blocks.len());
-        let (mut hash, mut tokens, mut parts) = (0x9e37_79b9_7f4a_7c15_u64, 0_u64, 0_u64);
-        for block in blocks {
-            let mut hasher = FxHasher::default();
-            (hash, block.key).hash(&mut hasher);
-            hash = hasher.finish();
-            tokens += block.tokens;
-            parts += u64::from(block.parts);
-            prefix.push((hash, tokens, parts));
-        }
-        let input_tokens = tokens;
+        let prefix = request.prefixes();
+        let input_tokens = request.tokens();
         match self.rule {
             CacheRule::OpenAi { min_tokens, step } => {
-                // Every prefix of an earlier request is in the cache, so the first miss ends
-                // the shared prefix.
-                let shared = prefix
-                    .iter()
-                    .take_while(|(h, ..)| self.cached.contains(h))
-                    .last()
-                    .map_or(0, |(_, t, _)| *t);
+                // Every prefix of an earlier request is in the cache, so the prefixes of this
+                // one that are form an unbroken run from the first: the first miss is found
+                // by halving, and only the prefixes from it on are new (a request that grows
+                // by appends is billed in the time of what was appended).
+                let first_miss = prefix.partition_point(|p| self.cached.contains(&p.hash));
+                let shared = first_miss.checked_sub(1).map_or(0, |i| prefix[i].tokens);
                 let read =
                     if shared >= min_tokens { shared / step.max(1) * step.max(1) } else { 0 };
-                self.cached.extend(prefix.iter().map(|(h, ..)| *h));
+                self.cached.extend(prefix[first_miss..].iter().map(|p| p.hash));
                 CallBill { input_tokens, cache_read_tokens: read, ..CallBill::default() }
             }
             CacheRule::Anthropic { min_tokens, lookback, max_breakpoints, ttl } => {
@@ -189,19 +177,19 @@ impl Biller {
                     .collect();
                 let mut read = 0;
                 for &mark in &marks {
-                    let (_, _, at) = prefix[mark];
+                    let at = prefix[mark].parts;
                     let hit = (0..=mark)
                         .rev()
-                        .take_while(|&i| at - prefix[i].2 <= u64::from(lookback))
-                        .find(|&i| self.cached.contains(&prefix[i].0));
+                        .take_while(|&i| at - prefix[i].parts <= u64::from(lookback))
+                        .find(|&i| self.cached.contains(&prefix[i].hash));
                     if let Some(i) = hit {
-                        read = read.max(prefix[i].1);
+                        read = read.max(prefix[i].tokens);
                     }
                 }
                 let written: Vec<usize> =
-                    marks.iter().copied().filter(|&m| prefix[m].1 >= min_tokens).collect();
-                let write = written.last().map_or(0, |&m| prefix[m].1.saturating_sub(read));
-                self.cached.extend(written.iter().map(|&m| prefix[m].0));
+                    marks.iter().copied().filter(|&m| prefix[m].tokens >= min_tokens).collect();
+                let write = written.last().map_or(0, |&m| prefix[m].tokens.saturating_sub(read));
+                self.cached.extend(written.iter().map(|&m| prefix[m].hash));
                 CallBill {
                     input_tokens,
                     cache_read_tokens: read,
@@ -328,5 +316,27 @@ mod tests {
         let bill = Biller::new(rule).bill(&request(&[2_000]).with_breakpoint(0));
         assert_eq!((bill.cache_write_tokens, bill.ttl), (2_000, Ttl::OneHour));
         assert_eq!(bill.uncached_tokens(), 0);
+    }
+
+    /// A request grown in place (sending everything: the last request plus what was
+    /// appended, its breakpoints set again) is billed as the same requests built anew.
+    #[test]
+    fn a_request_grown_in_place_bills_as_one_built_anew() {
+        for rule in [CacheRule::openai(), CacheRule::anthropic()] {
+            let (mut grown, mut fresh) = (Biller::new(rule), Biller::new(rule));
+            let mut in_place = Request::new();
+            let mut previous_end = None;
+            let mut previous: Option<Request> = None;
+            let sizes: Vec<u64> = (0..60).map(|i| 100 + (i * 37) % 900).collect();
+            for (n, &tokens) in sizes.iter().enumerate() {
+                in_place.push(Block { key: n as u64 + 1, tokens, parts: 1 });
+                in_place.set_curator_breakpoints(previous_end);
+                previous_end = in_place.end();
+                let built = request(&sizes[..=n]).with_curator_breakpoints(previous.as_ref());
+                assert_eq!(in_place.breakpoints(), built.breakpoints(), "{n}");
+                assert_eq!(grown.bill(&in_place), fresh.bill(&built), "{rule:?} call {n}");
+                previous = Some(built);
+            }
+        }
     }
 }

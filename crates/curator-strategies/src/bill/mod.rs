@@ -48,4 +48,4 @@ mod request;
 
 pub use cache::{Biller, CacheRule, CallBill, Ttl};
 pub use prices::Prices;
-pub use request::{Block, Request};
+pub use request::{Block, Request, RequestEnd};

@@ -49,6 +49,53 @@ impl Block {
     }
 }
 
+/// The blocks of a request up to one of them: a hash of their keys in order, their tokens
+/// and their content parts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Prefix {
+    pub(crate) hash: u64,
+    pub(crate) tokens: u64,
+    pub(crate) parts: u64,
+}
+
+impl Prefix {
+    /// The prefix that adds `block` to this one.
+    fn then(self, block: Block) -> Prefix {
+        let mut hasher = crate::fx::FxHasher::default();
+        (self.hash, block.key).hash(&mut hasher);
+        Prefix {
+            hash: hasher.finish(),
+            tokens: self.tokens + block.tokens,
+            parts: self.parts + u64::from(block.parts),
+        }
+    }
+
+    /// The prefix of no block.
+    const START: Prefix = Prefix { hash: 0x9e37_79b9_7f4a_7c15, tokens: 0, parts: 0 };
+}
+
+/// Where a request ends: how many blocks it has and what they hash to, so that a later
+/// request of the conversation can tell whether it extends it without keeping it.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::Message;
+/// use curator::strategies::CharEstimate;
+/// use curator::strategies::bill::Request;
+///
+/// let counter = CharEstimate::default();
+/// let first = Request::from_messages(&[Message::user("Hi")], &counter);
+/// let second = Request::from_messages(&[Message::user("Hi"), Message::assistant("Hello")], &counter);
+/// assert!(second.extends(first.end()));
+/// assert!(!first.extends(second.end()));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestEnd {
+    len: usize,
+    hash: u64,
+}
+
 /// A request's input as a prompt cache reads it: its blocks in the order the provider reads
 /// them (tools, system, messages), and the blocks that carry a cache breakpoint (Anthropic's
 /// `cache_control`; OpenAI ignores them).
@@ -68,6 +115,9 @@ impl Block {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Request {
     blocks: Vec<Block>,
+    /// For each block, the prefix that ends with it (kept as blocks are added, so that a
+    /// biller reads a growing request in the time of what was appended).
+    prefixes: Vec<Prefix>,
     breakpoints: Vec<usize>,
     /// Index of the block that ends the head (leading system messages and the task).
     head_end: Option<usize>,
@@ -110,7 +160,7 @@ impl Request {
                 _ => self.head_open = false,
             }
         }
-        self.blocks.push(block);
+        self.add(block);
     }
 
     /// Marks the blocks pushed so far as a compaction's opening: the next block is curator's
@@ -124,6 +174,15 @@ impl Request {
     #[must_use]
     pub fn with_tools(mut self, tools: Block) -> Self {
         self.blocks.insert(0, tools);
+        let mut prefix = Prefix::START;
+        self.prefixes = self
+            .blocks
+            .iter()
+            .map(|&block| {
+                prefix = prefix.then(block);
+                prefix
+            })
+            .collect();
         self.breakpoints.iter_mut().for_each(|b| *b += 1);
         self.head_end = Some(self.head_end.map_or(0, |h| h + 1));
         self.boundary = self.boundary.map(|b| b + 1);
@@ -133,16 +192,13 @@ impl Request {
     /// Appends a block that is not a message's (it does not end the head).
     pub fn push(&mut self, block: Block) {
         self.head_open = false;
-        self.blocks.push(block);
+        self.add(block);
     }
 
     /// Puts a cache breakpoint on block `index` (ignored past the end).
     #[must_use]
     pub fn with_breakpoint(mut self, index: usize) -> Self {
-        if index < self.blocks.len() && !self.breakpoints.contains(&index) {
-            self.breakpoints.push(index);
-            self.breakpoints.sort_unstable();
-        }
+        self.add_breakpoint(index);
         self
     }
 
@@ -155,21 +211,83 @@ impl Request {
     /// since. At most four, Anthropic's limit.
     #[must_use]
     pub fn with_curator_breakpoints(mut self, previous: Option<&Request>) -> Self {
-        let Some(last) = self.blocks.len().checked_sub(1) else { return self };
+        self.add_curator_breakpoints(previous.and_then(Request::end));
+        self
+    }
+
+    /// As [`with_curator_breakpoints`](Request::with_curator_breakpoints), in place, with
+    /// the conversation's last request given by where it ended: a request that grows by
+    /// appends (sending the whole history each call) is marked without being copied. Any
+    /// breakpoint set before is replaced.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, Role};
+    /// use curator::strategies::CharEstimate;
+    /// use curator::strategies::bill::{Block, Request};
+    ///
+    /// let counter = CharEstimate::default();
+    /// let mut request = Request::from_messages(&[Message::system("Be brief."), Message::user("Hi")], &counter);
+    /// request.set_curator_breakpoints(None);
+    /// let before = request.end();
+    /// let reply = Message::assistant("Hello");
+    /// request.push_message(Block::of_message(&reply, &counter), Role::Assistant);
+    /// request.set_curator_breakpoints(before);
+    /// assert_eq!(request.breakpoints(), [1, 2]);
+    /// ```
+    pub fn set_curator_breakpoints(&mut self, previous: Option<RequestEnd>) {
+        self.breakpoints.clear();
+        self.add_curator_breakpoints(previous);
+    }
+
+    fn add_curator_breakpoints(&mut self, previous: Option<RequestEnd>) {
+        let Some(last) = self.blocks.len().checked_sub(1) else { return };
         if let Some(head) = self.head_end {
-            self = self.with_breakpoint(head);
+            self.add_breakpoint(head);
         }
         if let Some(boundary) = self.boundary {
-            self = self.with_breakpoint(boundary);
+            self.add_breakpoint(boundary);
         }
         if let Some(previous) = previous
-            && let Some(end) = previous.blocks.len().checked_sub(1)
-            && previous.blocks.len() <= self.blocks.len()
-            && previous.blocks == self.blocks[..previous.blocks.len()]
+            && self.extends(Some(previous))
+            && let Some(end) = previous.len.checked_sub(1)
         {
-            self = self.with_breakpoint(end);
+            self.add_breakpoint(end);
         }
-        self.with_breakpoint(last)
+        self.add_breakpoint(last);
+    }
+
+    /// Where this request ends (`None` for a request of no block).
+    pub fn end(&self) -> Option<RequestEnd> {
+        self.prefixes.last().map(|p| RequestEnd { len: self.prefixes.len(), hash: p.hash })
+    }
+
+    /// Whether this request begins with the request that ended at `previous`, block for block
+    /// (by the hash of their keys, in constant time).
+    pub fn extends(&self, previous: Option<RequestEnd>) -> bool {
+        previous.is_some_and(|p| {
+            p.len <= self.prefixes.len()
+                && p.len.checked_sub(1).is_some_and(|i| self.prefixes[i].hash == p.hash)
+        })
+    }
+
+    /// The prefix ending at each block.
+    pub(crate) fn prefixes(&self) -> &[Prefix] {
+        &self.prefixes
+    }
+
+    fn add(&mut self, block: Block) {
+        let before = self.prefixes.last().copied().unwrap_or(Prefix::START);
+        self.prefixes.push(before.then(block));
+        self.blocks.push(block);
+    }
+
+    fn add_breakpoint(&mut self, index: usize) {
+        if index < self.blocks.len() && !self.breakpoints.contains(&index) {
+            self.breakpoints.push(index);
+            self.breakpoints.sort_unstable();
+        }
     }
 
     /// The blocks, in order.
@@ -184,7 +302,7 @@ impl Request {
 
     /// Every input token of the request.
     pub fn tokens(&self) -> u64 {
-        self.blocks.iter().map(|b| b.tokens).sum()
+        self.prefixes.last().map_or(0, |p| p.tokens)
     }
 }
 

@@ -60,13 +60,14 @@ pub const MIN_TOOL_RESULT_CHARS: usize = 400;
 ///    the start of a line), and between them a note of how many characters were cut that
 ///    names what the cut part held (for the present's results, a shorter beginning and end,
 ///    and the lines of the middle that name terms of the task or of the present's own text
-///    and call arguments). The present's results may keep more: half the room the rest of
-///    the view, so cut, leaves (shared among them, about 4 characters a token), so that a
-///    long newest result is not cut to a fixed length when nothing else needs the room: its failure lines (`error`, `FAILED`, `panicked`, ...),
+///    and call arguments): its failure lines (`error`, `FAILED`, `panicked`, ...),
 ///    then its distinctive [`terms`](crate::terms) (paths, identifiers, numbers) that the
 ///    ends do not show, each written so that it reads back as the same term (a quoted value,
 ///    `"PHL"`, between its quotes). Errors, results and answers sit at the ends of outputs; a
-///    conversation that fits is never cut.
+///    conversation that fits is never cut. The present's results may keep more than the
+///    others: half the room the rest of the view, so cut, leaves (shared among them, about
+///    4 characters a token), so that a long newest result is not cut to a fixed length when
+///    nothing else needs the room.
 /// 2. **The newest units** take `recent_share` (0.85 by default) of the body's room (what the
 ///    head leaves), newest first and contiguous; the newest unit is always among them.
 /// 3. **The folded-history note** takes up to a third of the body's room (at most
@@ -463,18 +464,32 @@ impl RelevanceBudget {
             view.with_map(Arc::new(cut))
         };
         let plain = cut_with(view.clone(), max);
-        let tally = plain.tally(self.budget.counter());
-        let results: Vec<usize> = (0..plain.len())
-            .filter(|&i| plain.pos(i).is_some_and(|p| focus.positions.contains(&p)))
-            .collect();
-        let present: u64 = results.iter().map(|&i| tally.message(i)).sum();
-        let rest = tally.range(0..plain.len()) - present;
-        drop(tally);
-        let spare = available.saturating_sub(rest);
-        if results.is_empty() || spare <= present {
+        // Counted from the newest back, and only as far as the room goes: in a long
+        // conversation the rest leaves none, and the walk stops early.
+        let counted = {
+            let tally = plain.tally(self.budget.counter());
+            let (mut results, mut present, mut rest) = (0_u64, 0, 0);
+            let mut over = false;
+            for i in (0..plain.len()).rev() {
+                if plain.pos(i).is_some_and(|p| focus.positions.contains(&p)) {
+                    results += 1;
+                    present += tally.message(i);
+                } else {
+                    rest += tally.message(i);
+                    if rest >= available {
+                        over = true;
+                        break;
+                    }
+                }
+            }
+            (!over).then_some((results, present, rest))
+        };
+        let Some((results, present, rest)) = counted else { return plain };
+        let spare = available - rest;
+        if results == 0 || spare <= present {
             return plain;
         }
-        let each = (spare / 2 / results.len() as u64).saturating_mul(PRESENT_CHARS_PER_TOKEN);
+        let each = (spare / 2 / results).saturating_mul(PRESENT_CHARS_PER_TOKEN);
         cut_with(view, usize::try_from(each).unwrap_or(usize::MAX))
     }
 }
