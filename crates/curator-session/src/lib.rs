@@ -84,6 +84,7 @@ mod summaries;
 pub mod testing;
 mod tools;
 mod usage;
+mod usage_record;
 
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub use agent::{
@@ -113,4 +114,5 @@ pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};
 #[cfg(feature = "tokio")]
 pub use tokio::task::JoinError;
 pub use tools::{ToolError, ToolInput, Tools};
-pub use usage::{CallUsage, Usage, recorded_usage};
+pub use usage::Usage;
+pub use usage_record::{CallUsage, recorded_usage};
