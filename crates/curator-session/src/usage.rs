@@ -1,6 +1,7 @@
 //! The tokens a model call took, as the provider billed them ([`Usage`]); their record is in
 //! [`usage_record`](crate::usage_record).
 
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 use serde_json::Value;
 
 /// The tokens one call took, as the provider counted and billed them: the input (cached
