@@ -151,16 +151,22 @@ pub(crate) fn open_read_only(location: &Path) -> Result<Box<dyn SessionStore>> {
 /// The key a conversation without an `id` is recorded under: its name (its file's) and a
 /// hash of its messages, so that the same conversation replayed again is recognised and
 /// another one of the same name is not taken for it.
-pub(crate) fn content_key(name: &str, messages: &[Message]) -> String {
+///
+/// # Errors
+///
+/// When a message cannot be written as JSON (two different conversations must never share
+/// a key because their messages could not be read).
+pub(crate) fn content_key(name: &str, messages: &[Message]) -> Result<String> {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for message in messages {
-        let bytes = serde_json::to_vec(message).unwrap_or_default();
+        let bytes = serde_json::to_vec(message)
+            .with_context(|| format!("{name}: a message cannot be written as JSON to key it"))?;
         for byte in bytes.iter().chain(&[0xff]) {
             hash ^= u64::from(*byte);
             hash = hash.wrapping_mul(0x0100_0000_01b3);
         }
     }
-    format!("{name} {:08x}", hash >> 32)
+    Ok(format!("{name} {:08x}", hash >> 32))
 }
 
 /// What became of one conversation.
@@ -216,7 +222,7 @@ impl Recorder {
         own_id: bool,
         messages: &[Message],
     ) -> Result<Recorded> {
-        let key = if own_id { id.to_owned() } else { content_key(id, messages) };
+        let key = if own_id { id.to_owned() } else { content_key(id, messages)? };
         let id = key.as_str();
         let id = match self.known.get(id) {
             Some(&evaluation) if !self.again => {

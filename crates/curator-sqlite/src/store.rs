@@ -497,7 +497,10 @@ fn check_key(
                     s.query_row([entry.evaluation_id.as_uuid().as_bytes().as_slice()], |r| r.get(0))
                 })
                 .map_err(store_error)?;
-            whole_or_corrupt(tx, entry.evaluation_id, usize::try_from(by_sequence).unwrap_or(0))?;
+            let by_sequence = usize::try_from(by_sequence).map_err(|_| {
+                CODEC.corrupt(format!("entries: a count of {by_sequence} rows"), None)
+            })?;
+            whole_or_corrupt(tx, entry.evaluation_id, by_sequence)?;
             *verified = Some((entry.evaluation_id, key.clone()));
             Ok(())
         }

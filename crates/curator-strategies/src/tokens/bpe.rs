@@ -111,7 +111,7 @@ impl TokenCounter for Bpe {
 
     fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
         // Only the part a prefix of `max_tokens` can reach is encoded, however long `text`.
-        let text = super::over_from_start(text, max_tokens, &|t| self.count_text(t));
+        let text = super::reach(text, max_tokens, super::Edge::Start, &|t| self.count_text(t));
         let tokens = self.core.encode(text);
         let max = usize::try_from(max_tokens).unwrap_or(usize::MAX);
         if tokens.len() <= max {
@@ -139,7 +139,7 @@ impl TokenCounter for Bpe {
     }
 
     fn truncate_text_start<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
-        let text = super::over_from_end(text, max_tokens, &|t| self.count_text(t));
+        let text = super::reach(text, max_tokens, super::Edge::End, &|t| self.count_text(t));
         let tokens = self.core.encode(text);
         let max = usize::try_from(max_tokens).unwrap_or(usize::MAX);
         if tokens.len() <= max {

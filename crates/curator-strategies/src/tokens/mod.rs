@@ -93,7 +93,7 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     /// shortest prefix (doubling from a few bytes a token) that costs more: the time follows
     /// the length of what is kept, not of `text`.
     fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
-        let window = over_from_start(text, max_tokens, &|t| self.count_text(t));
+        let window = reach(text, max_tokens, Edge::Start, &|t| self.count_text(t));
         longest_prefix(window, max_tokens, &|t| self.count_text(t))
     }
 
@@ -101,7 +101,7 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
     /// `max_tokens`: what [`truncate_text`](TokenCounter::truncate_text) is to the
     /// beginning. The default searches as it does.
     fn truncate_text_start<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
-        let window = over_from_end(text, max_tokens, &|t| self.count_text(t));
+        let window = reach(text, max_tokens, Edge::End, &|t| self.count_text(t));
         longest_suffix(window, max_tokens, &|t| self.count_text(t))
     }
 }
@@ -109,47 +109,48 @@ pub trait TokenCounter: Send + Sync + std::fmt::Debug {
 /// Bytes a token takes at first guess, when looking for the part of a text a cut can reach.
 const FIRST_BYTES_PER_TOKEN: u64 = 4;
 
-/// The shortest prefix of `text`, doubling from [`FIRST_BYTES_PER_TOKEN`] bytes a token, that
-/// costs more than `max_tokens` (or `text` itself): the longest prefix within `max_tokens`
-/// lies inside it, as a longer prefix never costs less. Reads at most about twice as many
-/// bytes as the prefix returned.
-pub(crate) fn over_from_start<'t>(
-    text: &'t str,
-    max_tokens: u64,
-    count: &dyn Fn(&str) -> u64,
-) -> &'t str {
-    let mut len = usize::try_from(max_tokens.saturating_mul(FIRST_BYTES_PER_TOKEN))
-        .unwrap_or(usize::MAX)
-        .max(64);
-    while len < text.len() {
-        let mut end = len;
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        if count(&text[..end]) > max_tokens {
-            return &text[..end];
-        }
-        len = len.saturating_mul(2);
-    }
-    text
+/// The end of a text a cut keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Edge {
+    /// Its beginning: a prefix.
+    Start,
+    /// Its end: a suffix.
+    End,
 }
 
-/// [`over_from_start`] from the end: the shortest suffix that costs more than `max_tokens`.
-pub(crate) fn over_from_end<'t>(
+/// The shortest prefix (or suffix, by `edge`) of `text`, doubling from
+/// [`FIRST_BYTES_PER_TOKEN`] bytes a token, that costs more than `max_tokens` (or `text`
+/// itself): the longest one within `max_tokens` lies inside it, as a longer one never costs
+/// less. Reads at most about twice as many bytes as the part returned.
+pub(crate) fn reach<'t>(
     text: &'t str,
     max_tokens: u64,
+    edge: Edge,
     count: &dyn Fn(&str) -> u64,
 ) -> &'t str {
     let mut len = usize::try_from(max_tokens.saturating_mul(FIRST_BYTES_PER_TOKEN))
         .unwrap_or(usize::MAX)
         .max(64);
     while len < text.len() {
-        let mut start = text.len() - len;
-        while !text.is_char_boundary(start) {
-            start -= 1;
-        }
-        if count(&text[start..]) > max_tokens {
-            return &text[start..];
+        // Widened to the next character boundary.
+        let window = match edge {
+            Edge::Start => {
+                let mut end = len;
+                while !text.is_char_boundary(end) {
+                    end += 1;
+                }
+                &text[..end]
+            }
+            Edge::End => {
+                let mut start = text.len() - len;
+                while !text.is_char_boundary(start) {
+                    start -= 1;
+                }
+                &text[start..]
+            }
+        };
+        if count(window) > max_tokens {
+            return window;
         }
         len = len.saturating_mul(2);
     }
