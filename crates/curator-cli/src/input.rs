@@ -185,10 +185,8 @@ fn next_line(reader: &mut dyn BufRead, number: &mut usize) -> Result<Option<(usi
 
 fn from_line(line: &str, number: usize, format: Format) -> Result<Conversation, Failed> {
     let fallback = format!("line {number}");
-    let value: Value = serde_json::from_str(line).map_err(|e| Failed {
-        id: fallback.clone(),
-        error: anyhow!("invalid JSON at line {number}, column {}: {e}", e.column()),
-    })?;
+    let value = formats::anthropic::parse_value(line)
+        .map_err(|e| Failed { id: fallback.clone(), error: invalid_json(&e, number) })?;
     let Value::Object(object) = value else {
         return Err(Failed {
             id: fallback,
@@ -205,6 +203,15 @@ fn from_line(line: &str, number: usize, format: Format) -> Result<Conversation, 
         None => from_object(object, format, &fallback, Some(line))
             .map_err(|error| Failed { id: fallback, error }),
     }
+}
+
+/// The parser's error at `line` of the file (the parser counts the lines of what it was
+/// given), its place said once.
+fn invalid_json(error: &serde_json::Error, line: usize) -> anyhow::Error {
+    let message = error.to_string();
+    let place = format!(" at line {} column {}", error.line(), error.column());
+    let what = message.strip_suffix(&place).unwrap_or(&message);
+    anyhow!("invalid JSON at line {line}, column {}: {what}", error.column())
 }
 
 fn id_of(object: &Map<String, Value>) -> Option<String> {
@@ -250,7 +257,7 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
         let Some((line_number, line)) = next_line(reader.as_mut(), &mut number)? else {
             bail!("the input is empty");
         };
-        if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(&line) {
+        if let Ok(Value::Object(object)) = formats::anthropic::parse_value(&line) {
             return match next_line(reader.as_mut(), &mut number)? {
                 None => Ok(Reader {
                     label: None,
@@ -277,9 +284,8 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
         // inputs keep their numbers as written.
         let mut text = line;
         reader.read_to_string(&mut text).context("cannot read the input")?;
-        let value: Value = serde_json::from_str(&text).map_err(|e| {
-            anyhow!("invalid JSON at line {}, column {}: {e}", e.line(), e.column())
-        })?;
+        let value =
+            formats::anthropic::parse_value(&text).map_err(|e| invalid_json(&e, e.line()))?;
         let Value::Object(object) = value else {
             bail!("expected an object with `messages`, found {}", kind(&value));
         };
@@ -340,8 +346,7 @@ fn document(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
             source: Rest::Done,
         });
     }
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| anyhow!("invalid JSON at line {}, column {}: {e}", e.line(), e.column()))?;
+    let value = formats::anthropic::parse_value(&text).map_err(|e| invalid_json(&e, e.line()))?;
     match value {
         Value::Object(object) => Ok(Reader {
             label: None,
@@ -504,7 +509,7 @@ fn detect_array(format: Format, items: &[&RawValue]) -> Result<Format> {
     }
     let mut detection = detect::Detection::new();
     for (index, raw) in items.iter().enumerate() {
-        let message: Value = serde_json::from_str(raw.get())?;
+        let message = formats::anthropic::parse_value(raw.get())?;
         detection.message(index, &message).map_err(|e| undecided(&e))?;
     }
     Ok(detected(detection.format()))

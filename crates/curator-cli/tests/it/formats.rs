@@ -59,7 +59,9 @@ fn to_converts_tools_both_ways() {
     assert_eq!(back.unwrap()["tools"], anthropic_request()["tools"]);
 }
 
-const EXACT: &str = r#"{"n":1e2,"big":-12345678901234567890123,"f":1.50}"#;
+/// Numbers as written (past a float's range too) and keys out of order.
+const EXACT: &str =
+    r#"{"path":"p","z":2,"n":1e2,"big":-12345678901234567890123,"huge":1E400,"f":1.50,"a":-2e500}"#;
 
 fn anthropic_line() -> String {
     format!(
@@ -80,6 +82,20 @@ fn anthropic_numbers_keep_their_text_through_passthrough_and_conversion() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let first: Value = serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
     assert_eq!(first["messages"][1]["tool_calls"][0]["function"]["arguments"], EXACT);
+}
+
+/// A number a float cannot hold is kept where its text is (a tool input); anywhere else the
+/// value would hold it, so the input is refused, naming where.
+#[test]
+fn a_number_out_of_range_outside_a_tool_input_is_refused_with_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = anthropic_line().replace(r#""id": "n1""#, r#""id": "n1", "weight": 1e999"#);
+    let path = write(dir.path(), "in.json", &line);
+    let out = curator(&["curate", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("line 1, column 28: number out of range\n"), "{stderr}");
+    assert_eq!(stderr.matches("column").count(), 1, "the place is said once: {stderr}");
 }
 
 /// A bare array of Anthropic messages, over several lines, keeps its numbers too.

@@ -61,8 +61,8 @@ use std::borrow::Borrow;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use super::exact;
 use super::object::Object;
+use super::{exact, wide};
 use crate::error::json_kind;
 use crate::provider_fields::fields_for;
 use crate::{
@@ -128,8 +128,42 @@ impl Request {
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn parse(json: &str) -> Result<Vec<Message>> {
-    let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
-    read_request(&value, &exact::request_inputs(json))
+    let inputs = exact::request_inputs(json);
+    let value = serde_json::from_str(json).or_else(|source| {
+        wide::value_keeping(json, inputs.iter().flatten().copied()).ok_or(Error::NotJson { source })
+    })?;
+    read_request(&value, &inputs)
+}
+
+/// Parses the JSON text of a request, an array of messages or one message as [`parse`]
+/// reads it: a number a float cannot hold (`1E400`) is accepted inside a `tool_use` block's
+/// `input`, whose text [`parse`] keeps as the call's arguments, and stands as `0` in the
+/// value returned. Use it to look at a request's structure (its format, its fields) before
+/// reading it with [`parse`]; read the messages from the text, not from this value.
+///
+/// # Errors
+///
+/// The parser's error (with line and column) when the text is not JSON, or holds a number
+/// out of a float's range anywhere else.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::anthropic;
+///
+/// let text = r#"[{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"n": 1E400}}]}]"#;
+/// assert_eq!(anthropic::parse_value(text)?[0]["content"][0]["input"]["n"], 0);
+/// assert_eq!(anthropic::parse(text)?[0].tool_calls()[0].arguments(), r#"{"n":1E400}"#);
+/// assert!(anthropic::parse_value(r#"{"max_tokens": 1E400}"#).is_err());
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn parse_value(json: &str) -> std::result::Result<Value, serde_json::Error> {
+    serde_json::from_str(json).or_else(|error| {
+        let mut inputs: Vec<&RawValue> =
+            exact::request_inputs(json).into_iter().flatten().collect();
+        inputs.extend(exact::response_inputs(json));
+        wide::value_keeping(json, inputs).ok_or(error)
+    })
 }
 
 /// Reads a request object (`system` and `messages`; other request fields are ignored) or a
@@ -357,7 +391,7 @@ fn read_tool_use(b: &Object<'_>, text: Option<&&RawValue>) -> Result<ToolCall> {
     // The text is the same input unless the two readings disagree on the block order,
     // which only malformed text (duplicate keys) can cause: then the value is used.
     let call = match text {
-        Some(text) if serde_json::from_str::<Value>(text.get()).is_ok_and(|v| v == *input) => {
+        Some(text) if wide::input_value(text.get()).is_some_and(|v| v == *input) => {
             ToolCall::new(id, name, exact::compact(text))
         }
         _ => ToolCall::from_json(id, name, input),
@@ -852,8 +886,11 @@ fn read_response(response: &Value, inputs: &[&RawValue]) -> Result<Message> {
 /// Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn parse_response(json: &str) -> Result<Message> {
-    let value: Value = serde_json::from_str(json).map_err(|source| Error::NotJson { source })?;
-    read_response(&value, &exact::response_inputs(json))
+    let inputs = exact::response_inputs(json);
+    let value = serde_json::from_str(json).or_else(|source| {
+        wide::value_keeping(json, inputs.iter().copied()).ok_or(Error::NotJson { source })
+    })?;
+    read_response(&value, &inputs)
 }
 
 /// Converts OpenAI `tools` (`{"type": "function", "function": {name, description,

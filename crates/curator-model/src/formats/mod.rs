@@ -19,6 +19,7 @@ mod adapt;
 mod exact;
 mod object;
 mod tools;
+mod wide;
 
 /// Content block types only the Anthropic format defines; the strict OpenAI reader refuses
 /// them (an `image` block with a `source` is checked apart).
