@@ -223,6 +223,13 @@ impl Pool {
         Ok(Conn { client, statements: HashMap::new(), generation })
     }
 
+    /// A connection of its own, outside the pool's count and never returned to it (a claim's
+    /// holder keeps one while it lives).
+    pub(crate) fn dedicated(&self) -> Result<Conn> {
+        let generation = self.state().generation;
+        self.connect(generation)
+    }
+
     /// The schema the connections use.
     pub(crate) fn schema(&self) -> &str {
         &self.schema

@@ -8,7 +8,7 @@ use crate::pool::Pool;
 use crate::{Error, Result};
 
 /// The schema version this build writes; the `schema_version` table holds a schema's version.
-pub const PG_SCHEMA_VERSION: i32 = 2;
+pub const PG_SCHEMA_VERSION: i32 = 3;
 
 /// Forward migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -53,6 +53,9 @@ const MIGRATIONS: &[&str] = &[
     // under a claim are refused once the session's row holds another.
     "CREATE SEQUENCE claim_tokens;
     ALTER TABLE claims ADD COLUMN token bigint NOT NULL DEFAULT nextval('claim_tokens');",
+    // 3: the advisory lock a claim's holder keeps on a connection of its own while it lives:
+    // once no connection holds it, the holder is gone and its claim is taken over at once.
+    "ALTER TABLE claims ADD COLUMN lock_key bigint;",
 ];
 
 /// What a schema holds.

@@ -17,10 +17,11 @@ use crate::{Error, Result, SessionKey};
 /// |---|---|---|
 /// | `MemoryStore` | threads of one process | when its lease runs out |
 /// | `SqliteStore` | processes on one machine (a file lock per key) | at once (the OS drops the lock) |
-/// | `PgStore` | processes on many machines (a lease row) | when its lease runs out |
+/// | `PgStore` | processes on many machines (a lease row and the holder's lock) | at once (the server drops the holder's lock with its connection) |
 ///
 /// A claim whose lease may run out is kept by [`Claim::renew`], which also tells a worker
-/// that lost its claim (another worker took it over after the lease ran out) to stop.
+/// that lost its claim (another worker took it over after the lease ran out, or after its
+/// connection to the store was lost) to stop.
 ///
 /// # Examples
 ///

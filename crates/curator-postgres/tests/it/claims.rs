@@ -117,3 +117,42 @@ fn a_stalled_holder_delays_a_takeover_by_the_wait_and_a_margin_at_most() {
     tx.rollback().unwrap();
     store.claim_within(&key, Duration::from_secs(1), Duration::from_secs(3)).unwrap();
 }
+
+/// A holder whose connection to the server is gone (its process died: the server ended its
+/// backend) is taken over at once, long before its lease runs out; a living holder is not.
+/// The old holder, should it live on, is told it lost the claim.
+#[test]
+fn a_holder_whose_backend_is_gone_is_taken_over_without_waiting_out_the_lease() {
+    let Some(store) = crate::support::store() else { return };
+    let key = SessionKey::new("gone");
+    let lease = Duration::from_mins(5);
+    let old = store.claim(&key, lease).unwrap();
+    assert!(matches!(store.claim(&key, lease), Err(Error::Claimed { .. })), "the holder lives");
+    // End the backend that holds the holder's lock, as the server does when a process dies.
+    let server = curator_testkit::postgres::PgServer::shared().unwrap();
+    let mut admin = postgres::Client::connect(&server.url(), postgres::NoTls).unwrap();
+    let lock_key: i64 = admin
+        .query_one(
+            &format!("SELECT lock_key FROM \"{}\".claims WHERE session_key = $1", store.schema()),
+            &[&key.as_str()],
+        )
+        .unwrap()
+        .get(0);
+    let ended: i64 = admin
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory'
+                AND granted AND ((classid::bigint << 32) | objid::bigint) = $1",
+            &[&lock_key],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(ended, 1, "one backend held the holder's lock");
+    let started = std::time::Instant::now();
+    let new = store.claim_within(&key, lease, Duration::from_secs(5)).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+    let token = |c: &curator_session::Claim| c.fence().map(|f| f.token);
+    assert!(token(&new) > token(&old), "{:?} {:?}", token(&new), token(&old));
+    assert!(matches!(old.renew(), Err(Error::ClaimLost { .. })));
+    new.renew().unwrap();
+    assert!(matches!(store.claim(&key, lease), Err(Error::Claimed { .. })), "the new holder lives");
+}
