@@ -208,6 +208,55 @@ pub trait SessionStore: Send + Sync {
         Ok(entries)
     }
 
+    /// Reads an evaluation's entries in sequence order, at most `page` at a time, handing each
+    /// page to `each` until it returns [`ControlFlow::Break`](std::ops::ControlFlow::Break):
+    /// memory holds one page, not the whole record, so a record of a million messages is
+    /// read in the memory of a few thousand. `each` may use the store.
+    ///
+    /// The SQLite store reads page by page and checks, after the last, that the rows read
+    /// are every row of the evaluation (as [`entries`](SessionStore::entries) does); the
+    /// default reads the whole record and hands it over in pages.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Conversation, MemoryStore, SessionStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let mut conversation = Conversation::start(&store, "job-1", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// for text in ["one", "two", "three", "four"] {
+    ///     conversation.add_user(text)?;
+    /// }
+    /// let mut pages = Vec::new();
+    /// store.entries_in_pages(conversation.evaluation_id(), 2, &mut |page| {
+    ///     pages.push(page.len());
+    ///     ControlFlow::Continue(())
+    /// })?;
+    /// assert_eq!(pages, [2, 2, 1]);
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A backend error; `Corrupt` when the rows read are not the evaluation's rows.
+    fn entries_in_pages(
+        &self,
+        evaluation: EvaluationId,
+        page: usize,
+        each: &mut dyn FnMut(Vec<Entry>) -> std::ops::ControlFlow<()>,
+    ) -> Result<()> {
+        let mut entries = self.entries(evaluation)?.into_iter().peekable();
+        while entries.peek().is_some() {
+            let chunk: Vec<Entry> = entries.by_ref().take(page.max(1)).collect();
+            if each(chunk).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Every evaluation, ordered by the time of its first message.
     ///
     /// # Errors
@@ -534,6 +583,7 @@ macro_rules! forward_store {
             fn delete_evaluations(&self, key: &SessionKey, evaluations: &[EvaluationId]) -> Result<u64> { (**self).delete_evaluations(key, evaluations) }
             fn entries(&self, evaluation: EvaluationId) -> Result<Vec<Entry>> { (**self).entries(evaluation) }
             fn entries_from(&self, evaluation: EvaluationId, from: u64) -> Result<Vec<Entry>> { (**self).entries_from(evaluation, from) }
+            fn entries_in_pages(&self, evaluation: EvaluationId, page: usize, each: &mut dyn FnMut(Vec<Entry>) -> std::ops::ControlFlow<()>) -> Result<()> { (**self).entries_in_pages(evaluation, page, each) }
             fn evaluations(&self) -> Result<Vec<EvaluationSummary>> { (**self).evaluations() }
             fn evaluations_of(&self, key: &SessionKey) -> Result<Vec<EvaluationSummary>> { (**self).evaluations_of(key) }
             fn evaluation(&self, evaluation: EvaluationId) -> Result<Option<EvaluationSummary>> { (**self).evaluation(evaluation) }

@@ -154,8 +154,9 @@ pub fn a_taken_sequence_is_refused<S: SessionStore>(factory: &dyn Fn() -> S) {
     assert_eq!(store.entries(evaluation).unwrap(), vec![first]);
 }
 
-/// Entries come back ordered by sequence whatever order they were appended in, whole or
-/// from a sequence on ([`SessionStore::entries_from`]).
+/// Entries come back ordered by sequence whatever order they were appended in, whole, from a
+/// sequence on ([`SessionStore::entries_from`]) or in pages
+/// ([`SessionStore::entries_in_pages`]).
 pub fn entries_come_back_in_sequence_order<S: SessionStore>(factory: &dyn Fn() -> S) {
     let store = factory();
     let evaluation = EvaluationId::new();
@@ -170,6 +171,32 @@ pub fn entries_come_back_in_sequence_order<S: SessionStore>(factory: &dyn Fn() -
         assert_eq!(store.entries_from(evaluation, from).unwrap(), entries[start..], "from {from}");
     }
     assert_eq!(store.entries_from(EvaluationId::new(), 0).unwrap(), []);
+    for page in [1, 4, 6, 100] {
+        let mut read = Vec::new();
+        let mut sizes = Vec::new();
+        store
+            .entries_in_pages(evaluation, page, &mut |chunk| {
+                sizes.push(chunk.len());
+                read.extend(chunk);
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+        assert_eq!(read, entries, "pages of {page}");
+        assert!(sizes.iter().all(|&n| n > 0 && n <= page), "pages of {page}: {sizes:?}");
+    }
+    let mut pages = 0;
+    store
+        .entries_in_pages(evaluation, 2, &mut |_| {
+            pages += 1;
+            std::ops::ControlFlow::Break(())
+        })
+        .unwrap();
+    assert_eq!(pages, 1, "a break stops the read");
+    store
+        .entries_in_pages(EvaluationId::new(), 2, &mut |_| {
+            panic!("an unknown evaluation has no page")
+        })
+        .unwrap();
 }
 
 /// A batch is recorded whole or not at all.

@@ -39,6 +39,7 @@ mod leftover_log;
 mod locks;
 mod options;
 mod place;
+mod reading;
 mod schema;
 mod store;
 

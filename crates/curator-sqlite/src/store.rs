@@ -5,24 +5,25 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use chrono::Utc;
 use curator_model::{Entry, EvaluationId, PromptRef};
-use curator_session::rows::{EntryRow, RowCodec, SnapshotRows, SummaryRow};
+use curator_session::rows::{RowCodec, SnapshotRows, SummaryRow};
 use curator_session::{
     Appended, ChangeStamp, Checkpoint, EvaluationSummary, SessionKey, SessionStore, Snapshot,
     StoreErrorKind,
 };
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
 use crate::error::kind_of;
 use crate::leftover_log::PrivateCopy;
 use crate::place::{check_place, check_writable, named_when_full, open_error, retry_open, uri};
+use crate::reading::{COLUMNS, raw, raw_keyed, whole_or_corrupt};
 use crate::schema::{self, Raw, Verdict};
 use crate::{Error, Result, SqliteOptions};
 
 type SessionResult<T> = curator_session::Result<T>;
 
 /// The rows of this store, read and written as every SQL store does.
-const CODEC: RowCodec = RowCodec::new("sqlite");
+pub(crate) const CODEC: RowCodec = RowCodec::new("sqlite");
 
 /// A [`SessionStore`] on one SQLite file: durable (see [`Durability`](crate::Durability)),
 /// crash-safe, and shared safely by several processes.
@@ -62,10 +63,10 @@ pub struct SqliteStore {
     key_column: &'static str,
     /// Whether the file has the second index over an evaluation's rows (from version 2),
     /// against which a read counts what the first returned (see [`whole_or_corrupt`]).
-    second_index: bool,
+    pub(crate) second_index: bool,
     /// `checksum`, or `NULL` for a file read as it is whose rows have none (before
     /// version 5).
-    checksum_column: &'static str,
+    pub(crate) checksum_column: &'static str,
     /// The evaluation (and its key) the latest append checked, so that the appends of one
     /// conversation check their key once. Locked only while `conn` is.
     verified: Mutex<Option<(EvaluationId, SessionKey)>>,
@@ -287,7 +288,7 @@ impl SqliteStore {
         self.lock().query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(store_error)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -361,105 +362,8 @@ impl SqliteStore {
     }
 }
 
-fn store_error(e: rusqlite::Error) -> curator_session::Error {
+pub(crate) fn store_error(e: rusqlite::Error) -> curator_session::Error {
     curator_session::Error::store("sqlite", kind_of(&e), "the database failed", Some(Box::new(e)))
-}
-
-const COLUMNS: &str =
-    "message_id, evaluation_id, sequence, turn, prompt_ns, prompt_key, created_ns, message";
-
-/// One row, read before [`CODEC`] checks it and turns it into an [`Entry`].
-struct RawEntry {
-    message_id: Vec<u8>,
-    evaluation_id: Vec<u8>,
-    sequence: i64,
-    turn: i64,
-    prompt: Option<(String, String)>,
-    created_ns: i64,
-    /// The message's JSON text, or its bytes when they are not UTF-8.
-    message: Result<String, Vec<u8>>,
-    checksum: Option<i64>,
-}
-
-/// A row of [`COLUMNS`] and the session key after them.
-fn raw_keyed(row: &Row<'_>) -> rusqlite::Result<(String, RawEntry)> {
-    Ok((row.get(9)?, raw(row)?))
-}
-
-/// A row of [`COLUMNS`].
-fn raw(row: &Row<'_>) -> rusqlite::Result<RawEntry> {
-    let ns: Option<String> = row.get(4)?;
-    let key: Option<String> = row.get(5)?;
-    Ok(RawEntry {
-        message_id: row.get(0)?,
-        evaluation_id: row.get(1)?,
-        sequence: row.get(2)?,
-        turn: row.get(3)?,
-        prompt: ns.zip(key),
-        created_ns: row.get(6)?,
-        message: match row.get_ref(7)? {
-            rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) => {
-                String::from_utf8(bytes.to_vec()).map_err(std::string::FromUtf8Error::into_bytes)
-            }
-            _ => Ok(row.get::<_, String>(7)?),
-        },
-        checksum: row.get(8)?,
-    })
-}
-
-impl RawEntry {
-    fn into_entry(self) -> SessionResult<Entry> {
-        let message = self.message.map_err(|bytes| {
-            let evaluation = uuid::Uuid::from_slice(&self.evaluation_id)
-                .map_or_else(|_| "(unreadable id)".to_owned(), |id| id.to_string());
-            CODEC.corrupt(
-                format!(
-                    "entries row at sequence {} of evaluation {evaluation}: the message ({} bytes) is not UTF-8",
-                    self.sequence,
-                    bytes.len()
-                ),
-                None,
-            )
-        })?;
-        CODEC.entry(EntryRow {
-            message_id: &self.message_id,
-            evaluation_id: &self.evaluation_id,
-            sequence: self.sequence,
-            turn: self.turn,
-            prompt_ns: self.prompt.as_ref().map(|(ns, _)| ns.as_str()),
-            prompt_key: self.prompt.as_ref().map(|(_, key)| key.as_str()),
-            created_ns: self.created_ns,
-            message: &message,
-            checksum: self.checksum,
-        })
-    }
-}
-
-/// Refuses a read of `found` rows of `evaluation` as [`Corrupt`](StoreErrorKind::Corrupt)
-/// when the second index over the evaluation's rows counts another number: the rows are
-/// read through the `(evaluation_id, sequence)` index, and a damaged page of it hides rows
-/// (SQLite's checks cannot see it; the row checksums cannot see a row never returned), so
-/// that the record would read shorter and an append would take a sequence number again.
-fn whole_or_corrupt(
-    conn: &Connection,
-    evaluation: EvaluationId,
-    found: usize,
-) -> SessionResult<()> {
-    let counted: i64 = conn
-        .prepare_cached(
-            "SELECT count(*) FROM entries INDEXED BY entries_by_evaluation_time WHERE evaluation_id = ?1",
-        )
-        .and_then(|mut s| s.query_row([evaluation.as_uuid().as_bytes().as_slice()], |r| r.get(0)))
-        .map_err(store_error)?;
-    if usize::try_from(counted).ok() == Some(found) {
-        return Ok(());
-    }
-    Err(CODEC.corrupt(
-        format!(
-            "entries of evaluation {evaluation}: {found} rows read by sequence, {counted} by time; an index of the table is damaged (`PRAGMA integrity_check` names it, `REINDEX` rebuilds it)"
-        ),
-        None,
-    ))
 }
 
 /// Refuses an append under `key` to an evaluation of another key. `verified` is the last
@@ -801,6 +705,15 @@ impl SessionStore for SqliteStore {
             .map_err(store_error)?
             .map(|row| row.map_err(store_error)?.into_entry())
             .collect()
+    }
+
+    fn entries_in_pages(
+        &self,
+        evaluation: EvaluationId,
+        page: usize,
+        each: &mut dyn FnMut(Vec<Entry>) -> std::ops::ControlFlow<()>,
+    ) -> SessionResult<()> {
+        self.read_in_pages(evaluation, page, each)
     }
 
     fn evaluations(&self) -> SessionResult<Vec<EvaluationSummary>> {

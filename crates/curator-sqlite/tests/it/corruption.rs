@@ -139,6 +139,19 @@ fn an_index_that_hides_a_row_is_refused_on_read_resume_and_append() {
     let error = read.entries(evaluation).unwrap_err();
     assert!(is_corrupt(&error), "{error}");
     assert!(error.to_string().contains("10 rows read by sequence, 11 by time"), "{error}");
+    // Read in pages (as `curator inspect` and `trace` read), the same.
+    for page in [3, 10, 100] {
+        let mut pages = 0;
+        let error = read
+            .entries_in_pages(evaluation, page, &mut |_| {
+                pages += 1;
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap_err();
+        assert!(is_corrupt(&error), "pages of {page}: {error}");
+        assert!(error.to_string().contains("10 rows read by sequence, 11 by time"), "{error}");
+        assert!(pages >= 1, "pages of {page}");
+    }
     drop(read);
 
     let store = SqliteStore::open(&path).unwrap();
