@@ -254,8 +254,9 @@ fn run(command: Command) -> Result<ExitCode> {
             let which = trace::Which { evaluation: evaluation.as_deref(), key: key.as_deref() };
             let prices = billed::prices_of(model.as_deref())?;
             let shown = trace::Shown { raw, usage, prices: prices.as_ref(), secrets: show_secrets };
-            let text = trace::run(&db, which, view, shown, &pipeline.build()?)?;
-            output::out_str(&text)?;
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            trace::run(&db, which, view, shown, &pipeline.build()?, &mut out)?;
+            std::io::Write::flush(&mut out)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo => demo::run(),

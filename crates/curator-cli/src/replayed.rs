@@ -194,12 +194,14 @@ fn rules(format: Format, messages: &[MessageRef<'_>]) -> Result<(), String> {
 
 /// Replays one conversation, moving its messages into the history it returns (for
 /// recording); every view is checked against both providers' rules and the input against
-/// its own format's. `map` asks for the context map.
+/// its own format's. `map` asks for the context map; `progress` is told before each message
+/// how many came before it, of how many.
 pub(crate) fn replay(
     file: &str,
     conversation: Conversation,
     pipeline: &Pipeline,
     map: bool,
+    progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Replayed, History<'static>)> {
     let ctx = pipeline.context();
     let counter = &*pipeline.counter;
@@ -224,7 +226,9 @@ pub(crate) fn replay(
     let mut calls = Vec::new();
     let mut refused = Vec::new();
     let mut rows = Vec::new();
+    let total = messages.len();
     for (index, message) in messages.into_iter().enumerate() {
+        progress(index, total);
         if message.role() == Role::Assistant && !history.is_empty() {
             let started = Instant::now();
             let view = match pipeline.manager.curate_history(&history, &ctx) {

@@ -2,11 +2,12 @@
 //! of `curator chat` among them).
 
 use std::fmt::Write as _;
+use std::ops::ControlFlow;
 use std::path::Path;
 
 use anyhow::Result;
 use curator::conversation_loop::{SavedLoop, saved_loops};
-use curator::model::{EvaluationId, Message, pending_tool_calls};
+use curator::model::{EvaluationId, Message, Role, pending_tool_calls};
 use curator::session::{SessionKey, SessionStore, Usage, recorded_usage};
 use curator::strategies::bill::Prices;
 
@@ -38,12 +39,7 @@ pub(crate) fn run(path: &Path, key: Option<&str>, prices: Option<&Prices>) -> Re
         "model calls".to_owned(),
     ]];
     for e in &evaluations {
-        let messages: Vec<Message> =
-            store.entries(e.evaluation_id)?.into_iter().map(|e| e.message).collect();
-        let pending: Vec<String> = pending_tool_calls(&messages)
-            .iter()
-            .map(|c| visible(&format!("{} ({})", c.id(), c.name())))
-            .collect();
+        let pending = pending_calls(&*store, e.evaluation_id, PAGE)?;
         rows.push([
             e.evaluation_id.to_string(),
             e.key.shortened(KEY_CHARS),
@@ -97,6 +93,40 @@ pub(crate) fn run(path: &Path, key: Option<&str>, prices: Option<&Prices>) -> Re
         table(&mut out, &rows);
     }
     Ok(out)
+}
+
+/// How many entries a page holds while an evaluation is read.
+const PAGE: usize = 2_000;
+
+/// The calls still waiting for a result at the end of an evaluation, named for the table;
+/// read a page at a time. Only the messages since the last one that closes every open call
+/// (a user or system message, an assistant message after anything but an assistant message:
+/// see `curator::model::pairing`) are kept, so memory holds a page and that tail.
+fn pending_calls(
+    store: &dyn SessionStore,
+    evaluation: EvaluationId,
+    page: usize,
+) -> Result<Vec<String>> {
+    let mut tail: Vec<Message> = Vec::new();
+    store.entries_in_pages(evaluation, page, &mut |entries| {
+        for entry in entries {
+            let message = entry.message;
+            let closes = match message.role() {
+                Role::User | Role::System => true,
+                Role::Assistant => tail.last().is_none_or(|m| m.role() != Role::Assistant),
+                Role::Tool => false,
+            };
+            if closes {
+                tail.clear();
+            }
+            tail.push(message);
+        }
+        ControlFlow::Continue(())
+    })?;
+    Ok(pending_tool_calls(&tail)
+        .iter()
+        .map(|c| visible(&format!("{} ({})", c.id(), c.name())))
+        .collect())
 }
 
 /// The usage recorded for an evaluation's model calls, in one line ("-" when none was).
@@ -156,4 +186,61 @@ fn visible(text: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use curator::model::{Entry, ToolCall};
+    use curator::session::MemoryStore;
+
+    use super::*;
+
+    fn calls(ids: &[&str]) -> Message {
+        Message::assistant_with_calls(
+            None,
+            ids.iter().map(|id| ToolCall::new(*id, "f", "{}")).collect(),
+        )
+    }
+
+    /// Read in pages of any size, the pending calls are those of the whole record.
+    #[test]
+    fn pending_calls_read_in_pages_are_those_of_the_whole_record() {
+        let records: Vec<Vec<Message>> = vec![
+            vec![Message::user("go"), calls(&["a", "b"]), Message::tool_result("a", "x")],
+            vec![Message::user("go"), calls(&["a"]), calls(&["b"]), Message::tool_result("b", "y")],
+            vec![calls(&["a"]), Message::user("stop"), Message::tool_result("a", "late")],
+            vec![calls(&["a"]), Message::tool_result("a", "x"), Message::assistant("done")],
+            vec![
+                Message::user("go"),
+                calls(&["a"]),
+                Message::tool_result("a", "x"),
+                calls(&["a", "c"]),
+                Message::tool_result("c", "z"),
+            ],
+        ];
+        for record in records {
+            let store = MemoryStore::new();
+            let evaluation = EvaluationId::new();
+            let all: Vec<Message> = std::iter::once(Message::system("s")).chain(record).collect();
+            for (sequence, m) in (0_u64..).zip(&all) {
+                let entry = Entry::builder(evaluation, m.clone())
+                    .sequence(sequence)
+                    .turn(1)
+                    .build()
+                    .unwrap();
+                store.append(&SessionKey::new("k"), &entry).unwrap();
+            }
+            let whole: Vec<String> = pending_tool_calls(&all)
+                .iter()
+                .map(|c| visible(&format!("{} ({})", c.id(), c.name())))
+                .collect();
+            for page in [1, 2, 3, 100] {
+                assert_eq!(
+                    pending_calls(&store, evaluation, page).unwrap(),
+                    whole,
+                    "{all:?}, pages of {page}"
+                );
+            }
+        }
+    }
 }

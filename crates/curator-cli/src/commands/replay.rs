@@ -48,19 +48,48 @@ pub(crate) struct Options<'a> {
     pub(crate) rates: Rates,
 }
 
-/// A progress bar on stderr, when it is a terminal and there is enough to wait for.
+/// A progress bar on stderr, when it is a terminal and there is enough to wait for: the
+/// conversations done, and within a long conversation the messages replayed.
 struct Progress {
     total: usize,
     shown: bool,
+    /// Whether stderr is a terminal.
+    terminal: bool,
+    /// When the messages of a long conversation were last shown.
+    last: std::cell::Cell<Option<std::time::Instant>>,
 }
+
+/// Conversations with at least this many messages show their own progress.
+const LONG: usize = 1_000;
 
 impl Progress {
     fn new(sources: &[Source]) -> Self {
+        let last = std::cell::Cell::new(None);
         if !std::io::stderr().is_terminal() {
-            return Progress { total: 0, shown: false };
+            return Progress { total: 0, shown: false, terminal: false, last };
         }
         let total = sources.iter().map(Source::estimate_count).sum();
-        Progress { total, shown: total > 5 }
+        Progress { total, shown: total > 5, terminal: true, last }
+    }
+
+    /// Within a long conversation: the messages replayed, at most five times a second.
+    fn messages(&self, name: &str, done: usize, total: usize) {
+        if !self.terminal || total < LONG {
+            return;
+        }
+        let now = std::time::Instant::now();
+        let due = self.last.get().is_none_or(|at| now.duration_since(at).as_millis() >= 200);
+        if due || done + 1 == total {
+            self.last.set(Some(now));
+            note_inline!("\r\x1b[K{}", messages_line(name, done + 1, total));
+        }
+    }
+
+    /// Ends a long conversation's line.
+    fn messages_done(&self, total: usize) {
+        if self.terminal && total >= LONG && !self.shown {
+            note!();
+        }
     }
 
     fn update(&self, done: usize) {
@@ -87,6 +116,11 @@ impl Progress {
 struct Replays {
     replays: Vec<Replayed>,
     unreadable: usize,
+}
+
+/// The progress line of a long conversation.
+fn messages_line(name: &str, done: usize, total: usize) -> String {
+    format!("{name}: {done}/{total} messages replayed ({}%)", done * 100 / total.max(1))
 }
 
 /// Replays every conversation of every source, one at a time.
@@ -220,17 +254,27 @@ fn replay_all(
             // A pipeline that fails on one conversation is reported, and the others go on (a
             // call whose budget is too small for what is never dropped is counted, not a
             // failure).
-            let (replayed, history) =
-                match replayed::replay(&name, conversation, pipeline, options.report.is_some()) {
-                    Ok(done) => done,
-                    Err(error) => {
-                        progress.break_line();
-                        let error = crate::pipeline::explain(error, pipeline.tools_tokens);
-                        note!("{}: {}", input::naming(&name, &id), Chain(&error));
-                        unreadable += 1;
-                        continue;
-                    }
-                };
+            let messages = conversation.messages.len();
+            let label = input::naming(&name, &id);
+            let mut on_message = |done, total| progress.messages(&label, done, total);
+            let replayed = replayed::replay(
+                &name,
+                conversation,
+                pipeline,
+                options.report.is_some(),
+                &mut on_message,
+            );
+            progress.messages_done(messages);
+            let (replayed, history) = match replayed {
+                Ok(done) => done,
+                Err(error) => {
+                    progress.break_line();
+                    let error = crate::pipeline::explain(error, pipeline.tools_tokens);
+                    note!("{}: {}", input::naming(&name, &id), Chain(&error));
+                    unreadable += 1;
+                    continue;
+                }
+            };
             if let Some(recorder) = &mut recorder {
                 match recorder.record(&replayed.id, own_id, history.messages())? {
                     Recorded::New { .. } => new_ones += 1,

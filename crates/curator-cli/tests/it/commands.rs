@@ -429,3 +429,71 @@ fn inspect_and_trace_show_the_recorded_usage_of_each_model_call_and_its_price() 
     assert!(out.lines().skip(2).all(|l| l.contains('{')), "{out}");
     fails_with(&curator(&["inspect", db, "--model", "no-such-model-x"]), 2, "--model");
 }
+
+/// A record longer than the pages `inspect` and `trace` read it in: every message is shown
+/// once, in order, a secret on a later page redacted, and the calls still open at the end
+/// found.
+#[test]
+fn inspect_and_trace_read_a_long_record_page_by_page_whole_and_in_order() {
+    use curator::model::{Entry, EvaluationId, Message, ToolCall};
+    use curator::session::{SessionKey, SessionStore};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("long.db");
+    let store = curator::sqlite::SqliteStore::open(&db).unwrap();
+    let evaluation = EvaluationId::new();
+    let count = 4_501_u64;
+    let entries: Vec<Entry> = (0..count)
+        .map(|i| {
+            let message = match i {
+                0 => Message::system("s"),
+                3_000 => Message::user("my key is sk-proj-abcdefghijklmnopqrstuvwx"),
+                i if i + 1 == count => {
+                    Message::assistant_with_calls(None, vec![ToolCall::new("last", "look", "{}")])
+                }
+                i if i % 2 == 1 => Message::user(format!("question {i}")),
+                i => Message::assistant(format!("answer {i}")),
+            };
+            let turn = u32::try_from(i / 2 + 1).unwrap();
+            Entry::builder(evaluation, message).sequence(i).turn(turn).build().unwrap()
+        })
+        .collect();
+    store.append_batch(&SessionKey::new("long"), &entries).unwrap();
+    drop(store);
+    let db = db.to_str().unwrap();
+
+    let out = curator(&["trace", db]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = text(&out.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].contains("4501 messages shown of 4501 recorded"), "{}", lines[0]);
+    assert_eq!(lines.len(), 4_502);
+    for (i, line) in lines[1..].iter().enumerate() {
+        assert!(line.starts_with(&format!("#{i:<4} ")), "line {i}: {line}");
+    }
+    assert!(lines[3_001].contains("my key is [REDACTED:openai_key]"), "{}", lines[3_001]);
+    assert!(!out.contains("sk-proj-"), "no secret printed");
+
+    let out = text(&curator(&["inspect", db]).stdout);
+    assert!(out.contains("last (look)"), "{out}");
+}
+
+/// A long conversation shows, on a terminal, how many of its messages are replayed (a
+/// terminal made by `script`; piped, stderr stays quiet: `replay_shows_progress_on_a_terminal_only`).
+#[test]
+fn replay_shows_progress_through_a_long_conversation_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut messages = vec![json!({"role": "system", "content": "s"})];
+    for i in 0..500 {
+        messages.push(json!({"role": "user", "content": format!("question {i}")}));
+        messages.push(json!({"role": "assistant", "content": format!("answer {i}")}));
+    }
+    let path =
+        write(dir.path(), "long.json", &json!({"id": "long", "messages": messages}).to_string());
+    let path = path.to_str().unwrap();
+    let command = format!("'{}' replay '{path}' > /dev/null", env!("CARGO_BIN_EXE_curator"));
+    let out = Command::new("script").args(["-qec", &command, "/dev/null"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("conversation long: 1001/1001 messages replayed (100%)"), "{shown}");
+}
