@@ -37,3 +37,27 @@ fn every_rust_file_starts_with_a_module_doc_line() {
         .collect();
     assert!(missing.is_empty(), "files without a `//!` first line: {missing:?}");
 }
+
+/// The most lines a source file holds: past it, a file holds more than one thing.
+const MAX_LINES: usize = 1_000;
+
+#[test]
+fn no_rust_file_is_longer_than_a_thousand_lines() {
+    let root = crate::workspace::root();
+    let mut files = Vec::new();
+    for dir in ["crates", "benches", "xtask"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f).ok()?.lines().count();
+            (lines > MAX_LINES)
+                .then(|| format!("{} ({lines})", f.strip_prefix(&root).unwrap_or(f).display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files over {MAX_LINES} lines (split them by what they hold): {long:?}"
+    );
+}

@@ -78,6 +78,7 @@ mod run;
 mod snapshot;
 mod snapshot_json;
 mod started;
+mod step;
 mod store;
 mod summaries;
 #[cfg(feature = "testing")]
@@ -97,7 +98,7 @@ pub use async_conversation::{AsyncConversation, run_async};
 pub use async_driver::{AsyncDriver, drive_async};
 pub use checkpoint::Checkpoint;
 pub use claim::{Claim, ClaimStore, Fence, Lease};
-pub use conversation::{Conversation, NextStep, ResumePolicy, ToolContext, ToolOutcome, next_turn};
+pub use conversation::Conversation;
 pub use driver::{Action, Driver, Outcome, drive};
 pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
 pub use key::SessionKey;
@@ -107,6 +108,7 @@ pub use retention::{ITEM_HEADS, Prune, Pruned, evaluation_checkpoints, prune};
 pub use run::{Curation, RunOutcome, run_blocking};
 pub use snapshot::Snapshot;
 pub use snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
+pub use step::{NextStep, ResumePolicy, ToolContext, ToolOutcome, next_turn};
 pub use store::{Appended, ChangeStamp, EvaluationSummary, SessionStore};
 pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};
 /// The error of a spawned tokio task that panicked or was cancelled (feature `tokio`),

@@ -225,3 +225,12 @@ mod tests {
         assert_eq!(busy.to_string(), "s.db: migrating: busy or locked by another writer");
     }
 }
+
+/// How rows are checked and decoded, with errors naming this store.
+pub(crate) const CODEC: curator_session::rows::RowCodec =
+    curator_session::rows::RowCodec::new("sqlite");
+
+/// A SQLite failure as a session-layer store error, with its kind.
+pub(crate) fn store_error(e: rusqlite::Error) -> curator_session::Error {
+    curator_session::Error::store("sqlite", kind_of(&e), "the database failed", Some(Box::new(e)))
+}

@@ -1,14 +1,11 @@
 //! Reading rows of `entries`: the columns, their checks, and reads that refuse a record an
 //! index hides rows of.
 
-use std::ops::ControlFlow;
-
 use curator_model::{Entry, EvaluationId};
 use curator_session::rows::EntryRow;
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, Row};
 
-use crate::SqliteStore;
-use crate::store::{CODEC, store_error};
+use crate::error::{CODEC, store_error};
 
 type SessionResult<T> = curator_session::Result<T>;
 
@@ -96,7 +93,7 @@ pub(crate) fn whole_or_corrupt(
 }
 
 /// The rows of `evaluation` counted through the second index (by time).
-fn count_by_time(conn: &Connection, evaluation: EvaluationId) -> SessionResult<i64> {
+pub(crate) fn count_by_time(conn: &Connection, evaluation: EvaluationId) -> SessionResult<i64> {
     conn.prepare_cached(
         "SELECT count(*) FROM entries INDEXED BY entries_by_evaluation_time WHERE evaluation_id = ?1",
     )
@@ -106,7 +103,11 @@ fn count_by_time(conn: &Connection, evaluation: EvaluationId) -> SessionResult<i
 
 /// `Corrupt` unless the rows read by sequence (`found`) are as many as the second index
 /// counts.
-fn same_count(evaluation: EvaluationId, found: usize, counted: i64) -> SessionResult<()> {
+pub(crate) fn same_count(
+    evaluation: EvaluationId,
+    found: usize,
+    counted: i64,
+) -> SessionResult<()> {
     if usize::try_from(counted).ok() == Some(found) {
         return Ok(());
     }
@@ -116,58 +117,4 @@ fn same_count(evaluation: EvaluationId, found: usize, counted: i64) -> SessionRe
         ),
         None,
     ))
-}
-
-impl SqliteStore {
-    /// [`SessionStore::entries_in_pages`](curator_session::SessionStore::entries_in_pages):
-    /// each page read by sequence after the last one read, the connection free between
-    /// pages (so `each` may use the store). The rows are counted through the second index
-    /// before the first page; fewer rows read than counted is `Corrupt` (a damaged index hid
-    /// some), so the record never reads shorter. Rows appended while the pages are read are
-    /// read too, and only add to the rows read.
-    pub(crate) fn read_in_pages(
-        &self,
-        evaluation: EvaluationId,
-        page: usize,
-        each: &mut dyn FnMut(Vec<Entry>) -> ControlFlow<()>,
-    ) -> SessionResult<()> {
-        let page = page.max(1);
-        let limit = i64::try_from(page).unwrap_or(i64::MAX);
-        let id = evaluation.as_uuid().as_bytes().as_slice();
-        let counted =
-            if self.second_index { Some(count_by_time(&self.lock(), evaluation)?) } else { None };
-        let (mut read, mut last): (usize, i64) = (0, -1);
-        loop {
-            let entries = {
-                let conn = self.lock();
-                let mut statement = conn
-                    .prepare_cached(&format!(
-                        "SELECT {COLUMNS}, {} FROM entries WHERE evaluation_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3",
-                        self.checksum_column
-                    ))
-                    .map_err(store_error)?;
-                statement
-                    .query_map(params![id, last, limit], raw)
-                    .map_err(store_error)?
-                    .map(|row| row.map_err(store_error)?.into_entry())
-                    .collect::<SessionResult<Vec<Entry>>>()?
-            };
-            let full = entries.len() == page;
-            let Some(newest) = entries.last() else { break };
-            last = i64::try_from(newest.sequence).unwrap_or(i64::MAX);
-            read += entries.len();
-            if each(entries).is_break() {
-                return Ok(());
-            }
-            if !full {
-                break;
-            }
-        }
-        match counted {
-            Some(counted) if usize::try_from(counted).is_ok_and(|c| read < c) => {
-                same_count(evaluation, read, counted)
-            }
-            _ => Ok(()),
-        }
-    }
 }

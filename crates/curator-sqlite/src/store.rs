@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use chrono::Utc;
 use curator_model::{Entry, EvaluationId, PromptRef};
-use curator_session::rows::{RowCodec, SnapshotRows, SummaryRow};
+use curator_session::rows::{SnapshotRows, SummaryRow};
 use curator_session::{
     Appended, ChangeStamp, Checkpoint, EvaluationSummary, SessionKey, SessionStore, Snapshot,
     StoreErrorKind,
@@ -13,17 +13,14 @@ use curator_session::{
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
-use crate::error::kind_of;
+use crate::error::{CODEC, store_error};
 use crate::leftover_log::PrivateCopy;
 use crate::place::{check_place, check_writable, named_when_full, open_error, retry_open, uri};
-use crate::reading::{COLUMNS, raw, raw_keyed, whole_or_corrupt};
+use crate::reading::{COLUMNS, count_by_time, raw, raw_keyed, same_count, whole_or_corrupt};
 use crate::schema::{self, Raw, Verdict};
 use crate::{Error, Result, SqliteOptions};
 
 type SessionResult<T> = curator_session::Result<T>;
-
-/// The rows of this store, read and written as every SQL store does.
-pub(crate) const CODEC: RowCodec = RowCodec::new("sqlite");
 
 /// A [`SessionStore`] on one SQLite file: durable (see [`Durability`](crate::Durability)),
 /// crash-safe, and shared safely by several processes.
@@ -63,10 +60,10 @@ pub struct SqliteStore {
     key_column: &'static str,
     /// Whether the file has the second index over an evaluation's rows (from version 2),
     /// against which a read counts what the first returned (see [`whole_or_corrupt`]).
-    pub(crate) second_index: bool,
+    second_index: bool,
     /// `checksum`, or `NULL` for a file read as it is whose rows have none (before
     /// version 5).
-    pub(crate) checksum_column: &'static str,
+    checksum_column: &'static str,
     /// The evaluation (and its key) the latest append checked, so that the appends of one
     /// conversation check their key once. Locked only while `conn` is.
     verified: Mutex<Option<(EvaluationId, SessionKey)>>,
@@ -288,7 +285,7 @@ impl SqliteStore {
         self.lock().query_row("PRAGMA integrity_check", [], |r| r.get(0)).map_err(store_error)
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
+    fn lock(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -360,10 +357,6 @@ impl SqliteStore {
             })
             .collect()
     }
-}
-
-pub(crate) fn store_error(e: rusqlite::Error) -> curator_session::Error {
-    curator_session::Error::store("sqlite", kind_of(&e), "the database failed", Some(Box::new(e)))
 }
 
 /// Refuses an append under `key` to an evaluation of another key. `verified` is the last
@@ -713,7 +706,49 @@ impl SessionStore for SqliteStore {
         page: usize,
         each: &mut dyn FnMut(Vec<Entry>) -> std::ops::ControlFlow<()>,
     ) -> SessionResult<()> {
-        self.read_in_pages(evaluation, page, each)
+        // Each page is read by sequence after the last one read, the connection free between
+        // pages (so `each` may use the store). The rows are counted through the second index
+        // before the first page; fewer rows read than counted is `Corrupt` (a damaged index
+        // hid some), so the record never reads shorter. Rows appended while the pages are
+        // read are read too, and only add to the rows read.
+        let page = page.max(1);
+        let limit = i64::try_from(page).unwrap_or(i64::MAX);
+        let id = evaluation.as_uuid().as_bytes().as_slice();
+        let counted =
+            if self.second_index { Some(count_by_time(&self.lock(), evaluation)?) } else { None };
+        let (mut read, mut last): (usize, i64) = (0, -1);
+        loop {
+            let entries = {
+                let conn = self.lock();
+                let mut statement = conn
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS}, {} FROM entries WHERE evaluation_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3",
+                    self.checksum_column
+                ))
+                .map_err(store_error)?;
+                statement
+                    .query_map(params![id, last, limit], raw)
+                    .map_err(store_error)?
+                    .map(|row| row.map_err(store_error)?.into_entry())
+                    .collect::<SessionResult<Vec<Entry>>>()?
+            };
+            let full = entries.len() == page;
+            let Some(newest) = entries.last() else { break };
+            last = i64::try_from(newest.sequence).unwrap_or(i64::MAX);
+            read += entries.len();
+            if each(entries).is_break() {
+                return Ok(());
+            }
+            if !full {
+                break;
+            }
+        }
+        match counted {
+            Some(counted) if usize::try_from(counted).is_ok_and(|c| read < c) => {
+                same_count(evaluation, read, counted)
+            }
+            _ => Ok(()),
+        }
     }
 
     fn evaluations(&self) -> SessionResult<Vec<EvaluationSummary>> {
