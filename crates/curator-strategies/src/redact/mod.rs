@@ -43,6 +43,32 @@ const OWN: &[(&str, &str)] = &[
         "password_assignment",
         r#"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)["']?\s*[=:]\s*["']?(?P<secret>[^\s"'(){}\[\];,<>]{4,})(?:["'\s;,]|$)"#,
     ),
+    // A quoted passphrase (words with spaces between them) is taken whole, quotes left.
+    (
+        "password_assignment",
+        r#"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)"?\s*[=:]\s*"(?P<secret>[^"\s][^"\n]*?\s[^"\n]*?[^"\s])""#,
+    ),
+    (
+        "password_assignment",
+        r#"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)'?\s*[=:]\s*'(?P<secret>[^'\s][^'\n]*?\s[^'\n]*?[^'\s])'"#,
+    ),
+    // A quoted value given to a `secret` (`client_secret`, `app_secret`, `secret`).
+    (
+        "secret_assignment",
+        r#"(?i)(?:\b|_)secret["']?\s*[=:]\s*["'](?P<secret>[^"'\s]{8,})["']"#,
+    ),
+    // A token in a URL's query (`?access_token=…&`).
+    (
+        "token_parameter",
+        r"(?i)[?&](?:access_token|refresh_token|id_token|auth_token|api_key|apikey|client_secret|sig)=(?P<secret>[^&#\s\x22']{8,})",
+    ),
+    // MySQL's password written against `-p` on a command line (`mysql -u root -pS3cret`).
+    (
+        "mysql_password",
+        r"(?:^|[\s;&|(\x22'])(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p(?P<secret>[^\s'\x22]{4,})",
+    ),
+    // The value of a request's or response's first cookie (a session id).
+    ("cookie_value", r"(?i)(?:^|[\s\x22'])(?:set-)?cookie:\s*[^=\s;]+=(?P<secret>[^;\s\x22']{12,})"),
     // The maintained sets miss the next three. kingfisher's Discord rule wants exactly 24
     // characters before the first dot and 27 after the second, where ids since 2022 give 26
     // and tokens end in 38; and it is only tried where "discord" is written.
@@ -101,7 +127,11 @@ fn bundled() -> Option<&'static RuleSet> {
 ///    `slack_token`, `bearer_token` (the token after `Bearer`), `jwt`, `pem_private_key`,
 ///    `url_password` (the password in `scheme://user:password@host`, the user name may be
 ///    empty), `password_assignment` (the value in `PASSWORD=…`, `PGPASSWORD='…'`,
-///    `db_pwd: …`, `"password": "…"`), `discord_bot_token`, `django_secret_key`
+///    `db_pwd: …`, `"password": "…"`, a quoted passphrase whole), `secret_assignment` (a
+///    quoted value of 8 characters or more given to `secret`, `client_secret`, …),
+///    `token_parameter` (`?access_token=…`, `&api_key=…`, `&sig=…` in a URL),
+///    `mysql_password` (`mysql … -pS3cret`), `cookie_value` (the first cookie of a
+///    `Cookie:` or `Set-Cookie:` header), `discord_bot_token`, `django_secret_key`
 ///    (`django-insecure-…`), `secret_key_assignment` (a literal of 16 characters or more
 ///    assigned to `SECRET_KEY`) and `gcp_private_key_id`;
 /// 3. the maintained rule set of the gitleaks scanner (MIT) merged with `MongoDB`'s

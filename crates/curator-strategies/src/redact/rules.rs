@@ -333,13 +333,15 @@ impl RuleSet {
         let Some(re) = rule.regex() else { return };
         for caps in re.captures_iter(text) {
             let Some(whole) = caps.get(0) else { continue };
-            // The secret: the rule's group, else the first group that matched, else all.
+            // The secret: the rule's group, else (a rule of alternatives whose other branch
+            // matched) the first group that matched, else all.
+            let first = || (1..caps.len()).find_map(|g| caps.get(g));
             let secret = if rule.named_secret {
                 caps.name("secret")
             } else {
                 match rule.secret_group {
-                    Some(g) if g > 0 => caps.get(g),
-                    _ => (1..caps.len()).find_map(|g| caps.get(g)),
+                    Some(g) if g > 0 => caps.get(g).or_else(first),
+                    _ => first(),
                 }
             }
             .unwrap_or(whole);
