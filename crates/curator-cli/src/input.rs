@@ -103,8 +103,8 @@ pub(crate) struct Reader {
 enum Rest {
     /// Nothing more to read (a whole-document file).
     Done,
-    /// JSON Lines: the line read ahead (number, text), then the rest.
-    Lines { next: Option<(usize, String)>, number: usize, rest: Box<dyn BufRead> },
+    /// JSON Lines: the line read ahead, then the rest.
+    Lines { next: Option<Line>, number: usize, rest: Box<dyn BufRead> },
 }
 
 impl std::fmt::Debug for Reader {
@@ -162,25 +162,61 @@ impl Reader {
                         }
                     },
                 };
-                Some(from_line(&line, line_number, self.format))
+                Some(match line {
+                    Ok(line) => from_line(&line, line_number, self.format),
+                    Err(error) => Err(Failed { id: format!("line {line_number}"), error }),
+                })
             }
         }
     }
 }
 
-/// The next non-blank line, with its number from 1.
-fn next_line(reader: &mut dyn BufRead, number: &mut usize) -> Result<Option<(usize, String)>> {
+/// A line of JSON Lines: its number from 1, and its text, or why it is not text.
+type Line = (usize, Result<String>);
+
+/// The next non-blank line. A line that is not UTF-8 is handed on as its own failure, so
+/// that the lines after it are read.
+fn next_line(reader: &mut dyn BufRead, number: &mut usize) -> Result<Option<Line>> {
     loop {
-        let mut line = String::new();
-        let read = reader.read_line(&mut line).context("cannot read the next line")?;
+        let mut bytes = Vec::new();
+        let read = reader.read_until(b'\n', &mut bytes).context("cannot read the next line")?;
         if read == 0 {
             return Ok(None);
         }
         *number += 1;
-        if !line.trim().is_empty() {
-            return Ok(Some((*number, line)));
+        match String::from_utf8(bytes) {
+            Ok(line) if line.trim().is_empty() => {}
+            Ok(line) => return Ok(Some((*number, Ok(line)))),
+            Err(e) => {
+                let (bytes, at) = (e.as_bytes(), e.utf8_error().valid_up_to());
+                return Ok(Some((*number, Err(not_utf8(bytes, at, None)))));
+            }
         }
     }
+}
+
+/// Text from the bytes of a whole input, or an error naming where it stops being UTF-8.
+pub(crate) fn utf8_text(bytes: Vec<u8>) -> Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let (bytes, at) = (e.as_bytes(), e.utf8_error().valid_up_to());
+        let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+        let start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
+        not_utf8(&bytes[start..], at - start, Some(line))
+    })
+}
+
+/// Says that a line (whose bytes are `bytes`; its number when the message names it) is not
+/// UTF-8 from byte `at` on.
+fn not_utf8(bytes: &[u8], at: usize, line: Option<usize>) -> anyhow::Error {
+    let column = String::from_utf8_lossy(&bytes[..at]).chars().count() + 1;
+    let byte = bytes.get(at).copied().unwrap_or_default();
+    let bom = if at == 0 && (bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF])) {
+        " (a UTF-16 byte order mark: save the file as UTF-8)"
+    } else {
+        ""
+    };
+    let line = line.map(|n| format!("line {n}, ")).unwrap_or_default();
+    anyhow!("{line}column {column}: not UTF-8 text (byte 0x{byte:02X}){bom}")
 }
 
 fn from_line(line: &str, number: usize, format: Format) -> Result<Conversation, Failed> {
@@ -241,6 +277,10 @@ pub(crate) fn from_text(text: &'static str, format: Format) -> Result<Reader> {
 /// An array is a whole document. A first line that is a JSON object on its own, followed by
 /// more non-blank lines, makes JSON Lines; otherwise the file is one document.
 pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
+    // A UTF-8 byte order mark (as some editors write) says only that the text is UTF-8.
+    if reader.fill_buf().context("cannot read the input")?.starts_with(b"\xEF\xBB\xBF") {
+        reader.consume(3);
+    }
     let first = loop {
         let buffer = reader.fill_buf().context("cannot read the input")?;
         match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
@@ -256,6 +296,19 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
         let mut number = 0;
         let Some((line_number, line)) = next_line(reader.as_mut(), &mut number)? else {
             bail!("the input is empty");
+        };
+        let line = match line {
+            Ok(line) => line,
+            // A first line that is not text: read as JSON Lines, the others go on.
+            Err(error) => {
+                return Ok(Reader {
+                    label: None,
+                    layout: Layout::Lines,
+                    format,
+                    pending: Some(Err(Failed { id: format!("line {line_number}"), error })),
+                    source: Rest::Lines { next: None, number, rest: reader },
+                });
+            }
         };
         if let Ok(Value::Object(object)) = formats::anthropic::parse_value(&line) {
             return match next_line(reader.as_mut(), &mut number)? {
@@ -282,8 +335,9 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
         // A document spread over lines: read it whole, the first line included. An object is
         // one conversation: its text is kept while it is read, so that Anthropic `tool_use`
         // inputs keep their numbers as written.
-        let mut text = line;
-        reader.read_to_string(&mut text).context("cannot read the input")?;
+        let mut bytes = line.into_bytes();
+        reader.read_to_end(&mut bytes).context("cannot read the input")?;
+        let text = utf8_text(bytes)?;
         let value =
             formats::anthropic::parse_value(&text).map_err(|e| invalid_json(&e, e.line()))?;
         let Value::Object(object) = value else {
@@ -314,8 +368,9 @@ fn whole_object(
 /// tell the format, then to convert), so memory holds the text and the messages read from
 /// it; Anthropic `tool_use` inputs are read from the text, so that their numbers keep it.
 fn document(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
-    let mut text = String::new();
-    reader.read_to_string(&mut text).context("cannot read the input")?;
+    let mut bytes = Vec::new();
+    reader.read_to_end(&mut bytes).context("cannot read the input")?;
+    let text = utf8_text(bytes)?;
     if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(&text) {
         let conversation = detect_array(format, &items)
             .and_then(|format| {

@@ -256,3 +256,43 @@ fn messages_no_provider_takes_are_named_not_dropped_silently() {
         assert!(stderr.contains(named) && stderr.contains("leaves them out"), "{stderr}");
     }
 }
+
+/// A JSON Lines line that is not UTF-8 is reported by its line and column, and the lines
+/// around it are curated; a whole document says where its text stops being UTF-8; a UTF-8
+/// byte order mark is read past.
+#[test]
+fn text_that_is_not_utf8_is_named_by_line_and_column_and_the_other_lines_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [
+        ("lines.jsonl", &b"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}\n{\"messages\":[{\"role\":\"user\",\"content\":\"caf\xe9\"}]}\n{\"messages\":[{\"role\":\"user\",\"content\":\"b\"}]}\n"[..]),
+        ("first.jsonl", &b"{\"messages\":[{\"role\":\"user\",\"content\":\"caf\xe9\"}]}\n{\"messages\":[{\"role\":\"user\",\"content\":\"b\"}]}\n"[..]),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let out = curator(&["curate", path.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains(r#""content":"b""#), "{name}: the next line is curated: {stdout}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(": column 43: not UTF-8 text (byte 0xE9)"), "{name}: {stderr}");
+        let said = stderr.lines().find(|l| l.contains("not UTF-8")).unwrap();
+        assert_eq!(said.matches(" line ").count(), 1, "{name}: the line is named once: {said}");
+    }
+    let path = dir.path().join("array.json");
+    std::fs::write(
+        &path,
+        b"[{\"role\":\"user\",\"content\":\"a\"},\n{\"role\":\"user\",\"content\":\"caf\xe9\"}]",
+    )
+    .unwrap();
+    let out = curator(&["curate", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("line 2, column 30: not UTF-8 text (byte 0xE9)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let path = dir.path().join("bom.json");
+    std::fs::write(&path, b"\xef\xbb\xbf[{\"role\":\"user\",\"content\":\"a\"}]").unwrap();
+    let out = curator(&["curate", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}

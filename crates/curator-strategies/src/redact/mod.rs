@@ -53,10 +53,7 @@ const OWN: &[(&str, &str)] = &[
         r#"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)'?\s*[=:]\s*'(?P<secret>[^'\s][^'\n]*?\s[^'\n]*?[^'\s])'"#,
     ),
     // A quoted value given to a `secret` (`client_secret`, `app_secret`, `secret`).
-    (
-        "secret_assignment",
-        r#"(?i)(?:\b|_)secret["']?\s*[=:]\s*["'](?P<secret>[^"'\s]{8,})["']"#,
-    ),
+    ("secret_assignment", r#"(?i)(?:\b|_)secret["']?\s*[=:]\s*["'](?P<secret>[^"'\s]{8,})["']"#),
     // A token in a URL's query (`?access_token=…&`).
     (
         "token_parameter",
@@ -68,7 +65,10 @@ const OWN: &[(&str, &str)] = &[
         r"(?:^|[\s;&|(\x22'])(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p(?P<secret>[^\s'\x22]{4,})",
     ),
     // The value of a request's or response's first cookie (a session id).
-    ("cookie_value", r"(?i)(?:^|[\s\x22'])(?:set-)?cookie:\s*[^=\s;]+=(?P<secret>[^;\s\x22']{12,})"),
+    (
+        "cookie_value",
+        r"(?i)(?:^|[\s\x22'])(?:set-)?cookie:\s*[^=\s;]+=(?P<secret>[^;\s\x22']{12,})",
+    ),
     // The maintained sets miss the next three. kingfisher's Discord rule wants exactly 24
     // characters before the first dot and 27 after the second, where ids since 2022 give 26
     // and tokens end in 38; and it is only tried where "discord" is written.
