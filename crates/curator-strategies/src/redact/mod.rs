@@ -50,7 +50,7 @@ const OWN: &[(&str, &str)] = &[
     ),
     (
         "password_assignment",
-        r#"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)'?\s*[=:]\s*'(?P<secret>[^'\s][^'\n]*?\s[^'\n]*?[^'\s])'"#,
+        r"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)'?\s*[=:]\s*'(?P<secret>[^'\s][^'\n]*?\s[^'\n]*?[^'\s])'",
     ),
     // A quoted value given to a `secret` (`client_secret`, `app_secret`, `secret`).
     ("secret_assignment", r#"(?i)(?:\b|_)secret["']?\s*[=:]\s*["'](?P<secret>[^"'\s]{8,})["']"#),
