@@ -199,7 +199,7 @@ fn next_line(reader: &mut dyn BufRead, number: &mut usize) -> Result<Option<Line
 pub(crate) fn utf8_text(bytes: Vec<u8>) -> Result<String> {
     String::from_utf8(bytes).map_err(|e| {
         let (bytes, at) = (e.as_bytes(), e.utf8_error().valid_up_to());
-        let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+        let line = 1 + String::from_utf8_lossy(&bytes[..at]).matches('\n').count();
         let start = bytes[..at].iter().rposition(|&b| b == b'\n').map_or(0, |n| n + 1);
         not_utf8(&bytes[start..], at - start, Some(line))
     })
