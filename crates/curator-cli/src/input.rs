@@ -222,7 +222,7 @@ fn not_utf8(bytes: &[u8], at: usize, line: Option<usize>) -> anyhow::Error {
 fn from_line(line: &str, number: usize, format: Format) -> Result<Conversation, Failed> {
     let fallback = format!("line {number}");
     let value = formats::anthropic::parse_value(line)
-        .map_err(|e| Failed { id: fallback.clone(), error: invalid_json(&e, number) })?;
+        .map_err(|e| Failed { id: fallback.clone(), error: json_error(e, None) })?;
     let Value::Object(object) = value else {
         return Err(Failed {
             id: fallback,
@@ -241,13 +241,26 @@ fn from_line(line: &str, number: usize, format: Format) -> Result<Conversation, 
     }
 }
 
-/// The parser's error at `line` of the file (the parser counts the lines of what it was
-/// given), its place said once.
-fn invalid_json(error: &serde_json::Error, line: usize) -> anyhow::Error {
-    let message = error.to_string();
-    let place = format!(" at line {} column {}", error.line(), error.column());
-    let what = message.strip_suffix(&place).unwrap_or(&message);
-    anyhow!("invalid JSON at line {line}, column {}: {what}", error.column())
+/// A failure to read JSON text that starts at line `first` of the file, its place (line and
+/// column in the file) said once; `None` for a line of JSON Lines, which the caller names.
+fn json_error(error: curator::model::Error, first: Option<usize>) -> anyhow::Error {
+    use curator::model::Error;
+    let line = |relative: usize| first.map(|f| format!("line {}, ", f + relative.max(1) - 1));
+    match error {
+        Error::NotJson { source } => {
+            let message = source.to_string();
+            let place = format!(" at line {} column {}", source.line(), source.column());
+            let what = message.strip_suffix(&place).unwrap_or(&message);
+            let at = line(source.line()).unwrap_or_default();
+            anyhow!("invalid JSON at {at}column {}: {what}", source.column())
+        }
+        Error::InexactNumber { line: relative, column, number } => {
+            let said = Error::InexactNumber { line: relative, column, number }.to_string();
+            let what = said.split_once(": ").map_or(said.as_str(), |(_, what)| what);
+            anyhow!("{}column {column}: {what}", line(relative).unwrap_or_default())
+        }
+        other => anyhow!(other),
+    }
 }
 
 fn id_of(object: &Map<String, Value>) -> Option<String> {
@@ -310,17 +323,26 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
                 });
             }
         };
-        if let Ok(Value::Object(object)) = formats::anthropic::parse_value(&line) {
+        // A first line that is a JSON object on its own (whatever its numbers).
+        let object_line = serde_json::from_str::<&RawValue>(&line)
+            .is_ok_and(|raw| raw.get().trim_start().starts_with('{'));
+        if object_line {
             return match next_line(reader.as_mut(), &mut number)? {
-                None => Ok(Reader {
-                    label: None,
-                    layout: Layout::Object,
-                    format,
-                    pending: Some(whole_object(object, format, Some(&line))),
-                    source: Rest::Done,
-                }),
+                None => {
+                    let value = formats::anthropic::parse_value(&line)
+                        .map_err(|e| json_error(e, Some(line_number)))?;
+                    let Value::Object(object) = value else {
+                        bail!("expected an object with `messages`, found {}", kind(&value));
+                    };
+                    Ok(Reader {
+                        label: None,
+                        layout: Layout::Object,
+                        format,
+                        pending: Some(whole_object(object, format, Some(&line))),
+                        source: Rest::Done,
+                    })
+                }
                 Some(second) => {
-                    drop(object);
                     let first_conversation = from_line(&line, line_number, format);
                     Ok(Reader {
                         label: None,
@@ -338,8 +360,7 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
         let mut bytes = line.into_bytes();
         reader.read_to_end(&mut bytes).context("cannot read the input")?;
         let text = utf8_text(bytes)?;
-        let value =
-            formats::anthropic::parse_value(&text).map_err(|e| invalid_json(&e, e.line()))?;
+        let value = formats::anthropic::parse_value(&text).map_err(|e| json_error(e, Some(1)))?;
         let Value::Object(object) = value else {
             bail!("expected an object with `messages`, found {}", kind(&value));
         };
@@ -372,6 +393,9 @@ fn document(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
     reader.read_to_end(&mut bytes).context("cannot read the input")?;
     let text = utf8_text(bytes)?;
     if let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(&text) {
+        // The messages are read one at a time below, as values: a number a value would
+        // change is refused first, unless a tool input keeps its text.
+        formats::anthropic::check_numbers(&text).map_err(|e| json_error(e, Some(1)))?;
         let conversation = detect_array(format, &items)
             .and_then(|format| {
                 let messages = if format == Format::Anthropic {
@@ -401,7 +425,7 @@ fn document(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
             source: Rest::Done,
         });
     }
-    let value = formats::anthropic::parse_value(&text).map_err(|e| invalid_json(&e, e.line()))?;
+    let value = formats::anthropic::parse_value(&text).map_err(|e| json_error(e, Some(1)))?;
     match value {
         Value::Object(object) => Ok(Reader {
             label: None,

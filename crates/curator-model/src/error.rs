@@ -33,6 +33,20 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A number whose value a 64-bit integer or a double cannot hold (`1E400`, an integer of
+    /// 20 digits or more, a decimal with more digits than a double keeps) outside a tool
+    /// call's input, where only a value would keep it: read, it would change.
+    #[error(
+        "line {line}, column {column}: the number `{number}` cannot be kept (a 64-bit integer or a double would change it); only a tool call's input keeps numbers as written"
+    )]
+    InexactNumber {
+        /// The line of the number, from 1.
+        line: usize,
+        /// Its column (in characters), from 1.
+        column: usize,
+        /// The number as written.
+        number: String,
+    },
     /// A required field is missing.
     #[error("message {index}: missing field `{field}`")]
     MissingField {

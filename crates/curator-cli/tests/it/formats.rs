@@ -94,8 +94,33 @@ fn a_number_out_of_range_outside_a_tool_input_is_refused_with_its_place() {
     let out = curator(&["curate", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("line 1, column 28: number out of range\n"), "{stderr}");
+    assert!(stderr.contains("line 1, column 24: the number `1e999` cannot be kept"), "{stderr}");
     assert_eq!(stderr.matches("column").count(), 1, "the place is said once: {stderr}");
+    // A value would change a 30-digit integer or a 40-digit decimal: refused by its place,
+    // in a JSON Lines file the other lines go on; a number a value holds (`0.70`) passes.
+    let lines = format!(
+        "{}\n{}\n{}\n",
+        anthropic_line()
+            .replace(r#""id": "n1""#, r#""id": "n1", "seed": 123456789012345678901234567890"#),
+        anthropic_line()
+            .replace(r#""id": "n1""#, r#""id": "n2", "t": 0.1000000000000000055511151231257827"#),
+        anthropic_line().replace(r#""id": "n1""#, r#""id": "n3", "t": 0.70"#),
+    );
+    let path = write(dir.path(), "in.jsonl", &lines);
+    let out = curator(&["curate", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "line 1: column 22: the number `123456789012345678901234567890` cannot be kept"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("line 2: column 19: the number `0.1000000000000000055511151231257827`"),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).contains(r#""id":"n3""#), "{}", text(&out.stdout));
 }
 
 /// A bare array of Anthropic messages, over several lines, keeps its numbers too.

@@ -129,42 +129,14 @@ impl Request {
 /// ```
 pub fn parse(json: &str) -> Result<Vec<Message>> {
     let inputs = exact::request_inputs(json);
-    let value = serde_json::from_str(json).or_else(|source| {
-        wide::value_keeping(json, inputs.iter().flatten().copied()).ok_or(Error::NotJson { source })
-    })?;
+    let value = match wide::value_keeping(json, inputs.iter().flatten().copied())? {
+        Some(value) => value,
+        None => serde_json::from_str(json).map_err(|source| Error::NotJson { source })?,
+    };
     read_request(&value, &inputs)
 }
 
-/// Parses the JSON text of a request, an array of messages or one message as [`parse`]
-/// reads it: a number a float cannot hold (`1E400`) is accepted inside a `tool_use` block's
-/// `input`, whose text [`parse`] keeps as the call's arguments, and stands as `0` in the
-/// value returned. Use it to look at a request's structure (its format, its fields) before
-/// reading it with [`parse`]; read the messages from the text, not from this value.
-///
-/// # Errors
-///
-/// The parser's error (with line and column) when the text is not JSON, or holds a number
-/// out of a float's range anywhere else.
-///
-/// # Examples
-///
-/// ```
-/// use curator::model::formats::anthropic;
-///
-/// let text = r#"[{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"n": 1E400}}]}]"#;
-/// assert_eq!(anthropic::parse_value(text)?[0]["content"][0]["input"]["n"], 0);
-/// assert_eq!(anthropic::parse(text)?[0].tool_calls()[0].arguments(), r#"{"n":1E400}"#);
-/// assert!(anthropic::parse_value(r#"{"max_tokens": 1E400}"#).is_err());
-/// Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn parse_value(json: &str) -> std::result::Result<Value, serde_json::Error> {
-    serde_json::from_str(json).or_else(|error| {
-        let mut inputs: Vec<&RawValue> =
-            exact::request_inputs(json).into_iter().flatten().collect();
-        inputs.extend(exact::response_inputs(json));
-        wide::value_keeping(json, inputs).ok_or(error)
-    })
-}
+pub use super::wide::{check_numbers, parse_value};
 
 /// Reads a request object (`system` and `messages`; other request fields are ignored) or a
 /// bare array of messages.
@@ -887,9 +859,10 @@ fn read_response(response: &Value, inputs: &[&RawValue]) -> Result<Message> {
 /// ```
 pub fn parse_response(json: &str) -> Result<Message> {
     let inputs = exact::response_inputs(json);
-    let value = serde_json::from_str(json).or_else(|source| {
-        wide::value_keeping(json, inputs.iter().copied()).ok_or(Error::NotJson { source })
-    })?;
+    let value = match wide::value_keeping(json, inputs.iter().copied())? {
+        Some(value) => value,
+        None => serde_json::from_str(json).map_err(|source| Error::NotJson { source })?,
+    };
     read_response(&value, &inputs)
 }
 

@@ -7,7 +7,9 @@
 //! it does not know are kept verbatim, and tool-call arguments keep their exact text (read
 //! and write JSON text, not `serde_json::Value`, to keep the numbers of Anthropic's
 //! `tool_use` inputs as written: see [`anthropic::to_json`]). Provider fields and verbatim
-//! parts go through `serde_json::Value`, whose numbers are 64-bit integers or doubles. Across
+//! parts go through `serde_json::Value`, whose numbers are 64-bit integers or doubles: the
+//! text readers ([`anthropic::parse`], [`anthropic::parse_value`]) refuse, by line and
+//! column, a number there that a value would change. Across
 //! formats, what one provider cannot express is left out (see each module).
 
 pub mod anthropic;
