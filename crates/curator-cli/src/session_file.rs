@@ -172,8 +172,9 @@ pub(crate) fn content_key(name: &str, messages: &[Message]) -> Result<String> {
 /// What became of one conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Recorded {
-    /// Recorded as a new evaluation, under this conversation id.
-    New { evaluation: EvaluationId, id: String, messages: usize },
+    /// Recorded as a new evaluation, under this conversation id; `renamed_from` is the id the
+    /// conversation gave, when another conversation's messages are recorded under it.
+    New { evaluation: EvaluationId, id: String, messages: usize, renamed_from: Option<String> },
     /// Already in the file under `key`: not recorded again.
     Skipped { key: String, evaluation: EvaluationId },
 }
@@ -223,17 +224,21 @@ impl Recorder {
         messages: &[Message],
     ) -> Result<Recorded> {
         let key = if own_id { id.to_owned() } else { content_key(id, messages)? };
-        let id = key.as_str();
-        let id = match self.known.get(id) {
-            Some(&evaluation) if !self.again => {
-                return Ok(Recorded::Skipped { key, evaluation });
+        // The conversation's id, or the first of `ID (2)`, `ID (3)`, … that is free; a
+        // conversation already recorded under one of them (the same messages) is skipped,
+        // unless recorded again on purpose.
+        let mut n = 1;
+        let id = loop {
+            let candidate = if n == 1 { key.clone() } else { format!("{key} ({n})") };
+            match self.known.get(&candidate) {
+                None => break candidate,
+                Some(&evaluation) if !self.again && self.holds(evaluation, messages)? => {
+                    return Ok(Recorded::Skipped { key: candidate, evaluation });
+                }
+                Some(_) => n += 1,
             }
-            Some(_) => (2..usize::MAX)
-                .map(|n| format!("{id} ({n})"))
-                .find(|candidate| !self.known.contains_key(candidate))
-                .unwrap_or_else(|| id.to_owned()),
-            None => id.to_owned(),
         };
+        let renamed_from = (n > 1 && !self.again).then(|| key.clone());
         let evaluation = EvaluationId::new();
         let prompt = PromptRef::new(NAMESPACE, id.clone());
         let mut turn = 0;
@@ -251,7 +256,22 @@ impl Recorder {
             .collect::<Result<Vec<_>, _>>()?;
         self.store.append_batch(&SessionKey::new(id.clone()), &entries)?;
         self.known.insert(id.clone(), evaluation);
-        Ok(Recorded::New { evaluation, id, messages: entries.len() })
+        Ok(Recorded::New { evaluation, id, messages: entries.len(), renamed_from })
+    }
+
+    /// Whether `evaluation` holds exactly `messages`.
+    fn holds(&self, evaluation: EvaluationId, messages: &[Message]) -> Result<bool> {
+        let mut recorded = Vec::with_capacity(messages.len());
+        let mut longer = false;
+        self.store.entries_in_pages(evaluation, 2_000, &mut |page| {
+            recorded.extend(page.into_iter().map(|e| e.message));
+            if recorded.len() > messages.len() {
+                longer = true;
+                return std::ops::ControlFlow::Break(());
+            }
+            std::ops::ControlFlow::Continue(())
+        })?;
+        Ok(!longer && recorded == messages)
     }
 }
 

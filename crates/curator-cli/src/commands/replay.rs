@@ -277,7 +277,15 @@ fn replay_all(
             };
             if let Some(recorder) = &mut recorder {
                 match recorder.record(&replayed.id, own_id, history.messages())? {
-                    Recorded::New { .. } => new_ones += 1,
+                    Recorded::New { id, renamed_from, .. } => {
+                        new_ones += 1;
+                        if let Some(given) = renamed_from {
+                            progress.break_line();
+                            note!(
+                                "{given}: another conversation with this id, whose messages differ, is already recorded; recorded this one as `{id}`"
+                            );
+                        }
+                    }
                     Recorded::Skipped { key, evaluation } => {
                         skipped += 1;
                         progress.break_line();

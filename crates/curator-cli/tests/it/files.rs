@@ -88,6 +88,37 @@ fn db_skips_a_conversation_already_recorded_or_records_it_under_a_new_id() {
     assert!(listing.contains("replay/c0 (2)") && listing.contains("replay/c1 (2)"), "{listing}");
 }
 
+/// Two conversations that give one id but hold different messages are both recorded, the
+/// second under `ID (2)` with a note; replayed again, each is recognised and skipped.
+#[test]
+fn db_records_two_conversations_that_share_an_id_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |user: &str| {
+        json!({"id": "same", "messages": [{"role": "user", "content": user},
+            {"role": "assistant", "content": "ok"}]})
+        .to_string()
+    };
+    let file = write(dir.path(), "dup.jsonl", &format!("{}\n{}\n", line("hello"), line("other")));
+    let db = dir.path().join("s.db");
+    let replay = || curator(&["replay", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    let out = replay();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("recorded 2 conversations into"), "{stderr}");
+    assert!(
+        stderr.contains("same: another conversation with this id, whose messages differ, is already recorded; recorded this one as `same (2)`"),
+        "{stderr}"
+    );
+    let out = replay();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("recorded 0 conversations") && stderr.contains("2 already there, skipped"),
+        "{stderr}"
+    );
+    let listing = text(&curator(&["inspect", db.to_str().unwrap()]).stdout);
+    assert!(listing.contains(": 2 evaluations\n"), "{listing}");
+}
+
 /// Conversations without an `id` are named by their file, and recorded by what they hold:
 /// two different ones are both recorded, the same one replayed again is skipped.
 #[test]
