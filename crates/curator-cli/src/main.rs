@@ -120,6 +120,10 @@ enum Command {
         /// `claude-sonnet-4-5`, ...), prompt cache counted.
         #[arg(long, value_name = "NAME")]
         model: Option<String>,
+        /// Print session keys and prompt names as recorded: a secret in one (a token in a
+        /// key) is redacted unless this is given.
+        #[arg(long)]
+        show_secrets: bool,
     },
     /// Delete what is no longer needed: a session (`--key`), all but the last evaluations of
     /// each session (`--keep-last N`), or those older than a date or an age
@@ -240,9 +244,11 @@ fn run(command: Command) -> Result<ExitCode> {
                 },
             )
         }
-        Command::Inspect { db, key, model } => {
+        Command::Inspect { db, key, model, show_secrets } => {
             let prices = billed::prices_of(model.as_deref())?;
-            output::out_str(&inspect::run(&db, key.as_deref(), prices.as_ref())?)?;
+            let redactor = (!show_secrets).then(curator::strategies::Redactor::new);
+            let listing = inspect::run(&db, key.as_deref(), prices.as_ref(), redactor.as_ref())?;
+            output::out_str(&listing)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Prune { db, key, keep_last, older_than, dry_run, vacuum } => {

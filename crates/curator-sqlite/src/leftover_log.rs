@@ -33,7 +33,11 @@ impl PrivateCopy {
             match builder.create(&candidate) {
                 Ok(()) => break candidate,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(e),
+                Err(e) => {
+                    // Name the folder (`TMPDIR` may name one that is not there).
+                    let message = format!("creating {}: {e}", candidate.display());
+                    return Err(std::io::Error::new(e.kind(), message));
+                }
             }
         };
         let copy = Self { file: dir.join(name), dir };

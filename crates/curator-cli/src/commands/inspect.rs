@@ -9,6 +9,7 @@ use anyhow::Result;
 use curator::conversation_loop::{SavedLoop, saved_loops};
 use curator::model::{EvaluationId, Message, Role, pending_tool_calls};
 use curator::session::{SessionKey, SessionStore, Usage, recorded_usage};
+use curator::strategies::Redactor;
 use curator::strategies::bill::Prices;
 
 use crate::billed;
@@ -21,7 +22,18 @@ const KEY_CHARS: usize = 80;
 /// Evaluations (all, or those of one session key) with their key, message counts, turns,
 /// first and last time, pending tool calls, and the usage recorded for their model calls
 /// (priced at `prices`, when given); the columns are as wide as their longest value.
-pub(crate) fn run(path: &Path, key: Option<&str>, prices: Option<&Prices>) -> Result<String> {
+pub(crate) fn run(
+    path: &Path,
+    key: Option<&str>,
+    prices: Option<&Prices>,
+    redactor: Option<&Redactor>,
+) -> Result<String> {
+    // Keys and prompt names are shown redacted (unless no redactor is given): a token a
+    // caller put in a key is no more printed than in `curator trace`.
+    let shown = |text: String| match redactor {
+        Some(redactor) => redactor.redact(&text).into_owned(),
+        None => text,
+    };
     let store = session_file::open_read_only(path)?;
     let evaluations = match key {
         Some(key) => store.evaluations_of(&SessionKey::new(key))?,
@@ -42,8 +54,8 @@ pub(crate) fn run(path: &Path, key: Option<&str>, prices: Option<&Prices>) -> Re
         let pending = pending_calls(&*store, e.evaluation_id, PAGE)?;
         rows.push([
             e.evaluation_id.to_string(),
-            e.key.shortened(KEY_CHARS),
-            e.prompt.as_ref().map_or_else(|| "-".to_owned(), |p| visible(&p.to_string())),
+            shown(e.key.shortened(KEY_CHARS)),
+            e.prompt.as_ref().map_or_else(|| "-".to_owned(), |p| shown(visible(&p.to_string()))),
             e.messages.to_string(),
             e.turns.to_string(),
             e.first_at.format("%Y-%m-%d %H:%M:%S").to_string(),
@@ -82,7 +94,7 @@ pub(crate) fn run(path: &Path, key: Option<&str>, prices: Option<&Prices>) -> Re
                 (None, false) => "finished".to_owned(),
             };
             rows.push([
-                SessionKey::new(l.key.as_str()).shortened(KEY_CHARS),
+                shown(SessionKey::new(l.key.as_str()).shortened(KEY_CHARS)),
                 visible(&l.name),
                 l.state.turns.len().to_string(),
                 l.state.iteration.to_string(),

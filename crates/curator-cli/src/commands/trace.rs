@@ -66,8 +66,11 @@ pub(crate) fn run(
     let store = session_file::open_read_only(path)?;
     let key = which.key.map(SessionKey::new);
     let latest = match (which.evaluation, &key) {
-        // The parse error names the id and what is wrong with it.
-        (Some(id), _) => Some(id.parse::<EvaluationId>()?),
+        (Some(id), _) => Some(id.parse::<EvaluationId>().map_err(|_| {
+            anyhow::anyhow!(
+                "--evaluation `{id}` is not an evaluation id (a UUID, as `curator inspect` lists them)"
+            )
+        })?),
         (None, Some(key)) => store.evaluations_of(key)?.last().map(|s| s.evaluation_id),
         (None, None) => store.latest_evaluation()?,
     };

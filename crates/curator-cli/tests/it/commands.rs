@@ -301,7 +301,7 @@ fn messages_say_it_once_and_missing_inputs_stop_before_any_output() {
         curator(&["replay", file.to_str().unwrap(), "--db", db.to_str().unwrap()]).status.success()
     );
     let out = curator(&["trace", db.to_str().unwrap(), "--evaluation", "123"]);
-    fails_with(&out, 2, "invalid evaluation id `123`");
+    fails_with(&out, 2, "--evaluation `123` is not an evaluation id");
     assert_eq!(text(&out.stderr).matches("123").count(), 1, "{}", text(&out.stderr));
 
     let missing = dir.path().join("missing.jsonl");
@@ -496,4 +496,22 @@ fn replay_shows_progress_through_a_long_conversation_on_a_terminal() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let shown = text(&out.stdout);
     assert!(shown.contains("conversation long: 1001/1001 messages replayed (100%)"), "{shown}");
+}
+
+/// A secret in a session key (a token in a conversation's id) is redacted in `inspect`'s
+/// listing unless `--show-secrets` is given.
+#[test]
+fn inspect_redacts_a_secret_in_a_session_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "ghp_R8kQ2vX7mT4yL9wN3bP6cH1dF5sJ0gZaE2uK8";
+    let conversation = json!({"id": format!("deploy {token}"), "messages": [
+        {"role": "user", "content": "go"}, {"role": "assistant", "content": "done"}]});
+    let file = write(dir.path(), "c.json", &conversation.to_string());
+    let db = dir.path().join("s.db");
+    let out = curator(&["replay", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listing = text(&curator(&["inspect", db.to_str().unwrap()]).stdout);
+    assert!(!listing.contains(token) && listing.contains("deploy [REDACTED:"), "{listing}");
+    let shown = curator(&["inspect", db.to_str().unwrap(), "--show-secrets"]);
+    assert!(text(&shown.stdout).contains(token), "{}", text(&shown.stdout));
 }
