@@ -201,6 +201,15 @@ impl From<Error> for curator_session::Error {
     }
 }
 
+/// How rows are checked and decoded, with errors naming this store.
+pub(crate) const CODEC: curator_session::rows::RowCodec =
+    curator_session::rows::RowCodec::new("sqlite");
+
+/// A SQLite failure as a session-layer store error, with its kind.
+pub(crate) fn store_error(e: rusqlite::Error) -> curator_session::Error {
+    curator_session::Error::store("sqlite", kind_of(&e), "the database failed", Some(Box::new(e)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,11 +235,3 @@ mod tests {
     }
 }
 
-/// How rows are checked and decoded, with errors naming this store.
-pub(crate) const CODEC: curator_session::rows::RowCodec =
-    curator_session::rows::RowCodec::new("sqlite");
-
-/// A SQLite failure as a session-layer store error, with its kind.
-pub(crate) fn store_error(e: rusqlite::Error) -> curator_session::Error {
-    curator_session::Error::store("sqlite", kind_of(&e), "the database failed", Some(Box::new(e)))
-}
