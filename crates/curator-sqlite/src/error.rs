@@ -234,4 +234,3 @@ mod tests {
         assert_eq!(busy.to_string(), "s.db: migrating: busy or locked by another writer");
     }
 }
-

@@ -11,7 +11,7 @@ use curator::strategies::{History, HistoryManagerExt, TokenCounter, View};
 use serde_json::Value;
 
 use crate::input::{self, Conversation, Format, Layout, Source};
-use crate::output::{Chain, note};
+use crate::output::{Chain, note, plural};
 use crate::pipeline::PipelineArgs;
 
 fn tokens(
@@ -260,6 +260,15 @@ fn curate_one(
         Format::Anthropic => formats::anthropic::adapt(&sent),
         _ => formats::openai::adapt(&sent),
     });
+    match target {
+        _ if target == format => {}
+        Format::Openai => left_out_fields(&id, &sent, curator::model::Format::OpenAi, "openai"),
+        Format::Anthropic => {
+            left_out_fields(&id, &sent, curator::model::Format::Anthropic, "anthropic");
+        }
+        // Responses items carry every message as it is.
+        Format::Responses | Format::Auto => {}
+    }
     if options.check {
         let checked = match (&adapted, target) {
             (Some(adapted), Format::Anthropic) => validate::anthropic_request(adapted),
@@ -353,5 +362,36 @@ impl serde::Serialize for Document {
             }
         }
         map.end()
+    }
+}
+
+/// Says which fields of the messages (and their tool calls) the conversion to `target`
+/// leaves out: fields another format keeps that `target` has no place for.
+fn left_out_fields<M: std::borrow::Borrow<curator::model::Message>>(
+    id: &str,
+    messages: &[M],
+    target: curator::model::Format,
+    flag: &str,
+) {
+    let mut names = std::collections::BTreeSet::new();
+    let mut holding = 0;
+    for message in messages {
+        let message = message.borrow();
+        let extras = std::iter::once(message.extra())
+            .chain(message.tool_calls().iter().map(curator::model::ToolCall::extra));
+        let mut held = false;
+        for extra in extras.flatten().filter(|e| e.format() != target) {
+            held = true;
+            names.extend(extra.fields().keys().cloned());
+        }
+        holding += usize::from(held);
+    }
+    if !names.is_empty() {
+        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        note!(
+            "{id}: --to {flag} leaves out fields it has no place for: {} ({})",
+            names.join(", "),
+            plural(holding, "message", "messages")
+        );
     }
 }

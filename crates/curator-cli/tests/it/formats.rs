@@ -202,3 +202,23 @@ fn check_refuses_tools_in_the_other_shape() {
     let (out, _) = run(&["--check"], &request);
     fails_with(&out, 1, "tool 0: field `type` is OpenAI's `function` shape");
 }
+
+/// Converting says which fields of the messages the other format has no place for.
+#[test]
+fn a_conversion_names_the_fields_it_leaves_out() {
+    let request = json!({"messages": [
+        {"role": "user", "content": "do it", "weight": 1.5, "z": 1},
+        {"role": "assistant", "content": "done"}]});
+    let (out, doc) = run(&["--format", "anthropic", "--to", "openai"], &request);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(doc.unwrap()["messages"][0], json!({"role": "user", "content": "do it"}));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "--to openai leaves out fields it has no place for: `weight`, `z` (1 message)"
+        ),
+        "{stderr}"
+    );
+    let (out, _) = run(&["--format", "anthropic"], &request);
+    assert!(!text(&out.stderr).contains("leaves out"), "{}", text(&out.stderr));
+}
