@@ -568,7 +568,7 @@ impl<S: SessionStore> Conversation<S> {
     }
 
     /// Records the result of one tool call the moment the caller has it: any `Result` whose
-    /// sides turn into [`Content`] (a `Result<String, String>`, a [`ToolOutcome`], ...); an
+    /// sides turn into [`Content`] (a `Result<String, String>`, a [`ToolOutcome`](crate::ToolOutcome), ...); an
     /// `Err` is recorded as a failed result.
     ///
     /// # Examples
