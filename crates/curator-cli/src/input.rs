@@ -251,8 +251,14 @@ fn json_error(error: curator::model::Error, first: Option<usize>) -> anyhow::Err
             let message = source.to_string();
             let place = format!(" at line {} column {}", source.line(), source.column());
             let what = message.strip_suffix(&place).unwrap_or(&message);
-            let at = line(source.line()).unwrap_or_default();
-            anyhow!("invalid JSON at {at}column {}: {what}", source.column())
+            match line(source.line()) {
+                Some(at) => anyhow!("invalid JSON at {at}column {}: {what}", source.column()),
+                // A line of JSON Lines that ends too soon: the parser is past its end.
+                None if source.line() > 1 || source.column() == 0 => {
+                    anyhow!("invalid JSON at the end of the line: {what}")
+                }
+                None => anyhow!("invalid JSON at column {}: {what}", source.column()),
+            }
         }
         Error::InexactNumber { line: relative, column, number } => {
             let said = Error::InexactNumber { line: relative, column, number }.to_string();
@@ -877,7 +883,7 @@ mod tests {
         assert!(error.contains("line 2") && error.contains("unknown role `wizard`"), "{error}");
         let (id, error) = outcome[2].clone().unwrap_err();
         assert_eq!(id, "line 3");
-        assert!(error.contains("invalid JSON at line 3"), "{error}");
+        assert!(error.contains("invalid JSON at the end of the line: EOF"), "{error}");
         assert_eq!(outcome[3], Ok("good-2".to_owned()));
     }
 
