@@ -379,7 +379,11 @@ fn left_out_fields<M: std::borrow::Borrow<curator::model::Message>>(
         let message = message.borrow();
         let extras = std::iter::once(message.extra())
             .chain(message.tool_calls().iter().map(curator::model::ToolCall::extra));
-        let mut held = false;
+        // OpenAI's tool messages say nothing of a failed result.
+        let mut held = target == curator::model::Format::OpenAi && message.is_error();
+        if held {
+            names.insert("is_error".to_owned());
+        }
         for extra in extras.flatten().filter(|e| e.format() != target) {
             held = true;
             names.extend(extra.fields().keys().cloned());

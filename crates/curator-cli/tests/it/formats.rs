@@ -221,4 +221,15 @@ fn a_conversion_names_the_fields_it_leaves_out() {
     );
     let (out, _) = run(&["--format", "anthropic"], &request);
     assert!(!text(&out.stderr).contains("leaves out"), "{}", text(&out.stderr));
+    let failed = json!({"messages": [u("go"),
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "no", "is_error": true}]},
+        {"role": "assistant", "content": "sorry"}]});
+    let (out, _) = run(&["--format", "anthropic", "--to", "openai"], &failed);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("leaves out fields it has no place for: `is_error` (1 message)"),
+        "{}",
+        text(&out.stderr)
+    );
 }

@@ -41,19 +41,22 @@ const OWN: &[(&str, &str)] = &[
     // A JSON member (`"password": "…"`) has a quote between the key and the colon.
     (
         "password_assignment",
-        r#"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)["']?\s*[=:]\s*["']?(?P<secret>[^\s"'(){}\[\];,<>]{4,})(?:["'\s;,]|$)"#,
+        r#"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)["']?[ \t]*[=:][ \t]*["']?(?P<secret>[^\s"'(){}\[\];,<>]{4,})(?:["'\s;,]|$)"#,
     ),
     // A quoted passphrase (words with spaces between them) is taken whole, quotes left.
     (
         "password_assignment",
-        r#"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)"?\s*[=:]\s*"(?P<secret>[^"\s][^"\n]*?\s[^"\n]*?[^"\s])""#,
+        r#"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)"?[ \t]*[=:][ \t]*"(?P<secret>[^"\s][^"\n]*?\s[^"\n]*?[^"\s])""#,
     ),
     (
         "password_assignment",
-        r"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)'?\s*[=:]\s*'(?P<secret>[^'\s][^'\n]*?\s[^'\n]*?[^'\s])'",
+        r"(?i)\b(?:[a-z0-9_]*_)?(?:[a-z]{0,8}(?:password|passwd)|pwd)'?[ \t]*[=:][ \t]*'(?P<secret>[^'\s][^'\n]*?\s[^'\n]*?[^'\s])'",
     ),
     // A quoted value given to a `secret` (`client_secret`, `app_secret`, `secret`).
-    ("secret_assignment", r#"(?i)(?:\b|_)secret["']?\s*[=:]\s*["'](?P<secret>[^"'\s]{8,})["']"#),
+    (
+        "secret_assignment",
+        r#"(?i)(?:\b|_)secret["']?[ \t]*[=:][ \t]*["'](?P<secret>[^"'\s]{8,})["']"#,
+    ),
     // A token in a URL's query (`?access_token=…&`).
     (
         "token_parameter",
@@ -79,7 +82,7 @@ const OWN: &[(&str, &str)] = &[
     // A `SECRET_KEY` (Django's, Flask's, any framework's) assigned a long literal.
     (
         "secret_key_assignment",
-        r#"(?i)\b(?:[a-z0-9_]*_)?secret_key["']?\s*[=:]\s*["']?(?P<secret>[^\s"']{16,})"#,
+        r#"(?i)\b(?:[a-z0-9_]*_)?secret_key["']?[ \t]*[=:][ \t]*["']?(?P<secret>[^\s"']{16,})"#,
     ),
     // Neither set knows the key id of a GCP service account file.
     ("gcp_private_key_id", r#"(?i)\bprivate_key_id["']?\s*[:=]\s*["']?(?P<secret>[0-9a-f]{40})\b"#),

@@ -43,6 +43,12 @@ const CASES: &[(&str, &str, &str, &str)] = &[
         "AWS_SECRET_ACCESS_KEY = ${AWS_SECRET}\n",
     ),
     (
+        "password after an empty one (the next line is its own)",
+        "PASSWORD=\nDB_PASSWORD=Tr0ub4dor&3x\nNEXT=value",
+        "Tr0ub4dor&3x",
+        "PASSWORD=\nNEXT=value\n",
+    ),
+    (
         "quoted passphrase in JSON",
         r#"{"password": "correct horse battery staple", "user": "ann"}"#,
         "correct horse battery staple",
