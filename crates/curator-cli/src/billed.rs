@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use anyhow::Result;
+use curator::client::Usage;
 use curator::model::Message;
-use curator::session::Usage;
 use curator::strategies::bill::{Biller, Block, CacheRule, CallBill, Prices, Request, RequestEnd};
 use curator::strategies::{MessageRef, RelevanceBudget, TokenCounter, View};
 use serde_json::Value;

@@ -113,17 +113,10 @@ pub enum Error {
         /// What to call instead.
         hint: &'static str,
     },
-    /// An HTTP chat step failed (feature `openai`).
-    #[error("chat completions at {url}: {reason}")]
-    Http {
-        /// The endpoint.
-        url: String,
-        /// What failed: the status and the start of the body, a timeout, a malformed answer.
-        reason: String,
-        /// The underlying error, when there is one.
-        #[source]
-        source: Option<BoxError>,
-    },
+    /// A model step's call failed: the client's error, with the provider's own words
+    /// where it gave them.
+    #[error(transparent)]
+    Model(#[from] curator_client::ClientError),
     /// A step failed (`failed`), and saving the completed iteration before it, left to this
     /// one, failed too (`source`): that iteration is still in the loop's memory and the next
     /// successful save writes it; a process that ends now loses it.

@@ -11,8 +11,8 @@
 //! - [`ConversationTurn`] and [`LoopState`]: the model, serialisable with serde.
 //! - [`LoopConfig`] (TOML or JSON, checked at load) and [`Defaults`] (the application's
 //!   `[conversation.history_management]` table).
-//! - [`Step`]: agent, human-in-the-loop and plain steps; [`FnStep`], [`Hitl`] and, with the
-//!   `openai` feature (on by default), [`OpenAiChat`].
+//! - [`Step`]: agent, human-in-the-loop and plain steps; [`FnStep`], [`Hitl`] and
+//!   [`ModelStep`] (any `curator::client::ModelClient`).
 //! - [`ConversationLoop`], built by [`LoopBuilder`]: `run`, `resume`, `preview`.
 //! - [`HistoryTemplate`]: the sandboxed minijinja template of prompt-only injection.
 //! - [`TraceSink`]: the redacted message sets agents were sent.
@@ -50,8 +50,7 @@ mod config;
 mod driver;
 mod error;
 mod inject;
-#[cfg(feature = "openai")]
-mod openai;
+mod model_step;
 mod persist;
 mod step;
 mod template;
@@ -68,8 +67,7 @@ pub use config::{
 };
 pub use driver::{ConversationLoop, FinishReason, LoopOutcome, Progress};
 pub use error::{Error, Result};
-#[cfg(feature = "openai")]
-pub use openai::OpenAiChat;
+pub use model_step::ModelStep;
 pub use persist::{ErasedLoops, LOOP_CHECKPOINT_FORMAT, SavedLoop, erase_loops, saved_loops};
 pub use step::{FnStep, Hitl, Injection, Output, Step, StepCall, StepKind, StepOutcome};
 pub use template::{DEFAULT_TEMPLATE, HistoryTemplate};

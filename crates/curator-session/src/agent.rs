@@ -8,12 +8,12 @@ use std::time::Duration;
 use curator_model::{Message, PromptRef, Role};
 use curator_strategies::{CurationContext, HistoryManager, Redactor, StrategyConfig};
 
-use crate::Usage;
-use crate::client::{ModelClient, ModelRequest};
 use crate::{
     Claim, ClaimStore, Conversation, Error, Keyed, NextStep, Result, ResumePolicy, SessionKey,
     SessionStore, ToolContext, ToolError, Tools,
 };
+use curator_client::Usage;
+use curator_client::{ModelClient, ModelRequest};
 
 /// The history budget of an agent that names none, in tokens.
 pub const DEFAULT_AGENT_MAX_TOKENS: u64 = 32_000;
@@ -49,7 +49,8 @@ pub enum AgentEnd {
 ///
 /// ```
 /// use curator::model::Message;
-/// use curator::session::{AgentEnd, AgentOutcome, Usage};
+/// use curator::client::Usage;
+/// use curator::session::{AgentEnd, AgentOutcome};
 ///
 /// let outcome = AgentOutcome::new(AgentEnd::Answered(Message::assistant("4")), Usage::new(1_200, 3), 1);
 /// assert_eq!(outcome.answer().map(|m| m.text().into_owned()), Some("4".into()));
@@ -172,7 +173,7 @@ struct Parts {
 ///
 /// ```
 /// use curator::model::{Message, Role, ToolCall};
-/// use curator::session::client::{ClientError, ModelClient, ModelReply, ModelRequest};
+/// use curator::client::{ClientError, ModelClient, ModelReply, ModelRequest};
 /// use curator::session::{Agent, MemoryStore, Tools};
 /// use serde_json::json;
 ///
@@ -302,7 +303,7 @@ impl Agent {
     ///
     /// ```
     /// use curator::model::Message;
-    /// use curator::session::client::{ClientError, ModelClient, ModelReply, ModelRequest};
+    /// use curator::client::{ClientError, ModelClient, ModelReply, ModelRequest};
     /// use curator::session::{Agent, MemoryStore, SessionStore, Tools};
     ///
     /// struct Noted;
@@ -430,7 +431,7 @@ impl Agent {
     ///
     /// ```
     /// use curator::model::{Message, Role, ToolCall};
-    /// use curator::session::client::{ClientError, ModelClient, ModelReply, ModelRequest};
+    /// use curator::client::{ClientError, ModelClient, ModelReply, ModelRequest};
     /// use curator::session::{Agent, AgentEnd, MemoryStore, ToolError, Tools};
     /// use serde_json::json;
     ///
@@ -488,7 +489,7 @@ impl Agent {
     ///
     /// ```
     /// use curator::model::Message;
-    /// use curator::session::client::{ClientError, ModelClient, ModelReply, ModelRequest};
+    /// use curator::client::{ClientError, ModelClient, ModelReply, ModelRequest};
     /// use curator::session::{Agent, MemoryStore, Tools};
     /// use std::sync::Arc;
     ///

@@ -337,7 +337,7 @@ pub enum Error {
         /// The model calls this `ask` made.
         model_calls: u32,
         /// What they took, as their clients reported it.
-        usage: crate::Usage,
+        usage: curator_client::Usage,
     },
     /// Curation failed while building a request.
     #[error(transparent)]
@@ -376,5 +376,11 @@ impl Error {
     /// ```
     pub fn is_retryable(&self) -> bool {
         matches!(self, Error::Store { kind, .. } if kind.is_retryable())
+    }
+}
+
+impl From<curator_client::ClientError> for Error {
+    fn from(error: curator_client::ClientError) -> Self {
+        Error::Provider(Box::new(error))
     }
 }

@@ -1,6 +1,7 @@
 //! The authoritative record of agent conversations.
 //!
-//! This crate sits on [`curator_strategies`] and [`curator_model`]. It keeps the **record**
+//! This crate sits on [`curator_strategies`], [`curator_model`] and the model-client
+//! traits of [`curator_client`] (it does no I/O of its own but the store's). It keeps the **record**
 //! (every message, in order, written the moment it exists) apart from the **view** (what a
 //! strategy builds from the record for the next provider call):
 //!
@@ -20,8 +21,8 @@
 //!   conversation with provider and tool closures.
 //! - [`rows`]: for store implementations, the row codec of the SQL stores, with one policy
 //!   for rows that cannot be read.
-//! - Features `openai` and `anthropic`: `client`, model clients (`OpenAiClient`,
-//!   `AnthropicClient`) behind one `ModelClient` trait, with retries and typed errors.
+//! - [`Agent`]: a model client (any [`ModelClient`](curator_client::ModelClient)), tools,
+//!   the default pipeline and exactly-once resume around the plain conversation.
 //! - Feature `tokio`: `AsyncDriver`, the one async wrapper of any driver (its store I/O on
 //!   tokio's blocking threads), `drive_async`, the loop over it, and `AsyncConversation` and
 //!   `run_async`, the plain conversation's conveniences on them.
@@ -54,7 +55,6 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#[cfg(any(feature = "openai", feature = "anthropic"))]
 mod agent;
 #[cfg(feature = "tokio")]
 mod async_conversation;
@@ -62,8 +62,6 @@ mod async_conversation;
 mod async_driver;
 mod checkpoint;
 mod claim;
-#[cfg(any(feature = "openai", feature = "anthropic"))]
-pub mod client;
 mod conversation;
 mod driver;
 mod error;
@@ -84,10 +82,8 @@ mod summaries;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tools;
-mod usage;
 mod usage_record;
 
-#[cfg(any(feature = "openai", feature = "anthropic"))]
 pub use agent::{
     Agent, AgentEnd, AgentOutcome, DEFAULT_AGENT_LEASE, DEFAULT_AGENT_MAX_TOKENS,
     DEFAULT_AGENT_MAX_TURNS,
@@ -116,5 +112,4 @@ pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};
 #[cfg(feature = "tokio")]
 pub use tokio::task::JoinError;
 pub use tools::{ToolError, ToolInput, Tools};
-pub use usage::Usage;
 pub use usage_record::{CallUsage, recorded_usage};

@@ -4,7 +4,9 @@
 use curator_model::EvaluationId;
 use serde_json::{Value, json};
 
-use crate::{Conversation, Error, Result, SessionStore, StoreErrorKind, Usage};
+use curator_client::Usage;
+
+use crate::{Conversation, Error, Result, SessionStore, StoreErrorKind};
 
 /// The checkpoint that holds an evaluation's usage: `curator.usage/<evaluation>`, deleted
 /// with the evaluation.
@@ -37,7 +39,8 @@ impl<S: SessionStore> Conversation<S> {
     ///
     /// ```
     /// use curator::model::{Message, PromptRef};
-    /// use curator::session::{Conversation, MemoryStore, Usage, recorded_usage};
+    /// use curator::client::Usage;
+    /// use curator::session::{Conversation, MemoryStore, recorded_usage};
     ///
     /// let store = MemoryStore::new();
     /// let mut c = Conversation::open(&store, "job-1", PromptRef::new("demo", "agent"), Message::system("s"))?;

@@ -56,8 +56,6 @@ mod filter;
 mod fx;
 mod guard;
 mod history;
-#[cfg(feature = "http")]
-pub mod http;
 mod manager;
 mod map;
 mod memo;
@@ -91,15 +89,13 @@ pub use events::{
 pub use filter::ToolFilter;
 pub use history::History;
 pub use manager::{HistoryManager, Passthrough, Then};
-pub use map::MessageMap;
+pub use map::{MessageMap, stable_hash};
 pub use observed::Observed;
 pub use redact::Redactor;
 pub use relevance::{
     MAX_NOTE_TOKENS, MAX_TOOL_RESULT_CHARS, MIN_TOOL_RESULT_CHARS, RelevanceBudget,
 };
 pub use stable::StableBudget;
-#[cfg(feature = "openai-compatible")]
-pub use summarize::OpenAiCompatible;
 pub use summarize::{
     Extractive, FnSummarizer, MemorySummaryStore, OnError, Summarize, Summarizer, SummaryStore,
     Threshold,

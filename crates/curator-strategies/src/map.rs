@@ -136,8 +136,20 @@ pub(crate) fn chain_key(previous: Option<u64>, next: Option<u64>) -> Option<u64>
     Some(h)
 }
 
-/// A stable 64-bit hash of bytes (FNV-1a), for memo keys derived from options.
-pub(crate) fn stable_hash(parts: &[&[u8]]) -> u64 {
+/// A stable 64-bit hash of byte strings (FNV-1a, each part followed by a byte no UTF-8 text
+/// holds), for memo keys derived from options: the same on every platform, in every process
+/// and build (the standard hasher promises neither), so summaries memoised under it are
+/// found again by the next process.
+///
+/// # Examples
+///
+/// ```
+/// use curator::strategies::stable_hash;
+///
+/// assert_eq!(stable_hash(&[b"a", b"bc"]), stable_hash(&[b"a", b"bc"]));
+/// assert_ne!(stable_hash(&[b"a", b"bc"]), stable_hash(&[b"ab", b"c"]));
+/// ```
+pub fn stable_hash(parts: &[&[u8]]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
         for byte in part.iter().chain(&[0xff]) {

@@ -41,7 +41,7 @@ pub enum Error {
     /// A model call failed (features `openai`, `anthropic`).
     #[cfg(any(feature = "openai", feature = "anthropic"))]
     #[error(transparent)]
-    Client(Box<curator_session::client::ClientError>),
+    Client(Box<curator_client::ClientError>),
     /// Opening a SQLite store failed.
     #[cfg(feature = "sqlite")]
     #[error(transparent)]
@@ -82,7 +82,7 @@ from_module_errors!(
     Strategy(curator_strategies::Error),
     Session(curator_session::Error),
     #[cfg(any(feature = "openai", feature = "anthropic"))]
-    Client(curator_session::client::ClientError),
+    Client(curator_client::ClientError),
     #[cfg(feature = "sqlite")]
     Sqlite(curator_sqlite::Error),
     #[cfg(feature = "postgres")]

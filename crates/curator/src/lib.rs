@@ -93,13 +93,14 @@
 //! | module | feature | what it holds |
 //! |---|---|---|
 //! | [`model`] | always | messages, tool calls, entries; the OpenAI and Anthropic formats; validation |
-//! | [`strategies`] | always (`tiktoken`: exact OpenAI token counts; `openai-compatible`: a summarizer that calls a model) | `HistoryManager` and the strategies: windows, turn limits, token and relevance budgets, truncation, clearing, summaries, redaction, composition |
-//! | [`session`] | always (`tokio`: the async driver; `openai`, `anthropic`: model clients) | the record: `SessionStore`, `MemoryStore`, session keys, claims, the `Conversation` driver, snapshots; `session::client`: calls to OpenAI and Anthropic models with retries |
+//! | [`strategies`] | always (`tiktoken`: exact OpenAI token counts) | `HistoryManager` and the strategies: windows, turn limits, token and relevance budgets, truncation, clearing, summaries, redaction, composition |
+//! | [`client`] | always (`openai`, `anthropic`: the HTTP clients; `tokio`: async calls) | `ModelClient`, the one trait under every model call; `OpenAiClient` and `AnthropicClient` with retries, usage with prompt-cache counts and cache breakpoints; `ModelSummarizer` |
+//! | [`session`] | always (`tokio`: the async driver) | the record: `SessionStore`, `MemoryStore`, session keys, claims, the `Conversation` driver, `Agent`, snapshots |
 //! | `sqlite` | `sqlite` (default) | `SqliteStore`: the embedded, crash-safe store on one file |
 //! | `postgres` | `postgres` (`postgres-tls`: encrypted connections) | `PgStore`: one record shared by workers on many machines |
 //! | `coalesce` | `coalesce` | `SingleUserCoalesced`, for code-executing agents: the history as one user message |
 //! | `tasks` | `tasks` | task history by plan step, with `summarize_step` / `expand_step` / `context_pressure` tools |
-//! | `conversation_loop` | `loop` (`openai-compatible`: the OpenAI-compatible chat step) | conversational loops: turns, history injected into agent steps, templates, redacted traces, pause and resume |
+//! | `conversation_loop` | `loop` | conversational loops: turns, history injected into agent steps, templates, redacted traces, pause and resume |
 //!
 //! `cargo build -p curator --no-default-features` builds the core alone (model, strategies,
 //! session). [`Error`] is the one error type every module's error converts into, for
@@ -126,6 +127,8 @@ mod error;
 
 pub use error::Error;
 
+#[doc(inline)]
+pub use curator_client as client;
 #[cfg(feature = "coalesce")]
 #[doc(inline)]
 pub use curator_coalesce as coalesce;
@@ -152,27 +155,24 @@ pub use curator_tasks as tasks;
 /// common strategies, the model clients (features `openai`, `anthropic`), and [`Error`].
 pub mod prelude {
     pub use crate::Error;
+    #[cfg(feature = "anthropic")]
+    pub use curator_client::AnthropicClient;
+    #[cfg(feature = "tokio")]
+    pub use curator_client::AsyncModelClient;
+    #[cfg(feature = "openai")]
+    pub use curator_client::OpenAiClient;
+    pub use curator_client::{ModelClient, ModelReply, ModelRequest, Usage};
     pub use curator_model::{
         BoxError, Content, Entry, EvaluationId, Message, MessageId, PromptRef, Role, ToolCall,
         ToolCallStatus,
     };
     #[cfg(feature = "postgres")]
     pub use curator_postgres::PgStore;
-    #[cfg(feature = "anthropic")]
-    pub use curator_session::client::AnthropicClient;
-    #[cfg(all(feature = "tokio", any(feature = "openai", feature = "anthropic")))]
-    pub use curator_session::client::AsyncModelClient;
-    #[cfg(feature = "openai")]
-    pub use curator_session::client::OpenAiClient;
-    #[cfg(any(feature = "openai", feature = "anthropic"))]
-    pub use curator_session::client::{ModelClient, ModelReply, ModelRequest};
     pub use curator_session::{
-        Action, Claim, ClaimStore, Conversation, Curation, Driver, MemoryStore, NextStep, Outcome,
-        ResumePolicy, RunOutcome, SessionKey, SessionStore, StoreErrorKind, ToolContext, ToolError,
-        Tools, drive, run_blocking,
+        Action, Agent, AgentEnd, AgentOutcome, Claim, ClaimStore, Conversation, Curation, Driver,
+        MemoryStore, NextStep, Outcome, ResumePolicy, RunOutcome, SessionKey, SessionStore,
+        StoreErrorKind, ToolContext, ToolError, Tools, drive, run_blocking,
     };
-    #[cfg(any(feature = "openai", feature = "anthropic"))]
-    pub use curator_session::{Agent, AgentEnd, AgentOutcome};
     #[cfg(feature = "tokio")]
     pub use curator_session::{AsyncConversation, AsyncDriver, drive_async, run_async};
     #[cfg(feature = "sqlite")]

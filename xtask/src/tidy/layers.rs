@@ -1,7 +1,7 @@
 //! Dependencies point down, checked on the dependencies cargo reports (`cargo metadata`)
 //! rather than on the text of the manifests.
 //!
-//! `model ← strategies ← session ← {sqlite, postgres, loop} ← curator ← curator-cli`;
+//! `model ← strategies ← client ← session ← {sqlite, postgres, loop} ← curator ← curator-cli`;
 //! `curator-coalesce` and `curator-tasks` sit beside them on the lower crates; an external
 //! crate belongs to one layer. Only normal (and build) dependencies count: a test may reach
 //! anywhere.
@@ -15,12 +15,16 @@ use serde_json::Value;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("curator-model", &[]),
     ("curator-strategies", &["curator-model"]),
-    ("curator-session", &["curator-model", "curator-strategies"]),
+    // The one crate that talks to model servers; the summarizer over any client is a
+    // strategies' `Summarizer`.
+    ("curator-client", &["curator-model", "curator-strategies"]),
+    // The record; the model-client traits (never the HTTP clients: the crate owns them).
+    ("curator-session", &["curator-model", "curator-strategies", "curator-client"]),
     ("curator-sqlite", &["curator-model", "curator-strategies", "curator-session"]),
     ("curator-postgres", &["curator-model", "curator-strategies", "curator-session"]),
     // Conversational loops: checkpoints in a session store, bounds and redaction from the
     // strategies; never the SQLite store (a program chooses its store).
-    ("curator-loop", &["curator-model", "curator-strategies", "curator-session"]),
+    ("curator-loop", &["curator-model", "curator-strategies", "curator-client", "curator-session"]),
     // Token counting; the session driver for `CoalescedConversation` (#16 plugs it in).
     ("curator-coalesce", &["curator-model", "curator-strategies", "curator-session"]),
     // Counting and summarizers, checkpoints.
@@ -30,6 +34,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "curator-model",
             "curator-strategies",
+            "curator-client",
             "curator-session",
             "curator-sqlite",
             "curator-postgres",
@@ -49,6 +54,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "curator-model",
             "curator-strategies",
+            "curator-client",
             "curator-session",
             "curator-sqlite",
             "curator-postgres",
@@ -66,6 +72,8 @@ const OWNED: &[(&str, &[&str])] = &[
     ("rusqlite", &["curator-sqlite"]),
     // Redaction's patterns; the model stays free of it.
     ("regex", &["curator-strategies"]),
+    // HTTP: only the model clients talk to model servers.
+    ("ureq", &["curator-client"]),
     ("postgres", &["curator-postgres"]),
     ("tokio-postgres", &["curator-postgres"]),
     ("sqlx", &["curator-postgres"]),
@@ -76,7 +84,7 @@ const OWNED: &[(&str, &[&str])] = &[
     // The async faces of the driver and of the loop; stores stay synchronous (PostgreSQL's
     // asks tokio only whether a call runs on a runtime's thread, where its blocking client
     // cannot: that client is built on tokio already).
-    ("tokio", &["curator-session", "curator-loop", "curator-postgres"]),
+    ("tokio", &["curator-client", "curator-session", "curator-loop", "curator-postgres"]),
     ("ctrlc", &["curator-cli"]),
     ("pyo3", &["curator-py"]),
 ];
@@ -152,6 +160,11 @@ fn each_broken_rule_names_its_edge() {
             dependency("rusqlite", None),
         ]),
         package("curator-session", None, vec![dependency("curator-testkit", None)]),
+        package("curator-strategies", None, vec![dependency("ureq", None)]),
+        package("curator-client", None, vec![
+            dependency("ureq", None),
+            dependency("curator-session", None),
+        ]),
         package("curator-sqlite", None, vec![dependency("rusqlite", None)]),
         package("curator-testkit", Some(vec![]), vec![dependency("curator-model", None)]),
         package("curator", None, vec![dependency("curator-model", None)]),
@@ -167,11 +180,14 @@ fn each_broken_rule_names_its_edge() {
         violations(&metadata),
         [
             "curator-cli → curator-model: the CLI depends on the facade `curator` only",
+            "curator-client → curator-session: not a dependency that points down (allowed: \
+         curator-model, curator-strategies)",
             "curator-extra: not in the layering table of xtask/src/tidy/layers.rs",
             "curator-model → curator-session: not a dependency that points down (allowed: none)",
             "curator-model → rusqlite: `rusqlite` belongs to curator-sqlite only",
             "curator-session → curator-testkit: the test fixtures are never a normal dependency of \
          a published crate (make it a dev-dependency)",
+            "curator-strategies → ureq: `ureq` belongs to curator-client only",
         ]
     );
 }

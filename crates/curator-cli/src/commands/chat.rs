@@ -9,9 +9,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use curator::client::OpenAiClient;
 use curator::conversation_loop::{
     ConversationLoop, ConversationRole, HistoryStrategy, Hitl, LoopBuilder, LoopConfig,
-    LoopOutcome, OpenAiChat,
+    LoopOutcome, ModelStep,
 };
 use curator::session::SessionStore as _;
 use curator::sqlite::SqliteStore;
@@ -219,13 +220,14 @@ fn build(args: &ChatArgs) -> Result<ConversationLoop> {
         );
     }
     let store = crate::session_file::open_sqlite(&args.db, false)?;
-    let mut model = OpenAiChat::new(&args.base_url, &args.model)
+    let mut client = OpenAiClient::new(&args.base_url, &args.model)
         .with_timeout(Duration::from_secs(args.timeout.max(1)));
+    if let Some(key) = api_key(args)? {
+        client = client.with_api_key(key);
+    }
+    let mut model = ModelStep::new(client);
     if let Some(system) = system_prompt(&store, args)? {
         model = model.with_system(system);
-    }
-    if let Some(key) = api_key(args)? {
-        model = model.with_api_key(key);
     }
     Ok(LoopBuilder::new(LOOP_NAME, config(args)?)
         .step(USER, Hitl::new("you"))

@@ -6,9 +6,10 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use anyhow::Result;
+use curator::client::Usage;
 use curator::conversation_loop::{SavedLoop, saved_loops};
 use curator::model::{EvaluationId, Message, Role, pending_tool_calls};
-use curator::session::{SessionKey, SessionStore, Usage, recorded_usage};
+use curator::session::{SessionKey, SessionStore, recorded_usage};
 use curator::strategies::Redactor;
 use curator::strategies::bill::Prices;
 

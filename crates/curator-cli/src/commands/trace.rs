@@ -5,9 +5,10 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
+use curator::client::Usage;
 use curator::conversation_loop::{ConversationTurn, saved_loops};
 use curator::model::{Entry, EvaluationId, Message};
-use curator::session::{SessionKey, SessionStore, Usage, recorded_usage};
+use curator::session::{SessionKey, SessionStore, recorded_usage};
 use curator::strategies::bill::Prices;
 use curator::strategies::{History, HistoryManagerExt, Redactor, TokenCounter};
 

@@ -384,8 +384,9 @@ fn replay_and_curate_help_name_the_default_pipeline() {
 
 #[test]
 fn inspect_and_trace_show_the_recorded_usage_of_each_model_call_and_its_price() {
+    use curator::client::Usage;
     use curator::model::{Message, PromptRef, ToolCall};
-    use curator::session::{Conversation, Usage};
+    use curator::session::Conversation;
 
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("s.db");

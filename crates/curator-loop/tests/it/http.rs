@@ -1,8 +1,9 @@
-//! The OpenAI-compatible chat step against a real loopback server.
+//! The model step over the OpenAI client against a real loopback server.
 
 use std::time::Duration;
 
-use curator_loop::{Error, Hitl, LoopBuilder, LoopConfig, LoopOutcome, OpenAiChat};
+use curator_client::{ClientError, OpenAiClient, Retry};
+use curator_loop::{Error, Hitl, LoopBuilder, LoopConfig, LoopOutcome, ModelStep};
 use curator_model::Message;
 use curator_testkit::chat_server::{ChatServer, Reply};
 
@@ -11,10 +12,13 @@ fn chat(server: &ChatServer) -> curator_loop::ConversationLoop {
         .step("user", Hitl::default())
         .step(
             "assistant",
-            OpenAiChat::new(server.url(), "test-model")
-                .with_system("Be brief.")
-                .with_api_key("k")
-                .with_timeout(Duration::from_millis(1_500)),
+            ModelStep::new(
+                OpenAiClient::new(server.url(), "test-model")
+                    .with_api_key("k")
+                    .with_timeout(Duration::from_millis(1_500))
+                    .with_retry(Retry::none()),
+            )
+            .with_system("Be brief."),
         )
         .build()
         .unwrap()
@@ -51,7 +55,7 @@ fn fails_with(reply: Reply, words: &str) {
     let Error::Step { step, source, .. } = &err else { panic!("{err:?}") };
     assert_eq!(step, "assistant");
     let http = source.downcast_ref::<Error>().unwrap();
-    assert!(matches!(http, Error::Http { .. }), "{http:?}");
+    assert!(matches!(http, Error::Model(_)), "{http:?}");
     assert!(http.to_string().contains(words), "{http}");
     // The iteration is rolled back and the loop waits for the same answer again.
     assert!(l.turns().is_empty());
@@ -69,12 +73,10 @@ fn failures_are_typed_and_leave_the_history_as_it_was() {
 
 #[test]
 fn an_unreachable_server_is_a_typed_error() {
-    let err = OpenAiChat::new("http://127.0.0.1:9/v1/", "m")
-        .with_connect_timeout(Duration::from_millis(500))
-        .complete(&[Message::user("hi")])
-        .unwrap_err();
-    let Error::Http { url, .. } = &err else { panic!("{err:?}") };
-    assert_eq!(url, "http://127.0.0.1:9/v1/chat/completions");
+    let client = OpenAiClient::new("http://127.0.0.1:9/v1/", "m").with_retry(Retry::none());
+    let err = ModelStep::new(client).complete(&[Message::user("hi")]).unwrap_err();
+    let Error::Model(ClientError::Connection { source, .. }) = &err else { panic!("{err:?}") };
+    assert_eq!(source.url, "http://127.0.0.1:9/v1/chat/completions");
 }
 
 #[test]

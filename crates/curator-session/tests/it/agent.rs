@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use curator::sqlite::SqliteStore;
+use curator_client::{ClientError, ModelClient, ModelReply, ModelRequest};
 use curator_model::{Message, Role, ToolCall};
-use curator_session::client::{ClientError, ModelClient, ModelReply, ModelRequest};
 use curator_session::{
     Agent, AgentEnd, Conversation, Error, Keyed, MemoryStore, ResumePolicy, SessionStore,
     ToolError, Tools,

@@ -1,7 +1,6 @@
 //! Integration tests of curator-session.
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
 
-#[cfg(any(feature = "openai", feature = "anthropic"))]
 mod agent;
 mod asynchronous;
 mod client;

@@ -9,8 +9,6 @@ mod config;
 mod corpus;
 mod edges;
 mod events;
-#[cfg(feature = "openai-compatible")]
-mod http;
 #[cfg(feature = "tiktoken")]
 mod never_lost;
 mod pairing;

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 /// # Examples
 ///
 /// ```
-/// use curator::session::client::ModelSettings;
+/// use curator::client::ModelSettings;
 /// use serde_json::json;
 ///
 /// let settings = ModelSettings::new("gpt-4o-mini")
@@ -65,6 +65,7 @@ impl ModelSettings {
 
     /// Writes the settings into a request body that holds the messages and tools: `model`,
     /// `temperature`, `max_tokens` (or `default_max_tokens`), then `extra`.
+    #[cfg(feature = "http")]
     pub(crate) fn write(&self, body: &mut Map<String, Value>, default_max_tokens: Option<u32>) {
         body.insert("model".into(), Value::String(self.model.clone()));
         if let Some(temperature) = self.temperature {
@@ -84,7 +85,7 @@ impl ModelSettings {
 ///
 /// ```
 /// use curator::model::Message;
-/// use curator::session::client::ModelRequest;
+/// use curator::client::ModelRequest;
 /// use serde_json::json;
 ///
 /// let tools = json!([{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}]);
@@ -103,7 +104,7 @@ pub struct ModelRequest<'a> {
     pub tools: Option<&'a Value>,
     /// A key that routes the requests of one conversation to the same prompt cache: sent
     /// as OpenAI's `prompt_cache_key` (Anthropic caches at the breakpoints its client
-    /// places, and needs none). [`Agent`](crate::Agent) sets one per session.
+    /// places, and needs none). `curator::session::Agent` sets one per session.
     pub cache_key: Option<&'a str>,
 }
 
@@ -126,7 +127,7 @@ impl<'a> ModelRequest<'a> {
     ///
     /// ```
     /// use curator::model::Message;
-    /// use curator::session::client::{ModelRequest, OpenAiClient};
+    /// use curator::client::{ModelRequest, OpenAiClient};
     ///
     /// let messages = [Message::user("hi")];
     /// let request = ModelRequest::new(&messages).with_cache_key("curator-5f0c");
@@ -141,6 +142,7 @@ impl<'a> ModelRequest<'a> {
     }
 
     /// The tools to send: `None` when there are none, or an empty array.
+    #[cfg(feature = "http")]
     pub(crate) fn tools_to_send(&self) -> Option<&'a Value> {
         self.tools.filter(|tools| !tools.as_array().is_some_and(Vec::is_empty))
     }

@@ -2,15 +2,15 @@
 
 use std::time::Duration;
 
+use crate::endpoint::Endpoint;
 use curator_model::formats::anthropic;
-use curator_strategies::http::Endpoint;
 use serde_json::{Map, Value};
 
-use super::error::ClientError;
-use super::reply::{ModelReply, Usage};
-use super::request::{ModelRequest, ModelSettings};
-use super::retry::{self, Retry};
-use super::{ModelClient, env};
+use crate::error::ClientError;
+use crate::reply::{ModelReply, Usage};
+use crate::request::{ModelRequest, ModelSettings};
+use crate::retry::{self, Retry};
+use crate::{ModelClient, env};
 
 /// The provider's name in errors.
 const PROVIDER: &str = "Anthropic";
@@ -40,7 +40,7 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 ///
 /// ```no_run
 /// use curator::model::Message;
-/// use curator::session::client::{AnthropicClient, ModelClient, ModelRequest};
+/// use curator::client::{AnthropicClient, ModelClient, ModelRequest};
 ///
 /// let client = AnthropicClient::from_env("claude-sonnet-4-5"); // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
 /// let messages = [Message::system("Be brief."), Message::user("Say hi.")];
@@ -64,7 +64,7 @@ impl AnthropicClient {
     /// # Examples
     ///
     /// ```
-    /// use curator::session::client::AnthropicClient;
+    /// use curator::client::AnthropicClient;
     ///
     /// let client = AnthropicClient::new("https://api.anthropic.com", "claude-haiku-4-5");
     /// assert_eq!(client.url(), "https://api.anthropic.com/v1/messages");
@@ -80,8 +80,8 @@ impl AnthropicClient {
     /// # Examples
     ///
     /// ```
-    /// use curator::session::client::AnthropicClient;
-    /// use curator::strategies::http::Endpoint;
+    /// use curator::client::AnthropicClient;
+    /// use curator::client::Endpoint;
     ///
     /// let proxy = Endpoint::new("http://localhost:4000").with_header("anthropic-version", "2024-01-01");
     /// let client = AnthropicClient::with_endpoint(proxy, "claude-haiku-4-5");
@@ -107,7 +107,7 @@ impl AnthropicClient {
     /// # Examples
     ///
     /// ```
-    /// use curator::session::client::AnthropicClient;
+    /// use curator::client::AnthropicClient;
     ///
     /// let client = AnthropicClient::from_env("claude-haiku-4-5");
     /// assert!(client.url().ends_with("/v1/messages"));
@@ -126,7 +126,7 @@ impl AnthropicClient {
     /// # Examples
     ///
     /// ```
-    /// use curator::session::client::AnthropicClient;
+    /// use curator::client::AnthropicClient;
     ///
     /// let client = AnthropicClient::new("https://api.anthropic.com", "m").with_api_key("sk-ant-secret");
     /// assert!(client.endpoint().has_header("x-api-key"));
@@ -170,7 +170,7 @@ impl AnthropicClient {
     ///
     /// ```
     /// use curator::model::Message;
-    /// use curator::session::client::{AnthropicClient, ModelRequest};
+    /// use curator::client::{AnthropicClient, ModelRequest};
     ///
     /// let client = AnthropicClient::new("https://api.anthropic.com", "claude-sonnet-4-5");
     /// let messages = [Message::system("The policy. ".repeat(600)), Message::user("Hi")];
@@ -213,7 +213,7 @@ impl AnthropicClient {
     ///
     /// ```
     /// use curator::model::Message;
-    /// use curator::session::client::{AnthropicClient, ModelRequest};
+    /// use curator::client::{AnthropicClient, ModelRequest};
     /// use serde_json::json;
     ///
     /// let client = AnthropicClient::new("https://api.anthropic.com", "claude-haiku-4-5");
@@ -245,7 +245,7 @@ impl AnthropicClient {
             body.insert("tools".into(), anthropic::tools_from_openai(tools).map_err(refused)?);
         }
         if self.breakpoints {
-            super::breakpoints::place(&mut body);
+            crate::breakpoints::place(&mut body);
         }
         self.settings.write(&mut body, Some(DEFAULT_MAX_TOKENS));
         Ok(Value::Object(body))
@@ -273,5 +273,9 @@ impl ModelClient for AnthropicClient {
             usage: Usage::read_anthropic(&value),
             stop_reason: value.get("stop_reason").and_then(Value::as_str).map(str::to_owned),
         })
+    }
+
+    fn identity(&self) -> String {
+        format!("anthropic {} {}", self.endpoint.base_url(), self.settings.model)
     }
 }

@@ -1,12 +1,15 @@
-//! The OpenAI-compatible summarizer against a small HTTP server on loopback.
+//! The endpoint, and the model summarizer over the OpenAI client, against a small HTTP
+//! server on loopback.
+#![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use curator_client::{ModelSummarizer, OpenAiClient, Retry};
 use curator_model::Message;
-use curator_strategies::{OpenAiCompatible, Summarizer};
+use curator_strategies::Summarizer;
 use serde_json::{Value, json};
 
 /// What the server answers.
@@ -68,10 +71,11 @@ fn messages() -> Vec<Message> {
 }
 
 fn ask(base: &str, timeout: Duration) -> curator_strategies::Result<String> {
-    let summarizer = OpenAiCompatible::new(base, "test-model")
+    let client = OpenAiClient::new(base, "test-model")
         .with_api_key("sk-test")
         .with_timeout(timeout)
-        .with_prompt("Summarize.");
+        .with_retry(Retry::none());
+    let summarizer = ModelSummarizer::new(client).with_prompt("Summarize.");
     let owned = messages();
     let refs: Vec<&Message> = owned.iter().collect();
     summarizer.summarize(Some("Earlier: greeting."), &refs)
@@ -123,7 +127,7 @@ fn error_answers_are_typed_errors() {
     fails(
         Answer::Status(200, r#"{"choices": []}"#.into()),
         Duration::from_secs(5),
-        "no `choices[0].message.content`",
+        "field `choices[0].message`",
     );
     fails(Answer::Hang, Duration::from_millis(300), "no answer");
 }
@@ -137,8 +141,6 @@ fn an_unreachable_endpoint_is_a_typed_error() {
 
 #[test]
 fn a_base_url_ending_in_v1_is_not_doubled() {
-    // `OpenAiCompatible` posted to `/v1/v1/chat/completions` when given `http://host/v1`
-    // before it shared the loop's endpoint rule.
     let answer = json!({"choices": [{"message": {"role": "assistant", "content": "ok"}}]});
     let (base, got) = serve(Answer::Status(200, answer.to_string()));
     assert_eq!(ask(&format!("{base}/v1/"), Duration::from_secs(5)).unwrap(), "ok");
@@ -172,7 +174,7 @@ fn serve_on_one_connection(answers: Vec<String>) -> (String, mpsc::Receiver<Stri
 
 #[test]
 fn one_endpoint_reuses_its_connection_across_calls() {
-    use curator_strategies::http::Endpoint;
+    use curator_client::Endpoint;
     // The server accepts a single connection: a second call that opened a new one would
     // wait for an answer that never comes and fail on its timeout.
     let (base, got) =
@@ -187,7 +189,7 @@ fn one_endpoint_reuses_its_connection_across_calls() {
 
 #[test]
 fn endpoint_errors_name_the_url_the_status_and_whether_to_retry() {
-    use curator_strategies::http::Endpoint;
+    use curator_client::Endpoint;
     for (status, retryable) in [(429, true), (500, true), (503, true), (401, false), (404, false)] {
         let (base, _got) = serve(Answer::Status(status, r#"{"error": "x"}"#.into()));
         let err = Endpoint::new(&base).post_json("chat/completions", &json!({})).unwrap_err();
@@ -211,7 +213,7 @@ fn endpoint_errors_name_the_url_the_status_and_whether_to_retry() {
 
 #[test]
 fn endpoint_headers_are_sent_and_error_answers_keep_their_body_and_retry_after() {
-    use curator_strategies::http::{Endpoint, HttpErrorKind};
+    use curator_client::{Endpoint, HttpErrorKind};
     use curator_testkit::chat_server::{ChatServer, Reply};
 
     let body =

@@ -11,7 +11,7 @@ use serde_json::Value;
 /// # Examples
 ///
 /// ```
-/// use curator::session::Usage;
+/// use curator::client::Usage;
 ///
 /// let usage = Usage::new(1_000, 50).with_cache(800, 0);
 /// assert_eq!((usage.input_tokens, usage.output_tokens, usage.total()), (1_000, 50, 1_050));
@@ -53,7 +53,7 @@ impl Usage {
     /// # Examples
     ///
     /// ```
-    /// use curator::session::Usage;
+    /// use curator::client::Usage;
     ///
     /// let run = Usage::new(1_000, 10).plus(Usage::new(1_200, 20).with_cache(1_000, 0));
     /// assert_eq!((run.input_tokens, run.output_tokens, run.cache_read_tokens), (2_200, 30, 1_000));

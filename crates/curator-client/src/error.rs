@@ -3,25 +3,30 @@
 use std::time::Duration;
 
 use curator_model::BoxError;
-use curator_strategies::http::{HttpError, HttpErrorKind};
+#[cfg(feature = "http")]
 use serde_json::Value;
+
+use crate::http_error::HttpError;
+#[cfg(feature = "http")]
+use crate::http_error::HttpErrorKind;
 
 /// How much of an error answer's body stands for the provider's message when the body does
 /// not hold one.
+#[cfg(feature = "http")]
 const EXCERPT_CHARS: usize = 200;
 
 /// Why a model call failed.
 ///
 /// A failure that may pass ([`is_retryable`](Self::is_retryable): a 429, a 5xx, a timeout, a
 /// connection failure) was retried by the client first, `attempts` times in all. It boxes into
-/// a [`BoxError`] with `?` (the provider error of [`drive`](crate::drive)), and converts into
-/// [`Error::Provider`](crate::Error::Provider).
+/// a [`BoxError`] with `?` (the provider error of `curator::session::drive`), and converts
+/// into `curator::session::Error::Provider`.
 ///
 /// # Examples
 ///
 /// ```
 /// use curator::model::Message;
-/// use curator::session::client::{ClientError, ModelClient, ModelRequest, OpenAiClient, Retry};
+/// use curator::client::{ClientError, ModelClient, ModelRequest, OpenAiClient, Retry};
 ///
 /// // Nothing listens on port 9 of the loopback interface.
 /// let client = OpenAiClient::new("http://127.0.0.1:9", "m").with_retry(Retry::none());
@@ -115,7 +120,7 @@ impl ClientError {
     /// # Examples
     ///
     /// ```
-    /// use curator::session::client::ClientError;
+    /// use curator::client::ClientError;
     ///
     /// let refused = ClientError::Conversion {
     ///     provider: "Anthropic",
@@ -135,6 +140,7 @@ impl ClientError {
 
     /// The error of a call whose last request failed with `error` after `attempts` requests
     /// to an endpoint whose whole-request timeout is `timeout`.
+    #[cfg(feature = "http")]
     pub(crate) fn from_http(
         provider: &'static str,
         error: HttpError,
@@ -170,6 +176,7 @@ impl ClientError {
 
     /// The error of a reply that is JSON but not what the format reads as `what` (`a chat
     /// completion`).
+    #[cfg(feature = "http")]
     pub(crate) fn malformed(
         provider: &'static str,
         what: &str,
@@ -193,16 +200,11 @@ impl ClientError {
     }
 }
 
-impl From<ClientError> for crate::Error {
-    fn from(error: ClientError) -> Self {
-        crate::Error::Provider(Box::new(error))
-    }
-}
-
 /// The provider's message and error type in an error answer's body: `error.message` and
 /// `error.type` (or `error.code`), the shape both OpenAI (`{"error": {"message", "type",
 /// "code"}}`) and Anthropic (`{"type": "error", "error": {"type", "message"}}`) give, or an
 /// `error` that is a string (Ollama); else the start of the body.
+#[cfg(feature = "http")]
 fn provider_message(body: &str) -> (String, Option<String>) {
     let value: Value = serde_json::from_str(body).unwrap_or(Value::Null);
     let error = value.get("error");
@@ -224,7 +226,7 @@ fn attempts_text(attempts: u32) -> String {
     if attempts == 1 { "1 attempt".to_owned() } else { format!("{attempts} attempts") }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http"))]
 mod tests {
     use super::provider_message;
 

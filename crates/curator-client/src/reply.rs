@@ -2,7 +2,7 @@
 
 use curator_model::Message;
 
-pub use crate::usage::Usage;
+pub(crate) use crate::usage::Usage;
 
 /// The model's answer to one call.
 ///
@@ -10,7 +10,7 @@ pub use crate::usage::Usage;
 ///
 /// ```
 /// use curator::model::{Message, ToolCall};
-/// use curator::session::client::{ModelReply, Usage};
+/// use curator::client::{ModelReply, Usage};
 ///
 /// let reply = ModelReply::new(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")]))
 ///     .with_usage(Usage::new(120, 8))

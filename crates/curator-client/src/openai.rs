@@ -2,15 +2,15 @@
 
 use std::time::Duration;
 
+use crate::endpoint::Endpoint;
 use curator_model::formats::openai;
-use curator_strategies::http::Endpoint;
 use serde_json::{Map, Value};
 
-use super::error::ClientError;
-use super::reply::{ModelReply, Usage};
-use super::request::{ModelRequest, ModelSettings};
-use super::retry::{self, Retry};
-use super::{ModelClient, env};
+use crate::error::ClientError;
+use crate::reply::{ModelReply, Usage};
+use crate::request::{ModelRequest, ModelSettings};
+use crate::retry::{self, Retry};
+use crate::{ModelClient, env};
 
 /// The provider's name in errors.
 const PROVIDER: &str = "OpenAI";
@@ -34,7 +34,7 @@ const DEFAULT_BASE_URL: &str = "https://api.openai.com";
 ///
 /// ```no_run
 /// use curator::model::Message;
-/// use curator::session::client::{ModelClient, ModelRequest, OpenAiClient};
+/// use curator::client::{ModelClient, ModelRequest, OpenAiClient};
 ///
 /// let client = OpenAiClient::from_env("gpt-4o-mini"); // OPENAI_API_KEY, OPENAI_BASE_URL
 /// let reply = client.complete(&ModelRequest::new(&[Message::user("Say hi.")]))?;
@@ -56,7 +56,7 @@ impl OpenAiClient {
     /// # Examples
     ///
     /// ```
-    /// use curator::session::client::OpenAiClient;
+    /// use curator::client::OpenAiClient;
     ///
     /// let client = OpenAiClient::new("http://localhost:11434/v1", "llama3.1");
     /// assert_eq!(client.url(), "http://localhost:11434/v1/chat/completions");
@@ -73,8 +73,8 @@ impl OpenAiClient {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use curator::session::client::OpenAiClient;
-    /// use curator::strategies::http::Endpoint;
+    /// use curator::client::OpenAiClient;
+    /// use curator::client::Endpoint;
     ///
     /// let server = Endpoint::new("http://localhost:8000").with_timeout(Duration::from_secs(30));
     /// let client = OpenAiClient::with_endpoint(server, "big-model");
@@ -90,7 +90,7 @@ impl OpenAiClient {
     /// # Examples
     ///
     /// ```
-    /// use curator::session::client::OpenAiClient;
+    /// use curator::client::OpenAiClient;
     ///
     /// let client = OpenAiClient::from_env("gpt-4o-mini");
     /// assert!(client.url().ends_with("/v1/chat/completions"));
@@ -123,7 +123,7 @@ impl OpenAiClient {
     /// # Examples
     ///
     /// ```
-    /// use curator::session::client::{ModelSettings, OpenAiClient};
+    /// use curator::client::{ModelSettings, OpenAiClient};
     ///
     /// let client = OpenAiClient::new("http://localhost:8000", "m")
     ///     .with_settings(ModelSettings::new("gpt-4o").with_temperature(0.0));
@@ -168,7 +168,7 @@ impl OpenAiClient {
     ///
     /// ```
     /// use curator::model::Message;
-    /// use curator::session::client::{ModelRequest, ModelSettings, OpenAiClient};
+    /// use curator::client::{ModelRequest, ModelSettings, OpenAiClient};
     /// use serde_json::json;
     ///
     /// let client = OpenAiClient::new("http://localhost:8000", "m")
@@ -222,5 +222,9 @@ impl ModelClient for OpenAiClient {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
         })
+    }
+
+    fn identity(&self) -> String {
+        format!("openai {} {}", self.endpoint.base_url(), self.settings.model)
     }
 }

@@ -1,15 +1,16 @@
-//! Model clients (features `openai`, `anthropic`): one call to a model's chat API, retried
-//! when the failure is passing, with typed errors.
+//! Model clients for curator: the one crate that talks to model servers.
 //!
 //! A [`ModelClient`] sends a [`ModelRequest`] (the messages, and tools in OpenAI's shape) and
 //! answers with a [`ModelReply`]: the assistant's [`Message`](curator_model::Message) with
-//! its tool calls, the token [`Usage`] and the stop reason. `OpenAiClient` (feature `openai`)
-//! speaks OpenAI's chat completions (and every server that speaks it: vLLM, Ollama,
-//! `llama.cpp`, `LiteLLM`, ...), `AnthropicClient` (feature `anthropic`) Anthropic's
-//! Messages API. Both post through one [`Endpoint`](curator_strategies::http::Endpoint),
-//! whose connections clones share, and retry by a [`Retry`] policy: 429, 5xx, timeouts and
-//! connection failures, waiting longer each time (or as long as the server's `retry-after`
-//! says). Feature `tokio` adds `AsyncModelClient`, the call from async code.
+//! its tool calls, the token [`Usage`] as the provider billed it (cache reads and writes
+//! included) and the stop reason. `OpenAiClient` (feature `openai`) speaks OpenAI's chat
+//! completions (and every server that speaks it: vLLM, Ollama, `llama.cpp`, `LiteLLM`, ...),
+//! `AnthropicClient` (feature `anthropic`) Anthropic's Messages API. Both post through one
+//! `Endpoint` (feature `http`, on with either), whose connections clones share, and retry by
+//! a [`Retry`] policy: 429, 5xx, timeouts and connection failures, waiting longer each time
+//! (or as long as the server's `retry-after` says). Feature `tokio` adds `AsyncModelClient`,
+//! the call from async code. [`ModelSummarizer`] summarizes with any client, for the
+//! strategies that fold old history into a summary.
 //!
 //! # Examples
 //!
@@ -17,7 +18,7 @@
 //!
 //! ```
 //! use curator::model::Message;
-//! use curator::session::client::{ClientError, ModelClient, ModelReply, ModelRequest, Usage};
+//! use curator::client::{ClientError, ModelClient, ModelReply, ModelRequest, Usage};
 //!
 //! struct Echo;
 //!
@@ -39,23 +40,33 @@ mod anthropic;
 mod asynchronous;
 #[cfg(feature = "anthropic")]
 mod breakpoints;
+#[cfg(feature = "http")]
+mod endpoint;
 mod error;
+mod http_error;
 #[cfg(feature = "openai")]
 mod openai;
 mod reply;
 mod request;
 mod retry;
+mod summarizer;
+mod usage;
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicClient;
 #[cfg(feature = "tokio")]
 pub use asynchronous::AsyncModelClient;
+#[cfg(feature = "http")]
+pub use endpoint::Endpoint;
 pub use error::ClientError;
+pub use http_error::{HttpError, HttpErrorKind};
 #[cfg(feature = "openai")]
 pub use openai::OpenAiClient;
-pub use reply::{ModelReply, Usage};
+pub use reply::ModelReply;
 pub use request::{ModelRequest, ModelSettings};
 pub use retry::Retry;
+pub use summarizer::{DEFAULT_SUMMARY_PROMPT, ModelSummarizer};
+pub use usage::Usage;
 
 use std::sync::Arc;
 
@@ -68,7 +79,7 @@ use std::sync::Arc;
 ///
 /// ```
 /// use curator::model::Message;
-/// use curator::session::client::{ClientError, ModelClient, ModelRequest, OpenAiClient, Retry};
+/// use curator::client::{ClientError, ModelClient, ModelRequest, OpenAiClient, Retry};
 ///
 /// // Nothing listens on port 9 of the loopback interface: a typed error, not a panic.
 /// let client: Box<dyn ModelClient> =
@@ -86,11 +97,23 @@ pub trait ModelClient: Send + Sync {
     /// cannot be reached or answers with an error (after the retries the client makes), or
     /// its reply is not one the format reads.
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError>;
+
+    /// What tells this client's replies from another's: the provider, the server and the
+    /// model (`openai http://localhost:11434 llama3.1`), never a key. Memo keys use it
+    /// (a [`ModelSummarizer`]'s summaries are found again only for the same model); the
+    /// default, `model client`, is for stand-ins.
+    fn identity(&self) -> String {
+        "model client".to_owned()
+    }
 }
 
 impl<C: ModelClient + ?Sized> ModelClient for &C {
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
         (**self).complete(request)
+    }
+
+    fn identity(&self) -> String {
+        (**self).identity()
     }
 }
 
@@ -98,15 +121,24 @@ impl<C: ModelClient + ?Sized> ModelClient for Box<C> {
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
         (**self).complete(request)
     }
+
+    fn identity(&self) -> String {
+        (**self).identity()
+    }
 }
 
 impl<C: ModelClient + ?Sized> ModelClient for Arc<C> {
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
         (**self).complete(request)
     }
+
+    fn identity(&self) -> String {
+        (**self).identity()
+    }
 }
 
 /// An environment variable that is set and not empty.
+#[cfg(feature = "http")]
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }

@@ -4,14 +4,17 @@
 use std::hash::BuildHasher;
 use std::time::Duration;
 
-use curator_strategies::http::Endpoint;
+#[cfg(feature = "http")]
 use serde_json::Value;
 
-use super::error::ClientError;
+#[cfg(feature = "http")]
+use crate::endpoint::Endpoint;
+#[cfg(feature = "http")]
+use crate::error::ClientError;
 
 /// How a client retries a request that failed in a way that may pass: a 429 or 5xx answer,
 /// a timeout, a connection failure
-/// ([`HttpError::is_retryable`](curator_strategies::http::HttpError::is_retryable)). Any
+/// ([`HttpError::is_retryable`](crate::HttpError::is_retryable)). Any
 /// other failure (400, 401, a malformed reply) ends the call at once.
 ///
 /// Before retry `n` (counting from 1) the client waits the server's `retry-after`, when it
@@ -26,7 +29,7 @@ use super::error::ClientError;
 ///
 /// ```
 /// use std::time::Duration;
-/// use curator::session::client::Retry;
+/// use curator::client::Retry;
 ///
 /// let retry = Retry::default().without_jitter();
 /// assert_eq!(retry.max_attempts(), 4);
@@ -162,7 +165,8 @@ impl Retry {
 
 /// Posts `body` to `path` of `endpoint`, retrying as `retry` says; the failure of the last
 /// attempt becomes a [`ClientError`] of `provider`.
-pub(super) fn post(
+#[cfg(feature = "http")]
+pub(crate) fn post(
     endpoint: &Endpoint,
     retry: &Retry,
     provider: &'static str,

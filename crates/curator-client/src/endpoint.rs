@@ -1,13 +1,14 @@
 //! One model server's HTTP endpoint (feature `http`): the base URL rule, the auth and other
-//! headers, the timeouts, the error excerpts and one reused connection pool, for every part
-//! of curator that posts to a model server (the summarizer, the loop's chat step, the
-//! session's model clients).
+//! headers, the timeouts, the error excerpts and one reused connection pool, under both
+//! clients.
 
 use std::fmt;
 use std::time::Duration;
 
 use curator_model::BoxError;
 use serde_json::Value;
+
+use crate::http_error::{HttpError, HttpErrorKind};
 
 /// How much of an error answer's body an [`HttpError`] quotes.
 const EXCERPT_CHARS: usize = 200;
@@ -32,7 +33,7 @@ const EXCERPT_CHARS: usize = 200;
 ///
 /// ```
 /// use std::time::Duration;
-/// use curator::strategies::http::Endpoint;
+/// use curator::client::Endpoint;
 ///
 /// let endpoint = Endpoint::new("http://localhost:11434/v1/").with_timeout(Duration::from_secs(30));
 /// assert_eq!(endpoint.base_url(), "http://localhost:11434");
@@ -47,71 +48,6 @@ pub struct Endpoint {
     timeout: Duration,
     connect_timeout: Duration,
     agent: ureq::Agent,
-}
-
-/// Why a request to an [`Endpoint`] failed: the URL and what went wrong (the status and the
-/// start of the body, a timeout, a refused connection, an answer that is not JSON).
-#[derive(Debug, thiserror::Error)]
-#[error("{url}: {reason}")]
-#[non_exhaustive]
-pub struct HttpError {
-    /// The URL posted to.
-    pub url: String,
-    /// What kind of failure.
-    pub kind: HttpErrorKind,
-    /// What failed, with the status and the first 200 characters of the body for an error
-    /// answer.
-    pub reason: String,
-    /// The HTTP status, when the server answered.
-    pub status: Option<u16>,
-    /// The whole body of an error answer (a status outside 2xx), for reading the server's
-    /// own explanation out of it.
-    pub body: Option<String>,
-    /// How long the server asked to wait before trying again: its `retry-after` header, in
-    /// seconds (the HTTP-date form is not read).
-    pub retry_after: Option<Duration>,
-    /// The underlying error, when there is one.
-    #[source]
-    pub source: Option<BoxError>,
-}
-
-/// What kind of failure an [`HttpError`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum HttpErrorKind {
-    /// The server could not be reached (refused, no route, a TLS failure, ...).
-    Unreachable,
-    /// No whole answer within the endpoint's timeout.
-    Timeout,
-    /// The answer broke off before its end.
-    BrokenOff,
-    /// The server answered with a status outside 2xx.
-    Status,
-    /// The server answered 2xx with a body that is not JSON.
-    NotJson,
-}
-
-impl HttpError {
-    /// Whether trying again later may succeed: a timeout, a connection failure, a 429 or a
-    /// 5xx answer.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use curator::strategies::http::Endpoint;
-    ///
-    /// // Nothing listens on port 9 of the loopback interface.
-    /// let err = Endpoint::new("http://127.0.0.1:9").post_json("chat/completions", &serde_json::json!({})).unwrap_err();
-    /// assert!(err.is_retryable());
-    /// assert!(err.to_string().starts_with("http://127.0.0.1:9/v1/chat/completions: "));
-    /// ```
-    pub fn is_retryable(&self) -> bool {
-        match self.kind {
-            HttpErrorKind::Unreachable | HttpErrorKind::Timeout | HttpErrorKind::BrokenOff => true,
-            HttpErrorKind::Status => self.status.is_some_and(|s| s == 429 || s >= 500),
-            HttpErrorKind::NotJson => false,
-        }
-    }
 }
 
 impl Endpoint {
@@ -145,7 +81,7 @@ impl Endpoint {
     /// # Examples
     ///
     /// ```
-    /// use curator::strategies::http::Endpoint;
+    /// use curator::client::Endpoint;
     ///
     /// let endpoint = Endpoint::new("https://api.anthropic.com").with_header("x-api-key", "sk-secret");
     /// assert!(endpoint.has_header("X-Api-Key"));

@@ -6,10 +6,10 @@ use std::future::Future;
 use curator_model::Message;
 use serde_json::Value;
 
-use super::ModelClient;
-use super::error::ClientError;
-use super::reply::ModelReply;
-use super::request::ModelRequest;
+use crate::ModelClient;
+use crate::error::ClientError;
+use crate::reply::ModelReply;
+use crate::request::ModelRequest;
 
 /// Model calls from async code, for every [`ModelClient`] that is `Clone` (the clients of
 /// this module are, cheaply: clones share the endpoint's connections).
@@ -23,7 +23,7 @@ use super::request::ModelRequest;
 ///
 /// ```
 /// use curator::model::Message;
-/// use curator::session::client::{AsyncModelClient, ClientError, OpenAiClient, Retry};
+/// use curator::client::{AsyncModelClient, ClientError, OpenAiClient, Retry};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
 /// // Nothing listens on port 9 of the loopback interface.
