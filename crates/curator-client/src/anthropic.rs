@@ -102,7 +102,8 @@ impl AnthropicClient {
     }
 
     /// A client of `model` at `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com`),
-    /// with the key `ANTHROPIC_API_KEY` when it is set.
+    /// with the key `ANTHROPIC_API_KEY` when it is set (without it, a call to
+    /// `api.anthropic.com` fails at once with [`ClientError::Config`]).
     ///
     /// # Examples
     ///
@@ -119,6 +120,35 @@ impl AnthropicClient {
             Some(key) => client.with_api_key(key),
             None => client,
         }
+    }
+
+    /// Whether the client can make a request that could succeed: a base URL with a scheme
+    /// and a host ([`Endpoint::problem`]), and an API key when it posts to Anthropic's own
+    /// server (`api.anthropic.com`; a proxy may need none).
+    /// [`complete`](ModelClient::complete) checks it before the first attempt.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::client::{AnthropicClient, ClientError};
+    ///
+    /// let err = AnthropicClient::new("https://api.anthropic.com", "claude-haiku-4-5").check().unwrap_err();
+    /// assert!(matches!(err, ClientError::Config { .. }));
+    /// assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
+    /// assert!(AnthropicClient::new("http://localhost:4000", "claude-haiku-4-5").check().is_ok());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Config`] naming what is wrong and how to set it right.
+    pub fn check(&self) -> Result<(), ClientError> {
+        let problem = self.endpoint.problem().or_else(|| {
+            (self.endpoint.host() == "api.anthropic.com" && !self.endpoint.has_header("x-api-key"))
+                .then(|| {
+                    "no API key for api.anthropic.com: set ANTHROPIC_API_KEY (read by from_env) or call with_api_key".to_owned()
+                })
+        });
+        problem.map_or(Ok(()), |problem| Err(ClientError::Config { provider: PROVIDER, problem }))
     }
 
     /// Sends `x-api-key: <key>` (never shown by `Debug`).
@@ -264,6 +294,7 @@ impl ModelClient for AnthropicClient {
     /// [`MalformedReply`](ClientError::MalformedReply) for a body that is not JSON or not a
     /// Messages API reply (no `content`, say).
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+        self.check()?;
         let body = self.request_body(request)?;
         let value = retry::post(&self.endpoint, &self.retry, PROVIDER, MESSAGES, &body)?;
         let message = anthropic::response_message(&value)

@@ -117,6 +117,53 @@ impl Endpoint {
         self
     }
 
+    /// What is wrong with the base URL, if anything: a scheme other than `http://` or
+    /// `https://` (none at all, say: `localhost:11434`), or no host after it. A request to
+    /// such an endpoint cannot succeed, so the clients refuse it before the first attempt
+    /// ([`ClientError::Config`](crate::ClientError::Config)) rather than retry it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::client::Endpoint;
+    ///
+    /// assert_eq!(Endpoint::new("http://localhost:11434").problem(), None);
+    /// let problem = Endpoint::new("localhost:11434").problem().unwrap();
+    /// assert!(problem.contains("http://") && problem.contains("localhost:11434"), "{problem}");
+    /// assert!(Endpoint::new("https://").problem().is_some());
+    /// ```
+    pub fn problem(&self) -> Option<String> {
+        let rest = ["http://", "https://"].iter().find_map(|scheme| {
+            self.base_url
+                .get(..scheme.len())
+                .filter(|start| start.eq_ignore_ascii_case(scheme))
+                .map(|_| &self.base_url[scheme.len()..])
+        });
+        match rest {
+            None => Some(format!(
+                "the base URL `{}` has no http:// or https:// scheme (give it as http://HOST:PORT or https://HOST, with or without /v1)",
+                self.base_url
+            )),
+            Some(rest) if rest.split(['/', '?', '#']).next().is_none_or(str::is_empty) => {
+                Some(format!("the base URL `{}` names no host", self.base_url))
+            }
+            Some(_) => None,
+        }
+    }
+
+    /// The host of the base URL (without the port), lowercased; empty when it has none.
+    pub(crate) fn host(&self) -> String {
+        let rest = self.base_url.split_once("://").map_or(self.base_url.as_str(), |(_, r)| r);
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let host = if host.starts_with('[') {
+            host.split_inclusive(']').next().unwrap_or(host)
+        } else {
+            host.split(':').next().unwrap_or(host)
+        };
+        host.to_ascii_lowercase()
+    }
+
     /// The base URL, without `/v1` or a trailing slash.
     pub fn base_url(&self) -> &str {
         &self.base_url
@@ -194,6 +241,7 @@ impl Endpoint {
         }
         serde_json::from_str(&text).map_err(|e| HttpError {
             status: Some(status),
+            body: Some(text.clone()),
             ..fail(HttpErrorKind::NotJson, "the answer is not JSON".to_owned(), Some(Box::new(e)))
         })
     }

@@ -59,28 +59,35 @@ pub enum ClientError {
         source: Box<HttpError>,
     },
     /// The server gave no whole answer in time.
-    #[error("{provider} gave no answer within {timeout:?} ({})", attempts_text(*.attempts))]
+    #[error("{provider} at {url} gave no answer within {timeout:?} ({})", attempts_text(*.attempts))]
     Timeout {
         /// The provider.
         provider: &'static str,
+        /// The URL posted to.
+        url: String,
         /// The whole-request timeout of the endpoint.
         timeout: Duration,
         /// The requests made.
         attempts: u32,
-        /// The last failure.
+        /// The HTTP client's error of the last attempt.
         #[source]
-        source: Box<HttpError>,
+        source: Option<BoxError>,
     },
     /// The server could not be reached, or its answer broke off.
-    #[error("{provider} at {}: {} ({})", .source.url, .source.reason, attempts_text(*.attempts))]
+    #[error("{provider} at {url}: {reason} ({})", attempts_text(*.attempts))]
     Connection {
         /// The provider.
         provider: &'static str,
+        /// The URL posted to.
+        url: String,
+        /// What failed: `cannot reach the server`, `the answer broke off`.
+        reason: String,
         /// The requests made.
         attempts: u32,
-        /// The last failure.
+        /// The HTTP client's error of the last attempt (connection refused, no route, a
+        /// TLS failure, ...).
         #[source]
-        source: Box<HttpError>,
+        source: Option<BoxError>,
     },
     /// The reply is not JSON, or not the shape the provider's format gives a reply.
     #[error("{provider} sent a malformed reply: {detail}")]
@@ -106,6 +113,16 @@ pub enum ClientError {
         /// What the format writer refused.
         #[source]
         source: curator_model::Error,
+    },
+    /// The client cannot make a request that could succeed: a base URL without a scheme or
+    /// host, no API key for a provider's own server. Nothing was sent, and nothing is
+    /// retried.
+    #[error("{provider} client: {problem}")]
+    Config {
+        /// The provider.
+        provider: &'static str,
+        /// What is wrong, and how to set it right.
+        problem: String,
     },
     /// The blocking task of an async call ended without an answer: it panicked, or the
     /// runtime shut down.
@@ -134,6 +151,7 @@ impl ClientError {
             ClientError::Timeout { .. } | ClientError::Connection { .. } => true,
             ClientError::MalformedReply { .. }
             | ClientError::Conversion { .. }
+            | ClientError::Config { .. }
             | ClientError::Join(_) => false,
         }
     }
@@ -162,15 +180,27 @@ impl ClientError {
                 }
             }
             HttpErrorKind::Timeout => {
-                ClientError::Timeout { provider, timeout, attempts, source: error }
+                let HttpError { url, source, .. } = *error;
+                ClientError::Timeout { provider, url, timeout, attempts, source }
             }
-            HttpErrorKind::NotJson => ClientError::MalformedReply {
-                provider,
-                field: None,
-                detail: "the body is not JSON".to_owned(),
-                source: Some(error),
-            },
-            _ => ClientError::Connection { provider, attempts, source: error },
+            HttpErrorKind::NotJson => {
+                let body = error.body.as_deref().unwrap_or_default().trim();
+                let mut excerpt: String = body.chars().take(EXCERPT_CHARS).collect();
+                if excerpt.len() < body.len() {
+                    excerpt.push('…');
+                }
+                let status = error.status.map_or(String::new(), |s| format!(" (HTTP {s})"));
+                ClientError::MalformedReply {
+                    provider,
+                    field: None,
+                    detail: format!("the body{status} is not JSON: {excerpt:?}"),
+                    source: Some(error),
+                }
+            }
+            _ => {
+                let HttpError { url, reason, source, .. } = *error;
+                ClientError::Connection { provider, url, reason, attempts, source }
+            }
         }
     }
 

@@ -20,8 +20,8 @@ pub struct HttpError {
     pub reason: String,
     /// The HTTP status, when the server answered.
     pub status: Option<u16>,
-    /// The whole body of an error answer (a status outside 2xx), for reading the server's
-    /// own explanation out of it.
+    /// The whole body of an error answer (a status outside 2xx) or of an answer that is not
+    /// JSON, for reading the server's own explanation out of it.
     pub body: Option<String>,
     /// How long the server asked to wait before trying again: its `retry-after` header, in
     /// seconds (the HTTP-date form is not read).

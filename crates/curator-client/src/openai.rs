@@ -85,7 +85,8 @@ impl OpenAiClient {
     }
 
     /// A client of `model` at `OPENAI_BASE_URL` (default `https://api.openai.com`), with the
-    /// key `OPENAI_API_KEY` when it is set (a local server needs none).
+    /// key `OPENAI_API_KEY` when it is set (a local server needs none; without it, a call to
+    /// `api.openai.com` fails at once with [`ClientError::Config`]).
     ///
     /// # Examples
     ///
@@ -102,6 +103,37 @@ impl OpenAiClient {
             Some(key) => client.with_api_key(key),
             None => client,
         }
+    }
+
+    /// Whether the client can make a request that could succeed: a base URL with a scheme
+    /// and a host ([`Endpoint::problem`]), and an API key when it posts to OpenAI's own
+    /// server (`api.openai.com`; other servers may need none). [`complete`](ModelClient::complete)
+    /// checks it before the first attempt.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::client::{ClientError, OpenAiClient};
+    ///
+    /// let err = OpenAiClient::new("https://api.openai.com", "gpt-4o-mini").check().unwrap_err();
+    /// assert!(matches!(err, ClientError::Config { .. }));
+    /// assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
+    /// assert!(OpenAiClient::new("localhost:11434", "llama3.1").check().is_err()); // no scheme
+    /// assert!(OpenAiClient::new("http://localhost:11434", "llama3.1").check().is_ok());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Config`] naming what is wrong and how to set it right.
+    pub fn check(&self) -> Result<(), ClientError> {
+        let problem = self.endpoint.problem().or_else(|| {
+            (self.endpoint.host() == "api.openai.com"
+                && !self.endpoint.has_api_key()
+                && !self.endpoint.has_header("authorization")).then(|| {
+                "no API key for api.openai.com: set OPENAI_API_KEY (read by from_env) or call with_api_key".to_owned()
+            })
+        });
+        problem.map_or(Ok(()), |problem| Err(ClientError::Config { provider: PROVIDER, problem }))
     }
 
     /// Sends `Authorization: Bearer <key>`.
@@ -210,6 +242,7 @@ impl ModelClient for OpenAiClient {
     /// [`MalformedReply`](ClientError::MalformedReply) for a body that is not JSON or not a
     /// chat completion (no `choices[0].message`, say).
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+        self.check()?;
         let body = self.request_body(request)?;
         let value = retry::post(&self.endpoint, &self.retry, PROVIDER, CHAT_COMPLETIONS, &body)?;
         let message = openai::response_message(&value)

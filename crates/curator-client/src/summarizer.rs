@@ -118,7 +118,7 @@ impl<C: ModelClient> Summarizer for ModelSummarizer<C> {
         let reply = self
             .client
             .complete(&ModelRequest::new(&request))
-            .map_err(|e| fail(e.to_string(), Some(Box::new(e))))?;
+            .map_err(|e| fail("the model call failed".to_owned(), Some(Box::new(e))))?;
         let text = reply.message.text();
         if text.trim().is_empty() {
             return Err(fail("the model's reply has no text".to_owned(), None));

@@ -102,12 +102,25 @@ fn a_successful_answer_is_the_summary_and_the_request_is_well_formed() {
     );
 }
 
+/// The error and its sources, joined by `: `.
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(next) = source {
+        out.push_str(": ");
+        out.push_str(&next.to_string());
+        source = next.source();
+    }
+    out
+}
+
 #[track_caller]
 fn fails(answer: Answer, timeout: Duration, expected: &str) {
     let (base, _got) = serve(answer);
     let err = ask(&base, timeout).unwrap_err();
     assert!(matches!(err, curator_strategies::Error::Summarizer { .. }));
-    assert!(err.to_string().contains(expected), "{err}");
+    let chain = chain(&err);
+    assert!(chain.contains(expected), "{chain}");
 }
 
 #[test]
@@ -136,7 +149,7 @@ fn error_answers_are_typed_errors() {
 fn an_unreachable_endpoint_is_a_typed_error() {
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let err = ask(&format!("http://127.0.0.1:{port}"), Duration::from_secs(2)).unwrap_err();
-    assert!(err.to_string().contains("cannot reach"), "{err}");
+    assert!(chain(&err).contains("cannot reach"), "{err}");
 }
 
 #[test]
@@ -249,5 +262,8 @@ fn endpoint_headers_are_sent_and_error_answers_keep_their_body_and_retry_after()
 
     let server = ChatServer::start(|_, _| Reply::Status(200, "{not json".into()));
     let err = Endpoint::new(server.url()).post_json("messages", &json!({})).unwrap_err();
-    assert_eq!((err.kind, err.body, err.retry_after), (HttpErrorKind::NotJson, None, None));
+    assert_eq!(
+        (err.kind, err.body.as_deref(), err.retry_after),
+        (HttpErrorKind::NotJson, Some("{not json"), None)
+    );
 }

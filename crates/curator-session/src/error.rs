@@ -242,7 +242,7 @@ pub enum Error {
     },
     /// The provider closure of [`run_blocking`](crate::run_blocking) (or of any
     /// [`drive`](crate::drive) of a conversation) failed.
-    #[error("provider call failed: {0}")]
+    #[error("the provider call failed")]
     Provider(#[source] BoxError),
     /// The storage backend failed; [`kind`](StoreErrorKind) says how, the source why.
     #[error("session store ({backend}): {message}: {kind}")]

@@ -38,8 +38,7 @@ pub enum Error {
     /// Recording, resuming or a store failed.
     #[error(transparent)]
     Session(Box<curator_session::Error>),
-    /// A model call failed (features `openai`, `anthropic`).
-    #[cfg(any(feature = "openai", feature = "anthropic"))]
+    /// A model call failed.
     #[error(transparent)]
     Client(Box<curator_client::ClientError>),
     /// Opening a SQLite store failed.
@@ -81,7 +80,6 @@ from_module_errors!(
     Invalid(curator_model::validate::Violation),
     Strategy(curator_strategies::Error),
     Session(curator_session::Error),
-    #[cfg(any(feature = "openai", feature = "anthropic"))]
     Client(curator_client::ClientError),
     #[cfg(feature = "sqlite")]
     Sqlite(curator_sqlite::Error),
@@ -121,7 +119,6 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Session(e) => return e.is_retryable(),
-            #[cfg(any(feature = "openai", feature = "anthropic"))]
             Error::Client(e) => return e.is_retryable(),
             #[cfg(feature = "sqlite")]
             Error::Sqlite(e) => return e.is_retryable(),

@@ -75,8 +75,8 @@ fn failures_are_typed_and_leave_the_history_as_it_was() {
 fn an_unreachable_server_is_a_typed_error() {
     let client = OpenAiClient::new("http://127.0.0.1:9/v1/", "m").with_retry(Retry::none());
     let err = ModelStep::new(client).complete(&[Message::user("hi")]).unwrap_err();
-    let Error::Model(ClientError::Connection { source, .. }) = &err else { panic!("{err:?}") };
-    assert_eq!(source.url, "http://127.0.0.1:9/v1/chat/completions");
+    let Error::Model(ClientError::Connection { url, .. }) = &err else { panic!("{err:?}") };
+    assert_eq!(url, "http://127.0.0.1:9/v1/chat/completions");
 }
 
 #[test]
