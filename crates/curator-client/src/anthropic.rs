@@ -10,6 +10,7 @@ use crate::error::ClientError;
 use crate::reply::{ModelReply, Usage};
 use crate::request::{ModelRequest, ModelSettings};
 use crate::retry::{self, Retry};
+use crate::stream::{self, Delta};
 use crate::{ModelClient, env};
 
 /// The provider's name in errors.
@@ -282,6 +283,17 @@ impl AnthropicClient {
     }
 }
 
+/// The reply a Messages API answer holds: its message, usage and stop reason.
+fn reply_of(value: &Value) -> Result<ModelReply, ClientError> {
+    let message = anthropic::response_message(value)
+        .map_err(|e| ClientError::malformed(PROVIDER, "a Messages API reply", e))?;
+    Ok(ModelReply {
+        message,
+        usage: Usage::read_anthropic(value),
+        stop_reason: value.get("stop_reason").and_then(Value::as_str).map(str::to_owned),
+    })
+}
+
 impl ModelClient for AnthropicClient {
     /// Posts the request and reads the reply.
     ///
@@ -297,13 +309,40 @@ impl ModelClient for AnthropicClient {
         self.check()?;
         let body = self.request_body(request)?;
         let value = retry::post(&self.endpoint, &self.retry, PROVIDER, MESSAGES, &body)?;
-        let message = anthropic::response_message(&value)
-            .map_err(|e| ClientError::malformed(PROVIDER, "a Messages API reply", e))?;
-        Ok(ModelReply {
-            message,
-            usage: Usage::read_anthropic(&value),
-            stop_reason: value.get("stop_reason").and_then(Value::as_str).map(str::to_owned),
-        })
+        reply_of(&value)
+    }
+
+    /// Posts the request with `stream: true`, reports each text, thinking and tool-input
+    /// piece, and reads the message they make when the stream ends (`message_stop`), with
+    /// the usage of `message_start` and `message_delta` (cache reads and writes included).
+    ///
+    /// # Errors
+    ///
+    /// As [`complete`](ModelClient::complete) (a failure before the stream flows is retried);
+    /// [`StreamCut`](ClientError::StreamCut) when the stream ends before `message_stop`,
+    /// [`StreamError`](ClientError::StreamError) for an `error` event (`overloaded_error`),
+    /// [`Timeout`](ClientError::Timeout) when the whole request outlasts the endpoint's
+    /// timeout.
+    fn stream(
+        &self,
+        request: &ModelRequest<'_>,
+        on_delta: &mut dyn FnMut(&Delta),
+    ) -> Result<ModelReply, ClientError> {
+        self.check()?;
+        let mut body = self.request_body(request)?;
+        if let Value::Object(fields) = &mut body {
+            fields.insert("stream".into(), Value::Bool(true));
+        }
+        let mut events =
+            retry::post_stream(&self.endpoint, &self.retry, PROVIDER, MESSAGES, &body)?;
+        let url = self.url();
+        let mut assembly = stream::anthropic::Assembly::default();
+        stream::read_events(
+            &mut *events,
+            |e| stream::read_error(PROVIDER, &url, self.endpoint.timeout(), e),
+            |event| assembly.take(event.name.as_deref(), &event.data, on_delta),
+        )?;
+        reply_of(&assembly.finish(&url)?)
     }
 
     fn identity(&self) -> String {

@@ -193,57 +193,114 @@ impl Endpoint {
     /// `retry-after` header), or with a body that is not JSON.
     pub fn post_json(&self, path: &str, body: &Value) -> Result<Value, HttpError> {
         let url = self.url(path);
-        let fail = |kind: HttpErrorKind, reason: String, source: Option<BoxError>| HttpError {
-            url: url.clone(),
-            kind,
-            reason,
-            status: None,
-            body: None,
-            retry_after: None,
-            source,
-        };
-        let transport = |e: ureq::Error, kind: HttpErrorKind, what: &str| match e {
-            ureq::Error::Timeout(_) => fail(
-                HttpErrorKind::Timeout,
-                format!("no answer within {:?}", self.timeout),
-                Some(Box::new(e)),
-            ),
-            other => fail(kind, what.to_owned(), Some(Box::new(other))),
-        };
-        let mut request = self.agent.post(&url).header("Content-Type", "application/json");
+        let (status, retry_after, mut answer) = self.send(&url, body, "application/json")?;
+        let text = answer.read_to_string().map_err(|e| {
+            self.transport(&url, e, HttpErrorKind::BrokenOff, "the answer broke off")
+        })?;
+        if !(200..300).contains(&status) {
+            return Err(status_error(url, status, text, retry_after));
+        }
+        serde_json::from_str(&text).map_err(|e| HttpError {
+            status: Some(status),
+            body: Some(text.clone()),
+            ..failure(url, HttpErrorKind::NotJson, "the answer is not JSON", Some(Box::new(e)))
+        })
+    }
+
+    /// Posts `body` as JSON to [`url`](Endpoint::url)`(path)`, asking for server-sent events,
+    /// and gives the answer's body to read as it arrives (within the endpoint's timeout for
+    /// the whole request).
+    ///
+    /// # Errors
+    ///
+    /// As [`post_json`](Endpoint::post_json), for an answer with a status outside 2xx (read
+    /// whole) or no answer at all; reading the stream fails with an [`std::io::Error`].
+    pub fn post_stream(
+        &self,
+        path: &str,
+        body: &Value,
+    ) -> Result<Box<dyn std::io::BufRead + Send>, HttpError> {
+        let url = self.url(path);
+        let (status, retry_after, mut answer) = self.send(&url, body, "text/event-stream")?;
+        if !(200..300).contains(&status) {
+            let text = answer.read_to_string().map_err(|e| {
+                self.transport(&url, e, HttpErrorKind::BrokenOff, "the answer broke off")
+            })?;
+            return Err(status_error(url, status, text, retry_after));
+        }
+        Ok(Box::new(std::io::BufReader::new(answer.into_reader())))
+    }
+
+    /// Sends the request: the status, the `retry-after`, and the body to read.
+    fn send(
+        &self,
+        url: &str,
+        body: &Value,
+        accept: &str,
+    ) -> Result<(u16, Option<Duration>, ureq::Body), HttpError> {
+        let mut request = self
+            .agent
+            .post(url)
+            .header("Content-Type", "application/json")
+            .header("Accept", accept);
         if let Some(key) = &self.api_key {
             request = request.header("Authorization", &format!("Bearer {key}"));
         }
         for (name, value) in &self.headers {
             request = request.header(name, value);
         }
-        let mut response = request
-            .send(body.to_string())
-            .map_err(|e| transport(e, HttpErrorKind::Unreachable, "cannot reach the server"))?;
+        let response = request.send(body.to_string()).map_err(|e| {
+            self.transport(url, e, HttpErrorKind::Unreachable, "cannot reach the server")
+        })?;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let text = response
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| transport(e, HttpErrorKind::BrokenOff, "the answer broke off"))?;
-        if !(200..300).contains(&status) {
-            let start: String = text.chars().take(EXCERPT_CHARS).collect();
-            return Err(HttpError {
-                status: Some(status),
-                body: Some(text),
-                retry_after,
-                ..fail(HttpErrorKind::Status, format!("HTTP {status}: {start}"), None)
-            });
+        Ok((status, retry_after, response.into_body()))
+    }
+
+    /// The error of a transport failure: a timeout, or `kind` saying `what`.
+    fn transport(&self, url: &str, e: ureq::Error, kind: HttpErrorKind, what: &str) -> HttpError {
+        match e {
+            ureq::Error::Timeout(_) => failure(
+                url.to_owned(),
+                HttpErrorKind::Timeout,
+                &format!("no answer within {:?}", self.timeout),
+                Some(Box::new(e)),
+            ),
+            other => failure(url.to_owned(), kind, what, Some(Box::new(other))),
         }
-        serde_json::from_str(&text).map_err(|e| HttpError {
-            status: Some(status),
-            body: Some(text.clone()),
-            ..fail(HttpErrorKind::NotJson, "the answer is not JSON".to_owned(), Some(Box::new(e)))
-        })
+    }
+}
+
+/// A failure of `kind` at `url`, without an answer's details.
+fn failure(url: String, kind: HttpErrorKind, reason: &str, source: Option<BoxError>) -> HttpError {
+    HttpError {
+        url,
+        kind,
+        reason: reason.to_owned(),
+        status: None,
+        body: None,
+        retry_after: None,
+        source,
+    }
+}
+
+/// The error of an answer with a status outside 2xx, quoting the start of its body.
+fn status_error(
+    url: String,
+    status: u16,
+    text: String,
+    retry_after: Option<Duration>,
+) -> HttpError {
+    let start: String = text.chars().take(EXCERPT_CHARS).collect();
+    HttpError {
+        status: Some(status),
+        body: Some(text),
+        retry_after,
+        ..failure(url, HttpErrorKind::Status, &format!("HTTP {status}: {start}"), None)
     }
 }
 

@@ -114,6 +114,32 @@ pub enum ClientError {
         #[source]
         source: curator_model::Error,
     },
+    /// A streamed reply broke off before its end (the connection closed, or the server
+    /// stopped before its closing event): no part of it is returned. Trying again may
+    /// succeed.
+    #[error("{provider}'s stream from {url} broke off before its end: {detail}")]
+    StreamCut {
+        /// The provider.
+        provider: &'static str,
+        /// The URL posted to.
+        url: String,
+        /// What was missing (`no message_stop event`, `the connection closed`).
+        detail: String,
+        /// The reader's error, when one ended the stream.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// The provider ended a stream with an error event (Anthropic's `overloaded_error`, an
+    /// OpenAI-compatible server's `error` object): no part of the reply is returned.
+    #[error("{provider} ended its stream with an error: {message}")]
+    StreamError {
+        /// The provider.
+        provider: &'static str,
+        /// The provider's message.
+        message: String,
+        /// The provider's error type or code, when it gave one.
+        error_type: Option<String>,
+    },
     /// The client cannot make a request that could succeed: a base URL without a scheme or
     /// host, no API key for a provider's own server. Nothing was sent, and nothing is
     /// retried.
@@ -148,7 +174,12 @@ impl ClientError {
     pub fn is_retryable(&self) -> bool {
         match self {
             ClientError::Status { status, .. } => *status == 429 || *status >= 500,
-            ClientError::Timeout { .. } | ClientError::Connection { .. } => true,
+            ClientError::Timeout { .. }
+            | ClientError::Connection { .. }
+            | ClientError::StreamCut { .. } => true,
+            ClientError::StreamError { error_type, .. } => error_type.as_deref().is_some_and(|t| {
+                matches!(t, "overloaded_error" | "rate_limit_error" | "api_error" | "server_error")
+            }),
             ClientError::MalformedReply { .. }
             | ClientError::Conversion { .. }
             | ClientError::Config { .. }

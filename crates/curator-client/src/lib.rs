@@ -49,6 +49,7 @@ mod openai;
 mod reply;
 mod request;
 mod retry;
+mod stream;
 mod summarizer;
 mod usage;
 
@@ -65,6 +66,7 @@ pub use openai::OpenAiClient;
 pub use reply::ModelReply;
 pub use request::{ModelRequest, ModelSettings};
 pub use retry::Retry;
+pub use stream::{Delta, DeltaFn};
 pub use summarizer::{DEFAULT_SUMMARY_PROMPT, ModelSummarizer};
 pub use usage::Usage;
 
@@ -98,6 +100,56 @@ pub trait ModelClient: Send + Sync {
     /// its reply is not one the format reads.
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError>;
 
+    /// Sends `request` as [`complete`](Self::complete) does, asking the model to stream its
+    /// reply, and hands each piece to `on_delta` as it arrives (to show the reply as it is
+    /// written). The reply returned is the whole one, put together when the stream has
+    /// ended: record it, not the pieces. A stream that breaks off returns an error and no
+    /// part of the reply.
+    ///
+    /// The default, for clients that do not stream, calls `complete` and hands the whole
+    /// reply over in one piece per part (its text, then each tool call).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::client::{ClientError, Delta, ModelClient, ModelReply, ModelRequest};
+    /// use curator::model::Message;
+    ///
+    /// struct Echo;
+    ///
+    /// impl ModelClient for Echo {
+    ///     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+    ///         Ok(ModelReply::new(Message::assistant(request.messages[0].text())))
+    ///     }
+    /// }
+    ///
+    /// let mut shown = String::new();
+    /// let reply = Echo.stream(&ModelRequest::new(&[Message::user("hello")]), &mut |delta| {
+    ///     if let Delta::Text(text) = delta {
+    ///         shown.push_str(text);
+    ///     }
+    /// })?;
+    /// assert_eq!((shown.as_str(), &*reply.message.text()), ("hello", "hello"));
+    /// # Ok::<(), ClientError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`complete`](Self::complete); a streaming client adds
+    /// [`ClientError::StreamCut`] (the stream ended before its end) and
+    /// [`ClientError::StreamError`] (the provider ended it with an error event).
+    fn stream(
+        &self,
+        request: &ModelRequest<'_>,
+        on_delta: &mut dyn FnMut(&Delta),
+    ) -> Result<ModelReply, ClientError> {
+        let reply = self.complete(request)?;
+        for delta in stream::deltas_of(&reply.message) {
+            on_delta(&delta);
+        }
+        Ok(reply)
+    }
+
     /// What tells this client's replies from another's: the provider, the server and the
     /// model (`openai http://localhost:11434 llama3.1`), never a key. Memo keys use it
     /// (a [`ModelSummarizer`]'s summaries are found again only for the same model); the
@@ -112,6 +164,14 @@ impl<C: ModelClient + ?Sized> ModelClient for &C {
         (**self).complete(request)
     }
 
+    fn stream(
+        &self,
+        request: &ModelRequest<'_>,
+        on_delta: &mut dyn FnMut(&Delta),
+    ) -> Result<ModelReply, ClientError> {
+        (**self).stream(request, on_delta)
+    }
+
     fn identity(&self) -> String {
         (**self).identity()
     }
@@ -122,6 +182,14 @@ impl<C: ModelClient + ?Sized> ModelClient for Box<C> {
         (**self).complete(request)
     }
 
+    fn stream(
+        &self,
+        request: &ModelRequest<'_>,
+        on_delta: &mut dyn FnMut(&Delta),
+    ) -> Result<ModelReply, ClientError> {
+        (**self).stream(request, on_delta)
+    }
+
     fn identity(&self) -> String {
         (**self).identity()
     }
@@ -130,6 +198,14 @@ impl<C: ModelClient + ?Sized> ModelClient for Box<C> {
 impl<C: ModelClient + ?Sized> ModelClient for Arc<C> {
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
         (**self).complete(request)
+    }
+
+    fn stream(
+        &self,
+        request: &ModelRequest<'_>,
+        on_delta: &mut dyn FnMut(&Delta),
+    ) -> Result<ModelReply, ClientError> {
+        (**self).stream(request, on_delta)
     }
 
     fn identity(&self) -> String {

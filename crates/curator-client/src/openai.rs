@@ -10,6 +10,7 @@ use crate::error::ClientError;
 use crate::reply::{ModelReply, Usage};
 use crate::request::{ModelRequest, ModelSettings};
 use crate::retry::{self, Retry};
+use crate::stream::{self, Delta};
 use crate::{ModelClient, env};
 
 /// The provider's name in errors.
@@ -230,6 +231,20 @@ impl OpenAiClient {
     }
 }
 
+/// The reply a chat completion holds: its first choice's message, usage and finish reason.
+fn reply_of(value: &Value) -> Result<ModelReply, ClientError> {
+    let message = openai::response_message(value)
+        .map_err(|e| ClientError::malformed(PROVIDER, "a chat completion", e))?;
+    Ok(ModelReply {
+        message,
+        usage: Usage::read_openai(value),
+        stop_reason: value
+            .pointer("/choices/0/finish_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
 impl ModelClient for OpenAiClient {
     /// Posts the request and reads the first choice.
     ///
@@ -245,16 +260,44 @@ impl ModelClient for OpenAiClient {
         self.check()?;
         let body = self.request_body(request)?;
         let value = retry::post(&self.endpoint, &self.retry, PROVIDER, CHAT_COMPLETIONS, &body)?;
-        let message = openai::response_message(&value)
-            .map_err(|e| ClientError::malformed(PROVIDER, "a chat completion", e))?;
-        Ok(ModelReply {
-            message,
-            usage: Usage::read_openai(&value),
-            stop_reason: value
-                .pointer("/choices/0/finish_reason")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        })
+        reply_of(&value)
+    }
+
+    /// Posts the request with `stream: true` (and `stream_options.include_usage`, for the
+    /// usage), reports each chunk's text, reasoning (`reasoning_content`, from servers that
+    /// send one) and tool-call pieces, and reads the completion they make when the stream
+    /// ends (`[DONE]`).
+    ///
+    /// # Errors
+    ///
+    /// As [`complete`](ModelClient::complete) (a failure before the stream flows is retried);
+    /// [`StreamCut`](ClientError::StreamCut) when the stream ends before a finish reason,
+    /// [`StreamError`](ClientError::StreamError) for an error chunk,
+    /// [`Timeout`](ClientError::Timeout) when the whole request outlasts the endpoint's
+    /// timeout.
+    fn stream(
+        &self,
+        request: &ModelRequest<'_>,
+        on_delta: &mut dyn FnMut(&Delta),
+    ) -> Result<ModelReply, ClientError> {
+        self.check()?;
+        let mut body = self.request_body(request)?;
+        if let Value::Object(fields) = &mut body {
+            fields.insert("stream".into(), Value::Bool(true));
+            fields
+                .entry("stream_options")
+                .or_insert_with(|| serde_json::json!({"include_usage": true}));
+        }
+        let mut events =
+            retry::post_stream(&self.endpoint, &self.retry, PROVIDER, CHAT_COMPLETIONS, &body)?;
+        let url = self.url();
+        let mut assembly = stream::openai::Assembly::default();
+        stream::read_events(
+            &mut *events,
+            |e| stream::read_error(PROVIDER, &url, self.endpoint.timeout(), e),
+            |event| assembly.take(&event.data, on_delta),
+        )?;
+        reply_of(&assembly.finish(&url)?)
     }
 
     fn identity(&self) -> String {

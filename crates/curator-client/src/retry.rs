@@ -173,9 +173,33 @@ pub(crate) fn post(
     path: &str,
     body: &Value,
 ) -> Result<Value, ClientError> {
+    retrying(endpoint, retry, provider, || endpoint.post_json(path, body))
+}
+
+/// Posts `body` to `path` of `endpoint` for a stream of server-sent events, retrying as
+/// `retry` says until the server answers 2xx (a stream, once it flows, is not retried).
+#[cfg(feature = "http")]
+pub(crate) fn post_stream(
+    endpoint: &Endpoint,
+    retry: &Retry,
+    provider: &'static str,
+    path: &str,
+    body: &Value,
+) -> Result<Box<dyn std::io::BufRead + Send>, ClientError> {
+    retrying(endpoint, retry, provider, || endpoint.post_stream(path, body))
+}
+
+/// Runs `send` until it succeeds, fails in a way that does not pass, or the attempts run out.
+#[cfg(feature = "http")]
+fn retrying<T>(
+    endpoint: &Endpoint,
+    retry: &Retry,
+    provider: &'static str,
+    mut send: impl FnMut() -> Result<T, crate::HttpError>,
+) -> Result<T, ClientError> {
     let mut attempts = 1;
     loop {
-        match endpoint.post_json(path, body) {
+        match send() {
             Ok(value) => return Ok(value),
             Err(error) if error.is_retryable() && attempts < retry.max_attempts => {
                 std::thread::sleep(retry.delay(attempts, error.retry_after));

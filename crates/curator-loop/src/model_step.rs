@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use curator_client::{ModelClient, ModelReply, ModelRequest};
+use curator_client::{Delta, DeltaFn, ModelClient, ModelReply, ModelRequest};
 use curator_model::{BoxError, Message};
 use serde_json::{Value, json};
 
@@ -40,6 +40,7 @@ pub struct ModelStep {
     client: Arc<dyn ModelClient>,
     system: Option<String>,
     tools: Option<Value>,
+    on_delta: Option<Arc<DeltaFn>>,
 }
 
 impl std::fmt::Debug for ModelStep {
@@ -48,6 +49,7 @@ impl std::fmt::Debug for ModelStep {
             .field("client", &self.client.identity())
             .field("system", &self.system.is_some())
             .field("tools", &self.tools.is_some())
+            .field("streams", &self.on_delta.is_some())
             .finish()
     }
 }
@@ -60,7 +62,7 @@ impl ModelStep {
 
     /// A step asking a client shared with other parts of the program (the summarizer, say).
     pub fn shared(client: Arc<dyn ModelClient>) -> Self {
-        Self { client, system: None, tools: None }
+        Self { client, system: None, tools: None, on_delta: None }
     }
 
     /// The system prompt, sent first (never changed by injection).
@@ -104,6 +106,44 @@ impl ModelStep {
         self
     }
 
+    /// Asks the model to stream its replies and hands each piece to `on_delta` as it arrives
+    /// (see `ModelClient::stream`). The step's output is the whole reply, once its stream
+    /// has ended; a stream that breaks off fails the step ([`Error::Model`]), and the loop
+    /// rolls the iteration back: no turn holds part of a reply.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use curator::client::{ClientError, Delta, ModelClient, ModelReply, ModelRequest};
+    /// use curator::conversation_loop::ModelStep;
+    /// use curator::model::Message;
+    ///
+    /// struct Hello;
+    ///
+    /// impl ModelClient for Hello {
+    ///     fn complete(&self, _: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+    ///         Ok(ModelReply::new(Message::assistant("Hello!")))
+    ///     }
+    /// }
+    ///
+    /// let shown = Arc::new(Mutex::new(String::new()));
+    /// let screen = Arc::clone(&shown);
+    /// let step = ModelStep::new(Hello).stream_to(move |delta| {
+    ///     if let Delta::Text(text) = delta {
+    ///         screen.lock().unwrap().push_str(text);
+    ///     }
+    /// });
+    /// assert_eq!(step.complete(&[Message::user("Hi")])?.message.text(), "Hello!");
+    /// assert_eq!(*shown.lock().unwrap(), "Hello!");
+    /// # Ok::<(), curator::conversation_loop::Error>(())
+    /// ```
+    #[must_use]
+    pub fn stream_to(mut self, on_delta: impl Fn(&Delta) + Send + Sync + 'static) -> Self {
+        self.on_delta = Some(Arc::new(on_delta));
+        self
+    }
+
     /// The client it asks.
     pub fn client(&self) -> &dyn ModelClient {
         &*self.client
@@ -133,7 +173,10 @@ impl ModelStep {
         if let Some(tools) = &self.tools {
             request = request.with_tools(tools);
         }
-        Ok(self.client.complete(&request)?)
+        Ok(match &self.on_delta {
+            Some(on_delta) => self.client.stream(&request, &mut |d| on_delta(d))?,
+            None => self.client.complete(&request)?,
+        })
     }
 }
 

@@ -13,7 +13,7 @@ use crate::{
     SessionStore, ToolContext, ToolError, Tools,
 };
 use curator_client::Usage;
-use curator_client::{ModelClient, ModelRequest};
+use curator_client::{Delta, DeltaFn, ModelClient, ModelRequest};
 
 /// The history budget of an agent that names none, in tokens.
 pub const DEFAULT_AGENT_MAX_TOKENS: u64 = 32_000;
@@ -134,6 +134,8 @@ struct Parts {
     redactor: Option<Redactor>,
     claim_lease: Duration,
     claim_wait: Duration,
+    /// Where a streamed reply's pieces go, when the model is asked to stream.
+    on_delta: Option<Arc<DeltaFn>>,
     /// One lock per session key, shared by every clone: one run at a time per session in
     /// this process.
     locks: Arc<Mutex<HashMap<SessionKey, Weak<Mutex<()>>>>>,
@@ -232,6 +234,7 @@ impl Agent {
                 redactor: Some(Redactor::new()),
                 claim_lease: DEFAULT_AGENT_LEASE,
                 claim_wait: Duration::from_secs(30),
+                on_delta: None,
                 locks: Arc::default(),
             }),
         }
@@ -279,6 +282,46 @@ impl Agent {
     #[must_use]
     pub fn max_turns(self, max_turns: u32) -> Self {
         self.with(|parts| parts.max_turns = max_turns)
+    }
+
+    /// Asks the model to stream its replies, and hands each piece to `on_delta` as it
+    /// arrives (text, thinking, tool-call pieces: see [`ModelClient::stream`]). A reply is
+    /// recorded once, whole, when its stream has ended; a stream that breaks off records
+    /// nothing and ends the `ask` with [`Error::Provider`] (its source a
+    /// `ClientError::StreamCut`), and the next `ask` with the same id calls the model again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use curator::client::{ClientError, Delta, ModelClient, ModelReply, ModelRequest};
+    /// use curator::model::Message;
+    /// use curator::session::{Agent, AgentEnd, MemoryStore};
+    ///
+    /// struct Hello;
+    ///
+    /// impl ModelClient for Hello {
+    ///     fn complete(&self, _: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+    ///         Ok(ModelReply::new(Message::assistant("Hello!")))
+    ///     }
+    /// }
+    ///
+    /// let shown = Arc::new(Mutex::new(String::new()));
+    /// let screen = Arc::clone(&shown);
+    /// let agent = Agent::new(Hello).stream_to(move |delta| {
+    ///     if let Delta::Text(text) = delta {
+    ///         screen.lock().unwrap().push_str(text);
+    ///     }
+    /// });
+    /// let outcome = agent.ask(&MemoryStore::new(), "user-1", "m1", "Hi")?;
+    /// assert_eq!(outcome.end, AgentEnd::Answered("Hello!".into()));
+    /// assert_eq!(*shown.lock().unwrap(), "Hello!");
+    /// # Ok::<(), curator::session::Error>(())
+    /// ```
+    #[must_use]
+    pub fn stream_to(self, on_delta: impl Fn(&Delta) + Send + Sync + 'static) -> Self {
+        let on_delta: Arc<DeltaFn> = Arc::new(on_delta);
+        self.with(|parts| parts.on_delta = Some(on_delta))
     }
 
     /// What a resumed run does with a call that was interrupted while it ran.
@@ -673,10 +716,11 @@ impl Agent {
                     if !parts.tools.is_empty() {
                         model_request = model_request.with_tools(&definitions);
                     }
-                    let reply = parts
-                        .model
-                        .complete(&model_request)
-                        .map_err(|e| Error::Provider(Box::new(e)))?;
+                    let reply = match &parts.on_delta {
+                        Some(on_delta) => parts.model.stream(&model_request, &mut |d| on_delta(d)),
+                        None => parts.model.complete(&model_request),
+                    }
+                    .map_err(|e| Error::Provider(Box::new(e)))?;
                     tally.calls += 1;
                     if let Some(usage) = reply.usage {
                         tally.usage = tally.usage.plus(usage);

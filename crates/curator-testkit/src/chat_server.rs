@@ -31,6 +31,15 @@ pub enum Reply {
     Slow(Duration, String),
     /// Announces a long body, sends the start of a completion, then closes the connection.
     BrokenOff,
+    /// Server-sent events (`text/event-stream`, chunked): each event's text (`data: {...}`,
+    /// or `event: name\ndata: {...}`) is sent and flushed on its own, followed by the blank
+    /// line that ends it, then the body ends.
+    Events(Vec<String>),
+    /// The events, then the connection closes without ending the body (a stream cut).
+    EventsCut(Vec<String>),
+    /// The events, then nothing for this long before the connection closes (a stream that
+    /// never ends).
+    EventsHang(Vec<String>, Duration),
 }
 
 /// The function that picks the reply to a request body (the parsed JSON) and its number.
@@ -159,6 +168,11 @@ fn serve(stream: TcpStream, kept: &Mutex<Vec<Received>>, respond: &Responder) {
             std::thread::sleep(wait);
             (200, Vec::new(), completion(&text))
         }
+        Reply::Events(events) => return send_events(&mut stream, &events, None, true),
+        Reply::EventsCut(events) => return send_events(&mut stream, &events, None, false),
+        Reply::EventsHang(events, wait) => {
+            return send_events(&mut stream, &events, Some(wait), false);
+        }
         Reply::BrokenOff => {
             let start = &completion("cut")[..20];
             let _ = write!(
@@ -178,5 +192,27 @@ fn serve(stream: TcpStream, kept: &Mutex<Vec<Received>>, respond: &Responder) {
         "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n{payload}",
         payload.len()
     );
+    let _ = stream.flush();
+}
+
+/// Writes `events` as a chunked `text/event-stream` body, one chunk per event, flushed; then
+/// waits `hang`, and ends the body when `end` (else closes the connection mid-body).
+fn send_events(stream: &mut TcpStream, events: &[String], hang: Option<Duration>, end: bool) {
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    for event in events {
+        let chunk = format!("{event}\n\n");
+        let _ = write!(stream, "{:x}\r\n{chunk}\r\n", chunk.len());
+        let _ = stream.flush();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if let Some(hang) = hang {
+        std::thread::sleep(hang);
+    }
+    if end {
+        let _ = write!(stream, "0\r\n\r\n");
+    }
     let _ = stream.flush();
 }

@@ -91,3 +91,47 @@ fn the_async_face_runs_the_same_loop() {
         assert_eq!(l.turns().await.len(), 2);
     });
 }
+
+#[test]
+fn a_streamed_reply_reaches_the_caller_and_a_cut_one_leaves_no_turn() {
+    use std::sync::{Arc, Mutex};
+
+    use curator_client::Delta;
+    let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+        format!(
+            "data: {}",
+            serde_json::json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        )
+    };
+    let first = chunk(serde_json::json!({"content": "Hel"}), None);
+    let events = vec![
+        first.clone(),
+        chunk(serde_json::json!({"content": "lo!"}), Some("stop")),
+        "data: [DONE]".to_owned(),
+    ];
+    let server = ChatServer::start(move |n, _| {
+        if n == 1 { Reply::EventsCut(vec![first.clone()]) } else { Reply::Events(events.clone()) }
+    });
+    let shown = Arc::new(Mutex::new(String::new()));
+    let screen = Arc::clone(&shown);
+    let step = ModelStep::new(OpenAiClient::new(server.url(), "m").with_retry(Retry::none()))
+        .stream_to(move |delta| {
+            if let Delta::Text(text) = delta {
+                screen.lock().unwrap().push_str(text);
+            }
+        });
+    let mut l = LoopBuilder::new("chat", LoopConfig::conversational())
+        .step("user", Hitl::default())
+        .step("assistant", step)
+        .build()
+        .unwrap();
+    l.run("").unwrap();
+    let err = l.resume("Hi").unwrap_err();
+    let Error::Step { source, .. } = &err else { panic!("{err:?}") };
+    let model = source.downcast_ref::<Error>().unwrap();
+    assert!(matches!(model, Error::Model(ClientError::StreamCut { .. })), "{model:?}");
+    assert!(l.turns().is_empty(), "no turn holds part of a reply");
+    assert!(l.resume("Hi").unwrap().is_paused());
+    assert_eq!(l.turns().last().unwrap().content, "Hello!");
+    assert_eq!(*shown.lock().unwrap(), "HelHello!");
+}

@@ -670,7 +670,9 @@ fn a_system_prompt_is_redacted_too_when_the_agent_redacts_before_recording() {
 fn a_provider_error_says_its_cause() {
     let err =
         Agent::new(Failing, Tools::new()).ask(MemoryStore::new(), "u", "m", "hi").unwrap_err();
-    assert!(err.to_string().contains("down"), "{err}");
+    // The error says what failed; its source, the provider's error, says why (once).
+    let source = std::error::Error::source(&err).map(ToString::to_string).unwrap_or_default();
+    assert!(source.contains("down") && !err.to_string().contains("down"), "{err}: {source}");
 }
 
 /// A tool that panics fails its call with its panic's message (the model and the record see

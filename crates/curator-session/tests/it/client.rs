@@ -187,3 +187,70 @@ fn usage_is_recorded_only_after_a_reply_and_a_damaged_record_of_it_is_named() {
     let err = curator_session::recorded_usage(&store, c.evaluation_id()).unwrap_err();
     assert!(err.to_string().contains(&name) && err.to_string().contains("call 0"), "{err}");
 }
+
+/// An OpenAI stream of `text` in two pieces, cut before its end when `cut`.
+fn streamed(text: &str, cut: bool) -> Reply {
+    let (a, b) = text.split_at(text.len() / 2);
+    let chunk = |delta: Value, finish: Option<&str>| {
+        format!(
+            "data: {}",
+            json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        )
+    };
+    let mut events = vec![chunk(json!({"role": "assistant", "content": a}), None)];
+    if cut {
+        return Reply::EventsCut(events);
+    }
+    events.push(chunk(json!({"content": b}), None));
+    events.push(chunk(json!({}), Some("stop")));
+    events.push(format!(
+        "data: {}",
+        json!({"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 4}})
+    ));
+    events.push("data: [DONE]".to_owned());
+    Reply::Events(events)
+}
+
+#[test]
+fn an_agent_streams_to_its_caller_and_a_cut_stream_records_nothing_until_the_next_ask() {
+    use std::sync::{Arc, Mutex};
+
+    use curator_client::Delta;
+    use curator_session::{Agent, AgentEnd, SessionStore, Tools};
+    // The first stream breaks off after its first piece; the second is whole.
+    let server = ChatServer::start(|n, _| streamed("Noon in Paris.", n == 1));
+    let shown = Arc::new(Mutex::new(Vec::new()));
+    let screen = Arc::clone(&shown);
+    let agent = Agent::new(openai(&server).with_retry(Retry::none()), Tools::new())
+        .system("You tell the time.")
+        .stream_to(move |delta| {
+            if let Delta::Text(text) = delta {
+                screen.lock().unwrap().push(text.clone());
+            }
+        });
+    let store = MemoryStore::new();
+    let err = agent.ask(&store, "ann", "m1", "Time in Paris?").unwrap_err();
+    let Error::Provider(source) = &err else { panic!("{err:?}") };
+    assert!(
+        matches!(source.downcast_ref::<ClientError>(), Some(ClientError::StreamCut { .. })),
+        "{source:?}"
+    );
+    assert_eq!(*shown.lock().unwrap(), ["Noon in"], "the piece before the cut was shown");
+    // Nothing partial is recorded: the system message and the user's, no assistant reply.
+    let evaluation = store.evaluations_of(&"ann".into()).unwrap()[0].evaluation_id;
+    let roles: Vec<Role> =
+        store.entries(evaluation).unwrap().iter().map(|e| e.message.role()).collect();
+    assert_eq!(roles, [Role::System, Role::User]);
+
+    // The same ask again resumes: the model is called again, the whole reply recorded once.
+    shown.lock().unwrap().clear();
+    let outcome = agent.ask(&store, "ann", "m1", "Time in Paris?").unwrap();
+    assert_eq!(outcome.end, AgentEnd::Answered(Message::assistant("Noon in Paris.")));
+    assert_eq!(*shown.lock().unwrap(), ["Noon in", " Paris."]);
+    assert_eq!(outcome.usage, Usage::new(50, 4));
+    let entries = store.entries(evaluation).unwrap();
+    assert_eq!(entries.len(), 3);
+    assert_eq!(entries[2].message.text(), "Noon in Paris.");
+    assert_eq!(server.requests().len(), 2);
+    assert!(server.requests().iter().all(|b| b["stream"] == json!(true)));
+}
