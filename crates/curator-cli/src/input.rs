@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use curator::model::Message;
 use curator::model::formats::{self, detect};
+use curator::model::json_kind;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -228,7 +229,7 @@ fn from_line(line: &str, number: usize, format: Format) -> Result<Conversation, 
             id: fallback,
             error: anyhow!(
                 "line {number}: expected a conversation object with `messages`, found {}",
-                kind(&value)
+                json_kind(&value)
             ),
         });
     };
@@ -338,7 +339,7 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
                     let value = formats::anthropic::parse_value(&line)
                         .map_err(|e| json_error(e, Some(line_number)))?;
                     let Value::Object(object) = value else {
-                        bail!("expected an object with `messages`, found {}", kind(&value));
+                        bail!("expected an object with `messages`, found {}", json_kind(&value));
                     };
                     Ok(Reader {
                         label: None,
@@ -368,7 +369,7 @@ pub(crate) fn from_reader(mut reader: Box<dyn BufRead>, format: Format) -> Resul
         let text = utf8_text(bytes)?;
         let value = formats::anthropic::parse_value(&text).map_err(|e| json_error(e, Some(1)))?;
         let Value::Object(object) = value else {
-            bail!("expected an object with `messages`, found {}", kind(&value));
+            bail!("expected an object with `messages`, found {}", json_kind(&value));
         };
         return Ok(Reader {
             label: None,
@@ -442,19 +443,8 @@ fn document(mut reader: Box<dyn BufRead>, format: Format) -> Result<Reader> {
         }),
         other => bail!(
             "expected a JSON array of messages or an object with `messages`, found {}",
-            kind(&other)
+            json_kind(&other)
         ),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -540,7 +530,10 @@ fn to_messages(messages: Value, system: Option<&Value>, format: Format) -> Resul
         },
         (Format::Responses, Value::Array(items)) => formats::responses::to_messages(&items)?,
         (Format::Responses, other) => {
-            bail!("`messages` should be an array of Responses API items, found {}", kind(&other))
+            bail!(
+                "`messages` should be an array of Responses API items, found {}",
+                json_kind(&other)
+            )
         }
         (_, Value::Array(items)) => {
             let mut out = Vec::with_capacity(items.len());

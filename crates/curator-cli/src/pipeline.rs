@@ -40,7 +40,7 @@ pub(crate) enum SummarizerArg {
 }
 
 /// The default pipeline's `--max-tokens`.
-const DEFAULT_MAX_TOKENS: u64 = 32_000;
+const DEFAULT_MAX_TOKENS: u64 = StrategyConfig::DEFAULT_BUDGET;
 
 /// What runs with no pipeline flag and no `--config`, for `--help`.
 pub(crate) fn default_pipeline_help() -> String {

@@ -178,8 +178,18 @@ pub enum Error {
     },
 }
 
-/// Names the JSON type of a value for error messages.
-pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+/// Names the JSON type of a value for error messages: `null`, `a boolean`, `a number`, `a
+/// string`, `an array`, `an object`.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::json_kind;
+/// use serde_json::json;
+///
+/// assert_eq!(format!("expected an object, found {}", json_kind(&json!([1]))), "expected an object, found an array");
+/// ```
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
     match value {
         serde_json::Value::Null => "null",
         serde_json::Value::Bool(_) => "a boolean",

@@ -50,7 +50,7 @@ pub mod validate;
 
 pub use content::{Content, ImageSource, Part};
 pub use entry::{Entry, EntryBuilder, PromptRef};
-pub use error::{BoxError, Error, Result};
+pub use error::{BoxError, Error, Result, json_kind};
 pub use ids::{EvaluationId, MessageId};
 pub use message::Message;
 pub use provider_fields::{Format, ProviderFields};

@@ -270,7 +270,7 @@ fn curate_value(
             Some(other) => {
                 return Err(Failure::Input {
                     kind: "wrong_type",
-                    message: format!("`messages` should be a list, found {}", kind(&other)),
+                    message: format!("`messages` should be a list, found {}", python_kind(&other)),
                 });
             }
             None => {
@@ -285,7 +285,7 @@ fn curate_value(
                 kind: "wrong_type",
                 message: format!(
                     "expected a list of messages or a request dict with `messages`, found {}",
-                    kind(&other)
+                    python_kind(&other)
                 ),
             });
         }
@@ -365,7 +365,9 @@ fn read(format: Format, items: Vec<Value>, system: Option<Value>) -> Result<Vec<
     })
 }
 
-fn kind(value: &Value) -> &'static str {
+/// Names the Python type a JSON value comes from, for error messages (`a dict`, `a list`,
+/// `None`: Python's words, where `curator::model::json_kind` says JSON's).
+fn python_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "None",
         Value::Bool(_) => "a boolean",

@@ -16,7 +16,7 @@ use curator_client::Usage;
 use curator_client::{Delta, DeltaFn, ModelClient, ModelRequest};
 
 /// The history budget of an agent that names none, in tokens.
-pub const DEFAULT_AGENT_MAX_TOKENS: u64 = 32_000;
+pub const DEFAULT_AGENT_MAX_TOKENS: u64 = StrategyConfig::DEFAULT_BUDGET;
 
 /// How long [`Agent::ask_claimed`] holds its claim between renewals, unless set: longer
 /// than a model call or a tool batch may take.

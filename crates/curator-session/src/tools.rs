@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use curator_model::json_kind;
 use serde_json::{Value, json};
 
 use crate::ToolContext;
@@ -207,7 +208,7 @@ impl Tools {
                     return Err(ToolError::Failed(format!(
                         "the arguments of `{}` must be a JSON object, not {}",
                         call.name(),
-                        kind(&other)
+                        json_kind(&other)
                     )));
                 }
                 Err(e) => {
@@ -268,17 +269,6 @@ fn panicked(payload: &(dyn std::any::Any + Send)) -> Result<String, ToolError> {
         Some(message) => format!("the tool panicked: {message}"),
         None => "the tool panicked".to_owned(),
     }))
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 impl std::fmt::Debug for Tools {

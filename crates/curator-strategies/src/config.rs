@@ -401,6 +401,11 @@ impl Tokenizer {
 }
 
 impl StrategyConfig {
+    /// The budget of the default pipeline when none is named, in tokens: what `curator
+    /// replay` and `curator curate` run without options, and what an `Agent` curates to
+    /// unless told otherwise.
+    pub const DEFAULT_BUDGET: u64 = 32_000;
+
     /// The default pipeline, the one `curator replay` and `curator curate` run without
     /// options: secrets redacted (the built-in rules), then a token budget of `max_tokens`
     /// whose views keep the provider's prompt cache ([`StableBudget`]): each view is the

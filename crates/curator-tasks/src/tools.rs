@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use curator_model::json_kind;
 use curator_strategies::TokenCounter;
 
 use crate::error::{Error, Result};
@@ -282,17 +283,6 @@ fn field_list(names: &[&str]) -> String {
         return "no fields".to_owned();
     }
     names.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(" and ")
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// A value as the error quotes it: short JSON, or its kind when long.
