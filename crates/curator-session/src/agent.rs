@@ -296,7 +296,7 @@ impl Agent {
     /// use std::sync::{Arc, Mutex};
     /// use curator::client::{ClientError, Delta, ModelClient, ModelReply, ModelRequest};
     /// use curator::model::Message;
-    /// use curator::session::{Agent, AgentEnd, MemoryStore};
+    /// use curator::session::{Agent, AgentEnd, MemoryStore, Tools};
     ///
     /// struct Hello;
     ///
@@ -308,13 +308,13 @@ impl Agent {
     ///
     /// let shown = Arc::new(Mutex::new(String::new()));
     /// let screen = Arc::clone(&shown);
-    /// let agent = Agent::new(Hello).stream_to(move |delta| {
+    /// let agent = Agent::new(Hello, Tools::new()).stream_to(move |delta| {
     ///     if let Delta::Text(text) = delta {
     ///         screen.lock().unwrap().push_str(text);
     ///     }
     /// });
     /// let outcome = agent.ask(&MemoryStore::new(), "user-1", "m1", "Hi")?;
-    /// assert_eq!(outcome.end, AgentEnd::Answered("Hello!".into()));
+    /// assert_eq!(outcome.end, AgentEnd::Answered(Message::assistant("Hello!")));
     /// assert_eq!(*shown.lock().unwrap(), "Hello!");
     /// # Ok::<(), curator::session::Error>(())
     /// ```
