@@ -9,8 +9,9 @@ use serde_json::{Map, Value};
 use crate::error::ClientError;
 use crate::reply::{ModelReply, Usage};
 use crate::request::{ModelRequest, ModelSettings};
-use crate::retry::{self, Retry};
+use crate::retry::Retry;
 use crate::stream::{self, Delta};
+use crate::wire::{self, Wire};
 use crate::{ModelClient, env};
 
 /// The provider's name in errors.
@@ -283,6 +284,34 @@ impl AnthropicClient {
     }
 }
 
+impl Wire for AnthropicClient {
+    const PROVIDER: &'static str = PROVIDER;
+    const PATH: &'static str = MESSAGES;
+    type Assembly = stream::anthropic::Assembly;
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn retry(&self) -> &Retry {
+        &self.retry
+    }
+
+    fn check(&self) -> Result<(), ClientError> {
+        AnthropicClient::check(self)
+    }
+
+    fn body(&self, request: &ModelRequest<'_>) -> Result<Value, ClientError> {
+        self.request_body(request)
+    }
+
+    fn stream_fields(_: &mut Map<String, Value>) {}
+
+    fn reply(value: &Value) -> Result<ModelReply, ClientError> {
+        reply_of(value)
+    }
+}
+
 /// The reply a Messages API answer holds: its message, usage and stop reason.
 fn reply_of(value: &Value) -> Result<ModelReply, ClientError> {
     let message = anthropic::response_message(value)
@@ -306,10 +335,7 @@ impl ModelClient for AnthropicClient {
     /// [`MalformedReply`](ClientError::MalformedReply) for a body that is not JSON or not a
     /// Messages API reply (no `content`, say).
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
-        self.check()?;
-        let body = self.request_body(request)?;
-        let value = retry::post(&self.endpoint, &self.retry, PROVIDER, MESSAGES, &body)?;
-        reply_of(&value)
+        wire::complete(self, request)
     }
 
     /// Posts the request with `stream: true`, reports each text, thinking and tool-input
@@ -328,21 +354,7 @@ impl ModelClient for AnthropicClient {
         request: &ModelRequest<'_>,
         on_delta: &mut dyn FnMut(&Delta),
     ) -> Result<ModelReply, ClientError> {
-        self.check()?;
-        let mut body = self.request_body(request)?;
-        if let Value::Object(fields) = &mut body {
-            fields.insert("stream".into(), Value::Bool(true));
-        }
-        let mut events =
-            retry::post_stream(&self.endpoint, &self.retry, PROVIDER, MESSAGES, &body)?;
-        let url = self.url();
-        let mut assembly = stream::anthropic::Assembly::default();
-        stream::read_events(
-            &mut *events,
-            |e| stream::read_error(PROVIDER, &url, self.endpoint.timeout(), e),
-            |event| assembly.take(event.name.as_deref(), &event.data, on_delta),
-        )?;
-        reply_of(&assembly.finish(&url)?)
+        wire::stream(self, request, on_delta)
     }
 
     fn identity(&self) -> String {

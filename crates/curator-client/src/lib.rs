@@ -52,6 +52,8 @@ mod retry;
 mod stream;
 mod summarizer;
 mod usage;
+#[cfg(feature = "http")]
+mod wire;
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicClient;
@@ -119,7 +121,7 @@ pub trait ModelClient: Send + Sync {
     ///
     /// impl ModelClient for Echo {
     ///     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
-    ///         Ok(ModelReply::new(Message::assistant(request.messages[0].text())))
+    ///         Ok(ModelReply::new(Message::assistant(request.messages[0].text().into_owned())))
     ///     }
     /// }
     ///
@@ -159,59 +161,30 @@ pub trait ModelClient: Send + Sync {
     }
 }
 
-impl<C: ModelClient + ?Sized> ModelClient for &C {
-    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
-        (**self).complete(request)
-    }
+/// `ModelClient` for a pointer to a client: the call goes to the client pointed at.
+macro_rules! forward {
+    ($($pointer:ty),*) => {$(
+        impl<C: ModelClient + ?Sized> ModelClient for $pointer {
+            fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
+                (**self).complete(request)
+            }
 
-    fn stream(
-        &self,
-        request: &ModelRequest<'_>,
-        on_delta: &mut dyn FnMut(&Delta),
-    ) -> Result<ModelReply, ClientError> {
-        (**self).stream(request, on_delta)
-    }
+            fn stream(
+                &self,
+                request: &ModelRequest<'_>,
+                on_delta: &mut dyn FnMut(&Delta),
+            ) -> Result<ModelReply, ClientError> {
+                (**self).stream(request, on_delta)
+            }
 
-    fn identity(&self) -> String {
-        (**self).identity()
-    }
+            fn identity(&self) -> String {
+                (**self).identity()
+            }
+        }
+    )*};
 }
 
-impl<C: ModelClient + ?Sized> ModelClient for Box<C> {
-    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
-        (**self).complete(request)
-    }
-
-    fn stream(
-        &self,
-        request: &ModelRequest<'_>,
-        on_delta: &mut dyn FnMut(&Delta),
-    ) -> Result<ModelReply, ClientError> {
-        (**self).stream(request, on_delta)
-    }
-
-    fn identity(&self) -> String {
-        (**self).identity()
-    }
-}
-
-impl<C: ModelClient + ?Sized> ModelClient for Arc<C> {
-    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
-        (**self).complete(request)
-    }
-
-    fn stream(
-        &self,
-        request: &ModelRequest<'_>,
-        on_delta: &mut dyn FnMut(&Delta),
-    ) -> Result<ModelReply, ClientError> {
-        (**self).stream(request, on_delta)
-    }
-
-    fn identity(&self) -> String {
-        (**self).identity()
-    }
-}
+forward!(&C, Box<C>, Arc<C>);
 
 /// An environment variable that is set and not empty.
 #[cfg(feature = "http")]

@@ -9,8 +9,9 @@ use serde_json::{Map, Value};
 use crate::error::ClientError;
 use crate::reply::{ModelReply, Usage};
 use crate::request::{ModelRequest, ModelSettings};
-use crate::retry::{self, Retry};
+use crate::retry::Retry;
 use crate::stream::{self, Delta};
+use crate::wire::{self, Wire};
 use crate::{ModelClient, env};
 
 /// The provider's name in errors.
@@ -231,6 +232,38 @@ impl OpenAiClient {
     }
 }
 
+impl Wire for OpenAiClient {
+    const PROVIDER: &'static str = PROVIDER;
+    const PATH: &'static str = CHAT_COMPLETIONS;
+    type Assembly = stream::openai::Assembly;
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn retry(&self) -> &Retry {
+        &self.retry
+    }
+
+    fn check(&self) -> Result<(), ClientError> {
+        OpenAiClient::check(self)
+    }
+
+    fn body(&self, request: &ModelRequest<'_>) -> Result<Value, ClientError> {
+        self.request_body(request)
+    }
+
+    fn stream_fields(fields: &mut Map<String, Value>) {
+        fields
+            .entry("stream_options")
+            .or_insert_with(|| serde_json::json!({"include_usage": true}));
+    }
+
+    fn reply(value: &Value) -> Result<ModelReply, ClientError> {
+        reply_of(value)
+    }
+}
+
 /// The reply a chat completion holds: its first choice's message, usage and finish reason.
 fn reply_of(value: &Value) -> Result<ModelReply, ClientError> {
     let message = openai::response_message(value)
@@ -257,10 +290,7 @@ impl ModelClient for OpenAiClient {
     /// [`MalformedReply`](ClientError::MalformedReply) for a body that is not JSON or not a
     /// chat completion (no `choices[0].message`, say).
     fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
-        self.check()?;
-        let body = self.request_body(request)?;
-        let value = retry::post(&self.endpoint, &self.retry, PROVIDER, CHAT_COMPLETIONS, &body)?;
-        reply_of(&value)
+        wire::complete(self, request)
     }
 
     /// Posts the request with `stream: true` (and `stream_options.include_usage`, for the
@@ -280,24 +310,7 @@ impl ModelClient for OpenAiClient {
         request: &ModelRequest<'_>,
         on_delta: &mut dyn FnMut(&Delta),
     ) -> Result<ModelReply, ClientError> {
-        self.check()?;
-        let mut body = self.request_body(request)?;
-        if let Value::Object(fields) = &mut body {
-            fields.insert("stream".into(), Value::Bool(true));
-            fields
-                .entry("stream_options")
-                .or_insert_with(|| serde_json::json!({"include_usage": true}));
-        }
-        let mut events =
-            retry::post_stream(&self.endpoint, &self.retry, PROVIDER, CHAT_COMPLETIONS, &body)?;
-        let url = self.url();
-        let mut assembly = stream::openai::Assembly::default();
-        stream::read_events(
-            &mut *events,
-            |e| stream::read_error(PROVIDER, &url, self.endpoint.timeout(), e),
-            |event| assembly.take(&event.data, on_delta),
-        )?;
-        reply_of(&assembly.finish(&url)?)
+        wire::stream(self, request, on_delta)
     }
 
     fn identity(&self) -> String {

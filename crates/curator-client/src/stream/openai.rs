@@ -31,6 +31,21 @@ struct Call {
     arguments: String,
 }
 
+impl crate::wire::Assemble for Assembly {
+    fn take(
+        &mut self,
+        _: Option<&str>,
+        data: &str,
+        on_delta: &mut dyn FnMut(&Delta),
+    ) -> Result<bool, ClientError> {
+        Assembly::take(self, data, on_delta)
+    }
+
+    fn finish(self, url: &str) -> Result<Value, ClientError> {
+        Assembly::finish(self, url)
+    }
+}
+
 impl Assembly {
     /// Takes one event's data, reporting what it adds to `on_delta`; `Ok(true)` at `[DONE]`.
     ///
