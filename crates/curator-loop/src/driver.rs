@@ -16,7 +16,7 @@ use crate::inject::{Injected, Repeat, inject};
 use crate::persist::HeadValues;
 use crate::persist::Persister;
 use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
-use crate::template::{HistoryTemplate, turn_value};
+use crate::template::HistoryTemplate;
 use crate::trace::{PromptTrace, TraceSink};
 use crate::turn::{ConversationTurn, LoopState, Paused};
 
@@ -858,7 +858,9 @@ impl ConversationLoop {
             .iter()
             .take(shown)
             .map(|entry| {
-                let fresh = || turn_value(entry.message.role().as_str(), &entry.message.text());
+                let fresh = || {
+                    self.template.turn_value(entry.message.role().as_str(), &entry.message.text())
+                };
                 match (entry.pos, entry.message.is_borrowed()) {
                     (Some(pos), true) => {
                         if cache.len() <= pos {
