@@ -40,9 +40,41 @@ fn last_takes_the_final_agent_step() {
     check(conversational(AiTurnSource::Last, &[]), false, &["user: go", "assistant: a2 1"]);
 }
 
+/// `last` with a final step that is not an agent would record no assistant turn: the loop
+/// is refused when it is built, naming the key, rather than running without one.
 #[test]
-fn last_adds_nothing_when_the_final_step_is_not_an_agent() {
-    check(conversational(AiTurnSource::Last, &[]), true, &["user: go"]);
+fn last_is_refused_when_the_final_step_is_not_an_agent() {
+    let (a1, _) = agent("a1", Injection::Messages);
+    let err = LoopBuilder::new("l", conversational(AiTurnSource::Last, &[]))
+        .step("a1", a1)
+        .step("format", plain("formatted"))
+        .build()
+        .unwrap_err();
+    let Error::InvalidConfig { key, reason } = &err else { panic!("{err:?}") };
+    assert_eq!(key, "ai_turn_source");
+    assert!(reason.contains("no assistant turn") && reason.contains("all_agents"), "{reason}");
+    // A body without an agent step records no assistant turn by design.
+    let built = LoopBuilder::new("l", conversational(AiTurnSource::Last, &[]))
+        .step("human", Hitl::new("?"))
+        .build();
+    assert!(built.is_ok());
+}
+
+#[test]
+fn use_history_on_a_step_that_is_not_an_agent_is_refused() {
+    let config = LoopConfig::from_toml(
+        "conversation = true\nai_turn_source = \"all_agents\"\n[steps.human]\nuse_history = true",
+    )
+    .unwrap();
+    let (a1, _) = agent("a1", Injection::Messages);
+    let err = LoopBuilder::new("l", config)
+        .step("a1", a1)
+        .step("human", Hitl::new("?"))
+        .build()
+        .unwrap_err();
+    let Error::InvalidConfig { key, reason } = &err else { panic!("{err:?}") };
+    assert_eq!(key, "steps.human.use_history");
+    assert!(reason.contains("not an agent step"), "{reason}");
 }
 
 #[test]
