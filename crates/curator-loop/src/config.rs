@@ -338,7 +338,9 @@ pub struct LoopConfig {
     /// Per-step settings, by step name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub steps: BTreeMap<String, StepConfig>,
-    /// The most iterations a run makes (default 100; 0 runs none).
+    /// The most iterations a run makes (default 100; 0 runs none), counted from the run's
+    /// start (a run goes on across pauses and resumes, and across a crash, until it
+    /// finishes): the next `run` makes as many again.
     #[serde(default = "hundred")]
     pub max_iterations: u64,
     /// Redaction of what is sent and kept.

@@ -234,6 +234,8 @@ pub struct ConversationLoop {
     /// Whether a run is in progress (paused, interrupted, or stopped by an error): `run`
     /// continues it from `input` instead of starting one.
     running: bool,
+    /// The iterations completed when the current run started.
+    run_start: u64,
     paused: Option<Paused>,
     /// Whether the last `drive` failed in the iteration it resumed.
     resume_failed: bool,
@@ -295,6 +297,7 @@ impl ConversationLoop {
             iteration: 0,
             input: String::new(),
             running: false,
+            run_start: 0,
             paused: None,
             resume_failed: false,
             unsaved: false,
@@ -314,6 +317,7 @@ impl ConversationLoop {
                 paused: restored.paused,
                 input: restored.input,
                 running: restored.running,
+                run_start: restored.run_start,
             },
             &checkpoint,
         )
@@ -321,7 +325,7 @@ impl ConversationLoop {
 
     /// Takes `state` as the loop's own, restoring a paused nested step's state in it.
     fn set_state(&mut self, state: LoopState, checkpoint: &str) -> Result<()> {
-        let LoopState { iteration, turns, paused, input, running } = state;
+        let LoopState { iteration, turns, paused, input, running, run_start } = state;
         if let Some(paused) = &paused {
             let bad =
                 |reason: String| Error::BadCheckpoint { checkpoint: checkpoint.to_owned(), reason };
@@ -348,6 +352,7 @@ impl ConversationLoop {
         self.iteration = iteration;
         self.input = input;
         self.running = running;
+        self.run_start = run_start.min(iteration);
         self.paused = paused;
         Ok(())
     }
@@ -360,6 +365,12 @@ impl ConversationLoop {
     /// Iterations completed.
     pub fn iteration(&self) -> u64 {
         self.iteration
+    }
+
+    /// The iterations the current (or last) run has completed: what `max_iterations`
+    /// bounds.
+    pub fn run_iterations(&self) -> u64 {
+        self.iteration.saturating_sub(self.run_start)
     }
 
     /// Where the loop waits for a human, when it does.
@@ -385,6 +396,7 @@ impl ConversationLoop {
             paused: self.paused.clone(),
             input: self.input.clone(),
             running: self.running,
+            run_start: self.run_start,
         }
     }
 
@@ -408,7 +420,8 @@ impl ConversationLoop {
 
     /// Runs iterations from the current state, with `input` as the next iteration's input
     /// (and, on a fresh loop, as the seed of the first user turn), until the exit condition
-    /// holds, `max_iterations` are made, a step pauses or aborts.
+    /// holds, the run has made `max_iterations` (counted per run: a loop whose run ended
+    /// at the limit runs again when `run` starts the next one), a step pauses or aborts.
     ///
     /// A run that is still in progress ([`is_running`](Self::is_running): a process killed
     /// mid-iteration and read back from the checkpoint, or a run stopped by an error) is
@@ -433,6 +446,7 @@ impl ConversationLoop {
         if !self.running {
             input.clone_into(&mut self.input);
             self.running = true;
+            self.run_start = self.iteration;
         }
         self.drive(None)
     }
@@ -485,7 +499,7 @@ impl ConversationLoop {
     fn drive(&mut self, mut resume: Option<(Paused, &str)>) -> Result<LoopOutcome> {
         self.resume_failed = false;
         loop {
-            if resume.is_none() && self.iteration >= self.config.max_iterations {
+            if resume.is_none() && self.run_iterations() >= self.config.max_iterations {
                 self.running = false;
                 return Ok(LoopOutcome::Finished {
                     iterations: self.iteration,
@@ -518,7 +532,7 @@ impl ConversationLoop {
             };
             let reason = if self.exit.as_mut().is_some_and(|exit| exit(&progress)) {
                 Some(FinishReason::ExitCondition)
-            } else if self.iteration >= self.config.max_iterations {
+            } else if self.run_iterations() >= self.config.max_iterations {
                 Some(FinishReason::MaxIterations)
             } else {
                 None
@@ -559,6 +573,7 @@ impl ConversationLoop {
             iteration: self.iteration,
             input: &input,
             running: self.running,
+            run_start: self.run_start,
             paused: paused.as_ref(),
         };
         let Some(persister) = &mut self.persister else { return Ok(()) };
@@ -952,6 +967,7 @@ impl ConversationLoop {
         self.iteration = 0;
         self.input.clear();
         self.running = false;
+        self.run_start = 0;
         self.unsaved = false;
         self.paused = None;
     }

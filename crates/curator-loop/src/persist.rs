@@ -44,6 +44,10 @@ struct Head {
     /// Whether a run was in progress (interrupted, paused or failed): `run` continues it.
     #[serde(default)]
     running: bool,
+    /// The iterations completed when the run started (0 in checkpoints written before runs
+    /// were counted apart).
+    #[serde(default)]
+    run_start: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     paused: Option<Paused>,
 }
@@ -61,6 +65,7 @@ pub(crate) struct Restored {
     pub(crate) turns: Vec<ConversationTurn>,
     pub(crate) input: String,
     pub(crate) running: bool,
+    pub(crate) run_start: u64,
     pub(crate) paused: Option<Paused>,
     pub(crate) key: Option<String>,
     pub(crate) name: Option<String>,
@@ -73,6 +78,7 @@ pub(crate) struct HeadValues<'a> {
     pub(crate) iteration: u64,
     pub(crate) input: &'a str,
     pub(crate) running: bool,
+    pub(crate) run_start: u64,
     pub(crate) paused: Option<&'a Paused>,
 }
 
@@ -175,6 +181,7 @@ pub fn saved_loops(store: &dyn SessionStore) -> Result<Vec<SavedLoop>> {
                 paused: restored.paused,
                 input: restored.input,
                 running: restored.running,
+                run_start: restored.run_start,
             },
             saved_at,
         });
@@ -350,6 +357,7 @@ impl Persister {
             "page": PAGE,
             "input": values.input,
             "running": values.running,
+            "run_start": values.run_start,
         });
         if let (Some(paused), Value::Object(map)) = (values.paused, &mut head) {
             let paused = serde_json::to_value(paused).map_err(|e| Error::BadCheckpoint {
@@ -417,6 +425,7 @@ fn load(store: &dyn SessionStore, head_name: &str) -> Result<Option<(Restored, u
         turns,
         input: head.input,
         running: head.running,
+        run_start: head.run_start,
         paused: head.paused,
         key: head.key,
         name: head.name,

@@ -173,4 +173,8 @@ pub struct LoopState {
     /// [`ConversationLoop::run`](crate::ConversationLoop::run) continues it from `input`.
     #[serde(default)]
     pub running: bool,
+    /// The iterations completed when the current (or last) run started: `max_iterations`
+    /// counts the iterations of a run from it.
+    #[serde(default)]
+    pub run_start: u64,
 }

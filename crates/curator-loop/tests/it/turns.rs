@@ -308,3 +308,57 @@ fn a_nested_loop_keeps_its_own_history() {
     );
     assert_eq!(texts(&inner_calls[2]), ["system: You are the agent.", "user: outer 1"]);
 }
+
+/// `max_iterations` bounds each run: a loop whose run ended at the limit runs again when the
+/// next `run` starts, and a run continued in another process (read back from its
+/// checkpoint) counts the iterations it made before.
+#[test]
+fn max_iterations_counts_per_run_across_a_restart() {
+    use std::sync::Arc;
+
+    use curator_session::MemoryStore;
+    let store = Arc::new(MemoryStore::new());
+    let build = |store: &Arc<MemoryStore>| {
+        let mut config = conversational(AiTurnSource::Last, &[]);
+        config.max_iterations = 3;
+        let (a1, _) = agent("a1", Injection::Messages);
+        LoopBuilder::new("l", config)
+            .step("human", Hitl::new("?"))
+            .step("a1", a1)
+            .store(Arc::clone(store), "k")
+            .build()
+            .unwrap()
+    };
+    let mut l = build(&store);
+    assert!(l.run("go").unwrap().is_paused());
+    assert!(l.resume("one").unwrap().is_paused());
+    assert_eq!((l.iteration(), l.run_iterations()), (1, 1));
+    // Another process continues the run: two iterations are left of it.
+    drop(l);
+    let mut l = build(&store);
+    assert_eq!(l.run_iterations(), 1);
+    assert!(l.resume("two").unwrap().is_paused());
+    let outcome = l.resume("three").unwrap();
+    assert!(
+        matches!(
+            outcome,
+            LoopOutcome::Finished { iterations: 3, reason: FinishReason::MaxIterations, .. }
+        ),
+        "{outcome:?}"
+    );
+    // The next run makes three more (it made none before: the limit was the loop's life).
+    assert!(l.run("again").unwrap().is_paused());
+    assert_eq!(l.run_iterations(), 0);
+    for answer in ["four", "five"] {
+        assert!(l.resume(answer).unwrap().is_paused());
+    }
+    let outcome = l.resume("six").unwrap();
+    assert!(
+        matches!(
+            outcome,
+            LoopOutcome::Finished { iterations: 6, reason: FinishReason::MaxIterations, .. }
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(l.state().run_start, 3);
+}
