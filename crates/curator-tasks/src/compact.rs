@@ -352,12 +352,13 @@ fn outcome_lines(content: &str) -> Vec<String> {
     lines
 }
 
-/// When the prompt uses more than the budget's threshold, summarizes the oldest completed
-/// step still shown in full and returns the event that records the summary; `None` when
-/// under the threshold or nothing is left to summarize.
+/// When the prompt uses more than the budget's threshold, summarizes the completed step
+/// left longest ago that is still shown in full, and returns the event that records the
+/// summary; `None` when under the threshold or nothing is left to summarize.
 ///
-/// A completed step is one with turns that is not the active step and comes before it in
-/// the plan (any step but the active one when none is active). Its summary is
+/// A completed step is one with turns that is not the active step, wherever it stands in
+/// the plan (a step finished out of the plan's order included); the one whose last turn is
+/// the oldest goes first. Its summary is
 /// [`essentials`], or the budget's summarizer's; a summary that would not make the step
 /// shorter (counted by the budget's counter, the step rendered as the section renders it)
 /// is refused and the next candidate is tried.
@@ -402,16 +403,21 @@ pub fn check_and_compact(history: &TaskHistory, budget: &Budget<'_>) -> Result<O
         return Ok(None);
     }
     let active = history.active_step_id();
-    let active_index = active.and_then(|id| history.steps().position(|step| step.step_id() == id));
-    let completed = history.steps().enumerate().filter(|(index, step)| {
-        Some(step.step_id()) != active
-            && active_index.is_none_or(|active_index| *index < active_index)
-            && step.visibility() == Visibility::Full
-            && !step.turns().is_empty()
-    });
+    let mut completed: Vec<(usize, &StepHistory)> = history
+        .steps()
+        .enumerate()
+        .filter(|(_, step)| {
+            Some(step.step_id()) != active
+                && step.visibility() == Visibility::Full
+                && !step.turns().is_empty()
+        })
+        .collect();
+    // The step left longest ago first (its last turn the oldest), in plan order among
+    // equals: a step finished out of the plan's order is a candidate like any other.
+    completed.sort_by_key(|(index, step)| (step.turns().last().map(|t| t.created_at), *index));
     // Steps never summarized first; the ones the model expanded only over the window.
     let (expanded, fresh): (Vec<_>, Vec<_>) =
-        completed.map(|(_, step)| step).partition(|step| step.summary().is_some());
+        completed.into_iter().map(|(_, step)| step).partition(|step| step.summary().is_some());
     let over_window = used > budget.max_tokens;
     let candidates = fresh.into_iter().chain(expanded.into_iter().filter(|_| over_window));
     let default_section = HistorySection::new();

@@ -387,25 +387,17 @@ fn ordered(history: &TaskHistory) -> impl Iterator<Item = (usize, &StepHistory)>
         .chain(numbered().filter(move |(_, step)| Some(step.step_id()) == active))
 }
 
-/// The turns a condensed step shows of those the step shows: the first, the tool results
-/// and the last, without repeats, at most [`CONDENSED_TURNS`].
+/// The turns a condensed step shows of those the step shows, at most [`CONDENSED_TURNS`]:
+/// the first (what was asked) and the last (the conclusion) always, and between them the
+/// newest tool results that fit, in order.
 fn condensed(turns: Vec<Shown<'_>>) -> Vec<Shown<'_>> {
     if turns.len() <= CONDENSED_TURNS {
         return turns;
     }
     let last = turns.len() - 1;
-    let candidates = std::iter::once(0)
-        .chain((0..turns.len()).filter(|&index| turns[index].turn.role == TurnRole::Tool))
-        .chain(std::iter::once(last));
-    let mut key: Vec<usize> = Vec::with_capacity(CONDENSED_TURNS);
-    for index in candidates {
-        if key.len() == CONDENSED_TURNS {
-            break;
-        }
-        if !key.contains(&index) {
-            key.push(index);
-        }
-    }
+    let mut key: Vec<usize> = vec![0, last];
+    let results = (1..last).rev().filter(|&index| turns[index].turn.role == TurnRole::Tool);
+    key.extend(results.take(CONDENSED_TURNS.saturating_sub(2)));
     turns.into_iter().enumerate().filter(|(index, _)| key.contains(index)).map(|(_, t)| t).collect()
 }
 

@@ -150,3 +150,29 @@ fn a_task_survives_a_restart_through_a_checkpoint() {
     store.put_checkpoint("edited", &document).unwrap();
     assert!(matches!(load(&store, "edited"), Err(Error::DuplicateStep { step_id: 1 })));
 }
+
+/// A step finished out of the plan's order (step 3 worked before step 1) is summarized like
+/// any other once the model has moved on: the request fits instead of the run ending over
+/// the window.
+#[test]
+fn compaction_summarizes_a_step_finished_out_of_order() {
+    let counter = CharEstimate::default();
+    let mut history = TaskHistory::new("Ship", [(1, "Test"), (2, "Docs"), (3, "Bench")])
+        .unwrap()
+        .apply(&TaskEvent::SetActiveStep { step_id: 3 })
+        .unwrap();
+    for id in 1..=30 {
+        let turn = StepTurn::new(id, TurnRole::Assistant, "bench run: 3.2 ms p50, 9.1 ms p99");
+        history = history.apply(&TaskEvent::append(turn)).unwrap();
+    }
+    history = history.apply(&TaskEvent::SetActiveStep { step_id: 1 }).unwrap();
+    history = history
+        .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::User, "Now the tests.")))
+        .unwrap();
+    let used = Budget::new(&counter, 1).used_tokens(&history);
+    let event = check_and_compact(&history, &Budget::new(&counter, used)).unwrap();
+    let Some(TaskEvent::SummarizeStep { step_id, .. }) = &event else { panic!("{event:?}") };
+    assert_eq!(*step_id, 3);
+    let history = history.apply(&event.unwrap()).unwrap();
+    assert!(Budget::new(&counter, 1).used_tokens(&history) < used / 2);
+}

@@ -74,6 +74,36 @@ _3 of 5 turns shown. Call `expand_step(1)` for full conversation._
     );
 }
 
+/// A step with several tool results keeps its conclusion (the last turn) when condensed: the
+/// newest result fills the room left between what was asked and how it ended.
+#[test]
+fn condensed_keeps_the_conclusion_of_a_step_with_several_results() {
+    let mut history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])
+        .unwrap()
+        .apply(&TaskEvent::SetActiveStep { step_id: 1 })
+        .unwrap();
+    for turn in [
+        StepTurn::new(1, TurnRole::User, "Run the suites."),
+        StepTurn::new(2, TurnRole::Tool, "unit: 120 passed").with_tool("cargo_test", "c1"),
+        StepTurn::new(3, TurnRole::Tool, "e2e: 3 failed").with_tool("cargo_test", "c2"),
+        StepTurn::new(4, TurnRole::Tool, "e2e again: 0 failed").with_tool("cargo_test", "c3"),
+        StepTurn::new(5, TurnRole::Assistant, "All green after the retry; e2e is flaky."),
+    ] {
+        history = history.apply(&TaskEvent::append(turn)).unwrap();
+    }
+    let history = history.apply(&TaskEvent::SetActiveStep { step_id: 2 }).unwrap();
+    let section = HistorySection::new()
+        .with_resolver(StepVisibilityResolver::new().with_override(1, Visibility::Condensed));
+    let text = section.markdown(&history);
+    assert!(
+        text.contains(
+            "**User**: Run the suites.\n**[cargo_test]**: e2e again: 0 failed\n**Assistant**: All green after the retry; e2e is flaky.\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("_3 of 5 turns shown."), "{text}");
+}
+
 #[test]
 fn summary() {
     let history = worked()
