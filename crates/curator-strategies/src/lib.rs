@@ -95,6 +95,7 @@ pub use redact::Redactor;
 pub use relevance::{
     MAX_NOTE_TOKENS, MAX_TOOL_RESULT_CHARS, MIN_TOOL_RESULT_CHARS, RelevanceBudget,
 };
+pub use shorten::cut_to_fit;
 pub use stable::StableBudget;
 pub use summarize::{
     Extractive, FnSummarizer, MemorySummaryStore, OnError, Summarize, Summarizer, SummaryStore,

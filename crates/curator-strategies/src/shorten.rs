@@ -195,6 +195,28 @@ pub(crate) fn cut_text(
     format!("{head}{}{naming}{tail}", note(cut, &earlier))
 }
 
+/// `text` cut to cost at most about `max_tokens` under `counter`, as the never-lost rule cuts
+/// the newest unit: its beginning and its end, with a note between saying how many tokens
+/// were cut (`[… N tokens cut by curator to fit the token budget …]`); `text` itself when it
+/// fits. For views only: the record keeps the whole text.
+///
+/// # Examples
+///
+/// ```
+/// use curator::strategies::{CharEstimate, TokenCounter, cut_to_fit};
+///
+/// let counter = CharEstimate::default();
+/// let log = format!("started\n{}\nexit code 1: assertion failed", "line of output\n".repeat(500));
+/// let cut = cut_to_fit(&log, 200, &counter);
+/// assert!(counter.count_text(&cut) <= 220);
+/// assert!(cut.starts_with("started") && cut.ends_with("assertion failed"));
+/// assert!(cut.contains("tokens cut by curator"));
+/// assert_eq!(cut_to_fit("short", 200, &counter), "short");
+/// ```
+pub fn cut_to_fit(text: &str, max_tokens: u64, counter: &dyn TokenCounter) -> String {
+    cut_text(text, counter.count_text(text), max_tokens, counter, Marks::Count)
+}
+
 /// `[the part cut named: a, b, c]` and a line break: the distinctive terms of `middle`, in
 /// their order (but those inside a term already named), as many as fit `room` tokens;
 /// empty when none does.

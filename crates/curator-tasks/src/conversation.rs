@@ -7,7 +7,7 @@ use curator_model::{BoxError, Content, Message, Role, ToolCall};
 use curator_session::{
     Action, Conversation, Driver, NextStep, Outcome, SessionStore, ToolContext, ToolOutcome, drive,
 };
-use curator_strategies::{CharEstimate, TokenCounter};
+use curator_strategies::{CharEstimate, TokenCounter, cut_to_fit};
 use serde::{Deserialize, Serialize};
 
 use crate::compact::{Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact};
@@ -67,7 +67,10 @@ pub type TaskOutcome = Outcome<Message>;
 ///
 /// **Compaction.** Before each request, while the request uses more than the threshold
 /// (0.8 of the window by default) the oldest completed step is summarized
-/// ([`check_and_compact`]); a step no summary can shorten is left as it is.
+/// ([`check_and_compact`]); a step no summary can shorten is left as it is. When the active
+/// step alone is too large for the window (a huge tool result), its tool results are cut in
+/// the request (largest first, their beginning and end kept with a note of what was cut);
+/// the record keeps them whole.
 ///
 /// **Crash and resume.** The history is saved as a checkpoint of the store (named after the
 /// evaluation) when it is attached, when the plan changes and after a compaction; every
@@ -327,15 +330,19 @@ impl<S: SessionStore> TaskConversation<S> {
         self.checked_messages()
     }
 
-    /// The request, refused when it does not fit the window (compaction summarizes done
-    /// steps; the active step is never cut, so a request it makes too large is an error,
-    /// not a silent overflow).
+    /// The request, fitted to the window: compaction summarizes done steps first; when the
+    /// active step alone still makes the request too large, its tool results are cut in
+    /// the request (largest first, to their beginning and end with a note of what was cut,
+    /// as the never-lost rule cuts the newest unit; the record keeps them whole). Refused
+    /// when not even that fits.
     fn checked_messages(&self) -> Result<Vec<Message>> {
         let messages = self.messages();
-        let tokens: u64 = messages.iter().map(|m| self.counter.count_message(m)).sum::<u64>()
-            + self.counter.reply_priming();
+        let tokens = self.request_tokens(&messages);
         if tokens <= self.max_tokens {
             return Ok(messages);
+        }
+        if let Some(fitted) = self.fitted_active_step(tokens) {
+            return Ok(fitted);
         }
         let history = &self.state.history;
         let active_step = history.active_step_id();
@@ -352,9 +359,50 @@ impl<S: SessionStore> TaskConversation<S> {
 
     /// The request as it stands, without compacting.
     fn messages(&self) -> Vec<Message> {
+        self.messages_of(&self.state.history)
+    }
+
+    /// The request with `history` as its task history.
+    fn messages_of(&self, history: &TaskHistory) -> Vec<Message> {
         let mut messages = self.head().to_vec();
-        messages.push(Message::user(self.section.markdown(&self.state.history)));
+        messages.push(Message::user(self.section.markdown(history)));
         messages
+    }
+
+    /// What `messages` cost as a request.
+    fn request_tokens(&self, messages: &[Message]) -> u64 {
+        messages.iter().map(|m| self.counter.count_message(m)).sum::<u64>()
+            + self.counter.reply_priming()
+    }
+
+    /// The request with the active step's tool results cut, largest first, until it fits
+    /// the window (`tokens` is its size uncut); `None` when cutting them all to their note
+    /// does not make it fit.
+    fn fitted_active_step(&self, mut tokens: u64) -> Option<Vec<Message>> {
+        let mut history = self.state.history.clone();
+        let active = history.active_step_id()?;
+        let step = history.steps.iter_mut().find(|step| step.step_id == active)?;
+        let mut results: Vec<usize> =
+            (0..step.turns.len()).filter(|&i| step.turns[i].role == TurnRole::Tool).collect();
+        results
+            .sort_by_key(|&i| std::cmp::Reverse(self.counter.count_text(&step.turns[i].content)));
+        for index in results {
+            let over = tokens.saturating_sub(self.max_tokens);
+            let step = history.steps.iter_mut().find(|step| step.step_id == active)?;
+            let step = Arc::make_mut(step);
+            let turn = &mut step.turns[index];
+            let own = self.counter.count_text(&turn.content);
+            // A little below what the window leaves: the rendering's own tokens move too.
+            let room = own.saturating_sub(over + over / 8 + 16);
+            turn.content = cut_to_fit(&turn.content, room, self.counter.as_ref());
+            step.plain = std::sync::OnceLock::new();
+            let messages = self.messages_of(&history);
+            tokens = self.request_tokens(&messages);
+            if tokens <= self.max_tokens {
+                return Some(messages);
+            }
+        }
+        None
     }
 
     fn head(&self) -> &[Message] {

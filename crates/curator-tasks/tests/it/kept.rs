@@ -60,10 +60,15 @@ fn the_first_message_before_any_step_is_sent() {
     assert_eq!(agent.history().unplanned().len(), 1);
 }
 
+/// A tool result too large for the window in the active step is cut in the request (its
+/// beginning and end, with a note of what was cut), as the never-lost rule cuts the newest
+/// unit: the run goes on, and the record keeps the whole result.
 #[test]
-fn an_active_step_over_the_window_is_refused_naming_the_sizes() {
+fn an_active_steps_huge_tool_result_is_cut_to_fit_the_window() {
+    use curator_strategies::TokenCounter;
     let plan = Plan::new("Read the logs", [(1, "Read")]).with_status(1, StepStatus::InProgress);
-    let mut agent = open(&plan).with_window(Arc::new(CharEstimate::default()), 8_000);
+    let counter = Arc::new(CharEstimate::default());
+    let mut agent = open(&plan).with_window(Arc::clone(&counter) as _, 8_000);
     agent.add_user("Read them").unwrap();
     let calls = agent
         .record_assistant(Message::assistant_with_calls(
@@ -71,11 +76,30 @@ fn an_active_step_over_the_window_is_refused_naming_the_sizes() {
             vec![curator_model::ToolCall::new("c1", "read_logs", "{}")],
         ))
         .unwrap();
-    agent.record_tool_result(calls[0].id(), Ok::<_, String>("log line ".repeat(25_000))).unwrap();
+    let log = format!("boot ok\n{}FATAL: disk full", "log line ".repeat(25_000));
+    agent.record_tool_result(calls[0].id(), Ok::<_, String>(log.clone())).unwrap();
+    let request = agent.request().unwrap();
+    let tokens: u64 = request.iter().map(|m| counter.count_message(m)).sum();
+    assert!(tokens <= 8_000, "{tokens}");
+    let text = request.last().unwrap().text().into_owned();
+    assert!(text.contains("boot ok") && text.contains("FATAL: disk full"), "{}", &text[..300]);
+    assert!(text.contains("tokens cut by curator"), "{}", &text[..300]);
+    // The record keeps the result whole.
+    let recorded = agent.conversation().history().messages().last().unwrap().text().into_owned();
+    assert_eq!(recorded, log);
+}
+
+/// What cannot be cut (the user's own message in the active step) over the window is
+/// refused, naming the sizes: never sent over it, never silently dropped.
+#[test]
+fn an_active_step_over_the_window_that_cannot_be_cut_is_refused_naming_the_sizes() {
+    let plan = Plan::new("Read the logs", [(1, "Read")]).with_status(1, StepStatus::InProgress);
+    let mut agent = open(&plan).with_window(Arc::new(CharEstimate::default()), 8_000);
+    agent.add_user("a very long request ".repeat(10_000)).unwrap();
     match agent.request() {
         Err(Error::WindowExceeded { tokens, max_tokens, active_step, active_tokens }) => {
             assert_eq!((max_tokens, active_step), (8_000, Some(1)));
-            assert!(tokens > 50_000 && active_tokens > 50_000, "{tokens} {active_tokens}");
+            assert!(tokens > 40_000 && active_tokens > 40_000, "{tokens} {active_tokens}");
         }
         other => panic!("expected WindowExceeded, got {other:?}"),
     }
