@@ -408,23 +408,46 @@ pub fn check_and_compact(history: &TaskHistory, budget: &Budget<'_>) -> Result<O
         .enumerate()
         .filter(|(_, step)| {
             Some(step.step_id()) != active
-                && step.visibility() == Visibility::Full
                 && !step.turns().is_empty()
+                && (step.visibility() == Visibility::Full
+                    // A summary with turns recorded after it: summarized again, with them.
+                    || !step.turns_after_summary().is_empty())
         })
         .collect();
     // The step left longest ago first (its last turn the oldest), in plan order among
     // equals: a step finished out of the plan's order is a candidate like any other.
     completed.sort_by_key(|(index, step)| (step.turns().last().map(|t| t.created_at), *index));
-    // Steps never summarized first; the ones the model expanded only over the window.
-    let (expanded, fresh): (Vec<_>, Vec<_>) =
-        completed.into_iter().map(|(_, step)| step).partition(|step| step.summary().is_some());
+    // Steps never summarized (or summarized before their last turns) first; the ones the
+    // model expanded only over the window.
+    let (expanded, fresh): (Vec<_>, Vec<_>) = completed
+        .into_iter()
+        .map(|(_, step)| step)
+        .partition(|step| step.summary().is_some() && step.turns_after_summary().is_empty());
     let over_window = used > budget.max_tokens;
     let candidates = fresh.into_iter().chain(expanded.into_iter().filter(|_| over_window));
     let default_section = HistorySection::new();
     let section = budget.section.unwrap_or(&default_section);
     let mut refused = None;
     for step in candidates {
+        let later = step.turns_after_summary();
         let summary = match (step.summary(), budget.summarizer) {
+            // Turns came after the summary: it is extended with what they add.
+            (Some(summary), None) if !later.is_empty() => {
+                let mut rest = StepHistory::new(step.step_id(), step.step_title());
+                rest.turns = later.to_vec();
+                let extended = format!("{summary}\n{}", essentials(&rest));
+                extended.trim().chars().take(MAX_SUMMARY_CHARS).collect()
+            }
+            (Some(summary), Some(summarizer)) if !later.is_empty() => {
+                let mut rest = StepHistory::new(step.step_id(), step.step_title());
+                rest.turns = later.to_vec();
+                let messages = step_messages(&rest);
+                let refs: Vec<&Message> = messages.iter().collect();
+                let extended = summarizer
+                    .summarize(Some(summary), &refs)
+                    .map_err(|source| Error::Summarizer { step_id: step.step_id(), source })?;
+                extended.trim().chars().take(MAX_SUMMARY_CHARS).collect()
+            }
             // Expanded earlier: its summary (the model's own, often) still covers it.
             (Some(summary), _) => summary.to_owned(),
             (None, None) => essentials(step),

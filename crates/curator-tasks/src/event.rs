@@ -58,11 +58,9 @@ pub enum TaskEvent {
         title: String,
     },
     /// Append a turn to the named step, or to the active one; while the plan has no step,
-    /// to the turns before the plan ([`TaskHistory::unplanned`]). A turn appended to a step
-    /// with a summary drops the summary (it does not cover the new turn) and shows the step
-    /// in full; the task tools' own calls and answers (`summarize_step`, `expand_step`,
-    /// `context_pressure`) do not, as they say nothing about the task (so that a step that
-    /// receives the call summarizing it stays summarized).
+    /// to the turns before the plan ([`TaskHistory::unplanned`]). A step with a summary
+    /// keeps it: the summary covers the turns before, and a summarized step shows the new
+    /// turns after it ([`StepHistory::turns_after_summary`](crate::StepHistory::turns_after_summary)).
     AppendTurn {
         /// The step; `None` for the active step.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -224,12 +222,16 @@ impl TaskHistory {
                             last: last.turn_id,
                         });
                     }
-                    step.turns.push(turn.clone());
-                    // The summary does not cover the new turn: the step shows in full. A
-                    // task tool's exchange manages the context and needs no covering.
-                    if !turn.is_task_tool() && step.summary.take().is_some() {
-                        step.visibility = Visibility::Full;
+                    // The summary covers the turns before this one: it is kept, and the new
+                    // turns show after it.
+                    // (A task tool's exchange manages the context: the summary covers it.)
+                    if step.summary.is_some()
+                        && step.summarized_turns.is_none()
+                        && !turn.is_task_tool()
+                    {
+                        step.summarized_turns = Some(step.turns.len());
                     }
+                    step.turns.push(turn.clone());
                     Ok(())
                 })
             }
@@ -241,6 +243,7 @@ impl TaskHistory {
                 let summary = checked_summary(summary)?;
                 self.with_step(*step_id, |step| {
                     step.summary = Some(summary);
+                    step.summarized_turns = None;
                     step.visibility = Visibility::Summary;
                     Ok(())
                 })
@@ -272,6 +275,12 @@ impl TaskHistory {
                         last: pair[0].turn_id,
                     });
                 }
+            }
+            if step.summarized_turns.is_some_and(|covered| covered > step.turns.len()) {
+                return Err(Error::StoredSummary {
+                    step_id: step.step_id,
+                    problem: "it covers more turns than the step holds".to_owned(),
+                });
             }
             if let Some(summary) = &step.summary {
                 match checked_summary(summary) {

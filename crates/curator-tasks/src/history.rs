@@ -182,6 +182,10 @@ pub struct StepHistory {
     pub(crate) turns: Vec<StepTurn>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) summary: Option<String>,
+    /// How many of the turns the summary covers, when turns came after it; `None` when it
+    /// covers them all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) summarized_turns: Option<usize>,
     #[serde(default)]
     pub(crate) visibility: Visibility,
     /// Whether the step renders as written (see [`StepHistory::is_plain`]: no Markdown
@@ -199,6 +203,7 @@ impl PartialEq for StepHistory {
             && self.step_title == other.step_title
             && self.turns == other.turns
             && self.summary == other.summary
+            && self.summarized_turns == other.summarized_turns
             && self.visibility == other.visibility
     }
 }
@@ -224,6 +229,7 @@ impl StepHistory {
             step_title: step_title.into(),
             turns: Vec::new(),
             summary: None,
+            summarized_turns: None,
             visibility: Visibility::Full,
             plain: OnceLock::new(),
         }
@@ -247,6 +253,33 @@ impl StepHistory {
     /// The summary, once the step was summarized (kept after an expand).
     pub fn summary(&self) -> Option<&str> {
         self.summary.as_deref()
+    }
+
+    /// The turns recorded after the summary was written, which it does not cover: a
+    /// summarized step shows them after its summary. Empty without a summary, or when the
+    /// summary covers every turn.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole, Visibility};
+    ///
+    /// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?
+    ///     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?
+    ///     .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Assistant, "3 tests fail")))?
+    ///     .apply(&TaskEvent::SetActiveStep { step_id: 2 })?
+    ///     .apply(&TaskEvent::SummarizeStep { step_id: 1, summary: "Three failures.".into() })?
+    ///     .apply(&TaskEvent::AppendTurn { step_id: Some(1), turn: StepTurn::new(2, TurnRole::Assistant, "fixed") })?;
+    /// let step = history.step(1).ok_or("no step")?;
+    /// assert_eq!((step.summary(), step.visibility()), (Some("Three failures."), Visibility::Summary));
+    /// assert_eq!(step.turns_after_summary().len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn turns_after_summary(&self) -> &[StepTurn] {
+        match (&self.summary, self.summarized_turns) {
+            (Some(_), Some(covered)) => self.turns.get(covered..).unwrap_or_default(),
+            _ => &[],
+        }
     }
 
     /// The stored visibility: [`Visibility::Summary`] after a summarize, [`Visibility::Full`]

@@ -260,6 +260,10 @@ impl HistorySection {
                         escaped(summary, Lead::AfterLabel)
                     };
                     let _ = writeln!(out, "[Summary] {summary}");
+                    let plain = step.is_plain();
+                    for shown in shown(step.turns_after_summary()) {
+                        text_turn(&mut out, shown.turn, &shown.content, plain);
+                    }
                     out.push_str("[Call `expand_step` with this step_id for full history]\n");
                 }
                 Visibility::Full if step.is_plain() => {
@@ -309,10 +313,20 @@ impl HistorySection {
             Visibility::Title => {}
             Visibility::Summary => {
                 let summary = step.summary().unwrap_or_default();
+                let summary =
+                    if plain { summary.into() } else { escaped(summary, Lead::LineStart) };
+                let _ = writeln!(out, "\n{summary}");
+                // The turns recorded after the summary, which it does not cover.
+                let mut later = shown(step.turns_after_summary()).peekable();
+                if later.peek().is_some() {
+                    out.push('\n');
+                }
+                for turn in later {
+                    markdown_turn(out, &turn, plain);
+                }
                 let _ = write!(
                     out,
-                    "\n{}\n\n_Call `expand_step({})` for full conversation._\n",
-                    if plain { summary.into() } else { escaped(summary, Lead::LineStart) },
+                    "\n_Call `expand_step({})` for full conversation._\n",
                     step.step_id()
                 );
             }
@@ -479,9 +493,16 @@ pub(crate) fn shorter(
     unit: &'static str,
     size: impl Fn(&str) -> u64,
 ) -> Result<()> {
-    let full = size(&section.step_markdown(step, Visibility::Full));
+    // As the step shows now: in full, or its summary and the turns after it.
+    let now = if step.visibility() == Visibility::Summary {
+        Visibility::Summary
+    } else {
+        Visibility::Full
+    };
+    let full = size(&section.step_markdown(step, now));
     let mut summarized = step.clone();
     summarized.summary = Some(summary.to_owned());
+    summarized.summarized_turns = None;
     summarized.plain = std::sync::OnceLock::new();
     let mut rendered = section.step_markdown(&summarized, Visibility::Summary);
     rendered.push_str(added);

@@ -176,3 +176,56 @@ fn compaction_summarizes_a_step_finished_out_of_order() {
     let history = history.apply(&event.unwrap()).unwrap();
     assert!(Budget::new(&counter, 1).used_tokens(&history) < used / 2);
 }
+
+/// A turn appended to a summarized step keeps the model's summary: the step shows the
+/// summary, then the new turns; compaction later folds them into the summary.
+#[test]
+fn a_summary_survives_an_append_and_the_new_turns_show_after_it() {
+    let counter = CharEstimate::default();
+    let mut history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])
+        .unwrap()
+        .apply(&TaskEvent::SetActiveStep { step_id: 1 })
+        .unwrap();
+    for id in 1..=20 {
+        let turn = StepTurn::new(id, TurnRole::Assistant, "ran the suite again, 3 failures left");
+        history = history.apply(&TaskEvent::append(turn)).unwrap();
+    }
+    let summary = "The suite fails 3 tests: the parser's, on HashMap order.";
+    history = applied(
+        history,
+        &[
+            TaskEvent::SetActiveStep { step_id: 2 },
+            TaskEvent::SummarizeStep { step_id: 1, summary: summary.into() },
+            TaskEvent::AppendTurn {
+                step_id: Some(1),
+                turn: StepTurn::new(21, TurnRole::Tool, "test result: ok. 212 passed")
+                    .with_tool("cargo_test", "c9"),
+            },
+        ],
+    );
+    let step = history.step(1).unwrap();
+    assert_eq!((step.summary(), step.visibility()), (Some(summary), Visibility::Summary));
+    let text = HistorySection::new().markdown(&history);
+    assert!(
+        text.contains(&format!(
+            "{summary}\n\n**[cargo_test]**: test result: ok. 212 passed\n\n_Call `expand_step(1)`"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("3 failures left"), "{text}");
+
+    // Over the threshold, compaction folds the later turns into the summary.
+    for id in 22..=40 {
+        let turn = StepTurn::new(id, TurnRole::Assistant, "checked the release notes once more");
+        history = history.apply(&TaskEvent::AppendTurn { step_id: Some(1), turn }).unwrap();
+    }
+    let used = Budget::new(&counter, 1).used_tokens(&history);
+    let event = check_and_compact(&history, &Budget::new(&counter, used)).unwrap().unwrap();
+    let TaskEvent::SummarizeStep { step_id: 1, summary: extended } = &event else {
+        panic!("{event:?}")
+    };
+    assert!(extended.starts_with(summary) && extended.contains("212 passed"), "{extended}");
+    let history = history.apply(&event).unwrap();
+    assert!(history.step(1).unwrap().turns_after_summary().is_empty());
+    assert!(Budget::new(&counter, 1).used_tokens(&history) < used / 2);
+}
