@@ -207,8 +207,8 @@ impl LoopBuilder {
         check("user_named_steps", &config.user_named_steps)?;
         let configured: Vec<String> = config.steps.keys().cloned().collect();
         check("steps", &configured)?;
-        let roles = crate::driver::roles(&steps, &config);
-        crate::driver::check_roles(&steps, &config, &roles)?;
+        let roles = crate::roles::roles(&steps, &config);
+        crate::roles::check_roles(&steps, &config, &roles)?;
         let history = config.effective_history(&defaults)?;
         if let Some((_, _, key)) = &store {
             key.check().map_err(|source| Error::Store {

@@ -52,6 +52,7 @@ mod error;
 mod inject;
 mod model_step;
 mod persist;
+mod roles;
 mod step;
 mod template;
 mod trace;
