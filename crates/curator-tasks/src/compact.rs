@@ -6,7 +6,7 @@ use curator_strategies::{Summarizer, TokenCounter};
 use crate::error::{Error, Result};
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, TaskHistory, TurnRole, Visibility};
-use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP};
+use crate::names::is_task_tool;
 use crate::render::{HistorySection, shorter};
 
 /// The default utilisation above which [`check_and_compact`] summarizes a step.
@@ -239,7 +239,7 @@ pub fn essentials(step: &StepHistory) -> String {
     for turn in step.turns() {
         let name = turn.tool_name.as_deref().unwrap_or("tool");
         // The task tools manage the context; their answers say nothing about the task.
-        if matches!(name, SUMMARIZE_STEP | EXPAND_STEP | CONTEXT_PRESSURE) {
+        if is_task_tool(name) {
             continue;
         }
         let index = match tools.iter().position(|(known, _, _)| *known == name) {

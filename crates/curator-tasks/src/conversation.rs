@@ -14,11 +14,13 @@ use crate::compact::{Budget, DEFAULT_COMPACTION_THRESHOLD, check_and_compact};
 use crate::error::{Error, Result};
 use crate::event::TaskEvent;
 use crate::history::{StepId, StepTurn, TaskHistory, TurnRole, Visibility};
-use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP, is_task_tool};
+use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SHOW_STEP, SUMMARIZE_STEP, is_task_tool};
 use crate::persist::TASK_HISTORY_CHECKPOINT;
 use crate::plan::{Plan, PlanSync, sync_plan};
 use crate::render::HistorySection;
-use crate::tools::{Expansion, ToolDefinition, context_pressure, expand_step, summarize_step};
+use crate::tools::{
+    Expansion, ToolDefinition, context_pressure, expand_step, show_step, summarize_step,
+};
 
 /// The window [`TaskConversation`] measures against until told otherwise, in tokens.
 pub const DEFAULT_WINDOW: u64 = 128_000;
@@ -59,7 +61,7 @@ pub type TaskOutcome = Outcome<Message>;
 /// the section shows them, summarized or in full.
 ///
 /// **The model's tools.** [`tool_definitions`](TaskConversation::tool_definitions) lists
-/// the three tools to offer the model. Their calls are answered by the adapter as soon as
+/// the four tools to offer the model. Their calls are answered by the adapter as soon as
 /// the reply that makes them is recorded (the answer, or the error's text, is recorded as
 /// the result), so [`record_assistant`](TaskConversation::record_assistant),
 /// [`tool_contexts`](TaskConversation::tool_contexts) and
@@ -110,7 +112,7 @@ impl<S: SessionStore> TaskConversation<S> {
     /// Attaches a task history to `conversation`: resumes the one saved for its evaluation
     /// (brought up to date with the record, then with `plan`), or starts one from `plan`
     /// (the messages recorded so far become the head, sent as they are). Tool calls of the
-    /// three task tools left unanswered by a crash are answered first, against the history
+    /// four task tools left unanswered by a crash are answered first, against the history
     /// they were made on.
     ///
     /// **`plan` is applied on a resume** as [`sync_plan`](TaskConversation::sync_plan)
@@ -217,9 +219,9 @@ impl<S: SessionStore> TaskConversation<S> {
         &self.conversation
     }
 
-    /// The definitions of the three task tools, to offer the model beside the caller's own
+    /// The definitions of the four task tools, to offer the model beside the caller's own
     /// (`to_openai`, `to_openai_strict` or `to_anthropic` on each).
-    pub fn tool_definitions(&self) -> [ToolDefinition; 3] {
+    pub fn tool_definitions(&self) -> [ToolDefinition; 4] {
         ToolDefinition::all()
     }
 
@@ -490,6 +492,7 @@ impl<S: SessionStore> TaskConversation<S> {
         let history = &self.state.history;
         let answer = match call.name() {
             SUMMARIZE_STEP => summarize_step(history, call.arguments()).map(|done| done.message),
+            SHOW_STEP => show_step(history, call.arguments()).map(|shown| shown.message),
             EXPAND_STEP => expand_step(history, call.arguments())
                 .and_then(|expansion| self.stays_expanded(call, expansion))
                 .map(|expansion| expansion.message),
@@ -789,7 +792,7 @@ fn fold(history: TaskHistory, message: &Message) -> Result<TaskHistory> {
 /// The event a task tool's successful answer stands for, found again from its call's
 /// arguments (kept in the history as the tool-call turn).
 fn replayed_event(history: &TaskHistory, name: &str, call_id: &str) -> Option<TaskEvent> {
-    if !matches!(name, SUMMARIZE_STEP | EXPAND_STEP) {
+    if !matches!(name, SUMMARIZE_STEP | EXPAND_STEP | SHOW_STEP) {
         return None;
     }
     let step_id = step_of_call(history, call_id)?;
@@ -805,6 +808,7 @@ fn replayed_event(history: &TaskHistory, name: &str, call_id: &str) -> Option<Ta
         .clone();
     match name {
         SUMMARIZE_STEP => summarize_step(history, &arguments).ok().map(|done| done.event),
+        SHOW_STEP => show_step(history, &arguments).ok().map(|shown| shown.event),
         _ => expand_step(history, &arguments).ok().map(|expansion| expansion.event),
     }
 }

@@ -84,6 +84,22 @@ pub enum Error {
         /// The active step.
         step_id: StepId,
     },
+    /// The active step shown other than in full: it shows every turn while it receives
+    /// them.
+    #[error(
+        "step {step_id} is the active step and shows in full while it receives turns; \
+         choose how a finished step shows"
+    )]
+    ActiveStepShown {
+        /// The active step.
+        step_id: StepId,
+    },
+    /// A step shown as its summary before it has one.
+    #[error("step {step_id} has no summary yet: call summarize_step first")]
+    NoSummary {
+        /// The step.
+        step_id: StepId,
+    },
     /// An expand of a step that is not summarized: it already shows in full.
     #[error("step {step_id} is not summarized: its turns already show in full")]
     NotSummarized {

@@ -76,6 +76,15 @@ pub enum TaskEvent {
         /// The summary, trimmed, 1 to [`MAX_SUMMARY_CHARS`] characters.
         summary: String,
     },
+    /// Show a finished step as `visibility` chooses: condensed, its summary (it must have
+    /// one) or its title alone; in full again, as [`ExpandStep`](TaskEvent::ExpandStep). The
+    /// active step shows in full while it receives turns.
+    ShowStep {
+        /// The step.
+        step_id: StepId,
+        /// How it shows.
+        visibility: Visibility,
+    },
     /// Show a summarized step in full again (the summary is kept).
     ExpandStep {
         /// The step.
@@ -249,12 +258,28 @@ impl TaskHistory {
                 })
             }
             TaskEvent::ExpandStep { step_id } => self.with_step(*step_id, |step| {
-                if step.visibility != Visibility::Summary || step.summary.is_none() {
+                // A summary-visibility step without a summary shows in full already.
+                let full = step.visibility == Visibility::Full
+                    || (step.visibility == Visibility::Summary && step.summary.is_none());
+                if full {
                     return Err(Error::NotSummarized { step_id: *step_id });
                 }
                 step.visibility = Visibility::Full;
                 Ok(())
             }),
+            TaskEvent::ShowStep { step_id, visibility } => {
+                if self.active_step_id == Some(*step_id) && *visibility != Visibility::Full {
+                    self.position(*step_id)?;
+                    return Err(Error::ActiveStepShown { step_id: *step_id });
+                }
+                self.with_step(*step_id, |step| {
+                    if *visibility == Visibility::Summary && step.summary.is_none() {
+                        return Err(Error::NoSummary { step_id: *step_id });
+                    }
+                    step.visibility = *visibility;
+                    Ok(())
+                })
+            }
         }
     }
 

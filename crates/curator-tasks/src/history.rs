@@ -166,7 +166,8 @@ pub enum Visibility {
     /// Every turn.
     #[default]
     Full,
-    /// Key turns only: the first, the tool results and the last, at most three.
+    /// Key turns only, at most three: the first and the last, and between them the newest
+    /// tool results.
     Condensed,
     /// The summary and a hint to expand (every turn while there is no summary).
     Summary,

@@ -9,7 +9,7 @@
 //!   [`TaskEvent`]s through [`TaskHistory::apply`].
 //! - [`HistorySection`]: Markdown or text, the active step last, with [`Visibility`] levels
 //!   and a [`StepVisibilityResolver`].
-//! - The model's tools: [`ToolDefinition`], [`summarize_step`], [`expand_step`],
+//! - The model's tools: [`ToolDefinition`], [`summarize_step`], [`expand_step`], [`show_step`],
 //!   [`context_pressure`].
 //! - [`sync_plan`] (a [`Plan`] to events), [`check_and_compact`] (a [`Budget`]), [`save`] and
 //!   [`load`].
@@ -50,6 +50,6 @@ pub use persist::{TASK_HISTORY_CHECKPOINT, load, save};
 pub use plan::{Plan, PlanStep, PlanSync, StepStatus, sync_plan};
 pub use render::{CONDENSED_TURNS, HistorySection, StepVisibilityResolver};
 pub use tools::{
-    CONSIDER_SUMMARIZING_AT, ContextPressure, Expansion, Recommendation, Summarized,
-    ToolDefinition, URGENT_AT, context_pressure, expand_step, summarize_step,
+    CONSIDER_SUMMARIZING_AT, ContextPressure, Expansion, Recommendation, Showing, Summarized,
+    ToolDefinition, URGENT_AT, context_pressure, expand_step, show_step, summarize_step,
 };

@@ -1,5 +1,6 @@
-//! The tools the model manages its context with: `summarize_step`, `expand_step` and
-//! `context_pressure`, with their OpenAI function definitions and argument validation.
+//! The tools the model manages its context with: `summarize_step`, `expand_step`,
+//! `show_step` and `context_pressure`, with their OpenAI function definitions and argument
+//! validation.
 
 use serde_json::{Value, json};
 
@@ -10,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::escape::unfenced;
 use crate::event::{MAX_SUMMARY_CHARS, TaskEvent, checked_summary};
 use crate::history::{StepHistory, StepId, StepTurn, TaskHistory, TurnRole, Visibility};
-use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SUMMARIZE_STEP};
+use crate::names::{CONTEXT_PRESSURE, EXPAND_STEP, SHOW_STEP, SUMMARIZE_STEP};
 use crate::render::{HistorySection, StepVisibilityResolver, shorter, turns_markdown};
 
 /// A tool as the model is told about it: name, description and a JSON Schema of its parameters.
@@ -36,7 +37,7 @@ pub struct ToolDefinition {
 }
 
 impl ToolDefinition {
-    /// The three tools: `summarize_step`, `expand_step`, `context_pressure`.
+    /// The four tools: `summarize_step`, `expand_step`, `show_step`, `context_pressure`.
     ///
     /// # Examples
     ///
@@ -44,10 +45,10 @@ impl ToolDefinition {
     /// use curator::tasks::ToolDefinition;
     ///
     /// let names: Vec<_> = ToolDefinition::all().iter().map(|tool| tool.name).collect();
-    /// assert_eq!(names, ["summarize_step", "expand_step", "context_pressure"]);
+    /// assert_eq!(names, ["summarize_step", "expand_step", "show_step", "context_pressure"]);
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn all() -> [Self; 3] {
+    pub fn all() -> [Self; 4] {
         [
             Self {
                 name: SUMMARIZE_STEP,
@@ -83,6 +84,26 @@ impl ToolDefinition {
                 }),
             },
             Self {
+                name: SHOW_STEP,
+                description: "Choose how a finished step shows in the task history: `condensed` (what \
+                              was asked, the newest tool results and how it ended), `summary` (its summary; \
+                              summarize it first) or `title` (its heading alone). expand_step shows it in \
+                              full again.",
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "step_id": {"type": "integer", "minimum": 0, "description": "ID of the step."},
+                        "visibility": {
+                            "type": "string",
+                            "enum": ["condensed", "summary", "title"],
+                            "description": "How the step shows."
+                        }
+                    },
+                    "required": ["step_id", "visibility"],
+                    "additionalProperties": false
+                }),
+            },
+            Self {
                 name: CONTEXT_PRESSURE,
                 description: "Check current context utilization to decide if summarization is needed.",
                 parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
@@ -97,7 +118,7 @@ impl ToolDefinition {
     /// ```
     /// use curator::tasks::ToolDefinition;
     ///
-    /// let [_, expand, _] = ToolDefinition::all();
+    /// let [_, expand, _, _] = ToolDefinition::all();
     /// assert_eq!(expand.to_openai()["function"]["parameters"]["required"][0], "step_id");
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -120,7 +141,7 @@ impl ToolDefinition {
     /// ```
     /// use curator::tasks::ToolDefinition;
     ///
-    /// let [summarize, _, _] = ToolDefinition::all();
+    /// let [summarize, _, _, _] = ToolDefinition::all();
     /// let tool = summarize.to_openai_strict();
     /// assert_eq!(tool["function"]["strict"], true);
     /// assert!(tool["function"]["parameters"]["properties"]["summary"].get("maxLength").is_none());
@@ -145,7 +166,7 @@ impl ToolDefinition {
     /// ```
     /// use curator::tasks::ToolDefinition;
     ///
-    /// let [_, expand, _] = ToolDefinition::all();
+    /// let [_, expand, _, _] = ToolDefinition::all();
     /// let tool = expand.to_anthropic();
     /// assert_eq!(tool["name"], "expand_step");
     /// assert_eq!(tool["input_schema"]["type"], "object");
@@ -399,7 +420,9 @@ pub fn expand_step(history: &TaskHistory, raw_arguments: &str) -> Result<Expansi
     let step_id = args.step_id("step_id")?;
     let reason = args.text("reason")?.to_owned();
     let step = history.step(step_id).ok_or_else(|| history.unknown(step_id))?;
-    if step.visibility() != Visibility::Summary || step.summary().is_none() {
+    let full = step.visibility() == Visibility::Full
+        || (step.visibility() == Visibility::Summary && step.summary().is_none());
+    if full {
         return Err(Error::NotSummarized { step_id });
     }
     let turns = step.turns().len();
@@ -415,6 +438,70 @@ pub fn expand_step(history: &TaskHistory, raw_arguments: &str) -> Result<Expansi
         reason,
         event: TaskEvent::ExpandStep { step_id },
     })
+}
+
+/// What a valid `show_step` call asks for: the event to apply and the answer for the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Showing {
+    /// `ShowStep` with the chosen visibility.
+    pub event: TaskEvent,
+    /// The tool's answer: how the step now shows.
+    pub message: String,
+}
+
+/// Handles `show_step` from its raw JSON arguments: the model chooses how a finished step
+/// shows (`condensed`, `summary` or `title`).
+///
+/// # Examples
+///
+/// ```
+/// use curator::tasks::{StepTurn, TaskEvent, TaskHistory, TurnRole, Visibility, show_step};
+///
+/// let history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])?
+///     .apply(&TaskEvent::SetActiveStep { step_id: 1 })?
+///     .apply(&TaskEvent::append(StepTurn::new(1, TurnRole::Assistant, "All 212 tests pass.")))?
+///     .apply(&TaskEvent::SetActiveStep { step_id: 2 })?;
+/// let shown = show_step(&history, r#"{"step_id": 1, "visibility": "title"}"#)?;
+/// let history = history.apply(&shown.event)?;
+/// assert_eq!(history.step(1).map(|step| step.visibility()), Some(Visibility::Title));
+///
+/// // A summary must be written first; the active step shows in full.
+/// assert!(show_step(&history, r#"{"step_id": 1, "visibility": "summary"}"#).is_err());
+/// assert!(show_step(&history, r#"{"step_id": 2, "visibility": "condensed"}"#).is_err());
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// [`Error::InvalidArguments`] for arguments that are not `{step_id, visibility}` with one
+/// of the three visibilities; [`Error::UnknownStep`]; [`Error::ActiveStepShown`] for the
+/// active step; [`Error::NoSummary`] for `summary` on a step without one. Each message is
+/// meant to be returned to the model as the tool's answer.
+pub fn show_step(history: &TaskHistory, raw_arguments: &str) -> Result<Showing> {
+    let args = Arguments::parse(SHOW_STEP, raw_arguments, &["step_id", "visibility"])?;
+    let step_id = args.step_id("step_id")?;
+    let (visibility, how) = match args.text("visibility")? {
+        "condensed" => (
+            Visibility::Condensed,
+            "condensed: what was asked, the newest tool results and how it ended",
+        ),
+        "summary" => (Visibility::Summary, "as its summary"),
+        "title" => (Visibility::Title, "as its title alone"),
+        other => {
+            return Err(invalid(
+                SHOW_STEP,
+                format!(
+                    "`visibility` must be \"condensed\", \"summary\" or \"title\", not {}",
+                    shown(&Value::from(other))
+                ),
+            ));
+        }
+    };
+    let event = TaskEvent::ShowStep { step_id, visibility };
+    // The reducer's own checks (an unknown step, the active one, no summary).
+    history.apply(&event)?;
+    let message = format!("Step {step_id} now shows {how}; expand_step shows it in full again.");
+    Ok(Showing { event, message })
 }
 
 /// Below this utilisation the answer is [`Recommendation::Ok`].

@@ -394,3 +394,43 @@ fn a_summary_that_would_not_pay_for_its_own_call_is_refused() {
         }
     }
 }
+
+/// The model chooses how a finished step shows (`show_step`): its title alone, condensed, or
+/// its summary once it has one; the answer is recorded, a resumed conversation shows the
+/// step the same way, and `expand_step` shows it in full again.
+#[test]
+fn the_model_chooses_condensed_or_title_visibility_and_a_resume_keeps_it() {
+    let store = MemoryStore::new();
+    let mut agent = tested(&store);
+    let show = |agent: &mut TaskConversation<&MemoryStore>, id: &str, visibility: &str| {
+        let arguments = serde_json::json!({"step_id": 1, "visibility": visibility}).to_string();
+        let call = ToolCall::new(id, "show_step", arguments);
+        agent.record_assistant(Message::assistant_with_calls(None, vec![call])).unwrap();
+        agent.conversation().history().messages().last().unwrap().text().into_owned()
+    };
+    assert!(show(&mut agent, "v1", "summary").contains("has no summary yet"));
+    assert_eq!(agent.history().step(1).unwrap().visibility(), curator_tasks::Visibility::Full);
+    let answer = show(&mut agent, "v2", "title");
+    assert!(answer.starts_with("Step 1 now shows as its title alone"), "{answer}");
+    let text = agent.request().unwrap()[1].text().into_owned();
+    assert!(text.contains("### 1. Test\n\n### 2. Tag [active]"), "{text}");
+    assert!(!text.contains("session cookie"), "{text}");
+
+    // A new process reads the same record and shows the step the same way.
+    drop(agent);
+    let conversation =
+        Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s")).unwrap();
+    let plan = Plan::new("Ship", [(1, "Test"), (2, "Tag")])
+        .with_status(1, StepStatus::Done)
+        .with_status(2, StepStatus::InProgress);
+    let mut agent = TaskConversation::open(conversation, &plan).unwrap();
+    assert_eq!(agent.request().unwrap()[1].text(), text);
+
+    let answer = show(&mut agent, "v3", "condensed");
+    assert!(answer.contains("condensed"), "{answer}");
+    let text = agent.request().unwrap()[1].text().into_owned();
+    assert!(text.contains("Run the auth tests") && text.contains("session cookie"), "{text}");
+    let call = ToolCall::new("e1", "expand_step", r#"{"step_id": 1, "reason": "the logs"}"#);
+    agent.record_assistant(Message::assistant_with_calls(None, vec![call])).unwrap();
+    assert_eq!(agent.history().step(1).unwrap().visibility(), curator_tasks::Visibility::Full);
+}

@@ -213,7 +213,9 @@ fn context_pressure_thresholds() {
 #[test]
 fn definitions_are_openai_function_tools() {
     let names: Vec<_> = ToolDefinition::all().iter().map(ToolDefinition::to_openai).collect();
-    for (tool, name) in names.iter().zip(["summarize_step", "expand_step", "context_pressure"]) {
+    let expected = ["summarize_step", "expand_step", "show_step", "context_pressure"];
+    assert_eq!(names.len(), expected.len());
+    for (tool, name) in names.iter().zip(expected) {
         assert_eq!(tool["type"], "function");
         assert_eq!(tool["function"]["name"], name);
         assert_eq!(tool["function"]["parameters"]["type"], "object");
