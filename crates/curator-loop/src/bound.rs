@@ -20,6 +20,9 @@ const SUMMARIZE_KEEP_RECENT: usize = 2;
 /// The extractive summarizer's summaries, at most (its default).
 const EXTRACTIVE_CHARS: usize = 2_000;
 
+/// The least a summary is cut to under a small token budget, in characters.
+const SUMMARY_FLOOR: usize = 80;
+
 /// Any other summarizer's summaries are cut to this (the `Summarize` default).
 const SUMMARY_CHARS: usize = 4_000;
 
@@ -100,6 +103,12 @@ fn strategy(
                         (Some(max), None, StrategyConfig::SlidingWindow { window_size: max })
                     }
                 };
+            // A summary the bound cannot keep would be paid for and dropped: under a token
+            // budget it takes at most about a quarter of it (a character a token at most,
+            // where text runs three to four characters a token).
+            let max_summary_chars = threshold_tokens.map_or(max_summary_chars, |max| {
+                max_summary_chars.min(usize::try_from(max).unwrap_or(usize::MAX).max(SUMMARY_FLOOR))
+            });
             Some(StrategyConfig::Summarize {
                 summarizer,
                 threshold_messages,

@@ -225,3 +225,37 @@ fn a_limit_of_zero_sends_no_history() {
         ["system: You are the agent.", "user: answer 2"]
     );
 }
+
+/// A summary the token budget cannot hold is never computed for nothing: with the
+/// extractive summarizer (up to 2,000 characters of its own) and a budget of 300 tokens,
+/// the summary is written to fit the room, so the requests after the first fold carry it.
+#[test]
+fn a_summary_fits_the_token_budget_and_reaches_the_agent() {
+    let mut config = LoopConfig::from_toml(
+        "conversation = true\n[history_management]\nstrategy = \"summarize\"\nsummarizer = \"extractive\"\nmax_tokens = 300\ntokenizer = \"o200k\"",
+    )
+    .unwrap();
+    config.ai_turn_source = AiTurnSource::AllAgents;
+    let (step, calls) = agent("agent", Injection::Messages);
+    let mut l = LoopBuilder::new("s", config)
+        .step("agent", step)
+        .step("human", Hitl::new("?"))
+        .build()
+        .unwrap();
+    l.run("I need a visa for Japan: which papers, which fees, which office?").unwrap();
+    for i in 1..60 {
+        l.resume(&format!("my passport number is X{i:04}, issued in Lisbon, valid until 2031"))
+            .unwrap();
+    }
+    let calls = calls.lock().unwrap();
+    let carrying =
+        |request: &[Message]| request.iter().any(|m| m.text().contains("[Summary of the"));
+    let first = calls.iter().position(|c| carrying(c)).expect("no request carried a summary");
+    let after = &calls[first..];
+    let carried = after.iter().filter(|c| carrying(c)).count();
+    assert!(
+        carried * 10 >= after.len() * 9,
+        "{carried} of {} requests carried the summary",
+        after.len()
+    );
+}
