@@ -383,25 +383,31 @@ impl<S: SessionStore> TaskConversation<S> {
     fn fitted_active_step(&self, mut tokens: u64) -> Option<Vec<Message>> {
         let mut history = self.state.history.clone();
         let active = history.active_step_id()?;
-        let step = history.steps.iter_mut().find(|step| step.step_id == active)?;
+        let step = history.step(active)?;
         let mut results: Vec<usize> =
             (0..step.turns.len()).filter(|&i| step.turns[i].role == TurnRole::Tool).collect();
         results
             .sort_by_key(|&i| std::cmp::Reverse(self.counter.count_text(&step.turns[i].content)));
         for index in results {
-            let over = tokens.saturating_sub(self.max_tokens);
-            let step = history.steps.iter_mut().find(|step| step.step_id == active)?;
-            let step = Arc::make_mut(step);
-            let turn = &mut step.turns[index];
-            let own = self.counter.count_text(&turn.content);
-            // A little below what the window leaves: the rendering's own tokens move too.
-            let room = own.saturating_sub(over + over / 8 + 16);
-            turn.content = cut_to_fit(&turn.content, room, self.counter.as_ref());
-            step.plain = std::sync::OnceLock::new();
-            let messages = self.messages_of(&history);
-            tokens = self.request_tokens(&messages);
-            if tokens <= self.max_tokens {
-                return Some(messages);
+            // A few rounds on one result: the rendering's own tokens move with the cut.
+            for _ in 0..4 {
+                let over = tokens.saturating_sub(self.max_tokens);
+                let step = history.steps.iter_mut().find(|step| step.step_id == active)?;
+                let step = Arc::make_mut(step);
+                let turn = &mut step.turns[index];
+                let own = self.counter.count_text(&turn.content);
+                let cut =
+                    cut_to_fit(&turn.content, own.saturating_sub(over + 16), self.counter.as_ref());
+                if cut.len() >= turn.content.len() {
+                    break; // cut as far as it goes: the next result
+                }
+                turn.content = cut;
+                step.plain = std::sync::OnceLock::new();
+                let messages = self.messages_of(&history);
+                tokens = self.request_tokens(&messages);
+                if tokens <= self.max_tokens {
+                    return Some(messages);
+                }
             }
         }
         None
