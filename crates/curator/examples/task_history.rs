@@ -23,7 +23,7 @@ fn model(tools: &[serde_json::Value]) -> impl FnMut(&[Message]) -> Result<Messag
     let mut calls = 0;
     move |request| {
         let body = serde_json::json!({"messages": openai::from_messages(request)?, "tools": tools});
-        assert_eq!(body["tools"].as_array().map(Vec::len), Some(3));
+        assert_eq!(body["tools"].as_array().map(Vec::len), Some(4));
         calls += 1;
         Ok(match calls {
             1 => Message::assistant_with_calls(None, vec![ToolCall::new("c1", "cargo_test", "{}")]),
