@@ -324,3 +324,17 @@ fn a_failure_before_the_stream_flows_is_retried() {
     assert_eq!(reply.message.tool_calls().len(), 2);
     assert_eq!(server.requests().len(), 2);
 }
+
+#[test]
+fn a_delta_missing_its_text_is_a_malformed_reply_not_an_empty_piece() {
+    let mut events = anthropic_events();
+    events.truncate(8);
+    events.push(event(
+        "content_block_delta",
+        &json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta"}}),
+    ));
+    events.extend(anthropic_events().into_iter().skip(8));
+    let server = ChatServer::start(move |_, _| Reply::Events(events.clone()));
+    let err = stream(&anthropic(&server)).1.unwrap_err();
+    assert!(matches!(err, ClientError::MalformedReply { provider: "Anthropic", .. }), "{err:?}");
+}

@@ -157,19 +157,24 @@ impl Assembly {
         let delta = event.get("delta").ok_or_else(|| malformed(data, None))?;
         let call = self.calls.get(&index).copied();
         let block = self.blocks.get_mut(index).ok_or_else(|| malformed(data, None))?;
-        let text = |name: &str| delta.get(name).and_then(Value::as_str).unwrap_or_default();
+        // A delta without the text its type names is malformed, never read as empty.
+        let text = |name: &str| {
+            delta.get(name).and_then(Value::as_str).ok_or_else(|| malformed(data, None))
+        };
         match delta.get("type").and_then(Value::as_str) {
             Some("text_delta") => {
-                append(&mut block.value, "text", text("text"));
-                on_delta(&Delta::Text(text("text").to_owned()));
+                let piece = text("text")?;
+                append(&mut block.value, "text", piece);
+                on_delta(&Delta::Text(piece.to_owned()));
             }
             Some("thinking_delta") => {
-                append(&mut block.value, "thinking", text("thinking"));
-                on_delta(&Delta::Thinking(text("thinking").to_owned()));
+                let piece = text("thinking")?;
+                append(&mut block.value, "thinking", piece);
+                on_delta(&Delta::Thinking(piece.to_owned()));
             }
-            Some("signature_delta") => append(&mut block.value, "signature", text("signature")),
+            Some("signature_delta") => append(&mut block.value, "signature", text("signature")?),
             Some("input_json_delta") => {
-                let piece = text("partial_json");
+                let piece = text("partial_json")?;
                 block.input.push_str(piece);
                 if let Some(index) = call {
                     on_delta(&Delta::ToolCall {
@@ -181,11 +186,10 @@ impl Assembly {
                 }
             }
             Some("citations_delta") => {
-                if let Some(citation) = delta.get("citation") {
-                    let list = block.value.entry("citations").or_insert_with(|| json!([]));
-                    if let Value::Array(list) = list {
-                        list.push(citation.clone());
-                    }
+                let citation = delta.get("citation").ok_or_else(|| malformed(data, None))?;
+                let list = block.value.entry("citations").or_insert_with(|| json!([]));
+                if let Value::Array(list) = list {
+                    list.push(citation.clone());
                 }
             }
             _ => return Err(malformed(data, None)),
