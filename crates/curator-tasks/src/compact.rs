@@ -352,6 +352,13 @@ fn outcome_lines(content: &str) -> Vec<String> {
     lines
 }
 
+/// `step` holding only `later`, its turns after its summary (for summarizing them).
+fn later_turns(step: &StepHistory, later: &[crate::history::StepTurn]) -> StepHistory {
+    let mut rest = StepHistory::new(step.step_id(), step.step_title());
+    rest.turns = later.to_vec();
+    rest
+}
+
 /// When the prompt uses more than the budget's threshold, summarizes the completed step
 /// left longest ago that is still shown in full, and returns the event that records the
 /// summary; `None` when under the threshold or nothing is left to summarize.
@@ -431,17 +438,24 @@ pub fn check_and_compact(history: &TaskHistory, budget: &Budget<'_>) -> Result<O
     for step in candidates {
         let later = step.turns_after_summary();
         let summary = match (step.summary(), budget.summarizer) {
-            // Turns came after the summary: it is extended with what they add.
+            // Turns came after the summary: it is extended with what they add, whole lines
+            // while they fit; when none does, the step stays as it is (its later turns shown).
             (Some(summary), None) if !later.is_empty() => {
-                let mut rest = StepHistory::new(step.step_id(), step.step_title());
-                rest.turns = later.to_vec();
-                let extended = format!("{summary}\n{}", essentials(&rest));
-                extended.trim().chars().take(MAX_SUMMARY_CHARS).collect()
+                let mut extended = summary.to_owned();
+                for line in essentials(&later_turns(step, later)).lines() {
+                    if extended.chars().count() + 1 + line.chars().count() > MAX_SUMMARY_CHARS {
+                        break;
+                    }
+                    extended.push('\n');
+                    extended.push_str(line);
+                }
+                if extended.len() == summary.len() {
+                    continue;
+                }
+                extended
             }
             (Some(summary), Some(summarizer)) if !later.is_empty() => {
-                let mut rest = StepHistory::new(step.step_id(), step.step_title());
-                rest.turns = later.to_vec();
-                let messages = step_messages(&rest);
+                let messages = step_messages(&later_turns(step, later));
                 let refs: Vec<&Message> = messages.iter().collect();
                 let extended = summarizer
                     .summarize(Some(summary), &refs)

@@ -229,3 +229,31 @@ fn a_summary_survives_an_append_and_the_new_turns_show_after_it() {
     assert!(history.step(1).unwrap().turns_after_summary().is_empty());
     assert!(Budget::new(&counter, 1).used_tokens(&history) < used / 2);
 }
+
+/// A summary with no room left for what later turns add is not extended by cutting them
+/// away: the step keeps showing its later turns.
+#[test]
+fn a_full_summary_is_not_extended_by_dropping_the_turns_after_it() {
+    let counter = CharEstimate::default();
+    let long = "x".repeat(995);
+    let mut history = TaskHistory::new("Ship", [(1, "Test"), (2, "Tag")])
+        .unwrap()
+        .apply(&TaskEvent::SetActiveStep { step_id: 1 })
+        .unwrap();
+    history = applied(
+        history,
+        &[
+            TaskEvent::append(StepTurn::new(1, TurnRole::Assistant, "ran it")),
+            TaskEvent::SetActiveStep { step_id: 2 },
+            TaskEvent::SummarizeStep { step_id: 1, summary: long.clone() },
+            TaskEvent::AppendTurn {
+                step_id: Some(1),
+                turn: StepTurn::new(2, TurnRole::Tool, "test result: ok. 212 passed")
+                    .with_tool("cargo_test", "c9"),
+            },
+        ],
+    );
+    let used = Budget::new(&counter, 1).used_tokens(&history);
+    assert_eq!(check_and_compact(&history, &Budget::new(&counter, used)).unwrap(), None);
+    assert_eq!(history.step(1).unwrap().turns_after_summary().len(), 1);
+}
