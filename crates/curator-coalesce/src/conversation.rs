@@ -2,7 +2,7 @@
 //! requests are built from the turns by a [`Compression`].
 
 use curator_model::{BoxError, Message, Role};
-use curator_session::{Action, Conversation, Driver, NextStep, Outcome, SessionStore, drive};
+use curator_session::{Action, Conversation, Driver, Outcome, SessionStore, drive};
 
 use crate::compression::{Compression, execution_report};
 use crate::error::{Error, Result};
@@ -107,7 +107,7 @@ impl<S: SessionStore> CoalescedConversation<S> {
         };
         let mut adapter =
             Self { conversation, run, turns, compression: Box::new(compression), checkpoint };
-        if adapter.conversation.next_step() == NextStep::WaitForUser {
+        if adapter.conversation.next_step() == Action::WaitForUser {
             let opening = mission_and_namespaces(&adapter.run);
             adapter.conversation.add_user(opening.trim_end())?;
         }
@@ -304,6 +304,7 @@ impl<S: SessionStore> Driver for CoalescedConversation<S> {
     type Work = TurnDraft;
     type WorkResult = std::result::Result<Executed, BoxError>;
     type Output = Box<Turn>;
+    type Reply = Message;
     type Error = Error;
     type Curation<'c> = ();
 

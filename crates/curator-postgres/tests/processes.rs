@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use curator_model::{Entry, EvaluationId, Message, MessageId, PromptRef, ToolCall};
 use curator_postgres::{PgOptions, PgStore};
-use curator_session::{ClaimStore, Conversation, Error, NextStep, SessionKey, SessionStore};
+use curator_session::{Action, ClaimStore, Conversation, Error, SessionKey, SessionStore};
 use curator_testkit::postgres::PgServer;
 use curator_testkit::processes::{Check, Lines, Roles, kill, say, var};
 
@@ -47,7 +47,7 @@ fn appender(limit: u64) {
     let mut out = std::io::stdout().lock();
     say(&mut out, &format!("{} {}", c.evaluation_id(), c.next_sequence() - 1));
     while c.next_sequence() < limit {
-        if c.next_step() == NextStep::CallModel {
+        if c.next_step() == Action::CallModel {
             c.record_assistant(Message::assistant(format!("reply {}", c.turn()))).unwrap();
         } else {
             c.add_user(format!("message {}", c.next_sequence())).unwrap();
@@ -115,10 +115,10 @@ fn agent() {
     let mut log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
     loop {
         match c.next_step() {
-            NextStep::WaitForUser => {
+            Action::WaitForUser => {
                 c.add_user("send the emails").unwrap();
             }
-            NextStep::CallModel => {
+            Action::CallModel => {
                 let k = key.as_str();
                 let reply = match c.turn() + 1 {
                     1 => Message::assistant_with_calls(
@@ -136,7 +136,7 @@ fn agent() {
                 };
                 c.record_assistant(reply).unwrap();
             }
-            NextStep::RunTools(calls) => {
+            Action::Run(calls) => {
                 for call in calls {
                     claim.renew().unwrap();
                     writeln!(log, "start {} {}", call.call_id(), std::process::id()).unwrap();
@@ -151,7 +151,7 @@ fn agent() {
                     c.record_tool_result(call.call_id(), Ok::<_, String>("sent")).unwrap();
                 }
             }
-            NextStep::Finished => {
+            Action::Finished(_) => {
                 say(&mut out, "finished");
                 claim.release().unwrap();
                 return;
@@ -229,7 +229,7 @@ fn chaos_worker() {
                 c.record_tool_result(context.call_id(), Ok::<_, String>(text.clone()))?;
                 ack(&mut out, &text);
             }
-            if c.next_step() == NextStep::CallModel {
+            if c.next_step() == Action::CallModel {
                 let text = format!("answer t{token} resumed");
                 c.record_assistant(Message::assistant(text.clone()))?;
                 ack(&mut out, &text);
@@ -715,7 +715,7 @@ fn kill_and_take_over_test(server: &PgServer, check: &mut Check) {
             results == [format!("{key}-c1"), format!("{key}-c2"), format!("{key}-c3")],
             format!("{key}: results recorded {results:?}"),
         );
-        check.expect(c.next_step() == NextStep::Finished, format!("{key}: not finished"));
+        check.expect(matches!(c.next_step(), Action::Finished(_)), format!("{key}: not finished"));
         check.expect(
             curator_model::validate::openai(&messages).is_ok(),
             format!("{key}: invalid record"),

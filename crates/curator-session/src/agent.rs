@@ -1,16 +1,17 @@
 //! `Agent`: a model client, tools, the default pipeline and exactly-once resume around the
 //! plain conversation, so that a whole agent is a few lines.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use curator_model::{Message, PromptRef, Role};
+use curator_model::{BoxError, Message, PromptRef, Role};
 use curator_strategies::{CurationContext, HistoryManager, Redactor, StrategyConfig};
 
+use crate::agent_run::{AgentRun, Tally};
 use crate::{
-    Claim, ClaimStore, Conversation, Error, Keyed, NextStep, Result, ResumePolicy, SessionKey,
-    SessionStore, ToolContext, ToolError, Tools,
+    Claim, ClaimStore, Conversation, Curation, Error, Keyed, Outcome, Result, ResumePolicy,
+    SessionKey, SessionStore, ToolContext, Tools, drive_parallel,
 };
 use curator_client::Usage;
 use curator_client::{Delta, DeltaFn, ModelClient, ModelRequest};
@@ -91,19 +92,6 @@ impl AgentOutcome {
             AgentEnd::Answered(message) => message.text().into_owned(),
             AgentEnd::Stopped { tool, reason, .. } => format!("[stopped by `{tool}`: {reason}]"),
         }
-    }
-}
-
-/// The usage and model calls of a run so far.
-#[derive(Default)]
-struct Tally {
-    usage: Usage,
-    calls: u32,
-}
-
-impl Tally {
-    fn outcome(&self, end: AgentEnd) -> AgentOutcome {
-        AgentOutcome::new(end, self.usage, self.calls)
     }
 }
 
@@ -672,8 +660,9 @@ impl Agent {
         Ok(Arc::clone(parts.built.get_or_init(|| built)))
     }
 
-    /// Runs the conversation until the model answers, a tool stops the run, or the ask's
-    /// turns are spent ([`Error::TurnLimit`]).
+    /// Runs the conversation on [`drive`] until the model answers, a tool stops the run, or
+    /// the ask's turns are spent ([`Error::TurnLimit`]): the reply's calls run at once
+    /// ([`drive_parallel`]), each result recorded as its tool returns.
     fn run<S: SessionStore>(
         &self,
         conversation: &mut Conversation<S>,
@@ -685,186 +674,47 @@ impl Agent {
         let definitions = parts.tools.definitions();
         let cache_key = cache_key(&parts.prompt, conversation.key());
         let ctx = CurationContext::default();
-        loop {
-            match conversation.next_step() {
-                NextStep::RunTools(contexts) => {
-                    let contexts = if contexts.iter().any(|c| c.started) {
-                        conversation.repair(parts.policy)?
-                    } else {
-                        contexts
-                    };
-                    if contexts.is_empty() {
-                        continue;
-                    }
-                    renew(claim)?;
-                    if let Some(stop) = self.run_tools(conversation, &contexts, claim)? {
-                        return Ok(stop);
-                    }
-                }
-                NextStep::CallModel => {
-                    // The turns are the ask's: an earlier turn finished first takes its share.
-                    if tally.calls >= parts.max_turns {
-                        return Err(Error::TurnLimit {
-                            max_turns: parts.max_turns,
-                            model_calls: tally.calls,
-                            usage: tally.usage,
-                        });
-                    }
-                    renew(claim)?;
-                    let request = conversation.request(&*pipeline, &ctx)?.to_messages();
-                    let mut model_request = ModelRequest::new(&request).with_cache_key(&cache_key);
-                    if !parts.tools.is_empty() {
-                        model_request = model_request.with_tools(&definitions);
-                    }
-                    let reply = match &parts.on_delta {
-                        Some(on_delta) => parts.model.stream(&model_request, &mut |d| on_delta(d)),
-                        None => parts.model.complete(&model_request),
-                    }
-                    .map_err(|e| Error::Provider(Box::new(e)))?;
-                    tally.calls += 1;
-                    if let Some(usage) = reply.usage {
-                        tally.usage = tally.usage.plus(usage);
-                    }
-                    let message = reply.message;
-                    if message.tool_calls().is_empty()
-                        && message.text().trim().is_empty()
-                        && !matches!(message.content(), Some(curator_model::Content::Parts(p)) if !p.is_empty())
-                    {
-                        return Err(Error::EmptyReply);
-                    }
-                    renew(claim)?;
-                    conversation.record_assistant(with_fresh_ids(
-                        message,
-                        conversation.history().messages(),
-                    ))?;
-                    if let Some(usage) = reply.usage {
-                        conversation.record_usage(usage)?;
-                    }
-                }
-                NextStep::Finished => {
-                    let answer = conversation
-                        .history()
-                        .messages()
-                        .last()
-                        .filter(|m| m.role() == Role::Assistant)
-                        .cloned()
-                        .unwrap_or_else(|| Message::assistant(""));
-                    return Ok(AgentEnd::Answered(answer));
-                }
-                // Only the system message is recorded: there is nothing to answer (a run
-                // starts after a user message is recorded, so this says the record changed
-                // under the agent).
-                NextStep::WaitForUser => {
-                    return Err(Error::WrongRole {
-                        call: "Agent::ask",
-                        expected: "a user message to answer",
-                        found: Role::System,
-                    });
-                }
+        let provider = |request: &[Message]| {
+            let mut model_request = ModelRequest::new(request).with_cache_key(&cache_key);
+            if !parts.tools.is_empty() {
+                model_request = model_request.with_tools(&definitions);
             }
+            match &parts.on_delta {
+                Some(on_delta) => parts.model.stream(&model_request, &mut |d| on_delta(d)),
+                None => parts.model.complete(&model_request),
+            }
+            .map_err(|e| -> BoxError { Box::new(e) })
+        };
+        let tools = &parts.tools;
+        // The turns are the ask's: an earlier turn finished first took its share.
+        let turns_left = parts.max_turns.saturating_sub(tally.calls);
+        let mut run = AgentRun::new(conversation, parts.policy, claim, tally);
+        let outcome = drive_parallel(
+            &mut run,
+            Curation::new(&*pipeline, &ctx),
+            provider,
+            |context: &ToolContext| tools.run_one(context),
+            turns_left,
+        )?;
+        match outcome {
+            Outcome::Finished(end) => Ok(end),
+            Outcome::MaxTurns => Err(Error::TurnLimit {
+                max_turns: parts.max_turns,
+                model_calls: tally.calls,
+                usage: tally.usage,
+            }),
+            // Only the system message is recorded: there is nothing to answer (a run starts
+            // after a user message is recorded, so this says the record changed under the
+            // agent).
+            _ => Err(Error::WrongRole {
+                call: "Agent::ask",
+                expected: "a user message to answer",
+                found: Role::System,
+            }),
         }
-    }
-
-    /// Marks the calls started, runs them at once (one thread each), and records each result
-    /// the moment its tool returns (renewing the claim first, so a worker that lost it records
-    /// nothing more); a stop ends the run once the others' results are recorded.
-    fn run_tools<S: SessionStore>(
-        &self,
-        conversation: &mut Conversation<S>,
-        contexts: &[ToolContext],
-        claim: Option<&Claim>,
-    ) -> Result<Option<AgentEnd>> {
-        let ids: Vec<&str> = contexts.iter().map(ToolContext::call_id).collect();
-        conversation.mark_started(&ids)?;
-        let tools = &self.parts.tools;
-        std::thread::scope(|scope| {
-            let (send, results) = std::sync::mpsc::channel();
-            for (index, context) in contexts.iter().enumerate() {
-                let send = send.clone();
-                scope.spawn(move || {
-                    // The receiver lives until every sender is gone.
-                    let _ = send.send((index, tools.run_one(context)));
-                });
-            }
-            drop(send);
-            let mut stopped = None;
-            for (index, result) in results {
-                let context = &contexts[index];
-                match result {
-                    Ok(text) => {
-                        renew(claim)?;
-                        conversation
-                            .record_tool_result(context.call_id(), Ok::<_, String>(text))?;
-                    }
-                    Err(ToolError::Failed(reason)) => {
-                        renew(claim)?;
-                        conversation
-                            .record_tool_result(context.call_id(), Err::<String, _>(reason))?;
-                    }
-                    Err(ToolError::Stop(reason)) => {
-                        stopped.get_or_insert(AgentEnd::Stopped {
-                            call_id: context.call_id().to_owned(),
-                            tool: context.call.name().to_owned(),
-                            reason,
-                        });
-                    }
-                }
-            }
-            Ok(stopped)
-        })
     }
 }
 
 /// What a new message waits for when the earlier turn was stopped by a tool.
 const STOPPED_WAITING: &str =
     "the result of a call a tool stopped (ask again with the earlier message's id to resume it)";
-
-/// `reply` with every tool call id that is empty, repeated in the reply, or already in the
-/// record replaced by a fresh one (`<id>~<n>`): some servers reuse ids (`call_0` every
-/// turn) or give two calls one id, and each call must be told apart from the others to be
-/// answered. The ids are the record's: the model is sent them back as recorded.
-fn with_fresh_ids(reply: Message, record: &[Message]) -> Message {
-    let calls = reply.tool_calls();
-    if calls.is_empty() {
-        return reply;
-    }
-    // Only the record's ids that a reply's id, or a fresh one made from it, could meet (not
-    // a set of every id of the record on every reply): the reply's ids, and them plus `~`.
-    let bases: Vec<&str> =
-        calls.iter().map(|c| if c.id().is_empty() { "call" } else { c.id() }).collect();
-    let mut taken: HashSet<String> = record
-        .iter()
-        .flat_map(Message::tool_calls)
-        .map(curator_model::ToolCall::id)
-        .filter(|id| {
-            bases.iter().any(|base| {
-                id.strip_prefix(base).is_some_and(|rest| rest.is_empty() || rest.starts_with('~'))
-            })
-        })
-        .map(str::to_owned)
-        .collect();
-    let mut fresh: Vec<Option<String>> = Vec::with_capacity(calls.len());
-    for call in calls {
-        let id = call.id();
-        if !id.is_empty() && taken.insert(id.to_owned()) {
-            fresh.push(None);
-            continue;
-        }
-        let base = if id.is_empty() { "call" } else { id };
-        // Of `taken.len() + 1` candidates, one is free.
-        let new = (1..=taken.len() + 1).map(|n| format!("{base}~{n}")).find(|c| !taken.contains(c));
-        if let Some(new) = &new {
-            taken.insert(new.clone());
-        }
-        fresh.push(new);
-    }
-    if fresh.iter().all(Option::is_none) {
-        return reply;
-    }
-    let mut fresh = fresh.into_iter();
-    reply.map_tool_call_ids(|_| fresh.next().flatten())
-}
-
-fn renew(claim: Option<&Claim>) -> Result<()> {
-    claim.map_or(Ok(()), Claim::renew)
-}

@@ -7,7 +7,7 @@ use curator_strategies::{CurationContext, HistoryManager};
 
 use crate::async_driver::{AsyncDriver, drive_async};
 use crate::{
-    Appended, Conversation, Curation, NextStep, Result, ResumePolicy, RunOutcome, SessionKey,
+    Action, Appended, Conversation, Curation, Result, ResumePolicy, RunOutcome, SessionKey,
     SessionStore, ToolContext, ToolOutcome,
 };
 
@@ -26,7 +26,7 @@ use crate::{
 ///
 /// ```
 /// use curator::model::{Message, PromptRef, ToolCall};
-/// use curator::session::{AsyncConversation, MemoryStore, NextStep};
+/// use curator::session::{AsyncConversation, MemoryStore, Action};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
 /// let store = MemoryStore::new();
@@ -34,7 +34,7 @@ use crate::{
 /// conversation.add_user("List the files.").await?;
 /// let calls = conversation.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")])).await?;
 /// conversation.record_tool_result(calls[0].id(), Ok::<_, String>("a.txt")).await?;
-/// assert_eq!(conversation.next_step().await, NextStep::CallModel);
+/// assert_eq!(conversation.next_step().await, Action::CallModel);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -77,11 +77,11 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     ///
     /// ```
     /// use curator::model::{Message, PromptRef};
-    /// use curator::session::{AsyncConversation, MemoryStore, NextStep};
+    /// use curator::session::{AsyncConversation, MemoryStore, Action};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let c = AsyncConversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
-    /// assert_eq!(c.next_step().await, NextStep::WaitForUser);
+    /// assert_eq!(c.next_step().await, Action::WaitForUser);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// # })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -107,11 +107,11 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     ///
     /// ```
     /// use curator::model::{Message, PromptRef};
-    /// use curator::session::{AsyncConversation, MemoryStore, NextStep};
+    /// use curator::session::{AsyncConversation, MemoryStore, Action};
     ///
     /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
     /// let c = AsyncConversation::start(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s")).await?;
-    /// assert_eq!(c.next_step().await, NextStep::WaitForUser);
+    /// assert_eq!(c.next_step().await, Action::WaitForUser);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// # })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -204,7 +204,7 @@ impl<S: SessionStore + 'static> AsyncConversation<S> {
     }
 
     /// [`Conversation::next_step`].
-    pub async fn next_step(&self) -> NextStep {
+    pub async fn next_step(&self) -> Action<ToolContext, Message> {
         self.with(Conversation::next_step).await
     }
 

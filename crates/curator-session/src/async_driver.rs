@@ -42,13 +42,13 @@ pub(crate) async fn blocking<T: Send + 'static, E: From<Error> + Send + 'static>
 ///
 /// ```
 /// use curator::model::{Message, PromptRef};
-/// use curator::session::{AsyncDriver, Conversation, MemoryStore, NextStep};
+/// use curator::session::{AsyncDriver, Conversation, MemoryStore, Action};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
 /// let conversation = Conversation::open(MemoryStore::new(), "k", PromptRef::new("d", "a"), Message::system("s"))?;
 /// let driver = AsyncDriver::new(conversation);
 /// driver.call(|c| c.add_user("hi")).await?;
-/// assert_eq!(driver.with(Conversation::next_step).await, NextStep::CallModel);
+/// assert_eq!(driver.with(Conversation::next_step).await, Action::CallModel);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -210,7 +210,7 @@ pub async fn drive_async<D, P, W>(
 where
     D: Driver + Send + 'static,
     D::Error: Send + 'static,
-    P: AsyncFnMut(&[Message]) -> Result<Message, BoxError>,
+    P: AsyncFnMut(&[Message]) -> Result<D::Reply, BoxError>,
     W: AsyncFnMut(&D::Work) -> D::WorkResult,
 {
     let _running = driver.start_run()?;
@@ -219,6 +219,7 @@ where
         match driver.with(D::action).await {
             Action::Run(items) if items.is_empty() => return Err(empty_run::<D>().into()),
             Action::Run(items) => {
+                let items = driver.call(move |d| d.start_work(items)).await?;
                 for item in items {
                     let result = work(&item).await;
                     driver.call(move |d| d.record_work(item, result)).await?;

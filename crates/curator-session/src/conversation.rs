@@ -8,8 +8,8 @@ use curator_strategies::{
     HistoryManagerExt, View,
 };
 
-use crate::step::{NextStep, ResumePolicy, ToolContext, next_turn};
-use crate::{Appended, Error, Result, SessionKey, SessionStore};
+use crate::step::{ResumePolicy, ToolContext, next_turn};
+use crate::{Action, Appended, Error, Result, SessionKey, SessionStore};
 
 /// Drives one evaluation of an agent loop and records each message in a [`SessionStore`]
 /// the moment it exists, before the call that records it returns.
@@ -50,25 +50,25 @@ use crate::{Appended, Error, Result, SessionKey, SessionStore};
 ///
 /// ```
 /// use curator::model::{Message, PromptRef, ToolCall};
-/// use curator::session::{Conversation, MemoryStore, NextStep, SessionStore};
+/// use curator::session::{Conversation, MemoryStore, Action, SessionStore};
 /// use curator::strategies::{CurationContext, SlidingWindow};
 ///
 /// let store = MemoryStore::new();
 /// let mut conversation = Conversation::open(&store, "user-42", PromptRef::new("demo", "agent"), Message::system("Be useful."))?;
-/// assert_eq!(conversation.next_step(), NextStep::WaitForUser);
+/// assert_eq!(conversation.next_step(), Action::WaitForUser);
 /// conversation.add_user("List the files.")?;
-/// assert_eq!(conversation.next_step(), NextStep::CallModel);
+/// assert_eq!(conversation.next_step(), Action::CallModel);
 ///
 /// let request = conversation.request(&SlidingWindow::new(20), &CurationContext::default())?.to_messages();
 /// assert_eq!(request.len(), 2);
 ///
 /// let calls = conversation.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "ls", "{}")]))?;
-/// assert!(matches!(conversation.next_step(), NextStep::RunTools(contexts) if contexts.len() == 1));
+/// assert!(matches!(conversation.next_step(), Action::Run(contexts) if contexts.len() == 1));
 /// for call in calls {
 ///     conversation.record_tool_result(call.id(), Ok::<_, String>("a.txt"))?;
 /// }
 /// conversation.record_assistant(Message::assistant("There is one file: a.txt."))?;
-/// assert_eq!(conversation.next_step(), NextStep::Finished);
+/// assert!(matches!(conversation.next_step(), Action::Finished(_)));
 ///
 /// let record = store.entries(conversation.evaluation_id())?;
 /// let numbering: Vec<(u64, u32)> = record.iter().map(|e| (e.sequence, e.turn)).collect();
@@ -157,7 +157,7 @@ impl<S: SessionStore> Conversation<S> {
     ///
     /// ```
     /// use curator::model::{Message, PromptRef, ToolCall};
-    /// use curator::session::{Conversation, MemoryStore, NextStep};
+    /// use curator::session::{Conversation, MemoryStore, Action};
     ///
     /// let store = MemoryStore::new();
     /// let prompt = PromptRef::new("demo", "agent");
@@ -168,10 +168,10 @@ impl<S: SessionStore> Conversation<S> {
     ///
     /// let again = Conversation::open(&store, "job-1", prompt.clone(), Message::system("s"))?;
     /// assert!(again.is_resumed());
-    /// assert!(matches!(again.next_step(), NextStep::RunTools(calls) if calls[0].is_resume));
+    /// assert!(matches!(again.next_step(), Action::Run(calls) if calls[0].is_resume));
     /// // Another key never sees job-1's conversation.
     /// let other = Conversation::open(&store, "job-2", prompt, Message::system("s"))?;
-    /// assert_eq!(other.next_step(), NextStep::WaitForUser);
+    /// assert_eq!(other.next_step(), Action::WaitForUser);
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
@@ -385,31 +385,40 @@ impl<S: SessionStore> Conversation<S> {
         Ok(conversation)
     }
 
-    /// What to do next, from the record (see [`NextStep`]): run the pending tool calls, call
-    /// the model, wait for the user, or nothing (finished: the assistant's latest reply calls
-    /// no tool).
+    /// What to do next, from the record: run the pending tool calls ([`Action::Run`], after
+    /// a resume marked [`is_resume`](ToolContext::is_resume)), call the model
+    /// ([`Action::CallModel`]: the record ends with a user message or a reply's last tool
+    /// result), wait for the user's first message ([`Action::WaitForUser`]: only the system
+    /// message is recorded), or nothing ([`Action::Finished`] with the answer: the
+    /// assistant's latest reply calls no tool). The one answer [`drive`](crate::drive) and
+    /// the agent read; a conversation never says [`Action::OutOfTurns`].
     ///
     /// # Examples
     ///
     /// ```
     /// use curator::model::{Message, PromptRef};
-    /// use curator::session::{Conversation, MemoryStore, NextStep};
+    /// use curator::session::{Action, Conversation, MemoryStore};
     ///
     /// let store = MemoryStore::new();
     /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// assert_eq!(c.next_step(), Action::WaitForUser);
     /// c.add_user("hi")?;
+    /// assert_eq!(c.next_step(), Action::CallModel);
     /// c.record_assistant(Message::assistant("hello"))?;
-    /// assert_eq!(c.next_step(), NextStep::Finished);
+    /// assert_eq!(c.next_step(), Action::Finished(Message::assistant("hello")));
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn next_step(&self) -> NextStep {
+    pub fn next_step(&self) -> Action<ToolContext, Message> {
         if !self.pending.is_empty() {
-            return NextStep::RunTools(self.tool_contexts());
+            return Action::Run(self.tool_contexts());
         }
-        match self.history.messages().last().map(Message::role) {
-            Some(Role::User | Role::Tool) => NextStep::CallModel,
-            Some(Role::Assistant) => NextStep::Finished,
-            Some(Role::System) | None => NextStep::WaitForUser,
+        match self.history.messages().last() {
+            Some(last) => match last.role() {
+                Role::User | Role::Tool => Action::CallModel,
+                Role::Assistant => Action::Finished(last.clone()),
+                Role::System => Action::WaitForUser,
+            },
+            None => Action::WaitForUser,
         }
     }
 
@@ -681,7 +690,7 @@ impl<S: SessionStore> Conversation<S> {
     ///
     /// ```
     /// use curator::model::{Message, PromptRef, ToolCall};
-    /// use curator::session::{Conversation, MemoryStore, NextStep, ResumePolicy};
+    /// use curator::session::{Conversation, MemoryStore, Action, ResumePolicy};
     ///
     /// let store = MemoryStore::new();
     /// let prompt = PromptRef::new("d", "a");
@@ -689,7 +698,7 @@ impl<S: SessionStore> Conversation<S> {
     /// c.record_assistant(Message::assistant_with_calls(None, vec![ToolCall::new("c1", "pay", "{}")]))?;
     /// let mut resumed = Conversation::resume(&store, "k", &prompt)?;
     /// assert!(resumed.repair(ResumePolicy::AnswerInterrupted)?.is_empty());
-    /// assert_eq!(resumed.next_step(), NextStep::CallModel);
+    /// assert_eq!(resumed.next_step(), Action::CallModel);
     /// Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///

@@ -4,6 +4,7 @@
 use curator_model::{BoxError, Message};
 
 use crate::Error;
+use crate::work::{Parallel, RunWork};
 
 /// What an agent loop does next, as its [`Driver`] reads it from the record.
 #[derive(Clone, Debug, PartialEq)]
@@ -88,10 +89,11 @@ impl<T> Outcome<T> {
 ///   the next [`Action::Run`]. A driver whose answer does not move is asked again and again.
 /// - **`Run` is never empty**: with nothing to run, say what comes next. The loops refuse an
 ///   empty `Run` at once with [`Error::EmptyRun`].
-/// - **Work results**: the loop runs the pieces of a `Run` in order and hands each, with what
-///   it gave, to `record_work` before it runs the next, so a crash loses at most the piece
-///   that was running. After a resume, `action` lists only the work the record still waits
-///   for.
+/// - **Work results**: the loop hands each piece of a `Run`, with what it gave, to
+///   `record_work` the moment it is done: [`drive`] runs the pieces in order, each recorded
+///   before the next starts, so a crash loses at most the piece that was running;
+///   [`drive_parallel`] runs them at once, each recorded as it returns. After a
+///   resume, `action` lists only the work the record still waits for.
 /// - [`Curation<'c>`](Driver::Curation) is what the caller hands to every request; `()` for
 ///   a driver that builds its requests from its own state.
 /// - [`provider_failed`](Driver::provider_failed) turns the provider closure's error into
@@ -116,6 +118,7 @@ impl<T> Outcome<T> {
 ///     type Work = ToolCall;
 ///     type WorkResult = String;
 ///     type Output = String;
+///     type Reply = Message;
 ///     type Error = Error;
 ///     type Curation<'c> = ();
 ///
@@ -173,6 +176,9 @@ pub trait Driver {
     type WorkResult: Send + 'static;
     /// What a finished run carries.
     type Output;
+    /// What the provider closure gives back for one model call: a [`Message`] for most
+    /// drivers; the agent's is the client's whole reply, its usage recorded beside it.
+    type Reply: Send + 'static;
     /// The driver's error: the session's errors convert into it.
     type Error: From<Error>;
     /// What building a request needs from the caller besides the record (the plain
@@ -201,6 +207,19 @@ pub trait Driver {
         Ok(())
     }
 
+    /// Takes the pieces of an [`Action::Run`] before any of them runs, and gives back those
+    /// the loop should run: a driver marks them started here, or answers some itself (the
+    /// agent answers a call a crash interrupted, when its tools must not run twice). With
+    /// none given back the loop asks [`action`](Driver::action) again, so a driver that
+    /// keeps none must have recorded what moves it on. All of them, by default.
+    ///
+    /// # Errors
+    ///
+    /// The driver's errors; nothing has run.
+    fn start_work(&mut self, work: Vec<Self::Work>) -> Result<Vec<Self::Work>, Self::Error> {
+        Ok(work)
+    }
+
     /// The messages of the next model call. Reads only: it does no I/O.
     ///
     /// # Errors
@@ -214,7 +233,7 @@ pub trait Driver {
     /// # Errors
     ///
     /// The driver's errors; what was recorded before stays recorded.
-    fn record_reply(&mut self, reply: Message) -> Result<(), Self::Error>;
+    fn record_reply(&mut self, reply: Self::Reply) -> Result<(), Self::Error>;
 
     /// Records what a piece of work gave; the next [`Action::Run`] no longer lists it.
     ///
@@ -237,6 +256,9 @@ pub trait Driver {
 /// for), then the model, its reply recorded before anything else happens. Can be called on
 /// a driver in any state, freshly reopened after a crash or not: a finished driver returns
 /// at once without calling the model.
+///
+/// `work` runs the pieces of each [`Action::Run`] one after the other, each recorded before
+/// the next starts; [`drive_parallel`] runs them at once.
 ///
 /// `max_turns` bounds the model calls only: work the record waits for still runs and is
 /// recorded (with `max_turns` 0, a resumed conversation's pending tool calls run, then the
@@ -273,24 +295,93 @@ pub trait Driver {
 pub fn drive<D, P, W>(
     driver: &mut D,
     curation: D::Curation<'_>,
+    provider: P,
+    work: W,
+    max_turns: u32,
+) -> Result<Outcome<D::Output>, D::Error>
+where
+    D: Driver,
+    P: FnMut(&[Message]) -> Result<D::Reply, BoxError>,
+    W: FnMut(&D::Work) -> D::WorkResult,
+{
+    drive_with(driver, curation, provider, work, max_turns)
+}
+
+/// [`drive`] with the pieces of each [`Action::Run`] run at once, one thread each, and
+/// each recorded the moment it returns (in the order they finish): a reply's parallel tool
+/// calls take as long as the slowest instead of their sum. The threads are scoped (none
+/// outlives its batch), so `work` may borrow. A crash loses at most the pieces still
+/// running; the record says which, and a resume runs only those.
+///
+/// # Errors
+///
+/// As [`drive`]; when recording a result fails, the pieces still running finish and
+/// what they gave is not recorded.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::{Message, PromptRef, Role, ToolCall};
+/// use curator::session::{Conversation, Curation, MemoryStore, Outcome, drive_parallel};
+/// use curator::strategies::{CurationContext, SlidingWindow};
+///
+/// let mut conversation = Conversation::open(MemoryStore::new(), "weather-1", PromptRef::new("demo", "weather"), Message::system("Answer."))?;
+/// conversation.add_user("Weather in Oslo and Rome?")?;
+/// let outcome = drive_parallel(
+///     &mut conversation,
+///     Curation::new(&SlidingWindow::new(10), &CurationContext::default()),
+///     |messages| Ok(match messages.last().map(Message::role) {
+///         Some(Role::Tool) => Message::assistant("Oslo 3°, Rome 18°."),
+///         _ => Message::assistant_with_calls(None, vec![
+///             ToolCall::new("oslo", "weather", r#"{"city":"Oslo"}"#),
+///             ToolCall::new("rome", "weather", r#"{"city":"Rome"}"#),
+///         ]),
+///     }),
+///     |call| Ok(if call.call_id() == "oslo" { "3°" } else { "18°" }.into()),
+///     5,
+/// )?;
+/// assert_eq!(outcome, Outcome::Finished(Message::assistant("Oslo 3°, Rome 18°.")));
+/// assert_eq!(conversation.history().messages().len(), 6);
+/// Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn drive_parallel<D, P, W>(
+    driver: &mut D,
+    curation: D::Curation<'_>,
+    provider: P,
+    work: W,
+    max_turns: u32,
+) -> Result<Outcome<D::Output>, D::Error>
+where
+    D: Driver,
+    D::Work: Send,
+    D::WorkResult: Send,
+    P: FnMut(&[Message]) -> Result<D::Reply, BoxError>,
+    W: Fn(&D::Work) -> D::WorkResult + Sync,
+{
+    drive_with(driver, curation, provider, Parallel(work), max_turns)
+}
+
+/// The one synchronous loop: [`drive`] and [`drive_parallel`] differ only in how a
+/// batch of work runs.
+fn drive_with<D, P, W>(
+    driver: &mut D,
+    curation: D::Curation<'_>,
     mut provider: P,
     mut work: W,
     max_turns: u32,
 ) -> Result<Outcome<D::Output>, D::Error>
 where
     D: Driver,
-    P: FnMut(&[Message]) -> Result<Message, BoxError>,
-    W: FnMut(&D::Work) -> D::WorkResult,
+    P: FnMut(&[Message]) -> Result<D::Reply, BoxError>,
+    W: RunWork<D::Work, D::WorkResult>,
 {
     let mut turns = 0;
     loop {
         match driver.action() {
             Action::Run(items) if items.is_empty() => return Err(empty_run::<D>().into()),
             Action::Run(items) => {
-                for item in items {
-                    let result = work(&item);
-                    driver.record_work(item, result)?;
-                }
+                let items = driver.start_work(items)?;
+                work.run_batch(items, &mut |item, result| driver.record_work(item, result))?;
             }
             Action::CallModel if turns < max_turns => {
                 turns += 1;

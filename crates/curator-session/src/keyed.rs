@@ -4,7 +4,7 @@
 use curator_model::{Content, Message, MessageId, Role};
 use uuid::Uuid;
 
-use crate::{Conversation, Error, NextStep, Result, SessionStore};
+use crate::{Action, Conversation, Error, Result, SessionStore};
 
 /// The namespace of the message ids derived from callers' keys.
 const KEYED_NAMESPACE: Uuid = Uuid::from_u128(0x6375_7261_746f_7200_6b65_7965_645f_6d73);
@@ -131,9 +131,9 @@ impl<S: SessionStore> Conversation<S> {
             });
         }
         match self.next_step() {
-            NextStep::WaitForUser | NextStep::Finished => {}
-            NextStep::CallModel if after_unanswered => {}
-            NextStep::CallModel | NextStep::RunTools(_) if !after_unanswered => {
+            Action::WaitForUser | Action::Finished(_) | Action::OutOfTurns => {}
+            Action::CallModel if after_unanswered => {}
+            Action::CallModel | Action::Run(_) if !after_unanswered => {
                 return Err(Error::TurnInProgress {
                     key: key.to_owned(),
                     waiting: if self.pending_tool_calls().is_empty() {
@@ -143,7 +143,7 @@ impl<S: SessionStore> Conversation<S> {
                     },
                 });
             }
-            NextStep::CallModel | NextStep::RunTools(_) => {
+            Action::CallModel | Action::Run(_) => {
                 return Err(Error::PendingToolCalls {
                     calls: self.pending_tool_calls().iter().map(|c| c.id().to_owned()).collect(),
                 });

@@ -9,7 +9,7 @@
 //!   [`Snapshot`]s; [`MemoryStore`] in process (the SQLite store lives in `curator-sqlite`).
 //! - [`Conversation`]: a sans-IO driver that records the system message, user messages, the
 //!   assistant's replies and each tool result, builds curated requests, says what to do
-//!   next ([`NextStep`]), and resumes after a crash with exactly the unfinished tool calls
+//!   next ([`Action`]), and resumes after a crash with exactly the unfinished tool calls
 //!   pending. Every evaluation belongs to a [`SessionKey`] the caller chooses, and
 //!   [`Conversation::open`] resumes a key's conversation or starts one.
 //! - [`ClaimStore`]: claims, so that two workers never drive (and re-run the tool calls of)
@@ -56,6 +56,7 @@
 //! ```
 
 mod agent;
+mod agent_run;
 #[cfg(feature = "tokio")]
 mod async_conversation;
 #[cfg(feature = "tokio")]
@@ -83,6 +84,7 @@ mod summaries;
 pub mod testing;
 mod tools;
 mod usage_record;
+mod work;
 
 pub use agent::{
     Agent, AgentEnd, AgentOutcome, DEFAULT_AGENT_LEASE, DEFAULT_AGENT_MAX_TOKENS,
@@ -95,7 +97,7 @@ pub use async_driver::{AsyncDriver, drive_async};
 pub use checkpoint::Checkpoint;
 pub use claim::{Claim, ClaimStore, Fence, Lease};
 pub use conversation::Conversation;
-pub use driver::{Action, Driver, Outcome, drive};
+pub use driver::{Action, Driver, Outcome, drive, drive_parallel};
 pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
 pub use key::SessionKey;
 pub use keyed::Keyed;
@@ -104,7 +106,7 @@ pub use retention::{ITEM_HEADS, Prune, Pruned, evaluation_checkpoints, prune};
 pub use run::{Curation, RunOutcome, run_blocking};
 pub use snapshot::Snapshot;
 pub use snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
-pub use step::{NextStep, ResumePolicy, ToolContext, ToolOutcome, next_turn};
+pub use step::{ResumePolicy, ToolContext, ToolOutcome, next_turn};
 pub use store::{Appended, ChangeStamp, EvaluationSummary, SessionStore};
 pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};
 /// The error of a spawned tokio task that panicked or was cancelled (feature `tokio`),

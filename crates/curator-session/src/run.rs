@@ -1,11 +1,11 @@
 //! The plain conversation as a [`Driver`], and `run_blocking`: drive it with a provider
 //! closure and a tool closure.
 
-use curator_model::{BoxError, Message, Role};
+use curator_model::{BoxError, Message};
 use curator_strategies::{CurationContext, HistoryManager};
 
 use crate::driver::{Action, Driver, Outcome, drive};
-use crate::{Conversation, Error, NextStep, Result, SessionStore, ToolContext, ToolOutcome};
+use crate::{Conversation, Error, Result, SessionStore, ToolContext, ToolOutcome};
 
 /// How a [`run_blocking`] loop ended: the [`Outcome`] of a plain conversation, which
 /// carries the assistant's answer.
@@ -54,22 +54,12 @@ impl<S: SessionStore> Driver for Conversation<S> {
     type Work = ToolContext;
     type WorkResult = ToolOutcome;
     type Output = Message;
+    type Reply = Message;
     type Error = Error;
     type Curation<'c> = Curation<'c>;
 
     fn action(&self) -> Action<ToolContext, Message> {
-        match self.next_step() {
-            NextStep::RunTools(contexts) => Action::Run(contexts),
-            NextStep::CallModel => Action::CallModel,
-            NextStep::WaitForUser => Action::WaitForUser,
-            NextStep::Finished => match self.history().messages().last() {
-                Some(answer) if answer.role() == Role::Assistant => {
-                    Action::Finished(answer.clone())
-                }
-                // `next_step` says finished only after an assistant reply.
-                _ => Action::WaitForUser,
-            },
-        }
+        self.next_step()
     }
 
     fn build_request(&self, curation: Curation<'_>) -> Result<Vec<Message>> {
@@ -95,17 +85,17 @@ impl<S: SessionStore> Driver for Conversation<S> {
 /// It does what [`Conversation::next_step`] says, so it can be called on a conversation in
 /// any state, freshly opened after a crash or not:
 ///
-/// - [`NextStep::RunTools`]: runs the calls still waiting for a result (only those; after a
+/// - [`Action::Run`]: runs the calls still waiting for a result (only those; after a
 ///   resume with `is_resume: true`) and records each result at once;
-/// - [`NextStep::CallModel`]: curates the record with `manager`, calls `provider` with the
+/// - [`Action::CallModel`]: curates the record with `manager`, calls `provider` with the
 ///   view and records its reply (at most `max_turns` times);
-/// - [`NextStep::Finished`]: returns [`RunOutcome::Finished`] with the recorded answer,
+/// - [`Action::Finished`]: returns [`RunOutcome::Finished`] with the recorded answer,
 ///   without calling the provider (a conversation reopened after it finished is not sent
 ///   again);
-/// - [`NextStep::WaitForUser`]: returns [`RunOutcome::WaitingForUser`] at once.
+/// - [`Action::WaitForUser`]: returns [`RunOutcome::WaitingForUser`] at once.
 ///
-/// Callers that need their own loop (streaming, parallel tools) use [`Conversation`]
-/// directly.
+/// To run a reply's parallel calls at once, use [`drive_parallel`](crate::drive_parallel); for a model client, tools and streaming, use
+/// [`Agent`](crate::Agent), which runs on the same loop.
 ///
 /// # Errors
 ///

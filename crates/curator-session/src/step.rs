@@ -32,26 +32,6 @@ pub fn next_turn(current: u32, role: Role) -> u32 {
     }
 }
 
-/// What the caller should do next with a [`Conversation`](crate::Conversation); see
-/// [`next_step`](crate::Conversation::next_step).
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum NextStep {
-    /// The record ends with a user message or with the last result of a reply's tool calls:
-    /// build the [`request`](crate::Conversation::request) and call the model.
-    CallModel,
-    /// The assistant's latest reply made these calls and they have no result yet (after a
-    /// resume too, marked [`is_resume`](ToolContext::is_resume)): run them and record each
-    /// result.
-    RunTools(Vec<ToolContext>),
-    /// Only the system message is recorded: the conversation waits for the user's first
-    /// message ([`add_user`](crate::Conversation::add_user)).
-    WaitForUser,
-    /// The assistant's latest reply calls no tool: the model has answered. The evaluation
-    /// is done, unless the caller continues it with another user message.
-    Finished,
-}
-
 /// A tool call handed to the caller to run, with whether it is being re-run after a resume
 /// (so that tools that must not run twice can check their own idempotency keys).
 #[derive(Clone, Debug, PartialEq)]

@@ -18,7 +18,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use curator_model::{Message, PromptRef, ToolCall};
-use curator_session::{Conversation, NextStep, SessionKey, SessionStore, StoreErrorKind};
+use curator_session::{Action, Conversation, SessionKey, SessionStore, StoreErrorKind};
 use curator_sqlite::{Durability, Error, SqliteOptions, SqliteStore};
 use curator_testkit::processes::{Check, Roles, Xorshift, kill};
 
@@ -350,10 +350,10 @@ fn worker(path: &Path, key: &str, log: &Path) {
     let mut out = std::io::stdout().lock();
     loop {
         match c.next_step() {
-            NextStep::WaitForUser => {
+            Action::WaitForUser => {
                 c.add_user(format!("work for {key}")).unwrap();
             }
-            NextStep::CallModel => {
+            Action::CallModel => {
                 let turn = c.turn() + 1;
                 let reply = if turn <= 6 {
                     Message::assistant_with_calls(
@@ -368,7 +368,7 @@ fn worker(path: &Path, key: &str, log: &Path) {
                 };
                 c.record_assistant(reply).unwrap();
             }
-            NextStep::RunTools(calls) => {
+            Action::Run(calls) => {
                 for call in calls {
                     writeln!(log, "start {}", call.call_id()).unwrap();
                     writeln!(out, "start {}", call.call_id()).unwrap();
@@ -379,7 +379,7 @@ fn worker(path: &Path, key: &str, log: &Path) {
                     writeln!(log, "recorded {}", call.call_id()).unwrap();
                 }
             }
-            NextStep::Finished => return,
+            Action::Finished(_) => return,
             other => panic!("unexpected step {other:?}"),
         }
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use curator_model::{BoxError, Content, Message, Role, ToolCall};
 use curator_session::{
-    Action, Conversation, Driver, NextStep, Outcome, SessionStore, ToolContext, ToolOutcome, drive,
+    Action, Conversation, Driver, Outcome, SessionStore, ToolContext, ToolOutcome, drive,
 };
 use curator_strategies::{CharEstimate, TokenCounter, cut_to_fit};
 use serde::{Deserialize, Serialize};
@@ -312,9 +312,9 @@ impl<S: SessionStore> TaskConversation<S> {
 
     /// What the caller should do next ([`Conversation::next_step`], the task tools' calls
     /// left out).
-    pub fn next_step(&self) -> NextStep {
+    pub fn next_step(&self) -> Action<ToolContext, Message> {
         match self.conversation.next_step() {
-            NextStep::RunTools(_) => NextStep::RunTools(self.tool_contexts()),
+            Action::Run(_) => Action::Run(self.tool_contexts()),
             other => other,
         }
     }
@@ -581,20 +581,16 @@ impl<S: SessionStore> Driver for TaskConversation<S> {
     type Work = ToolContext;
     type WorkResult = ToolOutcome;
     type Output = Message;
+    type Reply = Message;
     type Error = Error;
     type Curation<'c> = ();
     const PREPARES: bool = true;
 
     fn action(&self) -> Action<ToolContext, Message> {
         match self.next_step() {
-            NextStep::RunTools(contexts) if !contexts.is_empty() => Action::Run(contexts),
-            NextStep::WaitForUser => Action::WaitForUser,
-            NextStep::Finished => match self.conversation.history().messages().last() {
-                Some(answer) if answer.role() == Role::Assistant => {
-                    Action::Finished(answer.clone())
-                }
-                _ => Action::WaitForUser,
-            },
+            Action::Run(contexts) if !contexts.is_empty() => Action::Run(contexts),
+            Action::WaitForUser => Action::WaitForUser,
+            Action::Finished(answer) => Action::Finished(answer),
             // `CallModel`, or only task tools pending: they are answered as soon as their
             // reply is recorded.
             _ => Action::CallModel,

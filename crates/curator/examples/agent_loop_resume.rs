@@ -36,14 +36,14 @@ fn worker(db: &Path, slow_tool: bool) -> Result<Option<String>, Error> {
     println!("opened: resumed = {}", c.is_resumed());
     loop {
         match c.next_step() {
-            NextStep::WaitForUser => {
+            Action::WaitForUser => {
                 c.add_user("What is the total of invoice INV-7?")?;
             }
-            NextStep::CallModel => {
+            Action::CallModel => {
                 let request = c.request(&budget, &CurationContext::default())?.to_messages();
                 c.record_assistant(model(&request))?;
             }
-            NextStep::RunTools(calls) => {
+            Action::Run(calls) => {
                 for call in calls {
                     println!("running {} (is_resume = {})", call.call_id(), call.is_resume);
                     if slow_tool {

@@ -52,15 +52,15 @@
 //!     let mut c = Conversation::open(store, "user-42", PromptRef::new("demo", "weather"), system)?;
 //!     loop {
 //!         match c.next_step() {
-//!             NextStep::WaitForUser => {
+//!             Action::WaitForUser => {
 //!                 c.add_user("What is the weather in Paris?")?;
 //!             }
-//!             NextStep::CallModel => {
+//!             Action::CallModel => {
 //!                 // The curated view, not the whole record, is what the model is sent.
 //!                 let request = c.request(&budget, &CurationContext::default())?.to_messages();
 //!                 c.record_assistant(model(&request))?;
 //!             }
-//!             NextStep::RunTools(calls) => {
+//!             Action::Run(calls) => {
 //!                 for call in calls {
 //!                     if killed {
 //!                         return Ok(None); // the process dies while the tool runs
@@ -170,8 +170,8 @@ pub mod prelude {
     pub use curator_postgres::PgStore;
     pub use curator_session::{
         Action, Agent, AgentEnd, AgentOutcome, Claim, ClaimStore, Conversation, Curation, Driver,
-        MemoryStore, NextStep, Outcome, ResumePolicy, RunOutcome, SessionKey, SessionStore,
-        StoreErrorKind, ToolContext, ToolError, Tools, drive, run_blocking,
+        MemoryStore, Outcome, ResumePolicy, RunOutcome, SessionKey, SessionStore, StoreErrorKind,
+        ToolContext, ToolError, Tools, drive, run_blocking,
     };
     #[cfg(feature = "tokio")]
     pub use curator_session::{AsyncConversation, AsyncDriver, drive_async, run_async};

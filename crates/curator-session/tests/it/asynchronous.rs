@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use curator_model::{Message, PromptRef, Role, ToolCall};
 use curator_session::{
-    AsyncConversation, MemoryStore, NextStep, RunOutcome, SessionStore, ToolContext, run_async,
+    Action, AsyncConversation, MemoryStore, RunOutcome, SessionStore, ToolContext, run_async,
 };
 use curator_strategies::{CurationContext, Passthrough};
 
@@ -24,7 +24,7 @@ fn run_async_records_resumes_and_reruns_pending_calls_once() {
             AsyncConversation::open(Arc::clone(&store), "job", prompt(), Message::system("s"))
                 .await
                 .unwrap();
-        assert_eq!(c.next_step().await, NextStep::WaitForUser);
+        assert_eq!(c.next_step().await, Action::WaitForUser);
         c.add_user("check a and b").await.unwrap();
         c.record_assistant(Message::assistant_with_calls(
             None,
@@ -58,7 +58,7 @@ fn run_async_records_resumes_and_reruns_pending_calls_once() {
         .unwrap();
         assert_eq!(outcome, RunOutcome::Finished(Message::assistant("both fine")));
         assert_eq!(ran, [("b".to_owned(), true)], "only the pending call runs, once");
-        assert_eq!(resumed.next_step().await, NextStep::Finished);
+        assert!(matches!(resumed.next_step().await, Action::Finished(_)));
         let id = resumed.with(curator_session::Conversation::evaluation_id).await;
         assert_eq!(store.entries(id).unwrap().len(), 6);
     });
@@ -118,7 +118,7 @@ fn a_record_call_retried_after_a_timeout_records_once() {
         );
         c.record_tool_result("a", Ok::<_, String>("ok")).await.unwrap();
         assert_eq!(store.entries(evaluation).unwrap().len(), 4);
-        assert_eq!(c.next_step().await, NextStep::CallModel);
+        assert_eq!(c.next_step().await, Action::CallModel);
     });
 }
 

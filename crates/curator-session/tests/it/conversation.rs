@@ -271,19 +271,19 @@ fn a_reply_with_two_calls_of_one_id_is_refused_and_not_recorded() {
 
 #[test]
 fn next_step_says_what_to_do_in_every_state_and_after_a_resume() {
-    use curator_session::NextStep;
+    use curator_session::Action;
     let store = MemoryStore::new();
     let mut c = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
-    assert_eq!(c.next_step(), NextStep::WaitForUser);
+    assert_eq!(c.next_step(), Action::WaitForUser);
     c.add_user("go").unwrap();
-    assert_eq!(c.next_step(), NextStep::CallModel);
+    assert_eq!(c.next_step(), Action::CallModel);
     c.record_assistant(Message::assistant_with_calls(
         None,
         vec![ToolCall::new("a", "f", "{}"), ToolCall::new("b", "f", "{}")],
     ))
     .unwrap();
     let run = |c: &Conversation<&MemoryStore>| match c.next_step() {
-        NextStep::RunTools(calls) => {
+        Action::Run(calls) => {
             calls.iter().map(|t| (t.call_id().to_owned(), t.is_resume)).collect::<Vec<_>>()
         }
         other => panic!("expected RunTools, got {other:?}"),
@@ -294,15 +294,15 @@ fn next_step_says_what_to_do_in_every_state_and_after_a_resume() {
     let mut resumed = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
     assert_eq!(run(&resumed), [("b".to_owned(), true)]);
     resumed.record_tool_result("b", Err::<String, _>("failed")).unwrap();
-    assert_eq!(resumed.next_step(), NextStep::CallModel);
+    assert_eq!(resumed.next_step(), Action::CallModel);
     resumed.record_assistant(Message::assistant("all done")).unwrap();
-    assert_eq!(resumed.next_step(), NextStep::Finished);
+    assert!(matches!(resumed.next_step(), Action::Finished(_)));
     // Finished is a state of the record: a later open says so too, and a new user message
     // continues the conversation.
     let mut again = Conversation::open(&store, "job", prompt(), Message::system("s")).unwrap();
-    assert_eq!(again.next_step(), NextStep::Finished);
+    assert!(matches!(again.next_step(), Action::Finished(_)));
     again.add_user("one more thing").unwrap();
-    assert_eq!(again.next_step(), NextStep::CallModel);
+    assert_eq!(again.next_step(), Action::CallModel);
 }
 
 #[test]

@@ -37,6 +37,7 @@ impl<const P: bool> Driver for Scripted<P> {
     type Work = String;
     type WorkResult = String;
     type Output = String;
+    type Reply = Message;
     type Error = Error;
     type Curation<'c> = ();
     const PREPARES: bool = P;
@@ -330,4 +331,110 @@ fn two_tasks_driving_clones_of_one_conversation_run_its_tool_once() {
         assert_eq!(charges.load(Ordering::SeqCst), 1, "the card was charged once");
         assert_eq!(driver.with(|c| c.history().len()).await, 5);
     });
+}
+
+/// Two calls of one reply that each wait for the other: they finish only when they run at
+/// once. Each result is recorded as its call returns: the slow one last.
+#[test]
+fn drive_parallel_runs_a_replys_calls_at_once_and_records_each_as_it_returns() {
+    use std::sync::Barrier;
+    let mut conversation =
+        Conversation::open(MemoryStore::new(), "p", PromptRef::new("t", "p"), Message::system("s"))
+            .unwrap();
+    conversation.add_user("both").unwrap();
+    let barrier = Barrier::new(2);
+    let calls = [ToolCall::new("slow", "wait", "{}"), ToolCall::new("fast", "wait", "{}")];
+    let outcome = curator_session::drive_parallel(
+        &mut conversation,
+        Curation::new(&Passthrough, &CurationContext::default()),
+        |request| {
+            Ok(match request.last().map(Message::role) {
+                Some(Role::Tool) => Message::assistant("done"),
+                _ => Message::assistant_with_calls(None, calls.to_vec()),
+            })
+        },
+        |context| {
+            // Sequential work would wait here for ever: the test's timeout would catch it.
+            barrier.wait();
+            if context.call_id() == "slow" {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Ok(context.call_id().into())
+        },
+        5,
+    )
+    .unwrap();
+    assert_eq!(outcome, Outcome::Finished(Message::assistant("done")));
+    let results: Vec<&str> =
+        conversation.history().messages().iter().filter_map(Message::tool_call_id).collect();
+    assert_eq!(results, ["fast", "slow"]);
+}
+
+/// A driver's `start_work` sees each batch before it runs and chooses what runs: here it
+/// answers one call itself, and the loop runs only the other.
+#[test]
+fn start_work_chooses_what_of_a_batch_runs() {
+    struct Answering(Conversation<MemoryStore>);
+    impl Driver for Answering {
+        type Work = ToolContext;
+        type WorkResult = curator_session::ToolOutcome;
+        type Output = Message;
+        type Reply = Message;
+        type Error = Error;
+        type Curation<'c> = Curation<'c>;
+        fn action(&self) -> Action<ToolContext, Message> {
+            self.0.next_step()
+        }
+        fn start_work(&mut self, work: Vec<ToolContext>) -> Result<Vec<ToolContext>, Error> {
+            self.0.record_tool_result("mine", Ok::<_, String>("answered by the driver"))?;
+            Ok(work.into_iter().filter(|c| c.call_id() != "mine").collect())
+        }
+        fn build_request(&self, curation: Curation<'_>) -> Result<Vec<Message>, Error> {
+            self.0.build_request(curation)
+        }
+        fn record_reply(&mut self, reply: Message) -> Result<(), Error> {
+            self.0.record_reply(reply)
+        }
+        fn record_work(
+            &mut self,
+            work: ToolContext,
+            result: Self::WorkResult,
+        ) -> Result<(), Error> {
+            self.0.record_work(work, result)
+        }
+        fn provider_failed(source: BoxError) -> Error {
+            Error::Provider(source)
+        }
+    }
+    let mut conversation =
+        Conversation::open(MemoryStore::new(), "w", PromptRef::new("t", "w"), Message::system("s"))
+            .unwrap();
+    conversation.add_user("go").unwrap();
+    let mut driver = Answering(conversation);
+    let ran = AtomicUsize::new(0);
+    let outcome = drive(
+        &mut driver,
+        Curation::new(&Passthrough, &CurationContext::default()),
+        |request| {
+            Ok(match request.last().map(Message::role) {
+                Some(Role::Tool) => Message::assistant("done"),
+                _ => Message::assistant_with_calls(
+                    None,
+                    vec![ToolCall::new("mine", "t", "{}"), ToolCall::new("yours", "t", "{}")],
+                ),
+            })
+        },
+        |context| {
+            assert_eq!(context.call_id(), "yours");
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok("ran".into())
+        },
+        5,
+    )
+    .unwrap();
+    assert_eq!(outcome, Outcome::Finished(Message::assistant("done")));
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    let texts: Vec<String> =
+        driver.0.history().messages().iter().map(|m| m.text().into_owned()).collect();
+    assert!(texts.contains(&"answered by the driver".to_owned()), "{texts:?}");
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use curator_model::{Content, Message, PromptRef, Role, ToolCall};
 use curator_session::{
-    AsyncConversation, Conversation, MemoryStore, NextStep, RunOutcome, SessionStore, ToolContext,
+    Action, AsyncConversation, Conversation, MemoryStore, RunOutcome, SessionStore, ToolContext,
     run_async, run_blocking,
 };
 use curator_strategies::{CurationContext, Passthrough};
@@ -131,7 +131,7 @@ fn run_blocking_follows_next_step_after_a_crash_at_every_state() {
 
         // Reopened once it has finished: nothing to do, nothing recorded.
         let mut again = Conversation::open(&store, "job", prompt(), system()).unwrap();
-        assert_eq!(again.next_step(), NextStep::Finished);
+        assert!(matches!(again.next_step(), Action::Finished(_)));
         assert_eq!(run(&mut again), RunOutcome::Finished(Message::assistant("Both are fine.")));
         assert_eq!(counts.provider.get(), 2, "a finished conversation is not sent again");
         assert_eq!(record(&store), expected());
@@ -156,7 +156,7 @@ fn run_blocking_stops_at_max_turns_after_running_the_last_replys_calls() {
     assert_eq!(outcome, RunOutcome::MaxTurns);
     assert_eq!(counts.provider.get(), 1);
     assert!(counts.each_tool_ran_once());
-    assert_eq!(c.next_step(), NextStep::CallModel);
+    assert_eq!(c.next_step(), Action::CallModel);
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use curator_model::{Entry, EvaluationId, Message, PromptRef, ToolCall};
-use curator_session::{Conversation, NextStep, SessionKey, SessionStore, StoreErrorKind};
+use curator_session::{Action, Conversation, SessionKey, SessionStore, StoreErrorKind};
 use curator_sqlite::{Error, SCHEMA_VERSION, SqliteOptions, SqliteStore};
 
 fn sibling(path: &Path, suffix: &str) -> PathBuf {
@@ -112,7 +112,7 @@ fn schema_2_files_migrate_with_their_evaluations_under_the_default_key() {
         Conversation::open(&store, SessionKey::default(), prompt(), Message::system("s")).unwrap();
     assert_eq!(resumed.evaluation_id(), late);
     match resumed.next_step() {
-        NextStep::RunTools(calls) => {
+        Action::Run(calls) => {
             assert_eq!((calls[0].call_id(), calls[0].is_resume), ("c9", true));
         }
         other => panic!("expected RunTools, got {other:?}"),

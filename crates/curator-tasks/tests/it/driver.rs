@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use curator_model::{Message, PromptRef, ToolCall};
-use curator_session::{Conversation, NextStep};
+use curator_session::{Action, Conversation};
 use curator_sqlite::SqliteStore;
 use curator_strategies::{CharEstimate, TokenCounter};
 use curator_tasks::{ContextPressure, Plan, StepStatus, TaskConversation, Visibility};
@@ -93,7 +93,7 @@ fn a_four_step_task_with_every_tool_compaction_and_a_crash() {
     let pressure = ContextPressure::new(counter.count_text(&request_text), window);
     let left = call(&mut agent, &expected, calls(&[("p1", "context_pressure", "{}")]));
     assert!(left.is_empty(), "the adapter answers its own tools");
-    assert_eq!(agent.next_step(), NextStep::CallModel);
+    assert_eq!(agent.next_step(), Action::CallModel);
     let answer = agent.conversation().history().messages().last().unwrap().text().into_owned();
     assert_eq!(answer, serde_json::to_string(&pressure).unwrap());
     assert!(answer.contains("\"recommendation\":\"ok\""), "{answer}");
@@ -215,7 +215,7 @@ fn a_four_step_task_with_every_tool_compaction_and_a_crash() {
     };
     assert_eq!(untimed(agent.history()), untimed(&history_before_crash));
     assert_eq!(agent.request().unwrap(), before_crash, "the same rendering after the resume");
-    let NextStep::RunTools(waiting) = agent.next_step() else { panic!("{:?}", agent.next_step()) };
+    let Action::Run(waiting) = agent.next_step() else { panic!("{:?}", agent.next_step()) };
     assert_eq!((waiting[0].call_id(), waiting[0].is_resume), ("c4", true));
     agent
         .record_tool_result("c4", Ok::<_, String>("test result: ok. 50 passed; 0 failed"))
@@ -254,7 +254,7 @@ fn a_four_step_task_with_every_tool_compaction_and_a_crash() {
         .unwrap();
     assert_eq!(requests, [vec![Message::system(SYSTEM), Message::user(expected)]]);
     assert!(matches!(outcome, curator_tasks::TaskOutcome::Finished(_)));
-    assert_eq!(agent.next_step(), NextStep::Finished);
+    assert!(matches!(agent.next_step(), Action::Finished(_)));
 
     // Every step done: none is active, and with a smaller window every finished step
     // compacts, the last one too; each summary keeps its tool outcomes. Step 1, expanded by
