@@ -9,9 +9,78 @@ use curator_client::{ModelReply, Usage};
 use curator_model::{BoxError, Content, Message};
 
 use crate::{
-    Action, AgentEnd, AgentOutcome, Claim, Conversation, Curation, Driver, Error, Result,
-    ResumePolicy, SessionStore, ToolContext, ToolError,
+    Action, Claim, Conversation, Curation, Driver, Error, Result, ResumePolicy, SessionStore,
+    ToolContext, ToolError,
 };
+
+/// How an [`Agent`](crate::Agent) run ended.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum AgentEnd {
+    /// The model answered without calling a tool: the answer to the message.
+    Answered(Message),
+    /// A tool stopped the run ([`ToolError::Stop`]): its call stays pending (marked
+    /// started), and the next run resumes it as the [`ResumePolicy`] says.
+    Stopped {
+        /// The call that stopped the run.
+        call_id: String,
+        /// Its tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What an [`Agent`](crate::Agent) run did: how it ended, and what its model calls took.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::Message;
+/// use curator::client::Usage;
+/// use curator::session::{AgentEnd, AgentOutcome};
+///
+/// let outcome = AgentOutcome::new(AgentEnd::Answered(Message::assistant("4")), Usage::new(1_200, 3), 1);
+/// assert_eq!(outcome.answer().map(|m| m.text().into_owned()), Some("4".into()));
+/// assert_eq!(outcome.usage.input_tokens, 1_200);
+/// let stopped = AgentEnd::Stopped { call_id: "c1".into(), tool: "pay".into(), reason: "ask a person".into() };
+/// assert_eq!(AgentOutcome::new(stopped, Usage::default(), 2).answer(), None);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct AgentOutcome {
+    /// How the run ended.
+    pub end: AgentEnd,
+    /// The tokens the run's model calls took together, as their client reported them
+    /// (cache reads and writes included; a call whose client reported none counts
+    /// nothing). A message answered from the record made no call: zero.
+    pub usage: Usage,
+    /// The model calls the run made.
+    pub model_calls: u32,
+}
+
+impl AgentOutcome {
+    /// An outcome that ended as `end` after `model_calls` calls that took `usage`.
+    pub const fn new(end: AgentEnd, usage: Usage, model_calls: u32) -> Self {
+        Self { end, usage, model_calls }
+    }
+
+    /// The answer of an answered run.
+    pub fn answer(&self) -> Option<&Message> {
+        match &self.end {
+            AgentEnd::Answered(message) => Some(message),
+            _ => None,
+        }
+    }
+
+    /// The answer's text; for a run that did not answer, a sentence saying why.
+    pub fn text(&self) -> String {
+        match &self.end {
+            AgentEnd::Answered(message) => message.text().into_owned(),
+            AgentEnd::Stopped { tool, reason, .. } => format!("[stopped by `{tool}`: {reason}]"),
+        }
+    }
+}
 
 /// The usage and model calls of an ask so far (a turn cut short earlier, finished first,
 /// counts in it).

@@ -68,42 +68,35 @@ mod driver;
 mod error;
 mod key;
 mod key_rule;
-mod keyed;
 mod memory;
-mod record_redaction;
 mod retention;
 pub mod rows;
-mod run;
 mod snapshot;
 mod snapshot_json;
-mod started;
 mod step;
 mod store;
 mod summaries;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tools;
-mod usage_record;
 mod work;
 
-pub use agent::{
-    Agent, AgentEnd, AgentOutcome, DEFAULT_AGENT_LEASE, DEFAULT_AGENT_MAX_TOKENS,
-    DEFAULT_AGENT_MAX_TURNS,
-};
+pub use agent::{Agent, DEFAULT_AGENT_LEASE, DEFAULT_AGENT_MAX_TOKENS, DEFAULT_AGENT_MAX_TURNS};
+pub use agent_run::{AgentEnd, AgentOutcome};
 #[cfg(feature = "tokio")]
 pub use async_conversation::{AsyncConversation, run_async};
 #[cfg(feature = "tokio")]
 pub use async_driver::{AsyncDriver, drive_async};
 pub use checkpoint::Checkpoint;
 pub use claim::{Claim, ClaimStore, Fence, Lease};
-pub use conversation::Conversation;
+pub use conversation::{
+    CallUsage, Conversation, Curation, Keyed, RunOutcome, recorded_usage, run_blocking,
+};
 pub use driver::{Action, Driver, Outcome, drive, drive_parallel};
 pub use error::{Error, Result, SnapshotErrorKind, StoreErrorKind};
 pub use key::SessionKey;
-pub use keyed::Keyed;
 pub use memory::MemoryStore;
 pub use retention::{ITEM_HEADS, Prune, Pruned, evaluation_checkpoints, prune};
-pub use run::{Curation, RunOutcome, run_blocking};
 pub use snapshot::Snapshot;
 pub use snapshot_json::{SNAPSHOT_FORMAT, SNAPSHOT_VERSION};
 pub use step::{ResumePolicy, ToolContext, ToolOutcome, next_turn};
@@ -114,4 +107,3 @@ pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};
 #[cfg(feature = "tokio")]
 pub use tokio::task::JoinError;
 pub use tools::{ToolError, ToolInput, Tools};
-pub use usage_record::{CallUsage, recorded_usage};

@@ -27,7 +27,7 @@ pub(crate) fn started_checkpoint(evaluation: EvaluationId) -> String {
 /// assert_eq!(names[1], format!("curator.usage/{evaluation}"));
 /// ```
 pub fn evaluation_checkpoints(evaluation: EvaluationId) -> [String; 2] {
-    [started_checkpoint(evaluation), crate::usage_record::usage_checkpoint(evaluation)]
+    [started_checkpoint(evaluation), crate::conversation::usage_checkpoint(evaluation)]
 }
 
 /// The prefix of the checkpoints that record a key's item log heads: the Python package's

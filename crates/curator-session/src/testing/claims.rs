@@ -89,7 +89,7 @@ fn evaluations_of<S: SessionStore>(store: &S, key: &str, starts: &[i64]) -> Vec<
                 .unwrap();
             store
                 .put_checkpoint(
-                    &crate::usage_record::usage_checkpoint(evaluation),
+                    &crate::conversation::usage_checkpoint(evaluation),
                     &serde_json::json!({"calls": []}),
                 )
                 .unwrap();

@@ -8,8 +8,22 @@ use curator_strategies::{
     HistoryManagerExt, View,
 };
 
+mod keyed;
+mod parts;
+mod redaction;
+mod run;
+mod started;
+mod usage;
+
+pub use keyed::Keyed;
+pub use run::{Curation, RunOutcome, run_blocking};
+pub(crate) use usage::usage_checkpoint;
+pub use usage::{CallUsage, recorded_usage};
+
+use parts::{Redaction, StartMarks, UserIds};
+
 use crate::step::{ResumePolicy, ToolContext, next_turn};
-use crate::{Action, Appended, Error, Result, SessionKey, SessionStore};
+use crate::{Appended, Error, Result, SessionKey, SessionStore};
 
 /// Drives one evaluation of an agent loop and records each message in a [`SessionStore`]
 /// the moment it exists, before the call that records it returns.
@@ -95,19 +109,16 @@ pub struct Conversation<S> {
     /// Whether this conversation was reopened from the record.
     resumed: bool,
     events: Option<Arc<dyn EventSink>>,
-    /// Whether every call is marked started before it runs, so that an unmarked resumed
-    /// call is known not to have started.
-    pub(crate) start_marks: bool,
-    /// The calls of the latest reply marked started (read back on resume).
-    pub(crate) started: std::collections::BTreeSet<String>,
     /// The sequence of the latest assistant reply.
-    pub(crate) reply_sequence: Option<u64>,
-    /// Each user message's id and its position in the history.
-    pub(crate) user_ids: std::collections::HashMap<MessageId, usize>,
-    /// Applied to every message before it is recorded.
-    pub(crate) redactor: Option<curator_strategies::Redactor>,
+    reply_sequence: Option<u64>,
     /// The claim every append is made under, when the store fences.
-    pub(crate) fence: Option<crate::Fence>,
+    fence: Option<crate::Fence>,
+    /// Which calls of the latest reply started (`started.rs`).
+    marks: StartMarks,
+    /// Where each user message is (`keyed.rs`).
+    user_ids: UserIds,
+    /// Applied to every message before it is recorded (`redaction.rs`).
+    redaction: Redaction,
 }
 
 impl<S: SessionStore> Conversation<S> {
@@ -337,12 +348,11 @@ impl<S: SessionStore> Conversation<S> {
             last_appended: None,
             resumed: false,
             events: None,
-            start_marks: false,
-            started: std::collections::BTreeSet::new(),
             reply_sequence: None,
-            user_ids: std::collections::HashMap::new(),
-            redactor: None,
             fence: None,
+            marks: StartMarks::default(),
+            user_ids: UserIds::default(),
+            redaction: Redaction::default(),
         }
     }
 
@@ -365,12 +375,7 @@ impl<S: SessionStore> Conversation<S> {
         let turn = entries.iter().map(|e| e.turn).max().unwrap_or(0);
         let reply_sequence =
             entries.iter().rev().find(|e| e.message.role() == Role::Assistant).map(|e| e.sequence);
-        let user_ids = entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.message.role() == Role::User)
-            .map(|(position, e)| (e.id, position))
-            .collect();
+        let user_ids = UserIds::of(&entries);
         let history = History::from(entries.into_iter().map(|e| e.message).collect::<Vec<_>>());
         let pending = waiting_calls(history.messages());
         let mut conversation = Self::empty(store, key, evaluation, prompt);
@@ -383,43 +388,6 @@ impl<S: SessionStore> Conversation<S> {
         conversation.reply_sequence = reply_sequence;
         conversation.user_ids = user_ids;
         Ok(conversation)
-    }
-
-    /// What to do next, from the record: run the pending tool calls ([`Action::Run`], after
-    /// a resume marked [`is_resume`](ToolContext::is_resume)), call the model
-    /// ([`Action::CallModel`]: the record ends with a user message or a reply's last tool
-    /// result), wait for the user's first message ([`Action::WaitForUser`]: only the system
-    /// message is recorded), or nothing ([`Action::Finished`] with the answer: the
-    /// assistant's latest reply calls no tool). The one answer [`drive`](crate::drive) and
-    /// the agent read; a conversation never says [`Action::OutOfTurns`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use curator::model::{Message, PromptRef};
-    /// use curator::session::{Action, Conversation, MemoryStore};
-    ///
-    /// let store = MemoryStore::new();
-    /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
-    /// assert_eq!(c.next_step(), Action::WaitForUser);
-    /// c.add_user("hi")?;
-    /// assert_eq!(c.next_step(), Action::CallModel);
-    /// c.record_assistant(Message::assistant("hello"))?;
-    /// assert_eq!(c.next_step(), Action::Finished(Message::assistant("hello")));
-    /// Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn next_step(&self) -> Action<ToolContext, Message> {
-        if !self.pending.is_empty() {
-            return Action::Run(self.tool_contexts());
-        }
-        match self.history.messages().last() {
-            Some(last) => match last.role() {
-                Role::User | Role::Tool => Action::CallModel,
-                Role::Assistant => Action::Finished(last.clone()),
-                Role::System => Action::WaitForUser,
-            },
-            None => Action::WaitForUser,
-        }
     }
 
     /// Records a user message.
@@ -570,7 +538,7 @@ impl<S: SessionStore> Conversation<S> {
             }
         }
         self.commit(reply, None)?;
-        if self.redactor.is_some() {
+        if self.redaction.is_on() {
             self.pending.clone_from(&calls);
         }
         Ok(calls)
@@ -676,8 +644,7 @@ impl<S: SessionStore> Conversation<S> {
             .map(|call| ToolContext {
                 call: call.clone(),
                 is_resume: self.pending_from_resume,
-                started: self.pending_from_resume
-                    && (!self.start_marks || self.started.contains(call.id())),
+                started: self.pending_from_resume && self.marks.may_have_started(call.id()),
             })
             .collect()
     }
@@ -821,6 +788,41 @@ impl<S: SessionStore> Conversation<S> {
         &self.store
     }
 
+    /// The sequence of the latest assistant reply, if any.
+    fn reply_sequence(&self) -> Option<u64> {
+        self.reply_sequence
+    }
+
+    /// Writes one of this conversation's checkpoints (its start marks, its usage): under a
+    /// fence, with [`SessionStore::put_checkpoint_fenced`], so that a worker whose claim was
+    /// taken over writes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Fenced`] when the claim was taken over or ended, or the fence names another
+    /// session (nothing is written); a store error.
+    fn put_own_checkpoint(&self, name: &str, document: &serde_json::Value) -> Result<u64> {
+        match &self.fence {
+            // The check and the write are one transaction: no claim can be taken between
+            // them, so a worker taken over never overwrites the new holder's checkpoint, and
+            // one whose checkpoint is written wrote it before a new holder could read it.
+            Some(fence) => {
+                // The store checks the claim on the fence's key, so a fence of another
+                // session would guard nothing here: refused, as every fenced append of this
+                // conversation is.
+                if fence.key != *self.key() {
+                    return Err(Error::Fenced {
+                        key: self.key().clone(),
+                        token: fence.token,
+                        current: None,
+                    });
+                }
+                self.store().put_checkpoint_fenced(name, document, fence)
+            }
+            None => self.store().put_checkpoint(name, document),
+        }
+    }
+
     fn require_no_pending(&self) -> Result<()> {
         if self.pending.is_empty() {
             Ok(())
@@ -903,7 +905,7 @@ impl<S: SessionStore> Conversation<S> {
                 self.pending = entry.message.tool_calls().to_vec();
                 self.pending_from_resume = false;
                 self.reply_sequence = Some(entry.sequence);
-                self.started.clear();
+                self.marks.new_reply();
             }
             Role::Tool => {
                 if let Some(id) = entry.message.tool_call_id()

@@ -52,7 +52,7 @@ impl<S: SessionStore> Conversation<S> {
     /// A store error; [`Error::Store`] of kind [`Corrupt`](StoreErrorKind::Corrupt) when the
     /// marks' checkpoint is not one this build wrote.
     pub fn with_start_marks(mut self) -> Result<Self> {
-        self.start_marks = true;
+        self.marks.enable();
         if self.pending_tool_calls().is_empty() {
             return Ok(self);
         }
@@ -66,8 +66,8 @@ impl<S: SessionStore> Conversation<S> {
                 None,
             )
         })?;
-        if Some(reply) == self.reply_sequence {
-            self.started = calls;
+        if Some(reply) == self.reply_sequence() {
+            self.marks.restore(calls);
         }
         Ok(self)
     }
@@ -95,42 +95,11 @@ impl<S: SessionStore> Conversation<S> {
         {
             return Err(Error::UnknownToolCall { call_id: (*unknown).to_owned() });
         }
-        let mut started = self.started.clone();
-        started.extend(call_ids.iter().map(|id| (*id).to_owned()));
-        let document = json!({ "reply": self.reply_sequence, "calls": started });
+        let started = self.marks.with(call_ids);
+        let document = json!({ "reply": self.reply_sequence(), "calls": started });
         self.put_own_checkpoint(&checkpoint_name(self), &document)?;
-        self.started = started;
+        self.marks.restore(started);
         Ok(())
-    }
-
-    /// Writes one of this conversation's checkpoints (its start marks, its usage): under a
-    /// fence, with [`SessionStore::put_checkpoint_fenced`], so that a worker whose claim was
-    /// taken over writes nothing.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Fenced`] when the claim was taken over or ended, or the fence names another
-    /// session (nothing is written); a store error.
-    pub(crate) fn put_own_checkpoint(&self, name: &str, document: &Value) -> Result<u64> {
-        match &self.fence {
-            // The check and the write are one transaction: no claim can be taken between
-            // them, so a worker taken over never overwrites the new holder's checkpoint, and
-            // one whose checkpoint is written wrote it before a new holder could read it.
-            Some(fence) => {
-                // The store checks the claim on the fence's key, so a fence of another
-                // session would guard nothing here: refused, as every fenced append of this
-                // conversation is.
-                if fence.key != *self.key() {
-                    return Err(Error::Fenced {
-                        key: self.key().clone(),
-                        token: fence.token,
-                        current: None,
-                    });
-                }
-                self.store().put_checkpoint_fenced(name, document, fence)
-            }
-            None => self.store().put_checkpoint(name, document),
-        }
     }
 }
 

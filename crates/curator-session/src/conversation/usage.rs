@@ -59,7 +59,7 @@ impl<S: SessionStore> Conversation<S> {
     /// [`Error::Store`] of kind [`Corrupt`](StoreErrorKind::Corrupt) when the checkpoint is
     /// not one this build wrote.
     pub fn record_usage(&mut self, usage: Usage) -> Result<()> {
-        let Some(sequence) = self.reply_sequence else {
+        let Some(sequence) = self.reply_sequence() else {
             return Err(Error::WrongRole {
                 call: "record_usage",
                 expected: "an assistant reply recorded first",

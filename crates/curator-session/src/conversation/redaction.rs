@@ -3,6 +3,7 @@
 use curator_model::Message;
 use curator_strategies::Redactor;
 
+use super::parts::Redaction;
 use crate::{Conversation, SessionStore};
 
 impl<S: SessionStore> Conversation<S> {
@@ -35,15 +36,12 @@ impl<S: SessionStore> Conversation<S> {
     /// ```
     #[must_use]
     pub fn with_redaction(mut self, redactor: Redactor) -> Self {
-        self.redactor = Some(redactor);
+        self.redaction = Redaction::new(redactor);
         self
     }
 
     /// `message` as it is recorded: redacted when the conversation redacts before recording.
     pub(crate) fn recorded_form(&self, message: Message) -> Message {
-        match &self.redactor {
-            Some(redactor) => redactor.redact_message(&message).unwrap_or(message),
-            None => message,
-        }
+        self.redaction.apply(message)
     }
 }

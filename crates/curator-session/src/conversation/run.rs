@@ -1,7 +1,7 @@
-//! The plain conversation as a [`Driver`], and `run_blocking`: drive it with a provider
-//! closure and a tool closure.
+//! The plain conversation as a [`Driver`]: what it says comes next (`next_step`), and
+//! `run_blocking`, which drives it with a provider closure and a tool closure.
 
-use curator_model::{BoxError, Message};
+use curator_model::{BoxError, Message, Role};
 use curator_strategies::{CurationContext, HistoryManager};
 
 use crate::driver::{Action, Driver, Outcome, drive};
@@ -42,6 +42,45 @@ impl<'c> Curation<'c> {
 impl std::fmt::Debug for Curation<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Curation").field("manager", &self.manager.name()).finish_non_exhaustive()
+    }
+}
+
+impl<S: SessionStore> Conversation<S> {
+    /// What to do next, from the record: run the pending tool calls ([`Action::Run`], after
+    /// a resume marked [`is_resume`](ToolContext::is_resume)), call the model
+    /// ([`Action::CallModel`]: the record ends with a user message or a reply's last tool
+    /// result), wait for the user's first message ([`Action::WaitForUser`]: only the system
+    /// message is recorded), or nothing ([`Action::Finished`] with the answer: the
+    /// assistant's latest reply calls no tool). The one answer [`drive`](crate::drive) and
+    /// the agent read; a conversation never says [`Action::OutOfTurns`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::{Message, PromptRef};
+    /// use curator::session::{Action, Conversation, MemoryStore};
+    ///
+    /// let store = MemoryStore::new();
+    /// let mut c = Conversation::open(&store, "k", PromptRef::new("d", "a"), Message::system("s"))?;
+    /// assert_eq!(c.next_step(), Action::WaitForUser);
+    /// c.add_user("hi")?;
+    /// assert_eq!(c.next_step(), Action::CallModel);
+    /// c.record_assistant(Message::assistant("hello"))?;
+    /// assert_eq!(c.next_step(), Action::Finished(Message::assistant("hello")));
+    /// Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn next_step(&self) -> Action<ToolContext, Message> {
+        if !self.pending_tool_calls().is_empty() {
+            return Action::Run(self.tool_contexts());
+        }
+        match self.history().messages().last() {
+            Some(last) => match last.role() {
+                Role::User | Role::Tool => Action::CallModel,
+                Role::Assistant => Action::Finished(last.clone()),
+                Role::System => Action::WaitForUser,
+            },
+            None => Action::WaitForUser,
+        }
     }
 }
 

@@ -115,7 +115,7 @@ impl<S: SessionStore> Conversation<S> {
             return Err(Error::EmptyMessage);
         }
         let id = self.message_id_for(key);
-        if let Some(&position) = self.user_ids.get(&id) {
+        if let Some(position) = self.user_ids.position(id) {
             if self.history().messages().get(position).map(Message::content)
                 != Some(recorded.content())
             {
@@ -161,7 +161,7 @@ impl<S: SessionStore> Conversation<S> {
     ///
     /// See [`add_user_keyed`](Conversation::add_user_keyed).
     pub fn answer_to(&self, key: &str) -> Option<&Message> {
-        let position = *self.user_ids.get(&self.message_id_for(key))?;
+        let position = self.user_ids.position(self.message_id_for(key))?;
         self.answer_at(position)
     }
 
