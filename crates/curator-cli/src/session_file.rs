@@ -246,7 +246,8 @@ impl Recorder {
             .iter()
             .enumerate()
             .map(|(i, m)| {
-                turn = next_turn(turn, m.role());
+                let previous = i.checked_sub(1).and_then(|p| messages.get(p)).map(Message::role);
+                turn = next_turn(turn, previous, m.role());
                 Entry::builder(evaluation, m.clone())
                     .sequence(i as u64)
                     .turn(turn)

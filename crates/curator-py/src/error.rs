@@ -127,6 +127,12 @@ impl From<StrategyError> for Failure {
     }
 }
 
+impl From<curator::session::Error> for Failure {
+    fn from(error: curator::session::Error) -> Self {
+        Failure::Session(error)
+    }
+}
+
 impl From<Failure> for PyErr {
     fn from(failure: Failure) -> Self {
         Python::attach(|py| failure.into_exception(py))

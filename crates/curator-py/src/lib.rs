@@ -316,11 +316,8 @@ fn curate_value(
     let (messages, system) = match format {
         Format::Openai => (formats::openai::from_messages(&sent)?, None),
         Format::Responses => {
-            let view = view.iter().map(|entry| (entry.pos, entry.message)).collect();
-            let sent: Vec<_> = session::without_stranded_reasoning(&history, view)
-                .into_iter()
-                .map(|(_, message)| message)
-                .collect();
+            let sent: Vec<_> =
+                view.responses_entries().into_iter().map(|entry| entry.message).collect();
             (Value::Array(formats::responses::from_messages(&sent)?), None)
         }
         Format::Anthropic => {

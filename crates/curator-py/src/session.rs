@@ -33,7 +33,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use curator::model::{Entry, EvaluationId, Message, PromptRef, Role, formats};
-use curator::session::{ChangeStamp, ITEM_HEADS, SessionKey, SessionStore};
+use curator::session::{
+    ChangeStamp, ITEM_HEADS, SessionKey, SessionStore, append_at_end, next_turn,
+};
 use curator::strategies::{
     CurationContext, History, HistoryManager, HistoryManagerExt, MessageRef, StrategyConfig,
 };
@@ -296,15 +298,13 @@ impl ItemLog {
         &self,
         pipeline: &dyn HistoryManager,
     ) -> Result<Vec<(Option<usize>, MessageRef<'_>)>, Failure> {
-        let history = &self.held.history;
-        let view = pipeline.curate_history(history, &CurationContext::default())?;
-        let mut kept: Vec<(Option<usize>, MessageRef<'_>)> =
-            view.iter().map(|entry| (entry.pos, entry.message)).collect();
-        if self.format == ItemFormat::Responses {
-            keep_reasoning(history, &mut kept);
-            kept = without_stranded_reasoning(history, kept);
-        }
-        Ok(kept)
+        let view = pipeline.curate_history(&self.held.history, &CurationContext::default())?;
+        let entries = if self.format == ItemFormat::Responses {
+            view.responses_entries()
+        } else {
+            view.iter().collect()
+        };
+        Ok(entries.into_iter().map(|entry| (entry.pos, entry.message)).collect())
     }
 
     /// The curated view for Python (`None` without a pipeline): each kept message that is
@@ -406,17 +406,17 @@ impl ItemLog {
             return Ok(());
         }
         let prompt = self.format.prompt();
-        for attempt in 0..APPEND_ATTEMPTS {
-            if attempt > 0 {
-                back_off(attempt);
-            }
+        let store = Arc::clone(&self.store);
+        let appended = append_at_end(&*store, &self.key.clone(), APPEND_ATTEMPTS, || {
             self.refresh()?;
             let held = &self.held;
             let (mut turn, mut last_assistant) = (held.turn, held.last_assistant);
             let mut entries = Vec::with_capacity(messages.len());
             for (offset, message) in messages.iter().enumerate() {
                 let sequence = held.next_sequence + offset as u64;
-                (turn, last_assistant) = next_turn(turn, last_assistant, message);
+                let previous = last_assistant.then_some(Role::Assistant);
+                turn = next_turn(turn, previous, message.role());
+                last_assistant = message.role() == Role::Assistant;
                 let mut builder =
                     Entry::builder(held.evaluation, message.clone()).sequence(sequence).turn(turn);
                 if sequence == 0 {
@@ -424,24 +424,13 @@ impl ItemLog {
                 }
                 entries.push(builder.build()?);
             }
-            match self.store.append_batch(&self.key, &entries) {
-                Ok(_) => {
-                    for entry in entries {
-                        self.push(entry);
-                    }
-                    return Ok(());
-                }
-                // Another process appended meanwhile (or, on PostgreSQL, held the place and
-                // gave it up): read what it wrote and append after it.
-                Err(
-                    curator::session::Error::SequenceTaken { .. }
-                    | curator::session::Error::Store {
-                        kind: curator::session::StoreErrorKind::Busy,
-                        ..
-                    },
-                ) => {}
-                Err(error) => return Err(Failure::Session(error)),
+            Ok::<_, Failure>(entries)
+        })?;
+        if let Some(entries) = appended {
+            for entry in entries {
+                self.push(entry);
             }
+            return Ok(());
         }
         Err(Failure::Store {
             kind: "busy",
@@ -793,33 +782,12 @@ fn joins(format: ItemFormat, last: Option<&Message>, message: &Message) -> bool 
         && last.is_some_and(|m| m.role() == Role::Assistant)
 }
 
-/// Waits a little before trying an append again, longer after each attempt and by an amount
-/// that differs between processes, so that writers that keep colliding drift apart.
-fn back_off(attempt: u32) {
-    let jitter = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos() ^ std::process::id())
-        % 1_000;
-    let micros = u64::from(attempt.min(10)) * 200 + u64::from(jitter);
-    std::thread::sleep(std::time::Duration::from_micros(micros));
-}
-
 /// The message of a `function_call` item read alone: an assistant message with no content
 /// and one call.
 fn is_bare_call(message: &Message) -> bool {
     message.role() == Role::Assistant
         && message.content().is_none()
         && message.tool_calls().len() == 1
-}
-
-/// The turn of the next entry: a new one when an assistant message follows another role.
-/// Assistant and tool entries have turn 1 or more.
-fn next_turn(turn: u32, last_assistant: bool, message: &Message) -> (u32, bool) {
-    let assistant = message.role() == Role::Assistant;
-    let turn = if assistant && !last_assistant { turn + 1 } else { turn };
-    let turn =
-        if matches!(message.role(), Role::Assistant | Role::Tool) { turn.max(1) } else { turn };
-    (turn, assistant)
 }
 
 /// The evaluation of a key's generation in a format.
@@ -846,76 +814,6 @@ fn read_head(name: &str, document: &Value) -> Result<Head, Failure> {
         Some(_) => return Err(bad("`removed` should be a list")),
     };
     Ok(Head { generation, removed })
-}
-
-/// Puts back, before each kept message, a reasoning item right before it in the history
-/// that curation left out: the Responses API refuses an item without the reasoning item
-/// that produced it. (A reasoning item and the calls after it are one message already.)
-fn keep_reasoning<'h>(
-    history: &'h History<'static>,
-    kept: &mut Vec<(Option<usize>, MessageRef<'h>)>,
-) {
-    let positions: BTreeSet<usize> = kept.iter().filter_map(|(pos, _)| *pos).collect();
-    let mut out = Vec::with_capacity(kept.len());
-    for (pos, message) in kept.drain(..) {
-        if let Some(pos) = pos {
-            let mut missing = Vec::new();
-            let mut before = pos;
-            while let Some(prev) = before.checked_sub(1) {
-                let Some(m) = history.get(prev) else { break };
-                if positions.contains(&prev) || !is_reasoning(m) {
-                    break;
-                }
-                missing.push(prev);
-                before = prev;
-            }
-            for prev in missing.into_iter().rev() {
-                if let Some(m) = history.get(prev) {
-                    out.push((Some(prev), MessageRef::Borrowed(m)));
-                }
-            }
-        }
-        out.push((pos, message));
-    }
-    *kept = out;
-}
-
-/// Leaves out of a view of Responses items each `reasoning` item whose calls the view left
-/// out (still pending at the end, or closed by a user or system message before their outputs
-/// came), unless an item on the assistant's side still follows it: the Responses API refuses
-/// a reasoning item without its following item (`validate::responses_request`). `view` holds
-/// each message with its position in `history`.
-pub(crate) fn without_stranded_reasoning<M: std::borrow::Borrow<Message>>(
-    history: &History<'_>,
-    view: Vec<(Option<usize>, M)>,
-) -> Vec<(Option<usize>, M)> {
-    let stranded: Vec<bool> = (0..view.len())
-        .map(|index| {
-            let (pos, message) = &view[index];
-            let message = message.borrow();
-            is_reasoning(message)
-                && !message.has_tool_calls()
-                && pos.and_then(|pos| history.get(pos)).is_some_and(Message::has_tool_calls)
-                && !view.get(index + 1).is_some_and(|(_, next)| {
-                    let next = next.borrow();
-                    next.role() == Role::Assistant && !is_reasoning(next)
-                })
-        })
-        .collect();
-    if !stranded.contains(&true) {
-        return view;
-    }
-    view.into_iter().zip(stranded).filter(|(_, stranded)| !stranded).map(|(m, _)| m).collect()
-}
-
-/// Whether a message stands for a Responses `reasoning` item.
-fn is_reasoning(message: &Message) -> bool {
-    message
-        .extra()
-        .and_then(|extra| extra.fields_for(curator::model::Format::Responses))
-        .and_then(|fields| fields.get("type"))
-        .and_then(Value::as_str)
-        == Some("reasoning")
 }
 
 mod item_session;

@@ -63,6 +63,7 @@ mod async_conversation;
 mod async_driver;
 mod checkpoint;
 mod claim;
+mod contended;
 mod conversation;
 mod driver;
 mod error;
@@ -89,6 +90,7 @@ pub use async_conversation::{AsyncConversation, run_async};
 pub use async_driver::{AsyncDriver, drive_async};
 pub use checkpoint::Checkpoint;
 pub use claim::{Claim, ClaimStore, Fence, Lease};
+pub use contended::append_at_end;
 pub use conversation::{
     CallUsage, Conversation, Curation, Keyed, RunOutcome, recorded_usage, run_blocking,
 };

@@ -8,10 +8,14 @@ use curator_model::{Content, Role, ToolCall};
 /// [`Content`]; this is the one [`run_blocking`](crate::run_blocking)'s tool closure returns.
 pub type ToolOutcome = Result<Content, Content>;
 
-/// The turn a message recorded after turn `current` belongs to: an assistant reply starts
-/// the next turn; a tool result belongs to the turn of the reply that called it (at least
-/// turn 1); user and system messages to the current one. The one rule every recorder
-/// follows ([`Conversation`](crate::Conversation), `curator replay`'s session files).
+/// The turn a message of role `role` recorded after turn `current` belongs to, `previous`
+/// being the role of the message recorded before it: an assistant message starts the next
+/// turn, unless it follows an assistant message (one reply recorded as several items, as
+/// the Responses API gives a reasoning item, then the message it produced); a tool result
+/// belongs to the turn of the reply that called it (at least turn 1); user and system
+/// messages to the current one. The one rule every recorder follows
+/// ([`Conversation`](crate::Conversation), the Python package's session, `curator replay`'s
+/// session files).
 ///
 /// # Examples
 ///
@@ -19,13 +23,18 @@ pub type ToolOutcome = Result<Content, Content>;
 /// use curator::model::Role;
 /// use curator::session::next_turn;
 ///
-/// let roles = [Role::System, Role::User, Role::Assistant, Role::Tool, Role::Assistant, Role::User];
-/// let mut turn = 0;
-/// let turns: Vec<u32> = roles.iter().map(|&role| { turn = next_turn(turn, role); turn }).collect();
-/// assert_eq!(turns, [0, 0, 1, 1, 2, 2]);
+/// let roles = [Role::System, Role::User, Role::Assistant, Role::Tool, Role::Assistant, Role::Assistant, Role::User];
+/// let (mut turn, mut previous) = (0, None);
+/// let turns: Vec<u32> = roles.iter().map(|&role| {
+///     turn = next_turn(turn, previous, role);
+///     previous = Some(role);
+///     turn
+/// }).collect();
+/// assert_eq!(turns, [0, 0, 1, 1, 2, 2, 2]);
 /// ```
-pub fn next_turn(current: u32, role: Role) -> u32 {
+pub fn next_turn(current: u32, previous: Option<Role>, role: Role) -> u32 {
     match role {
+        Role::Assistant if previous == Some(Role::Assistant) => current.max(1),
         Role::Assistant => current.saturating_add(1),
         Role::Tool => current.max(1),
         _ => current,

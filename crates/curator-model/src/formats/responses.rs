@@ -367,6 +367,29 @@ pub fn from_messages<M: Borrow<Message>>(messages: &[M]) -> Result<Vec<Value>> {
     Ok(out)
 }
 
+/// Whether a message stands for a Responses `reasoning` item (alone, or with the calls that
+/// followed it). The Responses API refuses an item without the reasoning item that produced
+/// it, and a reasoning item without the item it produced: a view of Responses items keeps
+/// them together (`curator_strategies::View::responses_entries`).
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::responses;
+/// use serde_json::json;
+///
+/// let messages = responses::to_messages(&[
+///     json!({"type": "reasoning", "id": "rs_1", "summary": []}),
+///     json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "4"}]}),
+/// ])?;
+/// assert!(responses::is_reasoning(&messages[0]));
+/// assert!(!responses::is_reasoning(&messages[1]));
+/// # Ok::<(), curator::model::Error>(())
+/// ```
+pub fn is_reasoning(message: &Message) -> bool {
+    item_type(message) == Some("reasoning")
+}
+
 /// The type of the item a message was read from, when it is not a `message` item
 /// (`reasoning`, `web_search_call`, …).
 pub(crate) fn item_type(message: &Message) -> Option<&str> {

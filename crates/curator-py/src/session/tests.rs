@@ -75,24 +75,6 @@ fn a_pipeline_hands_out_a_valid_shorter_view() {
 }
 
 #[test]
-fn a_reasoning_item_stays_with_the_message_after_it() {
-    let history = History::from(
-        formats::responses::to_messages(&[
-            message("user", "hi"),
-            json!({"type": "reasoning", "id": "rs_1", "summary": []}),
-            message("assistant", "hello"),
-        ])
-        .unwrap(),
-    );
-    let mut kept = vec![
-        (Some(0), MessageRef::Borrowed(&history.messages()[0])),
-        (Some(2), MessageRef::Borrowed(&history.messages()[2])),
-    ];
-    keep_reasoning(&history, &mut kept);
-    assert_eq!(kept.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [Some(0), Some(1), Some(2)]);
-}
-
-#[test]
 fn pop_and_clear_are_recorded_and_lose_nothing() {
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
     let items = agent_items(2, 3);

@@ -857,10 +857,10 @@ impl<S: SessionStore> Conversation<S> {
         Ok(None)
     }
 
-    /// Builds the entry of a new message (the next sequence; an assistant reply starts the
-    /// next turn; the caller's message id, if it gave one) and sends it.
+    /// Builds the entry of a new message (the next sequence; the turn by [`next_turn`]; the caller's message id, if it gave one) and sends it.
     fn commit(&mut self, message: Message, id: Option<MessageId>) -> Result<Appended> {
-        let turn = next_turn(self.turn, message.role());
+        let previous = self.history.messages().last().map(Message::role);
+        let turn = next_turn(self.turn, previous, message.role());
         let mut builder = Entry::builder(self.evaluation, message)
             .sequence(self.next_sequence)
             .turn(turn)

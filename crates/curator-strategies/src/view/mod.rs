@@ -8,6 +8,7 @@ mod entry;
 mod frozen;
 mod items;
 mod paired;
+mod reasoning;
 mod selection;
 mod shape;
 mod tally;

@@ -13,6 +13,7 @@ mod events;
 mod never_lost;
 mod pairing;
 mod props;
+mod reasoning;
 mod redact;
 mod relevance;
 #[cfg(feature = "tiktoken")]
