@@ -89,6 +89,7 @@ mod tests {
         let libraries = super::library_crates(&metadata);
         for name in [
             "curator",
+            "curator-agent",
             "curator-client",
             "curator-coalesce",
             "curator-model",

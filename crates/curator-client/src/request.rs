@@ -104,7 +104,7 @@ pub struct ModelRequest<'a> {
     pub tools: Option<&'a Value>,
     /// A key that routes the requests of one conversation to the same prompt cache: sent
     /// as OpenAI's `prompt_cache_key` (Anthropic caches at the breakpoints its client
-    /// places, and needs none). `curator::session::Agent` sets one per session.
+    /// places, and needs none). `curator::agent::Agent` sets one per session.
     pub cache_key: Option<&'a str>,
 }
 

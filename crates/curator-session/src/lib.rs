@@ -1,7 +1,8 @@
 //! The authoritative record of agent conversations.
 //!
-//! This crate sits on [`curator_strategies`], [`curator_model`] and the model-client
-//! traits of [`curator_client`] (it does no I/O of its own but the store's). It keeps the **record**
+//! This crate sits on [`curator_strategies`], [`curator_model`] and the usage type of
+//! [`curator_client`] (it does no I/O of its own but the store's; `curator-agent` puts a
+//! model client and tools around it). It keeps the **record**
 //! (every message, in order, written the moment it exists) apart from the **view** (what a
 //! strategy builds from the record for the next provider call):
 //!
@@ -21,8 +22,6 @@
 //!   conversation with provider and tool closures.
 //! - [`rows`]: for store implementations, the row codec of the SQL stores, with one policy
 //!   for rows that cannot be read.
-//! - [`Agent`]: a model client (any [`ModelClient`](curator_client::ModelClient)), tools,
-//!   the default pipeline and exactly-once resume around the plain conversation.
 //! - Feature `tokio`: `AsyncDriver`, the one async wrapper of any driver (its store I/O on
 //!   tokio's blocking threads), `drive_async`, the loop over it, and `AsyncConversation` and
 //!   `run_async`, the plain conversation's conveniences on them.
@@ -55,8 +54,6 @@
 //! Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod agent;
-mod agent_run;
 #[cfg(feature = "tokio")]
 mod async_conversation;
 #[cfg(feature = "tokio")]
@@ -79,11 +76,8 @@ mod store;
 mod summaries;
 #[cfg(feature = "testing")]
 pub mod testing;
-mod tools;
 mod work;
 
-pub use agent::{Agent, DEFAULT_AGENT_LEASE, DEFAULT_AGENT_MAX_TOKENS, DEFAULT_AGENT_MAX_TURNS};
-pub use agent_run::{AgentEnd, AgentOutcome};
 #[cfg(feature = "tokio")]
 pub use async_conversation::{AsyncConversation, run_async};
 #[cfg(feature = "tokio")]
@@ -108,4 +102,3 @@ pub use summaries::{SUMMARIES_CHECKPOINT, SessionSummaries};
 /// named here so that it converts into this crate's [`Error::Join`] and the facade's error.
 #[cfg(feature = "tokio")]
 pub use tokio::task::JoinError;
-pub use tools::{ToolError, ToolInput, Tools};

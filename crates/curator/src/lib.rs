@@ -95,7 +95,8 @@
 //! | [`model`] | always | messages, tool calls, entries; the OpenAI and Anthropic formats; validation |
 //! | [`strategies`] | always (`tiktoken`: exact OpenAI token counts) | `HistoryManager` and the strategies: windows, turn limits, token and relevance budgets, truncation, clearing, summaries, redaction, composition |
 //! | [`client`] | always (`openai`, `anthropic`: the HTTP clients; `tokio`: async calls) | `ModelClient`, the one trait under every model call; `OpenAiClient` and `AnthropicClient` with retries, usage with prompt-cache counts and cache breakpoints; `ModelSummarizer` |
-//! | [`session`] | always (`tokio`: the async driver) | the record: `SessionStore`, `MemoryStore`, session keys, claims, the `Conversation` driver, `Agent`, snapshots |
+//! | [`session`] | always (`tokio`: the async driver) | the record: `SessionStore`, `MemoryStore`, session keys, claims, the `Conversation` driver, the driver protocol (`Driver`, `drive`, `drive_parallel`), snapshots |
+//! | [`agent`] | always (`tokio`: `ask_async`) | `Agent`: a model client, `Tools`, the default pipeline and exactly-once resume around the conversation, so that an agent is a few lines |
 //! | `sqlite` | `sqlite` (default) | `SqliteStore`: the embedded, crash-safe store on one file |
 //! | `postgres` | `postgres` (`postgres-tls`: encrypted connections) | `PgStore`: one record shared by workers on many machines |
 //! | `coalesce` | `coalesce` | `SingleUserCoalesced`, for code-executing agents: the history as one user message |
@@ -103,7 +104,7 @@
 //! | `conversation_loop` | `loop` | conversational loops: turns, history injected into agent steps, templates, redacted traces, pause and resume |
 //!
 //! `cargo build -p curator --no-default-features` builds the core alone (model, strategies,
-//! session). [`Error`] is the one error type every module's error converts into, for
+//! client traits, session, agent). [`Error`] is the one error type every module's error converts into, for
 //! programs that use several with `?`; each module keeps its own, more precise one.
 //!
 //! # Guides
@@ -127,6 +128,8 @@ mod error;
 
 pub use error::Error;
 
+#[doc(inline)]
+pub use curator_agent as agent;
 #[doc(inline)]
 pub use curator_client as client;
 #[cfg(feature = "coalesce")]
@@ -155,6 +158,7 @@ pub use curator_tasks as tasks;
 /// common strategies, the model clients (features `openai`, `anthropic`), and [`Error`].
 pub mod prelude {
     pub use crate::Error;
+    pub use curator_agent::{Agent, AgentEnd, AgentOutcome, ToolError, Tools};
     #[cfg(feature = "anthropic")]
     pub use curator_client::AnthropicClient;
     #[cfg(feature = "tokio")]
@@ -169,9 +173,9 @@ pub mod prelude {
     #[cfg(feature = "postgres")]
     pub use curator_postgres::PgStore;
     pub use curator_session::{
-        Action, Agent, AgentEnd, AgentOutcome, Claim, ClaimStore, Conversation, Curation, Driver,
-        MemoryStore, Outcome, ResumePolicy, RunOutcome, SessionKey, SessionStore, StoreErrorKind,
-        ToolContext, ToolError, Tools, drive, run_blocking,
+        Action, Claim, ClaimStore, Conversation, Curation, Driver, MemoryStore, Outcome,
+        ResumePolicy, RunOutcome, SessionKey, SessionStore, StoreErrorKind, ToolContext, drive,
+        drive_parallel, run_blocking,
     };
     #[cfg(feature = "tokio")]
     pub use curator_session::{AsyncConversation, AsyncDriver, drive_async, run_async};

@@ -1,7 +1,7 @@
 //! Dependencies point down, checked on the dependencies cargo reports (`cargo metadata`)
 //! rather than on the text of the manifests.
 //!
-//! `model ← strategies ← client ← session ← {sqlite, postgres, loop} ← curator ← curator-cli`;
+//! `model ← strategies ← client ← session ← {agent, sqlite, postgres, loop} ← curator ← curator-cli`;
 //! `curator-coalesce` and `curator-tasks` sit beside them on the lower crates; an external
 //! crate belongs to one layer. Only normal (and build) dependencies count: a test may reach
 //! anywhere.
@@ -18,8 +18,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The one crate that talks to model servers; the summarizer over any client is a
     // strategies' `Summarizer`.
     ("curator-client", &["curator-model", "curator-strategies"]),
-    // The record; the model-client traits (never the HTTP clients: the crate owns them).
+    // The record; the usage the clients report (never the HTTP clients: the crate owns them).
     ("curator-session", &["curator-model", "curator-strategies", "curator-client"]),
+    // The agent: a model client and tools around the recorded conversation.
+    (
+        "curator-agent",
+        &["curator-model", "curator-strategies", "curator-client", "curator-session"],
+    ),
     ("curator-sqlite", &["curator-model", "curator-strategies", "curator-session"]),
     ("curator-postgres", &["curator-model", "curator-strategies", "curator-session"]),
     // Conversational loops: checkpoints in a session store, bounds and redaction from the
@@ -36,6 +41,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "curator-strategies",
             "curator-client",
             "curator-session",
+            "curator-agent",
             "curator-sqlite",
             "curator-postgres",
             "curator-loop",
@@ -81,10 +87,13 @@ const OWNED: &[(&str, &[&str])] = &[
     ("minijinja", &["curator-loop"]),
     ("criterion", &["curator-benches"]),
     ("anyhow", &["curator-cli", "xtask"]),
-    // The async faces of the driver and of the loop; stores stay synchronous (PostgreSQL's
-    // asks tokio only whether a call runs on a runtime's thread, where its blocking client
-    // cannot: that client is built on tokio already).
-    ("tokio", &["curator-client", "curator-session", "curator-loop", "curator-postgres"]),
+    // The async faces of the driver, the agent and the loop; stores stay synchronous
+    // (PostgreSQL's asks tokio only whether a call runs on a runtime's thread, where its
+    // blocking client cannot: that client is built on tokio already).
+    (
+        "tokio",
+        &["curator-client", "curator-session", "curator-agent", "curator-loop", "curator-postgres"],
+    ),
     ("ctrlc", &["curator-cli"]),
     ("pyo3", &["curator-py"]),
 ];

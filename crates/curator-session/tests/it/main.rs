@@ -1,9 +1,7 @@
 //! Integration tests of curator-session.
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
 
-mod agent;
 mod asynchronous;
-mod client;
 mod conformance;
 mod conversation;
 mod crash;

@@ -8,12 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use curator::sqlite::SqliteStore;
+use curator_agent::{Agent, AgentEnd, ToolError, Tools};
 use curator_client::{ClientError, ModelClient, ModelReply, ModelRequest};
 use curator_model::{Message, Role, ToolCall};
-use curator_session::{
-    Agent, AgentEnd, Conversation, Error, Keyed, MemoryStore, ResumePolicy, SessionStore,
-    ToolError, Tools,
-};
+use curator_session::{Conversation, Error, Keyed, MemoryStore, ResumePolicy, SessionStore};
 use curator_strategies::Redactor;
 use curator_testkit::processes::{Lines, kill, say};
 use serde_json::json;
@@ -679,7 +677,8 @@ fn a_provider_error_says_its_cause() {
 /// why), and the other calls of the batch are unaffected.
 #[test]
 fn a_panicking_tool_passes_its_message_on() {
-    use curator_session::{ToolContext, ToolError, Tools};
+    use curator_agent::{ToolError, Tools};
+    use curator_session::ToolContext;
     let tools = Tools::new()
         .add("boom", "Panics.", json!({"type": "object"}), |_| panic!("disk full on /var"))
         .add("formatted", "Panics.", json!({"type": "object"}), |_| {

@@ -1,17 +1,19 @@
 //! One run of an [`Agent`](crate::Agent) as a [`Driver`]: the plain conversation whose
 //! model reply is the client's whole reply (its usage recorded with it), whose work is the
 //! agent's tools (a stop ends the run), and which renews the agent's claim before every
-//! step; [`drive`](crate::drive) runs it like any other driver.
+//! step; [`drive_parallel`](curator_session::drive_parallel) runs it like any other driver.
 
 use std::collections::HashSet;
 
 use curator_client::{ModelReply, Usage};
 use curator_model::{BoxError, Content, Message};
 
-use crate::{
+use curator_session::{
     Action, Claim, Conversation, Curation, Driver, Error, Result, ResumePolicy, SessionStore,
-    ToolContext, ToolError,
+    ToolContext,
 };
+
+use crate::ToolError;
 
 /// How an [`Agent`](crate::Agent) run ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,7 +40,7 @@ pub enum AgentEnd {
 /// ```
 /// use curator::model::Message;
 /// use curator::client::Usage;
-/// use curator::session::{AgentEnd, AgentOutcome};
+/// use curator::agent::{AgentEnd, AgentOutcome};
 ///
 /// let outcome = AgentOutcome::new(AgentEnd::Answered(Message::assistant("4")), Usage::new(1_200, 3), 1);
 /// assert_eq!(outcome.answer().map(|m| m.text().into_owned()), Some("4".into()));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use curator_model::json_kind;
 use serde_json::{Value, json};
 
-use crate::ToolContext;
+use curator_session::ToolContext;
 
 /// Why a tool gave no result: it failed (the model is told, the run goes on) or it stops the
 /// run.
@@ -21,7 +21,7 @@ pub enum ToolError {
     /// The run must stop now (a worker lost its claim, a budget ran out, a person must
     /// decide): nothing is recorded for this call, which stays pending (marked started), and
     /// the run ends with [`AgentEnd::Stopped`](crate::AgentEnd::Stopped). The next run
-    /// resumes it as the [`ResumePolicy`](crate::ResumePolicy) says.
+    /// resumes it as the [`ResumePolicy`](curator_session::ResumePolicy) says.
     #[error("the run was stopped: {0}")]
     Stop(String),
 }
@@ -86,7 +86,8 @@ struct Tool {
 ///
 /// ```
 /// use curator::model::ToolCall;
-/// use curator::session::{ToolContext, ToolError, Tools};
+/// use curator::agent::{ToolError, Tools};
+/// use curator::session::ToolContext;
 /// use serde_json::json;
 ///
 /// let tools = Tools::new().add(
@@ -138,7 +139,8 @@ impl Tools {
     ///
     /// ```
     /// use curator::model::ToolCall;
-    /// use curator::session::{ToolContext, Tools};
+    /// use curator::agent::Tools;
+    /// use curator::session::ToolContext;
     /// use serde_json::json;
     ///
     /// let tools = Tools::new().add_with_context("pay", "Pays the order.", json!({"type": "object"}), |input| {

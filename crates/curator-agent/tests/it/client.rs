@@ -110,7 +110,8 @@ fn a_client_is_the_provider_of_a_recorded_conversation() {
 
 #[test]
 fn an_agent_sends_one_prompt_cache_key_per_session_and_records_each_call_usage() {
-    use curator_session::{Agent, AgentEnd, SessionStore, Tools, recorded_usage};
+    use curator_agent::{Agent, AgentEnd, Tools};
+    use curator_session::{SessionStore, recorded_usage};
     // A tool call, then an answer; each reply reports part of its prompt read from the cache.
     let server = ChatServer::start(|n, _| {
         let mut body = if n == 1 {
@@ -215,8 +216,9 @@ fn streamed(text: &str, cut: bool) -> Reply {
 fn an_agent_streams_to_its_caller_and_a_cut_stream_records_nothing_until_the_next_ask() {
     use std::sync::{Arc, Mutex};
 
+    use curator_agent::{Agent, AgentEnd, Tools};
     use curator_client::Delta;
-    use curator_session::{Agent, AgentEnd, SessionStore, Tools};
+    use curator_session::SessionStore;
     // The first stream breaks off after its first piece; the second is whole.
     let server = ChatServer::start(|n, _| streamed("Noon in Paris.", n == 1));
     let shown = Arc::new(Mutex::new(Vec::new()));

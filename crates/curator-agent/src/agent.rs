@@ -8,11 +8,13 @@ use std::time::Duration;
 use curator_model::{BoxError, Message, PromptRef, Role};
 use curator_strategies::{CurationContext, HistoryManager, Redactor, StrategyConfig};
 
-use crate::agent_run::{AgentEnd, AgentOutcome, AgentRun, Tally};
-use crate::{
+use curator_session::{
     Claim, ClaimStore, Conversation, Curation, Error, Keyed, Outcome, Result, ResumePolicy,
-    SessionKey, SessionStore, ToolContext, Tools, drive_parallel,
+    SessionKey, SessionStore, ToolContext, drive_parallel,
 };
+
+use crate::Tools;
+use crate::run::{AgentEnd, AgentOutcome, AgentRun, Tally};
 use curator_client::{Delta, DeltaFn, ModelClient, ModelRequest};
 
 /// The history budget of an agent that names none, in tokens.
@@ -94,7 +96,8 @@ struct Parts {
 /// ```
 /// use curator::model::{Message, Role, ToolCall};
 /// use curator::client::{ClientError, ModelClient, ModelReply, ModelRequest};
-/// use curator::session::{Agent, MemoryStore, Tools};
+/// use curator::agent::{Agent, Tools};
+/// use curator::session::MemoryStore;
 /// use serde_json::json;
 ///
 /// struct Model;
@@ -214,7 +217,8 @@ impl Agent {
     /// use std::sync::{Arc, Mutex};
     /// use curator::client::{ClientError, Delta, ModelClient, ModelReply, ModelRequest};
     /// use curator::model::Message;
-    /// use curator::session::{Agent, AgentEnd, MemoryStore, Tools};
+    /// use curator::agent::{Agent, AgentEnd, Tools};
+    /// use curator::session::MemoryStore;
     ///
     /// struct Hello;
     ///
@@ -265,7 +269,8 @@ impl Agent {
     /// ```
     /// use curator::model::Message;
     /// use curator::client::{ClientError, ModelClient, ModelReply, ModelRequest};
-    /// use curator::session::{Agent, MemoryStore, SessionStore, Tools};
+    /// use curator::agent::{Agent, Tools};
+    /// use curator::session::{MemoryStore, SessionStore};
     ///
     /// struct Noted;
     /// impl ModelClient for Noted {
@@ -393,7 +398,8 @@ impl Agent {
     /// ```
     /// use curator::model::{Message, Role, ToolCall};
     /// use curator::client::{ClientError, ModelClient, ModelReply, ModelRequest};
-    /// use curator::session::{Agent, AgentEnd, MemoryStore, ToolError, Tools};
+    /// use curator::agent::{Agent, AgentEnd, ToolError, Tools};
+    /// use curator::session::MemoryStore;
     /// use serde_json::json;
     ///
     /// struct Model;
@@ -451,7 +457,8 @@ impl Agent {
     /// ```
     /// use curator::model::Message;
     /// use curator::client::{ClientError, ModelClient, ModelReply, ModelRequest};
-    /// use curator::session::{Agent, MemoryStore, Tools};
+    /// use curator::agent::{Agent, Tools};
+    /// use curator::session::MemoryStore;
     /// use std::sync::Arc;
     ///
     /// struct Model;
@@ -565,13 +572,12 @@ impl Agent {
             },
             other => other?,
         };
-        match keyed {
-            Keyed::Answered(answer) => Ok(tally.outcome(AgentEnd::Answered(answer))),
-            Keyed::New | Keyed::InProgress => {
-                let end = self.run(conversation, claim, &mut tally)?;
-                Ok(tally.outcome(end))
-            }
+        if let Keyed::Answered(answer) = keyed {
+            return Ok(tally.outcome(AgentEnd::Answered(answer)));
         }
+        // New, or in progress (a crash or a redelivery came before the answer).
+        let end = self.run(conversation, claim, &mut tally)?;
+        Ok(tally.outcome(end))
     }
 
     /// The pipeline, built the first time a run needs it (the tools' schemas counted into
