@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use curator_model::Message;
 use curator_strategies::{Error, Result, Summarizer, stable_hash};
@@ -64,12 +66,14 @@ pub const DEFAULT_SUMMARY_PROMPT: &str = "You summarize the earlier part of an A
 pub struct ModelSummarizer<C> {
     client: C,
     prompt: String,
+    /// The tokens its calls took, as the client reported them (shared by clones).
+    tokens: Arc<AtomicU64>,
 }
 
 impl<C: ModelClient> ModelSummarizer<C> {
     /// A summarizer asking `client`, with the default prompt.
     pub fn new(client: C) -> Self {
-        Self { client, prompt: DEFAULT_SUMMARY_PROMPT.to_owned() }
+        Self { client, prompt: DEFAULT_SUMMARY_PROMPT.to_owned(), tokens: Arc::default() }
     }
 
     /// Replaces the instructions.
@@ -119,6 +123,9 @@ impl<C: ModelClient> Summarizer for ModelSummarizer<C> {
             .client
             .complete(&ModelRequest::new(&request))
             .map_err(|e| fail("the model call failed".to_owned(), Some(Box::new(e))))?;
+        if let Some(usage) = reply.usage {
+            self.tokens.fetch_add(usage.total(), Ordering::Relaxed);
+        }
         let text = reply.message.text();
         if text.trim().is_empty() {
             return Err(fail("the model's reply has no text".to_owned(), None));
@@ -132,5 +139,9 @@ impl<C: ModelClient> Summarizer for ModelSummarizer<C> {
 
     fn name(&self) -> Cow<'_, str> {
         Cow::Owned(format!("model summarizer ({})", self.client.identity()))
+    }
+
+    fn tokens_used(&self) -> u64 {
+        self.tokens.load(Ordering::Relaxed)
     }
 }

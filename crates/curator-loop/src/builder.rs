@@ -12,6 +12,7 @@ use crate::config::{Defaults, LoopConfig};
 use crate::driver::{ConversationLoop, ExitCondition, Progress};
 use crate::error::{Error, Result};
 use crate::persist::Persister;
+use crate::quota::{Account, Quota};
 use crate::step::Step;
 use crate::template::HistoryTemplate;
 use crate::trace::TraceSink;
@@ -47,6 +48,7 @@ pub struct LoopBuilder {
     claim_wait: Duration,
     trace: Option<Arc<dyn TraceSink>>,
     exit: Option<ExitCondition>,
+    quota: Option<Quota>,
 }
 
 impl std::fmt::Debug for LoopBuilder {
@@ -79,6 +81,7 @@ impl LoopBuilder {
             claim_wait: Duration::ZERO,
             trace: None,
             exit: None,
+            quota: None,
         }
     }
 
@@ -152,6 +155,35 @@ impl LoopBuilder {
         self
     }
 
+    /// Puts every run under `quota`: each iteration reserves its tokens before it starts and
+    /// is charged what its model calls reported (the summarizers' included) when it ends;
+    /// a run with too little left stops with
+    /// [`Error::QuotaExhausted`](crate::Error::QuotaExhausted). See [`Quota`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::client::Usage;
+    /// use curator::conversation_loop::{Error, FnStep, Injection, LoopBuilder, LoopConfig, Output, Quota, StepOutcome};
+    ///
+    /// let config = LoopConfig::from_toml("conversation = true\nmax_iterations = 10")?;
+    /// // A model step that reports 2,000 tokens a call.
+    /// let agent = FnStep::agent(Injection::Messages, |_call| {
+    ///     Ok(StepOutcome::Output(Output::text("ok").with_usage(Usage::new(1_900, 100))))
+    /// });
+    /// let mut chat = LoopBuilder::new("chat", config).step("agent", agent).quota(Quota::new(5_000, 2_000)).build()?;
+    /// // Two iterations take 4,000 tokens; the third cannot reserve 2,000 of the 1,000 left.
+    /// let err = chat.run("hello").unwrap_err();
+    /// assert!(matches!(err, Error::QuotaExhausted { used: 4_000, .. }));
+    /// assert_eq!(chat.iteration(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn quota(mut self, quota: Quota) -> Self {
+        self.quota = Some(quota);
+        self
+    }
+
     /// Ends the loop after an iteration for which `condition` is true.
     #[must_use]
     pub fn exit_when(
@@ -183,6 +215,7 @@ impl LoopBuilder {
             claim_wait,
             trace,
             exit,
+            quota,
         } = self;
         config.validate()?;
         if steps.is_empty() {
@@ -233,6 +266,7 @@ impl LoopBuilder {
             None => Arc::new(MemorySummaryStore::default()),
         };
         let bound = crate::bound::build(&history, &summarizers, summaries)?;
+        let account = Account::new(quota, summarizers.values().cloned().collect());
         let history_config = history;
         let template = match &config.history_template {
             Some(source) => HistoryTemplate::new(source)?,
@@ -251,6 +285,7 @@ impl LoopBuilder {
             exit,
             persister,
             history: history_config,
+            account,
         });
         built.restore()?;
         Ok(built)

@@ -12,6 +12,20 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A run's [`Quota`](crate::Quota) has less left than an iteration reserves: the
+    /// iteration did not start, and nothing of it is recorded. A new run starts with the
+    /// whole quota.
+    #[error(
+        "the run's quota is spent: {used} of {limit} tokens used, and an iteration reserves {reserve}; the iteration did not start"
+    )]
+    QuotaExhausted {
+        /// The quota's tokens a run.
+        limit: u64,
+        /// What the run used.
+        used: u64,
+        /// What an iteration reserves.
+        reserve: u64,
+    },
     /// A configuration document that cannot be read: not TOML or JSON, an unknown key, a
     /// value of the wrong type (the source, the parser's error, names the key).
     #[error("cannot read the loop configuration ({format}): {source}")]

@@ -197,8 +197,13 @@ impl Step for ModelStep {
     }
 
     fn run(&mut self, call: StepCall<'_>) -> Result<StepOutcome, BoxError> {
-        let reply = self.complete(call.messages)?.message;
+        let reply = self.complete(call.messages)?;
+        let usage = reply.usage;
+        let reply = reply.message;
         let mut output = Output::text(reply.text().into_owned());
+        if let Some(usage) = usage {
+            output = output.with_usage(usage);
+        }
         for tool_call in reply.tool_calls() {
             output = output.with_artifact(
                 json!({"tool_call": {"id": tool_call.id(), "name": tool_call.name(), "arguments": tool_call.arguments()}})

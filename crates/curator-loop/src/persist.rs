@@ -48,6 +48,9 @@ struct Head {
     /// were counted apart).
     #[serde(default)]
     run_start: u64,
+    /// What the run used of its quota (0 in checkpoints written before quotas).
+    #[serde(default)]
+    quota_used: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     paused: Option<Paused>,
 }
@@ -66,6 +69,7 @@ pub(crate) struct Restored {
     pub(crate) input: String,
     pub(crate) running: bool,
     pub(crate) run_start: u64,
+    pub(crate) quota_used: u64,
     pub(crate) paused: Option<Paused>,
     pub(crate) key: Option<String>,
     pub(crate) name: Option<String>,
@@ -79,6 +83,7 @@ pub(crate) struct HeadValues<'a> {
     pub(crate) input: &'a str,
     pub(crate) running: bool,
     pub(crate) run_start: u64,
+    pub(crate) quota_used: u64,
     pub(crate) paused: Option<&'a Paused>,
 }
 
@@ -182,6 +187,7 @@ pub fn saved_loops(store: &dyn SessionStore) -> Result<Vec<SavedLoop>> {
                 input: restored.input,
                 running: restored.running,
                 run_start: restored.run_start,
+                quota_used: restored.quota_used,
             },
             saved_at,
         });
@@ -358,6 +364,7 @@ impl Persister {
             "input": values.input,
             "running": values.running,
             "run_start": values.run_start,
+            "quota_used": values.quota_used,
         });
         if let (Some(paused), Value::Object(map)) = (values.paused, &mut head) {
             let paused = serde_json::to_value(paused).map_err(|e| Error::BadCheckpoint {
@@ -426,6 +433,7 @@ fn load(store: &dyn SessionStore, head_name: &str) -> Result<Option<(Restored, u
         input: head.input,
         running: head.running,
         run_start: head.run_start,
+        quota_used: head.quota_used,
         paused: head.paused,
         key: head.key,
         name: head.name,

@@ -1,6 +1,7 @@
 //! The steps of a loop's body: the [`Step`] trait, what a step is given and what it returns,
 //! and ready-made steps built from closures.
 
+use curator_client::Usage;
 use curator_model::{BoxError, Message};
 
 /// How an agent step takes the conversation history.
@@ -38,6 +39,10 @@ pub struct Output {
     pub text: String,
     /// Tool calls and similar structured parts, as JSON text.
     pub artifacts: Vec<String>,
+    /// The tokens the step's model calls took, as their clients reported them
+    /// ([`ModelStep`](crate::ModelStep) fills it in); `None` for a step that made no call or
+    /// knows nothing of it. A loop with a [`Quota`](crate::Quota) charges it.
+    pub usage: Option<Usage>,
 }
 
 impl Output {
@@ -49,7 +54,24 @@ impl Output {
     /// assert_eq!(curator::conversation_loop::Output::text("done").text, "done");
     /// ```
     pub fn text(text: impl Into<String>) -> Self {
-        Self { text: text.into(), artifacts: Vec::new() }
+        Self { text: text.into(), artifacts: Vec::new(), usage: None }
+    }
+
+    /// Says what the step's model calls took (added to what it said before).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::client::Usage;
+    /// use curator::conversation_loop::Output;
+    ///
+    /// let output = Output::text("done").with_usage(Usage::new(1_000, 50));
+    /// assert_eq!(output.usage.map(|u| u.total()), Some(1_050));
+    /// ```
+    #[must_use]
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(self.usage.map_or(usage, |before| before.plus(usage)));
+        self
     }
 
     /// Adds an artifact (a tool call's JSON, say).
@@ -108,6 +130,11 @@ pub struct StepCall<'a> {
     pub messages: &'a [Message],
     /// For the step a paused loop resumes at: the human's input.
     pub human_input: Option<&'a str>,
+    /// With a [`Quota`](crate::Quota): the tokens this step may still take in this
+    /// iteration (the iteration's reservation, less what the steps before it reported);
+    /// a [`Parallel`](crate::Parallel) step gives each branch an equal share. `None`
+    /// without a quota.
+    pub quota: Option<u64>,
 }
 
 /// One step of a loop's body.

@@ -177,4 +177,8 @@ pub struct LoopState {
     /// counts the iterations of a run from it.
     #[serde(default)]
     pub run_start: u64,
+    /// The tokens the current (or last) run used of its [`Quota`](crate::Quota) (0
+    /// without one).
+    #[serde(default)]
+    pub quota_used: u64,
 }

@@ -135,3 +135,31 @@ fn a_streamed_reply_reaches_the_caller_and_a_cut_one_leaves_no_turn() {
     assert_eq!(l.turns().last().unwrap().content, "Hello!");
     assert_eq!(*shown.lock().unwrap(), "HelHello!");
 }
+
+/// The model step reports the usage the server sent with each reply, and a loop with a
+/// quota is charged it (cache reads included in the input tokens).
+#[test]
+fn the_usage_a_server_reports_is_what_the_quota_is_charged() {
+    let server = ChatServer::start(|n, _| {
+        Reply::Status(
+        200,
+        serde_json::json!({
+            "choices": [{"message": {"role": "assistant", "content": format!("reply {n}")}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1_200, "completion_tokens": 30, "prompt_tokens_details": {"cached_tokens": 1_024}},
+        })
+        .to_string(),
+    )
+    });
+    let mut config = LoopConfig::conversational();
+    config.max_iterations = 3;
+    let mut l = LoopBuilder::new("chat", config)
+        .step(
+            "assistant",
+            ModelStep::new(OpenAiClient::new(server.url(), "test-model").with_api_key("k")),
+        )
+        .quota(curator_loop::Quota::new(100_000, 5_000))
+        .build()
+        .unwrap();
+    assert!(matches!(l.run("Hello").unwrap(), LoopOutcome::Finished { iterations: 3, .. }));
+    assert_eq!(l.state().quota_used, 3 * 1_230);
+}

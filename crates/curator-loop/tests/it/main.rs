@@ -8,6 +8,7 @@ mod inject;
 mod persist;
 mod processes;
 mod props;
+mod quota;
 mod resume;
 mod support;
 mod trace;

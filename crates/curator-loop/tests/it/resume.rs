@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use curator_loop::{
     AiTurnSource, ConversationLoop, Error, FnStep, Hitl, Injection, LoopBuilder, LoopConfig,
-    LoopOutcome, Step, StepOutcome,
+    LoopOutcome, Parallel, Step, StepOutcome,
 };
 use curator_model::Message;
 use curator_session::{ClaimStore, MemoryStore, SessionStore};
@@ -29,6 +29,8 @@ enum Kind {
     Chat,
     /// A nested loop (an agent, then a human, two iterations) then an agent.
     Nested,
+    /// A parallel body of two agents, then an agent that reads what they said.
+    Parallel,
 }
 
 impl Kind {
@@ -38,6 +40,7 @@ impl Kind {
             Kind::Human => "human",
             Kind::Chat => "chat",
             Kind::Nested => "nested",
+            Kind::Parallel => "parallel",
         }
     }
 
@@ -46,6 +49,7 @@ impl Kind {
             "model-only" => Kind::ModelOnly,
             "human" => Kind::Human,
             "chat" => Kind::Chat,
+            "parallel" => Kind::Parallel,
             _ => Kind::Nested,
         }
     }
@@ -77,6 +81,18 @@ fn agent(name: &'static str, calls: &Calls) -> impl Step + 'static {
         Ok(StepOutcome::text(reply))
     })
     .with_system(format!("You are {name}."))
+}
+
+/// A branch of a parallel body: a deterministic agent with two kill points, which records
+/// nothing (its calls run at once with its sibling's, in no fixed order).
+fn branch(name: &'static str) -> impl Step + 'static {
+    FnStep::agent(Injection::Messages, move |call| {
+        point();
+        let words: usize = call.messages.iter().map(|m| m.text().split_whitespace().count()).sum();
+        let reply = format!("{name} {}: {words} words", call.iteration);
+        point();
+        Ok(StepOutcome::text(reply))
+    })
 }
 
 fn conversational(max_iterations: u64) -> LoopConfig {
@@ -111,6 +127,14 @@ fn build(
                 .step("research", inner)
                 .step("answer", agent("answerer", calls))
         }
+        Kind::Parallel => LoopBuilder::new("l", conversational(3))
+            .step(
+                "panel",
+                Parallel::new(Injection::Messages)
+                    .branch("optimist", branch("optimist"))
+                    .branch("pessimist", branch("pessimist")),
+            )
+            .step("judge", agent("judge", calls)),
     };
     builder.store(store, "job-7").build().unwrap()
 }
@@ -203,8 +227,13 @@ fn killed_at_every_step(kind: Kind) {
         );
         k += 1;
     }
-    // Every boundary of every agent call was a kill point.
-    assert_eq!(k - 1, 2 * expected_calls.len(), "{kind:?}");
+    // Every boundary of every agent call was a kill point (each branch's too).
+    let iterations = match expected {
+        LoopOutcome::Finished { iterations, .. } => usize::try_from(iterations).unwrap(),
+        _ => 0,
+    };
+    let branch_calls = if kind == Kind::Parallel { 2 * iterations } else { 0 };
+    assert_eq!(k - 1, 2 * (expected_calls.len() + branch_calls), "{kind:?}");
 }
 
 #[test]
@@ -225,6 +254,11 @@ fn a_chat_loop_killed_at_any_step_resumes_in_another_process() {
 #[test]
 fn a_nested_loop_with_a_human_step_killed_at_any_step_resumes_in_another_process() {
     killed_at_every_step(Kind::Nested);
+}
+
+#[test]
+fn a_loop_killed_while_the_branches_of_a_parallel_body_run_resumes_in_another_process() {
+    killed_at_every_step(Kind::Parallel);
 }
 
 #[test]

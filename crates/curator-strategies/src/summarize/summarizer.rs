@@ -41,6 +41,13 @@ pub trait Summarizer: Send + Sync {
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed("custom")
     }
+
+    /// The tokens this summarizer's model calls took so far (input and output, as the
+    /// model reported them), so that a caller with a budget (a loop's quota) can charge
+    /// them; 0 for a summarizer that calls no model, the default.
+    fn tokens_used(&self) -> u64 {
+        0
+    }
 }
 
 /// A shared summarizer summarizes as the one it shares.
@@ -55,6 +62,10 @@ impl<T: Summarizer + ?Sized> Summarizer for std::sync::Arc<T> {
 
     fn name(&self) -> Cow<'_, str> {
         (**self).name()
+    }
+
+    fn tokens_used(&self) -> u64 {
+        (**self).tokens_used()
     }
 }
 

@@ -13,13 +13,15 @@ use crate::config::LoopConfig;
 use crate::config::{DEFAULT_MAX_TOKENS, HistoryConfig};
 use crate::error::{Error, Result};
 use crate::inject::{Injected, Repeat, inject};
-use crate::persist::HeadValues;
 use crate::persist::Persister;
+use crate::quota::Account;
 use crate::roles::{StepRole, roles};
 use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
 use crate::template::HistoryTemplate;
 use crate::trace::{PromptTrace, TraceSink};
 use crate::turn::{ConversationTurn, LoopState, Paused};
+
+mod keep;
 
 /// The exit condition of a loop, asked after every completed iteration.
 pub(crate) type ExitCondition = Box<dyn FnMut(&Progress<'_>) -> bool + Send>;
@@ -125,6 +127,8 @@ pub(crate) struct Parts {
     pub(crate) persister: Option<Persister>,
     /// The effective history settings (the current message's rule and the budget).
     pub(crate) history: HistoryConfig,
+    /// The run's quota, and the summarizers whose calls it charges.
+    pub(crate) account: Account,
 }
 
 /// A conversational loop: a body of named [`Step`]s run iteration by iteration, keeping the
@@ -159,6 +163,8 @@ pub struct ConversationLoop {
     running: bool,
     /// The iterations completed when the current run started.
     run_start: u64,
+    /// The run's quota and what it used.
+    account: Account,
     paused: Option<Paused>,
     /// Whether the last `drive` failed in the iteration it resumed.
     resume_failed: bool,
@@ -201,6 +207,7 @@ impl ConversationLoop {
             exit,
             persister,
             history,
+            account,
         } = parts;
         let roles = roles(&steps, &config);
         Self {
@@ -221,6 +228,7 @@ impl ConversationLoop {
             input: String::new(),
             running: false,
             run_start: 0,
+            account,
             paused: None,
             resume_failed: false,
             unsaved: false,
@@ -241,6 +249,7 @@ impl ConversationLoop {
                 input: restored.input,
                 running: restored.running,
                 run_start: restored.run_start,
+                quota_used: restored.quota_used,
             },
             &checkpoint,
         )
@@ -248,7 +257,7 @@ impl ConversationLoop {
 
     /// Takes `state` as the loop's own, restoring a paused nested step's state in it.
     fn set_state(&mut self, state: LoopState, checkpoint: &str) -> Result<()> {
-        let LoopState { iteration, turns, paused, input, running, run_start } = state;
+        let LoopState { iteration, turns, paused, input, running, run_start, quota_used } = state;
         if let Some(paused) = &paused {
             let bad =
                 |reason: String| Error::BadCheckpoint { checkpoint: checkpoint.to_owned(), reason };
@@ -276,6 +285,7 @@ impl ConversationLoop {
         self.input = input;
         self.running = running;
         self.run_start = run_start.min(iteration);
+        self.account.set_used(quota_used);
         self.paused = paused;
         Ok(())
     }
@@ -320,6 +330,7 @@ impl ConversationLoop {
             input: self.input.clone(),
             running: self.running,
             run_start: self.run_start,
+            quota_used: self.account.used(),
         }
     }
 
@@ -370,6 +381,7 @@ impl ConversationLoop {
             input.clone_into(&mut self.input);
             self.running = true;
             self.run_start = self.iteration;
+            self.account.set_used(0);
         }
         self.drive(None)
     }
@@ -434,16 +446,31 @@ impl ConversationLoop {
             let is_resume = resumed.is_some();
             let outcome = match resumed {
                 Some((paused, human)) => self.iterate(paused.step, paused.outputs, Some(human)),
-                None => self.iterate(0, Vec::new(), None),
+                None => match self.account.open() {
+                    Ok(()) => self.iterate(0, Vec::new(), None),
+                    Err(e) => {
+                        // Nothing ran: the run stops here, and the next `run` starts anew.
+                        self.running = false;
+                        self.save()?;
+                        return Err(e);
+                    }
+                },
             };
             let outputs = match outcome {
                 Ok(Iterated::Done(outputs)) => outputs,
-                Ok(Iterated::Stopped(outcome)) => return Ok(outcome),
+                Ok(Iterated::Stopped(outcome)) => {
+                    if !matches!(outcome, LoopOutcome::Paused { .. }) {
+                        self.account.close(false);
+                    }
+                    return Ok(outcome);
+                }
                 Err(e) => {
+                    self.account.close(false);
                     self.resume_failed = is_resume;
                     return Err(e);
                 }
             };
+            self.account.close(true);
             self.iteration += 1;
             if let Some((_, last)) = outputs.last() {
                 last.clone_into(&mut self.input);
@@ -477,71 +504,6 @@ impl ConversationLoop {
                 });
             }
         }
-    }
-
-    fn save(&mut self) -> Result<()> {
-        if self.persister.is_none() {
-            self.unsaved = false;
-            return Ok(());
-        }
-        // What is kept is redacted when the loop redacts what it persists: the next input
-        // and the paused iteration's outputs too, not only the turns.
-        let input: std::borrow::Cow<'_, str> = if self.redacts_persisted() {
-            self.as_persisted(self.input.clone()).into()
-        } else {
-            self.input.as_str().into()
-        };
-        let paused = self.paused.as_ref().map(|p| self.persisted_pause(p));
-        let values = HeadValues {
-            iteration: self.iteration,
-            input: &input,
-            running: self.running,
-            run_start: self.run_start,
-            paused: paused.as_ref(),
-        };
-        let Some(persister) = &mut self.persister else { return Ok(()) };
-        persister.save(self.history.messages(), &values)?;
-        self.unsaved = false;
-        Ok(())
-    }
-
-    /// A pause as kept: its outputs and nested state redacted when the loop redacts what it
-    /// persists.
-    fn persisted_pause(&self, paused: &Paused) -> Paused {
-        if !self.redacts_persisted() {
-            return paused.clone();
-        }
-        let mut kept = paused.clone();
-        for (_, output) in &mut kept.outputs {
-            *output = self.as_persisted(std::mem::take(output));
-        }
-        kept.prompt = kept.prompt.map(|p| self.as_persisted(p));
-        if let Some(nested) = &mut kept.nested {
-            self.redact_value(nested);
-        }
-        kept
-    }
-
-    /// Redacts every string in `value` (a nested step's state).
-    fn redact_value(&self, value: &mut serde_json::Value) {
-        match value {
-            serde_json::Value::String(text) => *text = self.as_persisted(std::mem::take(text)),
-            serde_json::Value::Array(items) => {
-                for item in items {
-                    self.redact_value(item);
-                }
-            }
-            serde_json::Value::Object(map) => {
-                for item in map.values_mut() {
-                    self.redact_value(item);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn redacts_persisted(&self) -> bool {
-        self.redactor.is_some() && self.config.redact.persisted
     }
 
     /// Drops the turns after the first `len` (a failed iteration's).
@@ -616,17 +578,6 @@ impl ConversationLoop {
         self.history.push(Message::user(text));
     }
 
-    /// Turn text as kept: redacted when `redact.persisted` is on.
-    fn as_persisted(&self, text: String) -> String {
-        match (&self.redactor, self.config.redact.persisted) {
-            (Some(redactor), true) => match redactor.redact(&text) {
-                std::borrow::Cow::Borrowed(_) => text,
-                std::borrow::Cow::Owned(redacted) => redacted,
-            },
-            _ => text,
-        }
-    }
-
     /// Runs steps `from..`; `Ok(None)` when all completed, or the pause or abort that stopped
     /// them (at step `outputs.len()`).
     fn steps_from(
@@ -657,6 +608,7 @@ impl ConversationLoop {
                 input: &input,
                 messages: &messages,
                 human_input: if i == from { human } else { None },
+                quota: self.account.share(),
             };
             let (name, step) = &mut self.steps[i];
             let outcome = step.run(call).map_err(|source| Error::Step {
@@ -666,6 +618,7 @@ impl ConversationLoop {
             })?;
             match outcome {
                 StepOutcome::Output(output) => {
+                    self.account.report(output.usage);
                     let name = name.clone();
                     self.capture(role, &output);
                     outputs.push((name, output.text));
@@ -891,6 +844,7 @@ impl ConversationLoop {
         self.input.clear();
         self.running = false;
         self.run_start = 0;
+        self.account.set_used(0);
         self.unsaved = false;
         self.paused = None;
     }
