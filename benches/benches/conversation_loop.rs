@@ -16,6 +16,11 @@
 //! (for SQLite with `Normal`, then the file is reopened with the durability measured); 200
 //! iterations a run are timed, three runs a scenario.
 //!
+//! A third, `summarize_tokens` and `summarize_turns`, is the first loop with the `summarize`
+//! strategy (extractive summaries, memoised per folded chunk) bounded by `max_tokens = 4096`
+//! or `max_turns = 40`, on histories of 10, 1,000 and 40,000 turns (built with
+//! `truncate_turns`, then restored under the summarizing loop).
+//!
 //! Each iteration is timed twice: wall-clock, and the thread's on-CPU time
 //! (`CLOCK_THREAD_CPUTIME_ID`). On a shared machine a thread is preempted for a whole
 //! scheduler slice (4 ms here) now and then, and one iteration in a hundred that waits for
@@ -49,9 +54,16 @@ fn texts() -> Vec<String> {
 }
 
 fn build() -> ConversationLoop {
-    let mut config = LoopConfig::from_toml(
-        "conversation = true\nai_turn_source = \"last\"\nmax_iterations = 100000000\n[history_management]\nstrategy = \"truncate_tokens\"\nmax_tokens = 4096\n[init]\nfrom_initial_input = false",
-    )
+    build_on("strategy = \"truncate_tokens\"\nmax_tokens = 4096", Arc::new(MemoryStore::new()))
+}
+
+/// The user-turn step and the prompt-only agent, bounding the history as `history` says
+/// (the `[history_management]` table's lines), checkpointed in `store` (a loop built before
+/// on it is restored).
+fn build_on(history: &str, store: Arc<MemoryStore>) -> ConversationLoop {
+    let mut config = LoopConfig::from_toml(&format!(
+        "conversation = true\nai_turn_source = \"last\"\nmax_iterations = 100000000\n[history_management]\n{history}\n[init]\nfrom_initial_input = false",
+    ))
     .expect("config");
     config.user_turn_sources = vec![UserTurnSource::NamedSteps];
     config.user_named_steps = vec!["user".into()];
@@ -75,7 +87,7 @@ fn build() -> ConversationLoop {
             })
             .with_system("You are a coding assistant."),
         )
-        .store(Arc::new(MemoryStore::new()), "bench")
+        .store(store, "bench")
         .exit_when(|_| true) // one iteration per `run`, so each can be timed
         .build()
         .expect("build")
@@ -187,6 +199,55 @@ fn hitl_rows(sizes: &[usize], runs: usize) -> Vec<serde_json::Value> {
     rows
 }
 
+/// The summarize strategy (extractive summaries, memoised per folded chunk), bounded by
+/// tokens (`max_tokens = 4096`) or by turns (`max_turns = 40`): the history is built with
+/// `truncate_turns` (cheap), then the summarizing loop is restored on it; its first ten
+/// iterations (the summaries of everything folded so far) are not timed.
+fn summarize_rows(sizes: &[usize], runs: usize) -> Vec<serde_json::Value> {
+    let mut rows = Vec::new();
+    for (name, bound) in
+        [("summarize_tokens", "max_tokens = 4096"), ("summarize_turns", "max_turns = 40")]
+    {
+        for &size in sizes {
+            let (mut times, mut walls) = (Vec::new(), Vec::new());
+            for _ in 0..runs {
+                let store = Arc::new(MemoryStore::new());
+                let mut l =
+                    build_on("strategy = \"truncate_turns\"\nmax_turns = 20", Arc::clone(&store));
+                run(&mut l, size / 2);
+                drop(l);
+                let history =
+                    format!("strategy = \"summarize\"\nsummarizer = \"extractive\"\n{bound}");
+                let mut l = build_on(&history, store);
+                assert_eq!(l.turn_count(), size / 2 * 2);
+                run(&mut l, 10);
+                for (cpu, wall) in run(&mut l, 100) {
+                    times.push(cpu);
+                    walls.push(wall);
+                }
+            }
+            times.sort_unstable();
+            walls.sort_unstable();
+            let (p50, p99) = (percentile(&times, 50), percentile(&times, 99));
+            let (wall_p50, wall_p99) = (percentile(&walls, 50), percentile(&walls, 99));
+            let us = |ns: u64| ns as f64 / 1e3;
+            println!(
+                "conversation/{name}/{size}: on-CPU p50 {:.1} µs, p99 {:.1} µs; wall-clock p50 {:.1} µs, p99 {:.1} µs; {} iterations",
+                us(p50),
+                us(p99),
+                us(wall_p50),
+                us(wall_p99),
+                times.len()
+            );
+            rows.push(
+                serde_json::json!({"scenario": name, "history": size, "iterations": times.len(),
+                "p50_ns": p50, "p99_ns": p99, "wall_p50_ns": wall_p50, "wall_p99_ns": wall_p99}),
+            );
+        }
+    }
+    rows
+}
+
 fn main() {
     let sizes: &[usize] = if quick() { &[10, 1_000] } else { &[10, 100, 1_000, 10_000] };
     let runs = if quick() { 2 } else { 5 };
@@ -222,6 +283,8 @@ fn main() {
     }
     let hitl_sizes: &[usize] = if quick() { &[10, 1_000] } else { &[10, 1_000, 10_000] };
     rows.extend(hitl_rows(hitl_sizes, if quick() { 1 } else { 3 }));
+    let summarize_sizes: &[usize] = if quick() { &[10, 1_000] } else { &[10, 1_000, 40_000] };
+    rows.extend(summarize_rows(summarize_sizes, if quick() { 1 } else { 3 }));
     let dir = report_dir();
     std::fs::create_dir_all(&dir).expect("report dir");
     std::fs::write(

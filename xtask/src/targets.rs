@@ -164,6 +164,16 @@ pub(crate) const TARGETS: &[Target] = &[
         why: "what the loop computes per human-in-the-loop iteration",
     },
     Target {
+        pattern: "conversation/summarize_*/*/p50",
+        max_ns: 5.0 * MS,
+        why: "the summarize strategy, the spec's 5 ms per iteration at up to 40,000 turns (issue 50)",
+    },
+    Target {
+        pattern: "conversation/summarize_*/*/p99",
+        max_ns: 25.0 * MS,
+        why: "a summarizing iteration's tail: the one that folds a new chunk",
+    },
+    Target {
         pattern: "conversation/*/*/p99",
         max_ns: 200.0 * US,
         why: "conversational loop overhead p99, flat in history length (issue 19)",
@@ -214,5 +224,14 @@ mod tests {
         assert_eq!(target_for("strategy/sliding_window/1k").map(|t| t.max_ns), Some(100_000.0));
         assert_eq!(target_for("strategy/sliding_window/10k").map(|t| t.max_ns), Some(10_000.0));
         assert!(target_for("strategy/passthrough/100").is_none());
+        // The summarize strategy's own targets come before the loop's general ones.
+        assert_eq!(
+            target_for("conversation/summarize_turns/40000/p50").map(|t| t.max_ns),
+            Some(5.0 * MS)
+        );
+        assert_eq!(
+            target_for("conversation/truncate_tokens_template/10000/p50").map(|t| t.max_ns),
+            Some(200.0 * US)
+        );
     }
 }
