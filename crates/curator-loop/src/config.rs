@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use curator_strategies::Tokenizer;
+use curator_strategies::bill::Prices;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -84,10 +85,17 @@ pub struct HistoryConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<HistoryStrategy>,
     /// The token budget of the injected history with `truncate_tokens` and `summarize`, a
-    /// hard cap counting each message's framing (default 4,096; at least 64; 0 injects
-    /// none). `truncate_turns` bounds by `max_turns` alone and does not read it.
+    /// hard cap counting each message's framing (default: half the context window of
+    /// `model` when it is given, else 4,096; at least 64; 0 injects none).
+    /// `truncate_turns` bounds by `max_turns` alone and does not read it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// The model the agent steps call, as providers name it (`gpt-4o`,
+    /// `claude-sonnet-4-5`): without `max_tokens`, the budget is half its context window,
+    /// read from the price data bundled with curator (the other half is left to the step's
+    /// own messages and the reply). A model the data does not know is refused at build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// The turn limit (default 20; 0 injects none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<usize>,
@@ -117,6 +125,7 @@ impl HistoryConfig {
         HistoryConfig {
             strategy: self.strategy.or(defaults.strategy),
             max_tokens: self.max_tokens.or(defaults.max_tokens),
+            model: self.model.clone().or_else(|| defaults.model.clone()),
             max_turns: self.max_turns.or(defaults.max_turns),
             summarizer: self.summarizer.clone().or_else(|| defaults.summarizer.clone()),
             summarize_ratio: self.summarize_ratio.or(defaults.summarize_ratio),
@@ -461,8 +470,20 @@ impl LoopConfig {
     ///
     /// [`Error::InvalidConfig`] when the combination is impossible (a `summarize` strategy
     /// from one level with no summarizer at either).
+    ///
+    /// With a `model` and no `max_tokens`, `max_tokens` is half the model's context window;
+    /// [`Error::InvalidConfig`] naming `history_management.model` when the price data does
+    /// not know the model.
     pub fn effective_history(&self, defaults: &Defaults) -> Result<HistoryConfig> {
-        let effective = self.history_management.over(&defaults.history_management);
+        let mut effective = self.history_management.over(&defaults.history_management);
+        if effective.max_tokens.is_none()
+            && let Some(model) = &effective.model
+        {
+            let window = Prices::context_window(model).map_err(|e| {
+                Error::invalid("history_management.model", format!("{e}; set `max_tokens`"))
+            })?;
+            effective.max_tokens = Some(window / 2);
+        }
         effective.validate("history_management")?;
         Ok(effective)
     }

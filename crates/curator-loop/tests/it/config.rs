@@ -211,3 +211,40 @@ fn the_specifications_own_names_and_template_form_are_accepted() {
     let err = LoopConfig::from_toml("[init.history.start_with]\nprefx = \"a\"").unwrap_err();
     assert!(err.to_string().contains("prefx"), "{err}");
 }
+
+#[test]
+fn the_budget_defaults_to_half_the_models_context_window() {
+    let config = LoopConfig::from_toml(
+        "conversation = true\n[history_management]\nstrategy = \"truncate_tokens\"\nmodel = \"gpt-4o\"",
+    )
+    .unwrap();
+    let effective = config.effective_history(&Defaults::default()).unwrap();
+    assert_eq!(effective.max_tokens, Some(64_000));
+    // A budget given wins over the window.
+    let config = LoopConfig::from_toml(
+        "conversation = true\n[history_management]\nmodel = \"gpt-4o\"\nmax_tokens = 2000",
+    )
+    .unwrap();
+    assert_eq!(config.effective_history(&Defaults::default()).unwrap().max_tokens, Some(2_000));
+    // The application's defaults may name the model.
+    let defaults =
+        Defaults::from_toml("[conversation.history_management]\nmodel = \"claude-sonnet-4-5\"")
+            .unwrap();
+    let window = curator_strategies::bill::Prices::context_window("claude-sonnet-4-5").unwrap();
+    let config = LoopConfig::from_toml("conversation = true").unwrap();
+    assert_eq!(config.effective_history(&defaults).unwrap().max_tokens, Some(window / 2));
+    // A model the price data does not know is refused, naming the key, at build.
+    let config = LoopConfig::from_toml(
+        "conversation = true\n[history_management]\nmodel = \"no-such-model\"",
+    )
+    .unwrap();
+    let err = LoopBuilder::new("l", config)
+        .step("agent", FnStep::agent(Injection::Messages, |_| Ok(StepOutcome::text("ok"))))
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidConfig { key, .. } if key == "history_management.model"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("no-such-model"), "{err}");
+}

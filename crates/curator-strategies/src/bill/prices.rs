@@ -90,6 +90,46 @@ impl Prices {
         })
     }
 
+    /// The context window of `model` (as providers name it) in tokens, from the
+    /// `genai-prices` data bundled with this release: the most a request to it may hold,
+    /// its reply included.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::strategies::bill::Prices;
+    ///
+    /// assert_eq!(Prices::context_window("gpt-4o")?, 128_000);
+    /// assert!(Prices::context_window("no-such-model").is_err());
+    /// # Ok::<(), curator::strategies::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownModel`] when the data does not know `model` or gives no window for it.
+    pub fn context_window(model: &str) -> Result<u64> {
+        let calculator = Calculator::bundled();
+        let unknown = |reason: String| Error::UnknownModel { model: model.to_owned(), reason };
+        let usage: Usage = [(UsageKey::INPUT_TOKENS, 1.0)].into_iter().collect();
+        let found = calculator
+            .calculate(&PriceRequest::new(model, &usage))
+            .map_err(|e| unknown(e.to_string()))?;
+        let provider = calculator
+            .find_provider(Some(&found.provider_id), None)
+            .map_err(|e| unknown(e.to_string()))?;
+        provider
+            .into_iter()
+            .flat_map(genai_prices::ProviderInfo::models)
+            .find(|m| m.id() == found.model_id)
+            .and_then(genai_prices::ModelInfo::context_window)
+            .ok_or_else(|| {
+                unknown(format!(
+                    "the price data gives no context window for `{}` ({})",
+                    found.model_id, found.provider_id
+                ))
+            })
+    }
+
     /// What `bill` costs, in US dollars.
     pub fn price(&self, bill: &CallBill) -> f64 {
         let write = match bill.ttl {
