@@ -272,7 +272,8 @@ impl LoopBuilder {
             Some(source) => HistoryTemplate::new(source)?,
             None => HistoryTemplate::default_template(),
         };
-        let needs_redactor = trace.is_some() || config.redact.sent || config.redact.persisted;
+        let needs_redactor =
+            trace.is_some() || config.lens || config.redact.sent || config.redact.persisted;
         let redactor = needs_redactor.then(Redactor::new);
         let mut built = ConversationLoop::new(crate::driver::Parts {
             name,

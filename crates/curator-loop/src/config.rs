@@ -359,6 +359,12 @@ pub struct LoopConfig {
     /// only).
     #[serde(default)]
     pub include_tool_artifacts: bool,
+    /// Save what each agent step of each iteration was sent (the rendered request after
+    /// injection, redacted as traces are) with the loop session, for `curator trace` and
+    /// [`saved_lens`](crate::saved_lens) (default `false`: a request per step per iteration
+    /// takes room). Needs a store.
+    #[serde(default)]
+    pub lens: bool,
 }
 
 fn hundred() -> u64 {
@@ -384,6 +390,7 @@ impl Default for LoopConfig {
             max_iterations: hundred(),
             redact: RedactConfig::default(),
             include_tool_artifacts: false,
+            lens: false,
         }
     }
 }

@@ -50,6 +50,7 @@ mod config;
 mod driver;
 mod error;
 mod inject;
+mod lens;
 mod model_step;
 mod parallel;
 mod persist;
@@ -70,9 +71,12 @@ pub use config::{
 };
 pub use driver::{ConversationLoop, FinishReason, LoopOutcome, Progress};
 pub use error::{Error, Result};
+pub use lens::LensStep;
 pub use model_step::ModelStep;
 pub use parallel::Parallel;
-pub use persist::{ErasedLoops, LOOP_CHECKPOINT_FORMAT, SavedLoop, erase_loops, saved_loops};
+pub use persist::{
+    ErasedLoops, LOOP_CHECKPOINT_FORMAT, SavedLoop, erase_loops, saved_lens, saved_loops,
+};
 pub use quota::Quota;
 pub use step::{FnStep, Hitl, Injection, Output, Step, StepCall, StepKind, StepOutcome};
 pub use template::{DEFAULT_TEMPLATE, HistoryTemplate};

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::lens::{LensStep, is_lens, iteration_of, lens_prefix};
+use crate::trace::PromptTrace;
 use crate::turn::{ConversationTurn, LoopState, Paused};
 
 /// Turns per page: an iteration rewrites at most the page its new turns land in (and the
@@ -161,7 +163,7 @@ pub fn saved_loops(store: &dyn SessionStore) -> Result<Vec<SavedLoop>> {
         .checkpoint_names(&prefix)
         .map_err(|source| Error::Store { checkpoint: prefix.clone(), source })?;
     let mut out = Vec::new();
-    for head in names.iter().filter(|n| !is_page(n)) {
+    for head in names.iter().filter(|n| !is_page(n) && !is_lens(n)) {
         let saved_at = match store.checkpoint(head) {
             Ok(Some(c)) => c.saved_at,
             Ok(None) => continue,
@@ -191,6 +193,60 @@ pub fn saved_loops(store: &dyn SessionStore) -> Result<Vec<SavedLoop>> {
             },
             saved_at,
         });
+    }
+    Ok(out)
+}
+
+/// The lens saved for loop `name` of session `key`: every agent step of every saved
+/// iteration, oldest first (an iteration still under way, paused at a human step, shows
+/// the steps it ran). Empty for a loop saved without `lens = true`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use curator::conversation_loop::{saved_lens, FnStep, Injection, LoopBuilder, LoopConfig, StepOutcome};
+/// use curator::session::MemoryStore;
+///
+/// let store = Arc::new(MemoryStore::new());
+/// let config = LoopConfig::from_toml("conversation = true\nmax_iterations = 2\nlens = true")?;
+/// let agent = FnStep::agent(Injection::Messages, |call| Ok(StepOutcome::text(format!("reply {}", call.iteration))))
+///     .with_system("Be brief.");
+/// let mut chat = LoopBuilder::new("chat", config).step("agent", agent).store(Arc::clone(&store), "alice").build()?;
+/// chat.run("hello")?;
+/// let lens = saved_lens(&*store, "alice", "chat")?;
+/// assert_eq!(lens.len(), 2);
+/// assert_eq!((lens[1].iteration, lens[1].step.as_str(), lens[1].injected), (2, "agent", true));
+/// // The second call was sent the system prompt, the conversation so far and its input.
+/// let sent: Vec<String> = lens[1].messages.iter().map(|m| m.text().into_owned()).collect();
+/// assert_eq!(sent, ["Be brief.", "hello", "reply 1"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+///
+/// [`Error::Store`] when the store cannot be read; [`Error::BadCheckpoint`] when a saved
+/// lens cannot be read back.
+pub fn saved_lens(store: &dyn SessionStore, key: &str, name: &str) -> Result<Vec<LensStep>> {
+    let prefix = lens_prefix(&head_name(&SessionKey::new(key), name));
+    let mut names = store
+        .checkpoint_names(&prefix)
+        .map_err(|source| Error::Store { checkpoint: prefix.clone(), source })?;
+    names.retain(|n| is_lens(n));
+    names.sort_by_key(|n| iteration_of(n));
+    let mut out = Vec::new();
+    for name in names {
+        let Some(checkpoint) = store
+            .checkpoint(&name)
+            .map_err(|source| Error::Store { checkpoint: name.clone(), source })?
+        else {
+            continue;
+        };
+        let steps: Vec<LensStep> =
+            serde_json::from_value(checkpoint.document.clone()).map_err(|e| {
+                Error::BadCheckpoint { checkpoint: name.clone(), reason: e.to_string() }
+            })?;
+        out.extend(steps);
     }
     Ok(out)
 }
@@ -262,11 +318,18 @@ pub fn erase_loops<S: SessionStore + ClaimStore>(
             }
             Err(source) => return Err(Error::Claim { session: head, source }),
         };
-        let pages_of = format!("{head}/turns/");
+        let parts_of = format!("{head}/");
         let mut names = store
-            .checkpoint_names(&pages_of)
-            .map_err(|source| Error::Store { checkpoint: pages_of.clone(), source })?;
-        names.retain(|n| is_page(n));
+            .checkpoint_names(&parts_of)
+            .map_err(|source| Error::Store { checkpoint: parts_of.clone(), source })?;
+        // Its pages of turns and its lens, not another loop's head named `{name}/…`.
+        names.retain(|n| {
+            n.strip_prefix(&parts_of).is_some_and(|rest| {
+                rest.strip_prefix("turns/")
+                    .or_else(|| rest.strip_prefix("lens/"))
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+        });
         names.push(head.clone());
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         report.checkpoints += store
@@ -333,7 +396,12 @@ impl Persister {
     /// A store that saves checkpoints one at a time (not those of this workspace) may stop
     /// between a page and the head: the previous head then reads only the turns it counts,
     /// so the state read back is always one that was saved whole.
-    pub(crate) fn save(&mut self, messages: &[Message], values: &HeadValues<'_>) -> Result<()> {
+    pub(crate) fn save(
+        &mut self,
+        messages: &[Message],
+        values: &HeadValues<'_>,
+        lens: &[PromptTrace],
+    ) -> Result<()> {
         self.claim.renew().map_err(|source| Error::Claim { session: self.head.clone(), source })?;
         let n = messages.len();
         let mut documents: Vec<(String, Value)> = Vec::with_capacity(3);
@@ -373,6 +441,7 @@ impl Persister {
             })?;
             map.insert("paused".to_owned(), paused);
         }
+        documents.extend(crate::lens::documents(&self.head, lens));
         documents.push((self.head.clone(), head));
         let batch: Vec<(&str, &Value)> = documents.iter().map(|(n, d)| (n.as_str(), d)).collect();
         self.store

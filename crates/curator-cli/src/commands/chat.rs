@@ -103,6 +103,8 @@ fn config(args: &ChatArgs) -> Result<LoopConfig> {
     config.max_iterations = u64::MAX;
     // A reply that calls a tool is shown and recorded, never dropped for having no text.
     config.include_tool_artifacts = true;
+    // `curator trace` shows what the model was sent at each turn.
+    config.lens = true;
     let history = &mut config.history_management;
     if let Some(strategy) = args.strategy {
         history.strategy = Some(match strategy {

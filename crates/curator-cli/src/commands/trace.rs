@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use curator::client::Usage;
-use curator::conversation_loop::{ConversationTurn, saved_loops};
+use curator::conversation_loop::{ConversationTurn, saved_lens, saved_loops};
 use curator::model::{Entry, EvaluationId, Message};
 use curator::session::{SessionKey, SessionStore, recorded_usage};
 use curator::strategies::bill::Prices;
@@ -154,6 +154,7 @@ pub(crate) fn run(
                 place: format!("#{:<4} turn {:<3}", e.sequence, e.turn),
                 message: if changed { shown.redacted(e.message) } else { e.message },
                 note,
+                title: None,
                 tokens: (at <= seen.len()).then_some(u64::from(tokens)),
             };
             write_line(out, &line, counter, shown)?;
@@ -206,24 +207,49 @@ fn loop_session(
                 place: format!("#{i:<4}"),
                 message: shown.redacted(m),
                 note: None,
+                title: None,
                 tokens: None,
             })
             .collect(),
         ViewKind::Curated => curated(&History::from(messages), pipeline, shown)?,
     };
+    // What each agent step was sent, when the loop keeps its lens (`lens = true`).
+    let lens: Vec<Line> = saved_lens(store, &saved.key, &saved.name)?
+        .into_iter()
+        .flat_map(|step| {
+            let badge =
+                if step.injected { "conversation injected" } else { "no conversation injected" };
+            let title = format!(
+                "sent in iteration {} to step `{}` ({badge}, {} messages):",
+                step.iteration,
+                step.step,
+                step.messages.len()
+            );
+            step.messages.into_iter().enumerate().map(move |(i, m)| Line {
+                place: format!("  sent #{i:<3}"),
+                message: shown.redacted(m),
+                note: None,
+                title: (i == 0).then(|| title.clone()),
+                tokens: None,
+            })
+        })
+        .collect();
     let counter: &dyn TokenCounter = &*pipeline.counter;
     let tokens: u64 = lines.iter().map(|l: &Line| counter.count_message(&l.message)).sum();
+    let shown_turns = lines.len();
+    let lines: Vec<Line> =
+        if kind == ViewKind::Record { lines.into_iter().chain(lens).collect() } else { lines };
     let heading = Line {
         place: format!(
-            "loop `{}` of session `{}` (iteration {}): {} turns shown of {}, {tokens} tokens",
+            "loop `{}` of session `{}` (iteration {}): {shown_turns} turns shown of {}, {tokens} tokens",
             saved.name,
             saved.key,
             saved.state.iteration,
-            lines.len(),
             saved.state.turns.len()
         ),
         message: Message::user(""),
         note: None,
+        title: None,
         tokens: None,
     };
     Ok(Some(std::iter::once(heading).chain(lines).collect()))
@@ -242,6 +268,8 @@ struct Line {
     place: String,
     message: Message,
     note: Option<String>,
+    /// A line printed before the message's (what the messages after it are).
+    title: Option<String>,
     /// The message's tokens, when already counted.
     tokens: Option<u64>,
 }
@@ -268,6 +296,7 @@ fn curated(history: &History<'_>, pipeline: &Pipeline, shown: Printed<'_>) -> Re
                 place: format!("{place:<5}{changed:<10}"),
                 message: shown.redacted(Message::clone(&v.message)),
                 note: None,
+                title: None,
                 tokens: None,
             }
         })
@@ -291,7 +320,7 @@ fn print(
 /// characters) and calls; with its tokens (`usage`) as asked; then its note.
 fn write_line(
     out: &mut dyn Write,
-    Line { place, message, note, tokens }: &Line,
+    Line { place, message, note, title, tokens }: &Line,
     counter: &dyn TokenCounter,
     Printed { raw, usage, .. }: Printed<'_>,
 ) -> Result<()> {
@@ -300,6 +329,9 @@ fn write_line(
     } else {
         String::new()
     };
+    if let Some(title) = title {
+        writeln!(out, "{title}")?;
+    }
     if raw {
         // One JSON line per message, no note between them.
         writeln!(out, "{place} {tokens}{}", serde_json::to_string(message)?)?;

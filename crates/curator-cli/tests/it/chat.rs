@@ -226,6 +226,18 @@ fn a_reply_that_only_calls_a_tool_is_shown_and_recorded_and_an_empty_one_is_said
     assert!(out.contains("loop `chat` of session `s`"), "{out}");
     assert!(out.contains("Weather in Rome?") && out.contains("get_weather"), "{out}");
     assert!(out.contains("And tomorrow?"), "{out}");
+    // The lens: what the model was sent at each turn, with the conversation injected.
+    assert!(
+        out.contains(
+            "sent in iteration 1 to step `assistant` (conversation injected, 1 messages):"
+        ),
+        "{out}"
+    );
+    let second = out
+        .split("sent in iteration 2 to step `assistant` (conversation injected")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no lens of the second turn: {out}"));
+    assert!(second.contains("Weather in Rome?") && second.contains("And tomorrow?"), "{out}");
 }
 
 #[test]

@@ -27,7 +27,11 @@ impl ConversationLoop {
             paused: paused.as_ref(),
         };
         let Some(persister) = &mut self.persister else { return Ok(()) };
-        persister.save(self.history.messages(), &values)?;
+        persister.save(self.history.messages(), &values, &self.lens)?;
+        // The lens of completed iterations is saved for good; an iteration under way (paused
+        // at a human step) is saved again, whole, when it completes.
+        let completed = self.iteration;
+        self.lens.retain(|t| t.iteration > completed);
         self.unsaved = false;
         Ok(())
     }

@@ -165,6 +165,8 @@ pub struct ConversationLoop {
     run_start: u64,
     /// The run's quota and what it used.
     account: Account,
+    /// With `lens = true` and a store: what the agent steps were sent, not saved yet.
+    lens: Vec<PromptTrace>,
     paused: Option<Paused>,
     /// Whether the last `drive` failed in the iteration it resumed.
     resume_failed: bool,
@@ -229,6 +231,7 @@ impl ConversationLoop {
             running: false,
             run_start: 0,
             account,
+            lens: Vec::new(),
             paused: None,
             resume_failed: false,
             unsaved: false,
@@ -508,6 +511,9 @@ impl ConversationLoop {
 
     /// Drops the turns after the first `len` (a failed iteration's).
     fn rollback(&mut self, len: usize) {
+        // What the failed iteration's steps were sent goes with it.
+        let completed = self.iteration;
+        self.lens.retain(|t| t.iteration <= completed);
         if self.history.len() > len {
             // `History` is append-only (positions key its caches): a rollback, which only a
             // failure causes, rebuilds it; counts are recomputed on the next bound.
@@ -664,7 +670,7 @@ impl ConversationLoop {
     ) -> Result<(Vec<Message>, Option<Vec<Message>>)> {
         let (name, step) = &self.steps[i];
         let own = step.request(input);
-        let tracing = self.trace.is_some();
+        let tracing = self.trace.is_some() || self.keeps_lens();
         let redact_sent = self.config.redact.sent;
         let ctx = CurationContext::default().with_preserve_system(false).with_preserve_task(false);
         let history_error = |source| Error::History { step: name.clone(), source };
@@ -812,7 +818,6 @@ impl ConversationLoop {
 
     /// Sends a trace; a failing sink is logged and counted, never fatal.
     fn emit(&mut self, iteration: u64, i: usize, injected: bool, messages: Vec<Message>) {
-        let Some(sink) = &self.trace else { return };
         let trace = PromptTrace {
             loop_name: self.name.clone(),
             iteration,
@@ -820,19 +825,29 @@ impl ConversationLoop {
             injected,
             messages,
         };
-        tracing::debug!(
-            target: "curator_loop",
-            loop_name = %trace.loop_name,
-            iteration,
-            step = %trace.step,
-            injected,
-            messages = trace.messages.len(),
-            "agent prompt"
-        );
-        if let Err(e) = sink.emit(&trace) {
-            self.trace_failures += 1;
-            tracing::warn!(target: "curator_loop", loop_name = %trace.loop_name, step = %trace.step, error = %e, "trace sink failed; the loop goes on");
+        if let Some(sink) = &self.trace {
+            tracing::debug!(
+                target: "curator_loop",
+                loop_name = %trace.loop_name,
+                iteration,
+                step = %trace.step,
+                injected,
+                messages = trace.messages.len(),
+                "agent prompt"
+            );
+            if let Err(e) = sink.emit(&trace) {
+                self.trace_failures += 1;
+                tracing::warn!(target: "curator_loop", loop_name = %trace.loop_name, step = %trace.step, error = %e, "trace sink failed; the loop goes on");
+            }
         }
+        if self.keeps_lens() {
+            self.lens.push(trace);
+        }
+    }
+
+    /// Whether what the agent steps are sent is saved with the loop session.
+    fn keeps_lens(&self) -> bool {
+        self.config.lens && self.persister.is_some()
     }
 
     /// Starts the loop afresh in memory: no turns, iteration 0 (what a nested loop does each

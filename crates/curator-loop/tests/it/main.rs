@@ -5,6 +5,7 @@ mod bound;
 mod config;
 mod http;
 mod inject;
+mod lens;
 mod persist;
 mod processes;
 mod props;
