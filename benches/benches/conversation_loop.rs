@@ -226,26 +226,36 @@ fn summarize_rows(sizes: &[usize], runs: usize) -> Vec<serde_json::Value> {
                     walls.push(wall);
                 }
             }
-            times.sort_unstable();
-            walls.sort_unstable();
-            let (p50, p99) = (percentile(&times, 50), percentile(&times, 99));
-            let (wall_p50, wall_p99) = (percentile(&walls, 50), percentile(&walls, 99));
-            let us = |ns: u64| ns as f64 / 1e3;
-            println!(
-                "conversation/{name}/{size}: on-CPU p50 {:.1} µs, p99 {:.1} µs; wall-clock p50 {:.1} µs, p99 {:.1} µs; {} iterations",
-                us(p50),
-                us(p99),
-                us(wall_p50),
-                us(wall_p99),
-                times.len()
-            );
-            rows.push(
-                serde_json::json!({"scenario": name, "history": size, "iterations": times.len(),
-                "p50_ns": p50, "p99_ns": p99, "wall_p50_ns": wall_p50, "wall_p99_ns": wall_p99}),
-            );
+            rows.push(on_cpu_row(name, size, times, walls));
         }
     }
     rows
+}
+
+/// The row of a scenario timed on-CPU (the target's measure) and on the wall clock: p50 and
+/// p99 of each, printed as they go into the report.
+fn on_cpu_row(
+    scenario: &str,
+    size: usize,
+    mut times: Vec<u64>,
+    mut walls: Vec<u64>,
+) -> serde_json::Value {
+    times.sort_unstable();
+    walls.sort_unstable();
+    let (p50, p99) = (percentile(&times, 50), percentile(&times, 99));
+    let (wall_p50, wall_p99) = (percentile(&walls, 50), percentile(&walls, 99));
+    let us = |ns: u64| ns as f64 / 1e3;
+    println!(
+        "conversation/{scenario}/{size}: on-CPU p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs; wall-clock p50 {:.1} µs, p99 {:.1} µs; {} iterations",
+        us(p50),
+        us(p99),
+        us(times.last().copied().unwrap_or(0)),
+        us(wall_p50),
+        us(wall_p99),
+        times.len()
+    );
+    serde_json::json!({"scenario": scenario, "history": size, "iterations": times.len(),
+        "p50_ns": p50, "p99_ns": p99, "wall_p50_ns": wall_p50, "wall_p99_ns": wall_p99})
 }
 
 fn main() {
@@ -264,22 +274,7 @@ fn main() {
                 walls.push(wall);
             }
         }
-        times.sort_unstable();
-        walls.sort_unstable();
-        let (p50, p99) = (percentile(&times, 50), percentile(&times, 99));
-        let (wall_p50, wall_p99) = (percentile(&walls, 50), percentile(&walls, 99));
-        let us = |ns: u64| ns as f64 / 1e3;
-        println!(
-            "conversation/truncate_tokens_template/{size}: on-CPU p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs; wall-clock p50 {:.1} µs, p99 {:.1} µs; {} iterations",
-            us(p50),
-            us(p99),
-            us(times.last().copied().unwrap_or(0)),
-            us(wall_p50),
-            us(wall_p99),
-            times.len()
-        );
-        rows.push(serde_json::json!({"scenario": "truncate_tokens_template", "history": size, "iterations": times.len(),
-            "p50_ns": p50, "p99_ns": p99, "wall_p50_ns": wall_p50, "wall_p99_ns": wall_p99}));
+        rows.push(on_cpu_row("truncate_tokens_template", size, times, walls));
     }
     let hitl_sizes: &[usize] = if quick() { &[10, 1_000] } else { &[10, 1_000, 10_000] };
     rows.extend(hitl_rows(hitl_sizes, if quick() { 1 } else { 3 }));
