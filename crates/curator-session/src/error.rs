@@ -325,7 +325,7 @@ pub enum Error {
     /// for the model (ask again to call it again).
     #[error("the model replied with nothing (no text, no tool call); nothing was recorded")]
     EmptyReply,
-    /// An [`Agent`](crate::Agent) run made its [`max_turns`](crate::Agent::max_turns) model
+    /// A `curator_agent::Agent` run made its `max_turns` model
     /// calls without an answer. Everything it did is recorded; the next run continues it (an
     /// `ask` with the same message id, or a new message, which is recorded after it).
     #[error(

@@ -134,7 +134,7 @@ impl<S: SessionStore> Driver for Conversation<S> {
 /// - [`Action::WaitForUser`]: returns [`RunOutcome::WaitingForUser`] at once.
 ///
 /// To run a reply's parallel calls at once, use [`drive_parallel`](crate::drive_parallel); for a model client, tools and streaming, use
-/// [`Agent`](crate::Agent), which runs on the same loop.
+/// `curator_agent::Agent`, which runs on the same loop.
 ///
 /// # Errors
 ///

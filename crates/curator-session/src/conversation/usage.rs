@@ -29,7 +29,7 @@ impl<S: SessionStore> Conversation<S> {
     /// Records `usage` as what the call that produced the latest assistant reply took: kept
     /// in the store beside the record (the checkpoint `curator.usage/<evaluation>`), read
     /// back by [`recorded_usage`] and shown by `curator inspect` and `curator trace`.
-    /// Recording the same reply's usage again replaces it. [`Agent`](crate::Agent) records
+    /// Recording the same reply's usage again replaces it. `curator_agent::Agent` records
     /// every call's usage that its client reports.
     ///
     /// The usage is written after the reply: a process killed between the two keeps the
