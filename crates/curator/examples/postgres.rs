@@ -52,10 +52,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     claim.release()?;
 
     let resumed = Conversation::resume(&store, key.clone(), &PromptRef::new("support", "v1"))?;
-    println!(
-        "resumed by another worker: {} messages, next step {:?}",
-        resumed.history().len(),
-        resumed.next_step()
-    );
+    let next = match resumed.next_step() {
+        Action::Finished(_) => "Finished",
+        Action::CallModel => "CallModel",
+        Action::Run(_) => "Run",
+        _ => "WaitForUser",
+    };
+    println!("resumed by another worker: {} messages, next step {next}", resumed.history().len());
     Ok(())
 }
