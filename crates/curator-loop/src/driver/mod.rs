@@ -860,6 +860,8 @@ impl ConversationLoop {
         self.running = false;
         self.run_start = 0;
         self.account.set_used(0);
+        // What an earlier life's steps were sent is not this one's.
+        self.lens.clear();
         self.unsaved = false;
         self.paused = None;
     }
