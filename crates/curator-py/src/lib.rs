@@ -380,6 +380,7 @@ fn python_kind(value: &Value) -> &'static str {
 #[pyo3(name = "_native")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(curate, m)?)?;
     m.add_function(wrap_pyfunction!(default_pipeline, m)?)?;
     m.add_function(wrap_pyfunction!(curate_kept, m)?)?;

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use curator::model::{Entry, EvaluationId, Message, PromptRef, Role, formats};
 use curator::session::{
-    ChangeStamp, ITEM_HEADS, SessionKey, SessionStore, append_at_end, next_turn,
+    ChangeStamp, ITEM_HEADS, SessionKey, SessionStore, StoreErrorKind, append_at_end, next_turn,
 };
 use curator::strategies::{
     CurationContext, History, HistoryManager, HistoryManagerExt, MessageRef, StrategyConfig,
@@ -133,8 +133,15 @@ pub(crate) fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Failure> {
         std::path::absolute(spec).map_or_else(|_| spec.to_owned(), |p| p.display().to_string())
     };
     let stores = STORES.get_or_init(Mutex::default);
-    if let Some(store) =
-        stores.lock().unwrap_or_else(PoisonError::into_inner).get(&name).and_then(Weak::upgrade)
+    // A file deleted since its store was opened is a new file: the old store writes to
+    // what was deleted.
+    let reusable = postgres || !in_file(spec) || std::path::Path::new(&name).exists();
+    if let Some(store) = stores
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&name)
+        .and_then(Weak::upgrade)
+        .filter(|_| reusable)
     {
         return Ok(store);
     }
@@ -150,15 +157,35 @@ pub(crate) fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Failure> {
                 message: "`store` should be a SQLite file's path or a PostgreSQL URL, found an empty string".to_owned(),
             });
         }
-        Arc::new(
-            curator::sqlite::SqliteStore::open(spec)
-                .map_err(|e| Failure::store(&e, e.kind(), e.to_string()))?,
-        )
+        Arc::new(curator::sqlite::SqliteStore::open(spec).map_err(|e| sqlite_failure(&e))?)
     };
     let mut stores = stores.lock().unwrap_or_else(PoisonError::into_inner);
     stores.retain(|_, store| store.strong_count() > 0);
     stores.insert(name, Arc::downgrade(&store));
     Ok(store)
+}
+
+/// A SQLite store's opening error for Python: a read-only file is said in terms of what
+/// a session needs (its Rust message points to a Rust API Python cannot call).
+fn sqlite_failure(e: &curator::sqlite::Error) -> Failure {
+    let message = match e {
+        curator::sqlite::Error::Sqlite { path, context, kind, .. }
+            if *kind == StoreErrorKind::ReadOnly =>
+        {
+            format!(
+                "{}: {context}: read-only: a session records what it is given, so its SQLite \
+                 file and the folder holding it must be writable by this process",
+                path.display()
+            )
+        }
+        _ => e.to_string(),
+    };
+    Failure::store(e, e.kind(), message)
+}
+
+/// Whether a SQLite store's name is a file's path, not SQLite's in-memory database or a URI.
+pub(crate) fn in_file(spec: &str) -> bool {
+    spec != ":memory:" && !spec.starts_with("file:")
 }
 
 /// Whether a store's name is a PostgreSQL URL.
@@ -218,6 +245,11 @@ pub(crate) struct ItemLog {
     head_name: String,
     pipeline: Option<Arc<dyn HistoryManager>>,
     held: Held,
+    /// Whether the record was read yet: opening reads nothing, the first call loads it.
+    loaded: bool,
+    /// The SQLite file the store writes, checked before each write: SQLite goes on writing
+    /// to a file deleted under it, which no later process would see.
+    file: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for ItemLog {
@@ -232,7 +264,8 @@ impl std::fmt::Debug for ItemLog {
 }
 
 impl ItemLog {
-    /// Opens the session `key` of `store`, loading its live items.
+    /// Opens the session `key` of `store`. Its items are loaded by the first call that
+    /// needs them, so that opening a long session costs nothing on the caller's thread.
     ///
     /// # Errors
     ///
@@ -249,16 +282,40 @@ impl ItemLog {
         let pipeline = pipeline.map(crate::pipeline::built).transpose()?;
         let head_name = format!("{ITEM_HEADS}{}/{key}", format.name());
         let evaluation = evaluation_of(&key, format, 0);
-        let mut log = Self {
+        let log = Self {
             store,
             key,
             format,
             head_name,
             pipeline,
             held: Held::empty(None, Head::default(), evaluation),
+            loaded: false,
+            file: None,
         };
-        log.reload()?;
         Ok(log)
+    }
+
+    /// Checks before each write that the SQLite file at `path` is still there.
+    #[must_use]
+    pub(crate) fn watching_file(mut self, path: std::path::PathBuf) -> Self {
+        self.file = Some(path);
+        self
+    }
+
+    /// Refuses to write when the store's file was deleted or moved since it was opened.
+    fn check_file(&self) -> Result<(), Failure> {
+        match &self.file {
+            Some(file) if !file.exists() => Err(Failure::Store {
+                kind: "unavailable",
+                message: format!(
+                    "session `{}`: the SQLite file {} was deleted or moved while the session was \
+                     open; nothing was written (open the session again to start a new file)",
+                    self.key,
+                    file.display()
+                ),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Number of live items held (as of the last call).
@@ -405,6 +462,7 @@ impl ItemLog {
         if messages.is_empty() {
             return Ok(());
         }
+        self.check_file()?;
         let prompt = self.format.prompt();
         let store = Arc::clone(&self.store);
         let appended = append_at_end(&*store, &self.key.clone(), APPEND_ATTEMPTS, || {
@@ -454,6 +512,7 @@ impl ItemLog {
         let history = &self.held.history;
         let mut group = self.format.write(&history.messages()[last.message..])?;
         let Some(popped) = group.pop() else { return Ok(None) };
+        self.check_file()?;
         let mut head = self.held.head.clone();
         head.removed.insert(last.sequence);
         let version = self.put_head(&head)?;
@@ -483,6 +542,7 @@ impl ItemLog {
     /// A store error (nothing changes then).
     pub(crate) fn clear(&mut self) -> Result<(), Failure> {
         self.refresh()?;
+        self.check_file()?;
         let head = Head { generation: self.held.head.generation + 1, removed: BTreeSet::new() };
         let version = self.put_head(&head)?;
         let evaluation = evaluation_of(&self.key, self.format, head.generation);
@@ -509,6 +569,11 @@ impl ItemLog {
         // Taken before the reads: a commit after it changes the stamp, so the next call
         // reads again even if these reads already saw it.
         let stamp = self.store.change_stamp().map_err(Failure::Session)?;
+        if !self.loaded {
+            self.reload()?;
+            self.held.stamp = stamp;
+            return Ok(());
+        }
         if stamp.is_some() && stamp == self.held.stamp {
             return Ok(());
         }
@@ -566,6 +631,7 @@ impl ItemLog {
             }
         }
         self.held.history = History::from(messages);
+        self.loaded = true;
         Ok(())
     }
 

@@ -173,9 +173,6 @@ def test_errors_name_what_was_wrong(tmp_path):
     assert bad.value.kind == "config"
     with pytest.raises(ConfigError):
         CuratorSession(new_id(), store, max_tokens=100, pipeline={"strategy": "sliding_window", "window_size": 2})
-    with pytest.raises(ConfigError) as bad:
-        run(session.get_items(limit=-1))
-    assert bad.value.kind == "invalid_argument"
     with pytest.raises(StoreError) as bad:
         CuratorSession("", store)
     assert bad.value.kind == "bad_key"
@@ -415,3 +412,51 @@ def test_the_sessions_unsendable_warning_points_at_the_callers_line(tmp_path):
     with pytest.warns(UnsendableWarning) as caught:
         run(read())
     assert [w.filename for w in caught] == [__file__]
+
+
+def test_a_negative_limit_asks_for_every_item_as_the_sdk_takes_it(tmp_path):
+    session = CuratorSession(new_id(), str(tmp_path / "s.db"), max_tokens=100_000)
+    run(session.add_items(agent_items()))
+    assert run(session.get_items(limit=-1)) == agent_items()
+    assert run(session.get_items(limit=0)) == []
+    assert run(session.get_items(limit=2)) == agent_items()[-2:]
+
+
+def test_a_database_file_deleted_under_a_live_session_refuses_writes(tmp_path):
+    path = tmp_path / "s.db"
+    session = CuratorSession(new_id(), str(path))
+    run(session.add_items([{"role": "user", "content": "first"}]))
+    path.unlink()
+    for write in (
+        lambda: session.add_items([{"role": "user", "content": "lost?"}]),
+        session.pop_item,
+        session.clear_session,
+    ):
+        with pytest.raises(StoreError) as bad:
+            run(write())
+        assert bad.value.kind == "unavailable" and str(path) in str(bad.value) and "deleted" in str(bad.value)
+    # A new session on the path starts a new file and records there.
+    again = CuratorSession(session.session_id, str(path))
+    run(again.add_items([{"role": "user", "content": "second"}]))
+    assert run(again.get_items()) == [{"role": "user", "content": "second"}]
+
+
+def test_a_read_only_file_is_said_in_python_terms(tmp_path):
+    import subprocess
+
+    path = tmp_path / "s.db"
+    run(CuratorSession(new_id(), str(path)).add_items([{"role": "user", "content": "hi"}]))
+    # Made immutable, which binds root too (tests run as root in CI); else read-only.
+    immutable = subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode == 0
+    if not immutable:
+        path.chmod(0o444)
+    try:
+        with pytest.raises(StoreError) as bad:
+            run(CuratorSession(new_id(), str(path)).add_items([{"role": "user", "content": "more"}]))
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+        path.chmod(0o644)
+    assert bad.value.kind == "read_only", bad.value
+    assert "writable" in str(bad.value), bad.value
+    assert "SqliteStore" not in str(bad.value) and "open_read_only" not in str(bad.value)

@@ -1,8 +1,11 @@
 """Type stubs of the Rust extension module (crates/curator-py/src/lib.rs)."""
 
-from typing import Any, Dict, List, Literal, Mapping, Optional, TypeVar, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
-Messages = TypeVar("Messages", List[Dict[str, Any]], Dict[str, Any])
+Messages = TypeVar("Messages")
+
+__version__: str
+"""The package's version."""
 
 class CuratorError(Exception):
     """Every error curator raises."""
@@ -35,7 +38,7 @@ def curate(
     max_tokens: Optional[int] = None,
     *,
     pipeline: Union[Mapping[str, Any], str, None] = None,
-    format: Optional[Literal["auto", "openai", "anthropic", "responses"]] = "auto",
+    format: Optional[str] = "auto",
 ) -> Messages:
     """Curates messages and returns them in the format and shape they came in.
 
@@ -80,11 +83,13 @@ class ItemSession:
     @property
     def is_postgres(self) -> bool: ...
     def __len__(self) -> int: ...
-    def get_items(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+    def get_items(self, limit: Optional[int] = None) -> List[Any]:
         """The items, the newest ``limit`` of them, or (with a pipeline, no limit) the curated view."""
-    def add_items(self, items: List[Dict[str, Any]]) -> None:
+    def get_items_noting(self, limit: Optional[int] = None) -> Tuple[List[Any], Optional[str]]:
+        """As ``get_items``, with the ``UnsendableWarning``'s text returned instead of given."""
+    def add_items(self, items: Sequence[Any]) -> None:
         """Records items after the session's items, all or none."""
-    def pop_item(self) -> Optional[Dict[str, Any]]:
+    def pop_item(self) -> Optional[Any]:
         """Removes the newest item and returns it."""
     def clear(self) -> None:
         """Starts the session afresh; the record keeps what was there."""

@@ -1,7 +1,7 @@
 """A stand-in for LangChain's ``trim_messages``: the same call, curator's token budget."""
 
 import operator
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from ._native import ConfigError
 
@@ -34,7 +34,7 @@ def pipeline(
     allow_partial: bool,
     end_on: Any,
     text_splitter: Any,
-) -> dict:
+) -> Dict[str, Any]:
     """The token budget a ``trim_messages`` call stands for, or a ``ConfigError`` naming the
     argument curator does not take."""
     max_tokens = _budget(max_tokens)

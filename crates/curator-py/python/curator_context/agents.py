@@ -1,4 +1,4 @@
-"""A session for the OpenAI Agents SDK on curator's stores, with curation of what it hands the runner.
+"""A session for the OpenAI Agents SDK on curator's stores, curating every model call of a run.
 
 ::
 
@@ -6,24 +6,42 @@
     from curator_context.agents import CuratorSession
 
     session = CuratorSession("user-42", "sessions.db", max_tokens=8_000)
-    result = await Runner.run(agent, "Where is my parcel?", session=session)
+    result = await Runner.run(agent, "Where is my parcel?", session=session, run_config=session.run_config())
 
 The session implements the SDK's ``Session`` protocol (``session_id``,
-``session_settings``, async ``get_items``, ``add_items``, ``pop_item``, ``clear_session``)
-without importing the SDK. Its items are Responses API items (dicts), recorded in a SQLite
-file (a path) or PostgreSQL (a ``postgres://`` URL), keyed by the session id; the history
-lives in Rust, so a call costs what it keeps. See ``docs/python-sessions.md``.
+``session_settings``, async ``get_items``, ``add_items``, ``pop_item``, ``clear_session``).
+Its items are Responses API items, recorded in a SQLite file (a path) or PostgreSQL (a
+``postgres://`` URL), keyed by the session id; the history lives in Rust.
+
+The SDK reads a session once, when a run starts; the items a run makes (tool calls, their
+outputs) reach the model without passing through ``get_items``. ``run_config()`` (or
+``model_input_filter`` in a ``RunConfig`` of your own) curates what every model call of the
+run is sent, with the session's pipeline, so that a run of many tool calls stays within the
+budget. See ``docs/python-sessions.md``.
 """
+
+from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Dict, List, Mapping, Optional, Union
+import warnings
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
-from ._native import ItemSession
+from . import _native
+from ._native import ItemSession, UnsendableWarning
 
-__all__ = ["CuratorSession"]
+if TYPE_CHECKING:
+    from agents import RunConfig
+    from agents.items import TResponseInputItem
+    from agents.memory import SessionSettings
+    from agents.run_config import CallModelData, ModelInputData
 
-Item = Dict[str, Any]
+    Item = TResponseInputItem
+else:
+    Item = Dict[str, Any]
+
+__all__ = ["CuratorSession", "Session", "curation_filter"]
 
 
 class CuratorSession:
@@ -32,80 +50,239 @@ class CuratorSession:
     ``store`` is the path of a SQLite file (created when missing) or a PostgreSQL URL
     (``postgres://user@host/db``). Give ``max_tokens`` (the default pipeline's budget) or
     ``pipeline`` (a ``StrategyConfig`` as a dict, TOML or JSON text, as ``curate`` takes) for
-    ``get_items()`` to hand the runner the curated view; without either it returns every
-    item. ``session_settings`` is the SDK's ``SessionSettings`` (its ``limit`` makes the
-    runner ask for the newest items, uncurated).
+    ``get_items()`` to hand the runner the curated view and ``run_config()`` to curate every
+    model call; without either, both hand over every item. ``session_settings`` is the SDK's
+    ``SessionSettings`` (its ``limit`` makes the runner ask for the newest items, uncurated).
 
-    Nothing is deleted from the record: ``pop_item`` records the removal, ``clear_session``
-    starts a new evaluation of the key; curator's retention (``curator prune``) deletes.
+    Opening reads nothing: the record is loaded, off the event loop, by the first call that
+    needs it. Nothing is deleted from the record: ``pop_item`` records the removal,
+    ``clear_session`` starts a new evaluation of the key; curator's retention (``curator
+    prune``) deletes.
 
     Raises ``StoreError`` when the store cannot be opened, ``ConfigError`` for a bad pipeline
     or argument.
     """
 
-    session_settings: Any = None
+    session_id: str
+    session_settings: Optional[SessionSettings]
 
     def __init__(
         self,
         session_id: str,
-        store: Union[str, "os.PathLike[str]"],
+        store: Union[str, os.PathLike[str]],
         *,
         max_tokens: Optional[int] = None,
         pipeline: Union[Mapping[str, Any], str, None] = None,
-        session_settings: Any = None,
+        session_settings: Optional[SessionSettings] = None,
     ) -> None:
         store = os.fspath(store) if isinstance(store, os.PathLike) else store
-        self._native = ItemSession(
+        self._native: Optional[ItemSession] = ItemSession(
             session_id, store, format="responses", max_tokens=max_tokens, pipeline=pipeline
         )
-        self.session_id: str = self._native.session_id
+        self._store = store
+        self._max_tokens = max_tokens
+        self._pipeline = pipeline
+        self.session_id = self._native.session_id
         self.session_settings = session_settings
-        # Read once: `get_items` asks on every call.
-        self._threaded: bool = self._native.is_postgres
+        # What the last curated `get_items()` handed out and how many items the record held
+        # then, and the items added since: a model call whose input is exactly that is sent
+        # the curated view of the record, which costs what is new.
+        self._handed: Optional[List[Item]] = None
+        self._held_then = 0
+        self._added: List[Item] = []
 
     def __repr__(self) -> str:
-        return f"CuratorSession(session_id={self.session_id!r}, items={len(self._native)})"
+        closed = ", closed" if self._native is None else ""
+        return f"CuratorSession(session_id={self.session_id!r}, store={self._store!r}{closed})"
+
+    def _session(self) -> ItemSession:
+        if self._native is None:
+            raise _closed(self.session_id)
+        return self._native
+
+    @property
+    def curates(self) -> bool:
+        """Whether the session has a pipeline (``max_tokens`` or ``pipeline``)."""
+        return self._max_tokens is not None or self._pipeline is not None
 
     async def get_items(self, limit: Optional[int] = None) -> List[Item]:
         """The session's items, oldest first: the newest ``limit`` of them when given (as the
-        SDK's ``SQLiteSession`` returns them), else the curated view when the session has a
-        pipeline, else all of them.
+        SDK's ``SQLiteSession`` returns them; a negative ``limit`` means all of them), else
+        the curated view when the session has a pipeline, else all of them.
 
         Raises ``BudgetTooSmall`` when the budget cannot hold what curation never drops,
         ``StoreError`` when the store cannot be read.
         """
-        if self._threaded:
-            return await asyncio.to_thread(self._native.get_items, limit)
-        # SQLite: a change stamp (reads only when something was committed), the curation of
-        # what is held and copies of the kept items, microseconds; a thread hop would cost
-        # more than the call.
-        return self._native.get_items(limit)
+        native = self._session()
+        if limit is not None and limit < 0:
+            limit = None
+        items: List[Item]
+        items, note = await asyncio.to_thread(native.get_items_noting, limit)
+        if note is not None:
+            warnings.warn(note, UnsendableWarning, stacklevel=2)
+        if limit is None and self.curates:
+            self._handed, self._held_then, self._added = list(items), len(native), []
+        return items
 
     async def add_items(self, items: List[Item]) -> None:
         """Records items after the session's items, all of them or none.
 
         Raises ``FormatError`` naming the first item that is not a Responses API item curator
-        can give back as it was, ``StoreError`` when the store cannot be written.
+        can give back as it was, ``StoreError`` when the store cannot be written (its SQLite
+        file deleted under it, say).
         """
-        # A write waits for the disk (SQLite's sync) or the network: off the event loop.
+        native = self._session()
         # Iterables become lists; a single item (a dict), a string or None is handed on as it
         # is, for the extension to refuse it for what it is, not for its keys or letters.
-        if not isinstance(items, (list, tuple, Mapping, str, bytes)) and items is not None:
-            items = list(items)
-        await asyncio.to_thread(self._native.add_items, items)
+        given: Any = items
+        if not isinstance(given, (list, tuple, Mapping, str, bytes)) and given is not None:
+            given = list(given)
+        # A write waits for the disk (SQLite's sync) or the network: off the event loop.
+        await asyncio.to_thread(native.add_items, given)
+        if self._handed is not None and isinstance(given, (list, tuple)):
+            self._added.extend(given)
 
     async def pop_item(self) -> Optional[Item]:
         """Removes the newest item and returns it, or ``None`` when the session is empty.
 
         The item stays in curator's record, marked removed in the session's head.
         """
-        return await asyncio.to_thread(self._native.pop_item)
+        native = self._session()
+        self._handed = None
+        popped: Optional[Item] = await asyncio.to_thread(native.pop_item)
+        return popped
 
     async def clear_session(self) -> None:
         """Empties the session: later calls see no items. What was recorded stays in the
         record, under an earlier evaluation of the key."""
-        await asyncio.to_thread(self._native.clear)
+        native = self._session()
+        self._handed = None
+        await asyncio.to_thread(native.clear)
+
+    async def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """The SDK's ``call_model_input_filter``: what one model call of a run is sent,
+        curated with the session's pipeline (unchanged without one).
+
+        When the call's input is what ``get_items()`` handed the runner followed by the items
+        the runner recorded since (the SDK records each turn's items before the next model
+        call), the call is sent the curated view of the session's record, which costs what
+        was appended since the last call; any other input is curated as it is. Either way
+        the view keeps the provider's prompt cache as the pipeline does.
+
+        Raises ``BudgetTooSmall`` when the budget cannot hold what curation never drops.
+        """
+        from agents.run_config import ModelInputData
+
+        model_data = data.model_data
+        if not self.curates:
+            return model_data
+        given = list(model_data.input)
+        curated = await asyncio.to_thread(self._curate_input, given)
+        return ModelInputData(input=curated, instructions=model_data.instructions)
+
+    def _curate_input(self, given: List[Item]) -> List[Item]:
+        native = self._session()
+        handed, added = self._handed, self._added
+        if handed is not None and len(given) == len(handed) + len(added):
+            start = len(handed)
+            if given[:start] == handed and given[start:] == added:
+                view: List[Item]
+                view, _ = native.get_items_noting(None)
+                # The record holds exactly what the input holds when no other process added
+                # to it since; else the input is curated as it is.
+                if len(native) == self._held_then + len(added):
+                    return view
+        curated: List[Item] = _native.curate(
+            given,
+            self._max_tokens,
+            pipeline=self._pipeline,
+            format="responses",
+        )
+        return curated
+
+    def run_config(self, **settings: Any) -> RunConfig:
+        """An SDK ``RunConfig`` whose ``call_model_input_filter`` is
+        :meth:`model_input_filter`, with ``settings`` as its other fields::
+
+            await Runner.run(agent, "hi", session=session, run_config=session.run_config(workflow_name="support"))
+
+        Raises ``ConfigError`` when ``settings`` names ``call_model_input_filter``.
+        """
+        from agents import RunConfig
+
+        if "call_model_input_filter" in settings:
+            error = _native.ConfigError(
+                "run_config(): the session's filter is the `call_model_input_filter`; give the "
+                "other settings only, or call `model_input_filter` from your own filter"
+            )
+            error.kind = "invalid_argument"
+            raise error
+        return RunConfig(call_model_input_filter=self.model_input_filter, **settings)
+
+    def close(self) -> None:
+        """Lets go of the store (when no other session of the process uses it). Later calls
+        raise ``StoreError`` (kind ``closed``); closing twice does nothing."""
+        self._native = None
+        self._handed = None
+
+    def __enter__(self) -> CuratorSession:
+        return self
+
+    def __exit__(
+        self,
+        kind: Optional[type[BaseException]],
+        value: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> CuratorSession:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: Optional[type[BaseException]],
+        value: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+
+def curation_filter(
+    max_tokens: Optional[int] = None,
+    *,
+    pipeline: Union[Mapping[str, Any], str, None] = None,
+) -> Any:
+    """A ``call_model_input_filter`` for runs without a ``CuratorSession`` (the SDK's own
+    sessions, or none): each model call's input is curated with the default pipeline for
+    ``max_tokens``, or with ``pipeline``::
+
+        run_config = RunConfig(call_model_input_filter=curation_filter(8_000))
+
+    The pipeline remembers its last history, so a call costs little more than converting
+    its input. Raises ``ConfigError`` at once for a bad pipeline; the filter raises
+    ``BudgetTooSmall`` when the budget cannot hold what curation never drops.
+    """
+    # Checked now, not at the first model call.
+    _native.curate([], max_tokens, pipeline=pipeline, format="responses")
+
+    async def curate_call(data: CallModelData[Any]) -> ModelInputData:
+        from agents.run_config import ModelInputData
+
+        given = list(data.model_data.input)
+        curated = await asyncio.to_thread(
+            _native.curate, given, max_tokens, pipeline=pipeline, format="responses"
+        )
+        return ModelInputData(input=curated, instructions=data.model_data.instructions)
+
+    return curate_call
+
+
+def _closed(session_id: str) -> _native.StoreError:
+    error = _native.StoreError(f"session `{session_id}` was closed")
+    error.kind = "closed"
+    return error
 
 
 Session = CuratorSession
-"""The name the issue gives it: ``curator_context.agents.Session``."""
+"""Another name for :class:`CuratorSession`."""

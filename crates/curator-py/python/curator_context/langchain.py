@@ -19,7 +19,7 @@ import asyncio
 import json
 import math
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, convert_to_messages, convert_to_openai_messages
@@ -41,7 +41,12 @@ _LANGCHAIN_KEY = "langchain"
 
 #: Fields of LangChain's AI and tool messages recorded when they differ from their default:
 #: token usage, calls the model made that did not parse, and a tool's artifact and status.
-_MESSAGE_FIELDS = (("usage_metadata", None), ("invalid_tool_calls", []), ("artifact", None), ("status", "success"))
+_MESSAGE_FIELDS: Tuple[Tuple[str, Any], ...] = (
+    ("usage_metadata", None),
+    ("invalid_tool_calls", []),
+    ("artifact", None),
+    ("status", "success"),
+)
 
 # The integers curator's JSON holds (64 bits, signed or not).
 _INT_RANGE = (-(2**63), 2**64 - 1)
@@ -76,7 +81,7 @@ def _json_problem(value: Any, path: str) -> Optional[str]:
     return f"`{path}` holds a `{type(value).__name__}`, which JSON cannot hold"
 
 
-def _check_json(index: int, name: str, value: Dict[str, Any]) -> None:
+def _check_json(index: int, name: str, value: Any) -> None:
     # Checked here, and not left to the native reader, so that the error names the
     # message's own field rather than a path in the record.
     problem = _json_problem(value, name)
@@ -182,7 +187,7 @@ def _to_record(index: int, message: Any) -> Dict[str, Any]:
     content = message.content
     if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") in _OPENAI_PARTS for p in content):
         # LangChain would flatten a single text part to a string: keep the parts as given.
-        converted["content"] = [dict(p) for p in content]
+        converted["content"] = [dict(p) for p in content if isinstance(p, dict)]
     if message.id is not None:
         converted["id"] = message.id
     fields = _langchain_fields(index, message, converted)

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use serde_json::Value;
 
-use super::{ItemFormat, ItemLog, Templates, is_postgres, open_store};
+use super::{ItemFormat, ItemLog, Templates, in_file, is_postgres, open_store};
 use crate::error::Failure;
 
 /// A session of items in a store, for Python: the Agents SDK session and the LangChain
@@ -36,19 +36,56 @@ impl ItemSession {
     /// `UnsendableWarning`, which `warnings.simplefilter("error", UnsendableWarning)` turns
     /// into an exception. They stay in the record.
     fn warn_unsendable(&self, py: Python<'_>, items: &[usize]) -> PyResult<()> {
+        let message = std::ffi::CString::new(self.unsendable_message(items)).unwrap_or_default();
+        let level = crate::error::caller_level(py);
+        PyErr::warn(py, &py.get_type::<crate::error::UnsendableWarning>(), &message, level)
+    }
+
+    fn unsendable_message(&self, items: &[usize]) -> String {
         let shown: Vec<String> = items.iter().take(20).map(ToString::to_string).collect();
         let more = if items.len() > shown.len() { ", ..." } else { "" };
-        let message = format!(
+        format!(
             "{} item(s) of session `{}` (at {}{more}) answer no open call or call a tool whose \
              result never came before a user or system message: no provider takes them, so \
              the curated view leaves them out (they stay in the record)",
             items.len(),
             self.session_id,
             shown.join(", ")
-        );
-        let message = std::ffi::CString::new(message).unwrap_or_default();
-        let level = crate::error::caller_level(py);
-        PyErr::warn(py, &py.get_type::<crate::error::UnsendableWarning>(), &message, level)
+        )
+    }
+
+    /// The items `get_items` hands out, and the indices of those the curated view left out
+    /// because no provider takes them (empty when there is no curated view).
+    fn items_and_unsendable<'py>(
+        &self,
+        py: Python<'py>,
+        limit: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyList>, Vec<usize>)> {
+        let limit = match limit.filter(|l| !l.is_none()) {
+            None => None,
+            Some(limit) => Some(count_argument("limit", limit)?),
+        };
+        if limit.is_none() && self.curates {
+            let curated = self.with_log(py, |log| {
+                let templates = std::mem::take(
+                    &mut *self.templates.lock().unwrap_or_else(PoisonError::into_inner),
+                );
+                let Some(curated) = log.curated(templates)? else { return Ok(None) };
+                // Only a curated view leaves them out; the items as recorded hold them.
+                Ok(Some((curated, log.unsendable())))
+            })?;
+            if let Some((curated, unsendable)) = curated {
+                let (list, templates) = curated.into_python(py)?;
+                *self.templates.lock().unwrap_or_else(PoisonError::into_inner) = templates;
+                return Ok((list, unsendable));
+            }
+        }
+        let items = self.with_log(py, |log| log.items(limit))?;
+        let list = PyList::empty(py);
+        for item in &items {
+            list.append(crate::json::to_python(py, item)?)?;
+        }
+        Ok((list, Vec::new()))
     }
 
     fn with_log<T: Send>(
@@ -88,8 +125,15 @@ impl ItemSession {
             };
         let postgres = is_postgres(&store);
         let log = py.detach(|| {
-            let store = open_store(&store)?;
-            ItemLog::open(store, &session_id, format, config.as_ref())
+            let opened = open_store(&store)?;
+            let log = ItemLog::open(opened, &session_id, format, config.as_ref())?;
+            Ok::<_, Failure>(if postgres || !in_file(&store) {
+                log
+            } else {
+                log.watching_file(
+                    std::path::absolute(&store).unwrap_or_else(|_| store.clone().into()),
+                )
+            })
         })?;
         Ok(Self {
             session_id: log.key.as_str().to_owned(),
@@ -118,41 +162,33 @@ impl ItemSession {
     }
 
     /// The items, or the newest `limit` of them; with a pipeline and no `limit`, the curated
-    /// view as items.
+    /// view as items (an `UnsendableWarning` names the items it left out because no
+    /// provider takes them).
     #[pyo3(signature = (limit = None))]
     fn get_items<'py>(
         &self,
         py: Python<'py>,
         limit: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let limit = match limit.filter(|l| !l.is_none()) {
-            None => None,
-            Some(limit) => Some(count_argument("limit", limit)?),
-        };
-        if limit.is_none() && self.curates {
-            let curated = self.with_log(py, |log| {
-                let templates = std::mem::take(
-                    &mut *self.templates.lock().unwrap_or_else(PoisonError::into_inner),
-                );
-                let Some(curated) = log.curated(templates)? else { return Ok(None) };
-                // Only a curated view leaves them out; the items as recorded hold them.
-                Ok(Some((curated, log.unsendable())))
-            })?;
-            if let Some((curated, unsendable)) = curated {
-                if !unsendable.is_empty() {
-                    self.warn_unsendable(py, &unsendable)?;
-                }
-                let (list, templates) = curated.into_python(py)?;
-                *self.templates.lock().unwrap_or_else(PoisonError::into_inner) = templates;
-                return Ok(list);
-            }
-        }
-        let items = self.with_log(py, |log| log.items(limit))?;
-        let list = PyList::empty(py);
-        for item in &items {
-            list.append(crate::json::to_python(py, item)?)?;
+        let (list, unsendable) = self.items_and_unsendable(py, limit)?;
+        if !unsendable.is_empty() {
+            self.warn_unsendable(py, &unsendable)?;
         }
         Ok(list)
+    }
+
+    /// As `get_items`, with the warning's text returned (`None` when there is none) for
+    /// the caller to give where its user called: for async callers, whose work runs on
+    /// another thread.
+    #[pyo3(signature = (limit = None))]
+    fn get_items_noting<'py>(
+        &self,
+        py: Python<'py>,
+        limit: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyList>, Option<String>)> {
+        let (list, unsendable) = self.items_and_unsendable(py, limit)?;
+        let note = (!unsendable.is_empty()).then(|| self.unsendable_message(&unsendable));
+        Ok((list, note))
     }
 
     /// Records items after the session's items, all or none.

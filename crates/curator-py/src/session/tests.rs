@@ -185,6 +185,7 @@ fn unsendable_items_are_found_as_items_are_added() {
     }
     // Found the same from scratch, as another process opening the session does.
     let mut again = open(&store, None);
+    again.items(None).unwrap();
     assert_eq!(again.unsendable(), [6, 7, 8]);
     // Another orphan after the user message is found from where the last check settled.
     log.add(&[json!({"type": "function_call_output", "call_id": "late", "output": "?"})]).unwrap();
@@ -218,6 +219,52 @@ fn bad_items_and_keys_are_refused_naming_them() {
 fn a_corrupt_head_is_named() {
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
     store.put_checkpoint("curator.items/responses/user-1", &json!({"generation": "x"})).unwrap();
-    let error = ItemLog::open(store, "user-1", ItemFormat::Responses, None).unwrap_err();
-    assert_eq!(error.kind(), "corrupt");
+    // Opening reads nothing; the first call that needs the items says it.
+    let mut log = ItemLog::open(store, "user-1", ItemFormat::Responses, None).unwrap();
+    assert_eq!(log.items(None).unwrap_err().kind(), "corrupt");
+}
+
+#[test]
+fn a_read_only_sqlite_file_is_said_in_terms_of_what_a_session_needs() {
+    let error = curator::sqlite::Error::Sqlite {
+        path: "s.db".into(),
+        context: "reading the header",
+        kind: StoreErrorKind::ReadOnly,
+        source: "attempt to write a readonly database".into(),
+    };
+    let Failure::Store { kind, message } = sqlite_failure(&error) else {
+        panic!("not a store failure")
+    };
+    assert_eq!(kind, "read_only");
+    assert!(message.starts_with("s.db: reading the header: read-only: "), "{message}");
+    assert!(message.contains("writable") && !message.contains("SqliteStore"), "{message}");
+}
+
+#[test]
+fn opening_reads_nothing_until_a_call_needs_the_items() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let mut writer = open(&store, None);
+    writer.add(&agent_items(2, 3)).unwrap();
+    let mut reader = open(&store, None);
+    assert_eq!(reader.len(), 0, "nothing is loaded by opening");
+    assert_eq!(reader.items(None).unwrap(), agent_items(2, 3));
+    assert_eq!(reader.len(), agent_items(2, 3).len());
+}
+
+#[test]
+fn a_deleted_sqlite_file_refuses_writes_naming_it() {
+    let dir = std::env::temp_dir().join(format!("curator-py-deleted-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.db");
+    let store = open_store(path.to_str().unwrap()).unwrap();
+    let mut log = open(&store, None).watching_file(path.clone());
+    log.add(&[message("user", "first")]).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let Err(Failure::Store { kind, message: said }) = log.add(&[message("user", "lost?")]) else {
+        panic!("a write to a deleted file was taken")
+    };
+    assert_eq!(kind, "unavailable");
+    assert!(said.contains("deleted") && said.contains("s.db"), "{said}");
+    assert!(log.pop().is_err() && log.clear().is_err());
+    std::fs::remove_dir_all(&dir).ok();
 }
