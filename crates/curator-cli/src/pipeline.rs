@@ -241,6 +241,7 @@ impl PipelineArgs {
                     reserve: self.reserve,
                     tokenizer,
                     head_share: 0.5,
+                    shorten: true,
                 }
             });
         }

@@ -68,6 +68,7 @@ fn strategy(
         reserve: 0,
         tokenizer,
         head_share: TokenBudget::new(max_tokens).head_share(),
+        shorten: true,
     };
     Ok(match config.strategy.unwrap_or_default() {
         HistoryStrategy::TruncateTokens => match config.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) {

@@ -15,7 +15,7 @@
 use curator::model::{Message, Role};
 use curator::strategies::{
     CurationContext, History, HistoryManager, HistoryManagerExt, StrategyConfig, TokenCounter,
-    Tokenizer,
+    Tokenizer, View,
 };
 
 use crate::error::Failure;
@@ -148,9 +148,23 @@ pub(crate) fn curate_subset(
     messages: Vec<(usize, Message)>,
     pipeline: &dyn HistoryManager,
 ) -> Result<Curated, Failure> {
+    curate_subset_with(messages, |history| {
+        Ok(pipeline.curate_history(history, &CurationContext::default())?)
+    })
+}
+
+/// [`curate_subset`] with the view made by `curate`, which is given the subset's history.
+///
+/// # Errors
+///
+/// What `curate` returns.
+pub(crate) fn curate_subset_with(
+    messages: Vec<(usize, Message)>,
+    curate: impl for<'h> FnOnce(&'h History<'static>) -> Result<View<'h>, Failure>,
+) -> Result<Curated, Failure> {
     let (positions, messages): (Vec<usize>, Vec<Message>) = messages.into_iter().unzip();
     let history = History::from(messages);
-    let view = pipeline.curate_history(&history, &CurationContext::default())?;
+    let view = curate(&history)?;
     let kept = view
         .iter()
         .map(|entry| match entry.pos.and_then(|p| positions.get(p)) {
@@ -215,9 +229,15 @@ mod tests {
     }
 
     fn budget(max_tokens: u64, tokenizer: Tokenizer) -> Box<dyn HistoryManager> {
-        StrategyConfig::TokenBudget { max_tokens, reserve: 0, tokenizer, head_share: 0.5 }
-            .build()
-            .unwrap()
+        StrategyConfig::TokenBudget {
+            max_tokens,
+            reserve: 0,
+            tokenizer,
+            head_share: 0.5,
+            shorten: true,
+        }
+        .build()
+        .unwrap()
     }
 
     #[track_caller]

@@ -18,6 +18,7 @@
 //! The crate's logic is plain Rust (curation over JSON values), so that `cargo test`
 //! covers it without a Python interpreter running; `tests/test_*.py` cover the bindings.
 
+mod counted;
 mod detect;
 pub mod error;
 mod json;
@@ -126,8 +127,12 @@ fn warn_unsendable(py: Python<'_>, unsendable: &[usize]) -> PyResult<()> {
 /// # Errors
 ///
 /// As [`curate`].
+///
+/// With `counts` (one token count per message, from a counter of the caller's), the
+/// pipeline must be a lone token budget, which counts message `i` as `counts[i]` (see
+/// [`counted`]).
 #[pyfunction]
-#[pyo3(signature = (messages, max_tokens = None, *, pipeline = None, convert = None, base = None))]
+#[pyo3(signature = (messages, max_tokens = None, *, pipeline = None, convert = None, base = None, counts = None))]
 fn curate_kept<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
@@ -135,6 +140,7 @@ fn curate_kept<'py>(
     pipeline: Option<&Bound<'py, PyAny>>,
     convert: Option<Bound<'py, PyAny>>,
     base: Option<Bound<'py, PyAny>>,
+    counts: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let config = config(max_tokens, pipeline)?;
     let list = as_list(messages)?;
@@ -149,9 +155,33 @@ fn curate_kept<'py>(
             .into());
         }
     };
-    let curated = kept(&mut source, &config)?;
+    let curated = match counts.filter(|c| !c.is_none()) {
+        Some(counts) => counted::curate_counted(&mut source, token_counts(counts)?, &config)?,
+        None => kept(&mut source, &config)?,
+    };
     warn_unsendable(py, &curated.unsendable)?;
     positions_or_dicts(py, &curated.kept)
+}
+
+/// A list of token counts, each a non-negative integer.
+fn token_counts(counts: &Bound<'_, PyAny>) -> Result<Vec<u64>, Failure> {
+    let bad = |what: String| Failure::Config { kind: "invalid_argument", message: what };
+    let list = as_list(counts).map_err(|_| {
+        bad(format!("`counts` should be a list of token counts, found {}", type_name(counts)))
+    })?;
+    let mut out = Vec::with_capacity(list.len());
+    for (index, count) in list.iter().enumerate() {
+        let value =
+            count.extract::<u64>().ok().filter(|_| count.cast::<pyo3::types::PyBool>().is_err());
+        let Some(value) = value else {
+            let shown = count.repr().map_or_else(|_| type_name(&count), |r| r.to_string());
+            return Err(bad(format!(
+                "`counts[{index}]` should be a non-negative integer (the message's tokens), found {shown}"
+            )));
+        };
+        out.push(value);
+    }
+    Ok(out)
 }
 
 /// A list or tuple of messages, as a list.

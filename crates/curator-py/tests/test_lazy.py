@@ -2,7 +2,7 @@
 
 import pytest
 
-from curator_context import FormatError, curate, trim_messages
+from curator_context import FormatError, curate
 
 BUDGET = {"strategy": "token_budget", "max_tokens": 600, "tokenizer": "estimate"}
 
@@ -34,7 +34,7 @@ def test_the_same_view_as_reading_everything():
 
 def test_kept_messages_are_the_dicts_given():
     messages = _history(50)
-    out = trim_messages(messages, max_tokens=600)
+    out = curate(messages, pipeline=BUDGET)
     given = {id(m) for m in messages}
     assert all(id(m) in given for m in out)
     assert out[0] is messages[0] and out[1] is messages[1] and out[-1] is messages[-1]

@@ -82,6 +82,8 @@ pub struct TokenBudget {
     head_share: f64,
     counter: Arc<dyn TokenCounter>,
     marks: Marks,
+    /// Whether messages are kept whole or left out, never shortened.
+    whole: bool,
 }
 
 impl TokenBudget {
@@ -94,7 +96,43 @@ impl TokenBudget {
             head_share: 0.5,
             counter: Arc::new(CharEstimate::default()),
             marks: Marks::Count,
+            whole: false,
         }
+    }
+
+    /// Keeps messages whole: no text is cut. The head takes what it needs whatever its
+    /// share, older units that do not fit whole are left out, and when the head and the
+    /// newest unit do not fit whole, the call fails with [`Error::BudgetTooSmall`] (they are
+    /// never left out).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use curator::model::Message;
+    /// use curator::strategies::{CurationContext, HistoryManagerExt, TokenBudget};
+    ///
+    /// let messages = vec![
+    ///     Message::user(format!("Summarize: {}", "long text ".repeat(100))),
+    ///     Message::assistant("Which part?"),
+    ///     Message::user("All of it."),
+    /// ];
+    /// let whole = TokenBudget::new(300).keeping_messages_whole();
+    /// let view = whole.curate_messages(&messages, &CurationContext::default())?;
+    /// assert_eq!(view, messages);
+    /// // A budget the task does not fit whole in is refused, not met by cutting the task.
+    /// assert!(TokenBudget::new(100).keeping_messages_whole().curate_messages(&messages, &CurationContext::default()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn keeping_messages_whole(mut self) -> Self {
+        self.whole = true;
+        self
+    }
+
+    /// Whether it keeps messages whole (see
+    /// [`keeping_messages_whole`](Self::keeping_messages_whole)).
+    pub fn keeps_messages_whole(&self) -> bool {
+        self.whole
     }
 
     /// Holds back `reserve` tokens for tool schemas and the reply.
@@ -167,6 +205,7 @@ impl TokenBudget {
             head_share: share,
             counter: Arc::clone(&self.counter),
             marks: self.marks,
+            whole: self.whole,
         }
     }
 
@@ -396,6 +435,9 @@ impl HistoryManager for TokenBudget {
             .unwrap_or_default();
         let present_full: u64 = members.iter().map(|&i| tally.message(i)).sum();
         let present_minimum = || {
+            if self.whole {
+                return present_full;
+            }
             let messages: Vec<_> = members.iter().map(|&i| view.message(i)).collect();
             let refs: Vec<&Message> = messages.iter().map(|m| &**m).collect();
             unit_minimum(&refs, &memo).min(present_full)
@@ -412,10 +454,15 @@ impl HistoryManager for TokenBudget {
         };
         let share = self.share_of(available);
         let head_full: u64 = systems.iter().chain(&task).map(|p| p.full).sum();
-        if head_full > share || head_full + note + present_full > available {
-            Self::set_floors(&view, &memo, &mut systems, task.as_mut(), ctx.shorten_system);
-        }
-        let (mut system_rooms, mut task_room) = head_rooms(&systems, task.as_ref(), share);
+        let (mut system_rooms, mut task_room) = if self.whole {
+            // Floors stay the full sizes: the head takes what it needs.
+            (systems.iter().map(|p| p.full).collect(), task.map_or(0, |t| t.full))
+        } else {
+            if head_full > share || head_full + note + present_full > available {
+                Self::set_floors(&view, &memo, &mut systems, task.as_mut(), ctx.shorten_system);
+            }
+            head_rooms(&systems, task.as_ref(), share)
+        };
         // The present goes out whatever else is dropped, shortened if it must be (rule 2):
         // when even shortened it does not fit beside the head's share, the head gives room
         // down to its floors (the task first; system messages only when they may be

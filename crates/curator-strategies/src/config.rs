@@ -15,7 +15,7 @@ use crate::{
 /// | `passthrough` | |
 /// | `sliding_window` | `window_size` |
 /// | `tool_result_truncator` | `max_length`, `suffix` (optional) |
-/// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`), `head_share` (0.5) |
+/// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`), `head_share` (0.5), `shorten` (true) |
 /// | `relevance_budget` | as `token_budget` but `head_share` (0.25), and `recent_share` (0.85), `fold_note` (true), `cut_tool_results` (true) |
 /// | `stable_budget` | as `relevance_budget`, and `low_water` (0.5), `min_free` (0), `opening_share` (0) |
 /// | `turn_limit` | `max_turns` |
@@ -84,6 +84,10 @@ pub enum StrategyConfig {
         /// The most the head (system messages and task) may take, as a share of the budget.
         #[serde(default = "half")]
         head_share: f64,
+        /// Whether text is cut to fit (`false`: messages are kept whole or left out; see
+        /// [`TokenBudget::keeping_messages_whole`]).
+        #[serde(default = "yes", skip_serializing_if = "is_yes")]
+        shorten: bool,
     },
     /// [`RelevanceBudget`].
     RelevanceBudget {
@@ -217,6 +221,14 @@ pub enum StrategyConfig {
 
 fn yes() -> bool {
     true
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if takes a reference"
+)]
+fn is_yes(value: &bool) -> bool {
+    *value
 }
 
 fn ten() -> usize {
@@ -572,12 +584,13 @@ impl StrategyConfig {
                 Some(suffix) => ToolResultTruncator::with_suffix(*max_length, suffix.clone())?,
                 None => ToolResultTruncator::new(*max_length)?,
             }),
-            StrategyConfig::TokenBudget { max_tokens, reserve, tokenizer, head_share } => Box::new(
-                TokenBudget::new(*max_tokens)
+            StrategyConfig::TokenBudget { max_tokens, reserve, tokenizer, head_share, shorten } => {
+                let budget = TokenBudget::new(*max_tokens)
                     .with_reserve(*reserve)
                     .with_head_share(*head_share)?
-                    .with_counter(tokenizer.counter()?),
-            ),
+                    .with_counter(tokenizer.counter()?);
+                Box::new(if *shorten { budget } else { budget.keeping_messages_whole() })
+            }
             StrategyConfig::RelevanceBudget {
                 max_tokens,
                 reserve,

@@ -6,8 +6,8 @@ Rust, and returns them in the format they came in. Errors are ``CuratorError`` s
 with a ``kind``.
 """
 
-import sys
-from typing import Any, Mapping, Optional, TypeVar, Union
+import sys as _sys
+import typing as _typing
 
 from . import _native
 from ._native import (
@@ -17,6 +17,7 @@ from ._native import (
     FormatError,
     StoreError,
     UnsendableWarning,
+    __version__,
     default_pipeline,
 )
 
@@ -27,21 +28,22 @@ __all__ = [
     "FormatError",
     "StoreError",
     "UnsendableWarning",
+    "__version__",
     "curate",
     "default_pipeline",
     "trim_messages",
 ]
 
-M = TypeVar("M")
+_M = _typing.TypeVar("_M")
 
 
 def curate(
-    messages: M,
-    max_tokens: Optional[int] = None,
+    messages: _M,
+    max_tokens: _typing.Optional[int] = None,
     *,
-    pipeline: Union[Mapping[str, Any], str, None] = None,
-    format: Optional[str] = "auto",
-) -> M:
+    pipeline: _typing.Union[_typing.Mapping[str, _typing.Any], str, None] = None,
+    format: _typing.Optional[str] = "auto",
+) -> _M:
     """Curates messages and returns them in the format and shape they came in.
 
     ``messages`` is a list of OpenAI Chat Completions messages, Anthropic messages,
@@ -61,54 +63,118 @@ def curate(
     # LangChain messages can only be given when langchain_core is imported already: asking
     # sys.modules costs nothing for everyone else.
     if format == "langchain" or (
-        format in (None, "auto") and "langchain_core.messages" in sys.modules and _has_langchain(messages)
+        format in (None, "auto") and "langchain_core.messages" in _sys.modules and _has_langchain(messages)
     ):
         from ._langchain import curate_langchain
 
-        return curate_langchain(messages, max_tokens, pipeline)
+        return _typing.cast(_M, curate_langchain(messages, max_tokens, pipeline))
     return _native.curate(messages, max_tokens, pipeline=pipeline, format=format)
 
 
 def trim_messages(
-    messages: Any = None,
+    messages: _typing.Any = None,
     *,
     max_tokens: int,
-    token_counter: Any = "approximate",
+    token_counter: _typing.Any = "approximate",
     strategy: str = "last",
-    include_system: bool = False,
-    start_on: Any = None,
     allow_partial: bool = False,
-    end_on: Any = None,
-    text_splitter: Any = None,
-) -> Any:
-    """LangChain's ``trim_messages`` for its common arguments, as a one-line swap::
+    end_on: _typing.Any = None,
+    start_on: _typing.Any = None,
+    include_system: bool = False,
+    text_splitter: _typing.Any = None,
+) -> _typing.Any:
+    """LangChain's ``trim_messages``, as a one-line swap::
 
         from curator_context import trim_messages  # was: from langchain_core.messages import ...
 
-    Keeps the newest messages that fit ``max_tokens`` with curator's token budget: every
-    system message (whatever ``include_system`` says: curator never drops one), the task,
-    and never a tool call without its result. ``token_counter`` is ``"approximate"`` or a
-    tokenizer name (``"o200k"``, ``"cl100k"``); ``strategy`` is ``"last"``; ``start_on`` may
-    be ``"human"`` (met by construction). Other values raise ``ConfigError`` (kind
-    ``unsupported_argument``). Works on LangChain messages and on the dicts ``curate``
-    takes; without ``messages``, returns a runnable, as LangChain's does.
+    Keeps the newest messages that fit ``max_tokens`` with curator's token budget, and
+    always every system message (whatever ``include_system`` says), the task (the first
+    human message) and the newest message, never a tool call without its result.
+
+    ``messages`` is what LangChain's takes: LangChain messages, a prompt value, ``(role,
+    text)`` tuples, strings, OpenAI dicts; the result is a list of LangChain messages (the
+    objects given, for those kept). Without LangChain installed, OpenAI dicts are trimmed
+    and come back as dicts. Without ``messages``, a runnable is returned, as LangChain's.
+
+    ``token_counter`` is LangChain's: ``"approximate"`` (LangChain's
+    ``count_tokens_approximately``), a function of a message list or of one message, or a
+    chat model (its ``get_num_tokens_from_messages``); each message is counted alone and the
+    counts are added up. A tokenizer name (``"o200k"``, ``"cl100k"``, ``"estimate"``) counts
+    in Rust instead.
+
+    ``allow_partial=False`` (the default) changes no text: a message that does not fit is
+    left out whole. ``allow_partial=True`` lets curator cut the newest message's texts to
+    their beginning and end (with a note of what it cut), counting with its own tokenizer.
+    ``end_on`` leaves out the messages after the last one of the types it names before
+    trimming, as LangChain's does; ``start_on`` may be ``"human"`` (met by construction);
+    ``strategy`` is ``"last"``. Other values raise ``ConfigError`` (kind
+    ``unsupported_argument``).
+
+    Raises ``BudgetTooSmall`` when the system messages, the task and the newest message do
+    not fit whole (LangChain's would leave some of them out): the one exception LangChain
+    code must expect from it.
     """
     from . import _trim
 
     del include_system  # System messages are always kept.
-    config = _trim.pipeline(max_tokens, token_counter, strategy, start_on, allow_partial, end_on, text_splitter)
     if messages is None:
         return _trim.runnable(
             trim_messages,
             max_tokens=max_tokens,
             token_counter=token_counter,
             strategy=strategy,
+            allow_partial=allow_partial,
+            end_on=end_on,
             start_on=start_on,
+            text_splitter=text_splitter,
         )
-    return curate(messages, pipeline=config)
+    given, langchain = _langchain_messages(messages)
+    tokenizer, count = _trim.counter(token_counter, allow_partial, langchain)
+    config = _trim.pipeline(max_tokens, tokenizer, strategy, start_on, allow_partial, text_splitter)
+    given = _trim.drop_after_last(given, end_on)
+    counts = None if count is None else _trim.counts(count, given)
+    if langchain:
+        from ._langchain import curate_langchain
+
+        return curate_langchain(given, None, config, counts)
+    if counts is not None:
+        kept = _native.curate_kept(given, None, pipeline=config, counts=counts)
+        return [given[item] if isinstance(item, int) else item for item in kept]
+    return curate(given, pipeline=config, format="openai")
 
 
-def _has_langchain(messages: Any) -> bool:
+def _langchain_messages(messages: _typing.Any) -> _typing.Tuple[_typing.List[_typing.Any], bool]:
+    """The messages as a list, as LangChain messages when LangChain is installed (prompt
+    values, tuples, strings and dicts converted as LangChain converts them), and whether they
+    are."""
+    try:
+        from langchain_core.messages import convert_to_messages
+        from langchain_core.prompt_values import PromptValue
+    except ImportError:
+        if not isinstance(messages, (list, tuple)):
+            raise _format_error(
+                "wrong_type",
+                f"expected a list of messages, found a `{type(messages).__name__}` "
+                "(prompt values, tuples and strings need langchain_core installed)",
+            ) from None
+        return list(messages), False
+    if isinstance(messages, PromptValue):
+        return list(messages.to_messages()), True
+    if isinstance(messages, (str, dict)) or not isinstance(messages, _typing.Iterable):
+        raise _format_error("wrong_type", f"expected a list of messages, found a `{type(messages).__name__}`")
+    try:
+        return list(convert_to_messages(messages)), True
+    except (ValueError, TypeError, NotImplementedError) as error:
+        raise _format_error("unsupported_message", f"messages LangChain cannot read: {error}") from error
+
+
+def _format_error(kind: str, message: str) -> FormatError:
+    error = FormatError(message)
+    error.kind = kind
+    return error
+
+
+def _has_langchain(messages: _typing.Any) -> bool:
     """Whether ``messages`` is a list of LangChain messages, told from its first message (a
     list that mixes them with dicts is refused, naming the first message of the other kind)."""
     from langchain_core.messages import BaseMessage

@@ -16,8 +16,11 @@ def curate_langchain(
     messages: Any,
     max_tokens: Optional[int],
     pipeline: Union[Mapping[str, Any], str, None],
+    counts: Optional[List[int]] = None,
 ) -> List[Any]:
-    """Curates LangChain messages; kept messages are the objects given, in the view's order."""
+    """Curates LangChain messages; kept messages are the objects given, in the view's order.
+    With ``counts`` (one per message), a lone token budget counts message ``i`` as
+    ``counts[i]``."""
     try:
         from langchain_core.messages import BaseMessage, convert_to_messages, convert_to_openai_messages
     except ImportError as missing:
@@ -30,6 +33,6 @@ def curate_langchain(
     # Rust reads each message's role from its class, and converts to a dict only the
     # messages curation reads (with a lone token budget, only those it may keep).
     kept = _native.curate_kept(
-        given, max_tokens, pipeline=pipeline, convert=convert_to_openai_messages, base=BaseMessage
+        given, max_tokens, pipeline=pipeline, convert=convert_to_openai_messages, base=BaseMessage, counts=counts
     )
     return [given[item] if isinstance(item, int) else convert_to_messages([item])[0] for item in kept]

@@ -58,6 +58,7 @@ def curate_kept(
     pipeline: Union[Mapping[str, Any], str, None] = None,
     convert: Optional[Any] = None,
     base: Optional[type] = None,
+    counts: Optional[List[int]] = None,
 ) -> List[Union[int, Dict[str, Any]]]:
     """Curates OpenAI messages, or objects of class ``base`` that ``convert`` turns into them;
     per message of the view, the input position it keeps unchanged, or the message as a dict

@@ -1,11 +1,15 @@
-"""A stand-in for LangChain's ``trim_messages``: the same call, curator's token budget."""
+"""LangChain's ``trim_messages`` on curator's token budget: the arguments LangChain takes,
+read into a pipeline and per-message counts."""
 
+import inspect
 import operator
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._native import ConfigError
 
-#: ``token_counter`` values and the tokenizer each stands for.
+#: ``token_counter`` names curator counts with in Rust, and the tokenizer each stands for.
+#: ``"approximate"`` is LangChain's ``count_tokens_approximately`` when LangChain is
+#: installed (see ``counter``).
 TOKENIZERS = {
     "approximate": "estimate",
     "estimate": "estimate",
@@ -19,46 +23,129 @@ TOKENIZERS = {
 #: message) right after the system messages.
 HUMAN = ("human", "user")
 
+#: LangChain's message type names, by the roles of OpenAI dicts.
+_TYPES = {"user": "human", "assistant": "ai", "system": "system", "developer": "system", "tool": "tool"}
 
-def _config_error(kind: str, message: str) -> ConfigError:
+
+def config_error(kind: str, message: str) -> ConfigError:
     error = ConfigError(message)
     error.kind = kind
     return error
 
 
-def pipeline(
-    max_tokens: Any,
-    token_counter: Any,
-    strategy: str,
-    start_on: Any,
-    allow_partial: bool,
-    end_on: Any,
-    text_splitter: Any,
-) -> Dict[str, Any]:
+def pipeline(max_tokens: Any, tokenizer: str, strategy: str, start_on: Any, allow_partial: bool, text_splitter: Any) -> Dict[str, Any]:
     """The token budget a ``trim_messages`` call stands for, or a ``ConfigError`` naming the
     argument curator does not take."""
-    max_tokens = _budget(max_tokens)
+    budget = _budget(max_tokens)
     if strategy != "last":
-        raise _config_error(
+        raise config_error(
             "unsupported_argument",
             f"strategy={strategy!r}: only \"last\" is supported (curator keeps the newest messages, "
             "the system messages and the task)",
         )
-    if not isinstance(token_counter, str) or token_counter not in TOKENIZERS:
-        raise _config_error(
-            "unsupported_argument",
-            f"token_counter={token_counter!r}: give one of {', '.join(repr(t) for t in TOKENIZERS)} "
-            "(curator counts tokens in Rust)",
-        )
     if start_on is not None and not _is_human(start_on):
-        raise _config_error(
+        raise config_error(
             "unsupported_argument",
             f"start_on={start_on!r}: only \"human\" is supported (the view starts with the task)",
         )
-    for name, value in (("allow_partial", allow_partial), ("end_on", end_on), ("text_splitter", text_splitter)):
-        if value not in (None, False):
-            raise _config_error("unsupported_argument", f"{name}={value!r} is not supported")
-    return {"strategy": "token_budget", "max_tokens": max_tokens, "tokenizer": TOKENIZERS[token_counter]}
+    if text_splitter is not None:
+        raise config_error(
+            "unsupported_argument",
+            "text_splitter is not supported: with allow_partial=True curator cuts a text to its "
+            "beginning and end, with a note of what it cut",
+        )
+    return {"strategy": "token_budget", "max_tokens": budget, "tokenizer": tokenizer, "shorten": bool(allow_partial)}
+
+
+def counter(token_counter: Any, allow_partial: bool, langchain: bool) -> Tuple[str, Optional[Callable[[Any], int]]]:
+    """The tokenizer curator counts with, and the per-message counter to call instead
+    (``None``: curator counts in Rust).
+
+    A callable, a model with ``get_num_tokens_from_messages``, or ``"approximate"`` when
+    LangChain is installed, counts each message alone; curator adds the counts up.
+    """
+    if isinstance(token_counter, str):
+        if token_counter not in TOKENIZERS:
+            raise config_error(
+                "unsupported_argument",
+                f"token_counter={token_counter!r}: give a callable, a chat model, or one of "
+                f"{', '.join(repr(t) for t in TOKENIZERS)}",
+            )
+        if token_counter == "approximate" and langchain and not allow_partial:
+            from langchain_core.messages.utils import count_tokens_approximately
+
+            return "estimate", lambda message: count_tokens_approximately([message])
+        return TOKENIZERS[token_counter], None
+    if allow_partial:
+        raise config_error(
+            "unsupported_argument",
+            "allow_partial=True cuts texts, which curator counts with its own tokenizer: give "
+            "token_counter as a tokenizer name (\"approximate\", \"o200k\", \"cl100k\") with it",
+        )
+    model_counter = getattr(token_counter, "get_num_tokens_from_messages", None)
+    if model_counter is not None:
+        return "estimate", lambda message: int(model_counter([message]))
+    if not callable(token_counter):
+        raise config_error(
+            "invalid_argument",
+            f"token_counter should be a callable, a chat model or a tokenizer name, found a "
+            f"`{type(token_counter).__name__}`",
+        )
+    if _takes_one_message(token_counter):
+        return "estimate", lambda message: int(token_counter(message))
+    return "estimate", lambda message: int(token_counter([message]))
+
+
+def counts(count: Callable[[Any], int], messages: Sequence[Any]) -> List[int]:
+    """One count per message, each a non-negative integer, or a ``ConfigError`` naming the
+    message whose count is not."""
+    out = []
+    for index, message in enumerate(messages):
+        tokens = count(message)
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise config_error(
+                "invalid_argument", f"token_counter gave {tokens!r} for message {index}: expected a non-negative int"
+            )
+        out.append(tokens)
+    return out
+
+
+def _takes_one_message(function: Any) -> bool:
+    """Whether ``function`` counts one message (its first parameter is annotated as
+    LangChain's ``BaseMessage``), as LangChain tells it."""
+    try:
+        first = next(iter(inspect.signature(function).parameters.values()))
+    except (StopIteration, TypeError, ValueError):
+        return False
+    annotation = first.annotation
+    # A class, or its name when annotations are strings (`from __future__ import annotations`).
+    name = annotation.rsplit(".", 1)[-1] if isinstance(annotation, str) else getattr(annotation, "__name__", None)
+    return name == "BaseMessage"
+
+
+def drop_after_last(messages: List[Any], end_on: Any) -> List[Any]:
+    """``messages`` without those after the last one of a type ``end_on`` names, as
+    LangChain's ``end_on`` does before it trims: what the caller asks to leave out."""
+    if not end_on:
+        return messages
+    types = end_on if isinstance(end_on, (list, tuple)) else [end_on]
+    end = len(messages)
+    while end > 0 and not _is_type(messages[end - 1], types):
+        end -= 1
+    return messages[:end]
+
+
+def _is_type(message: Any, types: Sequence[Any]) -> bool:
+    kind = getattr(message, "type", None)
+    if kind is None and isinstance(message, dict):
+        kind = _TYPES.get(str(message.get("role")), message.get("role"))
+    for wanted in types:
+        if isinstance(wanted, str):
+            if kind == wanted or (wanted in _TYPES and kind == _TYPES[wanted]):
+                return True
+        elif isinstance(wanted, type) and isinstance(message, wanted):
+            return True
+    return False
 
 
 def _budget(max_tokens: Any) -> int:
@@ -70,7 +157,7 @@ def _budget(max_tokens: Any) -> int:
     except TypeError:
         budget = None
     if budget is None or not 0 <= budget < 2**64:
-        raise _config_error(
+        raise config_error(
             "invalid_argument", f"`max_tokens` should be a non-negative integer, found {max_tokens!r}"
         )
     return budget
@@ -87,12 +174,13 @@ def _is_human(start_on: Any) -> bool:
     return True
 
 
-def runnable(trim: Any, **kwargs: Any) -> Optional[Any]:
-    """``trim_messages`` without messages, as LangChain's: a runnable that trims what it is given."""
+def runnable(trim: Callable[..., Any], **kwargs: Any) -> Any:
+    """``trim_messages`` without messages, as LangChain's: a runnable that trims what it is
+    given (a list of messages or a prompt value)."""
     try:
         from langchain_core.runnables import RunnableLambda
     except ImportError as missing:
-        raise _config_error(
+        raise config_error(
             "invalid_argument", "trim_messages without messages returns a runnable, which needs langchain_core"
         ) from missing
     return RunnableLambda(lambda messages: trim(messages, **kwargs))

@@ -110,3 +110,62 @@ fn content_floor(message: &Message) -> u64 {
         _ => 0,
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A budget that keeps messages whole cuts no text: every message of its view is an
+    /// input message as it was (or a note it made), the view is within the budget and valid,
+    /// and every system message, the task and the newest sendable message are in it. It
+    /// fails only when those alone do not fit whole.
+    #[test]
+    fn a_budget_keeping_messages_whole_changes_no_text(
+        input in arb::history(),
+        task_chars in 0usize..3_000,
+        budget in 0u64..3_000,
+    ) {
+        let input = with_task(input, task_chars);
+        let counter = CharEstimate::default();
+        let history = History::from(input.as_slice());
+        let manager = TokenBudget::new(budget).keeping_messages_whole();
+        let sendable = View::full(&history).repaired().to_messages();
+        match manager.curate(View::full(&history), &CurationContext::default()) {
+            Err(Error::BudgetTooSmall(shortfall)) => {
+                // What is never left out is over the budget at its full size: the system
+                // messages and the task are counted whole, not at what they shorten to.
+                prop_assert!(shortfall.needed() > shortfall.max_tokens, "{shortfall:?}");
+                let systems: u64 = input
+                    .iter()
+                    .filter(|m| m.role() == Role::System)
+                    .map(|m| counter.count_message(m))
+                    .sum();
+                prop_assert_eq!(shortfall.system, systems);
+                if let Some(task) = input.iter().take_while(|m| m.role() != Role::Assistant).find(|m| m.role() == Role::User) {
+                    prop_assert!(shortfall.task >= counter.count_message(task), "{shortfall:?}");
+                }
+            }
+            Err(other) => prop_assert!(false, "unexpected error {other}"),
+            Ok(view) => {
+                let view = view.to_messages();
+                prop_assert_eq!(validate::openai(&view), Ok(()), "{:#?}", view);
+                let tokens: u64 = view.iter().map(|m| counter.count_message(m)).sum::<u64>()
+                    + counter.reply_priming();
+                prop_assert!(tokens <= budget, "{tokens} > {budget}");
+                for message in &view {
+                    prop_assert!(
+                        sendable.contains(message) || message.text().starts_with('['),
+                        "a message was changed: {:#?}", message
+                    );
+                }
+                let systems = |ms: &[Message]| ms.iter().filter(|m| m.role() == Role::System).count();
+                prop_assert_eq!(systems(&view), systems(&sendable));
+                if let Some(task) = sendable.iter().find(|m| m.role() == Role::User) {
+                    prop_assert!(view.contains(task), "the task was left out");
+                }
+                if let Some(last) = sendable.last() {
+                    prop_assert_eq!(view.last(), Some(last), "the newest message was left out");
+                }
+            }
+        }
+    }
+}

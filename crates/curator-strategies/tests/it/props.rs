@@ -17,12 +17,13 @@ fn leaf() -> impl Strategy<Value = StrategyConfig> {
             max_length,
             suffix: None
         }),
-        (200u64..3_000, 0u64..100).prop_map(|(max_tokens, reserve)| {
+        (200u64..3_000, 0u64..100, any::<bool>()).prop_map(|(max_tokens, reserve, shorten)| {
             StrategyConfig::TokenBudget {
                 max_tokens,
                 reserve,
                 tokenizer: curator_strategies::Tokenizer::Estimate,
                 head_share: 0.5,
+                shorten,
             }
         }),
         (0u64..3_000, 0u64..300, 0.0f64..=1.0, any::<bool>(), any::<bool>()).prop_map(
@@ -156,7 +157,7 @@ proptest! {
         last_n in 0usize..10,
     ) {
         let mut steps = steps;
-        steps.push(StrategyConfig::TokenBudget { max_tokens, reserve, tokenizer: curator_strategies::Tokenizer::Estimate, head_share: 0.5 });
+        steps.push(StrategyConfig::TokenBudget { max_tokens, reserve, tokenizer: curator_strategies::Tokenizer::Estimate, head_share: 0.5, shorten: true });
         let manager = StrategyConfig::Compose { steps }.build().unwrap();
         let ctx = CurationContext::default().with_preserve_last_n(last_n);
         match manager.curate_messages(&input, &ctx) {

@@ -242,6 +242,7 @@ fn pipelines(max_tokens: u64, tools: u64) -> Vec<(String, Box<dyn HistoryManager
             reserve: tools,
             tokenizer: o200k,
             head_share: 0.5,
+            shorten: true,
         },
         relevance(),
         // The default pipeline (redaction, then views that keep the prompt cache).
