@@ -1,6 +1,6 @@
 """Type stubs of the Rust extension module (crates/curator-py/src/lib.rs)."""
 
-from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Tuple, TypeVar, Union
 
 Messages = TypeVar("Messages")
 
@@ -88,7 +88,7 @@ class ItemSession:
         """The items, the newest ``limit`` of them, or (with a pipeline, no limit) the curated view."""
     def get_items_noting(self, limit: Optional[int] = None) -> Tuple[List[Any], Optional[str]]:
         """As ``get_items``, with the ``UnsendableWarning``'s text returned instead of given."""
-    def add_items(self, items: Sequence[Any]) -> None:
+    def add_items(self, items: Any) -> None:
         """Records items after the session's items, all or none."""
     def pop_item(self) -> Optional[Any]:
         """Removes the newest item and returns it."""

@@ -2,6 +2,7 @@
 read into a pipeline and per-message counts."""
 
 import inspect
+import math
 import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -82,26 +83,29 @@ def counter(token_counter: Any, allow_partial: bool, langchain: bool) -> Tuple[s
             "allow_partial=True cuts texts, which curator counts with its own tokenizer: give "
             "token_counter as a tokenizer name (\"approximate\", \"o200k\", \"cl100k\") with it",
         )
-    model_counter = getattr(token_counter, "get_num_tokens_from_messages", None)
+    model_counter: Any = getattr(token_counter, "get_num_tokens_from_messages", None)
     if model_counter is not None:
-        return "estimate", lambda message: int(model_counter([message]))
+        return "estimate", lambda message: model_counter([message])
     if not callable(token_counter):
         raise config_error(
             "invalid_argument",
             f"token_counter should be a callable, a chat model or a tokenizer name, found a "
             f"`{type(token_counter).__name__}`",
         )
-    if _takes_one_message(token_counter):
-        return "estimate", lambda message: int(token_counter(message))
-    return "estimate", lambda message: int(token_counter([message]))
+    count: Any = token_counter
+    if _takes_one_message(count):
+        return "estimate", lambda message: count(message)
+    return "estimate", lambda message: count([message])
 
 
 def counts(count: Callable[[Any], int], messages: Sequence[Any]) -> List[int]:
-    """One count per message, each a non-negative integer, or a ``ConfigError`` naming the
-    message whose count is not."""
+    """One count per message, each a non-negative integer (a float is rounded up), or a
+    ``ConfigError`` naming the message whose count is not."""
     out = []
     for index, message in enumerate(messages):
         tokens = count(message)
+        if isinstance(tokens, float) and math.isfinite(tokens) and tokens >= 0:
+            tokens = math.ceil(tokens)
         if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
             raise config_error(
                 "invalid_argument", f"token_counter gave {tokens!r} for message {index}: expected a non-negative int"

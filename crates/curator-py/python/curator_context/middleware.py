@@ -1,0 +1,147 @@
+"""A LangChain v1 agent middleware: every model call of a ``create_agent`` run is sent the
+curated view of the agent's messages, and the agent's state keeps every message.
+
+::
+
+    from langchain.agents import create_agent
+    from curator_context.middleware import CuratorMiddleware
+
+    agent = create_agent(model, tools, middleware=[CuratorMiddleware(max_tokens=8_000)])
+
+Needs the ``langchain`` package (v1). See ``docs/python.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple, Union
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.messages import BaseMessage, SystemMessage, convert_to_openai_messages
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from ._langchain import curate_langchain
+from ._native import CuratorError, default_pipeline
+from ._trim import config_error
+
+__all__ = ["CuratorMiddleware"]
+
+# What a wrapped model call may return, as LangChain types it.
+_Result = Any
+
+
+class CuratorMiddleware(AgentMiddleware):
+    """Curates what each model call of an agent is sent, before the call; the agent's state
+    (and its checkpoints) keep every message.
+
+    ``max_tokens`` is the default pipeline's budget: redaction of secrets, then views that
+    keep the provider's prompt cache (between compactions a call is sent the previous call's
+    messages plus what was appended, byte for byte). Or give ``pipeline`` (a
+    ``StrategyConfig`` as a dict, TOML or JSON text). The system message is curated with the
+    messages (it is always kept), and the tools sent with each call are reserved from the
+    budget when ``reserve_tools`` (their JSON schema, at four characters a token).
+
+    The views are a function of the messages alone, so a resumed run is sent what the first
+    one was. A message object is converted for curation once and remembered while it stays
+    in the conversation: the messages of a run are not changed in place (LangChain's are
+    not).
+
+    Raises ``ConfigError`` for a bad pipeline; a model call raises ``BudgetTooSmall`` when
+    the budget cannot hold what curation never leaves out.
+    """
+
+    def __init__(
+        self,
+        max_tokens: Optional[int] = None,
+        *,
+        pipeline: Union[Mapping[str, Any], str, None] = None,
+        reserve_tools: bool = True,
+    ) -> None:
+        super().__init__()
+        if pipeline is not None and max_tokens is None:
+            self._pipeline: Union[Mapping[str, Any], str] = pipeline
+        elif max_tokens is not None and pipeline is None:
+            self._pipeline = default_pipeline(max_tokens)
+        else:
+            raise config_error("invalid_argument", "give `max_tokens` (the default pipeline's budget) or `pipeline`, not both")
+        # Checked now, not at the first model call.
+        curate_langchain([], None, self._pipeline)
+        self._reserve_tools = reserve_tools
+        self._converted: Dict[int, Tuple[BaseMessage, Any]] = {}
+
+    @property
+    def name(self) -> str:
+        return "CuratorMiddleware"
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> _Result:
+        """Sends the model the curated view of ``request``'s messages."""
+        return handler(self.curated(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> _Result:
+        """As ``wrap_model_call``, curating on a worker thread, off the event loop."""
+        curated = await asyncio.to_thread(self.curated, request)
+        return await handler(curated)
+
+    def curated(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """``request`` with its system message and messages curated."""
+        system = request.system_message
+        given: List[Any] = ([system] if system is not None else []) + list(request.messages)
+        if not given:
+            return request
+        pipeline = self._pipeline
+        if self._reserve_tools and request.tools:
+            pipeline = _with_reserve(pipeline, _tool_tokens(request.tools))
+        seen: Dict[int, Tuple[BaseMessage, Any]] = {}
+
+        def convert(message: BaseMessage) -> Any:
+            hit = self._converted.get(id(message))
+            converted = hit[1] if hit is not None and hit[0] is message else convert_to_openai_messages(message)
+            seen[id(message)] = (message, converted)
+            return converted
+
+        view = curate_langchain(given, None, pipeline, convert=convert)
+        # Only the messages of this call are remembered: those of the next start with them.
+        self._converted = seen
+        if system is None:
+            return request.override(messages=view)
+        # Every system message is kept: the first of the view is this one, or its redaction.
+        first = view[0] if view else None
+        if not isinstance(first, SystemMessage):
+            raise CuratorError("the curated view does not start with the agent's system message")
+        return request.override(system_message=first, messages=view[1:])
+
+
+def _tool_tokens(tools: List[Any]) -> int:
+    """The tools' JSON schemas' characters, at four a token."""
+    chars = 0
+    for tool in tools:
+        schema = tool if isinstance(tool, dict) else convert_to_openai_tool(tool)
+        chars += len(json.dumps(schema, separators=(",", ":")))
+    return math.ceil(chars / 4)
+
+
+def _with_reserve(pipeline: Union[Mapping[str, Any], str], extra: int) -> Union[Mapping[str, Any], str]:
+    """``pipeline`` (a dict) with ``extra`` more tokens reserved by each of its budgets; text
+    pipelines are left as they are (give their ``reserve`` in the text)."""
+    if not isinstance(pipeline, Mapping):
+        return pipeline
+
+    def add(step: Mapping[str, Any]) -> Dict[str, Any]:
+        out = dict(step)
+        if "max_tokens" in out and str(out.get("strategy", "")).endswith("budget"):
+            out["reserve"] = int(out.get("reserve", 0)) + extra
+        if isinstance(out.get("steps"), list):
+            out["steps"] = [add(s) for s in out["steps"]]
+        return out
+
+    return add(pipeline)
