@@ -189,6 +189,18 @@ impl Failure {
 }
 
 impl Failure {
+    /// The same failure of reading messages, said of request `index` of a list; other
+    /// failures as they are.
+    pub(crate) fn in_request(self, index: usize) -> Self {
+        let message = match &self {
+            Failure::Model(error) => error.to_string(),
+            Failure::Input { message, .. } => message.clone(),
+            Failure::Item { index, error } => format!("item {index}: {error}"),
+            _ => return self,
+        };
+        Failure::Input { kind: intern(self.kind()), message: format!("request {index}: {message}") }
+    }
+
     /// A store's error when opening it: its variant as the kind (`not_a_database`,
     /// `newer_schema`, …), or, for the backend's own errors (variants `sqlite`, `postgres`),
     /// the kind of failure (`unavailable`, `busy`, …).

@@ -18,9 +18,11 @@
 //! The crate's logic is plain Rust (curation over JSON values), so that `cargo test`
 //! covers it without a Python interpreter running; `tests/test_*.py` cover the bindings.
 
+mod billing;
 mod counted;
 mod detect;
 pub mod error;
+mod held;
 mod json;
 mod lazy;
 mod lists;
@@ -101,7 +103,7 @@ fn curate<'py>(
 /// Says which messages of the input no provider takes (tool results answering no call,
 /// calls whose results never come), which every view leaves out: an `UnsendableWarning`,
 /// which `warnings.simplefilter("error", UnsendableWarning)` turns into an exception.
-fn warn_unsendable(py: Python<'_>, unsendable: &[usize]) -> PyResult<()> {
+pub(crate) fn warn_unsendable(py: Python<'_>, unsendable: &[usize]) -> PyResult<()> {
     if unsendable.is_empty() {
         return Ok(());
     }
@@ -214,7 +216,10 @@ fn kept(source: &mut impl lazy::Lazy, config: &StrategyConfig) -> Result<lazy::C
 }
 
 /// For [`curate_kept`]: positions as `int`s, changed or made messages as OpenAI dicts.
-fn positions_or_dicts<'py>(py: Python<'py>, kept: &[Kept]) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn positions_or_dicts<'py>(
+    py: Python<'py>,
+    kept: &[Kept],
+) -> PyResult<Bound<'py, PyAny>> {
     let out = PyList::empty(py);
     for (index, item) in kept.iter().enumerate() {
         match item {
@@ -250,7 +255,7 @@ fn given_or_dicts<'py>(
 
 /// The token counter a tokenizer names, made once per process (an exact encoding loads its
 /// vocabulary).
-fn counter(tokenizer: Tokenizer) -> Result<Arc<dyn TokenCounter>, Failure> {
+pub(crate) fn counter(tokenizer: Tokenizer) -> Result<Arc<dyn TokenCounter>, Failure> {
     type Counters = Mutex<Vec<(Tokenizer, Arc<dyn TokenCounter>)>>;
     static COUNTERS: OnceLock<Counters> = OnceLock::new();
     let counters = COUNTERS.get_or_init(Mutex::default);
@@ -282,18 +287,16 @@ fn default_pipeline<'py>(
     json::to_python(py, &value)
 }
 
-/// [`curate`] on JSON values: reads `input` (a list of messages or a request object), curates
-/// it with `config`, and writes the view in the same format and shape.
+/// A request dict's keys other than its messages.
+pub(crate) type Envelope = Map<String, Value>;
+
+/// A list of messages, or a request dict: its messages, and the request's other keys.
 ///
 /// # Errors
 ///
-/// As [`curate`].
-fn curate_value(
-    input: Value,
-    config: &StrategyConfig,
-    format: Option<Format>,
-) -> Result<(Value, Vec<usize>), Failure> {
-    let (items, mut envelope) = match input {
+/// A request that is neither, or whose `messages` is not a list.
+pub(crate) fn split_request(input: Value) -> Result<(Vec<Value>, Option<Envelope>), Failure> {
+    Ok(match input {
         Value::Array(items) => (items, None),
         Value::Object(mut object) => match object.remove("messages") {
             Some(Value::Array(items)) => (items, Some(object)),
@@ -319,7 +322,21 @@ fn curate_value(
                 ),
             });
         }
-    };
+    })
+}
+
+/// [`curate`] on JSON values: reads `input` (a list of messages or a request object), curates
+/// it with `config`, and writes the view in the same format and shape.
+///
+/// # Errors
+///
+/// As [`curate`].
+fn curate_value(
+    input: Value,
+    config: &StrategyConfig,
+    format: Option<Format>,
+) -> Result<(Value, Vec<usize>), Failure> {
+    let (items, mut envelope) = split_request(input)?;
     let format = match format {
         Some(format) => format,
         None => detect::detect(envelope.as_ref(), &items)?,
@@ -377,7 +394,11 @@ fn curate_value(
 }
 
 /// Reads messages in `format`; `system` is an Anthropic request's top-level system prompt.
-fn read(format: Format, items: Vec<Value>, system: Option<Value>) -> Result<Vec<Message>, Failure> {
+pub(crate) fn read(
+    format: Format,
+    items: Vec<Value>,
+    system: Option<Value>,
+) -> Result<Vec<Message>, Failure> {
     Ok(match format {
         Format::Openai => formats::openai::to_messages(&Value::Array(items))?,
         Format::Responses => formats::responses::to_messages(&items)?,
@@ -414,12 +435,14 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(curate, m)?)?;
     m.add_function(wrap_pyfunction!(default_pipeline, m)?)?;
     m.add_function(wrap_pyfunction!(curate_kept, m)?)?;
+    m.add_function(wrap_pyfunction!(billing::bill, m)?)?;
     m.add("CuratorError", py.get_type::<error::CuratorError>())?;
     m.add("FormatError", py.get_type::<error::FormatError>())?;
     m.add("ConfigError", py.get_type::<error::ConfigError>())?;
     m.add("BudgetTooSmall", py.get_type::<error::BudgetTooSmall>())?;
     m.add("StoreError", py.get_type::<error::StoreError>())?;
     m.add_class::<session::ItemSession>()?;
+    m.add_class::<held::HeldHistory>()?;
     m.add("UnsendableWarning", py.get_type::<error::UnsendableWarning>())?;
     Ok(())
 }

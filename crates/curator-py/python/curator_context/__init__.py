@@ -18,6 +18,7 @@ from ._native import (
     StoreError,
     UnsendableWarning,
     __version__,
+    bill,
     default_pipeline,
 )
 
@@ -29,6 +30,7 @@ __all__ = [
     "StoreError",
     "UnsendableWarning",
     "__version__",
+    "bill",
     "curate",
     "default_pipeline",
     "trim_messages",

@@ -64,6 +64,17 @@ def curate_kept(
     per message of the view, the input position it keeps unchanged, or the message as a dict
     when a strategy changed or made it. A lone token budget reads only what it may keep."""
 
+def bill(
+    requests: List[Any],
+    *,
+    rule: Literal["openai", "anthropic"] = "openai",
+    format: Optional[str] = None,
+    model: Optional[str] = None,
+) -> List[Dict[str, Any]]:
+    """Bills a conversation's requests, in order, as the provider's prompt cache bills them:
+    per request ``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
+    ``uncached_tokens``, and with ``model`` its input ``price`` in dollars."""
+
 def default_pipeline(max_tokens: int) -> Dict[str, Any]:
     """The default pipeline for a budget, as the dict ``curate`` takes as ``pipeline``."""
 
@@ -94,3 +105,13 @@ class ItemSession:
         """Removes the newest item and returns it."""
     def clear(self) -> None:
         """Starts the session afresh; the record keeps what was there."""
+
+class HeldHistory:
+    """A conversation held in Rust between calls: each call hands the whole list, and only
+    the messages not seen before are converted and counted (``curator_context.middleware``)."""
+
+    def __init__(self, max_tokens: Optional[int] = None, *, pipeline: Union[Mapping[str, Any], str, None] = None) -> None: ...
+    def curate(self, messages: List[Any], *, convert: Optional[Any] = None, base: Optional[type] = None) -> List[Union[int, Dict[str, Any]]]:
+        """Per message of the view: the position of a message kept unchanged, or the message
+        as a dict when a strategy changed or made it."""
+    def __len__(self) -> int: ...

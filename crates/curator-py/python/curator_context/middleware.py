@@ -19,11 +19,11 @@ import math
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import BaseMessage, SystemMessage, convert_to_openai_messages
+from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages, convert_to_openai_messages
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ._langchain import curate_langchain
-from ._native import CuratorError, default_pipeline
+from ._native import CuratorError, HeldHistory, default_pipeline
 from ._trim import config_error
 
 __all__ = ["CuratorMiddleware"]
@@ -44,9 +44,9 @@ class CuratorMiddleware(AgentMiddleware):
     budget when ``reserve_tools`` (their JSON schema, at four characters a token).
 
     The views are a function of the messages alone, so a resumed run is sent what the first
-    one was. A message object is converted for curation once and remembered while it stays
-    in the conversation: the messages of a run are not changed in place (LangChain's are
-    not).
+    one was. The conversation is held in Rust between calls: a call whose messages start
+    with the last call's (the same objects, or equal ones) converts and counts only the new
+    ones, so it costs what was appended, not the history.
 
     Raises ``ConfigError`` for a bad pipeline; a model call raises ``BudgetTooSmall`` when
     the budget cannot hold what curation never leaves out.
@@ -69,7 +69,9 @@ class CuratorMiddleware(AgentMiddleware):
         # Checked now, not at the first model call.
         curate_langchain([], None, self._pipeline)
         self._reserve_tools = reserve_tools
-        self._converted: Dict[int, Tuple[BaseMessage, Any]] = {}
+        # The conversation held in Rust between calls (with the pipeline it was made for):
+        # each call converts and counts only the messages it has not seen.
+        self._held: Optional[Tuple[str, HeldHistory]] = None
 
     @property
     def name(self) -> str:
@@ -101,17 +103,11 @@ class CuratorMiddleware(AgentMiddleware):
         pipeline = self._pipeline
         if self._reserve_tools and request.tools:
             pipeline = _with_reserve(pipeline, _tool_tokens(request.tools))
-        seen: Dict[int, Tuple[BaseMessage, Any]] = {}
-
-        def convert(message: BaseMessage) -> Any:
-            hit = self._converted.get(id(message))
-            converted = hit[1] if hit is not None and hit[0] is message else convert_to_openai_messages(message)
-            seen[id(message)] = (message, converted)
-            return converted
-
-        view = curate_langchain(given, None, pipeline, convert=convert)
-        # Only the messages of this call are remembered: those of the next start with them.
-        self._converted = seen
+        key = pipeline if isinstance(pipeline, str) else json.dumps(pipeline, sort_keys=True)
+        if self._held is None or self._held[0] != key:
+            self._held = (key, HeldHistory(pipeline=pipeline))
+        kept = self._held[1].curate(given, convert=convert_to_openai_messages, base=BaseMessage)
+        view: List[Any] = [given[item] if isinstance(item, int) else convert_to_messages([item])[0] for item in kept]
         if system is None:
             return request.override(messages=view)
         # Every system message is kept: the first of the view is this one, or its redaction.
