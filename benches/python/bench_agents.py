@@ -20,7 +20,8 @@ Run it with a Python that has ``curator_context`` (release build), ``openai-agen
 
 Each tool result is about 2,000 characters, so the history passes the budget early: the run
 without curator sends the model ever more, the run with curator compacts in steps.
-``--json`` writes rows for ``cargo xtask bench``.
+``--json PATH`` writes the timings as rows for ``cargo xtask bench`` and the bills beside
+them (``PATH`` with ``_billed`` before ``.json``).
 """
 
 import argparse
@@ -168,7 +169,7 @@ def main():
     parser.add_argument("--budget", type=int, default=8_000)
     parser.add_argument("--json")
     args = parser.parse_args()
-    rows = []
+    rows, billed = [], []
     with tempfile.TemporaryDirectory() as folder:
         frameworks = [
             ("agents", lambda curated: _agents_run(args.calls, args.budget, curated, os.path.join(folder, f"{uuid.uuid4()}.db"))),
@@ -198,12 +199,17 @@ def main():
                 {"scenario": f"python/{name}_per_call/plain", "median_ns": plain * 1e9},
                 {"scenario": f"python/{name}_per_call/curated", "median_ns": cur * 1e9},
                 {"scenario": f"python/{name}_curation_per_call", "median_ns": inside * 1e9},
-                {"scenario": f"python/{name}_billed/plain", "input_tokens": plain_bill["input_tokens"], "openai_usd": plain_bill["openai_usd"], "anthropic_usd": plain_bill["anthropic_usd"]},
-                {"scenario": f"python/{name}_billed/curated", "input_tokens": cur_bill["input_tokens"], "openai_usd": cur_bill["openai_usd"], "anthropic_usd": cur_bill["anthropic_usd"]},
+            ]
+            billed += [
+                {"scenario": f"python/{name}_billed/plain", **plain_bill},
+                {"scenario": f"python/{name}_billed/curated", **cur_bill},
             ]
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+        # The bills beside it (not timings, so not rows of `cargo xtask bench`).
+        with open(args.json.replace(".json", "_billed.json"), "w") as f:
+            json.dump(billed, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,11 @@
 #   benches/python/run.sh OUT_DIR [--quick]
 #
 # Makes (or reuses) a virtual environment under the cargo target directory with maturin,
-# langchain-core and openai-agents from the package index, installs `curator-context` from
-# crates/curator-py (a release build), and writes OUT_DIR/python.json (bench_curate.py),
-# OUT_DIR/python_pair_safe.json (pair_safe.py) and OUT_DIR/python_session.json
-# (bench_session.py). `cargo xtask bench` runs it
+# langchain-core, langchain and openai-agents from the package index, installs
+# `curator-context` from crates/curator-py (a release build), and writes
+# OUT_DIR/python.json (bench_curate.py), OUT_DIR/python_pair_safe.json (pair_safe.py),
+# OUT_DIR/python_session.json (bench_session.py) and OUT_DIR/python_agents.json
+# (bench_agents.py). `cargo xtask bench` runs it
 # when a python3 is found. PYTHON picks the interpreter (python3).
 set -euo pipefail
 
@@ -23,7 +24,7 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --upgrade pip
 fi
-"$venv/bin/python" -m pip install --quiet "maturin>=1.9.4,<2" langchain-core openai-agents
+"$venv/bin/python" -m pip install --quiet "maturin>=1.9.4,<2" langchain-core langchain openai-agents
 "$venv/bin/python" -m pip install --quiet --force-reinstall --no-deps "$root/crates/curator-py"
 
 mkdir -p "$out"
@@ -42,4 +43,8 @@ if [ -f "$here/pair_safe.py" ]; then
 fi
 if [ -f "$here/bench_session.py" ]; then
     "$venv/bin/python" "$here/bench_session.py" --sizes "$sizes" --json "$out/python_session.json"
+fi
+if [ -f "$here/bench_agents.py" ]; then
+    if [ "$quick" = "--quick" ]; then runs=1; else runs=5; fi
+    "$venv/bin/python" "$here/bench_agents.py" --runs "$runs" --json "$out/python_agents.json"
 fi

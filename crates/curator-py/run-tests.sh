@@ -64,7 +64,9 @@ if [ ${#extras[@]} -eq 0 ]; then
 fi
 echo "-- mypy --strict and pyright on the package and the docs' examples"
 "$venv/bin/python" "$here/tests/_examples.py" "$examples"
-(cd "$here/python" && "$venv/bin/python" -m mypy --strict curator_context)
+# The installed package (its extension and stubs, as users get them), then the examples.
+installed="$("$venv/bin/python" -c 'import curator_context, os; print(os.path.dirname(curator_context.__file__))')"
+(cd "$examples" && "$venv/bin/python" -m mypy --strict -p curator_context)
 (cd "$examples" && "$venv/bin/python" -m mypy --strict .)
 node_dir="${CURATOR_PY_NODE:-$HOME/.cache/curator-py-node}"
 if [ ! -x "$node_dir/node_modules/.bin/pyright" ]; then
@@ -75,6 +77,6 @@ if [ ! -x "$node_dir/node_modules/.bin/pyright" ]; then
     npm install --silent --prefix "$node_dir" pyright@1.1.414
 fi
 pyright="$node_dir/node_modules/.bin/pyright"
-"$pyright" --pythonpath "$venv/bin/python" "$here/python/curator_context"
+"$pyright" --pythonpath "$venv/bin/python" "$installed"
 "$pyright" --pythonpath "$venv/bin/python" "$examples"
 echo "-- the Python package: all checks passed ($root)"

@@ -1,5 +1,5 @@
 """The Python examples of the docs (``docs/python.md``, ``docs/python-sessions.md``, the
-README), for ``test_docs.py`` to run and ``run-tests.sh`` to type-check.
+README and the package's README), for ``test_docs.py`` to run and ``run-tests.sh`` to type-check.
 
     python _examples.py OUT_DIR   # writes each example to OUT_DIR/<doc>_<line>.py
 """
@@ -9,7 +9,7 @@ import re
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
-DOCS = ("docs/python.md", "docs/python-sessions.md", "README.md")
+DOCS = ("docs/python.md", "docs/python-sessions.md", "README.md", "crates/curator-py/README.md")
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
