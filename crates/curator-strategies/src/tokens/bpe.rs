@@ -102,7 +102,10 @@ impl TokenCounter for Bpe {
     }
 
     fn count_text(&self, text: &str) -> u64 {
-        self.core.count(text) as u64
+        if text.len() < LONG_TEXT {
+            return self.core.count(text) as u64;
+        }
+        long_counts::count(self.encoding, text, || self.core.count(text) as u64)
     }
 
     fn content_rules(&self) -> &ContentRules {
@@ -169,3 +172,47 @@ impl TokenCounter for Bpe {
 /// Characters a cut found from the tokens moves by one at a time before it falls back to
 /// halving: a text re-encodes into as many tokens, or one or two more, in practice.
 const FIX_STEPS: usize = 8;
+
+/// Bytes from which a text's count is remembered: encoding a long text is what shortening it
+/// costs most (a long run of one character is a single piece for the encoder, encoded in
+/// O(n log n)), and the budget, the shortening and the next call each ask for it.
+const LONG_TEXT: usize = 64 * 1024;
+
+/// The counts of the last long texts counted, process-wide, by encoding, length and a
+/// keyed hash of their bytes (the key is random per process, so that texts cannot be made
+/// to collide).
+mod long_counts {
+    use std::hash::{BuildHasher, RandomState};
+    use std::sync::{Mutex, OnceLock, PoisonError};
+
+    use super::Encoding;
+
+    /// Long texts remembered at once.
+    const REMEMBERED: usize = 32;
+
+    type Seen = Mutex<Vec<(Encoding, usize, u64, u64)>>;
+
+    pub(super) fn count(encoding: Encoding, text: &str, count: impl FnOnce() -> u64) -> u64 {
+        static KEYS: OnceLock<RandomState> = OnceLock::new();
+        static SEEN: OnceLock<Seen> = OnceLock::new();
+        let hash = KEYS.get_or_init(RandomState::new).hash_one(text.as_bytes());
+        let seen = SEEN.get_or_init(Seen::default);
+        let key = (encoding, text.len(), hash);
+        {
+            let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(at) = seen.iter().position(|&(e, l, h, _)| (e, l, h) == key) {
+                let entry = seen.remove(at);
+                seen.push(entry);
+                return entry.3;
+            }
+        }
+        // Counted without the lock: other threads count their own texts meanwhile.
+        let n = count();
+        let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+        if seen.len() >= REMEMBERED {
+            seen.remove(0);
+        }
+        seen.push((encoding, text.len(), hash, n));
+        n
+    }
+}

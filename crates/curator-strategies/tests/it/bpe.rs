@@ -114,3 +114,21 @@ fn a_budget_under_the_exact_counter_is_met() {
     assert!(tokens <= 500, "{tokens}");
     assert!(view.len() > 2);
 }
+
+/// Long texts' counts are remembered, and a remembered count is the encoder's: texts of one
+/// length and different bytes, each counted twice in turn under both encodings.
+#[test]
+fn long_texts_are_counted_exactly_and_remembered_by_their_bytes() {
+    let o200k = Bpe::new(Encoding::O200kBase).unwrap();
+    let cl100k = Bpe::new(Encoding::Cl100kBase).unwrap();
+    let texts = ["lorem ipsum ".repeat(8_000), "dolorsitamet".repeat(8_000), "=".repeat(96_000)];
+    for _ in 0..2 {
+        for text in &texts {
+            assert_eq!(text.len(), 96_000);
+            for (bpe, name) in [(&o200k, "o200k_base"), (&cl100k, "cl100k_base")] {
+                let exact = tiktoken::get_encoding(name).unwrap().count(text) as u64;
+                assert_eq!(bpe.count_text(text), exact, "{name}: {}", &text[..12]);
+            }
+        }
+    }
+}
