@@ -9,8 +9,11 @@
 # new temporary one; an existing directory there is replaced), CURATOR_PY_EXTRAS the
 # optional packages to test with (langchain-core langchain langchain-openai openai-agents;
 # empty to leave them out, and their tests are skipped outside CI). Cargo builds into
-# CARGO_TARGET_DIR when it is set, else into the workspace's target/. pyright is installed
-# with npm into CURATOR_PY_NODE (~/.cache/curator-py-node) when it is not there.
+# CARGO_TARGET_DIR when it is set, else into the workspace's target/, with the cargo profile
+# CURATOR_PY_PROFILE: `dev` (the default: CI builds the workspace's tests in that profile
+# first, so the wheel reuses most of what they compiled; the same code, unoptimised) or
+# `release` (what `pip install` builds, about 15 minutes from scratch on 2 cores). pyright is
+# installed with npm into CURATOR_PY_NODE (~/.cache/curator-py-node) when it is not there.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,11 +25,12 @@ wheels="$(mktemp -d)"
 examples="$(mktemp -d)"
 trap 'rm -rf "$build_venv" "$wheels" "$examples"' EXIT
 
-echo "-- building the wheel (cargo's progress follows; about 15 minutes on 2 cores from scratch)"
+profile="${CURATOR_PY_PROFILE:-dev}"
+echo "-- building the wheel, profile $profile (cargo's progress follows)"
 "$python" -m venv "$build_venv"
 "$build_venv/bin/python" -m pip install --quiet --upgrade pip
 "$build_venv/bin/python" -m pip install --quiet "maturin>=1.9.4,<2"
-"$build_venv/bin/maturin" build --release -m "$here/Cargo.toml" --out "$wheels"
+"$build_venv/bin/maturin" build --profile "$profile" -m "$here/Cargo.toml" --out "$wheels"
 wheel="$(ls "$wheels"/curator_context-*-abi3-*.whl)"
 
 # A PATH without the Rust toolchain: what a machine that only installs the wheel has.
