@@ -122,6 +122,16 @@ fn conversation_loop_pauses_and_resumes() {
     );
 }
 
+#[cfg(feature = "loop")]
+#[test]
+fn loop_summarize_sends_the_summary_within_the_budget() {
+    assert_eq!(
+        run("loop_summarize"),
+        "requests: 40\nthe first summary reached the agent at request 10; 25 of the 31 requests \
+         after it carried one\nat most 18 messages per request, whatever the conversation's length\n"
+    );
+}
+
 #[cfg(feature = "postgres")]
 #[test]
 fn postgres_claims_records_and_resumes() {
