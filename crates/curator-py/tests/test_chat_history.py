@@ -282,3 +282,19 @@ def test_an_artifact_json_cannot_hold_is_refused_by_name(tmp_path):
     assert bad.value.kind == "wrong_type"
     assert "message 0" in str(bad.value) and "`artifact`" in str(bad.value)
     assert history.get_messages(10) == []
+
+
+def test_a_closed_history_says_so(tmp_path):
+    import uuid
+
+    from curator_context import StoreError
+    from curator_context.langchain import CuratorChatMessageHistory
+    from langchain_core.messages import HumanMessage
+
+    with CuratorChatMessageHistory(f"h-{uuid.uuid4()}", str(tmp_path / "h.db")) as history:
+        history.add_messages([HumanMessage("hi")])
+        assert [m.content for m in history.messages] == ["hi"]
+    with pytest.raises(StoreError) as raised:
+        history.messages
+    assert raised.value.kind == "closed"
+    history.close()

@@ -25,7 +25,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, convert_to_messages, convert_to_openai_messages
 
 from ._langchain import _format_error
-from ._native import ItemSession
+from ._native import ItemSession, StoreError
 
 __all__ = ["CuratorChatMessageHistory"]
 
@@ -226,7 +226,9 @@ class CuratorChatMessageHistory(BaseChatMessageHistory):
         pipeline: Union[Mapping[str, Any], str, None] = None,
     ) -> None:
         store = os.fspath(store) if isinstance(store, os.PathLike) else store
-        self._native = ItemSession(session_id, store, format="openai", max_tokens=max_tokens, pipeline=pipeline)
+        self._native: Union[ItemSession, _Closed] = ItemSession(
+            session_id, store, format="openai", max_tokens=max_tokens, pipeline=pipeline
+        )
         self.session_id: str = self._native.session_id
 
     @property
@@ -250,12 +252,35 @@ class CuratorChatMessageHistory(BaseChatMessageHistory):
         self._native.clear()
 
     async def aget_messages(self) -> List[BaseMessage]:
-        if self._native.is_postgres:
-            return await asyncio.to_thread(lambda: self.messages)
-        return self.messages
+        """``messages``, read and curated on a worker thread, off the event loop."""
+        return await asyncio.to_thread(lambda: self.messages)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         await asyncio.to_thread(self.add_messages, list(messages))
 
     async def aclear(self) -> None:
         await asyncio.to_thread(self.clear)
+
+    def close(self) -> None:
+        """Lets go of the store (when no other session of the process uses it). Later calls
+        raise ``StoreError`` (kind ``closed``); closing twice does nothing."""
+        self._native = _Closed(self.session_id)
+
+    def __enter__(self) -> "CuratorChatMessageHistory":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _Closed:
+    """What a closed history holds instead of its session: every call says it is closed."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.is_postgres = False
+
+    def __getattr__(self, name: str) -> Any:
+        error = StoreError(f"session `{self.session_id}` was closed")
+        error.kind = "closed"
+        raise error
