@@ -6,7 +6,6 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use curator::model::Role;
 use curator::strategies::{CurationContext, History, HistoryManager, HistoryManagerExt};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -14,6 +13,7 @@ use pyo3::types::PyList;
 use crate::error::Failure;
 use crate::lazy::{Kept, Lazy};
 use crate::lists::PyMessages;
+use crate::unsendable::UnsendableScan;
 
 /// What a [`HeldHistory`] holds: the messages as a curation history, and the Python objects
 /// they were read from, in order.
@@ -21,12 +21,9 @@ use crate::lists::PyMessages;
 struct Held {
     history: History<'static>,
     objects: Vec<Py<PyAny>>,
-    /// The messages no provider takes (see `History::unsendable`), and those already said.
-    unsendable: Vec<usize>,
+    /// The messages no provider takes, and those already said.
+    unsendable: UnsendableScan,
     said: BTreeSet<usize>,
-    /// Where to look again for them when messages are added: the last user or system
-    /// message, which closes every call before it, so that nothing before it changes status.
-    settled: usize,
 }
 
 impl Held {
@@ -34,26 +31,16 @@ impl Held {
         Held {
             history: History::new(),
             objects: Vec::new(),
-            unsendable: Vec::new(),
+            unsendable: UnsendableScan::default(),
             said: BTreeSet::new(),
-            settled: 0,
         }
     }
 
-    /// Finds the messages no provider takes among those since the last user or system
-    /// message, and returns those not said before.
+    /// The messages no provider takes that were not said before.
     fn newly_unsendable(&mut self) -> Vec<usize> {
-        let messages = self.history.messages();
-        let from = self.settled.min(messages.len());
-        let found = History::from(&messages[from..]).unsendable();
-        self.unsendable.retain(|&pos| pos < from);
-        self.unsendable.extend(found.into_iter().map(|pos| pos + from));
-        self.settled = messages
-            .iter()
-            .rposition(|m| matches!(m.role(), Role::User | Role::System))
-            .map_or(from, |last| last.max(from));
+        let found = self.unsendable.positions(self.history.messages());
         let new: Vec<usize> =
-            self.unsendable.iter().copied().filter(|pos| !self.said.contains(pos)).collect();
+            found.iter().copied().filter(|pos| !self.said.contains(pos)).collect();
         self.said.extend(&new);
         new
     }

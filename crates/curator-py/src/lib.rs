@@ -29,6 +29,7 @@ mod lists;
 mod pipeline;
 mod session;
 mod template;
+mod unsendable;
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 

@@ -45,6 +45,7 @@ use serde_json::{Value, json};
 
 use crate::error::Failure;
 use crate::template::Template;
+use crate::unsendable::UnsendableScan;
 
 /// The namespace of the evaluation ids sessions derive (UUID v5).
 const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x5c1f_0d2e_8a4b_4e7c_9d3a_61b2_f0e4_a7c5);
@@ -227,13 +228,8 @@ struct Held {
     /// For each history message, the index in `items` of its first item.
     starts: Vec<usize>,
     history: History<'static>,
-    /// The messages no provider takes (see [`History::unsendable`]), by position, as of the
-    /// history's first `checked` messages (`None`: to be found from the start).
-    unsendable: Vec<usize>,
-    checked: Option<usize>,
-    /// Where to look again when messages are added: the last user or system message, which
-    /// closes every call before it, so that nothing before it changes status.
-    settled: usize,
+    /// The messages no provider takes, by position.
+    unsendable: UnsendableScan,
 }
 
 /// A session: its key, store and format, the pipeline `items` curates with, and what it
@@ -415,19 +411,8 @@ impl ItemLog {
     /// for the messages since the last user or system message, once per change.
     pub(crate) fn unsendable(&mut self) -> Vec<usize> {
         let held = &mut self.held;
-        let messages = held.history.messages();
-        if held.checked != Some(messages.len()) {
-            let from = if held.checked.is_some() { held.settled.min(messages.len()) } else { 0 };
-            let found = History::from(&messages[from..]).unsendable();
-            held.unsendable.retain(|&pos| pos < from);
-            held.unsendable.extend(found.into_iter().map(|pos| pos + from));
-            held.settled = messages
-                .iter()
-                .rposition(|m| matches!(m.role(), Role::User | Role::System))
-                .map_or(from, |last| last.max(from));
-            held.checked = Some(messages.len());
-        }
-        held.unsendable
+        let positions = held.unsendable.positions(held.history.messages());
+        positions
             .iter()
             .flat_map(|&pos| {
                 let end = held.starts.get(pos + 1).copied().unwrap_or(held.items.len());
@@ -530,7 +515,7 @@ impl ItemLog {
             self.held.starts.pop();
         }
         self.held.history = History::from(messages);
-        self.held.checked = None;
+        self.held.unsendable.restart();
         Ok(Some(popped))
     }
 
@@ -667,7 +652,7 @@ impl ItemLog {
         let mut messages = messages[..pos].to_vec();
         messages.push(joined);
         self.held.history = History::from(messages);
-        self.held.checked = None;
+        self.held.unsendable.restart();
         Ok(())
     }
 
@@ -715,9 +700,7 @@ impl Held {
             items: Vec::new(),
             starts: Vec::new(),
             history: History::new(),
-            unsendable: Vec::new(),
-            checked: None,
-            settled: 0,
+            unsendable: UnsendableScan::default(),
         }
     }
 }
