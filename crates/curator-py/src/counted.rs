@@ -164,7 +164,7 @@ mod tests {
             .iter()
             .map(|k| match k {
                 Kept::Position(p) => *p,
-                Kept::Message(m) => panic!("made {m:?}"),
+                other => panic!("changed or made {other:?}"),
             })
             .collect();
         assert_eq!(kept, [0, 1, 4, 5]);

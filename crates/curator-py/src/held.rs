@@ -143,10 +143,7 @@ impl HeldHistory {
             let view = pipeline.curate_history(history, &CurationContext::default())?;
             Ok::<_, Failure>(
                 view.iter()
-                    .map(|entry| match entry.pos {
-                        Some(pos) if entry.message.is_borrowed() => Kept::Position(pos),
-                        _ => Kept::Message(curator::model::Message::clone(&entry.message)),
-                    })
+                    .map(|entry| Kept::of(entry.pos, &entry.message, Some))
                     .collect::<Vec<_>>(),
             )
         })?;

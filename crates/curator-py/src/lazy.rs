@@ -128,14 +128,33 @@ pub(crate) fn subset(
     Ok(out)
 }
 
-/// One message of a curated view: a position of the list kept unchanged, or a message a
-/// strategy changed or made.
+/// One message of a curated view: a position of the list kept unchanged, a message of the
+/// list a strategy changed (shortened, or without calls whose results never came), or a
+/// message a strategy made.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Kept {
     /// A message of the list, kept unchanged, by position.
     Position(usize),
-    /// A message a strategy changed or made.
+    /// A message of the list, by position, as a strategy changed it.
+    Changed(usize, Message),
+    /// A message a strategy made (a note).
     Message(Message),
+}
+
+impl Kept {
+    /// The view's message `entry`, of a list whose history position `pos` is the list's
+    /// `position(pos)`.
+    pub(crate) fn of(
+        pos: Option<usize>,
+        message: &curator::strategies::MessageRef<'_>,
+        position: impl Fn(usize) -> Option<usize>,
+    ) -> Kept {
+        match pos.and_then(position) {
+            Some(position) if message.is_borrowed() => Kept::Position(position),
+            Some(position) => Kept::Changed(position, Message::clone(message)),
+            None => Kept::Message(Message::clone(message)),
+        }
+    }
 }
 
 /// Curates `messages` (a subset of a list, with their positions in it) with `pipeline`, and
@@ -167,10 +186,7 @@ pub(crate) fn curate_subset_with(
     let view = curate(&history)?;
     let kept = view
         .iter()
-        .map(|entry| match entry.pos.and_then(|p| positions.get(p)) {
-            Some(&position) if entry.message.is_borrowed() => Kept::Position(position),
-            _ => Kept::Message(Message::clone(&entry.message)),
-        })
+        .map(|entry| Kept::of(entry.pos, &entry.message, |p| positions.get(p).copied()))
         .collect();
     let unsendable =
         history.unsendable().into_iter().filter_map(|p| positions.get(p).copied()).collect();

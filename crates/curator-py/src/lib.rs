@@ -216,19 +216,26 @@ fn kept(source: &mut impl lazy::Lazy, config: &StrategyConfig) -> Result<lazy::C
     lazy::curate_subset(messages, &*pipeline)
 }
 
-/// For [`curate_kept`]: positions as `int`s, changed or made messages as OpenAI dicts.
+/// For [`curate_kept`]: positions as `int`s, changed messages as `(position, dict)` tuples
+/// (the dict an OpenAI message), made messages as OpenAI dicts.
 pub(crate) fn positions_or_dicts<'py>(
     py: Python<'py>,
     kept: &[Kept],
 ) -> PyResult<Bound<'py, PyAny>> {
     let out = PyList::empty(py);
+    let dict = |index: usize, message: &Message| {
+        json::to_python(
+            py,
+            &formats::openai::message_to_value(index, message).map_err(Failure::from)?,
+        )
+    };
     for (index, item) in kept.iter().enumerate() {
         match item {
             Kept::Position(position) => out.append(position)?,
-            Kept::Message(message) => out.append(json::to_python(
-                py,
-                &formats::openai::message_to_value(index, message).map_err(Failure::from)?,
-            )?)?,
+            Kept::Changed(position, message) => {
+                out.append((position, dict(index, message)?))?;
+            }
+            Kept::Message(message) => out.append(dict(index, message)?)?,
         }
     }
     Ok(out.into_any())
@@ -245,7 +252,7 @@ fn given_or_dicts<'py>(
     for (index, item) in kept.iter().enumerate() {
         match item {
             Kept::Position(position) => out.append(list.get_item(*position)?)?,
-            Kept::Message(message) => out.append(json::to_python(
+            Kept::Changed(_, message) | Kept::Message(message) => out.append(json::to_python(
                 py,
                 &formats::openai::message_to_value(index, message).map_err(Failure::from)?,
             )?)?,
@@ -495,7 +502,8 @@ mod tests {
         for (index, item) in kept.iter().enumerate() {
             match (index, item) {
                 // Every other message from the fourth on is a tool result, cut.
-                (3 | 5 | 7, Kept::Message(message)) => {
+                (3 | 5 | 7, Kept::Changed(position, message)) => {
+                    assert_eq!(*position, index);
                     assert_eq!(message.role(), Role::Tool);
                     assert!(message.text().len() < 400);
                 }

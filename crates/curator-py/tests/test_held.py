@@ -19,7 +19,7 @@ def conversation(rounds):
 
 
 def view(held, messages):
-    return [messages[k] if isinstance(k, int) else k for k in held.curate(messages)]
+    return [messages[k] if isinstance(k, int) else k[1] if isinstance(k, tuple) else k for k in held.curate(messages)]
 
 
 def test_each_call_gives_the_stateless_view_and_reads_only_what_is_new():

@@ -415,8 +415,10 @@ def test_the_sessions_unsendable_warning_points_at_the_callers_line(tmp_path):
 
 
 def test_a_negative_limit_asks_for_every_item_as_the_sdk_takes_it(tmp_path):
-    session = CuratorSession(new_id(), str(tmp_path / "s.db"), max_tokens=100_000)
+    # A budget that curates: a negative limit still gives every item, uncurated.
+    session = CuratorSession(new_id(), str(tmp_path / "s.db"), max_tokens=150)
     run(session.add_items(agent_items()))
+    assert len(run(session.get_items())) < len(agent_items())
     assert run(session.get_items(limit=-1)) == agent_items()
     assert run(session.get_items(limit=0)) == []
     assert run(session.get_items(limit=2)) == agent_items()[-2:]

@@ -185,3 +185,19 @@ def test_any_integer_type_is_a_budget():
 
     messages = [HumanMessage("hi")]
     assert trim_messages(messages, max_tokens=Tokens()) == messages
+
+
+def test_a_message_curation_changes_keeps_its_id_and_fields():
+    # A last AI message whose calls have no results yet: sent without the calls (no provider
+    # takes a call without its result), the message itself otherwise as given.
+    history = [HumanMessage("task", id="h0"), AIMessage("let me check", id="a1", name="bot",
+               tool_calls=[{"name": "du", "args": {}, "id": "c1"}], response_metadata={"model": "m"})]
+    last = trim_messages(history, max_tokens=1_000)[-1]
+    assert (last.id, last.name, last.content, last.tool_calls) == ("a1", "bot", "let me check", [])
+    assert last.response_metadata == {"model": "m"} and history[1].tool_calls  # the input is untouched
+    # A shortened tool result keeps its id, artifact and status.
+    call = AIMessage("", id="a0", tool_calls=[{"name": "du", "args": {}, "id": "c0"}])
+    result = ToolMessage("line\n" * 3_000, tool_call_id="c0", id="t0", artifact={"rows": 3}, status="error")
+    cut = trim_messages([HumanMessage("task", id="h0"), call, result], max_tokens=400, allow_partial=True)[-1]
+    assert len(cut.content) < len(result.content)
+    assert (cut.id, cut.artifact, cut.status, cut.tool_call_id) == ("t0", {"rows": 3}, "error", "c0")

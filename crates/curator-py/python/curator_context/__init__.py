@@ -141,7 +141,8 @@ def trim_messages(
         return curate_langchain(given, None, config, counts)
     if counts is not None:
         kept = _native.curate_kept(given, None, pipeline=config, counts=counts)
-        return [given[item] if isinstance(item, int) else item for item in kept]
+        # Positions kept, (position, dict) changed, dicts made.
+        return [given[item] if isinstance(item, int) else item[1] if isinstance(item, tuple) else item for item in kept]
     return curate(given, pipeline=config, format="openai")
 
 

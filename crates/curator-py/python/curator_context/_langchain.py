@@ -1,6 +1,6 @@
 """LangChain message objects: read through the OpenAI format, handed back by position."""
 
-from typing import Any, Callable, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from . import _native
 from ._native import FormatError
@@ -42,4 +42,40 @@ def curate_langchain(
         base=BaseMessage,
         counts=counts,
     )
-    return [given[item] if isinstance(item, int) else convert_to_messages([item])[0] for item in kept]
+    return view_of(given, kept)
+
+
+def view_of(given: List[Any], kept: List[Any]) -> List[Any]:
+    """The view as LangChain messages, from what the extension says of each: a position of
+    ``given`` kept unchanged (the object given), ``(position, dict)`` for a message curation
+    changed (the object given, with its content and tool calls as changed and every other
+    field its own: id, name, artifact, metadata), or a dict for a message it made (a note)."""
+    from langchain_core.messages import convert_to_messages
+
+    out: List[Any] = []
+    for item in kept:
+        if isinstance(item, int):
+            out.append(given[item])
+        elif isinstance(item, tuple):
+            out.append(_changed(given[item[0]], item[1]))
+        else:
+            out.append(convert_to_messages([item])[0])
+    return out
+
+
+def _changed(original: Any, written: Any) -> Any:
+    from langchain_core.messages import AIMessage, convert_to_messages
+
+    new = convert_to_messages([written])[0]
+    update: Dict[str, Any] = {"content": new.content}
+    if isinstance(original, AIMessage) and isinstance(new, AIMessage):
+        update["tool_calls"] = new.tool_calls
+        mirrored = original.additional_kwargs.get("tool_calls")
+        if isinstance(mirrored, list):
+            # The provider's own form of the calls, as langchain-openai keeps it: the calls
+            # the view kept.
+            kept = {call["id"] for call in new.tool_calls}
+            calls = [call for call in mirrored if isinstance(call, dict) and call.get("id") in kept]
+            kwargs = {k: v for k, v in original.additional_kwargs.items() if k != "tool_calls"}
+            update["additional_kwargs"] = {**kwargs, "tool_calls": calls} if calls else kwargs
+    return original.model_copy(update=update)

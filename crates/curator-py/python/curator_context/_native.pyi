@@ -59,10 +59,11 @@ def curate_kept(
     convert: Optional[Any] = None,
     base: Optional[type] = None,
     counts: Optional[List[int]] = None,
-) -> List[Union[int, Dict[str, Any]]]:
+) -> List[Union[int, Tuple[int, Dict[str, Any]], Dict[str, Any]]]:
     """Curates OpenAI messages, or objects of class ``base`` that ``convert`` turns into them;
-    per message of the view, the input position it keeps unchanged, or the message as a dict
-    when a strategy changed or made it. A lone token budget reads only what it may keep."""
+    per message of the view, the input position it keeps unchanged, ``(position, dict)`` for
+    a message a strategy changed, or a dict for one it made. A lone token budget reads only
+    what it may keep."""
 
 def bill(
     requests: List[Any],
@@ -111,7 +112,7 @@ class HeldHistory:
     the messages not seen before are converted and counted (``curator_context.middleware``)."""
 
     def __init__(self, max_tokens: Optional[int] = None, *, pipeline: Union[Mapping[str, Any], str, None] = None) -> None: ...
-    def curate(self, messages: List[Any], *, convert: Optional[Any] = None, base: Optional[type] = None) -> List[Union[int, Dict[str, Any]]]:
-        """Per message of the view: the position of a message kept unchanged, or the message
-        as a dict when a strategy changed or made it."""
+    def curate(self, messages: List[Any], *, convert: Optional[Any] = None, base: Optional[type] = None) -> List[Union[int, Tuple[int, Dict[str, Any]], Dict[str, Any]]]:
+        """Per message of the view: the position of a message kept unchanged, ``(position,
+        dict)`` for one a strategy changed, or a dict for one it made."""
     def __len__(self) -> int: ...

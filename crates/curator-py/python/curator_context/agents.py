@@ -43,6 +43,9 @@ else:
 
 __all__ = ["CuratorSession", "Session", "curation_filter"]
 
+# A limit no session reaches: every item, uncurated.
+_EVERY_ITEM = 2**62
+
 
 class CuratorSession:
     """An Agents SDK session recorded by curator, keyed by ``session_id``.
@@ -115,7 +118,8 @@ class CuratorSession:
         """
         native = self._session()
         if limit is not None and limit < 0:
-            limit = None
+            # Every item as recorded, as the SDK's sessions give them for a negative limit.
+            limit = _EVERY_ITEM
         items: List[Item]
         items, note = await asyncio.to_thread(native.get_items_noting, limit)
         if note is not None:

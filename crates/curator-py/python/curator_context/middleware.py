@@ -19,10 +19,10 @@ import math
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages, convert_to_openai_messages
+from langchain_core.messages import BaseMessage, SystemMessage, convert_to_openai_messages
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from ._langchain import curate_langchain
+from ._langchain import curate_langchain, view_of
 from ._native import CuratorError, HeldHistory, default_pipeline
 from ._trim import config_error
 
@@ -107,7 +107,7 @@ class CuratorMiddleware(AgentMiddleware):
         if self._held is None or self._held[0] != key:
             self._held = (key, HeldHistory(pipeline=pipeline))
         kept = self._held[1].curate(given, convert=convert_to_openai_messages, base=BaseMessage)
-        view: List[Any] = [given[item] if isinstance(item, int) else convert_to_messages([item])[0] for item in kept]
+        view = view_of(given, kept)
         if system is None:
             return request.override(messages=view)
         # Every system message is kept: the first of the view is this one, or its redaction.
