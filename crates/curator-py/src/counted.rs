@@ -99,14 +99,14 @@ pub(crate) fn curate_counted(
             ),
         });
     }
-    let mut messages = Vec::with_capacity(source.len());
-    for index in 0..source.len() {
-        messages.push((index, source.message(index)?));
-    }
+    // Only what the budget may keep is read (see `lazy`): the head and the newest messages
+    // as far as their counts reach.
+    let messages = lazy::subset_counted(source, *max_tokens, &mut |index, _| counts[index])?;
+    let read: Vec<u64> = messages.iter().map(|(index, _)| counts[*index]).collect();
     let budget =
         TokenBudget::new(*max_tokens).with_reserve(*reserve).with_head_share(*head_share)?;
     lazy::curate_subset_with(messages, move |history: &History<'static>| {
-        let counter = GivenCounts::over(history.messages(), counts);
+        let counter = GivenCounts::over(history.messages(), read);
         let budget = budget.with_counter(counter);
         let budget = if *shorten { budget } else { budget.keeping_messages_whole() };
         Ok(budget.curate_history(history, &CurationContext::default())?)
@@ -179,6 +179,44 @@ mod tests {
         let counts = vec![10, 100, 1, 1, 1, 1];
         let error = curate_counted(&mut Listed(conversation()), counts, &budget(50)).unwrap_err();
         assert_eq!(error.kind(), "budget_too_small");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Reading only what the counts let the budget keep gives the view reading every
+        /// message gives.
+        #[test]
+        fn reading_what_the_counts_reach_curates_like_reading_everything(
+            messages in curator_testkit::arb::history_with(40, true),
+            seed in proptest::prelude::any::<u64>(),
+            max_tokens in 20_u64..2_000,
+            shorten in proptest::prelude::any::<bool>(),
+        ) {
+            let counts: Vec<u64> = (0..messages.len() as u64)
+                .map(|i| (seed.rotate_left((i % 64) as u32) ^ i.wrapping_mul(0x9e37)) % 300)
+                .collect();
+            let config = StrategyConfig::TokenBudget {
+                max_tokens,
+                reserve: 0,
+                tokenizer: curator::strategies::Tokenizer::Estimate,
+                head_share: 0.5,
+                shorten,
+            };
+            let lazy = curate_counted(&mut Listed(messages.clone()), counts.clone(), &config);
+            let all: Vec<(usize, Message)> = messages.iter().cloned().enumerate().collect();
+            let whole = lazy::curate_subset_with(all, |history: &History<'static>| {
+                let budget = TokenBudget::new(max_tokens)
+                    .with_counter(GivenCounts::over(history.messages(), counts.clone()));
+                let budget = if shorten { budget } else { budget.keeping_messages_whole() };
+                Ok(budget.curate_history(history, &CurationContext::default())?)
+            });
+            match (whole, lazy) {
+                (Ok(whole), Ok(lazy)) => proptest::prop_assert_eq!(whole.kept, lazy.kept),
+                (Err(whole), Err(lazy)) => proptest::prop_assert_eq!(whole.kind(), lazy.kind()),
+                (whole, lazy) => proptest::prop_assert!(false, "whole {:?}, lazily {:?}", whole, lazy),
+            }
+        }
     }
 
     #[test]

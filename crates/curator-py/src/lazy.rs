@@ -63,6 +63,19 @@ pub(crate) fn subset(
     max_tokens: u64,
     counter: &dyn TokenCounter,
 ) -> Result<Vec<(usize, Message)>, Failure> {
+    subset_counted(list, max_tokens, &mut |_, message| counter.count_message(message))
+}
+
+/// [`subset`] with each message's tokens given by `count` (its position and the message).
+///
+/// # Errors
+///
+/// As [`subset`].
+pub(crate) fn subset_counted(
+    list: &mut impl Lazy,
+    max_tokens: u64,
+    count: &mut dyn FnMut(usize, &Message) -> u64,
+) -> Result<Vec<(usize, Message)>, Failure> {
     let n = list.len();
     let mut roles = Vec::with_capacity(n);
     for index in 0..n {
@@ -98,7 +111,7 @@ pub(crate) fn subset(
         start -= 1;
         let message = list.message(start)?;
         if present_units == 0 {
-            tokens = tokens.saturating_add(counter.count_message(&message));
+            tokens = tokens.saturating_add(count(start, &message));
         }
         suffix.push((start, message));
         let begins_unit = match roles[start] {
@@ -245,15 +258,17 @@ mod tests {
     }
 
     fn budget(max_tokens: u64, tokenizer: Tokenizer) -> Box<dyn HistoryManager> {
-        StrategyConfig::TokenBudget {
-            max_tokens,
-            reserve: 0,
-            tokenizer,
-            head_share: 0.5,
-            shorten: true,
-        }
-        .build()
-        .unwrap()
+        budget_of_kind(max_tokens, tokenizer, true)
+    }
+
+    fn budget_of_kind(
+        max_tokens: u64,
+        tokenizer: Tokenizer,
+        shorten: bool,
+    ) -> Box<dyn HistoryManager> {
+        StrategyConfig::TokenBudget { max_tokens, reserve: 0, tokenizer, head_share: 0.5, shorten }
+            .build()
+            .unwrap()
     }
 
     #[track_caller]
@@ -286,9 +301,10 @@ mod tests {
             messages in curator_testkit::arb::history_with(40, true),
             max_tokens in 20_u64..3_000,
             exact in any::<bool>(),
+            shorten in any::<bool>(),
         ) {
             let tokenizer = if exact { Tokenizer::O200k } else { Tokenizer::Estimate };
-            let pipeline = budget(max_tokens, tokenizer);
+            let pipeline = budget_of_kind(max_tokens, tokenizer, shorten);
             let (lazy, _) = lazily(&messages, max_tokens, tokenizer, &*pipeline);
             same(whole(&messages, &*pipeline), lazy);
         }

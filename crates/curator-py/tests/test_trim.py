@@ -201,3 +201,25 @@ def test_a_message_curation_changes_keeps_its_id_and_fields():
     cut = trim_messages([HumanMessage("task", id="h0"), call, result], max_tokens=400, allow_partial=True)[-1]
     assert len(cut.content) < len(result.content)
     assert (cut.id, cut.artifact, cut.status, cut.tool_call_id) == ("t0", {"rows": 3}, "error", "c0")
+
+
+def test_counting_only_what_the_budget_reaches_gives_the_view_counting_everything_gives():
+    from curator_context import _native
+    from curator_context._langchain import view_of
+    from langchain_core.messages import convert_to_openai_messages
+
+    rng = random.Random(11)
+    for _ in range(150):
+        messages = agent_history(rng, rng.randint(1, 30))
+        max_tokens = rng.randint(100, 3_000)
+        counts = [count_tokens_approximately([m]) for m in messages]
+        config = {"strategy": "token_budget", "max_tokens": max_tokens, "tokenizer": "estimate", "shorten": False}
+        try:
+            kept = _native.curate_kept(messages, None, pipeline=config, convert=convert_to_openai_messages,
+                                       base=lc.BaseMessage, counts=counts)
+            expected = view_of(messages, kept)
+        except BudgetTooSmall:
+            with pytest.raises(BudgetTooSmall):
+                trim_messages(messages, max_tokens=max_tokens)
+            continue
+        assert trim_messages(messages, max_tokens=max_tokens) == expected

@@ -131,19 +131,27 @@ def trim_messages(
             text_splitter=text_splitter,
         )
     given, langchain = _langchain_messages(messages)
+    # OpenAI dicts are curated as dicts (their roles read cheaply, only those the budget may
+    # keep read whole), and only what is kept or counted is made a LangChain message.
+    dicts = bool(given) and all(isinstance(m, dict) for m in given)
     tokenizer, count = _trim.counter(token_counter, allow_partial, langchain)
     config = _trim.pipeline(max_tokens, tokenizer, strategy, start_on, allow_partial, text_splitter)
     given = _trim.drop_after_last(given, end_on)
-    counts = None if count is None else _trim.counts(count, given)
-    if langchain:
+    if count is not None and dicts:
+        count = _trim.of_dicts(count)
+    counts = None if count is None else _trim.counts(count, given, config["max_tokens"])
+    if langchain and not dicts:
         from ._langchain import curate_langchain
 
         return curate_langchain(given, None, config, counts)
-    if counts is not None:
-        kept = _native.curate_kept(given, None, pipeline=config, counts=counts)
-        # Positions kept, (position, dict) changed, dicts made.
-        return [given[item] if isinstance(item, int) else item[1] if isinstance(item, tuple) else item for item in kept]
-    return curate(given, pipeline=config, format="openai")
+    kept = _native.curate_kept(given, None, pipeline=config, counts=counts)
+    # Positions kept, (position, dict) changed, dicts made.
+    view = [given[item] if isinstance(item, int) else item[1] if isinstance(item, tuple) else item for item in kept]
+    if langchain:
+        from langchain_core.messages import convert_to_messages
+
+        return list(convert_to_messages(view))
+    return view
 
 
 def _langchain_messages(messages: _typing.Any) -> _typing.Tuple[_typing.List[_typing.Any], bool]:
@@ -151,7 +159,7 @@ def _langchain_messages(messages: _typing.Any) -> _typing.Tuple[_typing.List[_ty
     values, tuples, strings and dicts converted as LangChain converts them), and whether they
     are."""
     try:
-        from langchain_core.messages import convert_to_messages
+        from langchain_core.messages import BaseMessage, convert_to_messages
         from langchain_core.prompt_values import PromptValue
     except ImportError:
         if not isinstance(messages, (list, tuple)):
@@ -165,8 +173,11 @@ def _langchain_messages(messages: _typing.Any) -> _typing.Tuple[_typing.List[_ty
         return list(messages.to_messages()), True
     if isinstance(messages, (str, dict)) or not isinstance(messages, _typing.Iterable):
         raise _format_error("wrong_type", f"expected a list of messages, found a `{type(messages).__name__}`")
+    given = list(messages)
+    if all(isinstance(m, BaseMessage) for m in given) or all(isinstance(m, dict) for m in given):
+        return given, True
     try:
-        return list(convert_to_messages(messages)), True
+        return list(convert_to_messages(given)), True
     except (ValueError, TypeError, NotImplementedError) as error:
         raise _format_error("unsupported_message", f"messages LangChain cannot read: {error}") from error
 

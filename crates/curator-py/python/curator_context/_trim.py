@@ -98,20 +98,63 @@ def counter(token_counter: Any, allow_partial: bool, langchain: bool) -> Tuple[s
     return "estimate", lambda message: count([message])
 
 
-def counts(count: Callable[[Any], int], messages: Sequence[Any]) -> List[int]:
+def counts(count: Callable[[Any], int], messages: Sequence[Any], max_tokens: int) -> List[int]:
     """One count per message, each a non-negative integer (a float is rounded up), or a
-    ``ConfigError`` naming the message whose count is not."""
-    out = []
-    for index, message in enumerate(messages):
-        tokens = count(message)
+    ``ConfigError`` naming the message whose count is not.
+
+    Only what the budget may keep is counted: the system messages, the task (the first human
+    message before any AI message) and the newest messages until they pass ``max_tokens``
+    together. The older ones could not be kept whatever they cost (the kept messages after
+    the head are the newest, without gaps): they are given ``max_tokens + 1``.
+    """
+
+    def counted(index: int) -> int:
+        tokens = count(messages[index])
         if isinstance(tokens, float) and math.isfinite(tokens) and tokens >= 0:
             tokens = math.ceil(tokens)
         if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
             raise config_error(
                 "invalid_argument", f"token_counter gave {tokens!r} for message {index}: expected a non-negative int"
             )
-        out.append(tokens)
-    return out
+        return tokens
+
+    out: List[Optional[int]] = [None] * len(messages)
+    task_open = True
+    for index, message in enumerate(messages):
+        kind = _kind(message)
+        if kind == "system" or (task_open and kind == "human"):
+            out[index] = counted(index)
+            task_open = task_open and kind != "human"
+        elif kind == "ai":
+            task_open = False
+    total = 0
+    for index in range(len(messages) - 1, -1, -1):
+        tokens = out[index]
+        if tokens is None:
+            tokens = out[index] = counted(index)
+        total += tokens
+        if total > max_tokens:
+            break
+    return [max_tokens + 1 if tokens is None else tokens for tokens in out]
+
+
+def of_dicts(count: Callable[[Any], int]) -> Callable[[Any], int]:
+    """``count`` for OpenAI dicts: each made a LangChain message first, as LangChain's
+    ``trim_messages`` reads them."""
+    from langchain_core.messages import convert_to_messages
+
+    return lambda message: count(convert_to_messages([message])[0])
+
+
+def _kind(message: Any) -> Optional[str]:
+    """A message's LangChain type (``system``, ``human``, ``ai``, ``tool``), from its class or
+    its role."""
+    kind = getattr(message, "type", None)
+    if kind is None and isinstance(message, dict):
+        kind = _TYPES.get(str(message.get("role")))
+    if kind == "chat":
+        kind = _TYPES.get(str(getattr(message, "role", "")))
+    return kind if isinstance(kind, str) else None
 
 
 def _takes_one_message(function: Any) -> bool:
