@@ -79,7 +79,7 @@ impl TokenCounter for GivenCounts {
 /// ([`BudgetTooSmall`](crate::error::BudgetTooSmall)).
 pub(crate) fn curate_counted(
     source: &mut impl Lazy,
-    counts: Vec<u64>,
+    counts: &[u64],
     config: &StrategyConfig,
 ) -> Result<lazy::Curated, Failure> {
     let StrategyConfig::TokenBudget { max_tokens, reserve, head_share, shorten, .. } = config
@@ -158,7 +158,7 @@ mod tests {
         // The same texts, counted as the caller says: the big middle messages are left out
         // whole, the head and the newest are kept.
         let counts = vec![10, 10, 500, 500, 20, 20];
-        let curated = curate_counted(&mut Listed(conversation()), counts, &budget(60)).unwrap();
+        let curated = curate_counted(&mut Listed(conversation()), &counts, &budget(60)).unwrap();
         let kept: Vec<_> = curated
             .kept
             .iter()
@@ -170,14 +170,14 @@ mod tests {
         assert_eq!(kept, [0, 1, 4, 5]);
         // Exactly the budget fits (nothing is primed): one token less does not hold a2.
         let counts = vec![10, 10, 500, 500, 20, 20];
-        let curated = curate_counted(&mut Listed(conversation()), counts, &budget(59)).unwrap();
+        let curated = curate_counted(&mut Listed(conversation()), &counts, &budget(59)).unwrap();
         assert_eq!(curated.kept.len(), 3);
     }
 
     #[test]
     fn what_is_never_left_out_over_the_budget_is_refused_not_cut() {
         let counts = vec![10, 100, 1, 1, 1, 1];
-        let error = curate_counted(&mut Listed(conversation()), counts, &budget(50)).unwrap_err();
+        let error = curate_counted(&mut Listed(conversation()), &counts, &budget(50)).unwrap_err();
         assert_eq!(error.kind(), "budget_too_small");
     }
 
@@ -203,7 +203,7 @@ mod tests {
                 head_share: 0.5,
                 shorten,
             };
-            let lazy = curate_counted(&mut Listed(messages.clone()), counts.clone(), &config);
+            let lazy = curate_counted(&mut Listed(messages.clone()), &counts, &config);
             let all: Vec<(usize, Message)> = messages.iter().cloned().enumerate().collect();
             let whole = lazy::curate_subset_with(all, |history: &History<'static>| {
                 let budget = TokenBudget::new(max_tokens)
@@ -221,12 +221,11 @@ mod tests {
 
     #[test]
     fn counts_must_match_the_messages_and_the_pipeline_be_a_budget() {
-        let error =
-            curate_counted(&mut Listed(conversation()), vec![1; 5], &budget(50)).unwrap_err();
+        let error = curate_counted(&mut Listed(conversation()), &[1; 5], &budget(50)).unwrap_err();
         let Failure::Config { message, .. } = error else { panic!("{error:?}") };
         assert!(message.contains("5 counts for 6 messages"), "{message}");
         let window = StrategyConfig::SlidingWindow { window_size: 2 };
-        let error = curate_counted(&mut Listed(conversation()), vec![1; 6], &window).unwrap_err();
+        let error = curate_counted(&mut Listed(conversation()), &[1; 6], &window).unwrap_err();
         assert_eq!(error.kind(), "invalid_argument");
     }
 }

@@ -159,7 +159,7 @@ fn curate_kept<'py>(
         }
     };
     let curated = match counts.filter(|c| !c.is_none()) {
-        Some(counts) => counted::curate_counted(&mut source, token_counts(counts)?, &config)?,
+        Some(counts) => counted::curate_counted(&mut source, &token_counts(counts)?, &config)?,
         None => kept(&mut source, &config)?,
     };
     warn_unsendable(py, &curated.unsendable)?;
@@ -333,6 +333,48 @@ pub(crate) fn split_request(input: Value) -> Result<(Vec<Value>, Option<Envelope
     })
 }
 
+/// Tokens of `text` under `tokenizer` (`"o200k"`, the default pipeline's; `"cl100k"`;
+/// `"estimate"`): for what is sent beside the messages (instructions, tool schemas), to
+/// reserve from a budget.
+///
+/// # Errors
+///
+/// `ConfigError` for an unknown tokenizer.
+#[pyfunction]
+#[pyo3(signature = (text, tokenizer = "o200k"))]
+fn count_tokens(text: &str, tokenizer: &str) -> PyResult<u64> {
+    let tokenizer: Tokenizer = serde_json::from_value(Value::String(tokenizer.to_owned()))
+        .map_err(|_| Failure::Config {
+            kind: "invalid_argument",
+            message: format!(
+                "`tokenizer` should be \"o200k\", \"cl100k\" or \"estimate\", found {tokenizer:?}"
+            ),
+        })?;
+    Ok(counter(tokenizer)?.count_text(text))
+}
+
+/// The pipeline of `max_tokens` or `pipeline` (as `curate` takes them) with every token
+/// budget in it reserving `extra` more tokens, as a dict.
+///
+/// # Errors
+///
+/// `ConfigError` for a pipeline or budget that cannot be read.
+#[pyfunction]
+#[pyo3(signature = (max_tokens = None, *, pipeline = None, extra = 0))]
+fn pipeline_with_reserve<'py>(
+    py: Python<'py>,
+    max_tokens: Option<&Bound<'py, PyAny>>,
+    pipeline: Option<&Bound<'py, PyAny>>,
+    extra: u64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let config = config(max_tokens, pipeline)?.with_reserve(extra);
+    let value = serde_json::to_value(&config).map_err(|e| Failure::Config {
+        kind: "config",
+        message: format!("strategy configuration: cannot write it: {e}"),
+    })?;
+    json::to_python(py, &value)
+}
+
 /// [`curate`] on JSON values: reads `input` (a list of messages or a request object), curates
 /// it with `config`, and writes the view in the same format and shape.
 ///
@@ -444,6 +486,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_pipeline, m)?)?;
     m.add_function(wrap_pyfunction!(curate_kept, m)?)?;
     m.add_function(wrap_pyfunction!(billing::bill, m)?)?;
+    m.add_function(wrap_pyfunction!(count_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(pipeline_with_reserve, m)?)?;
     m.add("CuratorError", py.get_type::<error::CuratorError>())?;
     m.add("FormatError", py.get_type::<error::FormatError>())?;
     m.add("ConfigError", py.get_type::<error::ConfigError>())?;

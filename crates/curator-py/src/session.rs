@@ -240,6 +240,9 @@ pub(crate) struct ItemLog {
     format: ItemFormat,
     head_name: String,
     pipeline: Option<Arc<dyn HistoryManager>>,
+    /// The pipeline's configuration, for views that reserve room for what is sent beside
+    /// the items (instructions, tools).
+    config: Option<StrategyConfig>,
     held: Held,
     /// Whether the record was read yet: opening reads nothing, the first call loads it.
     loaded: bool,
@@ -275,6 +278,7 @@ impl ItemLog {
     ) -> Result<Self, Failure> {
         let key = SessionKey::new(key);
         key.check().map_err(Failure::Session)?;
+        let pipeline_config = pipeline.cloned();
         let pipeline = pipeline.map(crate::pipeline::built).transpose()?;
         let head_name = format!("{ITEM_HEADS}{}/{key}", format.name());
         let evaluation = evaluation_of(&key, format, 0);
@@ -284,6 +288,7 @@ impl ItemLog {
             format,
             head_name,
             pipeline,
+            config: pipeline_config,
             held: Held::empty(None, Head::default(), evaluation),
             loaded: false,
             file: None,
@@ -364,14 +369,26 @@ impl ItemLog {
     /// the held one, or a copy curation made and handed out again (a redacted message,
     /// memoised), is taken from `templates` when there, else written as items to be made
     /// templates of; other messages are written as items. Only what a call keeps is
-    /// written, and a message is written once while it stays kept.
+    /// written, and a message is written once while it stays kept. `reserve` tokens of the
+    /// budget are held back for what is sent beside the items (instructions, tools).
     ///
     /// # Errors
     ///
     /// As [`ItemLog::items`].
-    pub(crate) fn curated(&mut self, mut templates: Templates) -> Result<Option<Curated>, Failure> {
+    pub(crate) fn curated(
+        &mut self,
+        mut templates: Templates,
+        reserve: u64,
+    ) -> Result<Option<Curated>, Failure> {
         self.refresh()?;
-        let Some(pipeline) = &self.pipeline else { return Ok(None) };
+        let pipeline = match (&self.pipeline, &self.config) {
+            (None, _) => return Ok(None),
+            (Some(pipeline), _) if reserve == 0 => Arc::clone(pipeline),
+            (Some(pipeline), None) => Arc::clone(pipeline),
+            (Some(_), Some(config)) => {
+                crate::pipeline::built(&config.clone().with_reserve(reserve))?
+            }
+        };
         let history = &self.held.history;
         if templates.history != history.id() {
             templates.by_source.clear();

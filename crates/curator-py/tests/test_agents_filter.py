@@ -69,6 +69,16 @@ class Looper(Model):
         raise NotImplementedError("the stand-in model does not stream")
 
 
+def reserved_pipeline():
+    """The default pipeline for BUDGET with what `run`'s agent sends beside its input (its
+    instructions and tool) reserved, as the filter reserves it."""
+    from curator_context._native import pipeline_with_reserve
+    from curator_context.agents import beside_tokens
+
+    agent = Agent(name="searcher", instructions="You search code.", tools=[grep])
+    return pipeline_with_reserve(BUDGET, extra=beside_tokens("You search code.", agent))
+
+
 def run(session=None, run_config=None, prompt="Find where the needle is."):
     model = Looper()
     agent = Agent(name="searcher", instructions="You search code.", model=model, tools=[grep])
@@ -107,9 +117,10 @@ def test_the_views_of_a_run_keep_the_cache_and_are_the_curated_record(tmp_path):
     # Each view is the pipeline's view of what was recorded before the call: a function of
     # the history alone, as a stateless `curate` of the same items gives it.
     recorded = asyncio.run(CuratorSession(session.session_id, db).get_items())
+    pipeline = reserved_pipeline()
     for n in (0, 1, CALLS // 2, CALLS):
         before = recorded[: 1 + 2 * n]
-        assert inputs[n] == curate(before, BUDGET, format="responses"), n
+        assert inputs[n] == curate(before, pipeline=pipeline, format="responses"), n
 
 
 def test_a_second_run_on_the_session_is_curated_from_the_whole_record(tmp_path):
@@ -121,7 +132,7 @@ def test_a_second_run_on_the_session_is_curated_from_the_whole_record(tmp_path):
     assert len(recorded) == 2 * (2 + 2 * CALLS)
     for n, items in enumerate(inputs):
         assert fits(items), n
-        assert items == curate(recorded[: 2 + 2 * CALLS + 1 + 2 * n], BUDGET, format="responses"), n
+        assert items == curate(recorded[: 2 + 2 * CALLS + 1 + 2 * n], pipeline=reserved_pipeline(), format="responses"), n
 
 
 def test_input_the_session_did_not_record_is_curated_as_given(tmp_path):
@@ -179,3 +190,23 @@ def test_a_closed_session_says_so(tmp_path):
 
     inner, items = asyncio.run(scoped())
     assert items == [] and "closed" in repr(inner)
+
+
+def test_the_instructions_and_tools_are_reserved_from_the_budget(tmp_path):
+    from curator_context._native import count_tokens
+
+    instructions = "Rules: " + " ".join(f"rule {i} must be obeyed carefully." for i in range(120))
+    beside = count_tokens(instructions)
+    assert 600 < beside < BUDGET
+    model = Looper()
+    agent = Agent(name="searcher", instructions=instructions, model=model, tools=[grep])
+    session = CuratorSession(f"s-{uuid.uuid4()}", tmp_path / "agent.db", max_tokens=BUDGET)
+    asyncio.run(Runner.run(agent, "Find where the needle is.", session=session, run_config=session.run_config(), max_turns=CALLS + 5))
+    # What each call sends beside its input (instructions, the tool) leaves the input the rest.
+    assert all(fits(items, BUDGET - beside) for items in model.inputs)
+    assert not all(fits(items, BUDGET - beside - 300) for items in model.inputs)
+    # Instructions over the budget fail the call, naming the budget.
+    agent = Agent(name="searcher", instructions=instructions * 4, model=Looper(), tools=[grep])
+    with pytest.raises(BudgetTooSmall):
+        asyncio.run(Runner.run(agent, "go", session=CuratorSession(f"s-{uuid.uuid4()}", tmp_path / "b.db", max_tokens=BUDGET),
+                               run_config=CuratorSession(f"s-{uuid.uuid4()}", tmp_path / "c.db", max_tokens=BUDGET).run_config()))

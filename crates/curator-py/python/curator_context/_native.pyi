@@ -76,6 +76,17 @@ def bill(
     per request ``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
     ``uncached_tokens``, and with ``model`` its input ``price`` in dollars."""
 
+def count_tokens(text: str, tokenizer: Literal["o200k", "cl100k", "estimate"] = "o200k") -> int:
+    """Tokens of ``text``: for what is sent beside the messages, to reserve from a budget."""
+
+def pipeline_with_reserve(
+    max_tokens: Optional[int] = None,
+    *,
+    pipeline: Union[Mapping[str, Any], str, None] = None,
+    extra: int = 0,
+) -> Dict[str, Any]:
+    """The pipeline (as ``curate`` takes it) with every budget reserving ``extra`` more tokens."""
+
 def default_pipeline(max_tokens: int) -> Dict[str, Any]:
     """The default pipeline for a budget, as the dict ``curate`` takes as ``pipeline``."""
 
@@ -98,7 +109,7 @@ class ItemSession:
     def __len__(self) -> int: ...
     def get_items(self, limit: Optional[int] = None) -> List[Any]:
         """The items, the newest ``limit`` of them, or (with a pipeline, no limit) the curated view."""
-    def get_items_noting(self, limit: Optional[int] = None) -> Tuple[List[Any], Optional[str]]:
+    def get_items_noting(self, limit: Optional[int] = None, *, reserve: int = 0) -> Tuple[List[Any], Optional[str]]:
         """As ``get_items``, with the ``UnsendableWarning``'s text returned instead of given."""
     def add_items(self, items: Any) -> None:
         """Records items after the session's items, all or none."""

@@ -23,6 +23,7 @@ budget. See ``docs/python-sessions.md``.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import warnings
 from types import TracebackType
@@ -171,7 +172,9 @@ class CuratorSession:
         the runner recorded since (the SDK records each turn's items before the next model
         call), the call is sent the curated view of the session's record, which costs what
         was appended since the last call; any other input is curated as it is. Either way
-        the view keeps the provider's prompt cache as the pipeline does.
+        the view keeps the provider's prompt cache as the pipeline does. The instructions and
+        the agent's tools are sent beside the input: their tokens are reserved from the
+        budget, so that the whole call stays within it.
 
         Raises ``BudgetTooSmall`` when the budget cannot hold what curation never drops.
         """
@@ -181,27 +184,24 @@ class CuratorSession:
         if not self.curates:
             return model_data
         given = list(model_data.input)
-        curated = await asyncio.to_thread(self._curate_input, given)
+        reserve = beside_tokens(model_data.instructions, data.agent)
+        curated = await asyncio.to_thread(self._curate_input, given, reserve)
         return ModelInputData(input=curated, instructions=model_data.instructions)
 
-    def _curate_input(self, given: List[Item]) -> List[Item]:
+    def _curate_input(self, given: List[Item], reserve: int) -> List[Item]:
         native = self._session()
         handed, added = self._handed, self._added
         if handed is not None and len(given) == len(handed) + len(added):
             start = len(handed)
             if given[:start] == handed and given[start:] == added:
                 view: List[Item]
-                view, _ = native.get_items_noting(None)
+                view, _ = native.get_items_noting(None, reserve=reserve)
                 # The record holds exactly what the input holds when no other process added
                 # to it since; else the input is curated as it is.
                 if len(native) == self._held_then + len(added):
                     return view
-        curated: List[Item] = _native.curate(
-            given,
-            self._max_tokens,
-            pipeline=self._pipeline,
-            format="responses",
-        )
+        pipeline = _native.pipeline_with_reserve(self._max_tokens, pipeline=self._pipeline, extra=reserve)
+        curated: List[Item] = _native.curate(given, pipeline=pipeline, format="responses")
         return curated
 
     def run_config(self, **settings: Any) -> RunConfig:
@@ -274,12 +274,30 @@ def curation_filter(
         from agents.run_config import ModelInputData
 
         given = list(data.model_data.input)
-        curated = await asyncio.to_thread(
-            _native.curate, given, max_tokens, pipeline=pipeline, format="responses"
-        )
+        reserve = beside_tokens(data.model_data.instructions, data.agent)
+        config = _native.pipeline_with_reserve(max_tokens, pipeline=pipeline, extra=reserve)
+        curated = await asyncio.to_thread(_native.curate, given, pipeline=config, format="responses")
         return ModelInputData(input=curated, instructions=data.model_data.instructions)
 
     return curate_call
+
+
+def beside_tokens(instructions: Optional[str], agent: Any) -> int:
+    """The tokens a model call sends beside its input items: the instructions and the
+    agent's tools (their names, descriptions and parameter schemas), counted with o200k, to
+    be reserved from the budget."""
+    tokens = _native.count_tokens(instructions) if instructions else 0
+    tools = [
+        {
+            "name": getattr(tool, "name", ""),
+            "description": getattr(tool, "description", "") or "",
+            "parameters": getattr(tool, "params_json_schema", None) or {},
+        }
+        for tool in getattr(agent, "tools", None) or []
+    ]
+    if tools:
+        tokens += _native.count_tokens(json.dumps(tools, separators=(",", ":")))
+    return tokens
 
 
 def _closed(session_id: str) -> _native.StoreError:

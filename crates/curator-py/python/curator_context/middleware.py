@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -23,7 +22,7 @@ from langchain_core.messages import BaseMessage, SystemMessage, convert_to_opena
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ._langchain import curate_langchain, view_of
-from ._native import CuratorError, HeldHistory, default_pipeline
+from ._native import CuratorError, HeldHistory, count_tokens, default_pipeline, pipeline_with_reserve
 from ._trim import config_error
 
 __all__ = ["CuratorMiddleware"]
@@ -41,7 +40,7 @@ class CuratorMiddleware(AgentMiddleware):
     messages plus what was appended, byte for byte). Or give ``pipeline`` (a
     ``StrategyConfig`` as a dict, TOML or JSON text). The system message is curated with the
     messages (it is always kept), and the tools sent with each call are reserved from the
-    budget when ``reserve_tools`` (their JSON schema, at four characters a token).
+    budget when ``reserve_tools`` (their JSON schemas, counted with o200k).
 
     The views are a function of the messages alone, so a resumed run is sent what the first
     one was. The conversation is held in Rust between calls: a call whose messages start
@@ -100,9 +99,9 @@ class CuratorMiddleware(AgentMiddleware):
         given: List[Any] = ([system] if system is not None else []) + list(request.messages)
         if not given:
             return request
-        pipeline = self._pipeline
+        pipeline: Union[Mapping[str, Any], str] = self._pipeline
         if self._reserve_tools and request.tools:
-            pipeline = _with_reserve(pipeline, _tool_tokens(request.tools))
+            pipeline = pipeline_with_reserve(pipeline=pipeline, extra=_tool_tokens(request.tools))
         key = pipeline if isinstance(pipeline, str) else json.dumps(pipeline, sort_keys=True)
         if self._held is None or self._held[0] != key:
             self._held = (key, HeldHistory(pipeline=pipeline))
@@ -118,26 +117,6 @@ class CuratorMiddleware(AgentMiddleware):
 
 
 def _tool_tokens(tools: List[Any]) -> int:
-    """The tools' JSON schemas' characters, at four a token."""
-    chars = 0
-    for tool in tools:
-        schema = tool if isinstance(tool, dict) else convert_to_openai_tool(tool)
-        chars += len(json.dumps(schema, separators=(",", ":")))
-    return math.ceil(chars / 4)
-
-
-def _with_reserve(pipeline: Union[Mapping[str, Any], str], extra: int) -> Union[Mapping[str, Any], str]:
-    """``pipeline`` (a dict) with ``extra`` more tokens reserved by each of its budgets; text
-    pipelines are left as they are (give their ``reserve`` in the text)."""
-    if not isinstance(pipeline, Mapping):
-        return pipeline
-
-    def add(step: Mapping[str, Any]) -> Dict[str, Any]:
-        out = dict(step)
-        if "max_tokens" in out and str(out.get("strategy", "")).endswith("budget"):
-            out["reserve"] = int(out.get("reserve", 0)) + extra
-        if isinstance(out.get("steps"), list):
-            out["steps"] = [add(s) for s in out["steps"]]
-        return out
-
-    return add(pipeline)
+    """The tokens of the tools' JSON schemas, counted with o200k."""
+    schemas = [tool if isinstance(tool, dict) else convert_to_openai_tool(tool) for tool in tools]
+    return count_tokens(json.dumps(schemas, separators=(",", ":")))

@@ -60,6 +60,7 @@ impl ItemSession {
         &self,
         py: Python<'py>,
         limit: Option<&Bound<'py, PyAny>>,
+        reserve: u64,
     ) -> PyResult<(Bound<'py, PyList>, Vec<usize>)> {
         let limit = match limit.filter(|l| !l.is_none()) {
             None => None,
@@ -70,7 +71,7 @@ impl ItemSession {
                 let templates = std::mem::take(
                     &mut *self.templates.lock().unwrap_or_else(PoisonError::into_inner),
                 );
-                let Some(curated) = log.curated(templates)? else { return Ok(None) };
+                let Some(curated) = log.curated(templates, reserve)? else { return Ok(None) };
                 // Only a curated view leaves them out; the items as recorded hold them.
                 Ok(Some((curated, log.unsendable())))
             })?;
@@ -170,7 +171,7 @@ impl ItemSession {
         py: Python<'py>,
         limit: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let (list, unsendable) = self.items_and_unsendable(py, limit)?;
+        let (list, unsendable) = self.items_and_unsendable(py, limit, 0)?;
         if !unsendable.is_empty() {
             self.warn_unsendable(py, &unsendable)?;
         }
@@ -179,14 +180,16 @@ impl ItemSession {
 
     /// As `get_items`, with the warning's text returned (`None` when there is none) for
     /// the caller to give where its user called: for async callers, whose work runs on
-    /// another thread.
-    #[pyo3(signature = (limit = None))]
+    /// another thread. The curated view holds `reserve` tokens of the budget back for what
+    /// is sent beside the items (instructions, tools).
+    #[pyo3(signature = (limit = None, *, reserve = 0))]
     fn get_items_noting<'py>(
         &self,
         py: Python<'py>,
         limit: Option<&Bound<'py, PyAny>>,
+        reserve: u64,
     ) -> PyResult<(Bound<'py, PyList>, Option<String>)> {
-        let (list, unsendable) = self.items_and_unsendable(py, limit)?;
+        let (list, unsendable) = self.items_and_unsendable(py, limit, reserve)?;
         let note = (!unsendable.is_empty()).then(|| self.unsendable_message(&unsendable));
         Ok((list, note))
     }
