@@ -275,9 +275,9 @@ impl StableBudget {
             .with_opening_share(self.opening_share)
             .curate_overflowing(prefix.clone(), ctx)
         {
-            Err(Error::BudgetTooSmall(_)) if target < self.room() => {
-                self.compactor.curate_overflowing(prefix, ctx)?
-            }
+            // Within the whole room (which frees less), or the error naming the budget as
+            // it was given, not the mark's.
+            Err(Error::BudgetTooSmall(_)) => self.compactor.curate_overflowing(prefix, ctx)?,
             other => other?,
         };
         let tokens = compacted.tally(counter).range(0..compacted.len());

@@ -214,6 +214,22 @@ fn a_budget_too_small_for_what_is_never_lost_is_refused() {
     let budget = StableBudget::new(100).with_counter(CharEstimate::default());
     let err = budget.curate_messages(&messages, &CurationContext::default()).unwrap_err();
     assert!(matches!(err, curator_strategies::Error::BudgetTooSmall(_)), "{err}");
+    // The error names the budget as it was given (and its reserve), whatever the room.
+    for (max_tokens, reserve) in [(0, 0), (100, 0), (100, 523)] {
+        let budget = StableBudget::new(max_tokens)
+            .with_reserve(reserve)
+            .with_counter(CharEstimate::default());
+        let Err(curator_strategies::Error::BudgetTooSmall(shortfall)) =
+            budget.curate_messages(&messages, &CurationContext::default())
+        else {
+            panic!("{max_tokens}: not refused");
+        };
+        assert_eq!(
+            (shortfall.max_tokens, shortfall.reserve),
+            (max_tokens, reserve),
+            "{shortfall:?}"
+        );
+    }
 }
 
 #[test]
