@@ -200,7 +200,7 @@ impl LoopBuilder {
     /// # Errors
     ///
     /// [`Error::InvalidConfig`] naming the key: a body without steps or with two steps of
-    /// one name, a `named_steps`, `user_named_steps` or `steps` entry naming no step, an
+    /// one name, a quota whose reserve is over its limit, a `named_steps`, `user_named_steps` or `steps` entry naming no step, an
     /// unknown summarizer or tokenizer; [`Error::Template`]; [`Error::Store`] or
     /// [`Error::BadCheckpoint`] when the saved state cannot be read.
     pub fn build(self) -> Result<ConversationLoop> {
@@ -220,6 +220,18 @@ impl LoopBuilder {
         config.validate()?;
         if steps.is_empty() {
             return Err(Error::invalid("body", "a loop needs at least one step"));
+        }
+        if let Some(quota) = quota
+            && quota.reserve() > quota.limit()
+        {
+            return Err(Error::invalid(
+                "quota",
+                format!(
+                    "an iteration reserves {} tokens of a quota of {}: no iteration could start",
+                    quota.reserve(),
+                    quota.limit()
+                ),
+            ));
         }
         let names: Vec<&str> = steps.iter().map(|(n, _)| n.as_str()).collect();
         for (i, n) in names.iter().enumerate() {

@@ -13,8 +13,9 @@ use crate::error::{Error, Result};
 /// history summarizer's.
 ///
 /// - **Reserve**: before an iteration runs anything, the loop reserves `reserve` tokens of
-///   what is left; when less is left, the run stops with [`Error::QuotaExhausted`] and the
-///   iteration does not start (nothing of it is recorded).
+///   what is left; when less is left (or nothing, with a reservation of 0), the run stops
+///   with [`Error::QuotaExhausted`] and the iteration does not start (nothing of it is
+///   recorded). A reservation over the limit is refused when the loop is built.
 /// - **Reconcile**: when the iteration ends, it is charged what its steps reported
 ///   ([`Output::usage`](crate::Output::usage): input and output tokens, cache reads
 ///   included, as the client reported them) plus what the summarizers' calls took
@@ -96,7 +97,8 @@ impl Account {
     /// [`Error::QuotaExhausted`] when less than the reservation is left.
     pub(crate) fn open(&mut self) -> Result<()> {
         let Some(quota) = self.quota else { return Ok(()) };
-        if quota.limit.saturating_sub(self.used) < quota.reserve {
+        // Nothing left is exhausted too, whatever the reservation (0 reserves nothing).
+        if quota.limit.saturating_sub(self.used) < quota.reserve.max(1) {
             return Err(Error::QuotaExhausted {
                 limit: quota.limit,
                 used: self.used,

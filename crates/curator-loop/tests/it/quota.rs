@@ -39,6 +39,28 @@ fn reporting(
 }
 
 #[test]
+fn a_quota_without_reservation_still_ends_when_it_is_spent_and_one_over_its_limit_is_refused() {
+    for limit in [0, 1_000] {
+        let mut l = LoopBuilder::new("q", conversational(5))
+            .step("agent", reporting(3_000, Arc::default()))
+            .quota(Quota::new(limit, 0))
+            .build()
+            .unwrap();
+        let err = l.run("go").unwrap_err();
+        let ran = if limit == 0 { 0 } else { 1 };
+        assert!(matches!(err, Error::QuotaExhausted { reserve: 0, .. }), "{err}");
+        assert_eq!(l.iteration(), ran, "{limit}: only what the quota left room for ran");
+    }
+    let err = LoopBuilder::new("q", conversational(5))
+        .step("agent", reporting(3_000, Arc::default()))
+        .quota(Quota::new(100, 1_000))
+        .build()
+        .map(|_| ())
+        .unwrap_err();
+    assert!(matches!(&err, Error::InvalidConfig { key, .. } if key == "quota"), "{err}");
+}
+
+#[test]
 fn an_iteration_that_cannot_reserve_does_not_start_and_records_nothing() {
     let told = Arc::default();
     let mut l = LoopBuilder::new("q", conversational(10))
