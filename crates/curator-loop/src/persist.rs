@@ -382,6 +382,24 @@ impl Persister {
         &self.head
     }
 
+    /// The lens saved of `iteration` (empty when none was).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Store`]; [`Error::BadCheckpoint`] when it cannot be read back.
+    pub(crate) fn lens_of(&self, iteration: u64) -> Result<Vec<LensStep>> {
+        let name = format!("{}{iteration}", lens_prefix(&self.head));
+        let Some(checkpoint) = self
+            .store
+            .checkpoint(&name)
+            .map_err(|source| Error::Store { checkpoint: name.clone(), source })?
+        else {
+            return Ok(Vec::new());
+        };
+        serde_json::from_value(checkpoint.document)
+            .map_err(|e| Error::BadCheckpoint { checkpoint: name, reason: e.to_string() })
+    }
+
     pub(crate) fn store(&self) -> &Arc<dyn SessionStore> {
         &self.store
     }

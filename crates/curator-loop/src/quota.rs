@@ -28,7 +28,9 @@ use crate::error::{Error, Result};
 ///   between its branches.
 ///
 /// What a run used is saved with the loop's checkpoint, so a resumed run goes on with the
-/// same account; a new run starts with the whole quota.
+/// same account; an iteration that pauses is charged what it took so far when it pauses, so
+/// that another process finishing it charges only the rest. A new run starts with the whole
+/// quota.
 ///
 /// # Examples
 ///
@@ -133,6 +135,32 @@ impl Account {
         };
         let summaries = self.summarized().saturating_sub(self.summarized_at_open);
         self.used = self.used.saturating_add(steps).saturating_add(summaries);
+    }
+
+    /// Charges what the open iteration took so far (its steps' reports and the
+    /// summarizers' calls) and keeps it open: it paused, and its checkpoint must hold what
+    /// it used for the process that finishes it.
+    /// Returns whether its steps reported usage.
+    pub(crate) fn settle(&mut self) -> bool {
+        if self.quota.is_none() {
+            return false;
+        }
+        let steps = self.reported.map_or(0, |reported| {
+            self.reported = Some(0);
+            reported
+        });
+        let summarized = self.summarized();
+        let summaries = summarized.saturating_sub(self.summarized_at_open);
+        self.summarized_at_open = summarized;
+        self.used = self.used.saturating_add(steps).saturating_add(summaries);
+        self.reported.is_some()
+    }
+
+    /// Goes on with a paused iteration (in this process or another): its steps before the
+    /// pause were settled, and `reported` says whether they reported usage.
+    pub(crate) fn resume(&mut self, reported: bool) {
+        self.reported = reported.then_some(0);
+        self.summarized_at_open = self.summarized();
     }
 
     fn summarized(&self) -> u64 {

@@ -134,6 +134,11 @@ pub struct Paused {
     /// [`Step::checkpoint_state`]: crate::Step::checkpoint_state
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nested: Option<serde_json::Value>,
+    /// Whether the steps before the pause reported their usage, which the run's quota was
+    /// charged when the iteration paused: the rest of the iteration is then charged what it
+    /// reports, not its reservation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reported: bool,
 }
 
 /// A loop's state: the iteration counter, the turns, and where it paused. It serialises

@@ -60,19 +60,19 @@ pub(crate) fn bill<'py>(
         }
         .into());
     };
-    let counter = crate::counter(Tokenizer::O200k)?;
+    let counter = crate::io::counter(Tokenizer::O200k)?;
     let mut biller = Biller::new(rule);
     let mut previous: Option<RequestEnd> = None;
     let out = PyList::empty(py);
     for (index, request) in requests.into_iter().enumerate() {
         let (items, mut envelope) =
-            crate::split_request(request).map_err(|e| e.in_request(index))?;
+            crate::io::split_request(request).map_err(|e| e.in_request(index))?;
         let format = match format {
             Some(format) => format,
             None => detect::detect(envelope.as_ref(), &items).map_err(|e| e.in_request(index))?,
         };
         let system = envelope.as_mut().and_then(|e| e.remove("system")).filter(|s| !s.is_null());
-        let messages = crate::read(format, items, system).map_err(|e| e.in_request(index))?;
+        let messages = crate::io::read(format, items, system).map_err(|e| e.in_request(index))?;
         let mut sent = Request::new();
         if let Some(tools) = envelope.as_ref().and_then(|e| e.get("tools")) {
             sent.push(Block::of_tools(tools, &*counter));

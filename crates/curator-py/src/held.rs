@@ -148,8 +148,8 @@ impl HeldHistory {
             )
         })?;
         drop(held);
-        crate::warn_unsendable(py, &unsendable)?;
-        crate::positions_or_dicts(py, &kept)
+        crate::io::warn_unsendable(py, &unsendable)?;
+        crate::io::positions_or_dicts(py, &kept)
     }
 
     /// Number of messages held.

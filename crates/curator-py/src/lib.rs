@@ -23,6 +23,7 @@ mod counted;
 mod detect;
 pub mod error;
 mod held;
+mod io;
 mod json;
 mod lazy;
 mod lists;
@@ -31,19 +32,18 @@ mod session;
 mod template;
 mod unsendable;
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-
 use curator::model::Role;
-use curator::model::{Message, formats};
+use curator::model::formats;
 use curator::strategies::{
     CurationContext, History, HistoryManagerExt, StrategyConfig, TokenCounter, Tokenizer,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::detect::Format;
 use crate::error::Failure;
+use crate::io::{counter, positions_or_dicts, read, split_request, warn_unsendable};
 use crate::lazy::Kept;
 use crate::lists::PyMessages;
 use crate::pipeline::{budget, built, config, string_argument, type_name};
@@ -99,23 +99,6 @@ fn curate<'py>(
     let (output, unsendable) = py.detach(|| curate_value(input, &config, format))?;
     warn_unsendable(py, &unsendable)?;
     json::to_python(py, &output)
-}
-
-/// Says which messages of the input no provider takes (tool results answering no call,
-/// calls whose results never come), which every view leaves out: an `UnsendableWarning`,
-/// which `warnings.simplefilter("error", UnsendableWarning)` turns into an exception.
-pub(crate) fn warn_unsendable(py: Python<'_>, unsendable: &[usize]) -> PyResult<()> {
-    if unsendable.is_empty() {
-        return Ok(());
-    }
-    let positions: Vec<String> = unsendable.iter().map(ToString::to_string).collect();
-    let message = format!(
-        "{} message(s) of the input (at {}) answer no open call or call a tool whose result never comes (a system or user message came between): no provider takes them, so no view sends them",
-        unsendable.len(),
-        positions.join(", ")
-    );
-    let message = std::ffi::CString::new(message).unwrap_or_default();
-    PyErr::warn(py, &py.get_type::<error::UnsendableWarning>(), &message, error::caller_level(py))
 }
 
 /// Curates OpenAI Chat Completions messages, or objects `convert` turns into them (each an
@@ -216,31 +199,6 @@ fn kept(source: &mut impl lazy::Lazy, config: &StrategyConfig) -> Result<lazy::C
     lazy::curate_subset(messages, &*pipeline)
 }
 
-/// For [`curate_kept`]: positions as `int`s, changed messages as `(position, dict)` tuples
-/// (the dict an OpenAI message), made messages as OpenAI dicts.
-pub(crate) fn positions_or_dicts<'py>(
-    py: Python<'py>,
-    kept: &[Kept],
-) -> PyResult<Bound<'py, PyAny>> {
-    let out = PyList::empty(py);
-    let dict = |index: usize, message: &Message| {
-        json::to_python(
-            py,
-            &formats::openai::message_to_value(index, message).map_err(Failure::from)?,
-        )
-    };
-    for (index, item) in kept.iter().enumerate() {
-        match item {
-            Kept::Position(position) => out.append(position)?,
-            Kept::Changed(position, message) => {
-                out.append((position, dict(index, message)?))?;
-            }
-            Kept::Message(message) => out.append(dict(index, message)?)?,
-        }
-    }
-    Ok(out.into_any())
-}
-
 /// For [`curate`] on a list of OpenAI dicts: the given dicts for what was kept unchanged,
 /// new dicts for what was changed or made.
 fn given_or_dicts<'py>(
@@ -261,21 +219,6 @@ fn given_or_dicts<'py>(
     Ok(out.into_any())
 }
 
-/// The token counter a tokenizer names, made once per process (an exact encoding loads its
-/// vocabulary).
-pub(crate) fn counter(tokenizer: Tokenizer) -> Result<Arc<dyn TokenCounter>, Failure> {
-    type Counters = Mutex<Vec<(Tokenizer, Arc<dyn TokenCounter>)>>;
-    static COUNTERS: OnceLock<Counters> = OnceLock::new();
-    let counters = COUNTERS.get_or_init(Mutex::default);
-    let mut counters = counters.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, counter)) = counters.iter().find(|(t, _)| *t == tokenizer) {
-        return Ok(Arc::clone(counter));
-    }
-    let counter = tokenizer.counter()?;
-    counters.push((tokenizer, Arc::clone(&counter)));
-    Ok(counter)
-}
-
 /// The default pipeline for a budget of `max_tokens`, as the dict `curate` takes as
 /// `pipeline`: a starting point to change.
 ///
@@ -293,44 +236,6 @@ fn default_pipeline<'py>(
         message: format!("strategy configuration: cannot write it: {e}"),
     })?;
     json::to_python(py, &value)
-}
-
-/// A request dict's keys other than its messages.
-pub(crate) type Envelope = Map<String, Value>;
-
-/// A list of messages, or a request dict: its messages, and the request's other keys.
-///
-/// # Errors
-///
-/// A request that is neither, or whose `messages` is not a list.
-pub(crate) fn split_request(input: Value) -> Result<(Vec<Value>, Option<Envelope>), Failure> {
-    Ok(match input {
-        Value::Array(items) => (items, None),
-        Value::Object(mut object) => match object.remove("messages") {
-            Some(Value::Array(items)) => (items, Some(object)),
-            Some(other) => {
-                return Err(Failure::Input {
-                    kind: "wrong_type",
-                    message: format!("`messages` should be a list, found {}", python_kind(&other)),
-                });
-            }
-            None => {
-                return Err(Failure::Input {
-                    kind: "missing_field",
-                    message: "the request dict has no `messages`".to_owned(),
-                });
-            }
-        },
-        other => {
-            return Err(Failure::Input {
-                kind: "wrong_type",
-                message: format!(
-                    "expected a list of messages or a request dict with `messages`, found {}",
-                    python_kind(&other)
-                ),
-            });
-        }
-    })
 }
 
 /// Tokens of `text` under `tokenizer` (`"o200k"`, the default pipeline's; `"cl100k"`;
@@ -441,39 +346,6 @@ fn curate_value(
         }
     };
     Ok((output, unsendable))
-}
-
-/// Reads messages in `format`; `system` is an Anthropic request's top-level system prompt.
-pub(crate) fn read(
-    format: Format,
-    items: Vec<Value>,
-    system: Option<Value>,
-) -> Result<Vec<Message>, Failure> {
-    Ok(match format {
-        Format::Openai => formats::openai::to_messages(&Value::Array(items))?,
-        Format::Responses => formats::responses::to_messages(&items)?,
-        Format::Anthropic => {
-            let mut request = Map::new();
-            if let Some(system) = system {
-                request.insert("system".to_owned(), system);
-            }
-            request.insert("messages".to_owned(), Value::Array(items));
-            formats::anthropic::to_messages(&Value::Object(request))?
-        }
-    })
-}
-
-/// Names the Python type a JSON value comes from, for error messages (`a dict`, `a list`,
-/// `None`: Python's words, where `curator::model::json_kind` says JSON's).
-fn python_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "None",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a dict",
-    }
 }
 
 /// The extension module: `curate`, `default_pipeline` and the exceptions.

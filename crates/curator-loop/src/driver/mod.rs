@@ -241,9 +241,26 @@ impl ConversationLoop {
 
     /// Reads the saved state, when the loop has a store that holds one.
     pub(crate) fn restore(&mut self) -> Result<()> {
+        let keeps_lens = self.keeps_lens();
         let Some(persister) = &mut self.persister else { return Ok(()) };
         let checkpoint = persister.head().to_owned();
         let Some(restored) = persister.load()? else { return Ok(()) };
+        // An iteration paused in another process: the lens of the steps it ran is saved
+        // again, whole, with the rest when it completes here.
+        if keeps_lens && restored.paused.is_some() {
+            let open = restored.iteration + 1;
+            self.lens = persister
+                .lens_of(open)?
+                .into_iter()
+                .map(|step| PromptTrace {
+                    loop_name: self.name.clone(),
+                    iteration: step.iteration,
+                    step: step.step,
+                    injected: step.injected,
+                    messages: step.messages,
+                })
+                .collect();
+        }
         self.set_state(
             LoopState {
                 iteration: restored.iteration,
@@ -448,7 +465,10 @@ impl ConversationLoop {
             let resumed = resume.take();
             let is_resume = resumed.is_some();
             let outcome = match resumed {
-                Some((paused, human)) => self.iterate(paused.step, paused.outputs, Some(human)),
+                Some((paused, human)) => {
+                    self.account.resume(paused.reported);
+                    self.iterate(paused.step, paused.outputs, Some(human))
+                }
                 None => match self.account.open() {
                     Ok(()) => self.iterate(0, Vec::new(), None),
                     Err(e) => {
@@ -545,6 +565,9 @@ impl ConversationLoop {
                     prompt: prompt.clone(),
                     outputs,
                     nested: self.steps[step].1.checkpoint_state(),
+                    // What the iteration's steps took so far is charged now, so that the
+                    // checkpoint holds it for whichever process finishes the iteration.
+                    reported: self.account.settle(),
                 });
                 self.save()?;
                 Ok(Iterated::Stopped(LoopOutcome::Paused { step: step_name, prompt }))

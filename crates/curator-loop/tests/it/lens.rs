@@ -104,3 +104,28 @@ fn erasing_a_loop_session_erases_its_lens() {
             .all(|n| !n.contains("/lens/"))
     );
 }
+
+#[test]
+fn an_iteration_paused_in_one_process_and_finished_in_another_keeps_its_whole_lens() {
+    let store = Arc::new(MemoryStore::new());
+    let build = || {
+        LoopBuilder::new("chat", config(true))
+            .step("writer", FnStep::agent(Injection::Messages, |_| Ok(StepOutcome::text("draft"))))
+            .step("human", Hitl::new("you?"))
+            .step(
+                "checker",
+                FnStep::agent(Injection::Messages, |_| Ok(StepOutcome::text("checked"))),
+            )
+            .store(Arc::clone(&store), "alice")
+            .build()
+            .unwrap()
+    };
+    let mut first = build();
+    assert!(first.run("start").unwrap().is_paused());
+    drop(first);
+    let mut second = build();
+    assert!(second.resume("go on").unwrap().is_paused());
+    let lens = saved_lens(&*store, "alice", "chat").unwrap();
+    let seen: Vec<(u64, &str)> = lens.iter().map(|s| (s.iteration, s.step.as_str())).collect();
+    assert_eq!(seen, [(1, "writer"), (1, "checker"), (2, "writer")]);
+}

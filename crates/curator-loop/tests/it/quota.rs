@@ -182,12 +182,12 @@ fn what_a_run_used_is_saved_and_a_resumed_run_goes_on_with_it() {
     assert!(l.run("go").unwrap().is_paused());
     assert!(l.resume("yes").unwrap().is_paused());
     drop(l);
-    // Another process: the first iteration was charged the 2,000 its agent reported; the
-    // second, paused at its human step, is charged when it completes (its agent's report
-    // was not kept, so its reservation: 2,000).
+    // Another process: the first iteration was charged the 2,000 its agent reported, the
+    // second the 2,000 of its agent when it paused; its human step reports nothing, so it is
+    // charged nothing more when it completes. The third pauses charged its agent's 2,000.
     let mut l = build();
     assert!(l.resume("yes").unwrap().is_paused());
-    assert_eq!(l.state().quota_used, 4_000);
+    assert_eq!(l.state().quota_used, 6_000);
     // The third iteration completes (6,000 used); 1,000 left: the fourth cannot reserve
     // 2,000, and the run ends saved.
     let err = l.resume("yes").unwrap_err();
@@ -291,4 +291,44 @@ fn a_failing_or_pausing_branch_fails_the_step_and_nothing_is_recorded() {
         outcome,
         LoopOutcome::Aborted { step: "panel".into(), reason: "branch `stop`: off topic".into() }
     );
+}
+
+#[test]
+fn an_iteration_finished_by_another_process_is_charged_what_its_steps_took() {
+    let store = Arc::new(MemoryStore::new());
+    let mut config = conversational(1);
+    config.ai_turn_source = AiTurnSource::AllAgents;
+    let build = || {
+        LoopBuilder::new("q", config.clone())
+            .step("a", reporting(500, Arc::default()))
+            .step("human", Hitl::new("more?"))
+            .step("b", reporting(300, Arc::default()))
+            .quota(Quota::new(100_000, 2_000))
+            .store(Arc::clone(&store), "k")
+            .build()
+            .unwrap()
+    };
+    // One process: 500 + 300.
+    let mut l = build();
+    assert!(l.run("go").unwrap().is_paused());
+    l.resume("yes").unwrap();
+    assert_eq!(l.state().quota_used, 800);
+    // The same iteration paused in one process and finished in another: the same 800.
+    let store = Arc::new(MemoryStore::new());
+    let build = || {
+        LoopBuilder::new("q", config.clone())
+            .step("a", reporting(500, Arc::default()))
+            .step("human", Hitl::new("more?"))
+            .step("b", reporting(300, Arc::default()))
+            .quota(Quota::new(100_000, 2_000))
+            .store(Arc::clone(&store), "k")
+            .build()
+            .unwrap()
+    };
+    let mut first = build();
+    assert!(first.run("go").unwrap().is_paused());
+    drop(first);
+    let mut second = build();
+    second.resume("yes").unwrap();
+    assert_eq!(second.state().quota_used, 800);
 }
