@@ -47,7 +47,7 @@ fn a_quota_without_reservation_still_ends_when_it_is_spent_and_one_over_its_limi
             .build()
             .unwrap();
         let err = l.run("go").unwrap_err();
-        let ran = if limit == 0 { 0 } else { 1 };
+        let ran = u64::from(limit != 0);
         assert!(matches!(err, Error::QuotaExhausted { reserve: 0, .. }), "{err}");
         assert_eq!(l.iteration(), ran, "{limit}: only what the quota left room for ran");
     }
