@@ -200,7 +200,7 @@ impl LoopBuilder {
     /// # Errors
     ///
     /// [`Error::InvalidConfig`] naming the key: a body without steps or with two steps of
-    /// one name, a quota whose reserve is over its limit, a `named_steps`, `user_named_steps` or `steps` entry naming no step, an
+    /// one name, a quota whose reserve is over its limit, `lens = true` without a store, a `named_steps`, `user_named_steps` or `steps` entry naming no step, an
     /// unknown summarizer or tokenizer; [`Error::Template`]; [`Error::Store`] or
     /// [`Error::BadCheckpoint`] when the saved state cannot be read.
     pub fn build(self) -> Result<ConversationLoop> {
@@ -221,18 +221,7 @@ impl LoopBuilder {
         if steps.is_empty() {
             return Err(Error::invalid("body", "a loop needs at least one step"));
         }
-        if let Some(quota) = quota
-            && quota.reserve() > quota.limit()
-        {
-            return Err(Error::invalid(
-                "quota",
-                format!(
-                    "an iteration reserves {} tokens of a quota of {}: no iteration could start",
-                    quota.reserve(),
-                    quota.limit()
-                ),
-            ));
-        }
+        check_lens_and_quota(&config, store.is_some(), quota)?;
         let names: Vec<&str> = steps.iter().map(|(n, _)| n.as_str()).collect();
         for (i, n) in names.iter().enumerate() {
             if names[..i].contains(n) {
@@ -303,4 +292,27 @@ impl LoopBuilder {
         built.restore()?;
         Ok(built)
     }
+}
+
+/// `lens = true` needs a store; a quota's reservation must fit its limit.
+fn check_lens_and_quota(config: &LoopConfig, has_store: bool, quota: Option<Quota>) -> Result<()> {
+    if config.lens && !has_store {
+        return Err(Error::invalid(
+            "lens",
+            "`lens = true` saves what each step was sent with the loop session: give the loop a store (`LoopBuilder::store`)",
+        ));
+    }
+    if let Some(quota) = quota
+        && quota.reserve() > quota.limit()
+    {
+        return Err(Error::invalid(
+            "quota",
+            format!(
+                "an iteration reserves {} tokens of a quota of {}: no iteration could start",
+                quota.reserve(),
+                quota.limit()
+            ),
+        ));
+    }
+    Ok(())
 }

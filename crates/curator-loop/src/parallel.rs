@@ -1,13 +1,13 @@
 //! Parallel bodies: one step of a loop's body that runs several branches at once over the
 //! same injected history.
 
-use curator_model::{BoxError, Message};
+use curator_model::{BoxError, Message, Role};
 
 use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
 
 /// A step that runs its branches at once (one thread each), every branch sent the same
-/// request (this step's system prompt, the bounded history as injected, the iteration's
-/// input), and joins what they said:
+/// request (this step's system prompt, or the branch's own when it has one, the bounded
+/// history as injected, the iteration's input), and joins what they said:
 ///
 /// - **Order**: the output's text is each branch's text, in the order the branches were
 ///   added, separated by a blank line (a branch that said nothing adds nothing); its
@@ -104,11 +104,33 @@ impl Step for Parallel {
         }
         let count = self.branches.len() as u64;
         let branch_call = StepCall { quota: call.quota.map(|q| q / count), ..call };
+        // A branch with a system prompt of its own is sent it in place of this step's.
+        let lead = usize::from(
+            self.system.is_some()
+                && call.messages.first().is_some_and(|m| m.role() == Role::System),
+        );
+        let own: Vec<Option<Vec<Message>>> = self
+            .branches
+            .iter()
+            .map(|(_, step)| {
+                let system = step.request(call.input).into_iter().next()?;
+                (system.role() == Role::System).then(|| {
+                    std::iter::once(system).chain(call.messages[lead..].iter().cloned()).collect()
+                })
+            })
+            .collect();
         let results: Vec<Result<StepOutcome, BoxError>> = std::thread::scope(|scope| {
             let running: Vec<_> = self
                 .branches
                 .iter_mut()
-                .map(|(_, step)| scope.spawn(move || step.run(branch_call)))
+                .zip(&own)
+                .map(|((_, step), own)| {
+                    let call = StepCall {
+                        messages: own.as_deref().unwrap_or(branch_call.messages),
+                        ..branch_call
+                    };
+                    scope.spawn(move || step.run(call))
+                })
                 .collect();
             running
                 .into_iter()

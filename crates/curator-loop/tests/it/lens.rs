@@ -129,3 +129,16 @@ fn an_iteration_paused_in_one_process_and_finished_in_another_keeps_its_whole_le
     let seen: Vec<(u64, &str)> = lens.iter().map(|s| (s.iteration, s.step.as_str())).collect();
     assert_eq!(seen, [(1, "writer"), (1, "checker"), (2, "writer")]);
 }
+
+#[test]
+fn a_lens_without_a_store_is_refused_at_build() {
+    let err = LoopBuilder::new("chat", config(true))
+        .step("writer", FnStep::agent(Injection::Messages, |_| Ok(StepOutcome::text("draft"))))
+        .build()
+        .map(|_| ())
+        .unwrap_err();
+    assert!(
+        matches!(&err, curator_loop::Error::InvalidConfig { key, .. } if key == "lens"),
+        "{err}"
+    );
+}

@@ -332,3 +332,32 @@ fn an_iteration_finished_by_another_process_is_charged_what_its_steps_took() {
     second.resume("yes").unwrap();
     assert_eq!(second.state().quota_used, 800);
 }
+
+/// What each branch was sent: its name and its messages' texts.
+type Seen = Arc<Mutex<Vec<(String, Vec<String>)>>>;
+
+#[test]
+fn a_branch_with_its_own_system_prompt_is_sent_it_in_place_of_the_steps() {
+    let seen: Seen = Arc::default();
+    let branch = |name: &'static str, seen: Seen| {
+        FnStep::agent(Injection::Messages, move |call| {
+            let texts = call.messages.iter().map(|m| m.text().into_owned()).collect();
+            seen.lock().unwrap().push((name.to_owned(), texts));
+            Ok(StepOutcome::text(name))
+        })
+    };
+    let panel = Parallel::new(Injection::Messages)
+        .with_system("Review.")
+        .branch("plain", branch("plain", Arc::clone(&seen)))
+        .branch("security", branch("security", Arc::clone(&seen)).with_system("Look for secrets."));
+    let mut l = LoopBuilder::new("p", conversational(1)).step("panel", panel).build().unwrap();
+    l.run("my patch").unwrap();
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(seen[0].0, "plain");
+    assert_eq!(seen[0].1.first().map(String::as_str), Some("Review."));
+    assert_eq!(seen[1].0, "security");
+    assert_eq!(seen[1].1.first().map(String::as_str), Some("Look for secrets."));
+    assert!(!seen[1].1.iter().any(|t| t == "Review."), "{:?}", seen[1].1);
+    assert_eq!(seen[0].1[1..], seen[1].1[1..], "the same history and input");
+}
