@@ -200,8 +200,9 @@ impl LoopBuilder {
     /// # Errors
     ///
     /// [`Error::InvalidConfig`] naming the key: a body without steps or with two steps of
-    /// one name, a quota whose reserve is over its limit, `lens = true` without a store, a `named_steps`, `user_named_steps` or `steps` entry naming no step, an
-    /// unknown summarizer or tokenizer; [`Error::Template`]; [`Error::Store`] or
+    /// one name, a quota whose reserve is over its limit, `lens = true` without a store, a
+    /// `named_steps`, `user_named_steps` or `steps` entry naming no step, an unknown
+    /// summarizer or tokenizer; [`Error::Template`]; [`Error::Store`] or
     /// [`Error::BadCheckpoint`] when the saved state cannot be read.
     pub fn build(self) -> Result<ConversationLoop> {
         let LoopBuilder {

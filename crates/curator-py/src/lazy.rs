@@ -155,8 +155,8 @@ pub(crate) enum Kept {
 }
 
 impl Kept {
-    /// The view's message `entry`, of a list whose history position `pos` is the list's
-    /// `position(pos)`.
+    /// A view's `message`, read from history position `pos` (when it was), of a list whose
+    /// history position `p` is the list's `position(p)`.
     pub(crate) fn of(
         pos: Option<usize>,
         message: &curator::strategies::MessageRef<'_>,

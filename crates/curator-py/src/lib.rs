@@ -230,8 +230,12 @@ fn default_pipeline<'py>(
     py: Python<'py>,
     max_tokens: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let config = StrategyConfig::default_pipeline(budget(max_tokens)?);
-    let value = serde_json::to_value(&config).map_err(|e| Failure::Config {
+    config_to_python(py, &StrategyConfig::default_pipeline(budget(max_tokens)?))
+}
+
+/// A configuration as the dict `curate` takes as `pipeline`.
+fn config_to_python<'py>(py: Python<'py>, config: &StrategyConfig) -> PyResult<Bound<'py, PyAny>> {
+    let value = serde_json::to_value(config).map_err(|e| Failure::Config {
         kind: "config",
         message: format!("strategy configuration: cannot write it: {e}"),
     })?;
@@ -272,12 +276,7 @@ fn pipeline_with_reserve<'py>(
     pipeline: Option<&Bound<'py, PyAny>>,
     extra: u64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let config = config(max_tokens, pipeline)?.with_reserve(extra);
-    let value = serde_json::to_value(&config).map_err(|e| Failure::Config {
-        kind: "config",
-        message: format!("strategy configuration: cannot write it: {e}"),
-    })?;
-    json::to_python(py, &value)
+    config_to_python(py, &config(max_tokens, pipeline)?.with_reserve(extra))
 }
 
 /// [`curate`] on JSON values: reads `input` (a list of messages or a request object), curates

@@ -210,3 +210,23 @@ def test_the_instructions_and_tools_are_reserved_from_the_budget(tmp_path):
     with pytest.raises(BudgetTooSmall):
         asyncio.run(Runner.run(agent, "go", session=CuratorSession(f"s-{uuid.uuid4()}", tmp_path / "b.db", max_tokens=BUDGET),
                                run_config=CuratorSession(f"s-{uuid.uuid4()}", tmp_path / "c.db", max_tokens=BUDGET).run_config()))
+
+
+def test_the_filter_says_which_items_it_leaves_out_because_no_provider_takes_them(tmp_path):
+    from agents.run_config import CallModelData, ModelInputData
+
+    from curator_context import UnsendableWarning
+
+    session = CuratorSession(f"s-{uuid.uuid4()}", tmp_path / "agent.db", max_tokens=BUDGET)
+    agent = Agent(name="searcher", instructions="You search code.", tools=[grep])
+
+    async def call():
+        handed = await session.get_items()
+        new = [{"role": "user", "content": "go"}, {"type": "function_call_output", "call_id": "nobody", "output": "?"}]
+        await session.add_items(new)
+        data = CallModelData(model_data=ModelInputData(input=handed + new, instructions="You search code."), agent=agent, context=None)
+        return await session.model_input_filter(data)
+
+    with pytest.warns(UnsendableWarning, match="at 1"):
+        sent = asyncio.run(call())
+    assert sent.input == [{"role": "user", "content": "go"}]

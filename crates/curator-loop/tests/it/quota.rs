@@ -293,42 +293,33 @@ fn a_failing_or_pausing_branch_fails_the_step_and_nothing_is_recorded() {
     );
 }
 
-#[test]
-fn an_iteration_finished_by_another_process_is_charged_what_its_steps_took() {
-    let store = Arc::new(MemoryStore::new());
+/// A loop of body `[a (500 tokens), human, b (300 tokens)]` on `store`, one iteration a run.
+fn paused_between_steps(store: &Arc<MemoryStore>) -> curator_loop::ConversationLoop {
     let mut config = conversational(1);
     config.ai_turn_source = AiTurnSource::AllAgents;
-    let build = || {
-        LoopBuilder::new("q", config.clone())
-            .step("a", reporting(500, Arc::default()))
-            .step("human", Hitl::new("more?"))
-            .step("b", reporting(300, Arc::default()))
-            .quota(Quota::new(100_000, 2_000))
-            .store(Arc::clone(&store), "k")
-            .build()
-            .unwrap()
-    };
+    LoopBuilder::new("q", config)
+        .step("a", reporting(500, Arc::default()))
+        .step("human", Hitl::new("more?"))
+        .step("b", reporting(300, Arc::default()))
+        .quota(Quota::new(100_000, 2_000))
+        .store(Arc::clone(store), "k")
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn an_iteration_finished_by_another_process_is_charged_what_its_steps_took() {
     // One process: 500 + 300.
-    let mut l = build();
+    let mut l = paused_between_steps(&Arc::new(MemoryStore::new()));
     assert!(l.run("go").unwrap().is_paused());
     l.resume("yes").unwrap();
     assert_eq!(l.state().quota_used, 800);
     // The same iteration paused in one process and finished in another: the same 800.
     let store = Arc::new(MemoryStore::new());
-    let build = || {
-        LoopBuilder::new("q", config.clone())
-            .step("a", reporting(500, Arc::default()))
-            .step("human", Hitl::new("more?"))
-            .step("b", reporting(300, Arc::default()))
-            .quota(Quota::new(100_000, 2_000))
-            .store(Arc::clone(&store), "k")
-            .build()
-            .unwrap()
-    };
-    let mut first = build();
+    let mut first = paused_between_steps(&store);
     assert!(first.run("go").unwrap().is_paused());
     drop(first);
-    let mut second = build();
+    let mut second = paused_between_steps(&store);
     second.resume("yes").unwrap();
     assert_eq!(second.state().quota_used, 800);
 }

@@ -27,7 +27,7 @@ import json
 import os
 import warnings
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _native
 from ._native import ItemSession, UnsendableWarning
@@ -185,24 +185,28 @@ class CuratorSession:
             return model_data
         given = list(model_data.input)
         reserve = beside_tokens(model_data.instructions, data.agent)
-        curated = await asyncio.to_thread(self._curate_input, given, reserve)
+        curated, note = await asyncio.to_thread(self._curate_input, given, reserve)
+        if note is not None:
+            warnings.warn(note, UnsendableWarning, stacklevel=2)
         return ModelInputData(input=curated, instructions=model_data.instructions)
 
-    def _curate_input(self, given: List[Item], reserve: int) -> List[Item]:
+    def _curate_input(self, given: List[Item], reserve: int) -> Tuple[List[Item], Optional[str]]:
+        """The view to send, and the warning naming items it left out because no provider
+        takes them (``None`` when there are none; the stateless path warns itself)."""
         native = self._session()
         handed, added = self._handed, self._added
         if handed is not None and len(given) == len(handed) + len(added):
             start = len(handed)
             if given[:start] == handed and given[start:] == added:
                 view: List[Item]
-                view, _ = native.get_items_noting(None, reserve=reserve)
+                view, note = native.get_items_noting(None, reserve=reserve)
                 # The record holds exactly what the input holds when no other process added
                 # to it since; else the input is curated as it is.
                 if len(native) == self._held_then + len(added):
-                    return view
+                    return view, note
         pipeline = _native.pipeline_with_reserve(self._max_tokens, pipeline=self._pipeline, extra=reserve)
         curated: List[Item] = _native.curate(given, pipeline=pipeline, format="responses")
-        return curated
+        return curated, None
 
     def run_config(self, **settings: Any) -> RunConfig:
         """An SDK ``RunConfig`` whose ``call_model_input_filter`` is

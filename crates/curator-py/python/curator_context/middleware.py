@@ -70,7 +70,7 @@ class CuratorMiddleware(AgentMiddleware):
         self._reserve_tools = reserve_tools
         # The conversation held in Rust between calls (with the pipeline it was made for):
         # each call converts and counts only the messages it has not seen.
-        self._held: Optional[Tuple[str, HeldHistory]] = None
+        self._held: Optional[Tuple[Tuple[int, ...], HeldHistory, List[Any]]] = None
 
     @property
     def name(self) -> str:
@@ -99,12 +99,16 @@ class CuratorMiddleware(AgentMiddleware):
         given: List[Any] = ([system] if system is not None else []) + list(request.messages)
         if not given:
             return request
-        pipeline: Union[Mapping[str, Any], str] = self._pipeline
-        if self._reserve_tools and request.tools:
-            pipeline = pipeline_with_reserve(pipeline=pipeline, extra=_tool_tokens(request.tools))
-        key = pipeline if isinstance(pipeline, str) else json.dumps(pipeline, sort_keys=True)
+        # The same tools (the same objects) keep the same reserve, pipeline and held history:
+        # a call counts no schema and builds no pipeline again.
+        tools = list(request.tools) if self._reserve_tools else []
+        key = tuple(id(tool) for tool in tools)
         if self._held is None or self._held[0] != key:
-            self._held = (key, HeldHistory(pipeline=pipeline))
+            pipeline: Union[Mapping[str, Any], str] = self._pipeline
+            if tools:
+                pipeline = pipeline_with_reserve(pipeline=pipeline, extra=_tool_tokens(tools))
+            # The tools are kept with the key, so that their ids name them while it stands.
+            self._held = (key, HeldHistory(pipeline=pipeline), tools)
         kept = self._held[1].curate(given, convert=convert_to_openai_messages, base=BaseMessage)
         view = view_of(given, kept)
         if system is None:
