@@ -25,6 +25,16 @@ pub(crate) const TARGETS: &[Target] = &[
         why: "a 50 MB text shortened in linear time",
     },
     Target {
+        pattern: "shorten/run/3mb",
+        max_ns: 500.0 * MS,
+        why: "a 3 MB run of one character (one piece for the encoder) shortened in linear time",
+    },
+    Target {
+        pattern: "shorten/run/50mb",
+        max_ns: 10_000.0 * MS,
+        why: "a 50 MB run of one character shortened in linear time",
+    },
+    Target {
         pattern: "strategy/sliding_window/10k",
         max_ns: 10.0 * US,
         why: "cost grows with what is kept",

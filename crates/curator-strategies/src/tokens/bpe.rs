@@ -85,6 +85,14 @@ impl Bpe {
         self
     }
 
+    /// The tokens of `text`; a long text is encoded in parts (see [`super::stitch`]).
+    fn encode(&self, text: &str) -> Vec<u32> {
+        if text.len() < LONG_TEXT {
+            return self.core.encode(text);
+        }
+        super::stitch::encode(self.core, text)
+    }
+
     fn key(encoding: Encoding, content: &ContentRules) -> u64 {
         stable_hash(&[b"bpe", encoding.name().as_bytes(), &content.cache_key().to_le_bytes()])
     }
@@ -105,7 +113,7 @@ impl TokenCounter for Bpe {
         if text.len() < LONG_TEXT {
             return self.core.count(text) as u64;
         }
-        long_counts::count(self.encoding, text, || self.core.count(text) as u64)
+        long_counts::count(self.encoding, text, || super::stitch::count(self.core, text) as u64)
     }
 
     fn content_rules(&self) -> &ContentRules {
@@ -115,7 +123,7 @@ impl TokenCounter for Bpe {
     fn truncate_text<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
         // Only the part a prefix of `max_tokens` can reach is encoded, however long `text`.
         let text = super::reach(text, max_tokens, super::Edge::Start, &|t| self.count_text(t));
-        let tokens = self.core.encode(text);
+        let tokens = self.encode(text);
         let max = usize::try_from(max_tokens).unwrap_or(usize::MAX);
         if tokens.len() <= max {
             return text;
@@ -128,7 +136,7 @@ impl TokenCounter for Bpe {
         }
         // A prefix re-encodes into at most as many tokens in practice; make sure of it.
         let mut steps = 0;
-        while end > 0 && self.core.count(&text[..end]) > max {
+        while end > 0 && self.count_text(&text[..end]) > max_tokens {
             steps += 1;
             if steps > FIX_STEPS {
                 return super::longest_prefix(&text[..end], max_tokens, &|t| self.count_text(t));
@@ -143,7 +151,7 @@ impl TokenCounter for Bpe {
 
     fn truncate_text_start<'t>(&self, text: &'t str, max_tokens: u64) -> &'t str {
         let text = super::reach(text, max_tokens, super::Edge::End, &|t| self.count_text(t));
-        let tokens = self.core.encode(text);
+        let tokens = self.encode(text);
         let max = usize::try_from(max_tokens).unwrap_or(usize::MAX);
         if tokens.len() <= max {
             return text;
@@ -155,7 +163,7 @@ impl TokenCounter for Bpe {
             start += 1;
         }
         let mut steps = 0;
-        while start < text.len() && self.core.count(&text[start..]) > max {
+        while start < text.len() && self.count_text(&text[start..]) > max_tokens {
             steps += 1;
             if steps > FIX_STEPS {
                 return super::longest_suffix(&text[start..], max_tokens, &|t| self.count_text(t));
@@ -173,9 +181,8 @@ impl TokenCounter for Bpe {
 /// halving: a text re-encodes into as many tokens, or one or two more, in practice.
 const FIX_STEPS: usize = 8;
 
-/// Bytes from which a text's count is remembered: encoding a long text is what shortening it
-/// costs most (a long run of one character is a single piece for the encoder, encoded in
-/// O(n log n)), and the budget, the shortening and the next call each ask for it.
+/// Bytes from which a text is encoded in parts and its count remembered: the budget, the
+/// shortening and the next call each ask for a long text's count.
 const LONG_TEXT: usize = 64 * 1024;
 
 /// The counts of the last long texts counted, process-wide, by encoding, length and a

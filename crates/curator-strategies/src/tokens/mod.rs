@@ -6,6 +6,8 @@ use curator_model::Message;
 mod bpe;
 mod content;
 mod estimate;
+#[cfg(feature = "tiktoken")]
+mod stitch;
 
 use std::sync::LazyLock;
 
