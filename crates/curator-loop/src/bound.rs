@@ -4,9 +4,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use std::borrow::Cow;
+
+use curator_model::Role;
 use curator_strategies::{
-    HistoryManager, OnError, Registry, StrategyConfig, Summarizer, SummarizerConfig, SummaryStore,
-    TokenBudget, Tokenizer,
+    CurationContext, HistoryManager, OnError, Registry, StrategyConfig, Summarizer,
+    SummarizerConfig, SummaryStore, TokenBudget, Tokenizer, View,
 };
 
 use crate::config::{
@@ -34,7 +37,9 @@ pub(crate) type Summarizers = BTreeMap<String, Arc<dyn Summarizer>>;
 /// and summary store.
 ///
 /// Every turn is its own unit (turns carry no tool calls), so windows count turns; nothing is
-/// pinned: the bound keeps the newest turns.
+/// pinned: the bound keeps the newest turns. Under `summarize`, the summary is pinned: the
+/// bound keeps it and the newest turns beside it (a token budget shortens it, with a note,
+/// when it does not fit whole), so that no summary is computed and then left out.
 pub(crate) fn build(
     config: &HistoryConfig,
     summarizers: &Summarizers,
@@ -50,11 +55,69 @@ pub(crate) fn build(
         registry = registry.with_summarizer(name.clone(), Arc::clone(summarizer));
     }
     let Some(strategy) = strategy(config, tokenizer, &registry)? else { return Ok(None) };
-    let key = match strategy {
-        StrategyConfig::Summarize { .. } => "history_management.summarize_ratio",
-        _ => "history_management.strategy",
+    let build = |strategy: StrategyConfig, key: &str| {
+        strategy.build_with(&registry).map_err(|e| Error::invalid(key, e.to_string()))
     };
-    strategy.build_with(&registry).map(Some).map_err(|e| Error::invalid(key, e.to_string()))
+    match strategy {
+        StrategyConfig::Summarize { then: Some(_), .. } => {
+            let mut summarize = strategy;
+            let mut bound = None;
+            if let StrategyConfig::Summarize { then, .. } = &mut summarize {
+                bound = then.take();
+            }
+            let bound =
+                bound.map_or(Ok(None), |b| build(*b, "history_management.strategy").map(Some))?;
+            let summarize = build(summarize, "history_management.summarize_ratio")?;
+            Ok(Some(match bound {
+                Some(bound) => Box::new(Summarized { summarize, bound }),
+                None => summarize,
+            }))
+        }
+        StrategyConfig::Summarize { .. } => {
+            build(strategy, "history_management.summarize_ratio").map(Some)
+        }
+        _ => build(strategy, "history_management.strategy").map(Some),
+    }
+}
+
+/// Summaries, then the bound with the summary pinned.
+///
+/// The loop curates with nothing pinned, so a fold puts its summary first, as a user
+/// message of its own (not a recorded turn): the bound then runs with the task pinned,
+/// which is that message. Without a fold the bound keeps the newest turns, as always.
+struct Summarized {
+    summarize: Box<dyn HistoryManager>,
+    bound: Box<dyn HistoryManager>,
+}
+
+impl std::fmt::Debug for Summarized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Summarized")
+            .field("summarize", &self.summarize.name())
+            .field("bound", &self.bound.name())
+            .finish()
+    }
+}
+
+impl HistoryManager for Summarized {
+    fn curate<'h>(
+        &self,
+        view: View<'h>,
+        ctx: &CurationContext<'_>,
+    ) -> curator_strategies::Result<View<'h>> {
+        let view = self.summarize.curate(view, ctx)?;
+        let summary_first =
+            !view.is_empty() && view.pos(0).is_none() && view.structure(0).role() == Role::User;
+        if summary_first && !ctx.preserve_task {
+            let ctx = ctx.with_preserve_task(true);
+            return self.bound.curate(view, &ctx);
+        }
+        self.bound.curate(view, ctx)
+    }
+
+    fn name(&self) -> Cow<'_, str> {
+        Cow::Borrowed("summarize")
+    }
 }
 
 /// The strategy the history settings describe; `None` when the limit is 0.
