@@ -7,8 +7,8 @@
 # langchain-core, langchain and openai-agents from the package index, installs
 # `curator-context` from crates/curator-py (a release build), and writes
 # OUT_DIR/python.json (bench_curate.py), OUT_DIR/python_pair_safe.json (pair_safe.py),
-# OUT_DIR/python_session.json (bench_session.py) and OUT_DIR/python_agents.json
-# (bench_agents.py). `cargo xtask bench` runs it
+# OUT_DIR/python_session.json (bench_session.py), OUT_DIR/python_shorten.json
+# (bench_shorten.py) and OUT_DIR/python_agents.json (bench_agents.py). `cargo xtask bench` runs it
 # when a python3 is found. PYTHON picks the interpreter (python3).
 set -euo pipefail
 
@@ -43,6 +43,10 @@ if [ -f "$here/pair_safe.py" ]; then
 fi
 if [ -f "$here/bench_session.py" ]; then
     "$venv/bin/python" "$here/bench_session.py" --sizes "$sizes" --json "$out/python_session.json"
+fi
+if [ -f "$here/bench_shorten.py" ]; then
+    if [ "$quick" = "--quick" ]; then rounds=2; else rounds=5; fi
+    "$venv/bin/python" "$here/bench_shorten.py" --rounds "$rounds" --json "$out/python_shorten.json"
 fi
 if [ -f "$here/bench_agents.py" ]; then
     if [ "$quick" = "--quick" ]; then runs=1; else runs=5; fi
