@@ -240,9 +240,13 @@ pub(crate) fn collect_custom(dir: &Path, since: SystemTime) -> Result<Vec<Measur
             });
         }
     }
-    for name in
-        ["python.json", "python_pair_safe.json", "python_session.json", "python_shorten.json", "python_agents.json"]
-    {
+    for name in [
+        "python.json",
+        "python_pair_safe.json",
+        "python_session.json",
+        "python_shorten.json",
+        "python_agents.json",
+    ] {
         let path = dir.join(name);
         if !fresh(&path) {
             continue;

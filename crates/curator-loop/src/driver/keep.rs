@@ -6,6 +6,8 @@ use crate::{Paused, Result};
 
 impl ConversationLoop {
     pub(super) fn save(&mut self) -> Result<()> {
+        // Once saved, a resumed iteration is kept for good.
+        self.undo = None;
         if self.persister.is_none() {
             self.unsaved = false;
             return Ok(());

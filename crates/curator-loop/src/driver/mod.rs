@@ -176,6 +176,17 @@ pub struct ConversationLoop {
     unsaved: bool,
     /// Template values of history positions, made once each (see `injected`).
     values: std::cell::RefCell<Vec<Option<minijinja::Value>>>,
+    /// How to take back the resumed iteration while it is not saved: the answer it recorded
+    /// is refused as a whole when the next agent step cannot be sent it.
+    undo: Option<Undo>,
+}
+
+/// The loop as it was before a resumed iteration.
+struct Undo {
+    turns: usize,
+    iteration: u64,
+    input: String,
+    used: u64,
 }
 
 impl std::fmt::Debug for ConversationLoop {
@@ -235,6 +246,7 @@ impl ConversationLoop {
             paused: None,
             resume_failed: false,
             unsaved: false,
+            undo: None,
             values: std::cell::RefCell::default(),
         }
     }
@@ -464,6 +476,12 @@ impl ConversationLoop {
             }
             let resumed = resume.take();
             let is_resume = resumed.is_some();
+            let before = is_resume.then(|| Undo {
+                turns: self.history.len(),
+                iteration: self.iteration,
+                input: self.input.clone(),
+                used: self.account.used(),
+            });
             let outcome = match resumed {
                 Some((paused, human)) => {
                     self.account.resume(paused.reported);
@@ -489,7 +507,7 @@ impl ConversationLoop {
                 }
                 Err(e) => {
                     self.account.close(false);
-                    self.resume_failed = is_resume;
+                    self.resume_failed = is_resume || self.take_back_resume(&e);
                     return Err(e);
                 }
             };
@@ -513,9 +531,14 @@ impl ConversationLoop {
             // One save per iteration, which says whether the run goes on. When the next
             // iteration starts with a human step, its pause saves this iteration with it:
             // nothing runs in between.
+            // A resumed iteration is saved with the next one too, once its first agent step
+            // can be sent the answer: an answer too long for it is refused with the resume.
             self.running = reason.is_none();
             if reason.is_none() && self.roles.first().is_some_and(|r| r.kind == StepKind::Human) {
                 self.unsaved = true;
+            } else if reason.is_none() && before.is_some() {
+                self.unsaved = true;
+                self.undo = before;
             } else {
                 self.save()?;
             }
@@ -527,6 +550,23 @@ impl ConversationLoop {
                 });
             }
         }
+    }
+
+    /// After an error in the iteration that follows a resumed one, not saved yet: when the
+    /// error is the current message's (the human's answer) being too long for the agent
+    /// step, the resumed iteration is taken back too, so that the loop is paused as before
+    /// and the answer can be given again. Returns whether it was.
+    fn take_back_resume(&mut self, error: &Error) -> bool {
+        let Some(undo) = self.undo.take() else { return false };
+        if !self.unsaved || !matches!(error, Error::MessageTooLong { .. }) {
+            return false;
+        }
+        self.iteration = undo.iteration;
+        self.rollback(undo.turns);
+        self.input = undo.input;
+        self.account.set_used(undo.used);
+        self.unsaved = false;
+        true
     }
 
     /// Drops the turns after the first `len` (a failed iteration's).
@@ -582,8 +622,11 @@ impl ConversationLoop {
             }
             Err(e) => {
                 self.rollback(start);
-                // A completed iteration whose save was left to this one is saved now.
+                // A completed iteration whose save was left to this one is saved now (unless
+                // it is a resumed one that the error takes back).
+                let taken_back = self.undo.is_some() && matches!(e, Error::MessageTooLong { .. });
                 if self.unsaved
+                    && !taken_back
                     && let Err(saving) = self.save()
                 {
                     return Err(Error::NotSaved { failed: Box::new(e), source: Box::new(saving) });
@@ -619,19 +662,17 @@ impl ConversationLoop {
         for i in from..self.steps.len() {
             let input = outputs.last().map_or_else(|| self.input.clone(), |(_, o)| o.clone());
             let role = self.roles[i];
+            let (messages, traced) = match role.kind {
+                StepKind::Agent(injection) => self.request(i, &input, injection)?,
+                _ => (Vec::new(), None),
+            };
+            // Saved before any other step runs, once its request is made.
             if self.unsaved && role.kind != StepKind::Human {
                 self.save()?;
             }
-            let messages = match role.kind {
-                StepKind::Agent(injection) => {
-                    let (sent, traced) = self.request(i, &input, injection)?;
-                    if let Some(traced) = traced {
-                        self.emit(iteration, i, role.use_history, traced);
-                    }
-                    sent
-                }
-                _ => Vec::new(),
-            };
+            if let Some(traced) = traced {
+                self.emit(iteration, i, role.use_history, traced);
+            }
             let call = StepCall {
                 iteration,
                 input: &input,
@@ -886,6 +927,7 @@ impl ConversationLoop {
         // What an earlier life's steps were sent is not this one's.
         self.lens.clear();
         self.unsaved = false;
+        self.undo = None;
         self.paused = None;
     }
 

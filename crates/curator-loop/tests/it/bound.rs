@@ -7,6 +7,8 @@ use curator_loop::{AiTurnSource, Error, Hitl, Injection, LoopBuilder, LoopConfig
 use curator_model::Message;
 use curator_strategies::{FnSummarizer, Tokenizer};
 
+use curator_session::MemoryStore;
+
 use crate::support::{Calls, agent, texts};
 
 /// `[agent, human]` run for `iterations` iterations, the human answering "answer {i}";
@@ -287,4 +289,49 @@ fn a_summary_survives_a_window_of_few_turns() {
         let last = calls.last().unwrap();
         assert!(last.iter().any(|m| m.text().contains("answer 19")), "max_turns {max_turns}");
     }
+}
+
+/// A human answer too long for the agent step it goes to is refused with the resume: the
+/// loop stays paused, nothing of the answer is kept (in memory or in the store), and a
+/// shorter answer goes on.
+#[test]
+fn an_oversize_human_answer_is_refused_and_the_loop_stays_paused() {
+    let store = Arc::new(MemoryStore::new());
+    let build = || {
+        let (step, calls) = agent("agent", Injection::Messages);
+        let mut config =
+            LoopConfig::from_toml("conversation = true\n[history_management]\nmax_tokens = 100")
+                .unwrap();
+        config.ai_turn_source = AiTurnSource::AllAgents;
+        let l = LoopBuilder::new("b", config)
+            .step("agent", step)
+            .step("human", Hitl::new("?"))
+            .store(Arc::clone(&store), "k")
+            .build()
+            .unwrap();
+        (l, calls)
+    };
+    let (mut l, calls) = build();
+    l.run("hi").unwrap();
+    let long = "word ".repeat(5_000);
+    for _ in 0..2 {
+        let err = l.resume(&long).unwrap_err();
+        assert!(matches!(err, Error::MessageTooLong { .. }), "{err:?}");
+        assert_eq!(l.paused().map(|p| p.step_name.as_str()), Some("human"));
+        assert_eq!(l.turn_count(), 2, "{:?}", l.turns());
+        assert_eq!(l.run_iterations(), 0);
+    }
+    assert_eq!(calls.lock().unwrap().len(), 1);
+    drop(l);
+    // Another process sees the loop paused as before.
+    let (mut l, calls) = build();
+    assert_eq!(l.paused().map(|p| p.step_name.as_str()), Some("human"));
+    assert_eq!(l.turn_count(), 2);
+    assert!(l.turns().iter().all(|t| !t.content.contains("word word")));
+    // A shorter answer goes on, and the agent is sent it.
+    assert!(l.resume("a short answer").unwrap().is_paused());
+    assert_eq!(calls.lock().unwrap().len(), 1);
+    let sent = calls.lock().unwrap().last().unwrap().clone();
+    assert!(sent.iter().any(|m| m.text().contains("a short answer")));
+    assert!(sent.iter().all(|m| !m.text().contains("word word")));
 }
