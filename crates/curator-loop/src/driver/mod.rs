@@ -589,7 +589,9 @@ impl ConversationLoop {
         human: Option<&str>,
     ) -> Result<Iterated> {
         let start = self.history.len();
-        if from == 0 && self.iteration == 0 && start == 0 {
+        // Each run's input opens it: the first iteration of a run (a retry of it, after a
+        // failure that rolled it back, too) records it as a user turn.
+        if from == 0 && human.is_none() && self.iteration == self.run_start {
             self.seed();
         }
         let result = self.steps_from(from, &mut outputs, human);
@@ -636,7 +638,7 @@ impl ConversationLoop {
         }
     }
 
-    /// The first user turn, from the loop's input.
+    /// The user turn a run opens with, from its input.
     fn seed(&mut self) {
         let init = &self.config.init;
         if !self.config.conversation || !init.from_initial_input || self.input.is_empty() {

@@ -362,3 +362,27 @@ fn max_iterations_counts_per_run_across_a_restart() {
     );
     assert_eq!(l.state().run_start, 3);
 }
+
+/// Each run's input opens it as a user turn, not only the first run's: the agent of a later
+/// run sees what it was asked, and so does the history after it.
+#[test]
+fn every_run_records_its_input_as_a_user_turn() {
+    let (a, calls) = agent("a", Injection::Messages);
+    let mut l = LoopBuilder::new("l", conversational(AiTurnSource::AllAgents, &[]))
+        .step("a", a)
+        .build()
+        .unwrap();
+    for input in ["first question", "second question", "third question"] {
+        assert!(matches!(l.run(input).unwrap(), LoopOutcome::Finished { .. }));
+    }
+    let recorded: Vec<(String, String)> =
+        l.turns().into_iter().map(|t| (t.role.to_string(), t.content)).collect();
+    let users: Vec<&str> =
+        recorded.iter().filter(|(r, _)| r == "user").map(|(_, c)| c.as_str()).collect();
+    assert_eq!(users, ["first question", "second question", "third question"], "{recorded:?}");
+    // The third run's agent was sent the earlier runs' turns and its own question once.
+    let calls = calls.lock().unwrap();
+    let last = texts(calls.last().unwrap());
+    assert_eq!(last.iter().filter(|t| t.contains("third question")).count(), 1, "{last:?}");
+    assert!(last.iter().any(|t| t.contains("second question")), "{last:?}");
+}
