@@ -232,13 +232,37 @@ fn write_failed(_: std::fmt::Error) -> minijinja::Error {
 /// A turn as the default template sees it: its two fields and nothing else. A closing tag of the
 /// default block in the content (`</conversation_history>`, in any case) is written
 /// `<\/conversation_history>`, so that no turn can end the block early and pass what
-/// follows as something else.
+/// follows as something else; and every other line break a reader may honour (a lone
+/// carriage return, a vertical tab, a form feed, U+0085, U+2028, U+2029) is followed by the
+/// two spaces the template's `indent(2)` puts after each newline, so that no turn can start
+/// a line of its own.
 pub(crate) fn turn_value(role: &str, content: &str) -> Value {
-    let content = match guard_block_end(content) {
-        Some(guarded) => Value::from(guarded),
-        None => Value::from(content),
+    let guarded = guard_block_end(content);
+    let text = guarded.as_deref().unwrap_or(content);
+    let content = match indent_other_breaks(text) {
+        Some(indented) => Value::from(indented),
+        None => guarded.map_or_else(|| Value::from(content), Value::from),
     };
     Value::from_object(TurnObject { role: Value::from(role), content })
+}
+
+/// `text` with two spaces after each line break other than a newline (a carriage return
+/// followed by a newline is left to the newline), or `None` when it holds none.
+fn indent_other_breaks(text: &str) -> Option<String> {
+    let breaks =
+        |c: char| matches!(c, '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}');
+    if !text.contains(breaks) {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if breaks(c) && !(c == '\r' && chars.peek() == Some(&'\n')) {
+            out.push_str("  ");
+        }
+    }
+    Some(out)
 }
 
 /// `text` with every `</conversation_history` (ASCII case ignored) written
