@@ -222,6 +222,9 @@ impl LoopBuilder {
         if steps.is_empty() {
             return Err(Error::invalid("body", "a loop needs at least one step"));
         }
+        for (name, step) in &steps {
+            step.check().map_err(|e| Error::invalid("body", format!("step `{name}`: {e}")))?;
+        }
         check_lens_and_quota(&config, store.is_some(), quota)?;
         let names: Vec<&str> = steps.iter().map(|(n, _)| n.as_str()).collect();
         for (i, n) in names.iter().enumerate() {

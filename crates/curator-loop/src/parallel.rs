@@ -15,7 +15,10 @@ use crate::step::{Injection, Output, Step, StepCall, StepKind, StepOutcome};
 ///   assistant turn of the joined text (when `ai_turn_source` names this step), so the
 ///   history stays a conversation however many branches answered.
 /// - **Quota**: with a [`Quota`](crate::Quota), each branch is told an equal share of what
-///   the step may take ([`StepCall::quota`]).
+///   the step may take ([`StepCall::quota`]); what does not divide evenly goes one token
+///   each to the first branches, so the shares add up to the step's.
+/// - **Building**: a parallel step with no branch, or with a branch that waits for a person,
+///   is refused when the loop is built.
 /// - **Failures**: the first branch (in branch order) that fails or aborts decides the
 ///   step's outcome, after every branch has returned; nothing of the iteration is recorded
 ///   then. A branch cannot wait for a person: one that pauses fails the step.
@@ -102,8 +105,8 @@ impl Step for Parallel {
         if self.branches.is_empty() {
             return Err("a parallel step needs at least one branch".into());
         }
-        let count = self.branches.len() as u64;
-        let branch_call = StepCall { quota: call.quota.map(|q| q / count), ..call };
+        let branch_call = call;
+        let count = self.branches.len();
         // A branch with a system prompt of its own is sent it in place of this step's.
         let lead = usize::from(
             self.system.is_some()
@@ -124,9 +127,11 @@ impl Step for Parallel {
                 .branches
                 .iter_mut()
                 .zip(&own)
-                .map(|((_, step), own)| {
+                .zip(shares(call.quota, count))
+                .map(|(((_, step), own), quota)| {
                     let call = StepCall {
                         messages: own.as_deref().unwrap_or(branch_call.messages),
+                        quota,
                         ..branch_call
                     };
                     scope.spawn(move || step.run(call))
@@ -177,6 +182,21 @@ impl Step for Parallel {
         Ok(StepOutcome::Output(joined))
     }
 
+    fn check(&self) -> Result<(), String> {
+        if self.branches.is_empty() {
+            return Err("a parallel step needs at least one branch".to_owned());
+        }
+        for (name, step) in &self.branches {
+            if step.kind() == StepKind::Human {
+                return Err(format!(
+                    "branch `{name}` waits for a person, and the branches of a parallel step cannot"
+                ));
+            }
+            step.check().map_err(|e| format!("branch `{name}`: {e}"))?;
+        }
+        Ok(())
+    }
+
     fn checkpoint_state(&self) -> Option<serde_json::Value> {
         let states: Vec<serde_json::Value> = self
             .branches
@@ -205,4 +225,11 @@ impl Step for Parallel {
         }
         Ok(())
     }
+}
+
+/// `quota` shared by `count` branches: equal shares, the remainder one token each to the
+/// first branches.
+fn shares(quota: Option<u64>, count: usize) -> impl Iterator<Item = Option<u64>> {
+    let count = count.max(1) as u64;
+    (0..count).map(move |i| quota.map(|q| q / count + u64::from(i < q % count)))
 }

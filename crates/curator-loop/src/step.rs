@@ -201,6 +201,18 @@ pub trait Step: Send {
         let _ = state;
         Ok(())
     }
+
+    /// Whether the step is made so that it can run, checked when the loop is built. The
+    /// default accepts every step; a [`Parallel`](crate::Parallel) step needs a branch, and
+    /// branches that can run alone.
+    ///
+    /// # Errors
+    ///
+    /// What is wrong with the step: the loop is not built
+    /// ([`Error::InvalidConfig`](crate::Error::InvalidConfig), key `body`).
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 impl<T: Step + ?Sized> Step for Box<T> {
@@ -218,6 +230,9 @@ impl<T: Step + ?Sized> Step for Box<T> {
     }
     fn restore_state(&mut self, state: serde_json::Value) -> Result<(), BoxError> {
         (**self).restore_state(state)
+    }
+    fn check(&self) -> Result<(), String> {
+        (**self).check()
     }
 }
 

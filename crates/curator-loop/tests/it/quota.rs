@@ -263,16 +263,27 @@ fn a_failing_or_pausing_branch_fails_the_step_and_nothing_is_recorded() {
     assert_eq!(source, "branch `bad`: the provider is down");
     assert_eq!(l.turn_count(), 0, "nothing of the iteration, its seed neither");
 
-    let mut l = LoopBuilder::new("p", conversational(1))
+    // A branch that waits for a person is refused when the loop is built; one that pauses
+    // all the same fails the step.
+    let err = LoopBuilder::new("p", conversational(1))
         .step(
             "panel",
             Parallel::new(Injection::Messages).branch("human", Hitl::new("?")).branch("good", ok()),
         )
         .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("branch `human` waits for a person"), "{err}");
+    let pausing = FnStep::agent(Injection::Messages, |_| Ok(StepOutcome::Pause { prompt: None }));
+    let mut l = LoopBuilder::new("p", conversational(1))
+        .step(
+            "panel",
+            Parallel::new(Injection::Messages).branch("pausing", pausing).branch("good", ok()),
+        )
+        .build()
         .unwrap();
     let err = l.run("go").unwrap_err();
     let source = std::error::Error::source(&err).unwrap().to_string();
-    assert!(source.contains("branch `human`: paused"), "{source}");
+    assert!(source.contains("branch `pausing`: paused"), "{source}");
 
     let mut l = LoopBuilder::new("p", conversational(1))
         .step(
@@ -291,6 +302,52 @@ fn a_failing_or_pausing_branch_fails_the_step_and_nothing_is_recorded() {
         outcome,
         LoopOutcome::Aborted { step: "panel".into(), reason: "branch `stop`: off topic".into() }
     );
+}
+
+#[test]
+fn a_parallel_step_without_branches_is_refused_when_built() {
+    let err = LoopBuilder::new("p", conversational(1))
+        .step("panel", Parallel::new(Injection::Messages))
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidConfig { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("step `panel`: a parallel step needs at least one branch"),
+        "{err}"
+    );
+    // Nested, too.
+    let nested =
+        Parallel::new(Injection::Messages).branch("inner", Parallel::new(Injection::Messages));
+    let err = LoopBuilder::new("p", conversational(1)).step("panel", nested).build().unwrap_err();
+    assert!(
+        err.to_string().contains("branch `inner`: a parallel step needs at least one branch"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_branches_shares_add_up_to_the_steps() {
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let branch = |name: &'static str| {
+        let told = Arc::clone(&told);
+        FnStep::agent(Injection::Messages, move |call| {
+            told.lock().unwrap().push((name, call.quota));
+            Ok(StepOutcome::text(name))
+        })
+    };
+    let panel = Parallel::new(Injection::Messages)
+        .branch("a", branch("a"))
+        .branch("b", branch("b"))
+        .branch("c", branch("c"));
+    let mut l = LoopBuilder::new("p", conversational(1))
+        .step("panel", panel)
+        .quota(Quota::new(10_000, 1_000))
+        .build()
+        .unwrap();
+    l.run("go").unwrap();
+    let mut told = told.lock().unwrap().clone();
+    told.sort_unstable();
+    assert_eq!(told, [("a", Some(334)), ("b", Some(333)), ("c", Some(333))]);
 }
 
 /// A loop of body `[a (500 tokens), human, b (300 tokens)]` on `store`, one iteration a run.
