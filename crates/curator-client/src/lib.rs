@@ -48,6 +48,8 @@ mod http_error;
 mod openai;
 mod reply;
 mod request;
+#[cfg(feature = "openai")]
+mod responses;
 mod retry;
 mod stream;
 mod summarizer;
@@ -67,6 +69,8 @@ pub use http_error::{HttpError, HttpErrorKind};
 pub use openai::OpenAiClient;
 pub use reply::ModelReply;
 pub use request::{ModelRequest, ModelSettings};
+#[cfg(feature = "openai")]
+pub use responses::ResponsesClient;
 pub use retry::Retry;
 pub use stream::{Delta, DeltaFn};
 pub use summarizer::{DEFAULT_SUMMARY_PROMPT, ModelSummarizer};

@@ -5,6 +5,8 @@
 pub(crate) mod anthropic;
 #[cfg(feature = "openai")]
 pub(crate) mod openai;
+#[cfg(feature = "openai")]
+pub(crate) mod responses;
 #[cfg(feature = "http")]
 mod sse;
 
