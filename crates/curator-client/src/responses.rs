@@ -274,23 +274,11 @@ fn reply_of(value: &Value) -> Result<ModelReply, ClientError> {
             .or(Some("incomplete")),
         other => other,
     };
-    Ok(ModelReply { message, usage: usage_of(value), stop_reason: stop_reason.map(str::to_owned) })
-}
-
-/// A response's `usage`: `input_tokens` (the cached ones among them), `output_tokens`.
-fn usage_of(value: &Value) -> Option<Usage> {
-    let usage = value.get("usage")?;
-    let count = |name: &str| usage.get(name).and_then(Value::as_u64);
-    let (input, output) = match (count("input_tokens"), count("output_tokens")) {
-        (None, None) => return None,
-        (i, o) => (i.unwrap_or(0), o.unwrap_or(0)),
-    };
-    let cached = usage
-        .pointer("/input_tokens_details/cached_tokens")
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
-        .min(input);
-    Some(Usage::new(input, output).with_cache(cached, 0))
+    Ok(ModelReply {
+        message,
+        usage: Usage::read_responses(value),
+        stop_reason: stop_reason.map(str::to_owned),
+    })
 }
 
 impl ModelClient for ResponsesClient {

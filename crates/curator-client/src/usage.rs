@@ -90,17 +90,34 @@ impl Usage {
     /// holds neither count (a count missing alone is 0).
     #[cfg(feature = "openai")]
     pub(crate) fn read_openai(reply: &Value) -> Option<Self> {
+        Self::read_cached(
+            reply,
+            ["prompt_tokens", "completion_tokens"],
+            "/prompt_tokens_details/cached_tokens",
+        )
+    }
+
+    /// Reads a Responses API response's `usage` (`input_tokens`, `output_tokens`,
+    /// `input_tokens_details.cached_tokens`); `None` as [`read_openai`](Self::read_openai).
+    #[cfg(feature = "openai")]
+    pub(crate) fn read_responses(reply: &Value) -> Option<Self> {
+        Self::read_cached(
+            reply,
+            ["input_tokens", "output_tokens"],
+            "/input_tokens_details/cached_tokens",
+        )
+    }
+
+    /// A `usage` whose input count includes the cached tokens that `cached` points at.
+    #[cfg(feature = "openai")]
+    fn read_cached(reply: &Value, [input, output]: [&str; 2], cached: &str) -> Option<Self> {
         let usage = reply.get("usage")?;
         let count = |name: &str| usage.get(name).and_then(Value::as_u64);
-        let (input, output) = match (count("prompt_tokens"), count("completion_tokens")) {
+        let (input, output) = match (count(input), count(output)) {
             (None, None) => return None,
             (i, o) => (i.unwrap_or(0), o.unwrap_or(0)),
         };
-        let cached = usage
-            .pointer("/prompt_tokens_details/cached_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            .min(input);
+        let cached = usage.pointer(cached).and_then(Value::as_u64).unwrap_or(0).min(input);
         Some(Self::new(input, output).with_cache(cached, 0))
     }
 
