@@ -1,3 +1,5 @@
+//! The stitched encoding against the encoder: runs of every kind, texts without runs, and random texts.
+
 use proptest::prelude::*;
 
 use super::*;
