@@ -161,15 +161,20 @@ fn next_cut(runs: &[(usize, usize)], from: usize) -> Option<usize> {
     })
 }
 
-/// The runs of at least [`RUN_MIN`] bytes of one kind of ASCII character: spaces, lowercase
-/// letters, capital letters or punctuation. Each is one pre-token for the encodings'
-/// patterns, whatever surrounds it, away from its ends.
+/// The runs of at least [`RUN_MIN`] bytes of one kind of ASCII character: blanks (spaces,
+/// tabs, vertical tabs and form feeds, not line ends), lowercase letters, capital letters,
+/// or punctuation and control characters. Each is one pre-token for the encodings' patterns,
+/// whatever surrounds it, away from its ends. A slash ends a run: o200k's pattern gives the
+/// slashes after punctuation and a line end to that piece's tail (`[\r\n/]*`), so a run
+/// of slashes may belong to the piece before it.
 fn runs(bytes: &[u8]) -> Vec<(usize, usize)> {
     fn kind(byte: u8) -> Option<u8> {
         match byte {
-            b' ' => Some(0),
+            b' ' | b'\t' | 0x0b | 0x0c => Some(0),
             b'a'..=b'z' => Some(1),
             b'A'..=b'Z' => Some(2),
+            b'/' => None,
+            0x00..=0x08 | 0x0e..=0x1b | 0x7f => Some(3),
             _ if byte.is_ascii_punctuation() => Some(3),
             _ => None,
         }

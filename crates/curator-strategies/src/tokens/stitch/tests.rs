@@ -33,10 +33,45 @@ fn runs_of_every_kind_are_stitched_into_the_encoders_tokens() {
     }
 }
 
+/// A run of slashes after punctuation and a line end is the tail of o200k's piece before it
+/// (`[\r\n/]*`), not a piece of its own: counted as the encoder counts it.
+#[test]
+fn slashes_after_a_line_end_are_counted_as_the_encoder_counts_them() {
+    for name in ["o200k_base", "cl100k_base"] {
+        let core = core(name);
+        for text in [
+            format!("=\n{}= ", "/".repeat(65_533)),
+            format!("=\n{}=", "/".repeat(70_001)),
+            format!("x = 1;\n{}*", "/".repeat(70_001)),
+            format!("=\n{}'ll", "/".repeat(70_000)),
+            format!("=\n{}{}", "/".repeat(40_000), "=".repeat(40_000)),
+        ] {
+            assert_eq!(count(core, &text), core.count(&text), "{name}: {}", text.len());
+            assert_eq!(encode(core, &text), core.encode(&text), "{name}");
+        }
+    }
+}
+
+/// Runs broken by characters of the same piece (a control character in punctuation, a tab
+/// among spaces) are still stitched.
+#[test]
+fn runs_broken_by_characters_of_the_same_piece_are_stitched() {
+    for name in ["o200k_base", "cl100k_base"] {
+        for unit in ["=\u{1}", " \t", "-\u{7f}"] {
+            let block = format!(
+                "{}{}",
+                unit.chars().next().map(String::from).unwrap_or_default().repeat(16_383),
+                &unit[1..]
+            );
+            assert_stitched(name, &block.repeat(5));
+        }
+    }
+}
+
 #[test]
 fn a_run_of_varied_punctuation_is_stitched() {
     let text: String = (0..70_000u32)
-        .map(|i| char::from(b"!#$%&()*+,-./:;<=>?@[]^_{|}~"[(i * 7 % 29 % 28) as usize]))
+        .map(|i| char::from(b"!#$%&()*+,-.:;<=>?@[]^_{|}~\\"[(i * 7 % 29 % 28) as usize]))
         .collect();
     assert_stitched("o200k_base", &text);
 }
@@ -53,11 +88,14 @@ fn texts_without_long_runs_are_left_to_the_encoder() {
 fn chunk() -> impl Strategy<Value = String> {
     prop_oneof![
         (
-            prop::sample::select(vec!["=", " ", "a", "B", "ab", "-=", "é", "\n", "1", "\t"]),
+            prop::sample::select(vec![
+                "=", " ", "a", "B", "ab", "-=", "é", "\n", "1", "\t", "/", "=\n/", " \t", "\u{1}",
+                "'s", "\r\n",
+            ]),
             1usize..60_000
         )
             .prop_map(|(unit, n)| unit.repeat(n)),
-        "[a-zA-Z0-9 .,'!=\n\u{e9}\u{4e2d}-]{0,200}",
+        "[a-zA-Z0-9 .,'!=/\t\r\n\u{1}\u{e9}\u{4e2d}\u{301}-]{0,200}",
     ]
 }
 
