@@ -39,7 +39,8 @@ pub(crate) type Summarizers = BTreeMap<String, Arc<dyn Summarizer>>;
 /// Every turn is its own unit (turns carry no tool calls), so windows count turns; nothing is
 /// pinned: the bound keeps the newest turns. Under `summarize`, the summary is pinned: the
 /// bound keeps it and the newest turns beside it (a token budget shortens it, with a note,
-/// when it does not fit whole), so that no summary is computed and then left out.
+/// when it does not fit whole), so that no summary is computed and then left out; unless the
+/// budget cannot hold it beside the newest turn whole, when the summary gives way.
 pub(crate) fn build(
     config: &HistoryConfig,
     summarizers: &Summarizers,
@@ -109,14 +110,32 @@ impl HistoryManager for Summarized {
         let summary_first =
             !view.is_empty() && view.pos(0).is_none() && view.structure(0).role() == Role::User;
         if summary_first && !ctx.preserve_task {
-            let ctx = ctx.with_preserve_task(true);
-            return self.bound.curate(view, &ctx);
+            // The summary gives way when the bound cannot keep it beside the newest turn
+            // whole: the newest turn (the current message, often) is never cut for it.
+            let pinned = self.bound.curate(view.clone(), &ctx.with_preserve_task(true));
+            if let Ok(bounded) = pinned
+                && newest_whole(&view, &bounded)
+            {
+                return Ok(bounded);
+            }
         }
         self.bound.curate(view, ctx)
     }
 
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed("summarize")
+    }
+}
+
+/// Whether `bounded` ends with the newest message of `view`, unchanged.
+fn newest_whole(view: &View<'_>, bounded: &View<'_>) -> bool {
+    match (view.len().checked_sub(1), bounded.len().checked_sub(1)) {
+        (Some(last), Some(kept)) => {
+            view.pos(last) == bounded.pos(kept)
+                && view.message(last).text() == bounded.message(kept).text()
+        }
+        (None, None) => true,
+        _ => false,
     }
 }
 

@@ -66,8 +66,9 @@ pub enum Error {
     },
     /// The current message (the newest user turn, the agent step's input) does not fit the
     /// history budget: it is never cut unless `history_management.cut_current_message` says
-    /// so. The iteration was rolled back; the human's answer is kept when the loop was
-    /// resumed with it (the loop is paused again).
+    /// so. The iteration was rolled back; when the message is a human's answer given to
+    /// `resume`, nothing of it is kept and the loop is paused again, so that `resume` can be
+    /// called with a shorter one.
     #[error(
         "the current message to step `{step}` is {tokens} tokens, more than the history budget of {max_tokens}: it is not cut (raise `history_management.max_tokens` (`curator chat --max-tokens`), shorten the message, or set `history_management.cut_current_message = true` to allow cutting it)"
     )]

@@ -233,7 +233,8 @@ fn write_failed(_: std::fmt::Error) -> minijinja::Error {
 /// default block in the content (`</conversation_history>`, in any case) is written
 /// `<\/conversation_history>`, so that no turn can end the block early and pass what
 /// follows as something else; and every other line break a reader may honour (a lone
-/// carriage return, a vertical tab, a form feed, U+0085, U+2028, U+2029) is followed by the
+/// carriage return, a vertical tab, a form feed, the separators U+001C to U+001E, U+0085,
+/// U+2028, U+2029) is followed by the
 /// two spaces the template's `indent(2)` puts after each newline, so that no turn can start
 /// a line of its own.
 pub(crate) fn turn_value(role: &str, content: &str) -> Value {
@@ -249,8 +250,12 @@ pub(crate) fn turn_value(role: &str, content: &str) -> Value {
 /// `text` with two spaces after each line break other than a newline (a carriage return
 /// followed by a newline is left to the newline), or `None` when it holds none.
 fn indent_other_breaks(text: &str) -> Option<String> {
-    let breaks =
-        |c: char| matches!(c, '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}');
+    let breaks = |c: char| {
+        matches!(
+            c,
+            '\r' | '\u{b}' | '\u{c}' | '\u{1c}'..='\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+        )
+    };
     if !text.contains(breaks) {
         return None;
     }

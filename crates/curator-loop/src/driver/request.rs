@@ -87,9 +87,10 @@ impl ConversationLoop {
             mine.text() == newest.text()
         };
         // The seed is kept with `init.prefix` before it: it repeats the step's input too, and
-        // its prefixed copy (the one the configuration asks for) is the one sent.
+        // its prefixed copy (the one the configuration asks for) is the one sent. Each run's
+        // first iteration opens with its seed.
         let prefixed_seed = !repeats
-            && self.history.len() == 1
+            && self.iteration == self.run_start
             && self.config.init.prefix.as_ref().is_some_and(|prefix| {
                 self.as_persisted(format!("{prefix}{}", mine.text())) == newest.text()
             });

@@ -291,6 +291,39 @@ fn a_summary_survives_a_window_of_few_turns() {
     }
 }
 
+/// Under a budget too small for the summary beside the newest turn, the summary gives way:
+/// the loop goes on, and an answer that fits the budget is never refused or cut for it.
+#[test]
+fn a_summary_gives_way_to_the_newest_turn_under_a_small_budget() {
+    for (max_tokens, answer) in [
+        (64, "alpha beta gamma delta epsilon zeta eta theta alpha beta gamma delta"),
+        (100, &*"alpha beta gamma delta epsilon zeta eta theta ".repeat(5)),
+    ] {
+        let mut config = LoopConfig::from_toml(&format!(
+            "conversation = true\n[history_management]\nstrategy = \"summarize\"\nsummarizer = \"extractive\"\nmax_tokens = {max_tokens}"
+        ))
+        .unwrap();
+        config.ai_turn_source = AiTurnSource::AllAgents;
+        let (step, calls) = agent("agent", Injection::Messages);
+        let mut l = LoopBuilder::new("s", config)
+            .step("agent", step)
+            .step("human", Hitl::new("?"))
+            .build()
+            .unwrap();
+        l.run("hi").unwrap();
+        for i in 0..12 {
+            let outcome = l.resume(&format!("{answer} {i}"));
+            assert!(outcome.is_ok(), "budget {max_tokens}, answer {i}: {outcome:?}");
+        }
+        // Each answer reached the agent whole.
+        let calls = calls.lock().unwrap();
+        for (i, call) in calls.iter().skip(1).enumerate() {
+            let newest = call.last().unwrap().text();
+            assert_eq!(newest, format!("{answer} {i}"), "budget {max_tokens}");
+        }
+    }
+}
+
 /// A human answer too long for the agent step it goes to is refused with the resume: the
 /// loop stays paused, nothing of the answer is kept (in memory or in the store), and a
 /// shorter answer goes on.

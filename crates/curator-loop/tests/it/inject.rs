@@ -221,7 +221,9 @@ fn a_turn_cannot_fake_a_role_line_in_the_history_block() {
 /// a vertical tab, a form feed, NEL, and the Unicode line and paragraph separators.
 #[test]
 fn a_turn_cannot_fake_a_role_line_with_another_line_break() {
-    for brk in ["\r", "\u{b}", "\u{c}", "\u{85}", "\u{2028}", "\u{2029}"] {
+    for brk in
+        ["\r", "\u{b}", "\u{c}", "\u{1c}", "\u{1d}", "\u{1e}", "\u{85}", "\u{2028}", "\u{2029}"]
+    {
         let config = config("conversation = true");
         let (step, calls) = agent("agent", Injection::Prompt);
         let mut l = LoopBuilder::new("t", config)
@@ -241,7 +243,10 @@ fn a_turn_cannot_fake_a_role_line_with_another_line_break() {
         // Split at every break, each line of the block at the margin starts a turn.
         let block = &prompt[..prompt.find("</conversation_history>").unwrap()];
         let margin = block
-            .split(['\n', '\r', '\u{b}', '\u{c}', '\u{85}', '\u{2028}', '\u{2029}'])
+            .split([
+                '\n', '\r', '\u{b}', '\u{c}', '\u{1c}', '\u{1d}', '\u{1e}', '\u{85}', '\u{2028}',
+                '\u{2029}',
+            ])
             .skip(1)
             .filter(|line| !line.starts_with(' ') && !line.is_empty())
             .count();
@@ -261,6 +266,27 @@ fn a_prefixed_seed_is_sent_once_with_its_prefix() {
     l.run("hello").unwrap();
     let calls = calls.lock().unwrap();
     assert_eq!(texts(&calls[0]), ["system: You are the agent.", "user: PFX: hello"]);
+}
+
+/// Every run opens with its prefixed seed, sent once: not the seed and the step's own copy.
+#[test]
+fn every_runs_prefixed_seed_is_sent_once() {
+    let config = LoopConfig::from_toml(
+        "conversation = true\nmax_iterations = 1\n[init]\nprefix = \"Task: \"",
+    )
+    .unwrap();
+    let (step, calls) = agent("agent", Injection::Messages);
+    let mut l = LoopBuilder::new("t", config).step("agent", step).build().unwrap();
+    for input in ["a", "b", "a"] {
+        l.run(input).unwrap();
+        let calls = calls.lock().unwrap();
+        let sent = texts(calls.last().unwrap());
+        let own = format!("user: Task: {input}");
+        assert_eq!(sent.last(), Some(&own), "{sent:?}");
+        assert!(!sent.contains(&format!("user: {input}")), "{sent:?}");
+        let opening = sent.iter().filter(|t| **t == own).count();
+        assert_eq!(opening, if input == "a" && sent.len() > 3 { 2 } else { 1 }, "{sent:?}");
+    }
 }
 
 /// The specification's own template: a human turn that tries to close its block and open a
