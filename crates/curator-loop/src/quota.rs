@@ -75,11 +75,13 @@ pub(crate) struct Account {
     reported: Option<u64>,
     /// The summarizers' count when the iteration opened.
     summarized_at_open: u64,
+    /// What the open iteration's steps reported before it paused (charged then).
+    settled: u64,
 }
 
 impl Account {
     pub(crate) fn new(quota: Option<Quota>, summarizers: Vec<Arc<dyn Summarizer>>) -> Self {
-        Self { quota, used: 0, summarizers, reported: None, summarized_at_open: 0 }
+        Self { quota, used: 0, summarizers, reported: None, summarized_at_open: 0, settled: 0 }
     }
 
     /// What the run used so far.
@@ -108,13 +110,16 @@ impl Account {
             });
         }
         self.reported = None;
+        self.settled = 0;
         self.summarized_at_open = self.summarized();
         Ok(())
     }
 
     /// The tokens the next step of the open iteration may take.
     pub(crate) fn share(&self) -> Option<u64> {
-        self.quota.map(|q| q.reserve.saturating_sub(self.reported.unwrap_or(0)))
+        self.quota.map(|q| {
+            q.reserve.saturating_sub(self.settled).saturating_sub(self.reported.unwrap_or(0))
+        })
     }
 
     /// A step's report.
@@ -140,26 +145,29 @@ impl Account {
     /// Charges what the open iteration took so far (its steps' reports and the
     /// summarizers' calls) and keeps it open: it paused, and its checkpoint must hold what
     /// it used for the process that finishes it.
-    /// Returns whether its steps reported usage.
-    pub(crate) fn settle(&mut self) -> bool {
+    /// Returns whether its steps reported usage, and what they reported so far.
+    pub(crate) fn settle(&mut self) -> (bool, u64) {
         if self.quota.is_none() {
-            return false;
+            return (false, 0);
         }
         let steps = self.reported.map_or(0, |reported| {
             self.reported = Some(0);
             reported
         });
+        self.settled = self.settled.saturating_add(steps);
         let summarized = self.summarized();
         let summaries = summarized.saturating_sub(self.summarized_at_open);
         self.summarized_at_open = summarized;
         self.used = self.used.saturating_add(steps).saturating_add(summaries);
-        self.reported.is_some()
+        (self.reported.is_some(), self.settled)
     }
 
     /// Goes on with a paused iteration (in this process or another): its steps before the
-    /// pause were settled, and `reported` says whether they reported usage.
-    pub(crate) fn resume(&mut self, reported: bool) {
+    /// pause were settled, `reported` says whether they reported usage and `settled` what
+    /// they reported.
+    pub(crate) fn resume(&mut self, reported: bool, settled: u64) {
         self.reported = reported.then_some(0);
+        self.settled = settled;
         self.summarized_at_open = self.summarized();
     }
 

@@ -139,6 +139,20 @@ pub struct Paused {
     /// reports, not its reservation.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reported: bool,
+    /// The tokens the steps before the pause reported (charged when the iteration paused):
+    /// the steps after it are told their reservation less these ([`StepCall::quota`]).
+    ///
+    /// [`StepCall::quota`]: crate::StepCall::quota
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub settled: u64,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A loop's state: the iteration counter, the turns, and where it paused. It serialises

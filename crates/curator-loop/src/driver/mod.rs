@@ -481,7 +481,7 @@ impl ConversationLoop {
             });
             let outcome = match resumed {
                 Some((paused, human)) => {
-                    self.account.resume(paused.reported);
+                    self.account.resume(paused.reported, paused.settled);
                     self.iterate(paused.step, paused.outputs, Some(human))
                 }
                 None => match self.account.open() {
@@ -598,15 +598,17 @@ impl ConversationLoop {
             Ok(Some(StepOutcome::Pause { prompt })) => {
                 let step = outputs.len();
                 let step_name = self.steps[step].0.clone();
+                // What the iteration's steps took so far is charged now, so that the
+                // checkpoint holds it for whichever process finishes the iteration.
+                let (reported, settled) = self.account.settle();
                 self.paused = Some(Paused {
                     step,
                     step_name: step_name.clone(),
                     prompt: prompt.clone(),
                     outputs,
                     nested: self.steps[step].1.checkpoint_state(),
-                    // What the iteration's steps took so far is charged now, so that the
-                    // checkpoint holds it for whichever process finishes the iteration.
-                    reported: self.account.settle(),
+                    reported,
+                    settled,
                 });
                 self.save()?;
                 Ok(Iterated::Stopped(LoopOutcome::Paused { step: step_name, prompt }))

@@ -409,3 +409,40 @@ fn a_branch_with_its_own_system_prompt_is_sent_it_in_place_of_the_steps() {
     assert!(!seen[1].1.iter().any(|t| t == "Review."), "{:?}", seen[1].1);
     assert_eq!(seen[0].1[1..], seen[1].1[1..], "the same history and input");
 }
+
+/// A step after a pause is told the iteration's reservation less what the steps before the
+/// pause reported, as it is without the pause, in this process or in another.
+#[test]
+fn a_step_after_a_pause_is_told_what_is_left_of_the_reservation() {
+    let store = Arc::new(MemoryStore::new());
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let build = |paused: bool| {
+        let told = Arc::clone(&told);
+        let mut config = conversational(1);
+        config.ai_turn_source = AiTurnSource::AllAgents;
+        let first = FnStep::agent(Injection::Messages, |_| {
+            Ok(StepOutcome::Output(Output::text("a").with_usage(Usage::new(10, 5))))
+        });
+        let second = FnStep::agent(Injection::Messages, move |call| {
+            told.lock().unwrap().push(call.quota);
+            Ok(StepOutcome::text("b"))
+        });
+        let mut builder = LoopBuilder::new("q", config).step("a1", first);
+        if paused {
+            builder = builder.step("human", Hitl::new("?"));
+        }
+        builder
+            .step("a2", second)
+            .quota(Quota::new(1_000, 100))
+            .store(Arc::clone(&store), if paused { "p" } else { "n" })
+            .build()
+            .unwrap()
+    };
+    build(false).run("go").unwrap();
+    let mut l = build(true);
+    assert!(l.run("go").unwrap().is_paused());
+    drop(l);
+    // Resumed by another loop on the same store.
+    build(true).resume("fine").unwrap();
+    assert_eq!(*told.lock().unwrap(), [Some(85), Some(85)]);
+}
