@@ -505,6 +505,14 @@ impl ConversationLoop {
                 Err(e) => {
                     self.account.close(false);
                     self.resume_failed = is_resume || self.take_back_resume(&e);
+                    // A run whose first iteration cannot be sent its input has not started:
+                    // the next `run` starts anew with the input it is given.
+                    if !is_resume
+                        && self.iteration == self.run_start
+                        && matches!(e, Error::MessageTooLong { .. })
+                    {
+                        self.running = false;
+                    }
                     return Err(e);
                 }
             };

@@ -105,10 +105,35 @@ fn an_oversize_current_message_is_refused_not_cut() {
     }
     let text = err.to_string();
     assert!(text.contains("100") && text.contains("cut_current_message"), "{text}");
-    // Nothing was sent, and the input is kept for the run to go on with.
+    // Nothing was sent or recorded, and the run has not started: the next `run` starts
+    // with the (shorter) input it is given.
     assert!(calls.lock().unwrap().is_empty());
-    assert_eq!(l.next_input(), long);
-    assert!(l.is_running());
+    assert_eq!(l.turn_count(), 0);
+    assert!(!l.is_running());
+    assert!(l.run("a shorter question").unwrap().is_paused());
+    assert_eq!(l.turns()[0].content, "a shorter question");
+}
+
+/// A later run whose input is too long is refused the same way: the earlier turns stay as
+/// they were, and the next `run` takes its own input, not the refused one.
+#[test]
+fn a_later_run_with_an_oversize_input_is_refused_and_the_next_run_takes_its_input() {
+    let mut config = LoopConfig::from_toml(
+        "conversation = true\nmax_iterations = 1\n[history_management]\nmax_tokens = 64",
+    )
+    .unwrap();
+    config.ai_turn_source = AiTurnSource::AllAgents;
+    let (step, calls) = agent("agent", Injection::Messages);
+    let mut l = LoopBuilder::new("b", config).step("agent", step).build().unwrap();
+    l.run("hi").unwrap();
+    let long = "word ".repeat(100);
+    assert!(matches!(l.run(&long), Err(Error::MessageTooLong { tokens: 101, .. })));
+    assert_eq!(l.turn_count(), 2);
+    assert!(!l.is_running());
+    l.run("short").unwrap();
+    let calls = calls.lock().unwrap();
+    assert_eq!(calls.len(), 2);
+    assert!(texts(calls.last().unwrap()).last().is_some_and(|t| t == "user: short"));
 }
 
 #[test]
