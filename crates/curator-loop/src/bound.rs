@@ -1,10 +1,9 @@
 //! The bound on injected history: the strategies crate's `StrategyConfig` that the effective
 //! history settings describe, built with the loop's summarizers and summary store.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-use std::borrow::Cow;
 
 use curator_model::Role;
 use curator_strategies::{
@@ -55,30 +54,23 @@ pub(crate) fn build(
     for (name, summarizer) in summarizers {
         registry = registry.with_summarizer(name.clone(), Arc::clone(summarizer));
     }
-    let Some(strategy) = strategy(config, tokenizer, &registry)? else { return Ok(None) };
+    let Some(mut strategy) = strategy(config, tokenizer, &registry)? else { return Ok(None) };
     let build = |strategy: StrategyConfig, key: &str| {
         strategy.build_with(&registry).map_err(|e| Error::invalid(key, e.to_string()))
     };
-    match strategy {
-        StrategyConfig::Summarize { then: Some(_), .. } => {
-            let mut summarize = strategy;
-            let mut bound = None;
-            if let StrategyConfig::Summarize { then, .. } = &mut summarize {
-                bound = then.take();
-            }
-            let bound =
-                bound.map_or(Ok(None), |b| build(*b, "history_management.strategy").map(Some))?;
-            let summarize = build(summarize, "history_management.summarize_ratio")?;
-            Ok(Some(match bound {
-                Some(bound) => Box::new(Summarized { summarize, bound }),
-                None => summarize,
-            }))
-        }
-        StrategyConfig::Summarize { .. } => {
-            build(strategy, "history_management.summarize_ratio").map(Some)
-        }
-        _ => build(strategy, "history_management.strategy").map(Some),
+    let ratio = "history_management.summarize_ratio";
+    if let StrategyConfig::Summarize { then, .. } = &mut strategy
+        && let Some(bound) = then.take()
+    {
+        let bound = build(*bound, "history_management.strategy")?;
+        let summarize = build(strategy, ratio)?;
+        return Ok(Some(Box::new(Summarized { summarize, bound })));
     }
+    let key = match strategy {
+        StrategyConfig::Summarize { .. } => ratio,
+        _ => "history_management.strategy",
+    };
+    build(strategy, key).map(Some)
 }
 
 /// Summaries, then the bound with the summary pinned.

@@ -102,10 +102,8 @@ impl Step for Parallel {
     }
 
     fn run(&mut self, call: StepCall<'_>) -> Result<StepOutcome, BoxError> {
-        if self.branches.is_empty() {
-            return Err("a parallel step needs at least one branch".into());
-        }
-        let branch_call = call;
+        // Checked when the loop is built; again here, for a step run on its own.
+        self.check()?;
         let count = self.branches.len();
         // A branch with a system prompt of its own is sent it in place of this step's.
         let lead = usize::from(
@@ -130,9 +128,9 @@ impl Step for Parallel {
                 .zip(shares(call.quota, count))
                 .map(|(((_, step), own), quota)| {
                     let call = StepCall {
-                        messages: own.as_deref().unwrap_or(branch_call.messages),
+                        messages: own.as_deref().unwrap_or(call.messages),
                         quota,
-                        ..branch_call
+                        ..call
                     };
                     scope.spawn(move || step.run(call))
                 })

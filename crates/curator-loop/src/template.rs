@@ -229,21 +229,17 @@ fn write_failed(_: std::fmt::Error) -> minijinja::Error {
     minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "the rendering could not be written")
 }
 
-/// A turn as the default template sees it: its two fields and nothing else. A closing tag of the
-/// default block in the content (`</conversation_history>`, in any case) is written
+/// A turn as the default template sees it: its two fields and nothing else. A closing tag of
+/// the default block in the content (`</conversation_history>`, in any case) is written
 /// `<\/conversation_history>`, so that no turn can end the block early and pass what
 /// follows as something else; and every other line break a reader may honour (a lone
 /// carriage return, a vertical tab, a form feed, the separators U+001C to U+001E, U+0085,
-/// U+2028, U+2029) is followed by the
-/// two spaces the template's `indent(2)` puts after each newline, so that no turn can start
-/// a line of its own.
+/// U+2028, U+2029) is followed by the two spaces the template's `indent(2)` puts after each
+/// newline, so that no turn can start a line of its own.
 pub(crate) fn turn_value(role: &str, content: &str) -> Value {
     let guarded = guard_block_end(content);
     let text = guarded.as_deref().unwrap_or(content);
-    let content = match indent_other_breaks(text) {
-        Some(indented) => Value::from(indented),
-        None => guarded.map_or_else(|| Value::from(content), Value::from),
-    };
+    let content = Value::from(indent_other_breaks(text).as_deref().unwrap_or(text));
     Value::from_object(TurnObject { role: Value::from(role), content })
 }
 
