@@ -37,6 +37,7 @@
 
 mod content;
 mod entry;
+mod entry_json;
 mod error;
 pub mod formats;
 mod ids;
@@ -50,6 +51,7 @@ pub mod validate;
 
 pub use content::{Content, ImageSource, Part};
 pub use entry::{Entry, EntryBuilder, PromptRef};
+pub use entry_json::write_json_string;
 pub use error::{BoxError, Error, Result, json_kind};
 pub use ids::{EvaluationId, MessageId};
 pub use message::Message;

@@ -526,6 +526,25 @@ mod tests {
         agrees_with_serde(&text).unwrap();
     }
 
+    /// A message written apart from the one before it (Anthropic's two same-role messages)
+    /// keeps its mark through a snapshot; the writer once dropped it.
+    #[test]
+    fn a_message_that_starts_a_turn_keeps_its_mark() {
+        let evaluation = EvaluationId::new();
+        let entries = [Message::system("s"), Message::user("task"), Message::user("again")]
+            .into_iter()
+            .enumerate()
+            .map(|(i, message)| {
+                Entry::builder(evaluation, message.with_starts_turn(i == 2))
+                    .sequence(i as u64)
+                    .build()
+                    .unwrap()
+            })
+            .collect::<Vec<_>>();
+        let text = Snapshot::new(entries.clone(), Vec::new()).to_json().unwrap();
+        assert_eq!(Snapshot::from_json(&text).unwrap().entries, entries);
+    }
+
     #[test]
     fn commas_out_of_place_are_refused_as_serde_refuses_them() {
         let text = sample();

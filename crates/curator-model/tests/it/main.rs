@@ -5,6 +5,7 @@ mod anthropic;
 mod convert;
 mod corpus;
 mod current;
+mod entry_json;
 mod errors;
 mod items;
 mod numbers;
