@@ -19,30 +19,46 @@ use crate::error::Failure;
 /// not a string; an integer beyond 64 bits; a float that is not finite), or a value nested
 /// deeper than [`MAX_DEPTH`] levels.
 pub(crate) fn to_value(object: &Bound<'_, PyAny>, path: &str) -> Result<Value, Failure> {
-    read(object, 0).map_err(|mut error| {
-        // The segments were pushed on the way out, innermost first.
-        error.path.reverse();
-        let mut at = path.to_owned();
-        let shown = error.path.len().min(SHOWN_SEGMENTS);
-        for segment in &error.path[..shown] {
-            match segment {
-                Segment::Key(key) => {
-                    if !at.is_empty() {
-                        at.push('.');
-                    }
-                    at.push_str(key);
+    read(object, 0).map_err(|error| failure(error, path))
+}
+
+/// Reads item `index` of a list as [`to_value`] reads it inside the list given whole: its
+/// depth, and the path an error names, counted from the list.
+///
+/// # Errors
+///
+/// As [`to_value`].
+pub(crate) fn item_to_value(object: &Bound<'_, PyAny>, index: usize) -> Result<Value, Failure> {
+    read(object, 1).map_err(|mut error| {
+        error.path.push(Segment::Index(index));
+        failure(error, "")
+    })
+}
+
+/// The failure `error` says, at `path` and below.
+fn failure(mut error: Unreadable, path: &str) -> Failure {
+    // The segments were pushed on the way out, innermost first.
+    error.path.reverse();
+    let mut at = path.to_owned();
+    let shown = error.path.len().min(SHOWN_SEGMENTS);
+    for segment in &error.path[..shown] {
+        match segment {
+            Segment::Key(key) => {
+                if !at.is_empty() {
+                    at.push('.');
                 }
-                Segment::Index(index) => {
-                    let _ = write!(at, "[{index}]");
-                }
+                at.push_str(key);
+            }
+            Segment::Index(index) => {
+                let _ = write!(at, "[{index}]");
             }
         }
-        if error.path.len() > shown {
-            at.push('…');
-        }
-        let shown = if at.is_empty() { "the input".to_owned() } else { format!("`{at}`") };
-        Failure::Input { kind: "wrong_type", message: format!("{shown}: {}", error.problem) }
-    })
+    }
+    if error.path.len() > shown {
+        at.push('…');
+    }
+    let shown = if at.is_empty() { "the input".to_owned() } else { format!("`{at}`") };
+    Failure::Input { kind: "wrong_type", message: format!("{shown}: {}", error.problem) }
 }
 
 /// How deep a value may nest (each dict, list or tuple is a level, the outermost included).

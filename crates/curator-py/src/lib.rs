@@ -28,6 +28,7 @@ mod json;
 mod lazy;
 mod lists;
 mod pipeline;
+mod remembered;
 mod session;
 mod template;
 mod unsendable;
@@ -76,23 +77,31 @@ fn curate<'py>(
         None => None,
     };
     let config = config(max_tokens, pipeline)?;
-    if let (Some(_), Ok(list)) = (lazy::budget_of(&config), messages.cast::<PyList>())
+    if let Ok(list) = messages.cast::<PyList>()
         && matches!(format, None | Some(Format::Openai))
     {
-        // A lone token budget over OpenAI messages reads only what it may keep. Without
-        // `format`, a list is taken for OpenAI messages when every message has a role and
-        // one is a tool result (a role only OpenAI messages have); any other list is read
-        // whole, and its format told from all its messages.
-        let mut source = PyMessages::dicts(list.clone());
-        let openai = match source.read_roles() {
-            Ok(roles) => format.is_some() || roles.contains(&Role::Tool),
-            Err(error) if format.is_some() => return Err(error.into()),
-            Err(_) => false,
-        };
-        if openai {
-            let curated = kept(&mut source, &config)?;
-            warn_unsendable(py, &curated.unsendable)?;
-            return given_or_dicts(py, list, &curated.kept);
+        if lazy::budget_of(&config).is_some() {
+            // A lone token budget over OpenAI messages reads only what it may keep. Without
+            // `format`, a list is taken for OpenAI messages when every message has a role and
+            // one is a tool result (a role only OpenAI messages have); any other list is read
+            // whole, and its format told from all its messages.
+            let mut source = PyMessages::dicts(list.clone());
+            let openai = match source.read_roles() {
+                Ok(roles) => format.is_some() || roles.contains(&Role::Tool),
+                Err(error) if format.is_some() => return Err(error.into()),
+                Err(_) => false,
+            };
+            if openai {
+                return hand_back(py, list, &kept(&mut source, &config)?);
+            }
+        } else {
+            // Any other pipeline goes on from the conversation the list continues, if `curate`
+            // remembers it, and remembers it otherwise (when its messages are OpenAI's).
+            for start in [remembered::Start::Remembered, remembered::Start::Afresh] {
+                if let Some(curated) = remembered::curate(py, list, &config, format, start)? {
+                    return hand_back(py, list, &curated);
+                }
+            }
         }
     }
     let input = json::to_value(messages, "")?;
@@ -199,6 +208,16 @@ fn kept(source: &mut impl lazy::Lazy, config: &StrategyConfig) -> Result<lazy::C
     lazy::curate_subset(messages, &*pipeline)
 }
 
+/// Warns of what no provider takes, then hands back the view of a list of OpenAI dicts.
+fn hand_back<'py>(
+    py: Python<'py>,
+    list: &Bound<'py, PyList>,
+    curated: &lazy::Curated,
+) -> PyResult<Bound<'py, PyAny>> {
+    warn_unsendable(py, &curated.unsendable)?;
+    given_or_dicts(py, list, &curated.kept)
+}
+
 /// For [`curate`] on a list of OpenAI dicts: the given dicts for what was kept unchanged,
 /// new dicts for what was changed or made.
 fn given_or_dicts<'py>(
@@ -240,6 +259,22 @@ fn config_to_python<'py>(py: Python<'py>, config: &StrategyConfig) -> PyResult<B
         message: format!("strategy configuration: cannot write it: {e}"),
     })?;
     json::to_python(py, &value)
+}
+
+/// The positions of the system messages of a list of OpenAI dicts, and of its task (the
+/// first user message, when no assistant message comes before it), from their roles alone:
+/// what `trim_messages` counts before the newest messages. `None` when a role is not one
+/// curator knows (the caller reads the list itself).
+#[pyfunction]
+fn head_positions(messages: &Bound<'_, PyList>) -> Option<(Vec<usize>, Option<usize>)> {
+    let mut source = PyMessages::dicts(messages.clone());
+    let roles = source.read_roles().ok()?;
+    let system = roles.iter().enumerate().filter(|(_, r)| **r == Role::System).map(|(i, _)| i);
+    let task = roles
+        .iter()
+        .position(|r| matches!(r, Role::User | Role::Assistant))
+        .filter(|&i| roles[i] == Role::User);
+    Some((system.collect(), task))
 }
 
 /// Tokens of `text` under `tokenizer` (`"o200k"`, the default pipeline's; `"cl100k"`;
@@ -347,6 +382,14 @@ fn curate_value(
     Ok((output, unsendable))
 }
 
+/// Forgets the conversations `curate` remembers (the last few it curated, so that a call
+/// on a list that continues one reads only what was appended), releasing the messages they
+/// hold.
+#[pyfunction]
+fn forget_conversations() {
+    remembered::forget();
+}
+
 /// The extension module: `curate`, `default_pipeline` and the exceptions.
 #[pymodule]
 #[pyo3(name = "_native")]
@@ -356,8 +399,10 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(curate, m)?)?;
     m.add_function(wrap_pyfunction!(default_pipeline, m)?)?;
     m.add_function(wrap_pyfunction!(curate_kept, m)?)?;
+    m.add_function(wrap_pyfunction!(forget_conversations, m)?)?;
     m.add_function(wrap_pyfunction!(billing::bill, m)?)?;
     m.add_function(wrap_pyfunction!(count_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(head_positions, m)?)?;
     m.add_function(wrap_pyfunction!(pipeline_with_reserve, m)?)?;
     m.add("CuratorError", py.get_type::<error::CuratorError>())?;
     m.add("FormatError", py.get_type::<error::FormatError>())?;

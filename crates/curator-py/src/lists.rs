@@ -168,7 +168,7 @@ impl Lazy for PyMessages<'_> {
             self.role(index)?;
         }
         let dict = self.dict(index)?;
-        let value = json::to_value(&dict, &format!("[{index}]"))?;
+        let value = json::item_to_value(&dict, index)?;
         Ok(formats::openai::message_from_value(index, &value)?)
     }
 }

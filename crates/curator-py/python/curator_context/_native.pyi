@@ -87,6 +87,12 @@ def pipeline_with_reserve(
 ) -> Dict[str, Any]:
     """The pipeline (as ``curate`` takes it) with every budget reserving ``extra`` more tokens."""
 
+def head_positions(messages: List[Dict[str, Any]]) -> Optional[Tuple[List[int], Optional[int]]]:
+    """The system messages' positions and the task's in OpenAI dicts, from their roles."""
+
+def forget_conversations() -> None:
+    """Forgets the conversations ``curate`` remembers, releasing the strings they hold."""
+
 def default_pipeline(max_tokens: int) -> Dict[str, Any]:
     """The default pipeline for a budget, as the dict ``curate`` takes as ``pipeline``."""
 

@@ -6,7 +6,7 @@ import math
 import operator
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ._native import ConfigError
+from ._native import ConfigError, head_positions
 
 #: ``token_counter`` names curator counts with in Rust, and the tokenizer each stands for.
 #: ``"approximate"`` is LangChain's ``count_tokens_approximately`` when LangChain is
@@ -118,24 +118,40 @@ def counts(count: Callable[[Any], int], messages: Sequence[Any], max_tokens: int
             )
         return tokens
 
-    out: List[Optional[int]] = [None] * len(messages)
+    out = [max_tokens + 1] * len(messages)
+    head = _head(messages)
+    for index in head:
+        out[index] = counted(index)
+    heads = set(head)
+    total = 0
+    for index in range(len(messages) - 1, -1, -1):
+        if index not in heads:
+            out[index] = counted(index)
+        total += out[index]
+        if total > max_tokens:
+            break
+    return out
+
+
+def _head(messages: Sequence[Any]) -> List[int]:
+    """The positions of the system messages and of the task (the first human message, when
+    no AI message comes before it): read in Rust for a list of dicts, where a loop in Python
+    over every message would cost more than the trimming."""
+    if isinstance(messages, list) and messages and type(messages[0]) is dict:
+        found = head_positions(messages)
+        if found is not None:
+            system, task = found
+            return system if task is None else sorted([*system, task])
+    positions = []
     task_open = True
     for index, message in enumerate(messages):
         kind = _kind(message)
         if kind == "system" or (task_open and kind == "human"):
-            out[index] = counted(index)
+            positions.append(index)
             task_open = task_open and kind != "human"
         elif kind == "ai":
             task_open = False
-    total = 0
-    for index in range(len(messages) - 1, -1, -1):
-        tokens = out[index]
-        if tokens is None:
-            tokens = out[index] = counted(index)
-        total += tokens
-        if total > max_tokens:
-            break
-    return [max_tokens + 1 if tokens is None else tokens for tokens in out]
+    return positions
 
 
 def of_dicts(count: Callable[[Any], int]) -> Callable[[Any], int]:
