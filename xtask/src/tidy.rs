@@ -9,14 +9,22 @@ use std::path::{Path, PathBuf};
 
 /// Every `.rs` file under `dir`, outside build output and proptest regressions.
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    files_ending(dir, "rs", out);
+}
+
+/// Every file under `dir` whose extension is `extension`, outside build output, proptest
+/// regressions and installed packages.
+fn files_ending(dir: &Path, extension: &str, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.filter_map(Result::ok) {
         let path = entry.path();
         if path.is_dir() {
-            if path.file_name().is_some_and(|n| n != "target" && n != "proptest-regressions") {
-                rust_files(&path, out);
+            if path.file_name().is_some_and(|n| {
+                n != "target" && n != "proptest-regressions" && n != "node_modules" && n != ".venv"
+            }) {
+                files_ending(&path, extension, out);
             }
-        } else if path.extension().is_some_and(|e| e == "rs") {
+        } else if path.extension().is_some_and(|e| e == extension) {
             out.push(path);
         }
     }
@@ -42,12 +50,14 @@ fn every_rust_file_starts_with_a_module_doc_line() {
 const MAX_LINES: usize = 1_000;
 
 #[test]
-fn no_rust_file_is_longer_than_a_thousand_lines() {
+fn no_source_or_guide_is_longer_than_a_thousand_lines() {
     let root = crate::workspace::root();
-    let mut files = Vec::new();
+    let mut files = vec![root.join("README.md")];
     for dir in ["crates", "benches", "xtask"] {
         rust_files(&root.join(dir), &mut files);
+        files_ending(&root.join(dir), "py", &mut files);
     }
+    files_ending(&root.join("docs"), "md", &mut files);
     let long: Vec<String> = files
         .iter()
         .filter_map(|f| {

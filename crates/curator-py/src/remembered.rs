@@ -174,9 +174,11 @@ fn remembered() -> std::sync::MutexGuard<'static, Vec<Conversation>> {
     REMEMBERED_CONVERSATIONS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Forgets every remembered conversation (releasing the messages they hold).
+/// Forgets every remembered conversation (releasing the messages they hold, once the lock
+/// is let go: releasing an object may run Python code).
 pub(crate) fn forget() {
-    remembered().clear();
+    let all = std::mem::take(&mut *remembered());
+    drop(all);
 }
 
 /// Where [`curate`] starts.
@@ -204,17 +206,19 @@ pub(crate) fn curate(
     format: Option<Format>,
     start: Start,
 ) -> Result<Option<Curated>, Failure> {
-    let key = serde_json::to_string(config).map_err(|e| Failure::Config {
+    let mut key = serde_json::to_string(config).map_err(|e| Failure::Config {
         kind: "config",
         message: format!("strategy configuration: cannot write it: {e}"),
     })?;
+    if format.is_some() {
+        // Messages read as OpenAI's because the caller said so are not told from their signs.
+        key.push_str(" format=openai");
+    }
     let mut conversation = if start == Start::Remembered {
-        // Taken out while it is curated, so that other threads curate theirs meanwhile.
-        let mut all = remembered();
-        let Some(at) = all.iter().rposition(|c| c.key == key && c.continued_by(list)) else {
-            return Ok(None);
-        };
-        all.remove(at)
+        match take_continued(list, &key) {
+            Some(conversation) => conversation,
+            None => return Ok(None),
+        }
     } else {
         Conversation {
             pipeline: Arc::from(config.build()?),
@@ -245,6 +249,29 @@ pub(crate) fn curate(
     // budget, a message more) goes on from it.
     keep(conversation);
     Ok(Some(Curated { kept: kept?, unsendable }))
+}
+
+/// Takes out of those remembered the conversation of configuration `key` that `list`
+/// continues, if any. The comparisons run with the conversations out of the lock (comparing
+/// Python objects may run Python code, which may let another thread in), so a thread that
+/// curates meanwhile finds none remembered and reads its list afresh.
+fn take_continued(list: &Bound<'_, PyList>, key: &str) -> Option<Conversation> {
+    let mut candidates = std::mem::take(&mut *remembered());
+    let found = candidates
+        .iter()
+        .rposition(|c| c.key == key && c.continued_by(list))
+        .map(|at| candidates.remove(at));
+    let evicted = {
+        let mut all = remembered();
+        // Those remembered meanwhile are the more recent.
+        candidates.append(&mut all);
+        let over = candidates.len().saturating_sub(REMEMBERED);
+        let evicted: Vec<Conversation> = candidates.drain(..over).collect();
+        *all = candidates;
+        evicted
+    };
+    drop(evicted);
+    found
 }
 
 /// Reads the messages of `list` past those `conversation` holds, and appends them; `false`
@@ -304,9 +331,12 @@ fn keep(conversation: Conversation) {
     if conversation.history.messages().is_empty() {
         return;
     }
-    let mut all = remembered();
-    all.push(conversation);
-    if all.len() > REMEMBERED {
-        all.remove(0);
-    }
+    let evicted = {
+        let mut all = remembered();
+        all.push(conversation);
+        let over = all.len().saturating_sub(REMEMBERED);
+        all.drain(..over).collect::<Vec<_>>()
+    };
+    // Released once the lock is let go: releasing an object may run Python code.
+    drop(evicted);
 }

@@ -2,6 +2,8 @@
 where it is new, and gives the view a fresh read gives, whatever was changed in place."""
 
 import copy
+import threading
+import time
 
 import pytest
 
@@ -72,3 +74,41 @@ def test_a_message_that_cannot_be_read_is_named_as_a_fresh_read_names_it():
         curate(broken, 2_000)
     # The conversation is still remembered, and goes on.
     assert curate(messages + [{"role": "user", "content": "go on"}], 2_000) == fresh(messages + [{"role": "user", "content": "go on"}], 2_000)
+
+
+class _Slow(str):
+    """A string whose comparison runs Python code that lets other threads in."""
+
+    def __eq__(self, other):
+        time.sleep(0.001)
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_threads_curate_alongside_while_comparisons_run_python_code():
+    lists = []
+    for i in range(4):
+        messages = conversation(20)
+        messages[1] = {"role": "user", "content": _Slow(f"Task {i}: find the biggest log file.")}
+        lists.append(messages)
+    failures = []
+
+    def work(messages):
+        try:
+            for round in range(6):
+                # An equal new string in place of the task: compared with `==`, which sleeps.
+                messages[1]["content"] = _Slow(str(messages[1]["content"]))
+                messages.append({"role": "user", "content": f"go on {round}"})
+                if curate(messages, 2_000) != fresh(messages, 2_000):
+                    failures.append(round)
+        except Exception as error:  # noqa: BLE001 - reported below
+            failures.append(error)
+
+    threads = [threading.Thread(target=work, args=(messages,)) for messages in lists]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads), "a thread hangs"
+    assert failures == []

@@ -205,6 +205,30 @@ pub mod guides {
     ))]
     #[doc = include_str!("../../../docs/sessions.md")]
     pub mod sessions {}
+    #[cfg(any(
+        not(doctest),
+        all(
+            feature = "sqlite",
+            feature = "tokio",
+            feature = "postgres-tls",
+            feature = "openai",
+            feature = "anthropic"
+        )
+    ))]
+    #[doc = include_str!("../../../docs/agents.md")]
+    pub mod agents {}
+    #[cfg(any(
+        not(doctest),
+        all(
+            feature = "sqlite",
+            feature = "tokio",
+            feature = "postgres-tls",
+            feature = "openai",
+            feature = "anthropic"
+        )
+    ))]
+    #[doc = include_str!("../../../docs/stores.md")]
+    pub mod stores {}
     #[doc = include_str!("../../../docs/strategies.md")]
     pub mod strategies {}
     #[cfg(any(not(doctest), feature = "tasks"))]
