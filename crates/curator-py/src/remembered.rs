@@ -8,11 +8,14 @@
 //! messages as a curation history and the pipeline that curated them (which remembers its
 //! walk).
 //!
-//! A message is taken as unchanged only when it is made of the very objects it was made of
-//! before: the same strings, numbers, booleans and `None` (which Python never changes in
-//! place), in dicts and lists of the same keys, order and lengths. A dict changed in place (a
-//! key set to a new string, an item appended to `tool_calls`) therefore reads as changed, and
-//! the list is read afresh: the view is always the one a fresh read gives.
+//! A message is taken as unchanged only when it equals what it was: `curate` keeps a copy of
+//! each message (its dicts, lists and tuples copied, its strings, numbers, booleans and `None`
+//! shared, since Python never changes those in place) and compares the list with the copies
+//! with one `==`, at the interpreter's speed. Where `==` is looser than JSON (`1 == 1.0 ==
+//! True`), the numbers and booleans of a message must also be the very objects they were. A
+//! dict changed in place (a key set to a new string, an item appended to `tool_calls`)
+//! therefore reads as changed, and the list is read afresh: the view is always the one a
+//! fresh read gives.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
