@@ -288,9 +288,8 @@ fn read_appended(
 ) -> Result<bool, Failure> {
     let py = list.py();
     let start = conversation.history.messages().len();
-    let mut values = Vec::with_capacity(list.len().saturating_sub(start));
-    let mut copies = Vec::with_capacity(list.len().saturating_sub(start));
-    let mut numeric = Vec::new();
+    let mut items = Vec::with_capacity(list.len().saturating_sub(start));
+    let mut values = Vec::with_capacity(items.capacity());
     for index in start..list.len() {
         let item = list.get_item(index).map_err(|e| Failure::Input {
             kind: "wrong_type",
@@ -298,21 +297,27 @@ fn read_appended(
         })?;
         // Read first: a message that cannot be read is said to be so, as a fresh read says.
         values.push(json::item_to_value(&item, index)?);
-        let mut has_numbers = false;
-        let Some(duplicate) = copy(&item, 1, &mut has_numbers) else { return Ok(false) };
-        copies.push(duplicate);
-        if has_numbers {
-            let mut marks = Vec::new();
-            mark(&item, &mut marks);
-            numeric.push((index, marks));
-        }
+        items.push(item);
     }
+    // Another format is read whole by the caller: nothing is copied for it.
     if format.is_none() && !matches!(detect::detect(None, &values), Ok(Format::Openai)) {
         return Ok(false);
     }
     let mut new = Vec::with_capacity(values.len());
     for (offset, value) in values.iter().enumerate() {
         new.push(formats::openai::message_from_value(start + offset, value)?);
+    }
+    let mut copies = Vec::with_capacity(items.len());
+    let mut numeric = Vec::new();
+    for (offset, item) in items.iter().enumerate() {
+        let mut has_numbers = false;
+        let Some(duplicate) = copy(item, 1, &mut has_numbers) else { return Ok(false) };
+        copies.push(duplicate);
+        if has_numbers {
+            let mut marks = Vec::new();
+            mark(item, &mut marks);
+            numeric.push((start + offset, marks));
+        }
     }
     let held = conversation.copies.bind(py);
     for duplicate in copies {
