@@ -2,35 +2,56 @@
 //! messages, and only those not seen before are converted, counted and appended, so that a
 //! call costs what is new, and a pipeline that remembers its last walk (the default
 //! pipeline's views that keep the prompt cache) goes on from where it was.
+//!
+//! A message is taken as seen only when it is what it was: a dict equal to a copy kept of it
+//! (see [`crate::unchanged`]); an object of the same class whose attributes (`__dict__`, and
+//! pydantic's extra fields) equal a copy kept of them, or, for an object whose attributes
+//! are not all JSON's types, whose conversion equals a copy of its conversion. So a message
+//! changed in place between calls (`message.content = ...`, an item appended to its tool
+//! calls) reads as changed, and the list is read afresh: the view is always the one a fresh
+//! read gives.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use curator::strategies::{CurationContext, History, HistoryManager, HistoryManagerExt};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 
 use crate::error::Failure;
 use crate::lazy::{Kept, Lazy};
 use crate::lists::PyMessages;
+use crate::unchanged::Copies;
 use crate::unsendable::UnsendableScan;
 
-/// What a [`HeldHistory`] holds: the messages as a curation history, and the Python objects
-/// they were read from, in order.
+/// What a [`HeldHistory`] holds: the messages as a curation history, and what tells whether
+/// a later list starts with them unchanged.
 #[derive(Debug)]
 struct Held {
     history: History<'static>,
-    objects: Vec<Py<PyAny>>,
+    /// A copy of what stands for each message read: the dict itself, or an object's
+    /// [`attributes`] or conversion.
+    copies: Copies,
+    /// For objects, the class of each message read, and whether it stands by its conversion.
+    objects: Vec<(Py<PyType>, bool)>,
+    /// Whether the messages are objects (read with a conversion) rather than dicts.
+    converted: bool,
+    /// Set when a message could not be copied: the next call reads the list afresh.
+    afresh: bool,
     /// The messages no provider takes, and those already said.
     unsendable: UnsendableScan,
     said: BTreeSet<usize>,
 }
 
 impl Held {
-    fn new() -> Self {
+    fn new(py: Python<'_>, converted: bool) -> Self {
         Held {
             history: History::new(),
+            copies: Copies::new(py),
             objects: Vec::new(),
+            converted,
+            afresh: false,
             unsendable: UnsendableScan::default(),
             said: BTreeSet::new(),
         }
@@ -44,6 +65,74 @@ impl Held {
         self.said.extend(&new);
         new
     }
+
+    /// Whether `list` starts with every message held, unchanged (objects are converted with
+    /// `convert` where they stand by their conversion).
+    fn continued_by(&self, list: &Bound<'_, PyList>, convert: Option<&Bound<'_, PyAny>>) -> bool {
+        if self.afresh || self.converted != convert.is_some() {
+            return false;
+        }
+        let Some(convert) = convert else { return self.copies.start(list) };
+        let py = list.py();
+        if list.len() < self.objects.len() {
+            return false;
+        }
+        let mut standing = Vec::with_capacity(self.objects.len());
+        for ((class, by_conversion), item) in self.objects.iter().zip(list.iter()) {
+            if !item.get_type().is(class) {
+                return false;
+            }
+            let stands =
+                if *by_conversion { convert.call1((&item,)).ok() } else { attributes(&item) };
+            let Some(stands) = stands else { return false };
+            standing.push(stands);
+        }
+        PyList::new(py, standing).is_ok_and(|standing| self.copies.start(&standing))
+    }
+
+    /// Holds `items`, read from the list (converted with `convert` when they are objects),
+    /// as `messages`.
+    fn hold(
+        &mut self,
+        items: &[Bound<'_, PyAny>],
+        messages: Vec<curator::model::Message>,
+        convert: Option<&Bound<'_, PyAny>>,
+    ) {
+        for item in items {
+            let copied = match convert {
+                None => self.copies.push(item).unwrap_or(false),
+                Some(convert) => {
+                    let by_attributes = attributes(item)
+                        .is_some_and(|stands| self.copies.push(&stands).unwrap_or(false));
+                    let by_conversion = !by_attributes
+                        && convert
+                            .call1((item,))
+                            .is_ok_and(|stands| self.copies.push(&stands).unwrap_or(false));
+                    self.objects.push((item.get_type().unbind(), by_conversion));
+                    by_attributes || by_conversion
+                }
+            };
+            if !copied {
+                self.afresh = true;
+            }
+        }
+        for message in messages {
+            self.history.push(message);
+        }
+    }
+}
+
+/// What stands for an object in a comparison: its `__dict__` (where pydantic keeps its
+/// fields) and pydantic's extra fields (`None` when there are none); `None` for an object
+/// without a `__dict__`.
+fn attributes<'py>(item: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    let py = item.py();
+    let fields = item.getattr(intern!(py, "__dict__")).ok()?;
+    fields.cast::<PyDict>().ok()?;
+    let extra = item
+        .getattr(intern!(py, "__pydantic_extra__"))
+        .unwrap_or_else(|_| py.None().into_bound(py));
+    PyTuple::new(py, [fields, extra]).ok().map(Bound::into_any)
 }
 
 /// A curation history held between calls, for callers that curate a growing list of OpenAI
@@ -59,18 +148,6 @@ impl std::fmt::Debug for HeldHistory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HeldHistory").finish_non_exhaustive()
     }
-}
-
-/// How many of `held` start `list`: each the same object, or an equal one.
-fn common_start(list: &Bound<'_, PyList>, held: &[Py<PyAny>]) -> usize {
-    let py = list.py();
-    held.iter()
-        .zip(list.iter())
-        .take_while(|(held, given)| {
-            let held = held.bind(py);
-            given.is(held) || given.eq(held).unwrap_or(false)
-        })
-        .count()
 }
 
 impl HeldHistory {
@@ -95,17 +172,21 @@ impl HeldHistory {
     #[new]
     #[pyo3(signature = (max_tokens = None, *, pipeline = None))]
     fn new(
+        py: Python<'_>,
         max_tokens: Option<&Bound<'_, PyAny>>,
         pipeline: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let config = crate::pipeline::config(max_tokens, pipeline)?;
-        Ok(Self { pipeline: crate::pipeline::built(&config)?, held: Mutex::new(Held::new()) })
+        Ok(Self {
+            pipeline: crate::pipeline::built(&config)?,
+            held: Mutex::new(Held::new(py, false)),
+        })
     }
 
     /// Curates `messages`, the whole conversation so far: OpenAI dicts, or objects of class
     /// `base` that `convert` turns into them. Messages that start the list as they started
-    /// the last call's (the same objects, or equal ones) are not read again; any other
-    /// change starts the history afresh. Returns, per message of the view, the position of a
+    /// the last call's, unchanged since (see the [module](self) documentation), are not read
+    /// again; any other change starts the history afresh. Returns, per message of the view, the position of a
     /// message kept unchanged (an `int`), or the message as a dict when a strategy changed or
     /// made it.
     #[pyo3(signature = (messages, *, convert = None, base = None))]
@@ -116,27 +197,34 @@ impl HeldHistory {
         convert: Option<Bound<'py, PyAny>>,
         base: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let convert = convert.filter(|c| !c.is_none());
+        let base = base.filter(|b| !b.is_none());
+        let objects = convert.as_ref().zip(base.as_ref());
+        let convert = objects.map(|(convert, _)| convert);
         let mut held = self.lock(py);
-        let same = common_start(messages, &held.objects);
-        if same < held.objects.len() {
+        if !held.continued_by(messages, convert) {
             // Not a continuation: read the list from its start.
-            *held = Held::new();
+            *held = Held::new(py, convert.is_some());
         }
-        let start = held.objects.len();
-        let mut source = match (convert.filter(|c| !c.is_none()), base.filter(|b| !b.is_none())) {
-            (Some(convert), Some(base)) => PyMessages::objects(messages.clone(), convert, base),
-            _ => PyMessages::dicts(messages.clone()),
+        let start = held.history.messages().len();
+        let mut source = match objects {
+            Some((convert, base)) => {
+                PyMessages::objects(messages.clone(), convert.clone(), base.clone())
+            }
+            None => PyMessages::dicts(messages.clone()),
         };
         let mut new = Vec::with_capacity(source.len().saturating_sub(start));
+        let mut items = Vec::with_capacity(new.capacity());
         for index in start..source.len() {
             new.push(source.message(index)?);
+            items.push(messages.get_item(index)?);
         }
-        for (offset, message) in new.into_iter().enumerate() {
-            held.history.push(message);
-            held.objects.push(messages.get_item(start + offset)?.unbind());
-        }
-        let unsendable =
-            if held.objects.len() > start { held.newly_unsendable() } else { Vec::new() };
+        held.hold(&items, new, convert);
+        let unsendable = if held.history.messages().len() > start {
+            held.newly_unsendable()
+        } else {
+            Vec::new()
+        };
         let history = &held.history;
         let pipeline = &self.pipeline;
         let kept = py.detach(|| {
@@ -154,6 +242,6 @@ impl HeldHistory {
 
     /// Number of messages held.
     fn __len__(&self, py: Python<'_>) -> usize {
-        self.lock(py).objects.len()
+        self.lock(py).history.messages().len()
     }
 }

@@ -31,6 +31,7 @@ mod pipeline;
 mod remembered;
 mod session;
 mod template;
+mod unchanged;
 mod unsendable;
 
 use curator::model::Role;

@@ -9,10 +9,10 @@
 //! walk).
 //!
 //! A message is taken as unchanged only when it equals what it was: `curate` keeps a copy of
-//! each message (its dicts, lists and tuples copied, its strings, numbers, booleans and `None`
+//! each message ([`crate::unchanged`]) (its dicts, lists and tuples copied, its strings, numbers, booleans and `None`
 //! shared, since Python never changes those in place) and compares the list with the copies
 //! with one `==`, at the interpreter's speed. Where `==` is looser than JSON (`1 == 1.0 ==
-//! True`), the numbers and booleans of a message must also be the very objects they were. A
+//! True`), a number or boolean must also be of the type it was. A
 //! dict changed in place (a key set to a new string, an item appended to `tool_calls`)
 //! therefore reads as changed, and the list is read afresh: the view is always the one a
 //! fresh read gives.
@@ -22,114 +22,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use curator::model::formats;
 use curator::strategies::{CurationContext, History, HistoryManager, HistoryManagerExt};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::PyList;
 
 use crate::detect::{self, Format};
 use crate::error::Failure;
-use crate::json::{self, MAX_DEPTH};
+use crate::json;
 use crate::lazy::{Curated, Kept};
+use crate::unchanged::Copies;
 use crate::unsendable::UnsendableScan;
 
 /// How many conversations are remembered (the least recently curated is forgotten first).
 const REMEMBERED: usize = 4;
-
-/// One part of a message's make-up, in the order a walk meets it.
-#[derive(Debug)]
-enum Mark {
-    /// A string, number, boolean or `None`, by the object itself (held, so that its address
-    /// is not given to another object while it is remembered).
-    Leaf(Py<PyAny>),
-    /// A dict of this many keys (each key then its value follows).
-    Dict(usize),
-    /// A list or tuple of this many items.
-    List(usize),
-}
-
-/// A copy of `value` that shares its strings, numbers, booleans and `None` (which Python
-/// never changes in place) and copies its dicts, lists and tuples, so that comparing it with
-/// `==` later tells whether `value` was changed in place. Sets `numeric` when it holds a
-/// number or a boolean (where `==` is looser than JSON: `1 == 1.0 == True`). `None` when it
-/// holds anything else than JSON's types, or nests too deep.
-fn copy<'py>(
-    value: &Bound<'py, PyAny>,
-    depth: usize,
-    numeric: &mut bool,
-) -> Option<Bound<'py, PyAny>> {
-    if value.is_none() || value.cast::<PyString>().is_ok() {
-        return Some(value.clone());
-    }
-    if value.cast::<PyBool>().is_ok()
-        || value.cast::<PyInt>().is_ok()
-        || value.cast::<PyFloat>().is_ok()
-    {
-        *numeric = true;
-        return Some(value.clone());
-    }
-    if depth >= MAX_DEPTH {
-        return None;
-    }
-    let py = value.py();
-    if let Ok(dict) = value.cast::<PyDict>() {
-        let out = PyDict::new(py);
-        for (key, item) in dict.iter() {
-            key.cast::<PyString>().ok()?;
-            out.set_item(key, copy(&item, depth + 1, numeric)?).ok()?;
-        }
-        return Some(out.into_any());
-    }
-    let items = |iter: &mut dyn Iterator<Item = Bound<'py, PyAny>>, numeric: &mut bool| {
-        iter.map(|item| copy(&item, depth + 1, numeric)).collect::<Option<Vec<_>>>()
-    };
-    if let Ok(list) = value.cast::<PyList>() {
-        return PyList::new(py, items(&mut list.iter(), numeric)?).ok().map(Bound::into_any);
-    }
-    if let Ok(tuple) = value.cast::<PyTuple>() {
-        return PyTuple::new(py, items(&mut tuple.iter(), numeric)?).ok().map(Bound::into_any);
-    }
-    None
-}
-
-/// Appends the marks of `value` (made of JSON's types, as [`copy`] found) to `marks`.
-fn mark(value: &Bound<'_, PyAny>, marks: &mut Vec<Mark>) {
-    if let Ok(dict) = value.cast::<PyDict>() {
-        marks.push(Mark::Dict(dict.len()));
-        for (key, item) in dict.iter() {
-            mark(&key, marks);
-            mark(&item, marks);
-        }
-    } else if let Ok(list) = value.cast::<PyList>() {
-        marks.push(Mark::List(list.len()));
-        list.iter().for_each(|item| mark(&item, marks));
-    } else if let Ok(tuple) = value.cast::<PyTuple>() {
-        marks.push(Mark::List(tuple.len()));
-        tuple.iter().for_each(|item| mark(&item, marks));
-    } else {
-        marks.push(Mark::Leaf(value.clone().unbind()));
-    }
-}
-
-/// Whether `value` is made exactly as `marks[*at..]` says, of the very same leaves (moving
-/// `at` past its marks).
-fn same(value: &Bound<'_, PyAny>, marks: &[Mark], at: &mut usize) -> bool {
-    let Some(next) = marks.get(*at) else { return false };
-    *at += 1;
-    match next {
-        Mark::Leaf(leaf) => value.is(leaf),
-        Mark::Dict(len) => value.cast::<PyDict>().is_ok_and(|dict| {
-            dict.len() == *len
-                && dict.iter().all(|(key, item)| same(&key, marks, at) && same(&item, marks, at))
-        }),
-        Mark::List(len) => {
-            if let Ok(list) = value.cast::<PyList>() {
-                list.len() == *len && list.iter().all(|item| same(&item, marks, at))
-            } else if let Ok(tuple) = value.cast::<PyTuple>() {
-                tuple.len() == *len && tuple.iter().all(|item| same(&item, marks, at))
-            } else {
-                false
-            }
-        }
-    }
-}
 
 /// A conversation `curate` remembers.
 struct Conversation {
@@ -138,10 +41,8 @@ struct Conversation {
     /// The configuration's key (its JSON).
     key: String,
     history: History<'static>,
-    /// A copy of each message read (see [`copy`]).
-    copies: Py<PyList>,
-    /// The marks of each message that holds a number or a boolean, by position.
-    numeric: Vec<(usize, Vec<Mark>)>,
+    /// A copy of each message read, to tell whether a later list starts with them unchanged.
+    copies: Copies,
     unsendable: UnsendableScan,
 }
 
@@ -150,23 +51,6 @@ impl std::fmt::Debug for Conversation {
         f.debug_struct("Conversation")
             .field("messages", &self.history.messages().len())
             .finish_non_exhaustive()
-    }
-}
-
-impl Conversation {
-    /// Whether `list` starts with every message remembered, unchanged: equal to its copy
-    /// (one comparison, in the interpreter), and of the very same numbers and booleans.
-    fn continued_by(&self, list: &Bound<'_, PyList>) -> bool {
-        let py = list.py();
-        let copies = self.copies.bind(py);
-        let held = copies.len();
-        if list.len() < held || !list.get_slice(0, held).eq(copies).unwrap_or(false) {
-            return false;
-        }
-        self.numeric.iter().all(|(index, marks)| {
-            let mut at = 0;
-            list.get_item(*index).is_ok_and(|item| same(&item, marks, &mut at)) && at == marks.len()
-        })
     }
 }
 
@@ -227,8 +111,7 @@ pub(crate) fn curate(
             pipeline: Arc::from(config.build()?),
             key,
             history: History::new(),
-            copies: PyList::empty(py).unbind(),
-            numeric: Vec::new(),
+            copies: Copies::new(py),
             unsendable: UnsendableScan::default(),
         }
     };
@@ -262,7 +145,7 @@ fn take_continued(list: &Bound<'_, PyList>, key: &str) -> Option<Conversation> {
     let mut candidates = std::mem::take(&mut *remembered());
     let found = candidates
         .iter()
-        .rposition(|c| c.key == key && c.continued_by(list))
+        .rposition(|c| c.key == key && c.copies.start(list))
         .map(|at| candidates.remove(at));
     let evicted = {
         let mut all = remembered();
@@ -286,7 +169,6 @@ fn read_appended(
     list: &Bound<'_, PyList>,
     format: Option<Format>,
 ) -> Result<bool, Failure> {
-    let py = list.py();
     let start = conversation.history.messages().len();
     let mut items = Vec::with_capacity(list.len().saturating_sub(start));
     let mut values = Vec::with_capacity(items.capacity());
@@ -307,26 +189,13 @@ fn read_appended(
     for (offset, value) in values.iter().enumerate() {
         new.push(formats::openai::message_from_value(start + offset, value)?);
     }
-    let mut copies = Vec::with_capacity(items.len());
-    let mut numeric = Vec::new();
-    for (offset, item) in items.iter().enumerate() {
-        let mut has_numbers = false;
-        let Some(duplicate) = copy(item, 1, &mut has_numbers) else { return Ok(false) };
-        copies.push(duplicate);
-        if has_numbers {
-            let mut marks = Vec::new();
-            mark(item, &mut marks);
-            numeric.push((start + offset, marks));
-        }
+    let copied = conversation.copies.extend(&items).map_err(|e| Failure::Input {
+        kind: "wrong_type",
+        message: format!("cannot hold a message: {e}"),
+    })?;
+    if !copied {
+        return Ok(false);
     }
-    let held = conversation.copies.bind(py);
-    for duplicate in copies {
-        held.append(duplicate).map_err(|e| Failure::Input {
-            kind: "wrong_type",
-            message: format!("cannot hold a message: {e}"),
-        })?;
-    }
-    conversation.numeric.extend(numeric);
     for message in new {
         conversation.history.push(message);
     }

@@ -59,6 +59,20 @@ def test_a_message_changed_in_place_is_read_again():
     assert curate(messages, 2_000) == fresh(messages, 2_000)
 
 
+def test_a_number_that_changes_type_in_place_is_read_again():
+    # Python says True == 1 == 1.0; JSON (and the view) tell them apart.
+    messages = conversation(10)
+    messages[1]["priority"] = True
+    messages[1]["content"] += " The key is AKIAIOSFODNN7EXAMPLE."
+    first = curate(messages, 2_000)
+    assert first == fresh(messages, 2_000) and first[1]["priority"] is True
+    for value in (1, 1.0, True):
+        messages[1]["priority"] = value
+        view = curate(messages, 2_000)
+        assert view == fresh(messages, 2_000)
+        assert type(view[1]["priority"]) is type(value), value
+
+
 def test_equal_copies_and_other_conversations_curate_alike():
     a, b = conversation(40), conversation(25, size=90)
     for _ in range(2):

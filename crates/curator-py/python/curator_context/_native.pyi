@@ -125,8 +125,10 @@ class ItemSession:
         """Starts the session afresh; the record keeps what was there."""
 
 class HeldHistory:
-    """A conversation held in Rust between calls: each call hands the whole list, and only
-    the messages not seen before are converted and counted (``curator_context.middleware``)."""
+    """A conversation held in Rust between calls: each call hands the whole list, and when it
+    starts with the last call's messages, unchanged since (compared with copies kept of
+    them), only the new messages are converted and counted (``curator_context.middleware``).
+    A message changed in place is noticed, and the list is then read afresh."""
 
     def __init__(self, max_tokens: Optional[int] = None, *, pipeline: Union[Mapping[str, Any], str, None] = None) -> None: ...
     def curate(self, messages: List[Any], *, convert: Optional[Any] = None, base: Optional[type] = None) -> List[Union[int, Tuple[int, Dict[str, Any]], Dict[str, Any]]]:

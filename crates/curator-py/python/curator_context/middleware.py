@@ -44,8 +44,9 @@ class CuratorMiddleware(AgentMiddleware):
 
     The views are a function of the messages alone, so a resumed run is sent what the first
     one was. The conversation is held in Rust between calls: a call whose messages start
-    with the last call's (the same objects, or equal ones) converts and counts only the new
-    ones, so it costs what was appended, not the history.
+    with the last call's, unchanged (compared with copies of their fields kept from the last
+    call), converts and counts only the new ones, so it costs what was appended, not the
+    history. A message edited in place is noticed, and the conversation read again.
 
     Raises ``ConfigError`` for a bad pipeline; a model call raises ``BudgetTooSmall`` when
     the budget cannot hold what curation never leaves out.
