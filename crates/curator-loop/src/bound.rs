@@ -5,10 +5,10 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use curator_model::Role;
+use curator_model::{Message, Role};
 use curator_strategies::{
-    CurationContext, HistoryManager, OnError, Registry, StrategyConfig, Summarizer,
-    SummarizerConfig, SummaryStore, TokenBudget, Tokenizer, View,
+    CurationContext, History, HistoryManager, HistoryManagerExt, OnError, Registry, StrategyConfig,
+    Summarizer, SummarizerConfig, SummaryStore, TokenBudget, Tokenizer, View,
 };
 
 use crate::config::{
@@ -24,6 +24,10 @@ const EXTRACTIVE_CHARS: usize = 2_000;
 
 /// The least a summary is cut to under a small token budget, in characters.
 const SUMMARY_FLOOR: usize = 80;
+
+/// The header a summary starts with ("[Summary of the N earlier messages of this
+/// conversation, …]"), in characters, at most.
+const SUMMARY_HEADER_CHARS: usize = 128;
 
 /// Any other summarizer's summaries are cut to this (the `Summarize` default).
 const SUMMARY_CHARS: usize = 4_000;
@@ -59,12 +63,16 @@ pub(crate) fn build(
         strategy.build_with(&registry).map_err(|e| Error::invalid(key, e.to_string()))
     };
     let ratio = "history_management.summarize_ratio";
-    if let StrategyConfig::Summarize { then, .. } = &mut strategy
+    if let StrategyConfig::Summarize { then, threshold_tokens, max_summary_chars, .. } =
+        &mut strategy
         && let Some(bound) = then.take()
     {
+        // Under a token budget, whether a summary could be kept beside the newest turn is
+        // tried first with a stand-in as long as the longest summary.
+        let stand_in = threshold_tokens.map(|_| stand_in(*max_summary_chars));
         let bound = build(*bound, "history_management.strategy")?;
         let summarize = build(strategy, ratio)?;
-        return Ok(Some(Box::new(Summarized { summarize, bound })));
+        return Ok(Some(Box::new(Summarized { summarize, bound, stand_in })));
     }
     let key = match strategy {
         StrategyConfig::Summarize { .. } => ratio,
@@ -78,9 +86,24 @@ pub(crate) fn build(
 /// The loop curates with nothing pinned, so a fold puts its summary first, as a user
 /// message of its own (not a recorded turn): the bound then runs with the task pinned,
 /// which is that message. Without a fold the bound keeps the newest turns, as always.
+///
+/// Under a token budget, a summary that could not be kept beside the newest turn whole is
+/// not computed at all (a summarizer's call costs, and counts against a quota): the bound
+/// is first tried on a stand-in summary, as long as the longest one and cut as a summary
+/// would be, and the newest turn; when it cannot keep both, the history is bounded without
+/// a summary.
 struct Summarized {
     summarize: Box<dyn HistoryManager>,
     bound: Box<dyn HistoryManager>,
+    /// The stand-in summary, under a token budget.
+    stand_in: Option<Message>,
+}
+
+/// A stand-in for a summary of `chars` characters, at most, and its header: words of a few
+/// letters, which the budget shortens as it would a summary.
+fn stand_in(chars: usize) -> Message {
+    let words = (chars.max(SUMMARY_FLOOR) + SUMMARY_HEADER_CHARS) / 5;
+    Message::user("word ".repeat(words).trim_end().to_owned())
 }
 
 impl std::fmt::Debug for Summarized {
@@ -88,6 +111,7 @@ impl std::fmt::Debug for Summarized {
         f.debug_struct("Summarized")
             .field("summarize", &self.summarize.name())
             .field("bound", &self.bound.name())
+            .field("stand_in", &self.stand_in.is_some())
             .finish()
     }
 }
@@ -98,6 +122,10 @@ impl HistoryManager for Summarized {
         view: View<'h>,
         ctx: &CurationContext<'_>,
     ) -> curator_strategies::Result<View<'h>> {
+        if !ctx.preserve_task && !self.summary_fits(&view, ctx) {
+            // No summary could go beside the newest turn: none is computed for nothing.
+            return self.bound.curate(view, ctx);
+        }
         let view = self.summarize.curate(view, ctx)?;
         let summary_first =
             !view.is_empty() && view.pos(0).is_none() && view.structure(0).role() == Role::User;
@@ -116,6 +144,25 @@ impl HistoryManager for Summarized {
 
     fn name(&self) -> Cow<'_, str> {
         Cow::Borrowed("summarize")
+    }
+}
+
+impl Summarized {
+    /// Whether the bound keeps a summary (the stand-in) beside the newest turn of `view`,
+    /// whole; always, when there is no stand-in (the bound counts turns, and keeps both).
+    fn summary_fits(&self, view: &View<'_>, ctx: &CurationContext<'_>) -> bool {
+        let (Some(stand_in), Some(last)) = (&self.stand_in, view.len().checked_sub(1)) else {
+            return true;
+        };
+        let newest = view.message(last);
+        let mut probe = History::new();
+        probe.push(stand_in.clone());
+        probe.push(Message::clone(&newest));
+        self.bound.curate_history(&probe, &ctx.with_preserve_task(true)).is_ok_and(|bounded| {
+            bounded.len() == 2
+                && bounded.pos(0) == Some(0)
+                && bounded.message(1).text() == newest.text()
+        })
     }
 }
 

@@ -70,7 +70,7 @@ pub enum Error {
     /// `resume`, nothing of it is kept and the loop is paused again, so that `resume` can be
     /// called with a shorter one.
     #[error(
-        "the current message to step `{step}` is {tokens} tokens, more than the history budget of {max_tokens}: it is not cut (raise `history_management.max_tokens` (`curator chat --max-tokens`), shorten the message, or set `history_management.cut_current_message = true` to allow cutting it)"
+        "the current message to step `{step}` is {tokens} tokens, and the history budget of {max_tokens} cannot send it whole (the budget also counts each message's framing, the reply's priming and room for a note of what it leaves out): it is not cut (raise `history_management.max_tokens` (`curator chat --max-tokens`), shorten the message, or set `history_management.cut_current_message = true` to allow cutting it)"
     )]
     MessageTooLong {
         /// The agent step.

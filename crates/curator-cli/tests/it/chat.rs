@@ -276,7 +276,7 @@ fn a_message_over_the_budget_is_refused_whole_not_cut_and_kept() {
     let output = chat_with(db, &server.url(), &["--max-tokens", "100"], &format!("{long}\n"));
     let err = crate::text(&output.stderr);
     assert_ne!(output.status.code(), Some(0), "{err}");
-    assert!(err.contains("more than the history budget of 100"), "{err}");
+    assert!(err.contains("the history budget of 100 cannot send it whole"), "{err}");
     assert!(err.contains("your message is kept"), "{err}");
     assert!(server.requests().is_empty(), "nothing cut was sent");
     // With a budget that holds it, it goes whole.

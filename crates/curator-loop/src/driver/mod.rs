@@ -648,7 +648,7 @@ impl ConversationLoop {
     /// The user turn a run opens with, from its input.
     fn seed(&mut self) {
         let init = &self.config.init;
-        if !self.config.conversation || !init.from_initial_input || self.input.is_empty() {
+        if !self.config.conversation || !init.from_initial_input || self.input.trim().is_empty() {
             return;
         }
         let text = match &init.prefix {

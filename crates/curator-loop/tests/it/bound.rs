@@ -393,3 +393,44 @@ fn an_oversize_human_answer_is_refused_and_the_loop_stays_paused() {
     assert!(sent.iter().any(|m| m.text().contains("a short answer")));
     assert!(sent.iter().all(|m| !m.text().contains("word word")));
 }
+
+/// Under a budget whose newest turns leave no room for a summary beside them, no summary is
+/// computed (a summarizer's call costs, and counts against a quota): every summary the
+/// summarizer writes reaches the agent in the request of the iteration it was written for.
+#[test]
+fn no_summary_is_computed_that_the_budget_cannot_send() {
+    for (answer_words, max_tokens) in [(240, 300), (30, 64), (20, 300)] {
+        let mut config = LoopConfig::from_toml(&format!(
+            "conversation = true\n[history_management]\nstrategy = \"summarize\"\nsummarizer = \"count\"\nmax_tokens = {max_tokens}\ntokenizer = \"o200k\""
+        ))
+        .unwrap();
+        config.ai_turn_source = AiTurnSource::AllAgents;
+        let (step, calls) = agent("agent", Injection::Messages);
+        let count = Arc::new(AtomicUsize::new(0));
+        let mut l = LoopBuilder::new("s", config)
+            .step("agent", step)
+            .step("human", Hitl::new("?"))
+            .summarizer("count", counting_summarizer(Arc::clone(&count)))
+            .build()
+            .unwrap();
+        l.run("start").unwrap();
+        let mut computed = 0;
+        for i in 0..16 {
+            let before = count.load(Ordering::SeqCst);
+            l.resume(&format!("{} {i}", "blah ".repeat(answer_words))).unwrap();
+            if count.load(Ordering::SeqCst) > before {
+                computed += 1;
+                let calls = calls.lock().unwrap();
+                let request = calls.last().unwrap();
+                assert!(
+                    request.iter().any(|m| m.text().contains("[Summary of the")),
+                    "{answer_words} words, budget {max_tokens}, answer {i}: a summary was computed and not sent"
+                );
+            }
+        }
+        // Short answers leave room: summaries are written and sent.
+        if answer_words == 20 {
+            assert!(computed > 0, "no summary computed under budget {max_tokens}");
+        }
+    }
+}

@@ -386,3 +386,20 @@ fn every_run_records_its_input_as_a_user_turn() {
     assert_eq!(last.iter().filter(|t| t.contains("third question")).count(), 1, "{last:?}");
     assert!(last.iter().any(|t| t.contains("second question")), "{last:?}");
 }
+
+/// A blank input (only white space, line separators included) seeds no user turn, as a
+/// blank step output records none.
+#[test]
+fn a_blank_input_seeds_no_user_turn() {
+    let (a, _calls) = agent("a", Injection::Messages);
+    let mut l = LoopBuilder::new("l", conversational(AiTurnSource::AllAgents, &[]))
+        .step("a", a)
+        .build()
+        .unwrap();
+    for input in ["", "   ", "\u{2028}", "\n\t", "a question"] {
+        l.run(input).unwrap();
+    }
+    let users: Vec<String> =
+        l.turns().into_iter().filter(|t| t.role.to_string() == "user").map(|t| t.content).collect();
+    assert_eq!(users, ["a question"]);
+}
