@@ -6,13 +6,13 @@ use crate::endpoint::Endpoint;
 use curator_model::formats::anthropic;
 use serde_json::{Map, Value};
 
+use crate::env;
 use crate::error::ClientError;
 use crate::reply::{ModelReply, Usage};
 use crate::request::{ModelRequest, ModelSettings};
 use crate::retry::Retry;
-use crate::stream::{self, Delta};
-use crate::wire::{self, Wire};
-use crate::{ModelClient, env};
+use crate::stream;
+use crate::wire::Wire;
 
 /// The provider's name in errors.
 const PROVIDER: &str = "Anthropic";
@@ -25,7 +25,7 @@ const API_VERSION: &str = "2023-06-01";
 /// The `max_tokens` sent when the settings set none: Anthropic requires one.
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// A [`ModelClient`] that posts to Anthropic's `{base_url}/v1/messages`, with the headers
+/// A [`ModelClient`](crate::ModelClient) that posts to Anthropic's `{base_url}/v1/messages`, with the headers
 /// `x-api-key` and `anthropic-version: 2023-06-01`.
 ///
 /// The messages are written by curator's Anthropic format ([`anthropic::convert`]: system
@@ -127,7 +127,7 @@ impl AnthropicClient {
     /// Whether the client can make a request that could succeed: a base URL with a scheme
     /// and a host ([`Endpoint::problem`]), and an API key when it posts to Anthropic's own
     /// server (`api.anthropic.com`; a proxy may need none).
-    /// [`complete`](ModelClient::complete) checks it before the first attempt.
+    /// [`complete`](crate::ModelClient::complete) checks it before the first attempt.
     ///
     /// # Examples
     ///
@@ -239,7 +239,7 @@ impl AnthropicClient {
         self.endpoint.url(MESSAGES)
     }
 
-    /// The JSON body [`complete`](ModelClient::complete) posts for `request`.
+    /// The JSON body [`complete`](crate::ModelClient::complete) posts for `request`.
     ///
     /// # Examples
     ///
@@ -323,7 +323,9 @@ fn reply_of(value: &Value) -> Result<ModelReply, ClientError> {
     })
 }
 
-impl ModelClient for AnthropicClient {
+crate::wire::model_client!(
+    AnthropicClient, "anthropic",
+    complete {
     /// Posts the request and reads the reply.
     ///
     /// # Errors
@@ -334,30 +336,18 @@ impl ModelClient for AnthropicClient {
     /// [`Timeout`](ClientError::Timeout) or [`Connection`](ClientError::Connection);
     /// [`MalformedReply`](ClientError::MalformedReply) for a body that is not JSON or not a
     /// Messages API reply (no `content`, say).
-    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
-        wire::complete(self, request)
     }
-
+    stream {
     /// Posts the request with `stream: true`, reports each text, thinking and tool-input
     /// piece, and reads the message they make when the stream ends (`message_stop`), with
     /// the usage of `message_start` and `message_delta` (cache reads and writes included).
     ///
     /// # Errors
     ///
-    /// As [`complete`](ModelClient::complete) (a failure before the stream flows is retried);
+    /// As [`complete`](crate::ModelClient::complete) (a failure before the stream flows is retried);
     /// [`StreamCut`](ClientError::StreamCut) when the stream ends before `message_stop`,
     /// [`StreamError`](ClientError::StreamError) for an `error` event (`overloaded_error`),
     /// [`Timeout`](ClientError::Timeout) when the whole request outlasts the endpoint's
     /// timeout.
-    fn stream(
-        &self,
-        request: &ModelRequest<'_>,
-        on_delta: &mut dyn FnMut(&Delta),
-    ) -> Result<ModelReply, ClientError> {
-        wire::stream(self, request, on_delta)
     }
-
-    fn identity(&self) -> String {
-        format!("anthropic {} {}", self.endpoint.base_url(), self.settings.model)
-    }
-}
+);

@@ -6,13 +6,13 @@ use crate::endpoint::Endpoint;
 use curator_model::formats::openai;
 use serde_json::{Map, Value};
 
+use crate::env;
 use crate::error::ClientError;
 use crate::reply::{ModelReply, Usage};
 use crate::request::{ModelRequest, ModelSettings};
 use crate::retry::Retry;
-use crate::stream::{self, Delta};
-use crate::wire::{self, Wire};
-use crate::{ModelClient, env};
+use crate::stream;
+use crate::wire::Wire;
 
 /// The provider's name in errors.
 const PROVIDER: &str = "OpenAI";
@@ -21,7 +21,7 @@ const CHAT_COMPLETIONS: &str = "chat/completions";
 /// Where [`OpenAiClient::from_env`] posts without `OPENAI_BASE_URL`.
 const DEFAULT_BASE_URL: &str = "https://api.openai.com";
 
-/// A [`ModelClient`] that posts to `{base_url}/v1/chat/completions`: OpenAI, or any server
+/// A [`ModelClient`](crate::ModelClient) that posts to `{base_url}/v1/chat/completions`: OpenAI, or any server
 /// that speaks its chat completions (vLLM, Ollama, `llama.cpp`'s server, `LiteLLM`, ...).
 ///
 /// The messages are written by curator's OpenAI format ([`openai::convert`]: messages read
@@ -109,7 +109,7 @@ impl OpenAiClient {
 
     /// Whether the client can make a request that could succeed: a base URL with a scheme
     /// and a host ([`Endpoint::problem`]), and an API key when it posts to OpenAI's own
-    /// server (`api.openai.com`; other servers may need none). [`complete`](ModelClient::complete)
+    /// server (`api.openai.com`; other servers may need none). [`complete`](crate::ModelClient::complete)
     /// checks it before the first attempt.
     ///
     /// # Examples
@@ -196,7 +196,7 @@ impl OpenAiClient {
         self.endpoint.url(CHAT_COMPLETIONS)
     }
 
-    /// The JSON body [`complete`](ModelClient::complete) posts for `request`.
+    /// The JSON body [`complete`](crate::ModelClient::complete) posts for `request`.
     ///
     /// # Examples
     ///
@@ -278,7 +278,9 @@ fn reply_of(value: &Value) -> Result<ModelReply, ClientError> {
     })
 }
 
-impl ModelClient for OpenAiClient {
+crate::wire::model_client!(
+    OpenAiClient, "openai",
+    complete {
     /// Posts the request and reads the first choice.
     ///
     /// # Errors
@@ -289,10 +291,8 @@ impl ModelClient for OpenAiClient {
     /// [`Timeout`](ClientError::Timeout) or [`Connection`](ClientError::Connection);
     /// [`MalformedReply`](ClientError::MalformedReply) for a body that is not JSON or not a
     /// chat completion (no `choices[0].message`, say).
-    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
-        wire::complete(self, request)
     }
-
+    stream {
     /// Posts the request with `stream: true` (and `stream_options.include_usage`, for the
     /// usage), reports each chunk's text, reasoning (`reasoning_content`, from servers that
     /// send one) and tool-call pieces, and reads the completion they make when the stream
@@ -300,20 +300,10 @@ impl ModelClient for OpenAiClient {
     ///
     /// # Errors
     ///
-    /// As [`complete`](ModelClient::complete) (a failure before the stream flows is retried);
+    /// As [`complete`](crate::ModelClient::complete) (a failure before the stream flows is retried);
     /// [`StreamCut`](ClientError::StreamCut) when the stream ends before a finish reason,
     /// [`StreamError`](ClientError::StreamError) for an error chunk,
     /// [`Timeout`](ClientError::Timeout) when the whole request outlasts the endpoint's
     /// timeout.
-    fn stream(
-        &self,
-        request: &ModelRequest<'_>,
-        on_delta: &mut dyn FnMut(&Delta),
-    ) -> Result<ModelReply, ClientError> {
-        wire::stream(self, request, on_delta)
     }
-
-    fn identity(&self) -> String {
-        format!("openai {} {}", self.endpoint.base_url(), self.settings.model)
-    }
-}
+);

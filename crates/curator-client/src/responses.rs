@@ -4,21 +4,21 @@ use curator_model::formats::responses;
 use curator_model::{Message, ToolCall};
 use serde_json::{Map, Value};
 
+use crate::OpenAiClient;
 use crate::endpoint::Endpoint;
 use crate::error::ClientError;
 use crate::reply::{ModelReply, Usage};
 use crate::request::{ModelRequest, ModelSettings};
 use crate::retry::Retry;
-use crate::stream::{self, Delta};
-use crate::wire::{self, Wire};
-use crate::{ModelClient, OpenAiClient};
+use crate::stream;
+use crate::wire::Wire;
 
 /// The provider's name in errors.
 const PROVIDER: &str = "OpenAI";
 /// The Responses path under `/v1`.
 const RESPONSES: &str = "responses";
 
-/// A [`ModelClient`] that posts to `{base_url}/v1/responses`, OpenAI's Responses API: made
+/// A [`ModelClient`](crate::ModelClient) that posts to `{base_url}/v1/responses`, OpenAI's Responses API: made
 /// from an [`OpenAiClient`] ([`OpenAiClient::responses`]), whose endpoint, key, settings
 /// and retries it uses.
 ///
@@ -37,7 +37,7 @@ const RESPONSES: &str = "responses";
 /// Reasoning items and the items of the server's own tools (web search, file search, ...)
 /// are not part of the message: their ids would have the next request refused without
 /// them, and the message is what every format can send back. A streamed reasoning summary
-/// is reported as [`Delta::Thinking`].
+/// is reported as [`Delta::Thinking`](crate::Delta::Thinking).
 ///
 /// # Examples
 ///
@@ -93,7 +93,7 @@ impl ResponsesClient {
         self.inner.endpoint().url(RESPONSES)
     }
 
-    /// The JSON body [`complete`](ModelClient::complete) posts for `request`.
+    /// The JSON body [`complete`](crate::ModelClient::complete) posts for `request`.
     ///
     /// # Examples
     ///
@@ -281,7 +281,9 @@ fn reply_of(value: &Value) -> Result<ModelReply, ClientError> {
     })
 }
 
-impl ModelClient for ResponsesClient {
+crate::wire::model_client!(
+    ResponsesClient, "openai-responses",
+    complete {
     /// Posts the request and reads the response's output.
     ///
     /// # Errors
@@ -293,10 +295,8 @@ impl ModelClient for ResponsesClient {
     /// [`StreamError`](ClientError::StreamError) for a response whose status is `failed`;
     /// [`MalformedReply`](ClientError::MalformedReply) for a body that is not JSON or not a
     /// response.
-    fn complete(&self, request: &ModelRequest<'_>) -> Result<ModelReply, ClientError> {
-        wire::complete(self, request)
     }
-
+    stream {
     /// Posts the request with `stream: true`, reports each event's text
     /// (`response.output_text.delta`, `response.refusal.delta`), reasoning summary
     /// (`response.reasoning_summary_text.delta`) and tool-call pieces
@@ -305,19 +305,9 @@ impl ModelClient for ResponsesClient {
     ///
     /// # Errors
     ///
-    /// As [`complete`](ModelClient::complete); [`StreamCut`](ClientError::StreamCut) when the
+    /// As [`complete`](crate::ModelClient::complete); [`StreamCut`](ClientError::StreamCut) when the
     /// stream ends before the response is complete, [`StreamError`](ClientError::StreamError)
     /// for an `error` or `response.failed` event, [`Timeout`](ClientError::Timeout) when the
     /// whole request outlasts the endpoint's timeout.
-    fn stream(
-        &self,
-        request: &ModelRequest<'_>,
-        on_delta: &mut dyn FnMut(&Delta),
-    ) -> Result<ModelReply, ClientError> {
-        wire::stream(self, request, on_delta)
     }
-
-    fn identity(&self) -> String {
-        format!("openai-responses {} {}", self.endpoint().base_url(), self.settings().model)
-    }
-}
+);

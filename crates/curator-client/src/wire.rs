@@ -78,3 +78,40 @@ pub(crate) fn stream<W: Wire>(
     )?;
     W::reply(&assembly.finish(&url)?)
 }
+
+/// Implements [`ModelClient`](crate::ModelClient) for a [`Wire`] client: `complete` and
+/// `stream` by this module's one call path, with the provider's own docs given for each,
+/// and `identity` as `"{name} {base URL} {model}"`.
+macro_rules! model_client {
+    (
+        $client:ty, $name:literal,
+        complete { $(#[$complete:meta])* }
+        stream { $(#[$stream:meta])* }
+    ) => {
+        impl $crate::ModelClient for $client {
+            $(#[$complete])*
+            fn complete(
+                &self,
+                request: &$crate::ModelRequest<'_>,
+            ) -> Result<$crate::ModelReply, $crate::ClientError> {
+                $crate::wire::complete(self, request)
+            }
+
+            $(#[$stream])*
+            fn stream(
+                &self,
+                request: &$crate::ModelRequest<'_>,
+                on_delta: &mut dyn FnMut(&$crate::stream::Delta),
+            ) -> Result<$crate::ModelReply, $crate::ClientError> {
+                $crate::wire::stream(self, request, on_delta)
+            }
+
+            fn identity(&self) -> String {
+                let base_url = $crate::wire::Wire::endpoint(self).base_url();
+                format!(concat!($name, " {} {}"), base_url, self.settings().model)
+            }
+        }
+    };
+}
+
+pub(crate) use model_client;
