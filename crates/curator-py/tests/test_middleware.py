@@ -116,3 +116,28 @@ def test_a_pipeline_of_ones_own_and_bad_ones():
         CuratorMiddleware(max_tokens=10, pipeline=pipeline)
     with pytest.raises(BudgetTooSmall):
         run([CuratorMiddleware(max_tokens=5)])
+
+
+def test_a_tool_changed_in_place_is_counted_again():
+    from langchain.agents.middleware import ModelRequest
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    @tool
+    def search(pattern: str) -> str:
+        """Searches."""
+        return pattern
+
+    messages: List[BaseMessage] = [HumanMessage("Find the needle.")]
+    for k in range(30):
+        messages += [AIMessage("", tool_calls=[{"name": "search", "args": {"pattern": str(k)}, "id": f"c{k}"}]), ToolMessage("result " * 60, tool_call_id=f"c{k}")]
+
+    def request() -> Any:
+        return ModelRequest(model=FakeListChatModel(responses=["x"]), messages=messages, system_message=SystemMessage("sys"), tools=[search])
+
+    held = CuratorMiddleware(max_tokens=3_000)
+    first = held.curated(request())
+    search.description = "Searches the repository carefully. " * 200
+    again = held.curated(request())
+    fresh = CuratorMiddleware(max_tokens=3_000).curated(request())
+    assert len(again.messages) == len(fresh.messages) < len(first.messages)
+    assert [m.content for m in again.messages] == [m.content for m in fresh.messages]

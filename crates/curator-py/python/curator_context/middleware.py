@@ -71,7 +71,7 @@ class CuratorMiddleware(AgentMiddleware):
         self._reserve_tools = reserve_tools
         # The conversation held in Rust between calls (with the pipeline it was made for):
         # each call converts and counts only the messages it has not seen.
-        self._held: Optional[Tuple[Tuple[int, ...], HeldHistory, List[Any]]] = None
+        self._held: Optional[Tuple[Tuple[Tuple[int, str], ...], HeldHistory, List[Any]]] = None
 
     @property
     def name(self) -> str:
@@ -100,10 +100,11 @@ class CuratorMiddleware(AgentMiddleware):
         given: List[Any] = ([system] if system is not None else []) + list(request.messages)
         if not given:
             return request
-        # The same tools (the same objects) keep the same reserve, pipeline and held history:
-        # a call counts no schema and builds no pipeline again.
+        # The same tools, unchanged, keep the same reserve, pipeline and held history: a call
+        # counts no schema and builds no pipeline again. A tool changed in place (its
+        # description, say) is counted again.
         tools = list(request.tools) if self._reserve_tools else []
-        key = tuple(id(tool) for tool in tools)
+        key = tuple((id(tool), _fingerprint(tool)) for tool in tools)
         if self._held is None or self._held[0] != key:
             pipeline: Union[Mapping[str, Any], str] = self._pipeline
             if tools:
@@ -119,6 +120,20 @@ class CuratorMiddleware(AgentMiddleware):
         if not isinstance(first, SystemMessage):
             raise CuratorError("the curated view does not start with the agent's system message")
         return request.override(system_message=first, messages=view[1:])
+
+
+def _fingerprint(tool: Any) -> str:
+    """What a tool's schema is made from, as text: a dict tool's JSON, or the fields of a
+    tool object (its name, description, arguments' schema and the rest), so that a tool
+    changed in place between calls is told apart (converting every tool to its schema on
+    every call would cost more than the curation)."""
+    fields = tool if isinstance(tool, dict) else getattr(tool, "__dict__", None)
+    if fields is None:
+        return repr(tool)
+    try:
+        return json.dumps(fields, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        return repr(fields)
 
 
 def _tool_tokens(tools: List[Any]) -> int:
