@@ -390,6 +390,56 @@ pub fn is_reasoning(message: &Message) -> bool {
     item_type(message) == Some("reasoning")
 }
 
+/// How an item that a message stands for is tied to another: a call the caller answers
+/// with an item of its own, or the item that answers one. Function calls are [`ToolCall`]s
+/// and their outputs tool messages, so they are not among these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemLink<'m> {
+    /// A call the caller answers (`computer_call`, `custom_tool_call`, `local_shell_call`,
+    /// `shell_call`, `apply_patch_call`, `mcp_approval_request`, …), by its id.
+    Call(&'m str),
+    /// The answer to a call (`computer_call_output`, `custom_tool_call_output`,
+    /// `mcp_approval_response`, …), by the call's id.
+    Output(&'m str),
+}
+
+/// The call or answer the item `message` stands for is, with the call's id (`call_id`; a
+/// `local_shell_call_output`'s `id`; an MCP approval request's `id`, which its response
+/// names as `approval_request_id`); `None`
+/// for every other message. The Responses API refuses an answer without its call, and a
+/// call without its answer before the next input.
+///
+/// # Examples
+///
+/// ```
+/// use curator::model::formats::responses::{self, ItemLink};
+/// use serde_json::json;
+///
+/// let messages = responses::to_messages(&[
+///     json!({"type": "custom_tool_call", "call_id": "ct_1", "name": "sql", "input": "SELECT 1"}),
+///     json!({"type": "custom_tool_call_output", "call_id": "ct_1", "output": "1"}),
+/// ])?;
+/// assert_eq!(responses::item_link(&messages[0]), Some(ItemLink::Call("ct_1")));
+/// assert_eq!(responses::item_link(&messages[1]), Some(ItemLink::Output("ct_1")));
+/// # Ok::<(), curator::model::Error>(())
+/// ```
+pub fn item_link(message: &Message) -> Option<ItemLink<'_>> {
+    let kind = item_type(message)?;
+    let Some(Content::Parts(parts)) = message.content() else { return None };
+    let [Part::Raw { value, .. }] = parts.as_slice() else { return None };
+    let id = |key: &str| value.get(key).and_then(Value::as_str);
+    match kind {
+        "mcp_approval_request" => id("id").map(ItemLink::Call),
+        "mcp_approval_response" => id("approval_request_id").map(ItemLink::Output),
+        // A `local_shell_call_output` names its call by `id` alone.
+        _ if kind.ends_with("_call_output") => {
+            id("call_id").or_else(|| id("id")).map(ItemLink::Output)
+        }
+        _ if kind.ends_with("_call") => id("call_id").map(ItemLink::Call),
+        _ => None,
+    }
+}
+
 /// The type of the item a message was read from, when it is not a `message` item
 /// (`reasoning`, `web_search_call`, …).
 pub(crate) fn item_type(message: &Message) -> Option<&str> {

@@ -1,9 +1,10 @@
-//! The Responses API's rule for reasoning items, applied to a view: a reasoning item and the
-//! item it produced are sent together or not at all.
+//! The Responses API's rules for items that go together, applied to a view: a reasoning item
+//! and the item it produced are sent together or not at all, and so are a call the caller
+//! answers with an item of its own (a computer or custom tool call, …) and its answer.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
-use curator_model::formats::responses::is_reasoning;
+use curator_model::formats::responses::{ItemLink, is_reasoning, item_link};
 use curator_model::{Message, Role};
 
 use super::{MessageRef, View, ViewEntry};
@@ -15,8 +16,14 @@ impl<'h> View<'h> {
     /// after it are one message already), and each reasoning item whose calls the view left
     /// out (still pending at the end, or closed by a user or system message before their
     /// results came) is left out, unless an item on the assistant's side still follows it
-    /// (the API refuses a reasoning item without its following item). For other formats the
-    /// entries are the view's. Costs O(view + reasoning items put back).
+    /// (the API refuses a reasoning item without its following item). A call that the caller
+    /// answers with an item of its own ([`ItemLink`]: a `computer_call`, a
+    /// `custom_tool_call`, an MCP approval request, …) and its answer are sent together: when
+    /// the view keeps one and the history holds the other, that one is put back beside it
+    /// (the API refuses an answer without its call; function calls and their outputs are
+    /// kept together by curation itself). For other formats the entries are the view's.
+    /// Costs O(view + items put back), and O(history) more when the view holds such a call
+    /// or answer.
     ///
     /// # Examples
     ///
@@ -39,15 +46,61 @@ impl<'h> View<'h> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn responses_entries(&self) -> Vec<ViewEntry<'h>> {
-        without_stranded_reasoning(self, with_reasoning(self))
+        without_stranded_reasoning(self, with_reasoning(self, with_partners(self)))
     }
 }
 
-/// The view's entries, each reasoning item right before a kept message that curation left
-/// out put back before it.
-fn with_reasoning<'h>(view: &View<'h>) -> Vec<ViewEntry<'h>> {
-    let history = view.history();
+/// The view's entries, each call or answer ([`ItemLink`]) whose partner the history holds
+/// and the view left out with that partner put back beside it: a call before its answer,
+/// an answer after its call.
+fn with_partners<'h>(view: &View<'h>) -> Vec<ViewEntry<'h>> {
     let kept: Vec<ViewEntry<'h>> = view.iter().collect();
+    if !kept.iter().any(|e| e.pos.is_some() && item_link(&e.message).is_some()) {
+        return kept;
+    }
+    let history = view.history();
+    let (mut calls, mut answers) = (HashMap::new(), HashMap::new());
+    for (pos, message) in history.messages().iter().enumerate() {
+        match item_link(message) {
+            Some(ItemLink::Call(id)) => calls.entry(id).or_insert(pos),
+            Some(ItemLink::Output(id)) => answers.entry(id).or_insert(pos),
+            None => continue,
+        };
+    }
+    let mut sent: BTreeSet<usize> = kept.iter().filter_map(|e| e.pos).collect();
+    let borrowed = |pos: usize| {
+        history.get(pos).map(|m| ViewEntry { pos: Some(pos), message: MessageRef::Borrowed(m) })
+    };
+    let mut out = Vec::with_capacity(kept.len());
+    for entry in kept {
+        let link = entry.pos.and_then(|pos| item_link(&entry.message).map(|link| (pos, link)));
+        let partner = match link {
+            Some((pos, ItemLink::Output(id))) => calls.get(id).filter(|&&call| call < pos),
+            Some((pos, ItemLink::Call(id))) => answers.get(id).filter(|&&answer| answer > pos),
+            None => None,
+        };
+        let partner = partner.copied().filter(|p| !sent.contains(p));
+        match (link, partner) {
+            (Some((_, ItemLink::Output(_))), Some(call)) => {
+                sent.insert(call);
+                out.extend(borrowed(call));
+                out.push(entry);
+            }
+            (Some((_, ItemLink::Call(_))), Some(answer)) => {
+                sent.insert(answer);
+                out.push(entry);
+                out.extend(borrowed(answer));
+            }
+            _ => out.push(entry),
+        }
+    }
+    out
+}
+
+/// `kept` (the view's entries), each reasoning item right before a kept message that
+/// curation left out put back before it.
+fn with_reasoning<'h>(view: &View<'h>, kept: Vec<ViewEntry<'h>>) -> Vec<ViewEntry<'h>> {
+    let history = view.history();
     let positions: BTreeSet<usize> = kept.iter().filter_map(|e| e.pos).collect();
     let mut out = Vec::with_capacity(kept.len());
     for entry in kept {
