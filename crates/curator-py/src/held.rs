@@ -186,9 +186,9 @@ impl HeldHistory {
     /// Curates `messages`, the whole conversation so far: OpenAI dicts, or objects of class
     /// `base` that `convert` turns into them. Messages that start the list as they started
     /// the last call's, unchanged since (see the [module](self) documentation), are not read
-    /// again; any other change starts the history afresh. Returns, per message of the view, the position of a
-    /// message kept unchanged (an `int`), or the message as a dict when a strategy changed or
-    /// made it.
+    /// again; any other change starts the history afresh. Returns, per message of the view,
+    /// the position of a message kept unchanged (an `int`), or the message as a dict when a
+    /// strategy changed or made it.
     #[pyo3(signature = (messages, *, convert = None, base = None))]
     fn curate<'py>(
         &self,
