@@ -9,13 +9,12 @@
 //! walk).
 //!
 //! A message is taken as unchanged only when it equals what it was: `curate` keeps a copy of
-//! each message ([`crate::unchanged`]) (its dicts, lists and tuples copied, its strings, numbers, booleans and `None`
-//! shared, since Python never changes those in place) and compares the list with the copies
-//! with one `==`, at the interpreter's speed. Where `==` is looser than JSON (`1 == 1.0 ==
-//! True`), a number or boolean must also be of the type it was. A
-//! dict changed in place (a key set to a new string, an item appended to `tool_calls`)
-//! therefore reads as changed, and the list is read afresh: the view is always the one a
-//! fresh read gives.
+//! each message ([`crate::unchanged`]: its dicts, lists and tuples copied, its strings and
+//! `None` shared, since Python never changes those in place) and compares the list with the
+//! copies with one `==`, at the interpreter's speed. Where `==` is looser than JSON (`1 ==
+//! 1.0 == True`), a number or boolean must also be of the type it was. A dict changed in
+//! place (a key set to a new string, an item appended to `tool_calls`) therefore reads as
+//! changed, and the list is read afresh: the view is always the one a fresh read gives.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

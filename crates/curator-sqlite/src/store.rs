@@ -557,29 +557,37 @@ impl SqliteStore {
     /// # Errors
     ///
     /// A store error (kind `Full` when the disk cannot hold the copy; `Busy` when another
-    /// connection keeps the log from being copied back for 3 seconds).
+    /// connection keeps the log from being copied back for longer than the store's busy
+    /// timeout, [`SqliteOptions::busy_timeout`](crate::SqliteOptions::busy_timeout)).
     pub fn vacuum(&self) -> SessionResult<()> {
-        /// How often the checkpoint after `VACUUM` is tried, 10 ms apart.
-        const VACUUM_CHECKPOINT_TRIES: u32 = 300;
         let conn = self.writable()?;
         conn.execute_batch("VACUUM").map_err(store_error)?;
         // In WAL mode the rewritten pages are in the log: copy them back and truncate, so
         // the file itself shrinks now. While another connection holds the log (the store's
         // background checkpointer, a reader), the checkpoint reports itself busy and copies
-        // nothing: it is tried again.
-        for _ in 0..VACUUM_CHECKPOINT_TRIES {
+        // nothing: it is tried again, 10 ms apart, for as long as the store waits on a lock.
+        let timeout_ms: i64 =
+            conn.query_row("PRAGMA busy_timeout", [], |row| row.get(0)).map_err(store_error)?;
+        let timeout = std::time::Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
+        let started = std::time::Instant::now();
+        loop {
             let busy: i64 = conn
                 .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| row.get(0))
                 .map_err(store_error)?;
             if busy == 0 {
                 return Ok(());
             }
+            if started.elapsed() >= timeout {
+                break;
+            }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         Err(curator_session::Error::store(
             "sqlite",
             StoreErrorKind::Busy,
-            "checkpointing after VACUUM: another connection kept the log busy for 3 s (the file shrinks at the next checkpoint)",
+            format!(
+                "checkpointing after VACUUM: another connection kept the log busy for {timeout_ms} ms, the busy timeout (the file shrinks at the next checkpoint)"
+            ),
             None,
         ))
     }
