@@ -34,8 +34,11 @@ use crate::{CurationContext, Error, HistoryManager, RelevanceBudget, Result, Tok
 ///    compactor (a [`RelevanceBudget`], which keeps the head, the newest units, the older
 ///    units that matter most and a note of what it left out) at a **low-water mark**: the
 ///    head's tokens plus `low_water` (0.5 by default) of the rest of the room, and at most
-///    the overflowing view's tokens less `min_free`. Its cuts, its note and its selection
-///    then stay byte for byte until the next compaction. When the compactor cannot keep
+///    the overflowing view's tokens less `min_free`. A head (the system messages and the
+///    task) that the whole room's share for it holds is kept whole, as the views before
+///    sent it, and a selection that goes just past the mark is sent as it is, within the
+///    room, rather than with its task shortened. Its cuts, its note and its selection then
+///    stay byte for byte until the next compaction. When the compactor cannot keep
 ///    what is never lost within the low-water mark, it compacts within the whole room
 ///    (freeing less); when not even that holds, the call fails with
 ///    [`Error::BudgetTooSmall`], as the compactor says.

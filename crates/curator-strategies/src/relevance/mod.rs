@@ -71,7 +71,8 @@ pub const MIN_TOOL_RESULT_CHARS: usize = 400;
 /// 2. **The newest units** take `recent_share` (0.85 by default) of the body's room (what the
 ///    head leaves), newest first and contiguous; the newest unit is always among them.
 /// 3. **The folded-history note** takes up to a third of the body's room (at most
-///    [`MAX_NOTE_TOKENS`]): a user message, right after the task, that lists the tool calls
+///    [`MAX_NOTE_TOKENS`]): a user message after the task (and after the units kept in a
+///    run from there, which earlier views sent as they are), that lists the tool calls
 ///    the units left out made (up to 12, each with its arguments as compact JSON, cut to
 ///    120 characters) and the distinctive [`terms`](crate::terms) they held that the view
 ///    no longer shows: those of the newest units left out, in order, in up to half of the
@@ -336,7 +337,16 @@ impl RelevanceBudget {
         let tally = view.tally(counter);
         let head = view.head(ctx);
         let head_tokens: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();
-        let head_room = head_tokens.min(share(self.budget.head_share(), available));
+        // A compaction to a low-water mark keeps whole a head that the whole room's share
+        // for it holds (it stays the same, and cached, across compactions); a longer head is
+        // capped as the mark's share caps it.
+        let whole_cap = self.cut_room.map(|room| share(self.budget.head_share(), room));
+        let head_whole = whole_cap.is_some_and(|cap| head_tokens <= cap);
+        let head_room = if head_whole {
+            head_tokens
+        } else {
+            head_tokens.min(share(self.budget.head_share(), available))
+        };
         let body_room = available.saturating_sub(head_room);
         let note_room = if self.fold_note { (body_room / 3).min(MAX_NOTE_TOKENS) } else { 0 };
         let room = body_room - note_room;
@@ -421,7 +431,19 @@ impl RelevanceBudget {
         };
         // The note comes after the pinned head and the task (so that the task stays the
         // first user message: later strategies pin it by that) and the opening.
-        let selected = assemble(&view, opening_end, &kept, note);
+        // ... and after the units kept in a run from there: the views before this one sent
+        // that run as it is, so the provider's cache serves it again.
+        let mut run_end = opening_end;
+        for range in &kept {
+            if range.end <= run_end {
+                continue;
+            }
+            if range.start > run_end {
+                break;
+            }
+            run_end = range.end;
+        }
+        let selected = assemble(&view, run_end, &kept, note);
         // A selection that opens on an assistant turn where the view did not (the task not
         // pinned, no note to open the body) is refused by Anthropic, and the budget keeps a
         // view that opens so as it is: the budget alone then decides on the whole view (the
@@ -432,7 +454,15 @@ impl RelevanceBudget {
             return self.budget.curate(view, ctx);
         }
         emit_kept(ctx, scored);
-        self.budget.curate(selected, ctx)
+        // The selection aims at `available`; at a compaction that is a low-water mark, and
+        // the bound is the whole room, so that a selection just over the mark is sent as it
+        // is rather than with its task shortened.
+        match self.cut_room.filter(|_| head_whole) {
+            Some(room) => {
+                self.budget.with_available(room + counter.reply_priming()).curate(selected, ctx)
+            }
+            None => self.budget.curate(selected, ctx),
+        }
     }
 }
 

@@ -101,10 +101,11 @@ fn an_old_result_the_present_refers_to_is_kept_where_recency_drops_it() {
     let holds = |view: &[Message]| view.iter().any(|m| m.text() == "src/grammar/parser_core.rs");
     assert!(!holds(&recency));
     assert!(holds(&relevance));
-    // Kept whole with its call, in its place: right after the head and the note.
+    // Kept whole with its call, in its place: right after the head, and (the first unit
+    // after the task, kept) before the note of what was left out after it.
     let at = relevance.iter().position(|m| m.text() == "src/grammar/parser_core.rs").unwrap();
-    assert_eq!(relevance[at - 1].tool_calls()[0].id(), "c0");
-    assert!(RelevanceBudget::is_note(&relevance[2]), "{:#?}", relevance[2]);
+    assert_eq!((at, relevance[at - 1].tool_calls()[0].id()), (3, "c0"));
+    assert!(RelevanceBudget::is_note(&relevance[4]), "{:#?}", relevance[4]);
 }
 
 /// The view of `messages` under a relevance budget of `budget`, and its note's text.

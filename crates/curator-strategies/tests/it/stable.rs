@@ -324,3 +324,87 @@ fn a_compaction_never_falls_between_split_parallel_calls() {
         }
     }
 }
+
+/// Words that differ from message to message (so that relevance tells them apart), `chars`
+/// characters of them.
+fn words(seed: usize, chars: usize) -> String {
+    let mut out = String::new();
+    let mut n = seed;
+    while out.len() < chars {
+        n = n.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        out.push_str(&format!("w{:x} ", n >> 44));
+    }
+    out.truncate(chars);
+    out
+}
+
+/// The shape of a real run (a CTF agent's: a system prompt of about 2,000 tokens, a task of
+/// about 775, outputs of 200 to 1,800 tokens) at 8,000 tokens: the first compaction keeps
+/// the task whole, as the views before it sent it, rather than shortening it to fit a
+/// selection that went past the low-water mark.
+#[test]
+fn a_compaction_keeps_the_task_whole_when_the_room_holds_it() {
+    // (assistant text, call arguments, result), in characters of the estimate.
+    let steps = [
+        (144, 50, 4_000),
+        (2_650, 90, 950),
+        (250, 55, 1_400),
+        (980, 135, 2_300),
+        (1_900, 510, 550),
+        (500, 510, 550),
+        (500, 510, 550),
+        (1_900, 1_650, 7_000),
+        (520, 150, 900),
+    ];
+    let task = words(1, 3_100);
+    let mut messages = vec![Message::system(words(0, 7_860)), Message::user(task.clone())];
+    let budget = StableBudget::new(8_000).with_counter(CharEstimate::default());
+    let ctx = CurationContext::default();
+    let mut compactions = 0;
+    let mut previous: Vec<Message> = Vec::new();
+    for (i, &(text, args, result)) in steps.iter().enumerate() {
+        let id = format!("c{i}");
+        let call = ToolCall::new(&id, "run", format!("{{\"cmd\": \"{}\"}}", words(100 + i, args)));
+        messages.push(Message::assistant_with_calls(Some(words(200 + i, text).into()), vec![call]));
+        messages.push(Message::tool_result(&id, words(300 + i, result)));
+        let view = budget.curate_messages(&messages, &ctx).unwrap();
+        if !view.starts_with(&previous) {
+            compactions += 1;
+        }
+        assert!(tokens(&view) <= 8_000, "{}", tokens(&view));
+        assert_eq!(view[1].text(), task, "call {i}: the task was changed");
+        previous = view;
+    }
+    assert!(compactions >= 1, "{compactions}");
+}
+
+/// A compaction that keeps the first units after the task in a run sends its fold note after
+/// them: the compacted view then starts with the previous view's head and that run, byte for
+/// byte, and the provider's cache serves them at the compaction too.
+#[test]
+fn a_compaction_sends_its_note_after_the_run_it_keeps_from_the_start() {
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Why does the zebra_parser reject quoted keys? Fix zebra_parser."),
+        Message::assistant_with_calls(None, vec![ToolCall::new("c0", "read", "{}")]),
+        Message::tool_result("c0", "zebra_parser quoted keys: zebra_parser rejects them here."),
+    ];
+    let budget = StableBudget::new(1_200).with_counter(CharEstimate::default());
+    let ctx = CurationContext::default();
+    let mut previous: Vec<Message> = budget.curate_messages(&messages, &ctx).unwrap();
+    for i in 1..40 {
+        let id = format!("c{i}");
+        messages.push(Message::assistant_with_calls(None, vec![ToolCall::new(&id, "run", "{}")]));
+        messages.push(Message::tool_result(&id, words(i, 600)));
+        let view = budget.curate_messages(&messages, &ctx).unwrap();
+        if !view.starts_with(&previous) {
+            // The compaction: the run kept from the start, then the note.
+            assert_eq!(view[..4], messages[..4], "call {i}: the first unit was not kept first");
+            assert!(view[4].text().starts_with("[curator left out"), "call {i}: {:?}", view[4]);
+            assert_eq!(view[..4], previous[..4], "call {i}");
+            return;
+        }
+        previous = view;
+    }
+    panic!("no compaction");
+}
