@@ -337,16 +337,7 @@ impl RelevanceBudget {
         let tally = view.tally(counter);
         let head = view.head(ctx);
         let head_tokens: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();
-        // A compaction to a low-water mark keeps whole a head that the whole room's share
-        // for it holds (it stays the same, and cached, across compactions); a longer head is
-        // capped as the mark's share caps it.
-        let whole_cap = self.cut_room.map(|room| share(self.budget.head_share(), room));
-        let head_whole = whole_cap.is_some_and(|cap| head_tokens <= cap);
-        let head_room = if head_whole {
-            head_tokens
-        } else {
-            head_tokens.min(share(self.budget.head_share(), available))
-        };
+        let (head_room, head_whole) = self.head_room(head_tokens, available);
         let body_room = available.saturating_sub(head_room);
         let note_room = if self.fold_note { (body_room / 3).min(MAX_NOTE_TOKENS) } else { 0 };
         let room = body_room - note_room;
@@ -433,17 +424,7 @@ impl RelevanceBudget {
         // first user message: later strategies pin it by that) and the opening.
         // ... and after the units kept in a run from there: the views before this one sent
         // that run as it is, so the provider's cache serves it again.
-        let mut run_end = opening_end;
-        for range in &kept {
-            if range.end <= run_end {
-                continue;
-            }
-            if range.start > run_end {
-                break;
-            }
-            run_end = range.end;
-        }
-        let selected = assemble(&view, run_end, &kept, note);
+        let selected = assemble(&view, run_end(&kept, opening_end), &kept, note);
         // A selection that opens on an assistant turn where the view did not (the task not
         // pinned, no note to open the body) is refused by Anthropic, and the budget keeps a
         // view that opens so as it is: the budget alone then decides on the whole view (the
@@ -467,6 +448,19 @@ impl RelevanceBudget {
 }
 
 impl RelevanceBudget {
+    /// The room for a head of `head_tokens` in `available` tokens, and whether it is kept
+    /// whole beyond its share of them. A compaction to a low-water mark keeps whole a head
+    /// that the whole room's share for it holds (it stays the same, and cached, across
+    /// compactions); a longer head is capped as the mark's share caps it.
+    fn head_room(&self, head_tokens: u64, available: u64) -> (u64, bool) {
+        let whole_cap = self.cut_room.map(|room| share(self.budget.head_share(), room));
+        if whole_cap.is_some_and(|cap| head_tokens <= cap) {
+            (head_tokens, true)
+        } else {
+            (head_tokens.min(share(self.budget.head_share(), available)), false)
+        }
+    }
+
     /// `view` with its long tool results cut to their ends (rule 1), for `room` tokens. The
     /// present's results keep more when the rest of the view, cut, leaves room in the
     /// `available` tokens of the view: half of what it leaves (shared among them; the other
@@ -629,6 +623,22 @@ fn tokens_within(
 
 /// The view of the `kept` ranges (in order), with `note` before the first range of the body
 /// after the opening (which ends at `first_body`), coherence restored.
+/// Where the run of `kept` (sorted) that starts at `from` ends: `from` when nothing kept
+/// starts there.
+fn run_end(kept: &[Range<usize>], from: usize) -> usize {
+    let mut end = from;
+    for range in kept {
+        if range.end <= end {
+            continue;
+        }
+        if range.start > end {
+            break;
+        }
+        end = range.end;
+    }
+    end
+}
+
 fn assemble<'h>(
     view: &View<'h>,
     first_body: usize,

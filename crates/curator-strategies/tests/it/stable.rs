@@ -2,6 +2,8 @@
 //! view until a compaction, a compaction happens only when the view would pass the budget
 //! and frees what it must, and a resumed process or a stateless caller gets the live views.
 
+use std::fmt::Write as _;
+
 use curator_model::{Message, Role, ToolCall};
 use curator_strategies::{
     CharEstimate, CurationContext, History, HistoryManager, HistoryManagerExt, Redactor,
@@ -332,7 +334,7 @@ fn words(seed: usize, chars: usize) -> String {
     let mut n = seed;
     while out.len() < chars {
         n = n.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        out.push_str(&format!("w{:x} ", n >> 44));
+        write!(out, "w{:x} ", n >> 44).unwrap();
     }
     out.truncate(chars);
     out
