@@ -191,9 +191,10 @@ impl AnthropicClient {
         self
     }
 
-    /// Whether requests carry prompt-cache breakpoints (`cache_control`; on by default): on
-    /// the last tool definition, the system prompt, and the last block of the newest message
-    /// and of the one before it, each only where the prefix it ends is long enough for
+    /// Whether requests carry prompt-cache breakpoints (`cache_control`; on by default): at
+    /// the end of the head (the task, the first user message, after the tool definitions and
+    /// the system prompt), on the block before curator's note of what a compaction left out,
+    /// and on the last block of the newest message and of the one before it, each only where the prefix it ends is long enough for
     /// Anthropic to cache (about 1,024 tokens), four at most with those the messages already
     /// carry. A request then reads back what the one before it wrote, and pays a tenth of
     /// the input price for it.
@@ -207,7 +208,7 @@ impl AnthropicClient {
     /// let client = AnthropicClient::new("https://api.anthropic.com", "claude-sonnet-4-5");
     /// let messages = [Message::system("The policy. ".repeat(600)), Message::user("Hi")];
     /// let body = client.request_body(&ModelRequest::new(&messages))?;
-    /// assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+    /// // The head (system prompt and task) ends on the task, the newest message.
     /// assert_eq!(body["messages"][0]["content"][0]["cache_control"]["type"], "ephemeral");
     /// let plain = client.with_cache_breakpoints(false).request_body(&ModelRequest::new(&messages))?;
     /// assert!(plain["system"].is_string());

@@ -1,7 +1,8 @@
 //! Anthropic's prompt-cache breakpoints, placed on a Messages API body as curator's views are
-//! built to be read back: on the tool definitions, on the system prompt, on the block before
-//! curator's note of what a compaction left out (where the opening every compaction keeps
-//! ends), and on the last two messages (the newest, which the next request reads back, and
+//! built to be read back: at the end of the head (the tool definitions, the system prompt and
+//! the task, which every view opens with), on the block before curator's note of what a
+//! compaction left out (where the run every compaction keeps ends), and on the last two
+//! messages (the newest, which the next request reads back, and
 //! the one before, so that a request that appended more than Anthropic's 20-block lookback
 //! still finds a write).
 
@@ -99,8 +100,9 @@ fn boundary(messages: &[Value]) -> Option<(usize, usize)> {
     Some((previous, blocks(previous)?.len().checked_sub(1)?))
 }
 
-/// Places breakpoints on `body`: the last tool, the system prompt's last block, the block
-/// before curator's note of what a compaction left out, the last block of the newest
+/// Places breakpoints on `body`: the end of the head (the task's last block, or the system
+/// prompt's when no user message opens the messages), the block before curator's note of
+/// what a compaction left out, the last block of the newest
 /// message and of the one before, each only where the prefix it ends is long enough to be
 /// cached, never past four in all (those the body already has count).
 ///
@@ -129,23 +131,19 @@ pub(crate) fn place(body: &mut Map<String, Value>) {
         }
     }
     let mut left = MAX_BREAKPOINTS.saturating_sub(existing(body));
-    let mut prefix = 0;
-    if let Some(Value::Array(tools)) = body.get_mut("tools") {
-        prefix += tools.iter().map(tokens).sum::<usize>();
-        if left > 0
-            && prefix >= MIN_PREFIX_TOKENS
-            && let Some(Value::Object(last)) = tools.last_mut()
-            && !last.contains_key("cache_control")
-        {
-            last.insert("cache_control".into(), marker());
-            left -= 1;
-        }
-    }
-    if let Some(system) = body.get_mut("system") {
-        prefix += tokens(system);
-        if left > 0 && prefix >= MIN_PREFIX_TOKENS && mark_content(system) {
-            left -= 1;
-        }
+    let prefix: usize =
+        ["tools", "system"].iter().filter_map(|field| body.get(*field)).map(tokens).sum();
+    let task_first = body
+        .get("messages")
+        .and_then(|messages| messages.get(0))
+        .is_some_and(|first| first.get("role").and_then(Value::as_str) == Some("user"));
+    if !task_first
+        && prefix >= MIN_PREFIX_TOKENS
+        && let Some(system) = body.get_mut("system")
+        && mark_content(system)
+    {
+        // No task opens the messages: the head ends with the system prompt.
+        left -= 1;
     }
     let Some(Value::Array(messages)) = body.get_mut("messages") else { return };
     let ends: Vec<usize> = messages
@@ -155,7 +153,22 @@ pub(crate) fn place(body: &mut Map<String, Value>) {
             Some(*sum)
         })
         .collect();
-    if let Some((m, block)) = boundary(messages)
+    let boundary = boundary(messages);
+    // The head: the tools, the system prompt and the task (the first message, a user's),
+    // which every view of the conversation opens with; up to the note when a compaction's
+    // note follows the task in the same turn.
+    if task_first && left > 0 && ends[0] >= MIN_PREFIX_TOKENS {
+        let marked = match boundary {
+            Some((0, block)) => {
+                messages[0].get_mut("content").is_some_and(|c| mark_block(c, block))
+            }
+            _ => messages[0].get_mut("content").is_some_and(mark_content),
+        };
+        if marked {
+            left -= 1;
+        }
+    }
+    if let Some((m, block)) = boundary
         && left > 0
         && ends[m] >= MIN_PREFIX_TOKENS
         && let Some(content) = messages[m].get_mut("content")
@@ -197,17 +210,30 @@ mod tests {
         });
         let map = body.as_object_mut().unwrap();
         place(map);
-        // The tools are short alone: system, and the last two messages.
+        // The head's end (the task), and the last two messages; the tools and the system
+        // prompt are read back through the task's breakpoint.
         assert_eq!(count(map), 3);
         assert!(map["tools"][1].get("cache_control").is_none());
-        assert_eq!(map["system"][0]["text"], long.as_str());
-        assert!(marked(&map["system"][0]));
+        assert_eq!(map["system"], long.as_str());
+        assert!(marked(&map["messages"][0]["content"][0]));
         assert!(marked(&map["messages"][2]["content"][0]));
         // The thinking block is passed over for the tool use after it.
         assert!(marked(&map["messages"][1]["content"][1]));
         assert!(!marked(&map["messages"][1]["content"][0]));
-        assert!(!marked(&map["messages"][0]["content"][0]));
-        assert_eq!(map["messages"][0]["content"], json!([{"type": "text", "text": "go"}]));
+        assert_eq!(
+            map["messages"][0]["content"],
+            json!([{"type": "text", "text": "go", "cache_control": {"type": "ephemeral"}}])
+        );
+
+        // Without a task first, the head ends with the system prompt.
+        let mut body = json!({
+            "system": long,
+            "messages": [{"role": "assistant", "content": "Hello."}, {"role": "user", "content": "hi"}],
+        });
+        let map = body.as_object_mut().unwrap();
+        place(map);
+        assert!(marked(&map["system"][0]));
+        assert_eq!(count(map), 3);
 
         let mut short =
             json!({"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]});
@@ -233,8 +259,10 @@ mod tests {
         });
         let map = body.as_object_mut().unwrap();
         place(map);
+        // The three there, and the newest message: four, none on the system prompt.
         assert_eq!(count(map), 4);
-        assert!(!marked(&map["messages"][3]["content"][0]), "no fifth breakpoint");
+        assert!(marked(&map["messages"][3]["content"][0]));
+        assert_eq!(map["system"], long.as_str(), "no fifth breakpoint");
     }
 
     #[test]
@@ -255,7 +283,7 @@ mod tests {
         });
         let map = body.as_object_mut().unwrap();
         place(map);
-        // System, the opening's end, and the newest two: four.
+        // The task, the opening's end, and the newest two: four.
         assert!(marked(&map["messages"][2]["content"][0]));
         assert!(!marked(&map["messages"][2]["content"][1]), "not the note itself");
         assert!(marked(&map["messages"][4]["content"][0]));
