@@ -623,8 +623,9 @@ fn tokens_within(
 
 /// The view of the `kept` ranges (in order), with `note` before the first range of the body
 /// after the opening (which ends at `first_body`), coherence restored.
-/// Where the run of `kept` (sorted) that starts at `from` ends: `from` when nothing kept
-/// starts there.
+/// Where the run of `kept` (sorted) that starts at `from` ends, at the first gap: `from`
+/// when nothing kept starts there, or when no gap follows (what was left out lies before
+/// `from`, and the note stays there, not after the newest messages).
 fn run_end(kept: &[Range<usize>], from: usize) -> usize {
     let mut end = from;
     for range in kept {
@@ -632,11 +633,11 @@ fn run_end(kept: &[Range<usize>], from: usize) -> usize {
             continue;
         }
         if range.start > end {
-            break;
+            return end;
         }
         end = range.end;
     }
-    end
+    from
 }
 
 fn assemble<'h>(
@@ -658,4 +659,20 @@ fn assemble<'h>(
         edit.insert(note);
     }
     edit.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_end;
+
+    #[test]
+    fn the_note_goes_after_the_run_kept_from_the_start_and_only_before_a_gap() {
+        // The head (0, 1), then units 2..4 and 4..6 kept, 6..8 left out, 8..10 kept.
+        assert_eq!(run_end(&[0..1, 1..2, 2..4, 4..6, 8..10], 2), 6);
+        // The first unit after the task left out: the note right after the task.
+        assert_eq!(run_end(&[0..1, 1..2, 4..6, 8..10], 2), 2);
+        // Nothing left out after `from` (what was, lay before it): the note stays at
+        // `from`, never after the newest messages.
+        assert_eq!(run_end(&[0..1, 2..3, 3..5, 5..7], 2), 2);
+    }
 }
