@@ -194,9 +194,9 @@ impl AnthropicClient {
     /// Whether requests carry prompt-cache breakpoints (`cache_control`; on by default): at
     /// the end of the head (the task, the first user message, after the tool definitions and
     /// the system prompt), on the block before curator's note of what a compaction left out,
-    /// and on the last block of the newest message and of the one before it, each only where the prefix it ends is long enough for
-    /// Anthropic to cache (about 1,024 tokens), four at most with those the messages already
-    /// carry. A request then reads back what the one before it wrote, and pays a tenth of
+    /// and on the last block of the newest message and of the one before it, each only where
+    /// the prefix it ends is long enough for Anthropic to cache (about 1,024 tokens), four at
+    /// most with those the messages already carry. A request then reads back what the one before it wrote, and pays a tenth of
     /// the input price for it.
     ///
     /// # Examples

@@ -2,9 +2,8 @@
 //! built to be read back: at the end of the head (the tool definitions, the system prompt and
 //! the task, which every view opens with), on the block before curator's note of what a
 //! compaction left out (where the run every compaction keeps ends), and on the last two
-//! messages (the newest, which the next request reads back, and
-//! the one before, so that a request that appended more than Anthropic's 20-block lookback
-//! still finds a write).
+//! messages (the newest, which the next request reads back, and the one before, so that a
+//! request that appended more than Anthropic's 20-block lookback still finds a write).
 
 use curator_strategies::notes;
 use serde_json::{Map, Value, json};
@@ -102,9 +101,9 @@ fn boundary(messages: &[Value]) -> Option<(usize, usize)> {
 
 /// Places breakpoints on `body`: the end of the head (the task's last block, or the system
 /// prompt's when no user message opens the messages), the block before curator's note of
-/// what a compaction left out, the last block of the newest
-/// message and of the one before, each only where the prefix it ends is long enough to be
-/// cached, never past four in all (those the body already has count).
+/// what a compaction left out, the last block of the newest message and of the one before,
+/// each only where the prefix it ends is long enough to be cached, never past four in all
+/// (those the body already has count).
 ///
 /// A body too short to cache is left as it is. Otherwise every message's text is written
 /// as a list of blocks first (a string as one text block),

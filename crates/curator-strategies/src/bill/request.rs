@@ -360,38 +360,4 @@ mod tests {
             .with_curator_breakpoints(None);
         assert_eq!(request.breakpoints(), [2, 3, 6]);
     }
-
-    /// Tools pushed first (as a replay or a biller builds a request) open the head: the
-    /// head's breakpoint is on the task, and a compaction that changes everything after the
-    /// head reads the head back under Anthropic's rule.
-    #[test]
-    fn tools_pushed_first_keep_the_head_breakpoint_that_a_compaction_reads_back() {
-        let counter = CharEstimate::default();
-        let tools = Block::of_tools(
-            &serde_json::json!([{"name": "t", "description": "x".repeat(6_000)}]),
-            &counter,
-        );
-        let build = |messages: &[Message]| {
-            let mut request = Request::new();
-            request.push(tools);
-            for message in messages {
-                if crate::RelevanceBudget::is_note(message) {
-                    request.mark_boundary();
-                }
-                request.push_message(Block::of_message(message, &counter), message.role());
-            }
-            request
-        };
-        let head = [Message::system("s"), Message::user("task")];
-        let mut first = build(&[head[0].clone(), head[1].clone(), Message::assistant("a")]);
-        first.set_curator_breakpoints(None);
-        assert_eq!(first.breakpoints(), [2, 3]);
-        let note = Message::user("[curator left out 1 earlier message to fit the context.]");
-        let mut compacted = build(&[head[0].clone(), head[1].clone(), note, Message::user("b")]);
-        compacted.set_curator_breakpoints(first.end());
-        let mut biller = crate::bill::Biller::new(crate::bill::CacheRule::anthropic());
-        biller.bill(&first);
-        let bill = biller.bill(&compacted);
-        assert_eq!(bill.cache_read_tokens, compacted.prefixes()[2].tokens);
-    }
 }
