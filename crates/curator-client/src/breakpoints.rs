@@ -303,5 +303,22 @@ mod tests {
         place(map);
         assert!(marked(&map["messages"][0]["content"][0]));
         assert!(!marked(&map["messages"][1]["content"][0]));
+
+        // The task and the note in one user turn: the head ends on the task's block, which
+        // is also the opening's end (one breakpoint), never on the note.
+        let mut body = json!({
+            "system": long,
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "go"},
+                                             {"type": "text", "text": note}]},
+                {"role": "assistant", "content": "next"},
+                {"role": "user", "content": "and then?"},
+            ],
+        });
+        let map = body.as_object_mut().unwrap();
+        place(map);
+        assert!(marked(&map["messages"][0]["content"][0]));
+        assert!(!marked(&map["messages"][0]["content"][1]), "not the note itself");
+        assert_eq!(count(map), 3);
     }
 }
