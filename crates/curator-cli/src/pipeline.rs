@@ -218,6 +218,7 @@ impl PipelineArgs {
                     head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
                     recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
                     fold_note: true,
+                    note_terms: false,
                     cut_tool_results: true,
                     low_water: self.low_water.unwrap_or(StableBudget::DEFAULT_LOW_WATER),
                     min_free: 0,
@@ -233,6 +234,7 @@ impl PipelineArgs {
                     head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
                     recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
                     fold_note: true,
+                    note_terms: true,
                     cut_tool_results: true,
                 }
             } else {

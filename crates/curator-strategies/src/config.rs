@@ -16,8 +16,8 @@ use crate::{
 /// | `sliding_window` | `window_size` |
 /// | `tool_result_truncator` | `max_length`, `suffix` (optional) |
 /// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`), `head_share` (0.5), `shorten` (true) |
-/// | `relevance_budget` | as `token_budget` but `head_share` (0.25), and `recent_share` (0.85), `fold_note` (true), `cut_tool_results` (true) |
-/// | `stable_budget` | as `relevance_budget`, and `low_water` (0.5), `min_free` (0), `opening_share` (0) |
+/// | `relevance_budget` | as `token_budget` but `head_share` (0.25), and `recent_share` (0.85), `fold_note` (true), `note_terms` (true), `cut_tool_results` (true) |
+/// | `stable_budget` | as `relevance_budget` (but `note_terms` false), and `low_water` (0.5), `min_free` (0), `opening_share` (0) |
 /// | `turn_limit` | `max_turns` |
 /// | `tool_filter` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]), `essentials` (200) |
@@ -108,6 +108,10 @@ pub enum StrategyConfig {
         /// Whether to leave the folded-history note.
         #[serde(default = "yes")]
         fold_note: bool,
+        /// Whether the note lists the terms of what it left out, besides its calls (see
+        /// [`RelevanceBudget::with_note_terms`]).
+        #[serde(default = "yes")]
+        note_terms: bool,
         /// Whether long tool results are cut to their beginning and end when the view does
         /// not fit (see [`RelevanceBudget::with_tool_result_cut`]).
         #[serde(default = "yes")]
@@ -133,6 +137,10 @@ pub enum StrategyConfig {
         /// Whether a compaction leaves the folded-history note.
         #[serde(default = "yes")]
         fold_note: bool,
+        /// Whether the note lists the terms of what it left out, besides its calls (off:
+        /// see [`StableBudget::new`]).
+        #[serde(default)]
+        note_terms: bool,
         /// Whether a compaction cuts long tool results to their beginning and end.
         #[serde(default = "yes")]
         cut_tool_results: bool,
@@ -250,13 +258,14 @@ fn relevance(
     reserve: u64,
     tokenizer: Tokenizer,
     (head_share, recent_share): (f64, f64),
-    (fold_note, cut_tool_results): (bool, bool),
+    (fold_note, note_terms, cut_tool_results): (bool, bool, bool),
 ) -> Result<RelevanceBudget> {
     Ok(RelevanceBudget::new(max_tokens)
         .with_reserve(reserve)
         .with_head_share(head_share)?
         .with_recent_share(recent_share)?
         .with_fold_note(fold_note)
+        .with_note_terms(note_terms)
         .with_tool_result_cut(cut_tool_results)
         .with_counter(tokenizer.counter()?))
 }
@@ -454,6 +463,7 @@ impl StrategyConfig {
                     head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
                     recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
                     fold_note: true,
+                    note_terms: false,
                     cut_tool_results: true,
                     low_water: StableBudget::DEFAULT_LOW_WATER,
                     min_free: 0,
@@ -598,13 +608,14 @@ impl StrategyConfig {
                 head_share,
                 recent_share,
                 fold_note,
+                note_terms,
                 cut_tool_results,
             } => Box::new(relevance(
                 *max_tokens,
                 *reserve,
                 *tokenizer,
                 (*head_share, *recent_share),
-                (*fold_note, *cut_tool_results),
+                (*fold_note, *note_terms, *cut_tool_results),
             )?),
             StrategyConfig::StableBudget {
                 max_tokens,
@@ -613,6 +624,7 @@ impl StrategyConfig {
                 head_share,
                 recent_share,
                 fold_note,
+                note_terms,
                 cut_tool_results,
                 low_water,
                 min_free,
@@ -623,7 +635,7 @@ impl StrategyConfig {
                     *reserve,
                     *tokenizer,
                     (*head_share, *recent_share),
-                    (*fold_note, *cut_tool_results),
+                    (*fold_note, *note_terms, *cut_tool_results),
                 )?)
                 .with_low_water(*low_water)?
                 .with_min_free(*min_free)

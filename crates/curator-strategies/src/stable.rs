@@ -109,9 +109,12 @@ impl StableBudget {
     /// The share of a compaction's body room kept for the opening by default: none.
     pub const DEFAULT_OPENING_SHARE: f64 = 0.0;
 
-    /// A budget of `max_tokens` that compacts with a [`RelevanceBudget`] of its defaults.
+    /// A budget of `max_tokens` that compacts with a [`RelevanceBudget`] of its defaults,
+    /// except that its note lists the calls it left out, not their terms (see
+    /// [`RelevanceBudget::with_note_terms`]): a compaction's note is sent on every call until
+    /// the next, and its room holds more of the conversation as it was.
     pub fn new(max_tokens: u64) -> Self {
-        Self::over(RelevanceBudget::new(max_tokens))
+        Self::over(RelevanceBudget::new(max_tokens).with_note_terms(false))
     }
 
     /// A budget that compacts with `compactor`, whose budget is the room.

@@ -29,8 +29,9 @@ const NEWEST_TERMS_SHARE: f64 = 0.5;
 
 /// The note for the units at `dropped` (view index ranges, newest first, as far as the
 /// note reads them), given what the view keeps (`kept`, sorted by start): how many messages
-/// were left out (all of them), the tool calls the dropped units made and the distinctive
-/// terms they held that the kept messages do not, as many as fit `room` tokens. The calls
+/// were left out (all of them), the tool calls the dropped units made and (with `terms`)
+/// the distinctive terms they held that the kept messages do not, as many as fit `room`
+/// tokens. The calls
 /// come newest first; the terms of the newest dropped units in order (each unit's cheapest
 /// in tokens first) take up to [`NEWEST_TERMS_SHARE`] of the terms' room, then the others most
 /// returned to first, then, if room is left, the numbers (see [`numeric`]). A term that a
@@ -50,6 +51,7 @@ pub(super) fn note(
     room: u64,
     counter: &dyn TokenCounter,
     labels: &LabelCache,
+    terms: bool,
 ) -> Option<Message> {
     if dropped.iter().all(Range::is_empty) {
         return None;
@@ -57,12 +59,7 @@ pub(super) fn note(
     // All the messages left out, not only those read (at most `MAX_SCANNED`).
     let count = left_out(view.len(), kept);
     let index = view.history().term_index();
-    let mut shown = TermSet::new(index.vocabulary());
-    for pos in kept.iter().flat_map(Clone::clone).filter_map(|i| view.pos(i)) {
-        for &id in index.terms_at(pos) {
-            shown.insert(id);
-        }
-    }
+    let mut shown = if terms { shown(view, kept, &index) } else { TermSet::new(0) };
     let opening = format!(
         "{NOTE_START}{count} earlier message{} to fit the context; ask for what you need again.",
         if count == 1 { "" } else { "s" }
@@ -71,7 +68,9 @@ pub(super) fn note(
     if used > room {
         return None;
     }
-    let mut calls = Calls { listed: Vec::new(), seen: HashSet::default(), limit: room / 3 };
+    // Calls take a third of the room beside terms, all of it alone.
+    let limit = if terms { room / 3 } else { room };
+    let mut calls = Calls { listed: Vec::new(), seen: HashSet::default(), limit };
     // Terms a listed call or term shows: reading the note back gives them too.
     let mut covered = TermSet::new(index.vocabulary());
     // The ids of the terms a listed call or term shows: a buffer reused.
@@ -99,6 +98,9 @@ pub(super) fn note(
                     }
                 }
             }
+            if !terms {
+                continue;
+            }
             for &id in term_ids(&message, pos, &index, &mut mapped) {
                 if shown.insert(id) {
                     candidates.push(id);
@@ -109,6 +111,11 @@ pub(super) fn note(
         // `../shared/corpus` at 4,000 tokens this keeps more evidence than their order in
         // the text (worst decile 84.2% against 83.5%).
         candidates[unit_start..].sort_by_cached_key(|&id| counter.count_text(index.text(id)));
+    }
+    if !terms {
+        drop(index);
+        labels.keep(read);
+        return fitted(&opening, calls.listed, Vec::new(), room, counter);
     }
     // The newest left-out units' terms in order (what the agent was just looking at), up to
     // their share of the room; then those the conversation came back to most often (newest
@@ -165,6 +172,17 @@ pub(super) fn note(
     labels.keep(read);
     let terms = listed.into_iter().map(|(_, _, term)| term).collect();
     fitted(&opening, calls.listed, terms, room, counter)
+}
+
+/// The terms the messages `kept` (view index ranges) of `view` show.
+fn shown(view: &View<'_>, kept: &[Range<usize>], index: &TermIndex) -> TermSet {
+    let mut shown = TermSet::new(index.vocabulary());
+    for pos in kept.iter().flat_map(Clone::clone).filter_map(|i| view.pos(i)) {
+        for &id in index.terms_at(pos) {
+            shown.insert(id);
+        }
+    }
+    shown
 }
 
 /// How many of a view's `len` messages the ranges `kept` (sorted by start; they may

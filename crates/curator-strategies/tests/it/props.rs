@@ -26,19 +26,21 @@ fn leaf() -> impl Strategy<Value = StrategyConfig> {
                 shorten,
             }
         }),
-        (0u64..3_000, 0u64..300, 0.0f64..=1.0, any::<bool>(), any::<bool>()).prop_map(
-            |(max_tokens, reserve, recent_share, fold_note, cut_tool_results)| {
-                StrategyConfig::RelevanceBudget {
-                    max_tokens,
-                    reserve,
-                    tokenizer: curator_strategies::Tokenizer::Estimate,
-                    head_share: 0.5,
-                    recent_share,
-                    fold_note,
-                    cut_tool_results,
+        (0u64..3_000, 0u64..300, 0.0f64..=1.0, any::<bool>(), any::<bool>(), any::<bool>())
+            .prop_map(
+                |(max_tokens, reserve, recent_share, fold_note, note_terms, cut_tool_results)| {
+                    StrategyConfig::RelevanceBudget {
+                        max_tokens,
+                        reserve,
+                        tokenizer: curator_strategies::Tokenizer::Estimate,
+                        head_share: 0.5,
+                        recent_share,
+                        fold_note,
+                        note_terms,
+                        cut_tool_results,
+                    }
                 }
-            }
-        ),
+            ),
         (0usize..6).prop_map(|max_turns| StrategyConfig::TurnLimit { max_turns }),
         prop::collection::vec(tool.clone(), 0..3)
             .prop_map(|tools| StrategyConfig::ToolFilter { tools }),

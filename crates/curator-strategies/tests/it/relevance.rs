@@ -117,6 +117,31 @@ fn view_and_note(messages: &[Message], budget: u64) -> (Vec<Message>, String) {
     (view, note)
 }
 
+/// A note that lists calls only takes a sixth of the body's room, not a third: the rest
+/// holds more of the conversation as it was.
+#[test]
+fn a_note_of_calls_alone_leaves_its_room_to_messages() {
+    let messages = long_run();
+    let ctx = CurationContext::default();
+    for budget in [600, 1_000, 1_500] {
+        let kept = |terms: bool| {
+            let view = RelevanceBudget::new(budget)
+                .with_note_terms(terms)
+                .curate_messages(&messages, &ctx)
+                .unwrap();
+            let note = view.iter().find(|m| RelevanceBudget::is_note(m)).unwrap();
+            assert_eq!(note.text().contains("They mentioned"), terms, "{}", note.text());
+            assert!(note.text().contains(r#"run({"command":"step_"#), "{}", note.text());
+            view.iter().filter(|m| !RelevanceBudget::is_note(m)).count()
+        };
+        let (with_terms, calls_only) = (kept(true), kept(false));
+        assert!(
+            calls_only > with_terms,
+            "{budget}: {calls_only} messages, {with_terms} with terms"
+        );
+    }
+}
+
 #[test]
 fn the_note_lists_the_calls_and_terms_left_out_and_nothing_the_view_shows() {
     let messages = long_run();

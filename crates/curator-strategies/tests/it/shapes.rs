@@ -209,6 +209,7 @@ fn pipelines(max_tokens: u64, tools: u64) -> Vec<(String, Box<dyn HistoryManager
         head_share: 0.5,
         recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
         fold_note: true,
+        note_terms: true,
         cut_tool_results: true,
     };
     let configs = vec![

@@ -29,6 +29,7 @@ fn pipeline_with(max_tokens: u64, min_free: u64, opening_share: f64) -> Box<dyn 
                 head_share: RelevanceBudget::DEFAULT_HEAD_SHARE,
                 recent_share: RelevanceBudget::DEFAULT_RECENT_SHARE,
                 fold_note: true,
+                note_terms: false,
                 cut_tool_results: true,
                 low_water: StableBudget::DEFAULT_LOW_WATER,
                 min_free,
@@ -138,8 +139,10 @@ fn every_compaction_keeps_the_same_opening_and_notes_what_follows_it() {
         if !view.starts_with(&previous)
             && let Some(note) = view.iter().position(RelevanceBudget::is_note)
         {
-            // The opening: the system message, the task, then the oldest messages in order.
-            assert_eq!(view[..note], messages[..note], "at {end}");
+            // The opening: the system message, the task, then the oldest messages in order
+            // (as the redactor before the budget gives them).
+            let redacted = Redactor::new().curate_messages(&messages[..note], &ctx).unwrap();
+            assert_eq!(view[..note], redacted, "at {end}");
             openings.push(view[..note].to_vec());
         }
         previous = view;
@@ -409,4 +412,61 @@ fn a_compaction_sends_its_note_after_the_run_it_keeps_from_the_start() {
         previous = view;
     }
     panic!("no compaction");
+}
+
+/// The notes of the compacted views of a 60-step conversation (each output its own words)
+/// curated at every call by `budget`.
+fn compaction_notes(budget: &dyn HistoryManager) -> Vec<String> {
+    let mut messages = vec![Message::system("You are a coding agent."), Message::user("Fix it.")];
+    for i in 0..60 {
+        let id = format!("c{i}");
+        let call = ToolCall::new(&id, "run", format!(r#"{{"step": {i}}}"#));
+        messages.push(Message::assistant_with_calls(None, vec![call]));
+        messages.push(Message::tool_result(&id, words(i, 800)));
+    }
+    let ctx = CurationContext::default();
+    let mut history = History::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut at = 0;
+    for end in calls(&messages) {
+        for message in &messages[at..end] {
+            history.push(message.clone());
+        }
+        at = end;
+        let view = budget.curate_history(&history, &ctx).unwrap().to_messages();
+        for note in view.iter().filter(|m| RelevanceBudget::is_note(m)) {
+            let text = note.text().into_owned();
+            if notes.last() != Some(&text) {
+                notes.push(text);
+            }
+        }
+    }
+    notes
+}
+
+/// A compaction's note names the calls it left out, with their arguments, and lists no
+/// terms (their room holds messages instead); a configuration can ask for the terms.
+#[test]
+fn a_compaction_notes_the_calls_it_left_out_and_lists_terms_only_when_asked() {
+    let config = |extra: &str| {
+        StrategyConfig::from_json(&format!(
+            r#"{{"strategy": "stable_budget", "max_tokens": 3000, "tokenizer": "estimate"{extra}}}"#
+        ))
+        .unwrap()
+        .build()
+        .unwrap()
+    };
+    let notes = compaction_notes(config("").as_ref());
+    assert!(notes.len() >= 2, "{notes:?}");
+    for note in &notes {
+        assert!(note.contains(r#"run({"step":"#), "{note}");
+        assert!(!note.contains("They mentioned"), "{note}");
+    }
+    let with_terms = compaction_notes(config(r#", "note_terms": true"#).as_ref());
+    assert!(with_terms.iter().any(|note| note.contains("They mentioned")), "{with_terms:?}");
+    assert!(
+        serde_json::to_string(&StrategyConfig::default_pipeline(8_000))
+            .unwrap()
+            .contains(r#""note_terms":false"#)
+    );
 }
