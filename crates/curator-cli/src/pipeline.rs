@@ -103,6 +103,11 @@ pub(crate) struct PipelineArgs {
     /// cache serves them): cheaper compactions, less room for what relevance selects.
     #[arg(long = "opening-share", value_name = "R")]
     pub(crate) opening_share: Option<f64>,
+    /// With --stable or --budget: the share of the first compaction's room kept for the
+    /// opening (1 by default: the first compaction keeps the oldest messages, which the
+    /// cache holds, and the newest, and cuts the middle).
+    #[arg(long = "first-opening-share", value_name = "R")]
+    pub(crate) first_opening_share: Option<f64>,
     /// The default pipeline at N tokens: --redact --max-tokens N --stable.
     #[arg(long, value_name = "N", conflicts_with_all = [
         "config", "window", "truncate_tools", "max_tokens", "max_turns", "redact", "summarize",
@@ -180,6 +185,9 @@ impl PipelineArgs {
         if self.opening_share.is_some() && !self.stable {
             bail!("--opening-share needs --stable or --budget");
         }
+        if self.first_opening_share.is_some() && !self.stable {
+            bail!("--first-opening-share needs --stable or --budget");
+        }
         let mut steps = Vec::new();
         if self.redact {
             steps.push(StrategyConfig::Redactor {
@@ -225,6 +233,9 @@ impl PipelineArgs {
                     opening_share: self
                         .opening_share
                         .unwrap_or(StableBudget::DEFAULT_OPENING_SHARE),
+                    first_opening_share: self
+                        .first_opening_share
+                        .unwrap_or(StableBudget::DEFAULT_FIRST_OPENING_SHARE),
                 }
             } else if self.relevance {
                 StrategyConfig::RelevanceBudget {
@@ -375,6 +386,7 @@ mod tests {
             stable: false,
             low_water: None,
             opening_share: None,
+            first_opening_share: None,
             budget: None,
         };
         assert_eq!(args.config().ok(), Some(StrategyConfig::default_pipeline(DEFAULT_MAX_TOKENS)));
@@ -383,6 +395,21 @@ mod tests {
         let low = PipelineArgs { low_water: Some(0.3), max_tokens: Some(8_000), ..args.clone() };
         let err = low.config().unwrap_err();
         assert!(err.to_string().contains("--low-water needs --stable or --budget"), "{err}");
+        let first = PipelineArgs {
+            first_opening_share: Some(0.0),
+            max_tokens: Some(8_000),
+            ..args.clone()
+        };
+        let err = first.config().unwrap_err();
+        assert!(err.to_string().contains("--first-opening-share needs --stable"), "{err}");
+        let first =
+            PipelineArgs { first_opening_share: Some(0.25), budget: Some(8_000), ..args.clone() };
+        let Some(StrategyConfig::Compose { steps }) = first.config().ok() else {
+            panic!("not the default pipeline")
+        };
+        assert!(
+            matches!(steps[1], StrategyConfig::StableBudget { first_opening_share, .. } if (first_opening_share - 0.25).abs() < 1e-12)
+        );
         let opening = PipelineArgs { opening_share: Some(0.5), budget: Some(8_000), ..args };
         let Some(StrategyConfig::Compose { steps }) = opening.config().ok() else {
             panic!("not the default pipeline")

@@ -17,7 +17,7 @@ use crate::{
 /// | `tool_result_truncator` | `max_length`, `suffix` (optional) |
 /// | `token_budget` | `max_tokens`, `reserve` (0), `tokenizer` (`estimate`, `o200k`, `cl100k`), `head_share` (0.5), `shorten` (true) |
 /// | `relevance_budget` | as `token_budget` but `head_share` (0.25), and `recent_share` (0.85), `fold_note` (true), `note_terms` (true), `cut_tool_results` (true) |
-/// | `stable_budget` | as `relevance_budget` (but `note_terms` false), and `low_water` (0.5), `min_free` (0), `opening_share` (0) |
+/// | `stable_budget` | as `relevance_budget` (but `note_terms` false), and `low_water` (0.5), `min_free` (0), `opening_share` (0), `first_opening_share` (1) |
 /// | `turn_limit` | `max_turns` |
 /// | `tool_filter` | `tools` |
 /// | `clear_old_tool_results` | `keep_last`, `placeholder` (optional), `exclude` (\[\]), `essentials` (200) |
@@ -151,9 +151,13 @@ pub enum StrategyConfig {
         #[serde(default)]
         min_free: u64,
         /// The share of a compaction's body room kept for the opening (the oldest units,
-        /// which every compaction keeps the same).
+        /// which every compaction after the first keeps the same).
         #[serde(default)]
         opening_share: f64,
+        /// The share of the first compaction's body room kept for the opening (see
+        /// [`StableBudget::with_first_opening_share`]).
+        #[serde(default = "stable_first_opening_share")]
+        first_opening_share: f64,
     },
     /// [`TurnLimit`]; also accepted as `truncate_turns`.
     #[serde(alias = "truncate_turns")]
@@ -268,6 +272,10 @@ fn relevance(
         .with_note_terms(note_terms)
         .with_tool_result_cut(cut_tool_results)
         .with_counter(tokenizer.counter()?))
+}
+
+fn stable_first_opening_share() -> f64 {
+    StableBudget::DEFAULT_FIRST_OPENING_SHARE
 }
 
 fn stable_low_water() -> f64 {
@@ -468,6 +476,7 @@ impl StrategyConfig {
                     low_water: StableBudget::DEFAULT_LOW_WATER,
                     min_free: 0,
                     opening_share: StableBudget::DEFAULT_OPENING_SHARE,
+                    first_opening_share: StableBudget::DEFAULT_FIRST_OPENING_SHARE,
                 },
             ],
         }
@@ -629,6 +638,7 @@ impl StrategyConfig {
                 low_water,
                 min_free,
                 opening_share,
+                first_opening_share,
             } => Box::new(
                 StableBudget::over(relevance(
                     *max_tokens,
@@ -639,7 +649,8 @@ impl StrategyConfig {
                 )?)
                 .with_low_water(*low_water)?
                 .with_min_free(*min_free)
-                .with_opening_share(*opening_share)?,
+                .with_opening_share(*opening_share)?
+                .with_first_opening_share(*first_opening_share)?,
             ),
             StrategyConfig::TurnLimit { max_turns } => Box::new(TurnLimit::new(*max_turns)),
             StrategyConfig::ToolFilter { tools } => {

@@ -17,8 +17,20 @@ fn pipeline(max_tokens: u64, min_free: u64) -> Box<dyn HistoryManager> {
     pipeline_with(max_tokens, min_free, StableBudget::DEFAULT_OPENING_SHARE)
 }
 
-/// As [`pipeline`], keeping `opening_share` of a compaction's room for the opening.
+/// As [`pipeline`], keeping `opening_share` of a compaction's room for the opening (the
+/// first compaction's as by default).
 fn pipeline_with(max_tokens: u64, min_free: u64, opening_share: f64) -> Box<dyn HistoryManager> {
+    pipeline_opening(max_tokens, min_free, opening_share, StableBudget::DEFAULT_FIRST_OPENING_SHARE)
+}
+
+/// As [`pipeline`], keeping `opening_share` of a compaction's room for the opening, and
+/// `first` of the first compaction's.
+fn pipeline_opening(
+    max_tokens: u64,
+    min_free: u64,
+    opening_share: f64,
+    first: f64,
+) -> Box<dyn HistoryManager> {
     StrategyConfig::Compose {
         steps: vec![
             StrategyConfig::Redactor { builtin: true, patterns: std::collections::BTreeMap::new() },
@@ -34,6 +46,7 @@ fn pipeline_with(max_tokens: u64, min_free: u64, opening_share: f64) -> Box<dyn 
                 low_water: StableBudget::DEFAULT_LOW_WATER,
                 min_free,
                 opening_share,
+                first_opening_share: first,
             },
         ],
     }
@@ -125,7 +138,7 @@ fn views_grow_by_what_is_appended_and_compact_in_steps() {
 fn every_compaction_keeps_the_same_opening_and_notes_what_follows_it() {
     let messages = agent(80);
     let ctx = CurationContext::default();
-    let live = pipeline_with(4_000, 0, 0.5);
+    let live = pipeline_opening(4_000, 0, 0.5, 0.5);
     let mut history = History::new();
     let mut openings: Vec<Vec<Message>> = Vec::new();
     let mut previous: Vec<Message> = Vec::new();
@@ -243,6 +256,8 @@ fn options_out_of_range_are_refused() {
     assert!(err.to_string().contains("low_water"), "{err}");
     let err = StableBudget::new(1_000).with_opening_share(-0.1).unwrap_err();
     assert!(err.to_string().contains("opening_share"), "{err}");
+    let err = StableBudget::new(1_000).with_first_opening_share(2.0).unwrap_err();
+    assert!(err.to_string().contains("first_opening_share"), "{err}");
     let view_of = |m: &[Message]| {
         let history = History::from(m);
         View::full(&history).len()
@@ -261,8 +276,9 @@ proptest! {
         max_tokens in 300u64..6_000,
         min_free in prop_oneof![3 => Just(0u64), 1 => 0u64..400],
         opening in prop_oneof![1 => Just(0.0), 1 => 0.0f64..=1.0],
+        first in prop_oneof![2 => Just(StableBudget::DEFAULT_FIRST_OPENING_SHARE), 1 => 0.0f64..=1.0],
     ) {
-        let pipeline = |max_tokens, min_free| pipeline_with(max_tokens, min_free, opening);
+        let pipeline = |max_tokens, min_free| pipeline_opening(max_tokens, min_free, opening, first);
         let live = pipeline(max_tokens, min_free);
         let redactor = Redactor::new();
         let ctx = CurationContext::default();
@@ -394,7 +410,11 @@ fn a_compaction_sends_its_note_after_the_run_it_keeps_from_the_start() {
         Message::assistant_with_calls(None, vec![ToolCall::new("c0", "read", "{}")]),
         Message::tool_result("c0", "zebra_parser quoted keys: zebra_parser rejects them here."),
     ];
-    let budget = StableBudget::new(1_200).with_counter(CharEstimate::default());
+    // Every compaction by relevance, the first too.
+    let budget = StableBudget::new(1_200)
+        .with_counter(CharEstimate::default())
+        .with_first_opening_share(0.0)
+        .unwrap();
     let ctx = CurationContext::default();
     let mut previous: Vec<Message> = budget.curate_messages(&messages, &ctx).unwrap();
     for i in 1..40 {
@@ -469,4 +489,45 @@ fn a_compaction_notes_the_calls_it_left_out_and_lists_terms_only_when_asked() {
             .unwrap()
             .contains(r#""note_terms":false"#)
     );
+}
+
+/// The first compaction cuts the middle: it keeps the run from the task on (which every
+/// view before it sent, so the provider's cache serves it) and the newest unit, with the
+/// note between them; the compactions after it select by relevance.
+#[test]
+fn the_first_compaction_keeps_the_run_from_the_task_and_the_newest_unit() {
+    let first_compaction = |budget: StableBudget| {
+        let mut messages =
+            vec![Message::system("You are a coding agent."), Message::user("Fix the parser.")];
+        let ctx = CurationContext::default();
+        let mut previous: Vec<Message> = Vec::new();
+        for i in 0..60 {
+            let id = format!("c{i}");
+            let call = ToolCall::new(&id, "run", format!(r#"{{"step": {i}}}"#));
+            messages.push(Message::assistant_with_calls(None, vec![call]));
+            messages.push(Message::tool_result(&id, words(i, 700)));
+            let view = budget.curate_messages(&messages, &ctx).unwrap();
+            if !view.starts_with(&previous) {
+                return (previous, view, messages);
+            }
+            previous = view;
+        }
+        panic!("no compaction");
+    };
+    let budget = StableBudget::new(3_000).with_counter(CharEstimate::default());
+    let (previous, view, messages) = first_compaction(budget);
+    let note = view.iter().position(RelevanceBudget::is_note).unwrap();
+    // The system message, the task and at least two units, as the view before sent them.
+    assert!(note >= 6, "an opening of {} messages", note);
+    assert_eq!(view[..note], previous[..note]);
+    assert_eq!(view[view.len() - 2..], messages[messages.len() - 2..], "the newest unit");
+    assert!(tokens(&view) <= 3_000);
+    // Without it, the first compaction selects by relevance and keeps no such run.
+    let by_relevance = StableBudget::new(3_000)
+        .with_counter(CharEstimate::default())
+        .with_first_opening_share(0.0)
+        .unwrap();
+    let (_, view, _) = first_compaction(by_relevance);
+    let note = view.iter().position(RelevanceBudget::is_note).unwrap();
+    assert!(note < 6, "an opening of {note} messages");
 }
