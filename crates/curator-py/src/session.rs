@@ -319,6 +319,23 @@ impl ItemLog {
         }
     }
 
+    /// The held history's id and length, when the record is known unchanged since the held
+    /// items were brought up to date: the store's change stamp (one read, which in SQLite's
+    /// WAL mode waits for no writer) is the one taken then. `None` before the first load, on
+    /// a store without stamps (PostgreSQL), or when something was committed since.
+    ///
+    /// # Errors
+    ///
+    /// A store error reading the stamp.
+    pub(crate) fn unchanged(&self) -> Result<Option<(u64, usize)>, Failure> {
+        if !self.loaded {
+            return Ok(None);
+        }
+        let stamp = self.store.change_stamp().map_err(Failure::Session)?;
+        let history = &self.held.history;
+        Ok((stamp.is_some() && stamp == self.held.stamp).then(|| (history.id(), history.len())))
+    }
+
     /// Number of live items held (as of the last call).
     pub(crate) fn len(&self) -> usize {
         self.held.items.len()
@@ -419,7 +436,7 @@ impl ItemLog {
                 out.push(Kept::New(source, items));
             }
         }
-        Ok(Some(Curated { history: history.id(), kept: out }))
+        Ok(Some(Curated { history: history.id(), len: history.len(), kept: out }))
     }
 
     /// Indices of the live items no provider takes, which curated views leave out: function
@@ -729,6 +746,70 @@ impl Held {
 pub(crate) struct Templates {
     history: u64,
     by_source: HashMap<SourceKey, (Source, Vec<Template>), BuildKeyHasher>,
+    /// The last view handed out, in order, to hand out again while nothing changed.
+    last: Option<LastView>,
+}
+
+/// A curated view handed out: what it was made of, and its items in order.
+#[derive(Debug)]
+pub(crate) struct LastView {
+    /// The held history's id and length, and the tokens reserved, when it was made.
+    state: (u64, usize, u64),
+    order: Vec<Slot>,
+    /// The items it left out because no provider takes them.
+    unsendable: Vec<usize>,
+}
+
+/// One kept message of the last view: the templates of a message curation kept (in
+/// [`Templates::by_source`]), or of one it made afresh.
+#[derive(Debug)]
+enum Slot {
+    Source(SourceKey),
+    Made(Vec<Template>),
+}
+
+impl Templates {
+    /// Fresh copies of the last view's items, when it was made of the history `state`
+    /// (its id and length) with `reserve` tokens held back, and the items it left out;
+    /// `None` for another view.
+    ///
+    /// # Errors
+    ///
+    /// What Python reports when it cannot allocate an object.
+    pub(crate) fn again<'py>(
+        &self,
+        py: Python<'py>,
+        state: (u64, usize),
+        reserve: u64,
+    ) -> PyResult<Option<(Bound<'py, PyList>, &[usize])>> {
+        let Some(view) = self.last.as_ref().filter(|v| v.state == (state.0, state.1, reserve))
+        else {
+            return Ok(None);
+        };
+        let list = PyList::empty(py);
+        for slot in &view.order {
+            let made = match slot {
+                Slot::Source(key) => match self.by_source.get(key) {
+                    Some((_, made)) => made,
+                    None => return Ok(None),
+                },
+                Slot::Made(made) => made,
+            };
+            for template in made {
+                list.append(template.fresh(py)?)?;
+            }
+        }
+        Ok(Some((list, &view.unsendable)))
+    }
+
+    /// Remembers the view just handed out, made of history `state` (id, length) with
+    /// `reserve` tokens held back, as [`Curated::into_python`] ordered it.
+    pub(crate) fn handed(&mut self, state: (u64, usize), reserve: u64, unsendable: &[usize]) {
+        if let Some(last) = &mut self.last {
+            last.state = (state.0, state.1, reserve);
+            last.unsendable = unsendable.to_vec();
+        }
+    }
 }
 
 /// Hashes a [`SourceKey`] (a position or an address) with one multiply: the standard
@@ -799,6 +880,8 @@ pub(crate) enum Kept {
 #[derive(Debug)]
 pub(crate) struct Curated {
     history: u64,
+    /// The history's length when it was curated.
+    len: usize,
     kept: Vec<Kept>,
 }
 
@@ -813,30 +896,39 @@ impl Curated {
                 self.kept.len(),
                 BuildKeyHasher::default(),
             ),
+            last: None,
+        };
+        let mut order = Vec::with_capacity(self.kept.len());
+        let templates_of = |items: &[Value]| {
+            items.iter().map(|item| Template::new(py, item)).collect::<PyResult<Vec<_>>>()
         };
         for kept in self.kept {
             let (source, made) = match kept {
                 Kept::Cached(source, made) => (source, made),
-                Kept::New(source, items) => {
-                    let made = items
-                        .iter()
-                        .map(|item| Template::new(py, item))
-                        .collect::<PyResult<Vec<_>>>()?;
-                    (source, made)
-                }
+                Kept::New(source, items) => (source, templates_of(&items)?),
                 Kept::Made(items) => {
-                    for item in &items {
-                        list.append(crate::json::to_python(py, item)?)?;
+                    let made = templates_of(&items)?;
+                    for template in &made {
+                        list.append(template.fresh(py)?)?;
                     }
+                    order.push(Slot::Made(made));
                     continue;
                 }
             };
             for template in &made {
                 list.append(template.fresh(py)?)?;
             }
+            order.push(Slot::Source(source.key()));
             templates.by_source.insert(source.key(), (source, made));
         }
+        templates.last =
+            Some(LastView { state: (self.history, self.len, 0), order, unsendable: Vec::new() });
         Ok((list, templates))
+    }
+
+    /// The history's id and length when it was curated.
+    pub(crate) fn state(&self) -> (u64, usize) {
+        (self.history, self.len)
     }
 }
 

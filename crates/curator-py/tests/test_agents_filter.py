@@ -48,6 +48,9 @@ class Looper(Model):
 
     def __init__(self):
         self.inputs = []
+        # Each run's ids its own, as a provider's are (the SDK drops an input call or output
+        # whose call id an earlier one of its kind has).
+        self.run = uuid.uuid4().hex[:8]
 
     async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs, tracing, **kwargs):
         items = [input] if isinstance(input, str) else [dict(i) for i in input]
@@ -55,11 +58,11 @@ class Looper(Model):
         calls = len(self.inputs) - 1
         if calls >= CALLS:
             text = ResponseOutputText(type="output_text", text="Found it.", annotations=[])
-            out = [ResponseOutputMessage(id=f"msg_{calls}", type="message", role="assistant", status="completed", content=[text])]
+            out = [ResponseOutputMessage(id=f"msg_{self.run}_{calls}", type="message", role="assistant", status="completed", content=[text])]
         else:
             out = [
                 ResponseFunctionToolCall(
-                    id=f"fc_{calls}", type="function_call", call_id=f"call_{calls}", name="grep",
+                    id=f"fc_{self.run}_{calls}", type="function_call", call_id=f"call_{self.run}_{calls}", name="grep",
                     arguments=json.dumps({"pattern": f"needle {calls}"}), status="completed",
                 )
             ]

@@ -316,6 +316,40 @@ def test_each_curated_view_is_made_of_fresh_objects(store, curation):
     _valid(view)
 
 
+def test_an_unchanged_view_is_handed_out_again_without_a_worker_thread(store, tmp_path):
+    """While nothing is recorded, ``get_items()`` hands out fresh copies of the last view
+    after one read of SQLite's change stamp, on the caller's thread; anything recorded since
+    (by this session, another object or another process), another reserve, or a store
+    without change stamps sends the call to a worker thread, which reads and curates."""
+    import subprocess
+    import sys
+
+    session = CuratorSession(new_id(), store, max_tokens=2_000)
+    native = session._session()
+    assert native.get_items_unchanged() is None, "nothing loaded yet"
+    run(session.add_items(agent_items(rounds=20, size=60)))
+    view = run(session.get_items())
+    again = native.get_items_unchanged()
+    if store.startswith("postgres"):
+        assert again is None, "PostgreSQL has no change stamp: every call reads"
+        return
+    assert again is not None and again == (view, None)
+    assert all(a is not b for a, b in zip(again[0], view))
+    assert native.get_items_unchanged(reserve=300) is None, "another view"
+    more = agent_items(rounds=2, size=60)[2:]
+    run(session.add_items(more))
+    assert native.get_items_unchanged() is None, "recorded since"
+    view = run(session.get_items())
+    assert view[-len(more):] == more
+    assert native.get_items_unchanged() == (view, None)
+    # Another process appends: the stamp changes, and the next call reads what it wrote.
+    writer = "import asyncio, sys\nfrom curator_context.agents import CuratorSession\n" \
+        "asyncio.run(CuratorSession(sys.argv[2], sys.argv[1]).add_items([{'role': 'user', 'content': 'from afar'}]))"
+    subprocess.run([sys.executable, "-c", writer, store, session.session_id], check=True, timeout=60)
+    assert native.get_items_unchanged() is None
+    assert run(session.get_items())[-1] == {"role": "user", "content": "from afar"}
+
+
 def test_a_curated_view_follows_another_session_objects_pops_and_clears(store):
     items = agent_items(rounds=20, size=60)
     pipeline = {"strategy": "token_budget", "max_tokens": 1_000}

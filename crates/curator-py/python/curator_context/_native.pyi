@@ -117,6 +117,9 @@ class ItemSession:
         """The items, the newest ``limit`` of them, or (with a pipeline, no limit) the curated view."""
     def get_items_noting(self, limit: Optional[int] = None, *, reserve: int = 0) -> Tuple[List[Any], Optional[str]]:
         """As ``get_items``, with the ``UnsendableWarning``'s text returned instead of given."""
+    def get_items_unchanged(self, *, reserve: int = 0) -> Optional[Tuple[List[Any], Optional[str]]]:
+        """The curated view again when nothing was recorded since the last one and that is
+        known without waiting (one read of SQLite's change stamp); ``None`` otherwise."""
     def add_items(self, items: Any) -> None:
         """Records items after the session's items, all or none."""
     def pop_item(self) -> Optional[Any]:

@@ -122,7 +122,13 @@ class CuratorSession:
             # Every item as recorded, as the SDK's sessions give them for a negative limit.
             limit = _EVERY_ITEM
         items: List[Item]
-        items, note = await asyncio.to_thread(native.get_items_noting, limit)
+        # The view handed out last, again, when nothing was recorded since and that is known
+        # without waiting; else the reads and the curation run on a worker thread.
+        again = native.get_items_unchanged() if limit is None else None
+        if again is not None:
+            items, note = again
+        else:
+            items, note = await asyncio.to_thread(native.get_items_noting, limit)
         if note is not None:
             warnings.warn(note, UnsendableWarning, stacklevel=2)
         if limit is None and self.curates:

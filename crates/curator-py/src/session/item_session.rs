@@ -76,7 +76,9 @@ impl ItemSession {
                 Ok(Some((curated, log.unsendable())))
             })?;
             if let Some((curated, unsendable)) = curated {
-                let (list, templates) = curated.into_python(py)?;
+                let state = curated.state();
+                let (list, mut templates) = curated.into_python(py)?;
+                templates.handed(state, reserve, &unsendable);
                 *self.templates.lock().unwrap_or_else(PoisonError::into_inner) = templates;
                 return Ok((list, unsendable));
             }
@@ -192,6 +194,36 @@ impl ItemSession {
         let (list, unsendable) = self.items_and_unsendable(py, limit, reserve)?;
         let note = (!unsendable.is_empty()).then(|| self.unsendable_message(&unsendable));
         Ok((list, note))
+    }
+
+    /// The curated view again, as `get_items_noting` gives it, when nothing was recorded
+    /// since the last curated view (with the same `reserve`) and that is known without
+    /// waiting: one read of SQLite's change stamp, which waits for no writer, and fresh
+    /// copies of the items handed out then. `None` otherwise (the items not loaded yet, a
+    /// PostgreSQL store, something recorded since, another call at work): the caller then
+    /// runs `get_items_noting`, which reads and curates, on a worker thread.
+    #[pyo3(signature = (*, reserve = 0))]
+    fn get_items_unchanged<'py>(
+        &self,
+        py: Python<'py>,
+        reserve: u64,
+    ) -> PyResult<Option<(Bound<'py, PyList>, Option<String>)>> {
+        if !self.curates {
+            return Ok(None);
+        }
+        let state = {
+            let Ok(log) = self.log.try_lock() else { return Ok(None) };
+            match log.unchanged()? {
+                Some(state) => state,
+                None => return Ok(None),
+            }
+        };
+        let Ok(templates) = self.templates.try_lock() else { return Ok(None) };
+        let Some((list, unsendable)) = templates.again(py, state, reserve)? else {
+            return Ok(None);
+        };
+        let note = (!unsendable.is_empty()).then(|| self.unsendable_message(unsendable));
+        Ok(Some((list, note)))
     }
 
     /// Records items after the session's items, all or none.
