@@ -92,6 +92,9 @@ class CuratorSession:
         # then, and the items added since: a model call whose input is exactly that is sent
         # the curated view of the record, which costs what is new.
         self._handed: Optional[List[Item]] = None
+        # Whether this object recorded, popped or cleared since its last curated view: its
+        # next view then changed, and is not looked for as it was.
+        self._changed = True
         self._held_then = 0
         self._added: List[Item] = []
 
@@ -124,7 +127,7 @@ class CuratorSession:
         items: List[Item]
         # The view handed out last, again, when nothing was recorded since and that is known
         # without waiting; else the reads and the curation run on a worker thread.
-        again = native.get_items_unchanged() if limit is None else None
+        again = native.get_items_unchanged() if limit is None and not self._changed else None
         if again is not None:
             items, note = again
         else:
@@ -133,6 +136,7 @@ class CuratorSession:
             warnings.warn(note, UnsendableWarning, stacklevel=2)
         if limit is None and self.curates:
             self._handed, self._held_then, self._added = list(items), len(native), []
+            self._changed = False
         return items
 
     async def add_items(self, items: List[Item]) -> None:
@@ -149,6 +153,7 @@ class CuratorSession:
         if not isinstance(given, (list, tuple, Mapping, str, bytes)) and given is not None:
             given = list(given)
         # A write waits for the disk (SQLite's sync) or the network: off the event loop.
+        self._changed = True
         await asyncio.to_thread(native.add_items, given)
         if self._handed is not None and isinstance(given, (list, tuple)):
             self._added.extend(given)
@@ -159,7 +164,7 @@ class CuratorSession:
         The item stays in curator's record, marked removed in the session's head.
         """
         native = self._session()
-        self._handed = None
+        self._handed, self._changed = None, True
         popped: Optional[Item] = await asyncio.to_thread(native.pop_item)
         return popped
 
@@ -167,7 +172,7 @@ class CuratorSession:
         """Empties the session: later calls see no items. What was recorded stays in the
         record, under an earlier evaluation of the key."""
         native = self._session()
-        self._handed = None
+        self._handed, self._changed = None, True
         await asyncio.to_thread(native.clear)
 
     async def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
