@@ -42,9 +42,9 @@ use crate::{CurationContext, Error, HistoryManager, RelevanceBudget, Result, Tok
 ///    holds and the newest unit, with the note of what it left out between them: every view
 ///    before it sent that run, so the provider's cache serves it again
 ///    ([`with_first_opening_share`](Self::with_first_opening_share)). Its cuts, its note
-///    and its selection then stay byte for byte until the next compaction. When the compactor cannot keep
-///    what is never lost within the low-water mark, it compacts within the whole room
-///    (freeing less); when not even that holds, the call fails with
+///    and its selection then stay byte for byte until the next compaction. When the
+///    compactor cannot keep what is never lost within the low-water mark, it compacts
+///    within the whole room (freeing less); when not even that holds, the call fails with
 ///    [`Error::BudgetTooSmall`], as the compactor says.
 ///
 /// Compaction points are therefore a function of the history alone: a resumed process, a

@@ -31,13 +31,12 @@ const NEWEST_TERMS_SHARE: f64 = 0.5;
 /// note reads them), given what the view keeps (`kept`, sorted by start): how many messages
 /// were left out (all of them), the tool calls the dropped units made and (with `terms`)
 /// the distinctive terms they held that the kept messages do not, as many as fit `room`
-/// tokens. The calls
-/// come newest first; the terms of the newest dropped units in order (each unit's cheapest
-/// in tokens first) take up to [`NEWEST_TERMS_SHARE`] of the terms' room, then the others most
-/// returned to first, then, if room is left, the numbers (see [`numeric`]). A term that a
-/// listed call or term already shows (`parser.rs` after `src/parser.rs`) is not listed
-/// again, one that a term listed later shows is left out, and terms are separated by
-/// spaces, not commas (a comma is a token of its own). Each term is written so that it
+/// tokens. The calls come newest first; the terms of the newest dropped units in order
+/// (each unit's cheapest in tokens first) take up to [`NEWEST_TERMS_SHARE`] of the terms'
+/// room, then the others most returned to first, then, if room is left, the numbers (see
+/// [`numeric`]). A term that a listed call or term already shows (`parser.rs` after
+/// `src/parser.rs`) is not listed again, one that a term listed later shows is left out,
+/// and terms are separated by spaces, not commas (a comma is a token of its own). Each term is written so that it
 /// reads back as itself ([`written`](crate::terms::written)): a quoted value (`"PHL"`,
 /// `"2024-05-10"`) between its quotes, which bare would be no term.
 /// The dropped messages are read as `view` shows them (the view the strategy was given,
@@ -72,7 +71,7 @@ pub(super) fn note(
     let limit = if terms { room / 3 } else { room };
     let mut calls = Calls { listed: Vec::new(), seen: HashSet::default(), limit };
     // Terms a listed call or term shows: reading the note back gives them too.
-    let mut covered = TermSet::new(index.vocabulary());
+    let mut covered = TermSet::new(if terms { index.vocabulary() } else { 0 });
     // The ids of the terms a listed call or term shows: a buffer reused.
     let mut parts: Vec<u32> = Vec::new();
     // The listed terms: id, tokens, as written.
@@ -92,7 +91,7 @@ pub(super) fn note(
             let message = view.message(i);
             if message.role() == Role::Assistant && calls.listed.len() < MAX_CALLS {
                 for label in cached.move_into(&mut read, pos, message.tool_calls()) {
-                    if calls.offer(label, &mut used, counter) {
+                    if calls.offer(label, &mut used, counter) && terms {
                         label.shown(&index, &mut parts);
                         covered.extend(&parts);
                     }

@@ -230,15 +230,18 @@ impl RelevanceBudget {
     /// use curator::model::{Message, ToolCall};
     /// use curator::strategies::{CurationContext, HistoryManagerExt, RelevanceBudget};
     ///
-    /// let mut messages = vec![Message::system("You are an agent."), Message::user("Fix the bug.")];
+    /// let mut messages = vec![Message::system("You are an agent."), Message::user("Fix it.")];
     /// for i in 0..30 {
     ///     let id = format!("c{i}");
-    ///     messages.push(Message::assistant_with_calls(None, vec![ToolCall::new(&id, "grep", r#"{"q":"needle"}"#)]));
-    ///     messages.push(Message::tool_result(&id, format!("src/module_{i}.rs: {}", "line ".repeat(60))));
+    ///     let call = ToolCall::new(&id, "grep", r#"{"q":"needle"}"#);
+    ///     messages.push(Message::assistant_with_calls(None, vec![call]));
+    ///     let output = format!("src/module_{i}.rs: {}", "line ".repeat(60));
+    ///     messages.push(Message::tool_result(&id, output));
     /// }
     /// let budget = RelevanceBudget::new(1_500).with_note_terms(false);
     /// let view = budget.curate_messages(&messages, &CurationContext::default())?;
-    /// let note = view.iter().find(|m| RelevanceBudget::is_note(m)).map(|m| m.text()).unwrap_or_default();
+    /// let note = view.iter().find(|m| RelevanceBudget::is_note(m)).map(|m| m.text());
+    /// let note = note.unwrap_or_default();
     /// assert!(note.contains(r#"grep({"q":"needle"})"#), "{note}");
     /// assert!(!note.contains("They mentioned"), "{note}");
     /// Ok::<(), Box<dyn std::error::Error>>(())

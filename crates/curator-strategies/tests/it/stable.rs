@@ -518,7 +518,7 @@ fn the_first_compaction_keeps_the_run_from_the_task_and_the_newest_unit() {
     let (previous, view, messages) = first_compaction(budget);
     let note = view.iter().position(RelevanceBudget::is_note).unwrap();
     // The system message, the task and at least two units, as the view before sent them.
-    assert!(note >= 6, "an opening of {} messages", note);
+    assert!(note >= 6, "an opening of {note} messages");
     assert_eq!(view[..note], previous[..note]);
     assert_eq!(view[view.len() - 2..], messages[messages.len() - 2..], "the newest unit");
     assert!(tokens(&view) <= 3_000);
