@@ -33,14 +33,18 @@ use crate::{CurationContext, Error, HistoryManager, RelevanceBudget, Result, Tok
 /// 3. **When it does not fit, a compaction** curates everything up to that point with the
 ///    compactor (a [`RelevanceBudget`], which keeps the head, the newest units, the older
 ///    units that matter most and a note of what it left out) at a **low-water mark**: the
-///    head's tokens plus `low_water` (0.5 by default) of the rest of the room, and at most
-///    the overflowing view's tokens less `min_free`. A head (the system messages and the
-///    task) that the whole room's share for it holds is kept whole, as the views before
-///    sent it, and a selection that goes just past the mark is sent as it is, within the
-///    room, rather than with its task shortened. The first compaction of a conversation
-///    keeps, instead of a selection, the run of units from the task on as far as its room
-///    holds and the newest unit, with the note of what it left out between them: every view
-///    before it sent that run, so the provider's cache serves it again
+///    head's tokens (at most its share of the room) plus `low_water` (0.5 by default) of
+///    the rest of the room, and at most the overflowing view's tokens less `min_free`. A
+///    head (the system messages and the task) that the whole room's share for it holds is
+///    kept whole, as the views before sent it, and a selection that goes just past the
+///    mark is sent as it is, within the room, rather than with its task shortened. A head
+///    over its share that cannot be shortened (system messages are not) leaves that mark no
+///    room: the mark is then its whole tokens plus `low_water` of what it leaves. The first
+///    compaction of a conversation gives its room first to the run of units from the task
+///    on, in order, until a unit does not fit (a first unit too long for the room leaves
+///    the run empty); then come the note of what it left out, the newest unit, and, in the
+///    room left, the older units that matter most. Every view before it sent that run, so
+///    the provider's cache serves it again
 ///    ([`with_first_opening_share`](Self::with_first_opening_share)). Its cuts, its note
 ///    and its selection then stay byte for byte until the next compaction. When the
 ///    compactor cannot keep what is never lost within the low-water mark, it compacts
@@ -229,8 +233,9 @@ impl StableBudget {
 
     /// Keeps `share` of the **first** compaction's body room for its opening (all of it by
     /// default): the first compaction of a conversation then cuts its middle, keeping the
-    /// run of units from the task on and the newest unit, with the note of what was left
-    /// out between them.
+    /// run of units from the task on, in order, until one does not fit (a first unit too
+    /// long for the room leaves the run empty), then the note of what was left out, the
+    /// newest unit and, in the room left, the older units that matter most.
     ///
     /// Until the first compaction every view sent the whole conversation, so the
     /// provider's cache holds that run and serves it again at a tenth of the price: the
@@ -289,17 +294,21 @@ impl StableBudget {
         self.compactor.budget().available().saturating_sub(counter.reply_priming())
     }
 
-    /// The low-water mark for a compaction of `view` (every message up to a call point),
-    /// whose tokens `total` overflow the room.
-    fn target(&self, view: &View<'_>, total: u64, ctx: &CurationContext<'_>) -> u64 {
+    /// The low-water marks for a compaction of `view` (every message up to a call point),
+    /// whose tokens `total` overflow the room: with the head counted within its share of
+    /// the room, and with the head counted whole (the same when the share holds it; the
+    /// mark for a head over its share that cannot be shortened, system messages say).
+    fn targets(&self, view: &View<'_>, total: u64, ctx: &CurationContext<'_>) -> (u64, u64) {
         let budget = self.compactor.budget();
         let room = self.room();
         let tally = view.tally(budget.counter());
         let head = view.head(ctx);
-        let head_tokens: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();
-        let head_tokens = head_tokens.min(share(budget.head_share(), room));
-        let low = head_tokens + share(self.low_water, room.saturating_sub(head_tokens));
-        low.min(total.saturating_sub(self.min_free))
+        let whole: u64 = head.pinned().iter().map(|&i| tally.message(i)).sum();
+        let mark = |head_tokens: u64| {
+            let low = head_tokens + share(self.low_water, room.saturating_sub(head_tokens));
+            low.min(total.saturating_sub(self.min_free))
+        };
+        (mark(whole.min(share(budget.head_share(), room))), mark(whole))
     }
 
     /// Compacts the messages of `view` up to call point `end`, whose tokens `total` (with
@@ -316,18 +325,26 @@ impl StableBudget {
     ) -> Result<Step> {
         let opening_share = if first { self.first_opening_share } else { self.opening_share };
         let prefix = view.prefix(end);
-        let target = self.target(&prefix, total, ctx);
+        let (target, whole_head) = self.targets(&prefix, total, ctx);
         let counter = self.compactor.budget().counter();
         let priming = counter.reply_priming();
         let maps = prefix.map_count();
         // The prefix overflows the room (its kept view and what followed it did), and so the
         // mark below it: the compactor need not count it whole to know.
-        let compacted = match self
-            .compactor
-            .with_available(target + priming)
-            .with_opening_share(opening_share)
-            .curate_overflowing(prefix.clone(), ctx)
-        {
+        let at = |mark: u64| {
+            self.compactor
+                .with_available(mark + priming)
+                .with_opening_share(opening_share)
+                .curate_overflowing(prefix.clone(), ctx)
+        };
+        let compacted = match at(target) {
+            // A head over its share that is kept whole (system messages are not shortened)
+            // leaves no room at the first mark: the mark above the whole head, so that the
+            // compaction still frees half the body rather than a unit.
+            Err(Error::BudgetTooSmall(_)) if whole_head > target => at(whole_head),
+            other => other,
+        };
+        let compacted = match compacted {
             // Within the whole room (which frees less), or the error naming the budget as
             // it was given, not the mark's.
             Err(Error::BudgetTooSmall(_)) => self.compactor.curate_overflowing(prefix, ctx)?,

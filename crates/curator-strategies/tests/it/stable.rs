@@ -531,3 +531,37 @@ fn the_first_compaction_keeps_the_run_from_the_task_and_the_newest_unit() {
     let note = view.iter().position(RelevanceBudget::is_note).unwrap();
     assert!(note < 6, "an opening of {note} messages");
 }
+
+/// A system prompt longer than the head's share of the room is kept whole (system messages
+/// are not shortened): a compaction then aims at a mark above it, and frees half of what
+/// the body has, rather than the one unit the whole room frees, which would make nearly
+/// every call a compaction.
+#[test]
+fn a_system_prompt_over_its_share_does_not_make_every_call_a_compaction() {
+    let mut messages = vec![
+        Message::system(format!("Policy: {}", "rule ".repeat(1_300))),
+        Message::user("Book a flight."),
+    ];
+    for i in 0..40 {
+        let id = format!("c{i}");
+        let call = ToolCall::new(&id, "lookup", format!(r#"{{"i":{i}}}"#));
+        messages.push(Message::assistant_with_calls(None, vec![call]));
+        messages.push(Message::tool_result(&id, format!("result {i} {}", "data ".repeat(60))));
+    }
+    messages.push(Message::assistant("Done."));
+    let budget = StableBudget::new(2_000).with_counter(CharEstimate::default());
+    let ctx = CurationContext::default();
+    let (mut previous, mut at, mut compactions) = (Vec::new(), 0, 0);
+    for end in calls(&messages) {
+        let view = budget.curate_messages(&messages[..end], &ctx).unwrap();
+        assert!(tokens(&view) <= 2_000);
+        assert_eq!(view[0], messages[0], "the system prompt whole");
+        let mut grown: Vec<Message> = previous.clone();
+        grown.extend_from_slice(&messages[at..end]);
+        if !previous.is_empty() && view != grown {
+            compactions += 1;
+        }
+        (previous, at) = (view, end);
+    }
+    assert!(compactions <= 15, "{compactions} compactions in {} calls", calls(&messages).len());
+}
