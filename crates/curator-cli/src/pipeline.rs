@@ -96,17 +96,17 @@ pub(crate) struct PipelineArgs {
     pub(crate) stable: bool,
     /// With --stable or --budget: the share of the room (past the system messages and the
     /// task) a compaction keeps.
-    #[arg(long = "low-water", value_name = "R")]
+    #[arg(long = "low-water", value_name = "R", allow_negative_numbers = true)]
     pub(crate) low_water: Option<f64>,
     /// With --stable or --budget: the share of a compaction's room kept for the opening
     /// (the oldest messages after the task, which every compaction keeps the same, so the
     /// cache serves them): cheaper compactions, less room for what relevance selects.
-    #[arg(long = "opening-share", value_name = "R")]
+    #[arg(long = "opening-share", value_name = "R", allow_negative_numbers = true)]
     pub(crate) opening_share: Option<f64>,
     /// With --stable or --budget: the share of the first compaction's room kept for the
     /// opening (1 by default: the first compaction keeps the oldest messages, which the
     /// cache holds, and the newest, and cuts the middle).
-    #[arg(long = "first-opening-share", value_name = "R")]
+    #[arg(long = "first-opening-share", value_name = "R", allow_negative_numbers = true)]
     pub(crate) first_opening_share: Option<f64>,
     /// The default pipeline at N tokens: --redact --max-tokens N --stable.
     #[arg(long, value_name = "N", conflicts_with_all = [

@@ -516,3 +516,18 @@ fn inspect_redacts_a_secret_in_a_session_key() {
     let shown = curator(&["inspect", db.to_str().unwrap(), "--show-secrets"]);
     assert!(text(&shown.stdout).contains(token), "{}", text(&shown.stdout));
 }
+
+/// A share given as a negative number is read as the option's value and refused by name,
+/// not taken for an unknown flag.
+#[test]
+fn a_negative_share_is_refused_by_its_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "conv.json", &conversation(4).to_string());
+    for option in ["--first-opening-share", "--opening-share", "--low-water"] {
+        let out = curator(&["curate", file.to_str().unwrap(), "--budget", "2000", option, "-0.5"]);
+        assert!(!out.status.success());
+        let err = text(&out.stderr);
+        let name = option.trim_start_matches("--").replace('-', "_");
+        assert!(err.contains(&format!("`{name}` is -0.5, not between 0 and 1")), "{option}: {err}");
+    }
+}
