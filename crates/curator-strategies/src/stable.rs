@@ -308,7 +308,7 @@ impl StableBudget {
             let low = head_tokens + share(self.low_water, room.saturating_sub(head_tokens));
             low.min(total.saturating_sub(self.min_free))
         };
-        (mark(whole.min(share(budget.head_share(), room))), mark(whole))
+        (mark(whole.min(share(budget.head_share(), room))), mark(whole).min(room))
     }
 
     /// Compacts the messages of `view` up to call point `end`, whose tokens `total` (with

@@ -565,3 +565,23 @@ fn a_system_prompt_over_its_share_does_not_make_every_call_a_compaction() {
     }
     assert!(compactions <= 15, "{compactions} compactions in {} calls", calls(&messages).len());
 }
+
+/// A task that cannot be shortened (an image) and is longer than the room: every mark
+/// stays within the room, so the call is refused rather than sent over the budget.
+#[test]
+fn a_task_over_the_room_that_cannot_be_shortened_is_refused_not_sent_over_the_budget() {
+    let image = curator_model::ImageSource::Base64 {
+        media_type: "image/png".into(),
+        data: "iVBORw0KGgo=".into(),
+    };
+    let task = Message::user(curator_model::Content::Parts(vec![
+        curator_model::Part::text(","),
+        curator_model::Part::image(image),
+    ]));
+    let budget = StableBudget::new(300).with_counter(CharEstimate::default());
+    let ctx = CurationContext::default();
+    match budget.curate_messages(std::slice::from_ref(&task), &ctx) {
+        Ok(view) => assert!(tokens(&view) <= 300, "{} tokens", tokens(&view)),
+        Err(e) => assert!(matches!(e, curator_strategies::Error::BudgetTooSmall(_)), "{e}"),
+    }
+}
