@@ -436,7 +436,7 @@ impl ItemLog {
                 out.push(Kept::New(source, items));
             }
         }
-        Ok(Some(Curated { history: history.id(), len: history.len(), kept: out }))
+        Ok(Some(Curated { history: history.id(), len: history.len(), reserve, kept: out }))
     }
 
     /// Indices of the live items no provider takes, which curated views leave out: function
@@ -801,15 +801,6 @@ impl Templates {
         }
         Ok(Some((list, &view.unsendable)))
     }
-
-    /// Remembers the view just handed out, made of history `state` (id, length) with
-    /// `reserve` tokens held back, as [`Curated::into_python`] ordered it.
-    pub(crate) fn handed(&mut self, state: (u64, usize), reserve: u64, unsendable: &[usize]) {
-        if let Some(last) = &mut self.last {
-            last.state = (state.0, state.1, reserve);
-            last.unsendable = unsendable.to_vec();
-        }
-    }
 }
 
 /// Hashes a [`SourceKey`] (a position or an address) with one multiply: the standard
@@ -880,15 +871,21 @@ pub(crate) enum Kept {
 #[derive(Debug)]
 pub(crate) struct Curated {
     history: u64,
-    /// The history's length when it was curated.
+    /// The history's length when it was curated, and the tokens held back.
     len: usize,
+    reserve: u64,
     kept: Vec<Kept>,
 }
 
 impl Curated {
     /// The view's items as fresh Python objects, and the templates to keep for the next
-    /// view: those of the messages this one kept.
-    fn into_python(self, py: Python<'_>) -> PyResult<(Bound<'_, PyList>, Templates)> {
+    /// view: those of the messages this one kept, and the view in order with the items it
+    /// left out (`unsendable`), to hand out again while nothing changes.
+    fn into_python<'py>(
+        self,
+        py: Python<'py>,
+        unsendable: &[usize],
+    ) -> PyResult<(Bound<'py, PyList>, Templates)> {
         let list = PyList::empty(py);
         let mut templates = Templates {
             history: self.history,
@@ -921,14 +918,12 @@ impl Curated {
             order.push(Slot::Source(source.key()));
             templates.by_source.insert(source.key(), (source, made));
         }
-        templates.last =
-            Some(LastView { state: (self.history, self.len, 0), order, unsendable: Vec::new() });
+        templates.last = Some(LastView {
+            state: (self.history, self.len, self.reserve),
+            order,
+            unsendable: unsendable.to_vec(),
+        });
         Ok((list, templates))
-    }
-
-    /// The history's id and length when it was curated.
-    pub(crate) fn state(&self) -> (u64, usize) {
-        (self.history, self.len)
     }
 }
 

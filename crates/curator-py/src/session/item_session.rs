@@ -76,9 +76,7 @@ impl ItemSession {
                 Ok(Some((curated, log.unsendable())))
             })?;
             if let Some((curated, unsendable)) = curated {
-                let state = curated.state();
-                let (list, mut templates) = curated.into_python(py)?;
-                templates.handed(state, reserve, &unsendable);
+                let (list, templates) = curated.into_python(py, &unsendable)?;
                 *self.templates.lock().unwrap_or_else(PoisonError::into_inner) = templates;
                 return Ok((list, unsendable));
             }
