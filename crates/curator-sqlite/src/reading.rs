@@ -101,6 +101,16 @@ pub(crate) fn count_by_time(conn: &Connection, evaluation: EvaluationId) -> Sess
     .map_err(store_error)
 }
 
+/// The rows of `evaluation` counted through the first index (by sequence), the one reads
+/// go through.
+pub(crate) fn count_by_sequence(conn: &Connection, evaluation: EvaluationId) -> SessionResult<i64> {
+    conn.prepare_cached(
+        "SELECT count(*) FROM entries INDEXED BY sqlite_autoindex_entries_2 WHERE evaluation_id = ?1",
+    )
+    .and_then(|mut s| s.query_row([evaluation.as_uuid().as_bytes().as_slice()], |r| r.get(0)))
+    .map_err(store_error)
+}
+
 /// `Corrupt` unless the rows read by sequence (`found`) are as many as the second index
 /// counts.
 pub(crate) fn same_count(

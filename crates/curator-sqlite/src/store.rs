@@ -16,7 +16,9 @@ use serde_json::Value;
 use crate::error::{CODEC, store_error};
 use crate::leftover_log::PrivateCopy;
 use crate::place::{check_place, check_writable, named_when_full, open_error, retry_open, uri};
-use crate::reading::{COLUMNS, count_by_time, raw, raw_keyed, same_count, whole_or_corrupt};
+use crate::reading::{
+    COLUMNS, count_by_sequence, count_by_time, raw, raw_keyed, same_count, whole_or_corrupt,
+};
 use crate::schema::{self, Raw, Verdict};
 use crate::{Error, Result, SqliteOptions};
 
@@ -386,14 +388,7 @@ fn check_key(
         Some(_) => {
             // An evaluation's first append here: its rows must read whole, or the append
             // could take the sequence of a row a damaged index hides.
-            let by_sequence: i64 = tx
-                .prepare_cached(
-                    "SELECT count(*) FROM entries INDEXED BY sqlite_autoindex_entries_2 WHERE evaluation_id = ?1",
-                )
-                .and_then(|mut s| {
-                    s.query_row([entry.evaluation_id.as_uuid().as_bytes().as_slice()], |r| r.get(0))
-                })
-                .map_err(store_error)?;
+            let by_sequence = count_by_sequence(tx, entry.evaluation_id)?;
             let by_sequence = usize::try_from(by_sequence).map_err(|_| {
                 CODEC.corrupt(format!("entries: a count of {by_sequence} rows"), None)
             })?;
@@ -690,7 +685,11 @@ impl SessionStore for SqliteStore {
 
     fn entries(&self, evaluation: EvaluationId) -> SessionResult<Vec<Entry>> {
         let conn = self.lock();
-        let mut statement = conn
+        // The rows and their count through the second index are read in one transaction,
+        // so both see the same moment of the record: a row another connection commits
+        // between them is not a damaged index.
+        let tx = conn.unchecked_transaction().map_err(store_error)?;
+        let mut statement = tx
             .prepare_cached(&format!(
                 "SELECT {COLUMNS}, {} FROM entries WHERE evaluation_id = ?1 ORDER BY sequence",
                 self.checksum_column
@@ -704,9 +703,11 @@ impl SessionStore for SqliteStore {
             .map_err(store_error)?
             .map(|row| row.map_err(store_error)?.into_entry())
             .collect::<SessionResult<Vec<Entry>>>()?;
+        drop(statement);
         if self.second_index {
-            whole_or_corrupt(&conn, evaluation, entries.len())?;
+            whole_or_corrupt(&tx, evaluation, entries.len())?;
         }
+        tx.commit().map_err(store_error)?;
         Ok(entries)
     }
 
@@ -771,8 +772,19 @@ impl SessionStore for SqliteStore {
             }
         }
         match counted {
+            // Fewer rows than counted before the pages: rows another connection removed
+            // meanwhile, or rows a damaged index hides. Both indexes counted in one
+            // transaction tell which.
             Some(counted) if usize::try_from(counted).is_ok_and(|c| read < c) => {
-                same_count(evaluation, read, counted)
+                let conn = self.lock();
+                let tx = conn.unchecked_transaction().map_err(store_error)?;
+                let by_sequence = count_by_sequence(&tx, evaluation)?;
+                let by_time = count_by_time(&tx, evaluation)?;
+                drop(tx);
+                if by_sequence == by_time {
+                    return Ok(());
+                }
+                same_count(evaluation, usize::try_from(by_sequence).unwrap_or(read), by_time)
             }
             _ => Ok(()),
         }

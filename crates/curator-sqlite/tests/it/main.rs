@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::panic, reason = "test helpers fail loudly")]
 
 mod asynchronous;
+mod concurrency;
 mod conformance;
 mod corruption;
 mod fencing;
