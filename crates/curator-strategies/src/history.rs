@@ -395,7 +395,7 @@ impl<'m> History<'m> {
         &self,
         chain: u64,
         pos: u32,
-        compute: impl FnOnce() -> Option<Message>,
+        compute: impl FnOnce() -> Option<Arc<Message>>,
     ) -> Option<Arc<Message>> {
         self.memo.with(chain, pos, compute, |memo| memo.map(|m| Arc::clone(&m.message)))
     }
@@ -406,7 +406,7 @@ impl<'m> History<'m> {
         &self,
         chain: u64,
         pos: u32,
-        compute: impl FnOnce() -> Option<Message>,
+        compute: impl FnOnce() -> Option<Arc<Message>>,
         key: u64,
         count: impl FnOnce(&Message) -> u64,
     ) -> Option<u64> {

@@ -55,7 +55,7 @@ impl MemoTable {
         &self,
         chain: u64,
         pos: u32,
-        compute: impl FnOnce() -> Option<Message>,
+        compute: impl FnOnce() -> Option<Arc<Message>>,
         read: impl FnOnce(Option<&Memo>) -> T,
     ) -> T {
         let page = (chain, pos / PAGE);
@@ -66,8 +66,7 @@ impl MemoTable {
                 return read(hit.as_ref());
             }
         }
-        let mut memo =
-            Some(compute().map(|m| Memo { message: Arc::new(m), tokens: OnceLock::new() }));
+        let mut memo = Some(compute().map(|message| Memo { message, tokens: OnceLock::new() }));
         {
             let pages = self.pages.read().unwrap_or_else(PoisonError::into_inner);
             if let Some(p) = pages.get(&page) {
@@ -101,7 +100,7 @@ mod tests {
         let runs = Cell::new(0);
         let compute = |pos: u32| {
             runs.set(runs.get() + 1);
-            pos.is_multiple_of(2).then(|| Message::user(format!("changed {pos}")))
+            pos.is_multiple_of(2).then(|| Arc::new(Message::user(format!("changed {pos}"))))
         };
         let text = |m: Option<&Memo>| m.map(|m| m.message.text().into_owned());
         for round in 0..2 {
@@ -127,7 +126,7 @@ mod tests {
                 n
             }
         };
-        let make = || Some(Message::user("x"));
+        let make = || Some(Arc::new(Message::user("x")));
         assert_eq!(table.with(1, 3, make, |m| m.map(|m| m.tokens(10, count(5)))), Some(5));
         assert_eq!(table.with(1, 3, make, |m| m.map(|m| m.tokens(10, count(99)))), Some(5));
         assert_eq!(counted.get(), 1);

@@ -298,10 +298,31 @@ impl<'h> View<'h> {
         if len == 0 {
             return MessageRef::Borrowed(raw);
         }
-        match self.history.memo(key, pos, || self.apply_range(0..len, raw, Some(pos as usize))) {
+        match self.history.memo(key, pos, || self.chained(pos, raw, len)) {
             Some(message) => MessageRef::Shared(message),
             None => MessageRef::Borrowed(raw),
         }
+    }
+
+    /// The history message at `pos` after the first `len` maps (all memoisable), `None` when
+    /// they leave it unchanged: the last map run on what the maps before it made, read from
+    /// the memo under that shorter chain's key. So a chain one map longer than a memoised
+    /// one runs only its last map (a compaction's cut of a message already redacted does
+    /// not redact it again).
+    fn chained(&self, pos: u32, raw: &Message, len: usize) -> Option<Arc<Message>> {
+        let before = len.checked_sub(1)?;
+        let last = &self.maps[before];
+        let earlier = (before > 0)
+            .then(|| {
+                let key = self.maps[..before]
+                    .iter()
+                    .try_fold(0, |key, map| chain_key(Some(key), map.memo_key(pos as usize)));
+                key.map(|key| self.history.memo(key, pos, || self.chained(pos, raw, before)))
+            })
+            .flatten()
+            .flatten();
+        let input = earlier.as_deref().unwrap_or(raw);
+        last.map(input, Some(pos as usize), self.history).map(Arc::new).or(earlier)
     }
 
     /// Runs the maps from `from` on, returning the result when one of them changed it.
@@ -347,7 +368,7 @@ impl<'h> View<'h> {
         if chain.0 < self.maps.len() {
             return counter.count_message(&self.slot_message(slot));
         }
-        let compute = || self.apply_range(0..chain.0, raw, Some(pos as usize));
+        let compute = || self.chained(pos, raw, chain.0);
         let count = |message: &Message| counter.count_message(message);
         self.history
             .memo_tokens(chain.1, pos, compute, counts.key, count)

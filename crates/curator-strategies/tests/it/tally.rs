@@ -129,3 +129,50 @@ proptest! {
         }
     }
 }
+
+/// Upper-cases user messages, counting its runs; memoisable.
+#[derive(Debug)]
+struct CountedShout(std::sync::atomic::AtomicUsize);
+
+impl MessageMap for CountedShout {
+    fn map(&self, message: &Message, pos: Option<usize>, history: &History<'_>) -> Option<Message> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Shout.map(message, pos, history)
+    }
+
+    fn memo_key(&self, _pos: usize) -> Option<u64> {
+        Some(7)
+    }
+}
+
+/// A chain one memoisable map longer than a chain already read runs only its last map
+/// (a compaction cuts messages the redaction before it already read), and reads what the
+/// maps applied one after the other make, by message and by token count.
+#[test]
+fn a_longer_chain_runs_only_the_maps_after_the_memoised_ones() {
+    let messages: Vec<Message> = (0..40)
+        .map(|n| match n % 3 {
+            0 => Message::user(format!("question {n}")),
+            1 => Message::assistant(format!("answer {n}")),
+            _ => Message::tool_result("c", format!("result {n} ").repeat(10)),
+        })
+        .collect();
+    let history = History::from(messages.clone());
+    let shout = Arc::new(CountedShout(std::sync::atomic::AtomicUsize::new(0)));
+    let runs = || shout.0.load(std::sync::atomic::Ordering::SeqCst);
+    let first = View::full(&history).with_map(Arc::clone(&shout) as Arc<dyn MessageMap>);
+    let shouted = first.to_messages();
+    assert_eq!(runs(), messages.len(), "once per message");
+    let cut: Arc<dyn MessageMap> = Arc::new(Cut { max: 20, keyed: false });
+    let long = View::full(&history)
+        .with_map(Arc::clone(&shout) as Arc<dyn MessageMap>)
+        .with_map(Arc::clone(&cut));
+    let counted = long.tokens(&CharEstimate::default());
+    let read = long.to_messages();
+    assert_eq!(runs(), messages.len(), "the longer chain reads the shorter one's memo");
+    let expected: Vec<Message> =
+        shouted.iter().map(|m| cut.map(m, None, &history).unwrap_or_else(|| m.clone())).collect();
+    assert_eq!(read, expected);
+    let view_of_expected = History::from(expected);
+    assert_eq!(counted, View::full(&view_of_expected).tokens(&CharEstimate::default()));
+}
