@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use serde_json::{Value, json};
 
-use crate::targets::target_for;
+use crate::targets::{relative_for, target_for};
 
 /// Command-line options.
 #[derive(Debug, Default, PartialEq)]
@@ -293,9 +293,22 @@ fn run_python(root: &Path, out: &Path, quick: bool) {
 
 /// Attaches targets and verdicts.
 pub(crate) fn evaluate(measured: Vec<Measured>) -> Vec<Row> {
+    // Scenarios with a target relative to another one of the same run get it here.
+    let medians: std::collections::HashMap<String, f64> =
+        measured.iter().map(|m| (m.scenario.clone(), m.value)).collect();
     measured
         .into_iter()
-        .map(|m| {
+        .map(|mut m| {
+            if m.relative_target.is_none()
+                && let Some(relative) = relative_for(&m.scenario)
+                && let Some(of) = medians.get(relative.of)
+            {
+                m.relative_target = Some(relative.ratio * of);
+                m.why = Some(format!(
+                    "within {}x of `{}`: {}",
+                    relative.ratio, relative.of, relative.why
+                ));
+            }
             let fixed = target_for(&m.scenario);
             let target = m.relative_target.or(fixed.map(|t| t.max_ns));
             let why = if m.why.is_some() {
@@ -439,6 +452,33 @@ mod tests {
             .unwrap()
             .is_empty()
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_target_relative_to_another_scenario_takes_its_median_from_the_same_run() {
+        let dir = temp("relative");
+        fabricate(&dir, "session/sqlite_loop/token_budget/10k", 40_000.0);
+        fabricate(&dir, "session/sqlite_loop/default_pipeline/10k", 90_000.0);
+        fabricate(&dir, "session/sqlite_loop/token_budget/100k", 50_000.0);
+        fabricate(&dir, "session/sqlite_loop/default_pipeline/100k", 95_000.0);
+        let rows =
+            evaluate(collect_criterion(&dir.join("criterion"), SystemTime::UNIX_EPOCH).unwrap());
+        let verdict = |id: &str| {
+            rows.iter().find(|r| r.measured.scenario == id).map(|r| (r.target, r.met)).unwrap()
+        };
+        assert_eq!(
+            verdict("session/sqlite_loop/default_pipeline/10k"),
+            (Some(80_000.0), Some(false))
+        );
+        assert_eq!(
+            verdict("session/sqlite_loop/default_pipeline/100k"),
+            (Some(100_000.0), Some(true))
+        );
+        assert_eq!(exit_code(&rows), ExitCode::FAILURE);
+        let report = report(&rows, Path::new("."));
+        let why = report["scenarios"][0]["why"].as_str().unwrap();
+        assert!(why.starts_with("within 2x of `session/sqlite_loop/token_budget/100k`"), "{why}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -220,6 +220,40 @@ pub(crate) fn target_for(id: &str) -> Option<&'static Target> {
     TARGETS.iter().find(|t| matches(t.pattern, id))
 }
 
+/// A target relative to another scenario of the same run: the median of `scenario` at most
+/// `ratio` times the median of `of`. It takes the place of a fixed target when both ran.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Relative {
+    pub(crate) scenario: &'static str,
+    pub(crate) of: &'static str,
+    pub(crate) ratio: f64,
+    pub(crate) why: &'static str,
+}
+
+const IN_A_SESSION: &str =
+    "a loop iteration in a session, the default pipeline against the bare token budget (issue 46)";
+
+/// Every relative target.
+pub(crate) const RELATIVE: &[Relative] = &[
+    Relative {
+        scenario: "session/sqlite_loop/default_pipeline/10k",
+        of: "session/sqlite_loop/token_budget/10k",
+        ratio: 2.0,
+        why: IN_A_SESSION,
+    },
+    Relative {
+        scenario: "session/sqlite_loop/default_pipeline/100k",
+        of: "session/sqlite_loop/token_budget/100k",
+        ratio: 2.0,
+        why: IN_A_SESSION,
+    },
+];
+
+/// The relative target of scenario `id`, if it has one.
+pub(crate) fn relative_for(id: &str) -> Option<&'static Relative> {
+    RELATIVE.iter().find(|r| r.scenario == id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
