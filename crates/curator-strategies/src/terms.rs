@@ -105,7 +105,7 @@ pub(crate) fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
         }
     };
     quoted(text, &more, &mut emit);
-    for word in text.split(|c: char| c.is_whitespace() || "()[]{}<>,;=\"'`|".contains(c)) {
+    for word in words(text) {
         if !more.get() {
             return;
         }
@@ -159,6 +159,57 @@ pub(crate) fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
             }
         }
     }
+}
+
+/// The characters besides whitespace that end a word.
+const WORD_ENDS: &str = "()[]{}<>,;=\"'`|";
+
+/// Whether each ASCII byte ends a word: whitespace or one of [`WORD_ENDS`].
+const ENDS_WORD: [bool; 128] = {
+    let mut table = [false; 128];
+    let ends = WORD_ENDS.as_bytes();
+    let mut i = 0;
+    while i < ends.len() {
+        table[ends[i] as usize] = true;
+        i += 1;
+    }
+    let mut b = 0;
+    while b < 128 {
+        if (b as u8 as char).is_whitespace() {
+            table[b] = true;
+        }
+        b += 1;
+    }
+    table
+};
+
+/// The words of `text`: what lies between whitespace and [`WORD_ENDS`], empty ones
+/// included, as `text.split` with that predicate gives them (an ASCII byte is looked up in
+/// a table, and only a character beyond ASCII is decoded).
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let (mut start, mut i, mut done) = (0, 0, false);
+    std::iter::from_fn(move || {
+        while i < bytes.len() {
+            let b = bytes[i];
+            let (ends, width) = if b.is_ascii() {
+                (ENDS_WORD[usize::from(b)], 1)
+            } else {
+                text[i..].chars().next().map_or((false, 1), |c| (c.is_whitespace(), c.len_utf8()))
+            };
+            i += width;
+            if ends {
+                let word = &text[start..i - width];
+                start = i;
+                return Some(word);
+            }
+        }
+        if done {
+            return None;
+        }
+        done = true;
+        Some(&text[start..])
+    })
 }
 
 fn term_ok(term: &str) -> bool {
@@ -499,6 +550,13 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn words_are_those_split_gives(text in "(?s)[a-z( )\\[\\]{}<>,;=\"'`|\t\n\r\u{85}\u{a0}\u{2003}\u{3000}é日\u{1f600}.:/-]{0,60}") {
+            let split: Vec<&str> =
+                text.split(|c: char| c.is_whitespace() || WORD_ENDS.contains(c)).collect();
+            proptest::prop_assert_eq!(words(&text).collect::<Vec<_>>(), split);
+        }
+
         #[test]
         fn essentials_never_pass_their_size(text in "(\\PC{0,40}\n?){0,12}", max in 0usize..300) {
             proptest::prop_assert!(essentials(&text, max).chars().count() <= max);
