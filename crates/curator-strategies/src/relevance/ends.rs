@@ -388,25 +388,45 @@ fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
         out.push_str(&line);
         size += cost;
     }
-    // The terms named, as written (a quoted value between its quotes).
+    // The terms named, as written (a quoted value between its quotes): first the others in
+    // order, until one does not fit; then the numbers (mostly line numbers) in order, until
+    // one does not fit, as in the folded-history note. One scan: the numbers met while the
+    // others are still taken wait for them.
     let mut terms: Vec<Cow<'_, str>> = Vec::new();
-    // Numbers (mostly line numbers) after the other terms, as in the folded-history note.
     let numeric = |term: &str| term.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b':');
-    for numbers in [false, true] {
-        crate::terms::scan(middle, &mut |term| {
-            let shown = head.contains(term) || tail.contains(term) || out.contains(term);
-            if numeric(term) != numbers || shown || terms.iter().any(|t| t.contains(term)) {
+    // Adds `term` unless it is shown already; `false` when it does not fit.
+    let shown = |term: &str, terms: &[Cow<'_, str>]| {
+        head.contains(term)
+            || tail.contains(term)
+            || out.contains(term)
+            || terms.iter().any(|t| t.contains(term))
+    };
+    let mut add = |term, terms: &mut Vec<_>| add_term(term, terms, &mut size, room, &shown);
+    let (mut others, mut waiting): (bool, Vec<&str>) = (true, Vec::new());
+    let mut numbers_fit = true;
+    crate::terms::scan(middle, &mut |term| {
+        if numeric(term) {
+            if others {
+                waiting.push(term);
                 return true;
             }
-            let term = crate::terms::written(term);
-            let cost = term.chars().count() + 2;
-            if size + cost > room {
-                return false;
+            numbers_fit = add(term, &mut terms);
+            return numbers_fit;
+        }
+        if !others || add(term, &mut terms) {
+            return true;
+        }
+        // The first other term that does not fit: no more of them; the numbers so far.
+        others = false;
+        numbers_fit = waiting.drain(..).all(|n| add(n, &mut terms));
+        numbers_fit
+    });
+    if numbers_fit {
+        for n in waiting {
+            if !add(n, &mut terms) {
+                break;
             }
-            size += cost;
-            terms.push(term);
-            true
-        });
+        }
     }
     if !terms.is_empty() {
         if !out.is_empty() {
@@ -416,6 +436,28 @@ fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
         out.push_str(&terms.join(", "));
     }
     out
+}
+
+/// Adds `term` to `terms` as written unless `shown` says a term there or the text shows it;
+/// `false` when it does not fit in `room` with `size` taken.
+fn add_term<'m>(
+    term: &'m str,
+    terms: &mut Vec<Cow<'m, str>>,
+    size: &mut usize,
+    room: usize,
+    shown: &dyn Fn(&str, &[Cow<'m, str>]) -> bool,
+) -> bool {
+    if shown(term, terms) {
+        return true;
+    }
+    let written = crate::terms::written(term);
+    let cost = written.chars().count() + 2;
+    if *size + cost > room {
+        return false;
+    }
+    *size += cost;
+    terms.push(written);
+    true
 }
 
 impl MessageMap for EndsCut {
@@ -500,7 +542,88 @@ mod tests {
         assert!(tail.starts_with("line "), "{tail}");
     }
 
+    /// `name` as it was written first: two scans of the middle, the others then the
+    /// numbers; the one-scan `name` must name the same terms.
+    fn name_in_two_scans(middle: &str, head: &str, tail: &str, room: usize) -> String {
+        let mut out = String::new();
+        let mut size = 0;
+        let failures = middle
+            .lines()
+            .map(str::trim)
+            .filter(|l| ERROR_MARKS.iter().any(|m| l.contains(m)))
+            .take(3);
+        for line in failures {
+            let line = match line.char_indices().nth(MAX_LINE - 1) {
+                Some((at, _)) => format!("{}…", &line[..at]),
+                None => line.to_owned(),
+            };
+            let cost = line.chars().count() + 3;
+            if size + cost > room {
+                break;
+            }
+            if !out.is_empty() {
+                out.push_str(" | ");
+            }
+            out.push_str(&line);
+            size += cost;
+        }
+        let mut terms: Vec<Cow<'_, str>> = Vec::new();
+        let numeric =
+            |term: &str| term.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b':');
+        for numbers in [false, true] {
+            crate::terms::scan(middle, &mut |term| {
+                let shown = head.contains(term) || tail.contains(term) || out.contains(term);
+                if numeric(term) != numbers || shown || terms.iter().any(|t| t.contains(term)) {
+                    return true;
+                }
+                let term = crate::terms::written(term);
+                let cost = term.chars().count() + 2;
+                if size + cost > room {
+                    return false;
+                }
+                size += cost;
+                terms.push(term);
+                true
+            });
+        }
+        if !terms.is_empty() {
+            if !out.is_empty() {
+                out.push_str(" | ");
+            }
+            out.push_str("terms: ");
+            out.push_str(&terms.join(", "));
+        }
+        out
+    }
+
     proptest::proptest! {
+        #[test]
+        fn one_scan_names_what_two_scans_named(
+            words in proptest::collection::vec(
+                proptest::prop_oneof![
+                    "[0-9]{1,5}",
+                    "[0-9]{1,3}[.:][0-9]{1,3}",
+                    "[a-z]{2,6}[A-Z][a-z]{1,6}",
+                    "src/[a-z]{1,8}\\.rs(:[0-9]{1,3})?",
+                    "\"[a-z_ ]{3,12}\"",
+                    "ERROR: [a-z ]{0,20}",
+                    "[a-z]{1,7}",
+                    "\n",
+                ],
+                0..60,
+            ),
+            head_words in 0..5_usize,
+            room in 0..200_usize,
+        ) {
+            let middle = words.join(" ");
+            let head = words.iter().take(head_words).cloned().collect::<Vec<_>>().join(" ");
+            let tail = words.last().cloned().unwrap_or_default();
+            proptest::prop_assert_eq!(
+                name(&middle, &head, &tail, room),
+                name_in_two_scans(&middle, &head, &tail, room)
+            );
+        }
+
         /// A message the cut says it leaves unchanged is left unchanged.
         #[test]
         fn what_it_says_it_leaves_is_left(text in "(\\PC|\n){0,700}", max in 0usize..600) {
