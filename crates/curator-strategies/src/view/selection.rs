@@ -312,15 +312,18 @@ impl<'h> View<'h> {
     fn chained(&self, pos: u32, raw: &Message, len: usize) -> Option<Arc<Message>> {
         let before = len.checked_sub(1)?;
         let last = &self.maps[before];
-        let earlier = (before > 0)
-            .then(|| {
-                let key = self.maps[..before]
-                    .iter()
-                    .try_fold(0, |key, map| chain_key(Some(key), map.memo_key(pos as usize)));
-                key.map(|key| self.history.memo(key, pos, || self.chained(pos, raw, before)))
-            })
-            .flatten()
-            .flatten();
+        let earlier = if before == 0 {
+            None
+        } else {
+            let key = self.maps[..before]
+                .iter()
+                .try_fold(0, |key, map| chain_key(Some(key), map.memo_key(pos as usize)));
+            match key {
+                Some(key) => self.history.memo(key, pos, || self.chained(pos, raw, before)),
+                // Not memoisable (callers pass memoisable chains only): run the maps.
+                None => self.apply_range(0..before, raw, Some(pos as usize)).map(Arc::new),
+            }
+        };
         let input = earlier.as_deref().unwrap_or(raw);
         last.map(input, Some(pos as usize), self.history).map(Arc::new).or(earlier)
     }
