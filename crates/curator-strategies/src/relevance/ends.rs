@@ -369,25 +369,7 @@ fn line_start(text: &str, at: usize, floor: usize) -> usize {
 /// lines and a term already named do not show, each written so that it reads back as itself
 /// ([`written`](crate::terms::written): a quoted value between its quotes).
 fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
-    let mut out = String::new();
-    let mut size = 0;
-    let failures =
-        middle.lines().map(str::trim).filter(|l| ERROR_MARKS.iter().any(|m| l.contains(m))).take(3);
-    for line in failures {
-        let line = match line.char_indices().nth(MAX_LINE - 1) {
-            Some((at, _)) => format!("{}…", &line[..at]),
-            None => line.to_owned(),
-        };
-        let cost = line.chars().count() + 3;
-        if size + cost > room {
-            break;
-        }
-        if !out.is_empty() {
-            out.push_str(" | ");
-        }
-        out.push_str(&line);
-        size += cost;
-    }
+    let (mut out, mut size) = failure_lines(middle, room);
     // The terms named, as written (a quoted value between its quotes): first the others in
     // order, until one does not fit; then the numbers (mostly line numbers) in order, until
     // one does not fit, as in the folded-history note. One scan: the numbers met while the
@@ -436,6 +418,31 @@ fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
         out.push_str(&terms.join(", "));
     }
     out
+}
+
+/// The failure lines of `middle` (up to three, each cut to [`MAX_LINE`]) that fit in
+/// `room`, joined by ` | `, and the room they take.
+fn failure_lines(middle: &str, room: usize) -> (String, usize) {
+    let mut out = String::new();
+    let mut size = 0;
+    let failures =
+        middle.lines().map(str::trim).filter(|l| ERROR_MARKS.iter().any(|m| l.contains(m))).take(3);
+    for line in failures {
+        let line = match line.char_indices().nth(MAX_LINE - 1) {
+            Some((at, _)) => format!("{}…", &line[..at]),
+            None => line.to_owned(),
+        };
+        let cost = line.chars().count() + 3;
+        if size + cost > room {
+            break;
+        }
+        if !out.is_empty() {
+            out.push_str(" | ");
+        }
+        out.push_str(&line);
+        size += cost;
+    }
+    (out, size)
 }
 
 /// Adds `term` to `terms` as written unless `shown` says a term there or the text shows it;
@@ -543,30 +550,9 @@ mod tests {
     }
 
     /// `name` as it was written first: two scans of the middle, the others then the
-    /// numbers; the one-scan `name` must name the same terms.
+    /// numbers, after the failure lines; the one-scan `name` must name the same terms.
     fn name_in_two_scans(middle: &str, head: &str, tail: &str, room: usize) -> String {
-        let mut out = String::new();
-        let mut size = 0;
-        let failures = middle
-            .lines()
-            .map(str::trim)
-            .filter(|l| ERROR_MARKS.iter().any(|m| l.contains(m)))
-            .take(3);
-        for line in failures {
-            let line = match line.char_indices().nth(MAX_LINE - 1) {
-                Some((at, _)) => format!("{}…", &line[..at]),
-                None => line.to_owned(),
-            };
-            let cost = line.chars().count() + 3;
-            if size + cost > room {
-                break;
-            }
-            if !out.is_empty() {
-                out.push_str(" | ");
-            }
-            out.push_str(&line);
-            size += cost;
-        }
+        let (mut out, mut size) = failure_lines(middle, room);
         let mut terms: Vec<Cow<'_, str>> = Vec::new();
         let numeric =
             |term: &str| term.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b':');
