@@ -62,8 +62,9 @@ fn record_and_request(c: &mut Criterion) {
 /// durability, so that the disk's flushes do not hide what curation costs): record the
 /// next message (a call, or its result), build the curated request, read it. The default
 /// pipeline (redaction, the budget whose views keep the prompt cache) against the bare
-/// token budget, both at 32,000 tokens with o200k counts, at 10,000 and 100,000 messages:
-/// between compactions a call costs what was appended, within 2x of the budget's.
+/// token budget, both at 32,000 tokens with o200k counts, at 10,000 and 100,000 messages.
+/// `cargo xtask bench` holds the default pipeline to 2x the budget's median of the same run
+/// (`docs/benchmarks.md` says how far it is).
 fn loop_in_sqlite(c: &mut Criterion) {
     let ctx = CurationContext::default();
     let sizes: &[(usize, &str)] = if curator_benches::quick() {
