@@ -369,7 +369,7 @@ fn line_start(text: &str, at: usize, floor: usize) -> usize {
 /// lines and a term already named do not show, each written so that it reads back as itself
 /// ([`written`](crate::terms::written): a quoted value between its quotes).
 fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
-    let (mut out, mut size) = failure_lines(middle, room);
+    let (out, mut size) = failure_lines(middle, room);
     // The terms named, as written (a quoted value between its quotes): first the others in
     // order, until one does not fit; then the numbers (mostly line numbers) in order, until
     // one does not fit, as in the folded-history note. One scan: the numbers met while the
@@ -410,6 +410,11 @@ fn name(middle: &str, head: &str, tail: &str, room: usize) -> String {
             }
         }
     }
+    with_terms(out, &terms)
+}
+
+/// `out` (the failure lines) followed by `terms: ` and the terms named, when there are any.
+fn with_terms(mut out: String, terms: &[Cow<'_, str>]) -> String {
     if !terms.is_empty() {
         if !out.is_empty() {
             out.push_str(" | ");
@@ -552,7 +557,7 @@ mod tests {
     /// `name` as it was written first: two scans of the middle, the others then the
     /// numbers, after the failure lines; the one-scan `name` must name the same terms.
     fn name_in_two_scans(middle: &str, head: &str, tail: &str, room: usize) -> String {
-        let (mut out, mut size) = failure_lines(middle, room);
+        let (out, mut size) = failure_lines(middle, room);
         let mut terms: Vec<Cow<'_, str>> = Vec::new();
         let numeric =
             |term: &str| term.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b':');
@@ -572,14 +577,7 @@ mod tests {
                 true
             });
         }
-        if !terms.is_empty() {
-            if !out.is_empty() {
-                out.push_str(" | ");
-            }
-            out.push_str("terms: ");
-            out.push_str(&terms.join(", "));
-        }
-        out
+        with_terms(out, &terms)
     }
 
     proptest::proptest! {
