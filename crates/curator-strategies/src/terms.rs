@@ -86,6 +86,12 @@ pub fn terms(text: &str) -> Vec<&str> {
 /// Calls `each` with the distinctive terms of `text`, each once, in the order of [`terms`],
 /// until it returns `false`.
 pub(crate) fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
+    scan_with::<true>(text, each);
+}
+
+/// [`scan`], taking words of ASCII letters alone the short way when `SHORT` (the tests
+/// hold the short way to the long one).
+fn scan_with<'a, const SHORT: bool>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
     // A short text (a term, a label) has few terms: a list finds them faster than a hash.
     let short = text.len() <= 128;
     let mut few: Vec<&str> = Vec::new();
@@ -105,57 +111,71 @@ pub(crate) fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
         }
     };
     quoted(text, &more, &mut emit);
-    for word in words(text) {
+    each_word(text, |word, kinds| {
         if !more.get() {
-            return;
+            return false;
         }
-        let word = word.trim_end_matches(['.', ':', '!', '?', '-', '*']);
-        let word = word.trim_start_matches([':', '#', '*', '-', '@', '$']);
-        if word.len() < 3 {
-            continue;
-        }
-        // Plain words (most of any text) can only be camel-case identifiers.
-        if word.bytes().all(|b| b.is_ascii_alphabetic()) {
-            if is_camel(word.as_bytes()) {
+        // A word of ASCII letters alone (most of any text) is the same trimmed, and can only
+        // be a camel-case identifier.
+        if SHORT && kinds & OTHER == 0 {
+            if kinds == LOWER | UPPER && word.len() >= 3 && is_camel(word.as_bytes()) {
                 emit(word);
             }
+        } else {
+            word_terms(word, &mut emit);
+        }
+        true
+    });
+}
+
+/// Emits the terms of one word of a text (see [`terms`]).
+fn word_terms<'a>(word: &'a str, emit: &mut impl FnMut(&'a str)) {
+    let word = word.trim_end_matches(['.', ':', '!', '?', '-', '*']);
+    let word = word.trim_start_matches([':', '#', '*', '-', '@', '$']);
+    if word.len() < 3 {
+        return;
+    }
+    // Plain words (most of any text) can only be camel-case identifiers.
+    if word.bytes().all(|b| b.is_ascii_alphabetic()) {
+        if is_camel(word.as_bytes()) {
+            emit(word);
+        }
+        return;
+    }
+    if ["http://", "https://", "file://"].iter().any(|p| word.starts_with(p)) {
+        emit(word);
+        return;
+    }
+    if is_path(word) {
+        // The path without a trailing `:line:column`, and its file name.
+        let path = word.split(':').next().unwrap_or(word);
+        emit(path);
+        if let Some(name) = path.rsplit('/').next().filter(|n| is_file_name(n)) {
+            emit(name);
+        }
+    } else if is_file_name(word) {
+        emit(word);
+    }
+    if is_number(word) {
+        emit(word);
+        return;
+    }
+    for part in word.split(['/', '\\', '@', '#', '+', '!', '?', '*', '%', '&', '$', '~']) {
+        if !part.contains(':') {
+            dotted(part, emit);
             continue;
         }
-        if ["http://", "https://", "file://"].iter().any(|p| word.starts_with(p)) {
-            emit(word);
-            continue;
-        }
-        if is_path(word) {
-            // The path without a trailing `:line:column`, and its file name.
-            let path = word.split(':').next().unwrap_or(word);
-            emit(path);
-            if let Some(name) = path.rsplit('/').next().filter(|n| is_file_name(n)) {
-                emit(name);
-            }
-        } else if is_file_name(word) {
-            emit(word);
-        }
-        if is_number(word) {
-            emit(word);
-            continue;
-        }
-        for part in word.split(['/', '\\', '@', '#', '+', '!', '?', '*', '%', '&', '$', '~']) {
-            if !part.contains(':') {
-                dotted(part, &mut emit);
-                continue;
-            }
-            for segment in split_single_colons(part) {
-                if segment.contains("::") {
-                    let parts: Vec<&str> = segment.split("::").collect();
-                    if parts.len() > 1 && parts.iter().all(|p| is_identifier_chars(p)) {
-                        emit(segment);
-                    }
-                    for p in parts {
-                        dotted(p, &mut emit);
-                    }
-                } else {
-                    dotted(segment, &mut emit);
+        for segment in split_single_colons(part) {
+            if segment.contains("::") {
+                let parts: Vec<&str> = segment.split("::").collect();
+                if parts.len() > 1 && parts.iter().all(|p| is_identifier_chars(p)) {
+                    emit(segment);
                 }
+                for p in parts {
+                    dotted(p, emit);
+                }
+            } else {
+                dotted(segment, emit);
             }
         }
     }
@@ -164,52 +184,104 @@ pub(crate) fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
 /// The characters besides whitespace that end a word.
 const WORD_ENDS: &str = "()[]{}<>,;=\"'`|";
 
-/// Whether each ASCII byte ends a word: whitespace or one of [`WORD_ENDS`].
-const ENDS_WORD: [bool; 128] = {
-    let mut table = [false; 128];
+/// The kinds of byte [`words`] tells apart: a byte that ends a word, a small or capital
+/// ASCII letter, and any other.
+const END: u8 = 1;
+const LOWER: u8 = 2;
+const UPPER: u8 = 4;
+const OTHER: u8 = 8;
+
+/// The kind of each ASCII byte: [`END`] for whitespace and [`WORD_ENDS`].
+const KIND: [u8; 128] = {
+    let mut table = [OTHER; 128];
+    let mut b = 0;
+    while b < 128 {
+        if (b as u8).is_ascii_lowercase() {
+            table[b] = LOWER;
+        } else if (b as u8).is_ascii_uppercase() {
+            table[b] = UPPER;
+        } else if (b as u8 as char).is_whitespace() {
+            table[b] = END;
+        }
+        b += 1;
+    }
     let ends = WORD_ENDS.as_bytes();
     let mut i = 0;
     while i < ends.len() {
-        table[ends[i] as usize] = true;
+        table[ends[i] as usize] = END;
         i += 1;
-    }
-    let mut b = 0;
-    while b < 128 {
-        if (b as u8 as char).is_whitespace() {
-            table[b] = true;
-        }
-        b += 1;
     }
     table
 };
 
-/// The words of `text`: what lies between whitespace and [`WORD_ENDS`], empty ones
-/// included, as `text.split` with that predicate gives them (an ASCII byte is looked up in
-/// a table, and only a character beyond ASCII is decoded).
-fn words(text: &str) -> impl Iterator<Item = &str> {
+/// Calls `each` with the words of `text` until it returns `false`: what lies between
+/// whitespace and [`WORD_ENDS`], empty ones included, as `text.split` with that predicate
+/// gives them, each with the kinds of its bytes ([`LOWER`], [`UPPER`], [`OTHER`]) or-ed
+/// together.
+///
+/// ASCII text is read 64 bytes at a time: a table gives each byte's kind, the kinds make
+/// bit masks, and the words are read off the mask of word ends, with no branch per byte
+/// (a branch on each byte mispredicts at every word's end). A block that holds a character
+/// beyond ASCII is read a character at a time.
+fn each_word<'a>(text: &'a str, mut each: impl FnMut(&'a str, u8) -> bool) {
     let bytes = text.as_bytes();
-    let (mut start, mut i, mut done) = (0, 0, false);
-    std::iter::from_fn(move || {
-        while i < bytes.len() {
-            let b = bytes[i];
-            let (ends, width) = if b.is_ascii() {
-                (ENDS_WORD[usize::from(b)], 1)
-            } else {
-                text[i..].chars().next().map_or((false, 1), |c| (c.is_whitespace(), c.len_utf8()))
-            };
-            i += width;
-            if ends {
-                let word = &text[start..i - width];
-                start = i;
-                return Some(word);
+    // The word being read starts at `start`; `kinds` holds the kinds of its bytes so far.
+    let (mut start, mut kinds) = (0, 0);
+    let mut at = 0;
+    while at < bytes.len() {
+        let block = &bytes[at..bytes.len().min(at + 64)];
+        if !block.is_ascii() {
+            // One character at a time to the first character boundary past the block.
+            let end = at + block.len();
+            while at < end {
+                let (kind, width) = text[at..].chars().next().map_or((OTHER, 1), |c| {
+                    let kind = if c.is_ascii() { KIND[c as usize] } else { OTHER };
+                    (if c.is_whitespace() { END } else { kind }, c.len_utf8())
+                });
+                if kind == END {
+                    if !each(&text[start..at], kinds) {
+                        return;
+                    }
+                    (start, kinds) = (at + width, 0);
+                } else {
+                    kinds |= kind;
+                }
+                at += width;
             }
+            continue;
         }
-        if done {
-            return None;
+        let (mut ends, mut lower, mut upper) = (0_u64, 0_u64, 0_u64);
+        for (j, &b) in block.iter().enumerate() {
+            let kind = KIND[usize::from(b & 0x7f)];
+            ends |= u64::from(kind == END) << j;
+            lower |= u64::from(kind == LOWER) << j;
+            upper |= u64::from(kind == UPPER) << j;
         }
-        done = true;
-        Some(&text[start..])
-    })
+        let other = !(ends | lower | upper);
+        // The kinds of the bytes of the block from `from` up to `to`.
+        let kinds_in = |from: usize, to: usize| {
+            let span = bits(from, to);
+            let has = |mask: u64, kind: u8| if mask & span == 0 { 0 } else { kind };
+            has(lower, LOWER) | has(upper, UPPER) | has(other, OTHER)
+        };
+        while ends != 0 {
+            let j = ends.trailing_zeros() as usize;
+            kinds |= kinds_in(start.saturating_sub(at), j);
+            if !each(&text[start..at + j], kinds) {
+                return;
+            }
+            (start, kinds) = (at + j + 1, 0);
+            ends &= ends - 1;
+        }
+        kinds |= kinds_in(start.saturating_sub(at), block.len());
+        at += block.len();
+    }
+    each(&text[start..], kinds);
+}
+
+/// The bits `from..to` of a mask (none when `from >= to`; `to` at most 64).
+fn bits(from: usize, to: usize) -> u64 {
+    if from >= to { 0 } else { (u64::MAX >> (64 - (to - from))) << from }
 }
 
 fn term_ok(term: &str) -> bool {
@@ -354,7 +426,7 @@ fn quoted<'a>(text: &'a str, more: &Cell<bool>, emit: &mut impl FnMut(&'a str)) 
     let bytes = text.as_bytes();
     let mut i = 0;
     while more.get() {
-        let Some(k) = bytes[i..].iter().position(|b| matches!(b, b'"' | b'\'' | b'`')) else {
+        let Some(k) = memchr::memchr3(b'"', b'\'', b'`', &bytes[i..]) else {
             return;
         };
         let at = i + k;
@@ -551,10 +623,50 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn words_are_those_split_gives(text in "(?s)[a-z( )\\[\\]{}<>,;=\"'`|\t\n\r\u{85}\u{a0}\u{2003}\u{3000}é日\u{1f600}.:/-]{0,60}") {
+        fn words_are_those_split_gives(text in "(?s)[a-zA-Z0-9_( )\\[\\]{}<>,;=\"'`|\t\n\r\u{85}\u{a0}\u{2003}\u{3000}é日\u{1f600}.:/-]{0,300}") {
             let split: Vec<&str> =
                 text.split(|c: char| c.is_whitespace() || WORD_ENDS.contains(c)).collect();
-            proptest::prop_assert_eq!(words(&text).collect::<Vec<_>>(), split);
+            let mut found: Vec<(&str, u8)> = Vec::new();
+            each_word(&text, |word, kinds| {
+                found.push((word, kinds));
+                true
+            });
+            proptest::prop_assert_eq!(found.iter().map(|w| w.0).collect::<Vec<_>>(), split);
+            // Each word's kinds are those of its bytes.
+            for (word, kinds) in found {
+                let expected = word.bytes().fold(0, |acc, b| {
+                    acc | match b {
+                        b'a'..=b'z' => LOWER,
+                        b'A'..=b'Z' => UPPER,
+                        _ => OTHER,
+                    }
+                });
+                proptest::prop_assert_eq!(kinds, expected, "{:?}", word);
+            }
+        }
+
+        #[test]
+        fn words_of_mostly_ascii_text_read_in_blocks_are_those_split_gives(
+            text in "(?s)([a-zA-Z0-9_ ,.()\n-]{0,70}é?){0,6}",
+        ) {
+            let split: Vec<&str> =
+                text.split(|c: char| c.is_whitespace() || WORD_ENDS.contains(c)).collect();
+            let mut found = Vec::new();
+            each_word(&text, |word, _| {
+                found.push(word);
+                true
+            });
+            proptest::prop_assert_eq!(found, split);
+        }
+
+        #[test]
+        fn words_of_letters_alone_take_the_short_way_to_the_same_terms(
+            text in "(?s)[a-zA-Z_.:/\"'` \n-]{0,80}",
+        ) {
+            let (mut short, mut long) = (Vec::new(), Vec::new());
+            scan_with::<true>(&text, &mut |t| { short.push(t); true });
+            scan_with::<false>(&text, &mut |t| { long.push(t); true });
+            proptest::prop_assert_eq!(short, long);
         }
 
         #[test]

@@ -167,12 +167,17 @@ fn extend_over_escaped_quote(original: &str, end: usize) -> usize {
 /// `\\` or `\u…`. Escaped line breaks and tabs alone (code in a JSON string) end a secret
 /// where the original already does, and are left to the reading of the original.
 fn has_cutting_escape(text: &str) -> bool {
-    text.as_bytes().windows(2).any(|w| w[0] == b'\\' && b"/\"\\u".contains(&w[1]))
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(b'\\', bytes)
+        .any(|i| bytes.get(i + 1).is_some_and(|next| b"/\"\\u".contains(next)))
 }
 
 /// Whether `text` holds an escaped line break (`\n`) that looks like a wrap (see [`joined`]).
 fn has_escaped_wrap(text: &str) -> bool {
-    text.match_indices("\\n").any(|(i, _)| {
+    let bytes = text.as_bytes();
+    let mut escaped_breaks =
+        memchr::memchr_iter(b'\\', bytes).filter(|&i| bytes.get(i + 1) == Some(&b'n'));
+    escaped_breaks.any(|i| {
         let before = before_bytes(text, i);
         let rest = text[i + 2..].trim_start_matches([' ', '\t']);
         let after = rest.chars().take_while(|&c| is_token_char(c)).count();
@@ -328,6 +333,9 @@ pub(crate) fn joined(text: &str) -> Option<Derived> {
             cut -= 1;
         }
         let before = text[..cut].chars().rev().take_while(|&c| is_token_char(c)).count();
+        if before < MIN_BEFORE_WRAP {
+            continue;
+        }
         let indent = text[i + 1..].bytes().take_while(|&b| b == b' ' || b == b'\t').count();
         let next = i + 1 + indent;
         let after = text[next..].chars().take_while(|&c| is_token_char(c)).count();
