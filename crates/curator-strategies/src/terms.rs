@@ -184,7 +184,7 @@ fn word_terms<'a>(word: &'a str, emit: &mut impl FnMut(&'a str)) {
 /// The characters besides whitespace that end a word.
 const WORD_ENDS: &str = "()[]{}<>,;=\"'`|";
 
-/// The kinds of byte [`words`] tells apart: a byte that ends a word, a small or capital
+/// The kinds of byte [`each_word`] tells apart: a byte that ends a word, a small or capital
 /// ASCII letter, and any other.
 const END: u8 = 1;
 const LOWER: u8 = 2;
