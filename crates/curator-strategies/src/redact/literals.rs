@@ -18,15 +18,17 @@ struct Info {
     exact: Option<Vec<String>>,
     /// Strings one of which is in every match of the piece.
     cover: Option<Vec<String>>,
+    /// More such sets, each required too (the pieces of a concatenation each have theirs).
+    all: Vec<Vec<String>>,
 }
 
 impl Info {
     const fn unknown() -> Self {
-        Self { exact: None, cover: None }
+        Self { exact: None, cover: None, all: Vec::new() }
     }
 
     fn literal(s: String) -> Self {
-        Self { exact: Some(vec![s]), cover: None }
+        Self { exact: Some(vec![s]), cover: None, all: Vec::new() }
     }
 
     /// The better of the cover and the exact set, as a cover.
@@ -47,14 +49,37 @@ fn score(set: &[String]) -> usize {
 /// `pattern`, or `None` when the expression has none (or uses syntax this reader does not
 /// know: then nothing is claimed).
 pub(crate) fn required(pattern: &str, min_len: usize) -> Option<Vec<String>> {
+    usable(parse(pattern)?.best()?.clone(), min_len)
+}
+
+/// Every set of literals, each at least `min_len` characters, that [`required`] could
+/// claim of `pattern`: every match of it holds one literal of each set (`line`, then one
+/// of `key` and `token`, in `line.{0,32}(?:key|token)`). Empty when nothing is known.
+pub(crate) fn required_all(pattern: &str, min_len: usize) -> Vec<Vec<String>> {
+    let Some(info) = parse(pattern) else { return Vec::new() };
+    let mut sets: Vec<Vec<String>> = info
+        .best()
+        .into_iter()
+        .chain(&info.all)
+        .filter_map(|set| usable(set.clone(), min_len))
+        .collect();
+    sets.sort_unstable();
+    sets.dedup();
+    sets
+}
+
+/// What is known of the strings `pattern` matches, or `None` for syntax this reader does
+/// not know.
+fn parse(pattern: &str) -> Option<Info> {
     let mut parser = Parser { chars: pattern.chars().collect(), at: 0, extended: false };
     let info = parser.alternation()?;
-    if parser.at < parser.chars.len() {
-        return None;
-    }
-    let mut set = info.best()?.clone();
-    // The prefilter ignores case in ASCII only, so a literal beyond it could be missed in
-    // another case.
+    (parser.at == parser.chars.len()).then_some(info)
+}
+
+/// `set` lower-cased, sorted and without repeats, if it serves a prefilter: each literal
+/// at least `min_len` characters, and all ASCII (the prefilter ignores case in ASCII only,
+/// so a literal beyond it could be missed in another case).
+fn usable(mut set: Vec<String>, min_len: usize) -> Option<Vec<String>> {
     if score(&set) < min_len || !set.iter().all(|s| s.is_ascii()) {
         return None;
     }
@@ -112,7 +137,7 @@ impl Parser {
             all.extend(b.best()?.iter().cloned());
             (all.len() <= MAX_SET).then_some(all)
         });
-        Some(Info { exact, cover })
+        Some(Info { exact, cover, all: Vec::new() })
     }
 
     /// Pieces one after another, up to a `|`, a `)` or the end.
@@ -120,11 +145,16 @@ impl Parser {
         let mut run: Option<Vec<String>> = Some(vec![String::new()]);
         let mut all_exact = true;
         let mut best: Option<Vec<String>> = None;
-        let consider = |best: &mut Option<Vec<String>>, candidate: Option<&Vec<String>>| {
-            if let Some(c) = candidate
-                && best.as_ref().is_none_or(|b| score(c) > score(b))
-            {
-                *best = Some(c.clone());
+        // Every set considered is required: each stands for a piece of the concatenation.
+        let mut all: Vec<Vec<String>> = Vec::new();
+        // And those the pieces hold within them.
+        let mut nested: Vec<Vec<String>> = Vec::new();
+        let mut consider = |best: &mut Option<Vec<String>>, candidate: Option<&Vec<String>>| {
+            if let Some(c) = candidate {
+                all.push(c.clone());
+                if best.as_ref().is_none_or(|b| score(c) > score(b)) {
+                    *best = Some(c.clone());
+                }
             }
         };
         loop {
@@ -134,6 +164,7 @@ impl Parser {
                 _ => {}
             }
             let piece = self.quantified()?;
+            nested.extend(piece.all.iter().cloned());
             match (&piece.exact, run.take()) {
                 (Some(exact), Some(before)) if before.len() * exact.len() <= MAX_SET => {
                     run = Some(
@@ -157,7 +188,8 @@ impl Parser {
             }
         }
         consider(&mut best, run.as_ref());
-        Some(Info { exact: if all_exact { run } else { None }, cover: best })
+        all.extend(nested);
+        Some(Info { exact: if all_exact { run } else { None }, cover: best, all })
     }
 
     /// One atom and its repetition, if any.
@@ -194,7 +226,8 @@ impl Parser {
         Some(match (min, max) {
             (0, _) => Info::unknown(),
             (1, Some(1)) => atom,
-            _ => Info { exact: None, cover: atom.best().cloned() },
+            // At least once: what each repetition requires, the whole requires.
+            _ => Info { exact: None, cover: atom.best().cloned(), all: atom.all },
         })
     }
 
@@ -206,7 +239,7 @@ impl Parser {
             '[' => {
                 let start = self.at;
                 if let Some(members) = self.small_class() {
-                    return Some(Info { exact: Some(members), cover: None });
+                    return Some(Info { exact: Some(members), cover: None, all: Vec::new() });
                 }
                 self.at = start;
                 self.skip_class()?;
@@ -390,5 +423,29 @@ mod tests {
         check(r"x(?=y)", None);
         check(r"\b(?:sq[pua])_[a-z0-9]{40}", Some(&["sqa_", "sqp_", "squ_"]));
         check(r"[a-z]ab[cd]", Some(&["abc", "abd"]));
+    }
+
+    #[track_caller]
+    fn check_all(pattern: &str, expected: &[&[&str]]) {
+        let expected: Vec<Vec<String>> =
+            expected.iter().map(|set| set.iter().map(|s| (*s).to_owned()).collect()).collect();
+        assert_eq!(required_all(pattern, 3), expected, "{pattern}");
+    }
+
+    #[test]
+    fn every_set_of_literals_a_match_needs() {
+        check_all(
+            "(?xi)\n\\b\nline\n(?:.|[\\n\\r]){0,32}?\n(?:SECRET|PRIVATE|ACCESS|KEY|TOKEN)\n\
+             (?:.|[\\n\\r]){0,32}?\n\\b\n(\n  (?:[0-9A-Z+/]{57}){3}=?\n)",
+            &[&["access", "key", "private", "secret", "token"], &["line"]],
+        );
+        check_all(r"(?:abc)+def", &[&["abc"], &["def"]]);
+        // Inside a group, and repeated at least once.
+        check_all(r"x(?:abc.+def){2,}", &[&["abc"], &["def"]]);
+        // What an optional piece or one branch of several holds is not required.
+        check_all(r"(?:foo|[a-z]+)bar(?:qux)?", &[&["bar"]]);
+        check_all(r"(?:abc.def|ghi)", &[&["abc", "ghi"]]);
+        check_all(r"ab.cd", &[]);
+        check_all(r"x(?=y)", &[]);
     }
 }

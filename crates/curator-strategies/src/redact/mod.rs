@@ -141,8 +141,10 @@ fn bundled() -> Option<&'static RuleSet> {
 ///    kingfisher rules (Apache-2.0), nearly 1,000 rules, as the `secrets_scanner` crate ships
 ///    them; kinds are their rule ids (`stripe-access-token`, `gcp-api-key`, …). Each rule's
 ///    keywords, and the literals every match of its expression holds, are found in one pass
-///    over the text; its expression is compiled the first time one of them asks for it, and
-///    its entropy threshold and allow-lists apply.
+///    over the text; a rule is not tried on a text that lacks every literal of a set its
+///    expression needs (kingfisher's `line` rule needs one of `secret`, `key`, `token`, …);
+///    its expression is compiled the first time one of them asks for it, and its entropy
+///    threshold and allow-lists apply.
 ///
 /// The rules also read the lines of a text that hold JSON escapes decoded (`\/`, `\"`,
 /// `\u0069`), and tokens wrapped across lines (or by a shell's `\` continuation) joined; what
