@@ -109,8 +109,9 @@ fn is_placeholder(secret: &str) -> bool {
         || lower.chars().all(|c| c == '*' || c == 'x' || c == '.')
 }
 
-/// The bundled rule set: the rules of gitleaks (MIT) and kingfisher (Apache-2.0) as the
-/// `secrets_scanner` crate ships them merged, read once per process on first use.
+/// The bundled rule set alone: the rules of gitleaks (MIT) and kingfisher (Apache-2.0) as
+/// the `secrets_scanner` crate ships them merged (the tests read its rules by index).
+#[cfg(test)]
 fn bundled() -> Option<&'static RuleSet> {
     static RULES: OnceLock<Option<RuleSet>> = OnceLock::new();
     RULES.get_or_init(|| RuleSet::from_toml(secrets_scanner::rules::BUNDLED_RULES).ok()).as_ref()
@@ -186,17 +187,24 @@ struct Redact {
     key: u64,
 }
 
-/// curator's own rules, compiled once per process.
-fn own() -> &'static RuleSet {
-    static OWN_RULES: OnceLock<RuleSet> = OnceLock::new();
-    OWN_RULES.get_or_init(|| {
-        RuleSet::from_patterns(
-            OWN.iter()
-                .filter_map(|(kind, pattern)| {
-                    Regex::new(pattern).ok().map(|re| ((*kind).to_owned(), re))
-                })
-                .collect(),
-        )
+/// The built-in rules, read once per process on first use: curator's own, then the bundled
+/// set, in one set so that one pass over a text finds the keywords of both; with the number
+/// of curator's own (the first rules of the set). The bundled set is left out if it cannot
+/// be read.
+fn builtin() -> &'static (RuleSet, usize) {
+    static RULES: OnceLock<(RuleSet, usize)> = OnceLock::new();
+    RULES.get_or_init(|| {
+        let own: Vec<(String, Regex)> = OWN
+            .iter()
+            .filter_map(|(kind, pattern)| {
+                Regex::new(pattern).ok().map(|re| ((*kind).to_owned(), re))
+            })
+            .collect();
+        let count = own.len();
+        let set =
+            RuleSet::from_patterns_then_toml(own.clone(), secrets_scanner::rules::BUNDLED_RULES)
+                .unwrap_or_else(|_| RuleSet::from_patterns(own));
+        (set, count)
     })
 }
 
@@ -295,20 +303,18 @@ impl Default for Redactor {
 impl Redact {
     /// (start, end, precedence, kind) of every secret in `text`, by every rule set.
     fn findings(&self, text: &str) -> Vec<(usize, usize, u8, &str)> {
-        let mut found: Vec<(usize, usize, u8, &str)> = Vec::new();
-        let mut sets: Vec<(u8, &RuleSet)> = vec![(0, &self.custom)];
+        // Your own patterns are taken as they are.
+        let mut found: Vec<(usize, usize, u8, &str)> = (self.custom.find(text).into_iter())
+            .map(|f| (f.start, f.end, 0, self.custom.id(f.rule)))
+            .collect();
         if self.builtin {
-            sets.push((1, own()));
-            sets.extend(bundled().map(|set| (2, set)));
-        }
-        for (precedence, set) in sets {
+            // curator's own rules before the bundled ones; both skip placeholders.
+            let (set, own) = builtin();
             found.extend(
                 set.find(text)
                     .into_iter()
-                    // Your own patterns are taken as they are; the built-in rules skip
-                    // placeholders.
-                    .filter(|f| precedence == 0 || !is_placeholder(&text[f.start..f.end]))
-                    .map(|f| (f.start, f.end, precedence, set.id(f.rule))),
+                    .filter(|f| !is_placeholder(&text[f.start..f.end]))
+                    .map(|f| (f.start, f.end, if f.rule < *own { 1 } else { 2 }, set.id(f.rule))),
             );
         }
         found

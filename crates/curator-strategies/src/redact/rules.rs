@@ -120,6 +120,8 @@ struct Rule {
     named_secret: bool,
     entropy: Option<f64>,
     allow: Vec<Allow>,
+    /// Whether the set's global allow-list applies (rules read from TOML).
+    global: bool,
     /// Whether the literals of the expression send texts to the rule, besides its keywords.
     #[cfg_attr(not(test), expect(dead_code, reason = "the coverage test reads how rules run"))]
     by_literals: bool,
@@ -174,113 +176,47 @@ pub(crate) struct RuleSet {
 impl RuleSet {
     /// Reads rules in the gitleaks TOML format. Rules that only match file paths are left
     /// out; a rule whose expression does not compile is skipped when first needed.
+    #[cfg(test)]
     pub(crate) fn from_toml(text: &str) -> Result<Self, toml::de::Error> {
-        let file: FileToml = toml::from_str(text)?;
-        let global = file.allowlist.iter().filter_map(Allow::build).collect();
-        Ok(Self::from_rules(
-            file.rules
-                .into_iter()
-                .filter_map(|r| {
-                    let source = r.regex?;
-                    // A rule its authors rate low in confidence runs only where its declared
-                    // keywords are (kingfisher's `username … password …` would find words).
-                    let low = r.description.is_some_and(|d| d.contains("confidence: low"));
-                    let literals = !low;
-                    Some((
-                        r.id,
-                        source,
-                        r.secret_group,
-                        r.entropy,
-                        r.keywords,
-                        r.allowlists,
-                        literals,
-                    ))
-                })
-                .collect(),
-            global,
-        ))
-    }
-
-    #[expect(clippy::type_complexity, reason = "the fields of a rule, read once")]
-    fn from_rules(
-        rules: Vec<(String, String, Option<usize>, Option<f64>, Vec<String>, Vec<AllowToml>, bool)>,
-        global: Vec<Allow>,
-    ) -> Self {
-        let mut keyword_index: Vec<String> = Vec::new();
-        let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
-        let mut always = Vec::new();
-        let mut compiled = Vec::with_capacity(rules.len());
-        for (k, (id, source, secret_group, entropy, keywords, allowlists, use_literals)) in
-            rules.into_iter().enumerate()
-        {
-            // The declared keywords, and the literals every match holds: some rules declare a
-            // keyword their secrets need not contain (see `literals`).
-            let literal =
-                if use_literals { literals::required(&source, MIN_LITERAL) } else { None };
-            if keywords.is_empty() && literal.is_none() {
-                always.push(k);
-            } else {
-                let mut triggers: Vec<String> = keywords.iter().map(|w| w.to_lowercase()).collect();
-                triggers.extend(literal.iter().flatten().cloned());
-                index_triggers(&mut keyword_index, &mut keyword_rules, triggers, k);
-            }
-            let gates = index_gates(&mut keyword_index, &mut keyword_rules, &source);
-            compiled.push(Rule {
-                id,
-                source,
-                compiled: OnceLock::new(),
-                secret_group,
-                named_secret: false,
-                entropy,
-                allow: allowlists.iter().filter_map(Allow::build).collect(),
-                by_literals: literal.is_some(),
-                keywords: keywords.iter().map(|w| w.to_lowercase()).collect(),
-                gates,
-            });
-        }
-        let keywords = build_keywords(&keyword_index);
-        Self { rules: compiled, keywords, keyword_rules, always, global }
+        Self::from_patterns_then_toml(Vec::new(), text)
     }
 
     /// Rules given as (id, expression) pairs with no keywords: each is tried on every text, and
     /// replaces its group named `secret`, or its whole match.
     pub(crate) fn from_patterns(patterns: Vec<(String, Regex)>) -> Self {
-        let mut keyword_index: Vec<String> = Vec::new();
-        let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
-        let mut set = Self::from_rules(Vec::new(), Vec::new());
-        for (id, re) in patterns {
-            // A pattern every match of which holds a known literal is tried only where one
-            // is found; any other, on every text.
-            match literals::required(re.as_str(), MIN_LITERAL) {
-                Some(triggers) => {
-                    index_triggers(
-                        &mut keyword_index,
-                        &mut keyword_rules,
-                        triggers,
-                        set.rules.len(),
-                    );
-                }
-                None => set.always.push(set.rules.len()),
-            }
-            let gates = index_gates(&mut keyword_index, &mut keyword_rules, re.as_str());
-            let compiled = OnceLock::new();
-            let _ = compiled.set(Some(re.clone()));
-            set.rules.push(Rule {
-                id,
-                source: re.as_str().to_owned(),
-                compiled,
-                secret_group: None,
-                named_secret: true,
-                entropy: None,
-                allow: Vec::new(),
-                by_literals: true,
-                keywords: Vec::new(),
-                gates,
+        let mut builder = Builder::default();
+        builder.patterns(patterns);
+        builder.build(Vec::new())
+    }
+
+    /// The rules `patterns` (as [`from_patterns`](Self::from_patterns) reads them), then
+    /// those of the gitleaks TOML `text` (as [`from_toml`](Self::from_toml) does, its global
+    /// allow-list applying to its rules only), in one set: one pass over a text finds the
+    /// keywords of both. The rules of `patterns` are the first, in their order.
+    pub(crate) fn from_patterns_then_toml(
+        patterns: Vec<(String, Regex)>,
+        text: &str,
+    ) -> Result<Self, toml::de::Error> {
+        let file: FileToml = toml::from_str(text)?;
+        let global = file.allowlist.iter().filter_map(Allow::build).collect();
+        let mut builder = Builder::default();
+        builder.patterns(patterns);
+        for r in file.rules {
+            let Some(source) = r.regex else { continue };
+            // A rule its authors rate low in confidence runs only where its declared
+            // keywords are (kingfisher's `username … password …` would find words).
+            let low = r.description.is_some_and(|d| d.contains("confidence: low"));
+            builder.toml_rule(TomlRule {
+                id: r.id,
+                source,
+                secret_group: r.secret_group,
+                entropy: r.entropy,
+                keywords: r.keywords,
+                allowlists: r.allowlists,
+                use_literals: !low,
             });
         }
-        set.keywords = build_keywords(&keyword_index);
-        set.keyword_rules = keyword_rules;
-        set
+        Ok(builder.build(global))
     }
 
     /// The id of rule `rule`.
@@ -394,10 +330,11 @@ impl RuleSet {
                 continue;
             }
             let line = line_of(text, whole.start(), whole.end());
+            let global = if rule.global { &self.global[..] } else { &[] };
             let allowed = rule
                 .allow
                 .iter()
-                .chain(&self.global)
+                .chain(global)
                 .any(|a| a.allows(secret.as_str(), whole.as_str(), line));
             if !allowed {
                 // A rule without a group whose expression ends on the character after the
@@ -427,6 +364,102 @@ const DFA_CACHE_LIMIT: usize = 32 << 20;
 /// The shortest literal read from an expression that the prefilter looks for: shorter ones
 /// would send nearly every text to the rule.
 const MIN_LITERAL: usize = 3;
+
+/// The fields of a TOML rule that redaction uses.
+struct TomlRule {
+    id: String,
+    source: String,
+    secret_group: Option<usize>,
+    entropy: Option<f64>,
+    keywords: Vec<String>,
+    allowlists: Vec<AllowToml>,
+    /// Whether the literals of its expression send texts to it, besides its keywords.
+    use_literals: bool,
+}
+
+/// A rule set being put together: its rules, and the keywords that send texts to them.
+#[derive(Default)]
+struct Builder {
+    rules: Vec<Rule>,
+    keyword_index: Vec<String>,
+    keyword_rules: Vec<Vec<usize>>,
+    always: Vec<usize>,
+}
+
+impl Builder {
+    /// Adds rules given as (id, expression) pairs (see [`RuleSet::from_patterns`]).
+    fn patterns(&mut self, patterns: Vec<(String, Regex)>) {
+        for (id, re) in patterns {
+            let k = self.rules.len();
+            // A pattern every match of which holds a known literal is tried only where one
+            // is found; any other, on every text.
+            match literals::required(re.as_str(), MIN_LITERAL) {
+                Some(triggers) => {
+                    index_triggers(&mut self.keyword_index, &mut self.keyword_rules, triggers, k);
+                }
+                None => self.always.push(k),
+            }
+            let gates = index_gates(&mut self.keyword_index, &mut self.keyword_rules, re.as_str());
+            let compiled = OnceLock::new();
+            let _ = compiled.set(Some(re.clone()));
+            self.rules.push(Rule {
+                id,
+                source: re.as_str().to_owned(),
+                compiled,
+                secret_group: None,
+                named_secret: true,
+                entropy: None,
+                allow: Vec::new(),
+                global: false,
+                by_literals: true,
+                keywords: Vec::new(),
+                gates,
+            });
+        }
+    }
+
+    /// Adds a rule read from the gitleaks TOML format.
+    fn toml_rule(&mut self, rule: TomlRule) {
+        let k = self.rules.len();
+        // The declared keywords, and the literals every match holds: some rules declare a
+        // keyword their secrets need not contain (see `literals`).
+        let literal =
+            if rule.use_literals { literals::required(&rule.source, MIN_LITERAL) } else { None };
+        let keywords: Vec<String> = rule.keywords.iter().map(|w| w.to_lowercase()).collect();
+        if keywords.is_empty() && literal.is_none() {
+            self.always.push(k);
+        } else {
+            let mut triggers = keywords.clone();
+            triggers.extend(literal.iter().flatten().cloned());
+            index_triggers(&mut self.keyword_index, &mut self.keyword_rules, triggers, k);
+        }
+        let gates = index_gates(&mut self.keyword_index, &mut self.keyword_rules, &rule.source);
+        self.rules.push(Rule {
+            id: rule.id,
+            source: rule.source,
+            compiled: OnceLock::new(),
+            secret_group: rule.secret_group,
+            named_secret: false,
+            entropy: rule.entropy,
+            allow: rule.allowlists.iter().filter_map(Allow::build).collect(),
+            global: true,
+            by_literals: literal.is_some(),
+            keywords,
+            gates,
+        });
+    }
+
+    /// The rule set, with `global` the allow-list of the rules read from TOML.
+    fn build(self, global: Vec<Allow>) -> RuleSet {
+        RuleSet {
+            rules: self.rules,
+            keywords: build_keywords(&self.keyword_index),
+            keyword_rules: self.keyword_rules,
+            always: self.always,
+            global,
+        }
+    }
+}
 
 /// Records that `triggers` (lowercase) send texts to rule `rule`.
 fn index_triggers(
@@ -595,6 +628,62 @@ keywords = ["line"]
             gated += set.tried(text, false).len() - set.tried(text, true).len();
         }
         assert!(gated > 0, "some rule was sent a text it could not match");
+    }
+
+    #[test]
+    fn the_built_in_rules_in_one_set_find_what_their_two_sets_find_apart() {
+        let own_patterns: Vec<(String, Regex)> = super::super::OWN
+            .iter()
+            .map(|(kind, pattern)| ((*kind).to_owned(), Regex::new(pattern).unwrap()))
+            .collect();
+        let own = RuleSet::from_patterns(own_patterns);
+        let Some(bundled) = super::super::bundled() else { panic!("the bundled rules load") };
+        let (both, own_count) = super::super::builtin();
+        assert_eq!(*own_count, own.len());
+        assert_eq!(both.len(), own.len() + bundled.len());
+        let mut texts: Vec<String> = curator_testkit::synthetic::agent_history(300, 9)
+            .iter()
+            .map(|m| m.text().into_owned())
+            .collect();
+        texts.extend(
+            [
+                "export GITHUB_TOKEN=ghp_0123456789abcdefghijklmnopqrstuvwxyz",
+                "curl -H 'Authorization: Bearer sk-proj-abcdefghijklmnopqrstuvwx0123456789'",
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                "PGPASSWORD='hunter2hunter2' psql postgres://admin:s3cr3tpass@db:5432/app",
+                // What the bundled set's global allow-list lets pass (`false` in a secret, the
+                // alphabet), which curator's own rules still find.
+                "PASSWORD=falsehood123x and Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123",
+            ]
+            .map(String::from),
+        );
+        let found = |set: &RuleSet, text: &str| {
+            let mut found: Vec<(usize, usize, String)> = set
+                .find(text)
+                .into_iter()
+                .map(|f| (f.start, f.end, set.id(f.rule).to_owned()))
+                .collect();
+            found.sort();
+            found
+        };
+        for text in &texts {
+            let mut apart = found(&own, text);
+            apart.extend(found(bundled, text));
+            apart.sort();
+            assert_eq!(found(both, text), apart, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_global_allow_list_read_from_toml_spares_only_the_toml_rules() {
+        let pattern = Regex::new(r"(?P<secret>tok_[a-z0-9]{6,})").unwrap();
+        let set = RuleSet::from_patterns_then_toml(vec![("mine".into(), pattern)], RULES).unwrap();
+        assert_eq!(set.id(0), "mine");
+        // `example` is a global stopword of the TOML: its rules let it pass, the pattern not.
+        let text = "tok_example1 demo_example12345";
+        let found: Vec<(&str, &str)> =
+            set.find(text).iter().map(|f| (set.id(f.rule), &text[f.start..f.end])).collect();
+        assert_eq!(found, [("mine", "tok_example1")]);
     }
 
     #[test]
