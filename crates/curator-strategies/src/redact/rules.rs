@@ -70,8 +70,11 @@ struct Allow {
 }
 
 impl Allow {
-    /// The allow-list, or `None` when it only concerns file paths (text has none) or cannot
-    /// be compiled.
+    /// The allow-list, or `None` when it only concerns file paths (text has none). An
+    /// expression that does not compile (gitleaks' Go syntax reads `{` before a non-digit as
+    /// itself, which Rust's refuses) is left out of a list of which any criterion allows, so
+    /// that the others still apply; a list whose criteria must all hold is then not used at
+    /// all, since without that criterion it would allow more.
     fn build(toml: &AllowToml) -> Option<Self> {
         let all = toml.condition.as_deref().is_some_and(|c| c.eq_ignore_ascii_case("and"));
         if !toml.paths.is_empty() && (all || (toml.regexes.is_empty() && toml.stopwords.is_empty()))
@@ -83,11 +86,9 @@ impl Allow {
             Some("line") => Target::Line,
             _ => Target::Secret,
         };
-        let regexes = toml
-            .regexes
-            .iter()
-            .map(|r| Regex::new(r).ok().map(|re| (target, re)))
-            .collect::<Option<Vec<_>>>()?;
+        let compiled = toml.regexes.iter().map(|r| Regex::new(r).ok().map(|re| (target, re)));
+        let regexes =
+            if all { compiled.collect::<Option<Vec<_>>>()? } else { compiled.flatten().collect() };
         let stopwords = toml.stopwords.iter().map(|w| w.to_lowercase()).collect();
         Some(Self { regexes, stopwords, all })
     }
@@ -684,6 +685,39 @@ keywords = ["line"]
         let found: Vec<(&str, &str)> =
             set.find(text).iter().map(|f| (set.id(f.rule), &text[f.start..f.end])).collect();
         assert_eq!(found, [("mine", "tok_example1")]);
+    }
+
+    #[test]
+    fn an_allow_list_keeps_its_other_criteria_when_one_expression_does_not_compile() {
+        let rules = r#"
+[allowlist]
+regexes = ['''^\${(?:[A-Z_]+)}$''', '''^/home/''']
+stopwords = ["example"]
+
+[[rules]]
+id = "demo-token"
+regex = '''\b(demo_[a-z0-9/]{8,})'''
+keywords = ["demo_"]
+
+[[rules]]
+id = "both"
+regex = '''\b(both_[a-z0-9]{8,})'''
+keywords = ["both_"]
+[[rules.allowlists]]
+condition = "AND"
+regexes = ['''^\${(?:[A-Z_]+)}$''']
+stopwords = ["sample"]
+"#;
+        let set = RuleSet::from_toml(rules).unwrap();
+        let ids = |text: &str| -> Vec<String> {
+            set.find(text).iter().map(|f| text[f.start..f.end].to_owned()).collect()
+        };
+        // The global list's stopword and its other expression still allow; Go's `${` does not
+        // compile in Rust and is left out.
+        assert!(ids("demo_example12345").is_empty());
+        assert_eq!(ids("demo_k3y9x8w7v6"), ["demo_k3y9x8w7v6"]);
+        // A list whose criteria must all hold is not used without one of them.
+        assert_eq!(ids("both_sample12345"), ["both_sample12345"]);
     }
 
     #[test]
