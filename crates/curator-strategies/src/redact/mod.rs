@@ -16,6 +16,8 @@ use crate::{CurationContext, Error, History, HistoryManager, MessageMap, Result,
 mod coverage;
 mod literals;
 mod rules;
+#[cfg(test)]
+mod sets;
 mod views;
 
 use rules::RuleSet;
