@@ -394,6 +394,35 @@ struct Builder {
 }
 
 impl Builder {
+    /// The index of keyword `word` (lowercase), added if new (sending texts to no rule yet).
+    fn keyword(&mut self, word: String) -> usize {
+        self.keyword_index.iter().position(|w| *w == word).unwrap_or_else(|| {
+            self.keyword_index.push(word);
+            self.keyword_rules.push(Vec::new());
+            self.keyword_index.len() - 1
+        })
+    }
+
+    /// Records that `triggers` (lowercase) send texts to rule `rule`.
+    fn triggers(&mut self, triggers: Vec<String>, rule: usize) {
+        for trigger in triggers {
+            let at = self.keyword(trigger);
+            if !self.keyword_rules[at].contains(&rule) {
+                self.keyword_rules[at].push(rule);
+            }
+        }
+    }
+
+    /// Indexes the sets of literals every match of `source` needs (see
+    /// [`literals::required_all`]) as keywords that send texts to no rule by themselves, and
+    /// gives the sets as keyword indices.
+    fn gates(&mut self, source: &str) -> Vec<Vec<usize>> {
+        literals::required_all(source, MIN_LITERAL)
+            .into_iter()
+            .map(|set| set.into_iter().map(|literal| self.keyword(literal)).collect())
+            .collect()
+    }
+
     /// Adds rules given as (id, expression) pairs (see [`RuleSet::from_patterns`]).
     fn patterns(&mut self, patterns: Vec<(String, Regex)>) {
         for (id, re) in patterns {
@@ -401,12 +430,10 @@ impl Builder {
             // A pattern every match of which holds a known literal is tried only where one
             // is found; any other, on every text.
             match literals::required(re.as_str(), MIN_LITERAL) {
-                Some(triggers) => {
-                    index_triggers(&mut self.keyword_index, &mut self.keyword_rules, triggers, k);
-                }
+                Some(triggers) => self.triggers(triggers, k),
                 None => self.always.push(k),
             }
-            let gates = index_gates(&mut self.keyword_index, &mut self.keyword_rules, re.as_str());
+            let gates = self.gates(re.as_str());
             let compiled = OnceLock::new();
             let _ = compiled.set(Some(re.clone()));
             self.rules.push(Rule {
@@ -438,9 +465,9 @@ impl Builder {
         } else {
             let mut triggers = keywords.clone();
             triggers.extend(literal.iter().flatten().cloned());
-            index_triggers(&mut self.keyword_index, &mut self.keyword_rules, triggers, k);
+            self.triggers(triggers, k);
         }
-        let gates = index_gates(&mut self.keyword_index, &mut self.keyword_rules, &rule.source);
+        let gates = self.gates(&rule.source);
         self.rules.push(Rule {
             id: rule.id,
             source: rule.source,
@@ -466,49 +493,6 @@ impl Builder {
             global,
         }
     }
-}
-
-/// Records that `triggers` (lowercase) send texts to rule `rule`.
-fn index_triggers(
-    index: &mut Vec<String>,
-    rules: &mut Vec<Vec<usize>>,
-    triggers: Vec<String>,
-    rule: usize,
-) {
-    for trigger in triggers {
-        match index.iter().position(|w| *w == trigger) {
-            Some(at) if !rules[at].contains(&rule) => rules[at].push(rule),
-            Some(_) => {}
-            None => {
-                index.push(trigger);
-                rules.push(vec![rule]);
-            }
-        }
-    }
-}
-
-/// Indexes the sets of literals every match of `source` needs (see
-/// [`literals::required_all`]) as keywords that send texts to no rule by themselves, and
-/// gives the sets as keyword indices.
-fn index_gates(
-    index: &mut Vec<String>,
-    rules: &mut Vec<Vec<usize>>,
-    source: &str,
-) -> Vec<Vec<usize>> {
-    let sets = literals::required_all(source, MIN_LITERAL);
-    sets.into_iter()
-        .map(|set| {
-            set.into_iter()
-                .map(|literal| {
-                    index.iter().position(|w| *w == literal).unwrap_or_else(|| {
-                        index.push(literal);
-                        rules.push(Vec::new());
-                        index.len() - 1
-                    })
-                })
-                .collect()
-        })
-        .collect()
 }
 
 /// The keyword automaton, ASCII case-insensitive: a DFA, the fastest to search (the
