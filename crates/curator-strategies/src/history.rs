@@ -11,7 +11,7 @@ use curator_model::{Message, Role, ToolCall};
 
 use crate::TokenCounter;
 use crate::fx::FxBuild;
-use crate::memo::MemoTable;
+use crate::memo::{ChainCounts, MemoTable};
 use crate::term_index::TermIndex;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -96,6 +96,8 @@ pub struct History<'m> {
     tokens: RwLock<HashMap<u64, Arc<Vec<u64>>, FxBuild>>,
     /// What chains of message maps made of each message.
     memo: MemoTable,
+    /// Per `(chain key, counter key)`: the tokens of what the chain made of each message.
+    chain_counts: RwLock<HashMap<(u64, u64), Arc<ChainCounts>, FxBuild>>,
     /// Term statistics, built the first time a strategy asks (see [`TermIndex`]).
     terms: RwLock<TermIndex>,
     /// Per [`MessageMap::unchanged_key`](crate::MessageMap::unchanged_key): the positions
@@ -181,6 +183,7 @@ impl<'m> History<'m> {
             marks,
             tokens: RwLock::default(),
             memo: MemoTable::default(),
+            chain_counts: RwLock::default(),
             terms: RwLock::default(),
             changed: RwLock::default(),
         }
@@ -398,6 +401,19 @@ impl<'m> History<'m> {
         compute: impl FnOnce() -> Option<Arc<Message>>,
     ) -> Option<Arc<Message>> {
         self.memo.with(chain, pos, compute, |memo| memo.map(|m| Arc::clone(&m.message)))
+    }
+
+    /// The tokens of what the memoised chain `chain` makes of each message under the counter
+    /// `key`, as far as they were counted.
+    pub(crate) fn chain_counts(&self, chain: u64, key: u64) -> Arc<ChainCounts> {
+        {
+            let cache = self.chain_counts.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(counts) = cache.get(&(chain, key)) {
+                return Arc::clone(counts);
+            }
+        }
+        let mut cache = self.chain_counts.write().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(cache.entry((chain, key)).or_default())
     }
 
     /// The tokens of the memoised result of `chain` at `pos` under the counter `key`, counted

@@ -5,6 +5,7 @@
 //! existing page takes the shared lock only; a page is added under the exclusive lock.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use curator_model::Message;
@@ -88,6 +89,48 @@ impl MemoTable {
     }
 }
 
+/// The token counts of one chain's results under one counter, one slot per position: what
+/// the memo knows, laid out densely. A compaction asks for the tokens of thousands of units
+/// spread over the whole history; reading them from an array of four bytes per position
+/// touches a cache line per sixteen positions where the memo's pages touch one or two per
+/// message.
+#[derive(Debug, Default)]
+pub(crate) struct ChainCounts {
+    /// Per position: `0` when not known yet, else the tokens plus one.
+    slots: RwLock<Vec<AtomicU32>>,
+}
+
+impl ChainCounts {
+    /// The tokens at `pos`, when set.
+    pub(crate) fn get(&self, pos: usize) -> Option<u64> {
+        let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+        let stored = slots.get(pos)?.load(Ordering::Relaxed);
+        stored.checked_sub(1).map(u64::from)
+    }
+
+    /// Sets the tokens at `pos` (a count too large for a slot is not kept: it is asked
+    /// again from the memo).
+    pub(crate) fn set(&self, pos: usize, tokens: u64) {
+        let Some(stored) = u32::try_from(tokens).ok().and_then(|t| t.checked_add(1)) else {
+            return;
+        };
+        {
+            let slots = self.slots.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(slot) = slots.get(pos) {
+                slot.store(stored, Ordering::Relaxed);
+                return;
+            }
+        }
+        let mut slots = self.slots.write().unwrap_or_else(PoisonError::into_inner);
+        if slots.len() <= pos {
+            // Grown by half again at least, so that a growing history reallocates rarely.
+            let len = (pos + 1).max(slots.len() + slots.len() / 2);
+            slots.resize_with(len, AtomicU32::default);
+        }
+        slots[pos].store(stored, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
@@ -113,6 +156,23 @@ mod tests {
         // Another chain key has slots of its own.
         assert_eq!(table.with(8, 0, || None, text), None);
         assert_eq!(runs.get(), 6);
+    }
+
+    #[test]
+    fn chain_counts_keep_what_was_set_and_nothing_else() {
+        let counts = ChainCounts::default();
+        assert_eq!(counts.get(0), None);
+        counts.set(5, 0);
+        counts.set(1_000, 42);
+        assert_eq!(counts.get(5), Some(0), "a count of zero is told from an unknown one");
+        assert_eq!(counts.get(1_000), Some(42));
+        assert_eq!(counts.get(4), None);
+        assert_eq!(counts.get(999), None);
+        assert_eq!(counts.get(5_000), None);
+        counts.set(7, u64::from(u32::MAX));
+        assert_eq!(counts.get(7), None, "a count too large for a slot is not kept");
+        counts.set(7, u64::from(u32::MAX) - 1);
+        assert_eq!(counts.get(7), Some(u64::from(u32::MAX) - 1));
     }
 
     #[test]

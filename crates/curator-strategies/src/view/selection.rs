@@ -7,6 +7,7 @@ use curator_model::{Message, Role};
 
 use super::entry::{MessageRef, ViewEntry};
 use super::items::{Item, Items, Slot};
+use super::tally::ChainSlots;
 use crate::history::Counts;
 use crate::map::chain_key;
 use crate::{History, MessageMap, TokenCounter};
@@ -355,6 +356,7 @@ impl<'h> View<'h> {
         slot: Slot,
         counter: &dyn TokenCounter,
         counts: &Counts,
+        chains: &ChainSlots,
     ) -> u64 {
         let Item::Run { start, .. } = self.items.get(slot.item) else {
             return counter.count_message(&self.slot_message(slot));
@@ -371,11 +373,19 @@ impl<'h> View<'h> {
         if chain.0 < self.maps.len() {
             return counter.count_message(&self.slot_message(slot));
         }
-        let compute = || self.chained(pos, raw, chain.0);
-        let count = |message: &Message| counter.count_message(message);
-        self.history
-            .memo_tokens(chain.1, pos, compute, counts.key, count)
-            .unwrap_or_else(|| counts.at(pos as usize))
+        let at = pos as usize;
+        chains.with(self.history, chain.1, counts.key, |dense| {
+            dense.get(at).unwrap_or_else(|| {
+                let compute = || self.chained(pos, raw, chain.0);
+                let count = |message: &Message| counter.count_message(message);
+                let tokens = self
+                    .history
+                    .memo_tokens(chain.1, pos, compute, counts.key, count)
+                    .unwrap_or_else(|| counts.at(at));
+                dense.set(at, tokens);
+                tokens
+            })
+        })
     }
 }
 

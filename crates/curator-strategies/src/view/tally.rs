@@ -1,5 +1,6 @@
 //! Token counts of a view's messages, read from the history's caches.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -7,7 +8,9 @@ use std::sync::Arc;
 use super::items::Slot;
 use super::selection::View;
 use crate::TokenCounter;
+use crate::History;
 use crate::history::{Changed, Counts};
+use crate::memo::ChainCounts;
 
 /// The token counts of a view's messages under one counter; see [`View::tally`].
 ///
@@ -21,6 +24,37 @@ pub struct Tally<'v, 'h> {
     /// The history positions the view's maps may change, when every map names its
     /// [`unchanged_key`](crate::MessageMap::unchanged_key).
     changed: Option<Arc<Changed>>,
+    /// The counts of the view's memoised chain, found on first use.
+    chains: ChainSlots,
+}
+
+/// The token counts of one memoised chain (the view's whole chain, as a rule), found in the
+/// history once per tally rather than once per message.
+#[derive(Debug, Default)]
+pub(super) struct ChainSlots {
+    found: RefCell<Option<(u64, u64, Arc<ChainCounts>)>>,
+}
+
+impl ChainSlots {
+    /// Calls `with` with the counts of `chain` under the counter `key`.
+    pub(super) fn with<T>(
+        &self,
+        history: &History<'_>,
+        chain: u64,
+        key: u64,
+        with: impl FnOnce(&ChainCounts) -> T,
+    ) -> T {
+        let mut found = self.found.borrow_mut();
+        match &*found {
+            Some((c, k, counts)) if *c == chain && *k == key => with(counts),
+            _ => {
+                let counts = history.chain_counts(chain, key);
+                let out = with(&counts);
+                *found = Some((chain, key, counts));
+                out
+            }
+        }
+    }
 }
 
 impl<'h> View<'h> {
@@ -53,7 +87,13 @@ impl<'h> View<'h> {
                 .collect::<Option<Vec<_>>>()
                 .map(|all| Arc::new(Changed::union(&all))),
         };
-        Tally { view: self, counter, counts: self.history.counts(counter), changed }
+        Tally {
+            view: self,
+            counter,
+            counts: self.history.counts(counter),
+            changed,
+            chains: ChainSlots::default(),
+        }
     }
 }
 
@@ -64,7 +104,7 @@ impl Tally<'_, '_> {
     ///
     /// When `index` is not below the view's length.
     pub fn message(&self, index: usize) -> u64 {
-        self.view.slot_tokens(self.view.slot(index), self.counter, &self.counts)
+        self.view.slot_tokens(self.view.slot(index), self.counter, &self.counts, &self.chains)
     }
 
     /// Tokens of the messages at view indices `range` (ends past the view are cut).
@@ -81,7 +121,7 @@ impl Tally<'_, '_> {
         }
         let mut others = 0;
         let base = self.split(range, |slot| {
-            others += self.view.slot_tokens(slot, self.counter, &self.counts);
+            others += self.view.slot_tokens(slot, self.counter, &self.counts, &self.chains);
         });
         base + others
     }

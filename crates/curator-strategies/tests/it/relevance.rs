@@ -657,6 +657,7 @@ fn a_tight_budget_holds_the_newest_parallel_results_cut_twice() {
 /// The shape property tests found (seed in `shapes.txt`): the task not pinned, a budget whose
 /// body holds the newest assistant turn but not the note or the user turn before it. The
 /// view opened on the assistant turn, which Anthropic refuses; the budget alone decides now.
+#[cfg(feature = "tiktoken")]
 #[test]
 fn a_view_never_opens_on_an_assistant_turn_when_the_history_did_not() {
     let messages = vec![
