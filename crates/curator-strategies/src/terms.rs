@@ -89,13 +89,15 @@ pub(crate) fn scan<'a>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
     scan_with::<true>(text, each);
 }
 
-/// [`scan`], taking words of ASCII letters alone the short way when `SHORT` (the tests
-/// hold the short way to the long one).
+/// [`scan`], taking the short ways when `SHORT` (the tests hold them to the long way): a
+/// word of ASCII letters alone goes straight to the camel-case check, and in a long text a
+/// word met lately is not read again.
 fn scan_with<'a, const SHORT: bool>(text: &'a str, each: &mut impl FnMut(&'a str) -> bool) {
     // A short text (a term, a label) has few terms: a list finds them faster than a hash.
     let short = text.len() <= 128;
     let mut few: Vec<&str> = Vec::new();
     let mut seen: HashSet<&str, FxBuild> = HashSet::default();
+    let mut recent = Recent::default();
     let more = Cell::new(true);
     let mut emit = |term| {
         let new = if short {
@@ -121,11 +123,40 @@ fn scan_with<'a, const SHORT: bool>(text: &'a str, each: &mut impl FnMut(&'a str
             if kinds == LOWER | UPPER && word.len() >= 3 && is_camel(word.as_bytes()) {
                 emit(word);
             }
-        } else {
+        } else if short || !SHORT || !recent.seen(word) {
+            // A word met again gave its terms the first time: they are all seen.
             word_terms(word, &mut emit);
         }
         true
     });
+}
+
+/// The words of a text met lately, one per slot of a small table indexed by a hash of the
+/// word: a word that repeats (a path on every line of a listing) is told apart cheaply.
+struct Recent<'a> {
+    slots: [&'a str; 64],
+}
+
+impl Default for Recent<'_> {
+    fn default() -> Self {
+        Recent { slots: [""; 64] }
+    }
+}
+
+impl<'a> Recent<'a> {
+    /// Whether `word` was met lately; it is now.
+    fn seen(&mut self, word: &'a str) -> bool {
+        let bytes = word.as_bytes();
+        let (first, last) =
+            (bytes.first().copied().unwrap_or(0), bytes.last().copied().unwrap_or(0));
+        let hash = (usize::from(first) * 31 + usize::from(last) * 7 + bytes.len() * 13) & 63;
+        let slot = &mut self.slots[hash];
+        if *slot == word {
+            return true;
+        }
+        *slot = word;
+        false
+    }
 }
 
 /// Emits the terms of one word of a text (see [`terms`]).
@@ -663,6 +694,25 @@ mod tests {
             for (word, kinds) in found {
                 proptest::prop_assert_eq!(kinds, kinds_of(word), "{:?}", word);
             }
+        }
+
+        #[test]
+        fn words_met_again_in_a_long_text_take_the_short_way_to_the_same_terms(
+            // Few first and last bytes and lengths, so that words share a slot of the
+            // table of words met lately.
+            vocabulary in proptest::collection::vec(
+                "[a-zA-Z0-9_./:#@$*!?-]{1,14}|[ab1./:_-]{3,6}", 1..40),
+            picks in proptest::collection::vec((0..40_usize, 0..4_usize), 20..300),
+        ) {
+            let mut text = String::new();
+            for (word, gap) in picks {
+                text.push_str(&vocabulary[word % vocabulary.len()]);
+                text.push_str([" ", "\n", "(", ", "][gap]);
+            }
+            let (mut short, mut long) = (Vec::new(), Vec::new());
+            scan_with::<true>(&text, &mut |t| { short.push(t); true });
+            scan_with::<false>(&text, &mut |t| { long.push(t); true });
+            proptest::prop_assert_eq!(short, long);
         }
 
         #[test]

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::items::Slot;
 use super::selection::View;
-use crate::TokenCounter;
 use crate::History;
+use crate::TokenCounter;
 use crate::history::{Changed, Counts};
 use crate::memo::ChainCounts;
 
