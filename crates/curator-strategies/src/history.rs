@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
 
 use curator_model::pairing::{Link, Pairer, Step};
 use curator_model::{Message, Role, ToolCall};
@@ -98,11 +98,26 @@ pub struct History<'m> {
     memo: MemoTable,
     /// Per `(chain key, counter key)`: the tokens of what the chain made of each message.
     chain_counts: RwLock<HashMap<(u64, u64), Arc<ChainCounts>, FxBuild>>,
+    /// The last few counts of messages no memo keeps (see [`History::count_unmemoised`]).
+    unmemoised: Mutex<Vec<Unmemoised>>,
     /// Term statistics, built the first time a strategy asks (see [`TermIndex`]).
     terms: RwLock<TermIndex>,
     /// Per [`MessageMap::unchanged_key`](crate::MessageMap::unchanged_key): the positions
     /// that map may change.
     changed: RwLock<HashMap<u64, Arc<Changed>, FxBuild>>,
+}
+
+/// How many counts [`History::count_unmemoised`] keeps.
+const UNMEMOISED: usize = 16;
+
+/// A count of a message no memo keeps: the counter's key, the position it shows, the
+/// message and its tokens.
+#[derive(Debug)]
+struct Unmemoised {
+    key: u64,
+    pos: u32,
+    message: Arc<Message>,
+    tokens: u64,
 }
 
 /// The positions of a history that a map may change (those its
@@ -184,6 +199,7 @@ impl<'m> History<'m> {
             tokens: RwLock::default(),
             memo: MemoTable::default(),
             chain_counts: RwLock::default(),
+            unmemoised: Mutex::default(),
             terms: RwLock::default(),
             changed: RwLock::default(),
         }
@@ -403,6 +419,34 @@ impl<'m> History<'m> {
         self.memo.with(chain, pos, compute, |memo| memo.map(|m| Arc::clone(&m.message)))
     }
 
+    /// The tokens of `message` under the counter `key`, counted by `count` unless it is
+    /// one of the last few counted for position `pos`: what maps made of a message that
+    /// no memo keeps (a cut of the present's results, which depends on the call) is asked
+    /// for several times in one compaction, and again by the calls after it.
+    pub(crate) fn count_unmemoised(
+        &self,
+        key: u64,
+        pos: u32,
+        message: &Message,
+        count: impl FnOnce(&Message) -> u64,
+    ) -> u64 {
+        {
+            let recent = self.unmemoised.lock().unwrap_or_else(PoisonError::into_inner);
+            let hit =
+                recent.iter().find(|r| r.key == key && r.pos == pos && *r.message == *message);
+            if let Some(hit) = hit {
+                return hit.tokens;
+            }
+        }
+        let tokens = count(message);
+        let mut recent = self.unmemoised.lock().unwrap_or_else(PoisonError::into_inner);
+        if recent.len() >= UNMEMOISED {
+            recent.remove(0);
+        }
+        recent.push(Unmemoised { key, pos, message: Arc::new(message.clone()), tokens });
+        tokens
+    }
+
     /// The tokens of what the memoised chain `chain` makes of each message under the counter
     /// `key`, as far as they were counted.
     pub(crate) fn chain_counts(&self, chain: u64, key: u64) -> Arc<ChainCounts> {
@@ -494,5 +538,36 @@ impl fmt::Debug for History<'_> {
             .field("id", &self.id)
             .field("len", &self.messages.len())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    #[test]
+    fn an_unmemoised_message_is_counted_again_only_when_it_changed() {
+        let history = History::from(vec![Message::user("a"), Message::tool_result("1", "b")]);
+        let counted = Cell::new(0);
+        let count = |message: &Message| {
+            counted.set(counted.get() + 1);
+            message.text().len() as u64
+        };
+        let cut = Message::tool_result("1", "a cut");
+        assert_eq!(history.count_unmemoised(7, 1, &cut, count), 5);
+        assert_eq!(history.count_unmemoised(7, 1, &cut.clone(), count), 5);
+        assert_eq!(counted.get(), 1, "the same message at the same position is not recounted");
+        let other = Message::tool_result("1", "another cut");
+        assert_eq!(history.count_unmemoised(7, 1, &other, count), 11);
+        assert_eq!(history.count_unmemoised(8, 1, &cut, count), 5);
+        assert_eq!(history.count_unmemoised(7, 0, &cut, count), 5);
+        assert_eq!(counted.get(), 4, "another message, counter or position is counted");
+        for pos in 2..40 {
+            history.count_unmemoised(7, pos, &cut, count);
+        }
+        assert_eq!(history.count_unmemoised(7, 1, &cut, count), 5);
+        assert_eq!(counted.get(), 4 + 38 + 1, "only the last few are kept");
     }
 }

@@ -371,7 +371,9 @@ impl<'h> View<'h> {
         }
         let chain = self.memo_chain(pos as usize);
         if chain.0 < self.maps.len() {
-            return counter.count_message(&self.slot_message(slot));
+            let message = self.slot_message(slot);
+            let count = |message: &Message| counter.count_message(message);
+            return self.history.count_unmemoised(counts.key, pos, &message, count);
         }
         let at = pos as usize;
         chains.with(self.history, chain.1, counts.key, |dense| {
