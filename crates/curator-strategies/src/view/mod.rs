@@ -2,6 +2,7 @@
 //! strategy changed. How a view is held (runs of positions, owned messages) is private to
 //! this folder; strategies use the reading and editing API of [`View`].
 
+mod chains;
 mod edit;
 mod entries;
 mod entry;

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use curator_model::{Message, Role};
 
+use super::chains::ChainSlots;
 use super::entry::{MessageRef, ViewEntry};
 use super::items::{Item, Items, Slot};
-use super::tally::ChainSlots;
 use crate::history::Counts;
 use crate::map::chain_key;
 use crate::{History, MessageMap, TokenCounter};

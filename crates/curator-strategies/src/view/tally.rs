@@ -1,16 +1,14 @@
 //! Token counts of a view's messages, read from the history's caches.
 
-use std::cell::RefCell;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use super::chains::ChainSlots;
 use super::items::Slot;
 use super::selection::View;
-use crate::History;
 use crate::TokenCounter;
 use crate::history::{Changed, Counts};
-use crate::memo::ChainCounts;
 
 /// The token counts of a view's messages under one counter; see [`View::tally`].
 ///
@@ -26,35 +24,6 @@ pub struct Tally<'v, 'h> {
     changed: Option<Arc<Changed>>,
     /// The counts of the view's memoised chain, found on first use.
     chains: ChainSlots,
-}
-
-/// The token counts of one memoised chain (the view's whole chain, as a rule), found in the
-/// history once per tally rather than once per message.
-#[derive(Debug, Default)]
-pub(super) struct ChainSlots {
-    found: RefCell<Option<(u64, u64, Arc<ChainCounts>)>>,
-}
-
-impl ChainSlots {
-    /// Calls `with` with the counts of `chain` under the counter `key`.
-    pub(super) fn with<T>(
-        &self,
-        history: &History<'_>,
-        chain: u64,
-        key: u64,
-        with: impl FnOnce(&ChainCounts) -> T,
-    ) -> T {
-        let mut found = self.found.borrow_mut();
-        match &*found {
-            Some((c, k, counts)) if *c == chain && *k == key => with(counts),
-            _ => {
-                let counts = history.chain_counts(chain, key);
-                let out = with(&counts);
-                *found = Some((chain, key, counts));
-                out
-            }
-        }
-    }
 }
 
 impl<'h> View<'h> {
