@@ -663,37 +663,34 @@ mod tests {
         })
     }
 
+    /// The words [`each_word`] reads from `text` are those `str::split` gives, each with
+    /// the kinds of its bytes.
+    fn words_hold(text: &str) -> Result<(), proptest::test_runner::TestCaseError> {
+        let split: Vec<&str> =
+            text.split(|c: char| c.is_whitespace() || WORD_ENDS.contains(c)).collect();
+        let mut found: Vec<(&str, u8)> = Vec::new();
+        each_word(text, |word, kinds| {
+            found.push((word, kinds));
+            true
+        });
+        proptest::prop_assert_eq!(found.iter().map(|w| w.0).collect::<Vec<_>>(), split);
+        for (word, kinds) in found {
+            proptest::prop_assert_eq!(kinds, kinds_of(word), "{:?}", word);
+        }
+        Ok(())
+    }
+
     proptest::proptest! {
         #[test]
         fn words_are_those_split_gives(text in "(?s)[a-zA-Z0-9_( )\\[\\]{}<>,;=\"'`|\t\n\r\u{85}\u{a0}\u{2003}\u{3000}é日\u{1f600}.:/-]{0,300}") {
-            let split: Vec<&str> =
-                text.split(|c: char| c.is_whitespace() || WORD_ENDS.contains(c)).collect();
-            let mut found: Vec<(&str, u8)> = Vec::new();
-            each_word(&text, |word, kinds| {
-                found.push((word, kinds));
-                true
-            });
-            proptest::prop_assert_eq!(found.iter().map(|w| w.0).collect::<Vec<_>>(), split);
-            for (word, kinds) in found {
-                proptest::prop_assert_eq!(kinds, kinds_of(word), "{:?}", word);
-            }
+            words_hold(&text)?;
         }
 
         #[test]
         fn words_of_mostly_ascii_text_read_in_blocks_are_those_split_gives(
             text in "(?s)([a-zA-Z0-9_ ,.()\n-]{0,70}é?){0,6}",
         ) {
-            let split: Vec<&str> =
-                text.split(|c: char| c.is_whitespace() || WORD_ENDS.contains(c)).collect();
-            let mut found: Vec<(&str, u8)> = Vec::new();
-            each_word(&text, |word, kinds| {
-                found.push((word, kinds));
-                true
-            });
-            proptest::prop_assert_eq!(found.iter().map(|w| w.0).collect::<Vec<_>>(), split);
-            for (word, kinds) in found {
-                proptest::prop_assert_eq!(kinds, kinds_of(word), "{:?}", word);
-            }
+            words_hold(&text)?;
         }
 
         #[test]
