@@ -30,11 +30,19 @@ use crate::{CurationContext, Error, HistoryManager, RelevanceBudget, Result, Tok
 ///    history.
 /// 2. Walking the call points in order, **the view at a call point is the last compaction's
 ///    view followed by every message after it**, unchanged, as long as that fits the room.
-/// 3. **When it does not fit, a compaction** curates everything up to that point with the
-///    compactor (a [`RelevanceBudget`], which keeps the head, the newest units, the older
+/// 3. **When it does not fit, a compaction.** A view is measured as it is sent: where calls
+///    are still open at its end (a loop may ask for views while a reply's calls run), they
+///    are not sent, nor their message when nothing else is left of it. The compaction is at
+///    the call point before this one when a view sent after that point, with calls still
+///    open, overflowed, no compaction came since, and the view at that point is over the
+///    low-water mark below: the messages since then follow the compaction's view, so the
+///    calls made while the reply's calls were open and the call after their results share
+///    it. Otherwise, or when the view still does not fit, the compaction is at this call
+///    point. A compaction curates everything up to its point with the compactor (a [`RelevanceBudget`], which keeps the head, the newest units, the older
 ///    units that matter most and a note of what it left out) at a **low-water mark**: the
 ///    head's tokens (at most its share of the room) plus `low_water` (0.5 by default) of
-///    the rest of the room, and at most the overflowing view's tokens less `min_free`. A
+///    the rest of the room, and at most the tokens of the view at its point less
+///    `min_free`. A
 ///    head (the system messages and the task) that the whole room's share for it holds is
 ///    kept whole, as the views before sent it, and a selection that goes just past the
 ///    mark is sent as it is, within the room, rather than with its task shortened. A head
@@ -182,7 +190,7 @@ impl StableBudget {
         Ok(self)
     }
 
-    /// Makes every compaction free at least `tokens` of the view that overflowed, where
+    /// Makes every compaction free at least `tokens` of the view at its call point, where
     /// what is never lost allows it (as Anthropic's `clear_at_least`): a compaction is paid
     /// for by writing the new view to the cache, so it should free enough to be worth it.
     #[must_use]
@@ -311,6 +319,72 @@ impl StableBudget {
         (mark(whole.min(share(budget.head_share(), room))), mark(whole).min(room))
     }
 
+    /// Brings the walk's view at call point `end` (or at the history's end) within the room.
+    /// Nothing to do when it fits; at the history's end with calls still open, what is sent
+    /// is the view without those calls ([`coherence`](crate::coherence) removes them), and
+    /// that is what must fit. When the view sent at a place after the walk's last call
+    /// point where calls were still open overflowed, the walk compacts at that point (where
+    /// its view is over the low-water mark): every longer history overflows there too, so
+    /// the walk keeps that compaction, and the calls made while the calls were open share it
+    /// with the call after their results. When the view still does not fit, the compaction
+    /// at `end` is returned, for the caller to apply.
+    fn settle(
+        &self,
+        walk: &mut Walk,
+        view: &View<'_>,
+        end: usize,
+        ctx: &CurationContext<'_>,
+    ) -> Result<Option<Step>> {
+        let room = self.room();
+        if walk.kept_tokens + walk.appended <= room {
+            return Ok(None);
+        }
+        let overflowed_open = match walk.point.and_then(|point| point.open.map(|o| (point, o))) {
+            Some((point, (at, open))) if walk.kept_tokens + open > room => {
+                let sent = walk.kept_tokens + point.appended + self.sent(view, point.at, at);
+                if at == end && sent <= room {
+                    return Ok(None);
+                }
+                sent > room
+            }
+            _ => false,
+        };
+        if overflowed_open && let Some(point) = walk.point.take() {
+            let total = walk.kept_tokens + point.appended;
+            let (target, _) = self.targets(&view.prefix(point.at), total, ctx);
+            // Refused there, the compaction at `end` says what can be kept.
+            let step = if target < total {
+                self.compact(view, point.at, total, ctx, walk.base == 0).ok()
+            } else {
+                None
+            };
+            if let Some(step) = step {
+                let since = walk.appended - point.appended;
+                walk.apply(step);
+                walk.appended = since;
+                if walk.kept_tokens + walk.appended <= room {
+                    return Ok(None);
+                }
+            }
+        } else if end == view.len()
+            && open_before(view, end)
+            && walk.kept_tokens + self.sent(view, walk.base, end) <= room
+        {
+            // Calls open since the last compaction: its view and what is sent after it.
+            return Ok(None);
+        }
+        let total = walk.kept_tokens + walk.appended;
+        self.compact(view, end, total, ctx, walk.base == 0).map(Some)
+    }
+
+    /// The tokens the messages of `view` from index `from` (where no call is open) to `to`
+    /// come to as sent: calls still open at `to`, and their messages when nothing else is
+    /// left of them, removed.
+    fn sent(&self, view: &View<'_>, from: usize, to: usize) -> u64 {
+        let sent = view.prefix(to).repaired_after(from);
+        sent.tally(self.compactor.budget().counter()).range(from..sent.len())
+    }
+
     /// Compacts the messages of `view` up to call point `end`, whose tokens `total` (with
     /// the walk's kept view) overflow the room: the compactor's view at the low-water mark,
     /// or within the whole room when what is never lost does not fit the mark. `first`
@@ -415,15 +489,30 @@ struct Walk {
     base: usize,
     /// Tokens of the input's messages from `base` to the end of `input`.
     appended: u64,
+    /// The last call point after `base`.
+    point: Option<Point>,
     /// A compaction at the end of the last call's view, not yet at a call point: used when
     /// the next message makes it one.
     pending: Option<(usize, Step)>,
+}
+
+/// A call point a walk passed without compacting.
+#[derive(Clone, Copy, Debug)]
+struct Point {
+    /// Its index in the input view.
+    at: usize,
+    /// The walk's `appended` there.
+    appended: u64,
+    /// The last place after it where a call was still open (an index of the input view),
+    /// and the walk's `appended` there.
+    open: Option<(usize, u64)>,
 }
 
 impl Walk {
     fn apply(&mut self, step: Step) {
         (self.kept, self.kept_tokens, self.base, self.appended) =
             (step.kept, step.kept_tokens, step.base, step.appended);
+        self.point = None;
     }
 
     fn new(key: Key) -> Self {
@@ -434,7 +523,19 @@ impl Walk {
             kept_tokens: 0,
             base: 0,
             appended: 0,
+            point: None,
             pending: None,
+        }
+    }
+
+    /// Notes index `at` of `view` (a message there, or the end) as a place where a call is
+    /// still open, when it is one after the walk's last call point.
+    fn note_open_end(&mut self, view: &View<'_>, at: usize) {
+        if let Some(point) = &mut self.point
+            && at > point.at
+            && open_before(view, at)
+        {
+            point.open = Some((at, self.appended));
         }
     }
 }
@@ -443,16 +544,18 @@ impl Walk {
 /// that no call is still open before (the second message of parallel calls split over two
 /// assistant messages is part of the same reply, and of the same unit).
 fn call_point(view: &View<'_>, at: usize) -> bool {
-    view.structure(at).role() == Role::Assistant
-        && !at
-            .checked_sub(1)
-            .and_then(|before| view.pos(before))
-            .is_some_and(|pos| view.history().open_after(pos))
+    view.structure(at).role() == Role::Assistant && !open_before(view, at)
+}
+
+/// Whether a call is still open before view index `at` (a message there, or the end).
+fn open_before(view: &View<'_>, at: usize) -> bool {
+    at.checked_sub(1)
+        .and_then(|before| view.pos(before))
+        .is_some_and(|pos| view.history().open_after(pos))
 }
 
 impl HistoryManager for StableBudget {
     fn curate<'h>(&self, view: View<'h>, ctx: &CurationContext<'_>) -> Result<View<'h>> {
-        let room = self.room();
         let counter = self.compactor.budget().counter();
         let key = Key::of(&view, ctx);
         let mut slot = self.walk.lock().unwrap_or_else(PoisonError::into_inner);
@@ -463,47 +566,48 @@ impl HistoryManager for StableBudget {
         let tally = view.tally(counter);
         for j in walk.input.len()..view.len() {
             if j > walk.base && call_point(&view, j) {
-                let total = walk.kept_tokens + walk.appended;
                 let pending = walk.pending.take().filter(|(at, _)| *at == j);
                 let step = match pending {
                     Some((_, step)) => Some(step),
                     // A call point the budget could not serve was refused then; the walk
                     // goes on as that call left it.
-                    None if total > room => self.compact(&view, j, total, ctx, walk.base == 0).ok(),
-                    None => None,
+                    None => self.settle(&mut walk, &view, j, ctx).ok().flatten(),
                 };
                 if let Some(step) = step {
                     walk.apply(step);
                 }
+                if j > walk.base {
+                    walk.point = Some(Point { at: j, appended: walk.appended, open: None });
+                }
+            } else {
+                walk.note_open_end(&view, j);
             }
             walk.appended += tally.message(j);
         }
         drop(tally);
+        let end = view.len();
+        walk.note_open_end(&view, end);
         walk.input = view.freeze();
-        walk.pending = walk.pending.take().filter(|(at, _)| *at == view.len());
-        let total = walk.kept_tokens + walk.appended;
-        let out = if total <= room {
-            if walk.base == 0 && walk.kept.len() == 0 {
-                view
-            } else {
-                view.kept_then(&walk.kept, walk.base)
+        walk.pending = walk.pending.take().filter(|(at, _)| *at == end);
+        let step = match walk.pending.take() {
+            Some((_, step)) => Some(step),
+            None => match self.settle(&mut walk, &view, end, ctx) {
+                Ok(step) => step,
+                Err(error) => {
+                    // The walk so far stays good for the next call.
+                    *slot = Some(walk);
+                    return Err(error);
+                }
+            },
+        };
+        let out = match step {
+            Some(step) => {
+                let out = view.kept_then(&step.kept, step.base);
+                walk.pending = Some((end, step));
+                out
             }
-        } else {
-            let end = view.len();
-            let step = match walk.pending.take() {
-                Some((_, step)) => step,
-                None => match self.compact(&view, end, total, ctx, walk.base == 0) {
-                    Ok(step) => step,
-                    Err(error) => {
-                        // The walk so far stays good for the next call.
-                        *slot = Some(walk);
-                        return Err(error);
-                    }
-                },
-            };
-            let out = view.kept_then(&step.kept, step.base);
-            walk.pending = Some((end, step));
-            out
+            None if walk.base == 0 && walk.kept.len() == 0 => view,
+            None => view.kept_then(&walk.kept, walk.base),
         };
         *slot = Some(walk);
         Ok(out)

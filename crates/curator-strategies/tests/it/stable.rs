@@ -311,6 +311,109 @@ proptest! {
             previous = Some(view);
         }
     }
+
+    /// A loop that asks for a view after every message, its calls still open or not: every
+    /// view within the budget, and the one a stateless caller gets.
+    #[test]
+    fn views_asked_after_every_message_are_the_stateless_views(
+        messages in curator_testkit::arb::history_with(30, false),
+        max_tokens in 300u64..4_000,
+        min_free in prop_oneof![3 => Just(0u64), 1 => 0u64..400],
+    ) {
+        let live = pipeline(max_tokens, min_free);
+        let ctx = CurationContext::default();
+        let mut history = History::new();
+        for (end, message) in messages.iter().enumerate().map(|(i, m)| (i + 1, m)) {
+            history.push(message.clone());
+            let stateless = pipeline(max_tokens, min_free).curate_messages(&messages[..end], &ctx);
+            match live.curate_history(&history, &ctx) {
+                Ok(view) => {
+                    let view = view.to_messages();
+                    prop_assert!(tokens(&view) <= max_tokens);
+                    prop_assert_eq!(&stateless.unwrap(), &view);
+                }
+                Err(_) => prop_assert!(stateless.is_err()),
+            }
+        }
+    }
+}
+
+/// A coding agent's replies of three parallel calls (of 60 to 300 characters of arguments),
+/// each result of 300 to 1,000 characters.
+fn parallel_agent(steps: usize) -> Vec<Message> {
+    let mut messages = vec![
+        Message::system("You are a coding agent. Use the tools."),
+        Message::user("Fix the failing test in src/parser.rs."),
+    ];
+    for i in 0..steps {
+        let ids: Vec<String> = (0..3).map(|k| format!("c{i}_{k}")).collect();
+        let path = "src/module/".repeat(5 + (i * 3) % 20);
+        let calls = ids
+            .iter()
+            .map(|id| ToolCall::new(id, "run", format!(r#"{{"path":"{path}"}}"#)))
+            .collect();
+        messages.push(Message::assistant_with_calls(None, calls));
+        for (k, id) in ids.iter().enumerate() {
+            messages.push(Message::tool_result(
+                id,
+                format!("line {i} {k}\n").repeat(30 + (i * 7 + k) % 60),
+            ));
+        }
+    }
+    messages
+}
+
+/// A loop that asks for a view after every message, its calls still open or not, as some
+/// agents do: the view right after a reply of calls alone is the view before it (the
+/// calls are not sent yet), even where counting them would pass the budget; a view that
+/// overflows while a reply's calls are open compacts at the call before that reply, and
+/// the views after its other results, and after the last, keep that compaction (what
+/// precedes the reply stays the same while it fits). A stateless caller gets every one of
+/// those views.
+#[test]
+fn calls_made_while_a_replys_calls_are_open_share_its_compaction() {
+    let messages = parallel_agent(40);
+    let pipeline = pipeline(3_000, 0);
+    let redacted = Redactor::new().curate_messages(&messages, &CurationContext::default()).unwrap();
+    let ctx = CurationContext::default();
+    let mut history = History::new();
+    // The view before the reply being answered, as the last call saw it.
+    let mut before: Option<Vec<Message>> = None;
+    let (mut shared, mut tipped) = (0, 0);
+    let mut last: Vec<Message> = Vec::new();
+    for (end, message) in messages.iter().enumerate().map(|(i, m)| (i + 1, m)) {
+        history.push(message.clone());
+        let view = pipeline.curate_history(&history, &ctx).unwrap().to_messages();
+        assert!(tokens(&view) <= 3_000);
+        let stateless = self::pipeline(3_000, 0).curate_messages(&messages[..end], &ctx).unwrap();
+        assert_eq!(stateless, view, "stateless at {end}");
+        let previous = std::mem::replace(&mut last, view.clone());
+        if message.role() == Role::Assistant && end > 2 {
+            assert_eq!(view, previous, "a reply of calls alone changed the view at {end}");
+            if tokens(&previous) + tokens(&redacted[end - 1..end]) > 3_000 {
+                tipped += 1;
+            }
+        }
+        if message.role() != Role::Tool {
+            before = None;
+            continue;
+        }
+        // The reply's assistant message, in the history and in the view.
+        let reply = messages[..end].iter().rposition(|m| m.role() == Role::Assistant).unwrap();
+        let at = view.iter().rposition(|m| m.role() == Role::Assistant).unwrap();
+        let now = view[..at].to_vec();
+        if let Some(previous) = before.take() {
+            let mut candidate = previous.clone();
+            candidate.extend_from_slice(&redacted[reply..end]);
+            if tokens(&candidate) <= 3_000 {
+                assert_eq!(now, previous, "what precedes the reply changed at {end}, and fit");
+                shared += 1;
+            }
+        }
+        before = Some(now);
+    }
+    assert!(shared >= 60, "{shared}");
+    assert!(tipped >= 1, "no reply of calls alone would have passed the budget");
 }
 
 /// Parallel calls split over two assistant messages (as Anthropic's are read) are one
