@@ -494,6 +494,9 @@ struct Walk {
     /// A compaction at the end of the last call's view, not yet at a call point: used when
     /// the next message makes it one.
     pending: Option<(usize, Step)>,
+    /// The end of the last call's view, when that view fit without a compaction there, and
+    /// that view as sent when calls were still open at its end.
+    fits: Option<(usize, Option<Frozen>)>,
 }
 
 /// A call point a walk passed without compacting.
@@ -525,6 +528,7 @@ impl Walk {
             appended: 0,
             point: None,
             pending: None,
+            fits: None,
         }
     }
 
@@ -563,34 +567,39 @@ impl HistoryManager for StableBudget {
             Some(walk) if walk.key == key && view.starts_with(&walk.input) => walk,
             _ => Walk::new(key),
         };
-        let tally = view.tally(counter);
-        for j in walk.input.len()..view.len() {
-            if j > walk.base && call_point(&view, j) {
-                let pending = walk.pending.take().filter(|(at, _)| *at == j);
-                let step = match pending {
-                    Some((_, step)) => Some(step),
-                    // A call point the budget could not serve was refused then; the walk
-                    // goes on as that call left it.
-                    None => self.settle(&mut walk, &view, j, ctx).ok().flatten(),
-                };
-                if let Some(step) = step {
-                    walk.apply(step);
-                }
-                if j > walk.base {
-                    walk.point = Some(Point { at: j, appended: walk.appended, open: None });
-                }
-            } else {
-                walk.note_open_end(&view, j);
-            }
-            walk.appended += tally.message(j);
-        }
-        drop(tally);
         let end = view.len();
-        walk.note_open_end(&view, end);
-        walk.input = view.freeze();
+        // The same view as the last call's (asked again) has nothing to walk.
+        if walk.input.len() < end {
+            let tally = view.tally(counter);
+            for j in walk.input.len()..view.len() {
+                if j > walk.base && call_point(&view, j) {
+                    let pending = walk.pending.take().filter(|(at, _)| *at == j);
+                    let step = match pending {
+                        Some((_, step)) => Some(step),
+                        // A call point the budget could not serve was refused then; the walk
+                        // goes on as that call left it.
+                        None => self.settle(&mut walk, &view, j, ctx).ok().flatten(),
+                    };
+                    if let Some(step) = step {
+                        walk.apply(step);
+                    }
+                    if j > walk.base {
+                        walk.point = Some(Point { at: j, appended: walk.appended, open: None });
+                    }
+                } else {
+                    walk.note_open_end(&view, j);
+                }
+                walk.appended += tally.message(j);
+            }
+            drop(tally);
+            walk.note_open_end(&view, end);
+            walk.input = view.freeze();
+        }
         walk.pending = walk.pending.take().filter(|(at, _)| *at == end);
         let step = match walk.pending.take() {
             Some((_, step)) => Some(step),
+            // The same view asked again, which fit as it was sent.
+            None if walk.fits.as_ref().is_some_and(|(at, _)| *at == end) => None,
             None => match self.settle(&mut walk, &view, end, ctx) {
                 Ok(step) => step,
                 Err(error) => {
@@ -606,8 +615,30 @@ impl HistoryManager for StableBudget {
                 walk.pending = Some((end, step));
                 out
             }
-            None if walk.base == 0 && walk.kept.len() == 0 => view,
-            None => view.kept_then(&walk.kept, walk.base),
+            None => match walk.fits.take() {
+                Some((at, Some(sent))) if at == end => {
+                    let out = view.kept_then(&sent, end);
+                    walk.fits = Some((end, Some(sent)));
+                    out
+                }
+                _ => {
+                    let out = if walk.base == 0 && walk.kept.len() == 0 {
+                        view
+                    } else {
+                        view.kept_then(&walk.kept, walk.base)
+                    };
+                    // Calls open at the end: the view as sent (without them) is kept for
+                    // the same call again, so that it is not repaired anew each time.
+                    if open_before(&out, out.len()) {
+                        let out = out.repaired();
+                        walk.fits = Some((end, Some(out.freeze())));
+                        out
+                    } else {
+                        walk.fits = Some((end, None));
+                        out
+                    }
+                }
+            },
         };
         *slot = Some(walk);
         Ok(out)

@@ -14,6 +14,8 @@ use super::selection::View;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Frozen {
     items: Items,
+    /// Whether the view it was taken from follows the coherence rules as it stands.
+    coherent: bool,
 }
 
 impl Frozen {
@@ -26,7 +28,7 @@ impl Frozen {
 impl<'h> View<'h> {
     /// The view's selection, kept apart from the history.
     pub(crate) fn freeze(&self) -> Frozen {
-        Frozen { items: self.items.clone() }
+        Frozen { items: self.items.clone(), coherent: self.coherent }
     }
 
     /// The view's selection as a view under only its first `base` maps would show it: what
@@ -60,7 +62,7 @@ impl<'h> View<'h> {
                 }
             }
         }
-        Frozen { items }
+        Frozen { items, coherent: false }
     }
 
     /// One past the history position of the view's newest history message (0 when it holds
@@ -107,7 +109,9 @@ impl<'h> View<'h> {
     pub(crate) fn kept_then(&self, kept: &Frozen, from: usize) -> View<'h> {
         let mut items = kept.items.clone();
         items.extend_from(&self.items, from..self.len());
-        View { history: self.history, items, maps: self.maps.clone(), coherent: false }
+        // Nothing appended: the view frozen, as coherent as it was.
+        let coherent = kept.coherent && from >= self.len();
+        View { history: self.history, items, maps: self.maps.clone(), coherent }
     }
 }
 
