@@ -336,20 +336,26 @@ impl StableBudget {
         ctx: &CurationContext<'_>,
     ) -> Result<Option<Step>> {
         let room = self.room();
-        if walk.kept_tokens + walk.appended <= room {
+        let open_end = end == view.len() && open_before(view, end);
+        // Whether the walk's view at `end` fits as it is sent: counted whole, or, with calls
+        // open at the end, from the last call point (or the last compaction) on without them.
+        let fits = |walk: &Walk| {
+            walk.kept_tokens + walk.appended <= room
+                || open_end && {
+                    let (from, before) = walk.point.map_or((walk.base, 0), |p| (p.at, p.appended));
+                    walk.kept_tokens + before + self.sent(view, from, end) <= room
+                }
+        };
+        if fits(walk) {
             return Ok(None);
         }
-        let overflowed_open = match walk.point.and_then(|point| point.open.map(|o| (point, o))) {
-            Some((point, (at, open))) if walk.kept_tokens + open > room => {
-                let sent = walk.kept_tokens + point.appended + self.sent(view, point.at, at);
-                if at == end && sent <= room {
-                    return Ok(None);
-                }
-                sent > room
-            }
-            _ => false,
-        };
-        if overflowed_open && let Some(point) = walk.point.take() {
+        let overflowed_open = walk.point.is_some_and(|point| {
+            point.open.is_some_and(|(at, open)| {
+                walk.kept_tokens + open > room
+                    && walk.kept_tokens + point.appended + self.sent(view, point.at, at) > room
+            })
+        });
+        if overflowed_open && let Some(point) = walk.point {
             let total = walk.kept_tokens + point.appended;
             let (target, _) = self.targets(&view.prefix(point.at), total, ctx);
             // Refused there, the compaction at `end` says what can be kept.
@@ -362,16 +368,10 @@ impl StableBudget {
                 let since = walk.appended - point.appended;
                 walk.apply(step);
                 walk.appended = since;
-                if walk.kept_tokens + walk.appended <= room {
+                if fits(walk) {
                     return Ok(None);
                 }
             }
-        } else if end == view.len()
-            && open_before(view, end)
-            && walk.kept_tokens + self.sent(view, walk.base, end) <= room
-        {
-            // Calls open since the last compaction: its view and what is sent after it.
-            return Ok(None);
         }
         let total = walk.kept_tokens + walk.appended;
         self.compact(view, end, total, ctx, walk.base == 0).map(Some)

@@ -319,7 +319,11 @@ proptest! {
         messages in curator_testkit::arb::history_with(30, false),
         max_tokens in 300u64..4_000,
         min_free in prop_oneof![3 => Just(0u64), 1 => 0u64..400],
+        opening in prop_oneof![1 => Just(0.0), 1 => 0.0f64..=1.0],
     ) {
+        let pipeline = |max_tokens, min_free| {
+            pipeline_opening(max_tokens, min_free, opening, StableBudget::DEFAULT_FIRST_OPENING_SHARE)
+        };
         let live = pipeline(max_tokens, min_free);
         let ctx = CurationContext::default();
         let mut history = History::new();
@@ -414,6 +418,53 @@ fn calls_made_while_a_replys_calls_are_open_share_its_compaction() {
     }
     assert!(shared >= 60, "{shared}");
     assert!(tipped >= 1, "no reply of calls alone would have passed the budget");
+}
+
+/// A view asked for while a reply's parallel calls are open, after a compaction at the
+/// call before that reply made by an earlier such view: measured as it is sent from that
+/// compaction on, it is the view a stateless caller gets (a low-water mark of 0.3, a
+/// least free of 100 tokens and an opening share of 0.5, where a live walk once compacted
+/// again at the end and a stateless one did not).
+#[test]
+fn a_view_with_calls_open_after_a_compaction_at_its_reply_is_the_stateless_one() {
+    let make = || {
+        StableBudget::new(600)
+            .with_counter(CharEstimate::default())
+            .with_low_water(0.3)
+            .unwrap()
+            .with_min_free(100)
+            .with_opening_share(0.5)
+            .unwrap()
+    };
+    let call = |id: &str| ToolCall::new(id, "run", format!(r#"{{"cmd":"step {id}"}}"#));
+    let mut messages = vec![
+        Message::system("You are a coding agent. Be careful."),
+        Message::user("Fix the failing test in parser.rs, then run the suite."),
+    ];
+    for i in 0..4 {
+        let ids: Vec<String> = (0..3).map(|j| format!("p{i}_{j}")).collect();
+        let calls = ids.iter().map(|id| call(id)).collect();
+        let text = (i % 2 == 1).then(|| "Let me look at several things.".into());
+        messages.push(Message::assistant_with_calls(text, calls));
+        for (j, id) in ids.iter().enumerate() {
+            messages
+                .push(Message::tool_result(id, format!("output of {id}: ").repeat(40 * (1 + j))));
+        }
+        if i % 3 == 2 {
+            messages.push(Message::assistant("Progress noted."));
+            messages.push(Message::user("continue"));
+        }
+    }
+    let ctx = CurationContext::default();
+    let live = make();
+    let mut history = History::new();
+    for (end, message) in messages.iter().enumerate().map(|(i, m)| (i + 1, m)) {
+        history.push(message.clone());
+        let view = live.curate_history(&history, &ctx).unwrap().to_messages();
+        let stateless = make().curate_messages(&messages[..end], &ctx).unwrap();
+        assert_eq!(view, stateless, "at {end}");
+        assert!(tokens(&view) <= 600, "at {end}");
+    }
 }
 
 /// Parallel calls split over two assistant messages (as Anthropic's are read) are one
