@@ -38,11 +38,11 @@ use crate::{CurationContext, Error, HistoryManager, RelevanceBudget, Result, Tok
 ///    low-water mark below: the messages since then follow the compaction's view, so the
 ///    calls made while the reply's calls were open and the call after their results share
 ///    it. Otherwise, or when the view still does not fit, the compaction is at this call
-///    point. A compaction curates everything up to its point with the compactor (a [`RelevanceBudget`], which keeps the head, the newest units, the older
-///    units that matter most and a note of what it left out) at a **low-water mark**: the
-///    head's tokens (at most its share of the room) plus `low_water` (0.5 by default) of
-///    the rest of the room, and at most the tokens of the view at its point less
-///    `min_free`. A
+///    point. A compaction curates everything up to its point with the compactor (a
+///    [`RelevanceBudget`], which keeps the head, the newest units, the older units that
+///    matter most and a note of what it left out) at a **low-water mark**: the head's
+///    tokens (at most its share of the room) plus `low_water` (0.5 by default) of the rest
+///    of the room, and at most the tokens of the view at its point less `min_free`. A
 ///    head (the system messages and the task) that the whole room's share for it holds is
 ///    kept whole, as the views before sent it, and a selection that goes just past the
 ///    mark is sent as it is, within the room, rather than with its task shortened. A head
