@@ -351,8 +351,10 @@ impl StableBudget {
         }
         let overflowed_open = walk.point.is_some_and(|point| {
             point.open.is_some_and(|(at, open)| {
-                walk.kept_tokens + open > room
-                    && walk.kept_tokens + point.appended + self.sent(view, point.at, at) > room
+                // At this very end, `fits` measured it as sent from that point: it overflowed.
+                (open_end && at == end)
+                    || walk.kept_tokens + open > room
+                        && walk.kept_tokens + point.appended + self.sent(view, point.at, at) > room
             })
         });
         if overflowed_open && let Some(point) = walk.point {
