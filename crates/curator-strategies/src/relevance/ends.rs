@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use curator_model::{Content, Message, Part, Role};
 
@@ -43,7 +43,7 @@ const NOTE_CHARS: usize = 100;
 pub(crate) struct EndsCut {
     max_chars: usize,
     key: u64,
-    focus: Option<Focus>,
+    focus: Option<Arc<Focus>>,
     /// What identifies a focused cut besides the message: the characters kept and the
     /// query's terms.
     focus_key: u64,
@@ -56,10 +56,38 @@ pub(crate) struct EndsCut {
 /// The present's tool results (history positions) and the terms the present is about: the
 /// task's and those of the present's own text and call arguments. A long result of the
 /// present keeps, besides its ends, the lines of its middle that name them.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 pub(crate) struct Focus {
-    pub(crate) positions: HashSet<usize, FxBuild>,
+    /// Rising.
+    pub(crate) positions: Vec<usize>,
     pub(crate) terms: HashSet<String, FxBuild>,
+    /// A hash of the terms, made once for the cuts that share this focus.
+    terms_key: OnceLock<u64>,
+}
+
+impl Focus {
+    /// The focus on the tool results at `positions` (in any order) and on `terms`.
+    pub(crate) fn new(mut positions: Vec<usize>, terms: HashSet<String, FxBuild>) -> Self {
+        positions.sort_unstable();
+        positions.dedup();
+        Focus { positions, terms, terms_key: OnceLock::new() }
+    }
+
+    /// Whether the tool result at history position `pos` is one of the present's.
+    pub(crate) fn holds(&self, pos: usize) -> bool {
+        self.positions.binary_search(&pos).is_ok()
+    }
+
+    /// A hash of the terms (in sorted order, so that the set's order does not matter).
+    fn terms_key(&self) -> u64 {
+        *self.terms_key.get_or_init(|| {
+            let mut terms: Vec<&str> = self.terms.iter().map(String::as_str).collect();
+            terms.sort_unstable();
+            let mut parts: Vec<&[u8]> = vec![b"relevance_budget.focus_terms"];
+            parts.extend(terms.iter().map(|t| t.as_bytes()));
+            stable_hash(&parts)
+        })
+    }
 }
 
 /// The focused cuts of the latest query, kept by the strategy across calls. A focused cut
@@ -144,15 +172,11 @@ impl EndsCut {
     }
 
     /// The same cut, focused on the present (see [`Focus`]), its cuts kept in `cache`.
-    pub(crate) fn with_focus(mut self, focus: Focus, cache: Arc<FocusCache>) -> Self {
-        let mut terms: Vec<&str> = focus.terms.iter().map(String::as_str).collect();
-        terms.sort_unstable();
-        let mut parts: Vec<&[u8]> = vec![b"relevance_budget.focused_cut", &[]];
+    pub(crate) fn with_focus(mut self, focus: Arc<Focus>, cache: Arc<FocusCache>) -> Self {
         let mut max = self.max_chars.to_le_bytes().to_vec();
         max.extend(self.present_max.to_le_bytes());
-        parts[1] = &max;
-        parts.extend(terms.iter().map(|t| t.as_bytes()));
-        self.focus_key = stable_hash(&parts);
+        let terms = focus.terms_key().to_le_bytes();
+        self.focus_key = stable_hash(&[b"relevance_budget.focused_cut", &max, &terms]);
         self.focus = Some(focus);
         self.focus_cache = Some(cache);
         self
@@ -161,8 +185,7 @@ impl EndsCut {
     /// The present's terms, when `pos` is one of its tool results and it has terms.
     fn focused(&self, pos: Option<usize>) -> Option<&HashSet<String, FxBuild>> {
         let focus = self.focus.as_ref()?;
-        (!focus.terms.is_empty() && pos.is_some_and(|p| focus.positions.contains(&p)))
-            .then_some(&focus.terms)
+        (!focus.terms.is_empty() && pos.is_some_and(|p| focus.holds(p))).then_some(&focus.terms)
     }
 
     /// As [`cut`](Self::cut), but with a shorter beginning and end ([`FOCUS_HEAD_SHARE`],
@@ -477,8 +500,7 @@ impl MessageMap for EndsCut {
         if message.role() != Role::Tool {
             return None;
         }
-        let present =
-            self.focus.as_ref().is_some_and(|f| pos.is_some_and(|p| f.positions.contains(&p)));
+        let present = self.focus.as_ref().is_some_and(|f| pos.is_some_and(|p| f.holds(p)));
         match (self.focused(pos), &self.focus_cache, pos) {
             (Some(query), Some(cache), Some(pos)) => {
                 // What reaches the cut at a position may differ between pipelines (an
@@ -499,7 +521,7 @@ impl MessageMap for EndsCut {
     fn memo_key(&self, pos: usize) -> Option<u64> {
         // A focused cut, or a present's result left whole, depends on the present, which
         // changes from call to call.
-        if self.focus.as_ref().is_some_and(|focus| focus.positions.contains(&pos)) {
+        if self.focus.as_ref().is_some_and(|focus| focus.holds(pos)) {
             return None;
         }
         Some(self.key)
@@ -663,9 +685,9 @@ mod tests {
             Message::assistant_with_calls(None, vec![ToolCall::new("1", "read", "{}")]),
             Message::tool_result("1", long("alpha")),
         ]);
-        let focus = || Focus {
-            positions: std::iter::once(2).collect(),
-            terms: std::iter::once("parse_binary_header".to_owned()).collect(),
+        let focus = || {
+            let terms = std::iter::once("parse_binary_header".to_owned()).collect();
+            Arc::new(Focus::new(vec![2], terms))
         };
         let cache = Arc::new(FocusCache::default());
         let cut = EndsCut::new(1_000).with_focus(focus(), Arc::clone(&cache));

@@ -1,12 +1,10 @@
 //! The folded-history note: what the units left out held, in one compact user message.
 
-use std::collections::HashSet;
 use std::ops::Range;
 
 use curator_model::{Message, Role};
 
 use super::labels::{Label, LabelCache, Labels};
-use crate::fx::FxBuild;
 use crate::term_index::TermIndex;
 use crate::terms::message_terms;
 use crate::tokens::share;
@@ -69,7 +67,7 @@ pub(super) fn note(
     }
     // Calls take a third of the room beside terms, all of it alone.
     let limit = if terms { room / 3 } else { room };
-    let mut calls = Calls { listed: Vec::new(), seen: HashSet::default(), limit };
+    let mut calls = Calls { listed: Vec::new(), limit };
     // Terms a listed call or term shows: reading the note back gives them too.
     let mut covered = TermSet::new(if terms { index.vocabulary() } else { 0 });
     // The ids of the terms a listed call or term shows: a buffer reused.
@@ -219,10 +217,10 @@ fn fitted(
     (counter.count_message(&message) <= room).then_some(message)
 }
 
-/// The calls a note lists (newest first), within `limit` tokens, each once.
+/// The calls a note lists (newest first), within `limit` tokens, each once. A note lists a
+/// dozen calls or so: a label is looked for among them, which costs less than hashing it.
 struct Calls {
     listed: Vec<String>,
-    seen: HashSet<String, FxBuild>,
     limit: u64,
 }
 
@@ -231,7 +229,7 @@ impl Calls {
     /// it in): whether it was listed.
     fn offer(&mut self, label: &Label, used: &mut u64, counter: &dyn TokenCounter) -> bool {
         let text = label.text();
-        if self.seen.contains(text) {
+        if self.listed.iter().any(|listed| listed == text) {
             return false;
         }
         let cost = counter.count_text(text) + 1;
@@ -239,7 +237,6 @@ impl Calls {
             return false;
         }
         *used += cost;
-        self.seen.insert(text.to_owned());
         self.listed.push(text.to_owned());
         true
     }

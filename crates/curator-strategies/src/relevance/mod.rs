@@ -17,8 +17,8 @@ use curator_model::{Message, Role};
 use crate::fx::FxBuild;
 use crate::tokens::share;
 use crate::{
-    CurationContext, Error, Event, HistoryManager, RelevanceKept, Result, ScoredUnit, TokenBudget,
-    TokenCounter, View,
+    CurationContext, Error, Event, HistoryManager, MessageRef, RelevanceKept, Result, ScoredUnit,
+    TokenBudget, TokenCounter, View,
 };
 
 /// The most tokens the folded-history note takes, whatever the budget.
@@ -533,7 +533,7 @@ impl RelevanceBudget {
         let cut_with = |view: View<'h>, present_max: usize| {
             let cut = ends::EndsCut::new(max)
                 .with_present_max(present_max)
-                .with_focus(focus.clone(), Arc::clone(&self.focus_cache));
+                .with_focus(Arc::clone(&focus), Arc::clone(&self.focus_cache));
             view.with_map(Arc::new(cut))
         };
         let plain = cut_with(view.clone(), max);
@@ -544,7 +544,7 @@ impl RelevanceBudget {
             let (mut results, mut present, mut rest) = (0_u64, 0, 0);
             let mut over = false;
             for i in (0..plain.len()).rev() {
-                if plain.pos(i).is_some_and(|p| focus.positions.contains(&p)) {
+                if plain.pos(i).is_some_and(|p| focus.holds(p)) {
                     results += 1;
                     present += tally.message(i);
                 } else {
@@ -569,28 +569,41 @@ impl RelevanceBudget {
 
 /// The present's tool results and the terms of the task and of the present's other
 /// messages (its text and call arguments), which its long results keep the lines of.
-fn focus(view: &View<'_>, ctx: &CurationContext<'_>) -> Option<ends::Focus> {
+fn focus(view: &View<'_>, ctx: &CurationContext<'_>) -> Option<Arc<ends::Focus>> {
     let head = view.head(ctx);
     let present = view.present(&head)?;
-    let mut focus = ends::Focus::default();
-    let mut add = |message: &Message| {
-        crate::terms::message_terms(message, &mut |term| {
-            focus.terms.insert(term.to_owned());
-        });
+    let (mut positions, mut terms) = (Vec::new(), HashSet::default());
+    let index = view.history().term_index();
+    // A message the view holds as the history's own has the terms the index read from it;
+    // another (a map changed it) is read.
+    let mut add = |i: usize| {
+        let mut insert = |term: &str| {
+            if !terms.contains(term) {
+                terms.insert(term.to_owned());
+            }
+        };
+        let message = view.message(i);
+        match (&message, view.pos(i)) {
+            (MessageRef::Borrowed(_), Some(pos)) => {
+                index.terms_at(pos).iter().for_each(|&id| insert(index.text(id)));
+            }
+            _ => crate::terms::message_terms(&message, &mut |term| insert(term)),
+        }
     };
     for &i in head.pinned() {
         if view.structure(i).role() != Role::System {
-            add(&view.message(i));
+            add(i);
         }
     }
     for i in present.range() {
         if view.structure(i).role() == Role::Tool {
-            focus.positions.extend(view.pos(i));
+            positions.extend(view.pos(i));
         } else {
-            add(&view.message(i));
+            add(i);
         }
     }
-    Some(focus)
+    drop(index);
+    Some(Arc::new(ends::Focus::new(positions, terms)))
 }
 
 /// The present (`present`, its pinned messages counted with the head), then the newest
