@@ -24,6 +24,10 @@ const MAX_ARGUMENTS: usize = 120;
 pub(super) struct Label {
     text: String,
     terms: Vec<Range<usize>>,
+    /// The ids [`shown`](Label::shown) found, with the size of the index's vocabulary when it
+    /// looked: a term's id never changes, and a term the index lacked can only have come in
+    /// with a larger vocabulary.
+    found: Option<(usize, Vec<u32>)>,
 }
 
 impl Label {
@@ -37,7 +41,7 @@ impl Label {
             terms.push(start..start + term.len());
             true
         });
-        Label { text, terms }
+        Label { text, terms, found: None }
     }
 
     /// The label's text.
@@ -45,12 +49,23 @@ impl Label {
         &self.text
     }
 
-    /// The ids of the terms the label shows that `index` holds, into `ids`.
-    pub(super) fn shown(&self, index: &TermIndex, ids: &mut Vec<u32>) {
+    /// The ids of the terms the label shows that `index` holds, into `ids` (looked up again
+    /// only when the index has grown since).
+    pub(super) fn shown(&mut self, index: &TermIndex, ids: &mut Vec<u32>) {
+        let vocabulary = index.vocabulary();
+        let found = match &mut self.found {
+            Some((seen, found)) if *seen == vocabulary => found,
+            slot => {
+                let found = self
+                    .terms
+                    .iter()
+                    .filter_map(|r| self.text.get(r.clone()).and_then(|t| index.id(t)))
+                    .collect();
+                &slot.insert((vocabulary, found)).1
+            }
+        };
         ids.clear();
-        ids.extend(
-            self.terms.iter().filter_map(|r| self.text.get(r.clone()).and_then(|t| index.id(t))),
-        );
+        ids.extend_from_slice(found);
     }
 }
 
@@ -94,13 +109,13 @@ impl Labels {
         into: &'a mut Labels,
         pos: usize,
         calls: &[ToolCall],
-    ) -> &'a [Label] {
+    ) -> &'a mut [Label] {
         let entry = match self.at.remove(&pos) {
             Some(entry) if entry.0 == calls => entry,
             _ => (calls.to_vec(), calls.iter().map(Label::new).collect()),
         };
         into.history = self.history;
-        &into.at.entry(pos).insert_entry(entry).into_mut().1
+        &mut into.at.entry(pos).insert_entry(entry).into_mut().1
     }
 }
 
