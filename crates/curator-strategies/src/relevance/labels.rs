@@ -167,7 +167,26 @@ impl fmt::Write for Prefix {
 mod tests {
     use curator_model::ToolCall;
 
-    use super::{MAX_ARGUMENTS, call_label};
+    use super::{Label, MAX_ARGUMENTS, call_label};
+    use crate::term_index::TermIndex;
+
+    #[test]
+    fn a_label_finds_the_terms_an_index_took_in_after_it_first_looked() {
+        let call = ToolCall::new("c1", "open", r#"{"path": "src/parse_binary.rs"}"#);
+        let mut label = Label::new(&call);
+        let mut index = TermIndex::default();
+        index.push(&curator_model::Message::assistant("nothing distinctive"));
+        let mut ids = Vec::new();
+        label.shown(&index, &mut ids);
+        assert!(ids.is_empty());
+        // Asked again with the same index: the ids kept.
+        label.shown(&index, &mut ids);
+        assert!(ids.is_empty());
+        index.push(&curator_model::Message::assistant("read src/parse_binary.rs"));
+        label.shown(&index, &mut ids);
+        let texts: Vec<&str> = ids.iter().map(|&id| index.text(id)).collect();
+        assert_eq!(texts, ["src/parse_binary.rs", "parse_binary.rs", "parse_binary"]);
+    }
 
     #[test]
     fn a_call_is_named_with_all_its_arguments_as_compact_json() {
