@@ -4,8 +4,6 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use curator_model::Role;
-
 use crate::tokens::share;
 use crate::view::Frozen;
 use crate::{CurationContext, Error, HistoryManager, RelevanceBudget, Result, TokenCounter, View};
@@ -25,9 +23,9 @@ use crate::{CurationContext, Error, HistoryManager, RelevanceBudget, Result, Tok
 ///
 /// The room is the budget's (`max_tokens - reserve`, less the reply priming).
 ///
-/// 1. **A call point** is every place in the history where an assistant message follows (a
-///    provider call produced it) with no call still open before it, and the end of the
-///    history.
+/// 1. **A call point** is every place in the history with no call still open before it
+///    (where a provider call can be made: before a reply, and before a system or user
+///    message that follows a view asked for there), and the end of the history.
 /// 2. Walking the call points in order, **the view at a call point is the last compaction's
 ///    view followed by every message after it**, unchanged, as long as that fits the room.
 /// 3. **When it does not fit, a compaction.** A view is measured as it is sent: where calls
@@ -546,11 +544,12 @@ impl Walk {
     }
 }
 
-/// Whether a provider call produced the message at view index `at`: an assistant message
-/// that no call is still open before (the second message of parallel calls split over two
-/// assistant messages is part of the same reply, and of the same unit).
+/// Whether a provider call can be made before the message at view index `at`: no call is
+/// still open before it (the second message of parallel calls split over two assistant
+/// messages is part of the same reply, and of the same unit). A view asked for there, then
+/// followed by a system or user message rather than a reply, keeps its compaction.
 fn call_point(view: &View<'_>, at: usize) -> bool {
-    view.structure(at).role() == Role::Assistant && !open_before(view, at)
+    !open_before(view, at)
 }
 
 /// Whether a call is still open before view index `at` (a message there, or the end).

@@ -739,3 +739,44 @@ fn a_task_over_the_room_that_cannot_be_shortened_is_refused_not_sent_over_the_bu
         Err(e) => assert!(matches!(e, curator_strategies::Error::BudgetTooSmall(_)), "{e}"),
     }
 }
+
+/// A compaction at the end of a history (a long tool result that the first view had to
+/// cut) is kept when the next messages are system or user messages, not a reply: each view
+/// is the previous one plus what was appended, live and stateless alike.
+#[test]
+fn system_and_user_messages_after_a_compaction_keep_its_view() {
+    let mut log = String::new();
+    for i in 0..1_500 {
+        let _ =
+            writeln!(log, "line {i}: chunk offset=0x{:x} len={} ok", i * 7_919 % 65_536, i * 31);
+    }
+    let mut history = History::new();
+    history.push(Message::system("You are a coding agent."));
+    history.push(Message::user("Fix `parse_binary_header` in src/lib.rs."));
+    let call = ToolCall::new("c1", "read_file", r#"{"path":"log.txt"}"#);
+    history.push(Message::assistant_with_calls(None, vec![call]));
+    history.push(Message::tool_result("c1", log));
+    let ctx = CurationContext::default();
+    let live = pipeline(16_000, 0);
+    let first = live.curate_history(&history, &ctx).map(|v| v.to_messages());
+    let mut previous = first.unwrap_or_default();
+    assert!(
+        previous.last().is_some_and(|m| m.text().len() < 60_000),
+        "the first view cuts the result"
+    );
+    for i in 0..6 {
+        let next = if i % 2 == 0 {
+            Message::system(format!("New rule #{i}: answer in French."))
+        } else {
+            Message::user("Go on.")
+        };
+        history.push(next.clone());
+        let view = live.curate_history(&history, &ctx).map(|v| v.to_messages()).unwrap_or_default();
+        assert_eq!(view.len(), previous.len() + 1, "after message {i}");
+        assert_eq!(view[..previous.len()], previous[..], "after message {i}");
+        assert_eq!(view.last(), Some(&next));
+        let fresh = pipeline(16_000, 0).curate_history(&history, &ctx).map(|v| v.to_messages());
+        assert_eq!(fresh.ok().as_ref(), Some(&view), "stateless, after message {i}");
+        previous = view;
+    }
+}
