@@ -25,7 +25,7 @@ use crate::{CurationContext, Error, HistoryManager, RelevanceBudget, Result, Tok
 ///
 /// 1. **A call point** is every place in the history with no call still open before it
 ///    (where a provider call can be made: before a reply, and before a system or user
-///    message that follows a view asked for there), and the end of the history.
+///    message added after the results), and the end of the history.
 /// 2. Walking the call points in order, **the view at a call point is the last compaction's
 ///    view followed by every message after it**, unchanged, as long as that fits the room.
 /// 3. **When it does not fit, a compaction.** A view is measured as it is sent: where calls

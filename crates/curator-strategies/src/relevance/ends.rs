@@ -58,9 +58,9 @@ pub(crate) struct EndsCut {
 /// present keeps, besides its ends, the lines of its middle that name them.
 #[derive(Debug, Default)]
 pub(crate) struct Focus {
-    /// Rising.
-    pub(crate) positions: Vec<usize>,
-    pub(crate) terms: HashSet<String, FxBuild>,
+    /// Rising ([`Focus::new`] sorts them).
+    positions: Vec<usize>,
+    terms: HashSet<String, FxBuild>,
     /// A hash of the terms, made once for the cuts that share this focus.
     terms_key: OnceLock<u64>,
 }
